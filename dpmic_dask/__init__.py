@@ -1,0 +1,31 @@
+"""dpmic_dask: differentially private Maximal Information Coefficients on Dask.
+
+The non-private statistics (:func:`micr`, :func:`mice`) carry no privacy
+guarantee; their names and docstrings say so.
+"""
+
+from .characteristic import CharacteristicMatrix
+from .errors import (
+    BudgetExceededError,
+    DPMICError,
+    InvalidDataError,
+    InvalidParameterError,
+    MissingValuesError,
+    PrivacyLeakWarning,
+)
+from .exact import mice, micr, micr_characteristic
+
+__all__ = [
+    "BudgetExceededError",
+    "CharacteristicMatrix",
+    "DPMICError",
+    "InvalidDataError",
+    "InvalidParameterError",
+    "MissingValuesError",
+    "PrivacyLeakWarning",
+    "mice",
+    "micr",
+    "micr_characteristic",
+]
+
+__version__ = "0.1.0.dev0"

@@ -1,0 +1,73 @@
+"""Characteristic matrix and MICr from master counts (counts in, numbers out).
+
+The same functions serve in-memory arrays and the distributed engine: they only
+see a pair's flat master-count vector (:mod:`dpmic_dask.counts`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .grids import GridFamily
+from .kernels.optimize import family_scores
+
+
+@dataclass(frozen=True)
+class CharacteristicMatrix:
+    """Normalised mutual information of the best grid for every size.
+
+    Attributes
+    ----------
+    matrix : float64[B//2 + 1, B//2 + 1]
+        ``matrix[kx, ky]`` is the best ``I / log2 min(kx, ky)`` over the family's
+        grids with ``kx`` bins on x and ``ky`` on y; NaN where no grid has that size.
+    mic : float
+        The maximum entry (MICr when built from MICr's grid family), in ``[0, 1]``.
+    x_bins, y_bins : int
+        Grid size ``(kx, ky)`` of the first maximal entry.
+    orientation : str
+        ``"x"`` if the maximum was attained with x as the fixed axis, else ``"y"``.
+    """
+
+    matrix: np.ndarray
+    mic: float
+    x_bins: int
+    y_bins: int
+    orientation: str
+
+
+def grid_scores(counts: np.ndarray, family: GridFamily) -> np.ndarray:
+    """Score table float64[G, kmax_max + 1]: ``[g, k]`` = normalised MI of grid ``g`` with
+    ``k`` groups (NaN where ``k`` is not allowed for that grid)."""
+    offsets, rows, fixed, kmax = family.grid_arrays()
+    out = np.full((family.n_grids, int(kmax.max()) + 1), np.nan)
+    family_scores(np.ascontiguousarray(counts, dtype=np.int64), offsets, rows, fixed, kmax, out)
+    return out
+
+
+def characteristic_matrix(counts: np.ndarray, family: GridFamily) -> CharacteristicMatrix:
+    """Characteristic matrix of one pair from its flat master counts."""
+    scores = grid_scores(counts, family)
+    size = family.B // 2 + 1
+    matrix = np.full((size, size), np.nan)
+    best = (-1.0, 0, 0, "x")
+    for g, grid in enumerate(family.grids):
+        for k in range(2, grid.max_groups + 1):
+            value = scores[g, k]
+            if grid.orientation == "x":
+                kx, ky = grid.fixed_bins, k
+            else:
+                kx, ky = k, grid.fixed_bins
+            if np.isnan(matrix[kx, ky]) or value > matrix[kx, ky]:
+                matrix[kx, ky] = value
+            if value > best[0]:
+                best = (value, kx, ky, grid.orientation)
+    mic, kx, ky, orientation = best
+    return CharacteristicMatrix(matrix, float(min(max(mic, 0.0), 1.0)), kx, ky, orientation)
+
+
+def micr_from_counts(counts: np.ndarray, family: GridFamily) -> float:
+    """MICr of one pair from its flat master counts (non-private)."""
+    return characteristic_matrix(counts, family).mic

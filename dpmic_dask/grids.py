@@ -1,0 +1,133 @@
+"""The data-independent family of master grids (SPEC section 2, "clumped" masters).
+
+For a maximum grid size ``B`` and master factor ``c``, each orientation has one
+master grid per fixed-axis size ``l = 2 .. B // 2``: the fixed axis is a range
+equipartition into ``l`` bins and the other axis a range equipartition into
+``c * kmax(l)`` master rows, which OptimizeAxis groups into ``k = 2 .. kmax(l)``
+contiguous groups. Orientation ``"x"`` fixes the x axis; ``"y"`` is its mirror.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from .binning import refinement, refinement_cuts
+from .validation import check_clump_factor, check_max_cells
+
+ORIENTATIONS = ("x", "y")
+
+
+def max_groups(fixed_bins: int, B: int) -> int:
+    """``kmax(l)``: ``l`` when ``l <= sqrt(B)``, else ``floor(B / l)``."""
+    return fixed_bins if fixed_bins * fixed_bins <= B else B // fixed_bins
+
+
+def fixed_axis_sizes(B: int) -> range:
+    """The fixed-axis sizes ``l = 2 .. floor(B / 2)``."""
+    return range(2, B // 2 + 1)
+
+
+@dataclass(frozen=True)
+class MasterGrid:
+    """One master grid of the family.
+
+    Attributes
+    ----------
+    orientation : ``"x"`` (x axis fixed into ``fixed_bins`` columns, y rows grouped)
+        or ``"y"`` (the mirror image).
+    fixed_bins : int, ``l``.
+    max_groups : int, ``kmax(l)``.
+    master_rows : int, ``c * kmax(l)``.
+    offset : int, where the grid's ``master_rows x fixed_bins`` counts start in a
+        pair's flat count vector.
+    """
+
+    orientation: str
+    fixed_bins: int
+    max_groups: int
+    master_rows: int
+    offset: int
+
+    @property
+    def n_cells(self) -> int:
+        return self.master_rows * self.fixed_bins
+
+
+@dataclass(frozen=True, eq=False)
+class GridFamily:
+    """All master grids for ``(B, c)`` and the axis refinements that produce them.
+
+    A pair's counts are one flat int64 vector of length ``n_cells``: every grid's
+    ``master_rows x fixed_bins`` matrix, row-major, at its ``offset``. Each axis
+    is binned twice: into the common refinement of all fixed-axis sizes
+    (``fixed_boundaries``) and of all master-row sizes (``row_boundaries``).
+    """
+
+    B: int
+    c: int
+    grids: tuple[MasterGrid, ...]
+    fixed_boundaries: np.ndarray
+    fixed_table: np.ndarray
+    row_boundaries: np.ndarray
+    row_table: np.ndarray
+    fixed_cuts: dict
+    row_cuts: dict
+
+    @property
+    def n_grids(self) -> int:
+        return len(self.grids)
+
+    @property
+    def n_cells(self) -> int:
+        last = self.grids[-1]
+        return last.offset + last.n_cells
+
+    @property
+    def refinement_shape(self) -> tuple[int, int]:
+        """Shape ``(row cells, fixed cells)`` of one orientation's refinement histogram."""
+        return self.row_boundaries.size + 1, self.fixed_boundaries.size + 1
+
+    def grid_arrays(self) -> tuple[np.ndarray, ...]:
+        """``(offsets, master_rows, fixed_bins, max_groups)`` as int64 arrays."""
+        cols = ("offset", "master_rows", "fixed_bins", "max_groups")
+        return tuple(
+            np.array([getattr(g, name) for g in self.grids], dtype=np.int64) for name in cols
+        )
+
+
+@lru_cache(maxsize=32)
+def _family(B: int, c: int) -> GridFamily:
+    grids = []
+    offset = 0
+    for orientation in ORIENTATIONS:
+        for l in fixed_axis_sizes(B):
+            k = max_groups(l, B)
+            grid = MasterGrid(orientation, l, k, c * k, offset)
+            grids.append(grid)
+            offset += grid.n_cells
+    fixed_sizes = sorted({g.fixed_bins for g in grids})
+    row_sizes = sorted({g.master_rows for g in grids})
+    fixed_b, fixed_t = refinement(fixed_sizes)
+    row_b, row_t = refinement(row_sizes)
+    return GridFamily(
+        B=B,
+        c=c,
+        grids=tuple(grids),
+        fixed_boundaries=fixed_b,
+        fixed_table=fixed_t,
+        row_boundaries=row_b,
+        row_table=row_t,
+        fixed_cuts={s: refinement_cuts(fixed_b, s) for s in fixed_sizes},
+        row_cuts={s: refinement_cuts(row_b, s) for s in row_sizes},
+    )
+
+
+def master_grid_family(B: int, c: int) -> GridFamily:
+    """The master grid family for maximum grid size ``B`` (>= 4) and factor ``c`` (>= 1).
+
+    It has ``G = 2 * (B // 2 - 1)`` grids and depends on ``(B, c)`` only.
+    """
+    return _family(check_max_cells(B), check_clump_factor(c))

@@ -1,0 +1,45 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpmic_dask import binning
+from dpmic_dask.counts import grid_block, pair_counts
+from dpmic_dask.grids import master_grid_family
+
+
+@pytest.mark.parametrize("B,c", [(4, 1), (12, 2), (40, 5), (150, 5)])
+def test_every_grid_read_off_the_refinement_equals_direct_binning(B, c):
+    family = master_grid_family(B, c)
+    rng = np.random.default_rng(B + c)
+    x = rng.normal(size=4000)
+    y = x ** 3 + rng.normal(size=4000)
+    xb, yb = (-2.5, 2.5), (-6.0, 6.0)
+    counts = pair_counts(x, y, xb, yb, family)
+    for g, grid in enumerate(family.grids):
+        fixed, other = (x, y) if grid.orientation == "x" else (y, x)
+        fb, ob = (xb, yb) if grid.orientation == "x" else (yb, xb)
+        cols = binning.bins(fixed, fb, grid.fixed_bins)
+        rows = binning.bins(other, ob, grid.master_rows)
+        direct = np.zeros((grid.master_rows, grid.fixed_bins), np.int64)
+        np.add.at(direct, (rows, cols), 1)
+        np.testing.assert_array_equal(grid_block(counts, family, g), direct)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), pieces=st.integers(1, 7))
+def test_counts_of_any_split_sum_to_counts_of_whole(seed, pieces):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 600))
+    x = rng.normal(size=n)
+    y = rng.normal(size=n) + x
+    family = master_grid_family(int(rng.integers(4, 50)), int(rng.integers(1, 5)))
+    cuts = np.sort(rng.integers(0, n + 1, size=pieces - 1))
+    parts = [
+        pair_counts(a, b, (-2, 2), (-3, 3), family)
+        for a, b in zip(np.split(x, cuts), np.split(y, cuts))
+    ]
+    whole = pair_counts(x, y, (-2, 2), (-3, 3), family)
+    np.testing.assert_array_equal(np.sum(parts, axis=0), whole)
+    for grid in family.grids:
+        assert whole[grid.offset:grid.offset + grid.n_cells].sum() == n
