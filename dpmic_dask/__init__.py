@@ -14,6 +14,8 @@ from .errors import (
     PrivacyLeakWarning,
 )
 from .exact import mice, micr, micr_characteristic
+from .pipeline import private_mic, session_ledger
+from .results import Release
 
 __all__ = [
     "BudgetExceededError",
@@ -23,9 +25,12 @@ __all__ = [
     "InvalidParameterError",
     "MissingValuesError",
     "PrivacyLeakWarning",
+    "Release",
     "mice",
     "micr",
     "micr_characteristic",
+    "private_mic",
+    "session_ledger",
 ]
 
 __version__ = "0.1.0.dev0"

@@ -1,0 +1,151 @@
+"""Where noise is drawn: exact integer samplers (SPEC section 5).
+
+The default sampler uses OpenDP's discrete Laplace and discrete Gaussian, which
+sample exactly from the operating system's CSPRNG. A seeded sampler exists for
+tests only (:func:`dpmic_dask.testing.seeded_noise`); it implements the same
+exact algorithms (Canonne, Kamath & Steinke 2020) over a deterministic SHAKE-256
+bit stream and can only be switched on through that guarded context manager.
+
+No ``numpy.random`` or ``random`` is used anywhere on a noise path.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+from fractions import Fraction
+
+import numpy as np
+
+
+class OpenDPSampler:
+    """Secure exact samplers from OpenDP (OS CSPRNG)."""
+
+    secure = True
+
+    def __init__(self):
+        import opendp.prelude as dp
+
+        dp.enable_features("contrib")
+        self._dp = dp
+
+    def _vector(self, make, metric, scale: float, size: int) -> np.ndarray:
+        dp = self._dp
+        measurement = make(
+            dp.vector_domain(dp.atom_domain(T="i64")), metric(T="i64"), scale=float(scale)
+        )
+        return np.asarray(measurement([0] * size), dtype=np.int64)
+
+    def discrete_laplace(self, scale: float, size: int) -> np.ndarray:
+        """``size`` draws with ``P(z) ∝ exp(-|z| / scale)`` (int64)."""
+        return self._vector(self._dp.m.make_laplace, self._dp.l1_distance, scale, size)
+
+    def discrete_gaussian(self, sigma: float, size: int) -> np.ndarray:
+        """``size`` draws with ``P(z) ∝ exp(-z**2 / (2 sigma**2))`` (int64)."""
+        return self._vector(self._dp.m.make_gaussian, self._dp.l2_distance, sigma, size)
+
+
+class _ShakeBits:
+    """Deterministic uniform integers from SHAKE-256 of a seed (tests only)."""
+
+    def __init__(self, seed: int):
+        self._seed = int(seed).to_bytes(32, "little", signed=True)
+        self._counter = 0
+        self._buffer = b""
+
+    def _bytes(self, k: int) -> bytes:
+        while len(self._buffer) < k:
+            block = hashlib.shake_256(self._seed + self._counter.to_bytes(8, "little"))
+            self._buffer += block.digest(4096)
+            self._counter += 1
+        out, self._buffer = self._buffer[:k], self._buffer[k:]
+        return out
+
+    def below(self, m: int) -> int:
+        """Uniform integer in ``[0, m)`` by rejection sampling (exact)."""
+        if m == 1:
+            return 0
+        bits = (m - 1).bit_length()
+        nbytes = (bits + 7) // 8
+        mask = (1 << bits) - 1
+        while True:
+            value = int.from_bytes(self._bytes(nbytes), "little") & mask
+            if value < m:
+                return value
+
+
+class ExactSampler:
+    """Exact discrete Laplace / Gaussian sampling with rational arithmetic
+    (Canonne, Kamath & Steinke 2020, Algorithms 1-3) from a uniform-integer source."""
+
+    def __init__(self, source, secure: bool):
+        self._src = source
+        self.secure = secure
+
+    def _bernoulli(self, p: Fraction) -> bool:
+        return self._src.below(p.denominator) < p.numerator
+
+    def _bernoulli_exp_small(self, gamma: Fraction) -> bool:
+        # Bernoulli(exp(-gamma)) for 0 <= gamma <= 1
+        k = 1
+        while self._bernoulli(gamma / k):
+            k += 1
+        return k % 2 == 1
+
+    def _bernoulli_exp(self, gamma: Fraction) -> bool:
+        while gamma > 1:
+            if not self._bernoulli_exp_small(Fraction(1)):
+                return False
+            gamma -= 1
+        return self._bernoulli_exp_small(gamma)
+
+    def _laplace_one(self, scale: Fraction) -> int:
+        t, s = scale.numerator, scale.denominator  # scale = t / s
+        while True:
+            u = self._src.below(t)
+            if not self._bernoulli_exp(Fraction(u, t)):
+                continue
+            v = 0
+            while self._bernoulli_exp_small(Fraction(1)):
+                v += 1
+            y = (u + t * v) // s
+            negative = self._src.below(2) == 1
+            if negative and y == 0:
+                continue
+            return -y if negative else y
+
+    def _gaussian_one(self, sigma: Fraction) -> int:
+        var = sigma * sigma
+        t = int(sigma) + 1
+        while True:
+            y = self._laplace_one(Fraction(t))
+            gamma = (abs(y) - var / t) ** 2 / (2 * var)
+            if self._bernoulli_exp(gamma):
+                return y
+
+    def discrete_laplace(self, scale: float, size: int) -> np.ndarray:
+        s = Fraction(float(scale))
+        return np.array([self._laplace_one(s) for _ in range(size)], dtype=np.int64)
+
+    def discrete_gaussian(self, sigma: float, size: int) -> np.ndarray:
+        s = Fraction(float(sigma))
+        return np.array([self._gaussian_one(s) for _ in range(size)], dtype=np.int64)
+
+
+def _seeded_sampler(seed: int) -> ExactSampler:
+    return ExactSampler(_ShakeBits(seed), secure=False)
+
+
+_DEFAULT = None
+_ACTIVE: contextvars.ContextVar = contextvars.ContextVar("dpmic_noise_sampler", default=None)
+
+
+def active_sampler():
+    """The sampler in force: the secure OpenDP sampler unless a test switched it."""
+    global _DEFAULT
+    sampler = _ACTIVE.get()
+    if sampler is not None:
+        return sampler
+    if _DEFAULT is None:
+        _DEFAULT = OpenDPSampler()
+    return _DEFAULT

@@ -1,0 +1,150 @@
+import math
+import threading
+from decimal import Decimal
+
+import pytest
+
+from dpmic_dask.accounting import (
+    Budget,
+    InMemoryLedger,
+    PrivacyCost,
+    eps_from_rho,
+    gaussian_beats_laplace,
+    plan_release,
+    resolve_mechanism,
+    rho_from_eps_delta,
+)
+from dpmic_dask.errors import BudgetExceededError, InvalidParameterError
+from dpmic_dask.sensitivity import f_gain, mice_sensitivity, micr_sensitivity
+
+
+def test_sensitivity_formulas():
+    n = 5000
+    assert micr_sensitivity(n) == pytest.approx(2 * f_gain((n - 1) / 2) / n)
+    assert f_gain(0) == 0.0 and f_gain(1) == pytest.approx(2.0)
+    assert mice_sensitivity(n, 100) == pytest.approx(100 * (2 * math.log2(n) + 4.8) / n)
+    with pytest.raises(ValueError):
+        micr_sensitivity(3)
+
+
+@pytest.mark.parametrize("pairs", [1, 3, 45])
+def test_laplace_plan_splits_eps_over_pairs(pairs):
+    plan = plan_release(mechanism="micr-lap", n=10_000, eps=0.5, delta=0.0, pairs=pairs, B=40, c=5)
+    expected = pairs * (micr_sensitivity(10_000) + 2 ** -40) / 0.5
+    assert plan.noise_scale == pytest.approx(expected, rel=1e-12)
+    assert plan.noise_scale >= expected  # rounded up, never down
+    assert plan.ci95 == pytest.approx(plan.noise_scale * math.log(20))
+    assert plan.cost == PrivacyCost(0.5, 0.0, None)
+    assert plan.epsilon_per_pair == pytest.approx(0.5 / pairs)
+
+
+def test_gaussian_plan_uses_zcdp():
+    eps, delta, pairs = 1.0, 1e-6, 10
+    plan = plan_release(mechanism="micr-gauss", n=1000, eps=eps, delta=delta, pairs=pairs, B=40, c=5)
+    rho = rho_from_eps_delta(eps, delta)
+    sens = micr_sensitivity(1000) + 2 ** -40
+    assert plan.noise_scale == pytest.approx(sens * math.sqrt(pairs / (2 * rho)), rel=1e-12)
+    assert plan.ci95 == pytest.approx(1.96 * plan.noise_scale, rel=1e-3)
+    assert plan.cost.rho == pytest.approx(rho)
+    assert eps_from_rho(rho, delta) == pytest.approx(eps)
+
+
+def test_mice_lap_and_geom_plans():
+    p = plan_release(mechanism="mice-lap", n=5000, eps=1.0, delta=0.0, pairs=1, B=165.7, c=15)
+    assert p.noise_scale == pytest.approx(mice_sensitivity(5000, 165.7) + 2 ** -40)
+    g = plan_release(mechanism="micr-geom", n=5000, eps=2.0, delta=0.0, pairs=3, B=150, c=1)
+    assert g.noise_scale == pytest.approx(2 * 148 * 3 / 2.0)
+    assert math.isnan(g.ci95)
+
+
+def test_auto_and_crossover():
+    assert resolve_mechanism("auto", 1.0, 0.0, 100) == "micr-lap"
+    assert resolve_mechanism("auto", 1.0, 1e-6, 1) == "micr-lap"
+    assert resolve_mechanism("auto", 1.0, 1e-6, 100) == "micr-gauss"
+    for eps, delta in [(1.0, 1e-5), (1.0, 1e-6), (0.1, 1e-6), (3.0, 1e-9)]:
+        crossover = next(p for p in range(1, 10**6) if gaussian_beats_laplace(eps, delta, p))
+        assert crossover == math.floor(eps ** 2 / (4 * rho_from_eps_delta(eps, delta))) + 1
+        assert resolve_mechanism("auto", eps, delta, crossover - 1) == "micr-lap"
+        assert resolve_mechanism("auto", eps, delta, crossover) == "micr-gauss"
+    crossover = next(p for p in range(1, 1000) if gaussian_beats_laplace(1.0, 1e-5, p))
+    assert crossover == 13
+    # the choice never depends on n: it is made from (eps, delta, P) only
+    for pairs in (crossover - 1, crossover):
+        a = plan_release(mechanism="auto", n=100, eps=1.0, delta=1e-5, pairs=pairs, B=40, c=5)
+        b = plan_release(mechanism="auto", n=10**7, eps=1.0, delta=1e-5, pairs=pairs, B=40, c=5)
+        assert a.mechanism == b.mechanism
+    lap = plan_release(mechanism="micr-lap", n=1000, eps=1.0, delta=1e-5, pairs=crossover, B=40, c=5)
+    gau = plan_release(mechanism="micr-gauss", n=1000, eps=1.0, delta=1e-5, pairs=crossover, B=40, c=5)
+    assert gau.noise_scale < math.sqrt(2) * lap.noise_scale
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(eps=0), "eps"), (dict(eps=-1), "eps"), (dict(eps=math.nan), "eps"),
+    (dict(eps=math.inf), "eps"), (dict(eps="1"), "eps"), (dict(delta=1.0), "delta"),
+    (dict(delta=-0.1), "delta"), (dict(mechanism="laplace"), "mechanism"),
+    (dict(mechanism="micr-gauss", delta=0.0), "delta > 0"),
+])
+def test_plan_rejects_bad_parameters(kw, match):
+    args = dict(mechanism="micr-lap", n=100, eps=1.0, delta=0.0, pairs=1, B=10, c=1)
+    args.update(kw)
+    with pytest.raises(InvalidParameterError, match=match):
+        plan_release(**args)
+
+
+def test_ledger_refuses_overspending_and_never_refunds():
+    ledger = InMemoryLedger()
+    ledger.set_budget("d", Budget(0.6))
+    for _ in range(6):
+        ledger.charge("d", PrivacyCost(0.1))
+    assert ledger.remaining("d") == 0
+    with pytest.raises(BudgetExceededError, match="nothing was released"):
+        ledger.charge("d", PrivacyCost(0.1))
+    assert len(ledger.charges("d")) == 6
+    assert ledger.spent("d") == Decimal("0.6")  # exact: 6 x 0.1 is 0.6 as typed
+
+
+def test_ledger_approximate_budget_counts_rho():
+    ledger = InMemoryLedger()
+    ledger.set_budget("d", Budget(1.0, 1e-6))
+    cap = rho_from_eps_delta(1.0, 1e-6)
+    pure_eps = math.sqrt(2 * cap / 2)  # each pure release costs eps**2 / 2 = cap / 2
+    ledger.charge("d", PrivacyCost(pure_eps))
+    ledger.charge("d", PrivacyCost(pure_eps * 0.999))
+    with pytest.raises(BudgetExceededError):
+        ledger.charge("d", PrivacyCost(0.01))
+    pure = InMemoryLedger()
+    pure.set_budget("p", Budget(1.0))
+    with pytest.raises(BudgetExceededError, match="approximate-DP"):
+        pure.charge("p", PrivacyCost(0.5, 1e-6, 0.01))
+
+
+def test_ledger_charges_are_atomic_under_threads():
+    ledger = InMemoryLedger()
+    ledger.set_budget("d", Budget(3.0))
+    ok, refused = [], []
+    barrier = threading.Barrier(16)
+
+    def worker():
+        barrier.wait()
+        try:
+            ok.append(ledger.charge("d", PrivacyCost(1.0)))
+        except BudgetExceededError:
+            refused.append(1)
+
+    threads = [threading.Thread(target=worker) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(ok) == 3 and len(refused) == 13
+
+
+def test_budget_validation():
+    with pytest.raises(InvalidParameterError):
+        Budget(0)
+    with pytest.raises(InvalidParameterError):
+        Budget(1.0, 1.5)
+    ledger = InMemoryLedger()
+    ledger.set_budget("d", Budget(1.0))
+    with pytest.raises(InvalidParameterError, match="already"):
+        ledger.set_budget("d", Budget(2.0))

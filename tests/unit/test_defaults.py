@@ -1,0 +1,33 @@
+import pytest
+
+from dpmic_dask.defaults import B_CAP, TABLE2, default_parameters
+
+
+@pytest.mark.parametrize("mechanism", ["micr-lap", "micr-geom"])
+def test_table_points_are_reproduced(mechanism):
+    for n, at1, at01 in TABLE2[mechanism]:
+        assert default_parameters(mechanism, n, 1.0) == (at1[1], at1[0])
+        assert default_parameters(mechanism, n, 0.1) == (at01[1], at01[0])
+
+
+def test_interpolation_between_rows_and_columns():
+    B, c = default_parameters("micr-lap", 750, 1.0)
+    assert B == 70 and c == 5  # halfway between (500, 60) and (1000, 80)
+    B_mid, _ = default_parameters("micr-lap", 500, 10 ** -0.5)
+    assert B_mid == 70  # halfway in log10(eps) between 60 (eps=1) and 80 (eps=0.1)
+    assert default_parameters("micr-lap", 5000, 100.0) == default_parameters("micr-lap", 5000, 1.0)
+    assert default_parameters("micr-lap", 5, 1.0) == default_parameters("micr-lap", 25, 1.0)
+
+
+def test_extrapolation_grows_then_caps():
+    small, _ = default_parameters("micr-lap", 10_000, 1.0)
+    bigger, _ = default_parameters("micr-lap", 20_000, 1.0)
+    assert bigger == round(150 * 2 ** 0.4)
+    assert bigger > small
+    for mechanism in ("micr-lap", "micr-gauss", "micr-geom"):
+        assert default_parameters(mechanism, 10**9, 1.0)[0] == B_CAP[mechanism]
+
+
+def test_mice_lap_defaults():
+    B, c = default_parameters("mice-lap", 5000, 1.0)
+    assert B == pytest.approx(5000 ** 0.6) and c == 15
