@@ -4,6 +4,7 @@ The non-private statistics (:func:`micr`, :func:`mice`) carry no privacy
 guarantee; their names and docstrings say so.
 """
 
+from . import accessor as _accessor  # noqa: F401  (registers frame.dpmic)
 from .characteristic import CharacteristicMatrix
 from .errors import (
     BudgetExceededError,
@@ -15,7 +16,7 @@ from .errors import (
 )
 from .exact import mice, micr, micr_characteristic
 from .pipeline import private_mic, session_ledger
-from .results import Release
+from .results import PairwiseResult, Release
 
 __all__ = [
     "BudgetExceededError",
@@ -24,6 +25,7 @@ __all__ = [
     "InvalidDataError",
     "InvalidParameterError",
     "MissingValuesError",
+    "PairwiseResult",
     "PrivacyLeakWarning",
     "Release",
     "mice",

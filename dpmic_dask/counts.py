@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .grids import GridFamily
-from .kernels.binning import add_histogram_2d, bin_column
+from .kernels.binning import add_histogram_2d, bin_column, read_off_grids
 
 
 @dataclass(frozen=True)
@@ -52,20 +52,19 @@ def refinement_histograms(x: ColumnBins, y: ColumnBins, family: GridFamily) -> n
     return hist
 
 
+def new_prefix_scratch(family: GridFamily) -> np.ndarray:
+    """Scratch array for the 2-D prefix sums of one orientation's histogram."""
+    rows, cols = family.refinement_shape
+    return np.empty((rows + 1, cols + 1), dtype=np.int64)
+
+
 def master_counts(hist: np.ndarray, family: GridFamily) -> np.ndarray:
     """Read every master grid off a pair's refinement histograms.
 
     Returns the pair's flat int64 count vector (layout in :class:`GridFamily`).
     """
     out = np.empty(family.n_cells, dtype=np.int64)
-    rows, cols = family.refinement_shape
-    prefix = np.zeros((2, rows + 1, cols + 1), dtype=np.int64)
-    np.cumsum(np.cumsum(hist, axis=1), axis=2, out=prefix[:, 1:, 1:])
-    for grid in family.grids:
-        p = prefix[0 if grid.orientation == "x" else 1]
-        corners = p[np.ix_(family.row_cuts[grid.master_rows], family.fixed_cuts[grid.fixed_bins])]
-        block = np.diff(np.diff(corners, axis=0), axis=1)
-        out[grid.offset:grid.offset + grid.n_cells] = block.ravel()
+    read_off_grids(hist, new_prefix_scratch(family), *family.kernel_layout, out)
     return out
 
 

@@ -10,7 +10,7 @@ contiguous groups. Orientation ``"x"`` fixes the x axis; ``"y"`` is its mirror.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -89,6 +89,30 @@ class GridFamily:
     def refinement_shape(self) -> tuple[int, int]:
         """Shape ``(row cells, fixed cells)`` of one orientation's refinement histogram."""
         return self.row_boundaries.size + 1, self.fixed_boundaries.size + 1
+
+    @cached_property
+    def kernel_layout(self) -> tuple[np.ndarray, ...]:
+        """Arrays the counting kernels take: ``(row_cuts, row_cut_start, fixed_cuts,
+        fixed_cut_start, orientation, offsets, master_rows, fixed_bins)``, int64.
+
+        Grid ``g`` reads ``master_rows[g] + 1`` row cuts from ``row_cut_start[g]`` and
+        ``fixed_bins[g] + 1`` fixed cuts from ``fixed_cut_start[g]``; orientation is
+        0 for ``"x"`` and 1 for ``"y"``.
+        """
+        row_parts, row_start, fixed_parts, fixed_start = [], [], [], []
+        r = f = 0
+        for grid in self.grids:
+            row_start.append(r)
+            fixed_start.append(f)
+            row_parts.append(self.row_cuts[grid.master_rows])
+            fixed_parts.append(self.fixed_cuts[grid.fixed_bins])
+            r += grid.master_rows + 1
+            f += grid.fixed_bins + 1
+        offsets, rows, fixed, _ = self.grid_arrays()
+        orientation = np.array([ORIENTATIONS.index(g.orientation) for g in self.grids], np.int64)
+        as64 = lambda parts: np.ascontiguousarray(np.concatenate(parts), dtype=np.int64)  # noqa: E731
+        return (as64(row_parts), np.array(row_start, np.int64), as64(fixed_parts),
+                np.array(fixed_start, np.int64), orientation, offsets, rows, fixed)
 
     def grid_arrays(self) -> tuple[np.ndarray, ...]:
         """``(offsets, master_rows, fixed_bins, max_groups)`` as int64 arrays."""

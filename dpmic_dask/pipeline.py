@@ -1,26 +1,36 @@
 """The release pipeline: validate -> count -> charge -> noise -> optimise -> result.
 
-Every private release goes through :func:`release_counts` (MICr mechanisms) or
-:func:`release_statistics` (MICe-Lap): one budget charge, recorded before any
-noise is drawn, then noise drawn once. Nothing returned can redraw noise.
+:func:`run_pairwise` (behind ``ddf.dpmic.pairwise``) and :func:`private_mic`
+both end in :func:`release_micr` / :func:`release_statistics`: one budget
+charge, recorded before any noise is drawn, then noise drawn once. Nothing
+returned can redraw noise.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from . import accounting
 from .accounting import InMemoryLedger, NoisePlan
-from .characteristic import micr_from_counts
 from .counts import pair_counts
 from .defaults import default_parameters
-from .errors import InvalidDataError
+from .errors import InvalidDataError, InvalidParameterError, MissingValuesError
 from .grids import master_grid_family
 from .mechanisms import noisy_counts, noisy_values
 from .mice import mice_statistic
 from .noise import active_sampler
-from .results import Release
-from .validation import check_bounds, check_clump_factor, check_max_cells, check_pair
+from .partition import CountSpec
+from .reduce import DEFAULT_SPLIT_EVERY, count_frame, count_rows, optimise_pairs
+from .results import PairwiseResult, Release
+from .validation import (
+    MIN_ROWS,
+    check_bounds,
+    check_clump_factor,
+    check_frame_request,
+    check_max_cells,
+    check_pair,
+)
 
 _SESSION_LEDGER = InMemoryLedger()
 DEFAULT_DATASET = "default"
@@ -31,25 +41,28 @@ def session_ledger() -> InMemoryLedger:
     return _SESSION_LEDGER
 
 
-def charge_budget(plan: NoisePlan, ledger, dataset: str, description: str):
+def _ledger(ledger):
+    return _SESSION_LEDGER if ledger is None else ledger
+
+
+def charge_budget(plan: NoisePlan, ledger, dataset, description: str):
     """The one budget charge of a release; raises before any noise if over budget."""
-    ledger = _SESSION_LEDGER if ledger is None else ledger
-    return ledger.charge(dataset or DEFAULT_DATASET, plan.cost, description=description)
+    return _ledger(ledger).charge(dataset or DEFAULT_DATASET, plan.cost, description=description)
 
 
-def release_counts(counts: list[np.ndarray], family, plan: NoisePlan, *, ledger, dataset,
-                   description: str):
-    """Release one private MICr per pair from exact master counts.
+def release_micr(counts: np.ndarray, family, plan: NoisePlan, *, ledger, dataset,
+                 description: str, use_cluster: bool = False):
+    """Release one private MICr per pair from exact master counts (``counts[p]``).
 
     Returns ``(values, charge)``.
     """
-    charge = charge_budget(plan, ledger, dataset, description)
     if plan.mechanism == "micr-geom":
-        values = np.array([micr_from_counts(noisy_counts(c, plan), family) for c in counts])
-    else:
-        exact = np.array([micr_from_counts(c, family) for c in counts])
-        values = noisy_values(exact, plan)
-    return values, charge
+        charge = charge_budget(plan, ledger, dataset, description)
+        noisy = np.stack([noisy_counts(c, plan) for c in counts])
+        return optimise_pairs(noisy, family, use_cluster=use_cluster), charge
+    exact = optimise_pairs(counts, family, use_cluster=use_cluster)
+    charge = charge_budget(plan, ledger, dataset, description)
+    return noisy_values(exact, plan), charge
 
 
 def release_statistics(exact: np.ndarray, plan: NoisePlan, *, ledger, dataset, description: str):
@@ -58,14 +71,36 @@ def release_statistics(exact: np.ndarray, plan: NoisePlan, *, ledger, dataset, d
     return noisy_values(exact, plan), charge
 
 
-def _resolve_grid(mechanism: str, n: int, eps_per_pair: float, B, c):
+def _grid_parameters(mechanism: str, n: int, eps_per_pair: float, B, c):
     default_B, default_c = default_parameters(mechanism, n, eps_per_pair)
     if mechanism == "mice-lap":
-        B = default_B if B is None else float(check_max_cells(B))
-    else:
-        B = default_B if B is None else check_max_cells(B)
-    c = default_c if c is None else check_clump_factor(c)
-    return B, c
+        B = default_B if B is None else float(B)
+    elif B is None:
+        B = default_B
+    return B, (default_c if c is None else c)
+
+
+def _precheck_budget(ledger, dataset, eps: float, delta: float) -> None:
+    """Fail before reading data when the ledger clearly cannot pay (not binding:
+    the atomic charge after counting is what counts)."""
+    ledger = _ledger(ledger)
+    budgets = getattr(ledger, "budgets", {})
+    budget = budgets.get(dataset or DEFAULT_DATASET)
+    if budget is None:
+        return
+    cheapest = accounting.PrivacyCost(eps, 0.0, None)
+    if delta > 0:
+        cheapest = accounting.PrivacyCost(eps, delta, accounting.rho_from_eps_delta(eps, delta))
+    try:
+        need = budget.amount(cheapest)
+    except accounting.BudgetExceededError:
+        raise
+    left = ledger.remaining(dataset or DEFAULT_DATASET)
+    if left is not None and need > left:
+        raise accounting.BudgetExceededError(
+            f"release needs {need} but dataset {dataset or DEFAULT_DATASET!r} has {left} "
+            "left; no data was read and nothing was released"
+        )
 
 
 def private_mic(x, y, *, eps, x_bounds, y_bounds, mechanism="auto", delta=0.0, B=None, c=None,
@@ -95,21 +130,19 @@ def private_mic(x, y, *, eps, x_bounds, y_bounds, mechanism="auto", delta=0.0, B
     Release
         The value is computed, charged and noised exactly once.
     """
-    # Every data-independent check first.
     eps = accounting.check_epsilon(eps)
     delta = accounting.check_delta(delta)
     resolved = accounting.resolve_mechanism(mechanism, eps, delta, 1)
     xb = check_bounds(x_bounds, "x_bounds")
     yb = check_bounds(y_bounds, "y_bounds")
-    if B is not None:
-        check_max_cells(B)
-    if c is not None:
-        check_clump_factor(c)
+    B = None if B is None else check_max_cells(B)
+    c = None if c is None else check_clump_factor(c)
+    _precheck_budget(ledger, dataset, eps, delta)
     xa, ya = check_pair(x, y)
     n = xa.shape[0]
     if resolved == "mice-lap" and n < 6:
         raise InvalidDataError("mechanism 'mice-lap' needs at least 6 rows")
-    B, c = _resolve_grid(resolved, n, eps, B, c)
+    B, c = _grid_parameters(resolved, n, eps, B, c)
     plan = accounting.plan_release(mechanism=resolved, n=n, eps=eps, delta=delta, pairs=1, B=B, c=c)
     description = f"private_mic {resolved}"
     if resolved == "mice-lap":
@@ -118,22 +151,106 @@ def private_mic(x, y, *, eps, x_bounds, y_bounds, mechanism="auto", delta=0.0, B
                                             description=description)
     else:
         family = master_grid_family(B, c)
-        counts = pair_counts(xa, ya, xb, yb, family)
-        values, charge = release_counts([counts], family, plan, ledger=ledger, dataset=dataset,
-                                        description=description)
+        counts = pair_counts(xa, ya, xb, yb, family)[np.newaxis]
+        values, charge = release_micr(counts, family, plan, ledger=ledger, dataset=dataset,
+                                      description=description)
     return Release(
-        value=float(values[0]),
-        mechanism=resolved,
-        epsilon=plan.cost.epsilon,
-        delta=plan.cost.delta,
-        noise_scale=plan.noise_scale,
-        ci95=plan.ci95,
-        B=B,
-        c=c,
-        n=n,
-        sensitivity=plan.sensitivity,
-        rho=plan.cost.rho,
-        charge_id=charge.charge_id,
+        value=float(values[0]), mechanism=resolved, epsilon=plan.cost.epsilon,
+        delta=plan.cost.delta, noise_scale=plan.noise_scale, ci95=plan.ci95, B=B, c=c, n=n,
+        sensitivity=plan.sensitivity, rho=plan.cost.rho, charge_id=charge.charge_id,
         seeded=not active_sampler().secure,
         statement=accounting.privacy_statement(plan.cost, 1),
     )
+
+
+def _check_frame(frame):
+    if isinstance(frame, pd.DataFrame):
+        return frame.dtypes
+    if hasattr(frame, "to_delayed") and hasattr(frame, "dtypes"):
+        return frame.dtypes
+    raise InvalidDataError("expected a pandas or Dask DataFrame")
+
+
+def _count(frame, columns, bounds, fills, B, c, split_every, progress):
+    family = master_grid_family(B, c)
+    spec = CountSpec(columns, bounds, fills, family)
+    partial = count_frame(frame, spec, split_every=split_every, progress=progress)
+    if partial.rows < MIN_ROWS:
+        raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
+    if fills is None and partial.missing.any():
+        names = [c for c, m in zip(columns, partial.missing) if m]
+        raise MissingValuesError(
+            f"column(s) {names} contain missing values; pass nulls='fill' with public "
+            "fill values (nothing was charged)"
+        )
+    return family, spec, partial
+
+
+def run_pairwise(frame, eps, *, bounds, columns=None, delta=0.0, mechanism="auto", B=None,
+                 c=None, nulls="raise", fill=None, ledger=None, dataset=None,
+                 split_every: int = DEFAULT_SPLIT_EVERY, progress=None) -> PairwiseResult:
+    """Private MIC of every pair of the selected columns: count, charge once, noise once.
+
+    See :meth:`dpmic_dask.accessor.DPMICAccessor.pairwise` for the parameters.
+    """
+    eps = accounting.check_epsilon(eps)
+    delta = accounting.check_delta(delta)
+    accounting.check_mechanism(mechanism)
+    if mechanism == "mice-lap":
+        raise InvalidParameterError(
+            "mechanism 'mice-lap' ranks the whole table in memory and cannot be computed "
+            "from mergeable counts; use dpmic_dask.private_mic on in-memory columns"
+        )
+    B = None if B is None else check_max_cells(B)
+    c = None if c is None else check_clump_factor(c)
+    if not isinstance(split_every, int) or split_every < 2:
+        raise InvalidParameterError("split_every must be an integer >= 2")
+    columns, checked, fills = check_frame_request(
+        _check_frame(frame), bounds=bounds, columns=columns, nulls=nulls, fill=fill)
+    n_pairs = len(columns) * (len(columns) - 1) // 2
+    resolved = accounting.resolve_mechanism(mechanism, eps, delta, n_pairs)
+    _precheck_budget(ledger, dataset, eps, delta)
+
+    n_rows = count_rows(frame) if (B is None or c is None) else None
+    if n_rows is not None and n_rows < MIN_ROWS:
+        raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
+    B, c = _grid_parameters(resolved, n_rows or MIN_ROWS, eps / n_pairs, B, c)
+    family, spec, partial = _count(frame, columns, checked, fills, B, c, split_every, progress)
+    n = partial.rows
+    plan = accounting.plan_release(mechanism=resolved, n=n, eps=eps, delta=delta,
+                                   pairs=n_pairs, B=B, c=c)
+    values, charge = release_micr(
+        partial.counts, family, plan, ledger=ledger, dataset=dataset,
+        description=f"pairwise {resolved} over {len(columns)} columns",
+        use_cluster=not isinstance(frame, pd.DataFrame),
+    )
+    return PairwiseResult(
+        columns=columns,
+        pairs=tuple((columns[i], columns[j]) for i, j in spec.pairs),
+        values=tuple(float(v) for v in values),
+        mechanism=resolved, epsilon=plan.cost.epsilon, delta=plan.cost.delta,
+        noise_scale=plan.noise_scale, ci95=plan.ci95, n=n, B=B, c=c,
+        sensitivity=plan.sensitivity, rho=plan.cost.rho, charge_id=charge.charge_id,
+        seeded=not active_sampler().secure,
+        statement=accounting.privacy_statement(plan.cost, n_pairs),
+    )
+
+
+def run_pairwise_nonprivate(frame, *, bounds, B, c, columns=None, nulls="raise", fill=None,
+                            split_every: int = DEFAULT_SPLIT_EVERY, progress=None) -> pd.DataFrame:
+    """Exact (NON-PRIVATE) MICr of every pair: a DataFrame ``x, y, micr, n, B, c``."""
+    B = check_max_cells(B)
+    c = check_clump_factor(c)
+    columns, checked, fills = check_frame_request(
+        _check_frame(frame), bounds=bounds, columns=columns, nulls=nulls, fill=fill)
+    family, spec, partial = _count(frame, columns, checked, fills, B, c, split_every, progress)
+    values = optimise_pairs(partial.counts, family,
+                            use_cluster=not isinstance(frame, pd.DataFrame))
+    return pd.DataFrame({
+        "x": [columns[i] for i, _ in spec.pairs],
+        "y": [columns[j] for _, j in spec.pairs],
+        "micr": values,
+        "n": partial.rows,
+        "B": B,
+        "c": c,
+    })

@@ -72,3 +72,127 @@ class Release:
         if self.seeded:
             lines.insert(0, "NOT PRIVATE: this value used seeded test noise.")
         return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class PairwiseResult:
+    """Private MIC of every pair of columns, released together once.
+
+    All pairs share one noise plan: the same mechanism, noise scale and interval.
+    ``epsilon`` and ``delta`` are the total cost of the whole release.
+    """
+
+    columns: tuple
+    pairs: tuple
+    values: tuple
+    mechanism: str
+    epsilon: float
+    delta: float
+    noise_scale: float
+    ci95: float
+    n: int
+    B: int
+    c: int
+    sensitivity: float
+    rho: float | None
+    charge_id: str
+    seeded: bool
+    statement: str
+
+    def to_pandas(self):
+        """Tidy table: one row per pair with ``x, y, mic, ci95, noise_scale, mechanism,
+        epsilon, delta, n, B, c``."""
+        import pandas as pd
+
+        return pd.DataFrame({
+            "x": [a for a, _ in self.pairs],
+            "y": [b for _, b in self.pairs],
+            "mic": list(self.values),
+            "ci95": self.ci95,
+            "noise_scale": self.noise_scale,
+            "mechanism": self.mechanism,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "n": self.n,
+            "B": self.B,
+            "c": self.c,
+        })
+
+    def matrix(self):
+        """Symmetric DataFrame of released values (NaN on the diagonal: not released)."""
+        import numpy as np
+        import pandas as pd
+
+        m = pd.DataFrame(np.nan, index=list(self.columns), columns=list(self.columns))
+        for (a, b), v in zip(self.pairs, self.values):
+            m.loc[a, b] = v
+            m.loc[b, a] = v
+        return m
+
+    def to_parquet(self, path) -> None:
+        """Write the tidy table to a Parquet file."""
+        self.to_pandas().to_parquet(path, index=False)
+
+    def plot(self, ax=None, *, path=None):
+        """Heatmap of the released matrix (needs matplotlib: ``pip install dpmic_dask[plot]``).
+
+        Returns the matplotlib Axes; with ``path``, also saves the figure there.
+        """
+        try:
+            import matplotlib
+
+            if ax is None and path is not None:
+                matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "plotting needs matplotlib: pip install 'dpmic_dask[plot]'"
+            ) from exc
+        m = self.matrix()
+        if ax is None:
+            size = max(4.0, 0.6 * len(self.columns) + 2)
+            _, ax = plt.subplots(figsize=(size + 1, size))
+        image = ax.imshow(m.to_numpy(dtype=float), vmin=0.0, vmax=1.0, cmap="viridis")
+        ax.set_xticks(range(len(m.columns)), list(m.columns), rotation=45, ha="right")
+        ax.set_yticks(range(len(m.index)), list(m.index))
+        for i in range(len(m.index)):
+            for j in range(len(m.columns)):
+                v = m.iat[i, j]
+                if v == v:
+                    ax.text(j, i, f"{v:.2f}", ha="center", va="center",
+                            color="white" if v < 0.6 else "black", fontsize=8)
+        ax.figure.colorbar(image, ax=ax, label="private MIC")
+        ax.set_title(f"{self.mechanism}, eps={self.epsilon:g}, n={self.n}")
+        ax.figure.tight_layout()
+        if path is not None:
+            ax.figure.savefig(path, dpi=120)
+        return ax
+
+    def report(self) -> str:
+        """Plain text: what was released and what it guarantees."""
+        pairs = len(self.pairs)
+        lines = []
+        if self.seeded:
+            lines.append("NOT PRIVATE: these values used seeded test noise.")
+        lines += [
+            f"Released: private MIC for {pairs} pair{'s' if pairs != 1 else ''} of "
+            f"{len(self.columns)} columns ({', '.join(map(str, self.columns))}), n = {self.n} rows.",
+            f"Mechanism: {self.mechanism} (B = {self.B}, c = {self.c}).",
+            f"Budget: epsilon = {self.epsilon:g} in total, {self.epsilon / pairs:.4g} per pair"
+            + (f"; delta = {self.delta:g} (rho = {self.rho:.4g} zCDP)" if self.rho is not None else "")
+            + ".",
+        ]
+        if self.ci95 == self.ci95:
+            lines.append(
+                f"Noise: scale {self.noise_scale:.4g} per value; 95% of the noise alone lies "
+                f"within +/-{self.ci95:.4g}. This interval does not include the statistic's "
+                "own estimation error."
+            )
+        else:
+            lines.append(
+                f"Noise: two-sided geometric noise of scale {self.noise_scale:.4g} on every "
+                "master-grid count."
+            )
+        lines.append(self.statement)
+        lines.append(f"Ledger charge: {self.charge_id}.")
+        return "\n".join(lines)

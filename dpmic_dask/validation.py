@@ -96,3 +96,86 @@ def check_pair(x, y, names=("x", "y")) -> tuple[np.ndarray, np.ndarray]:
     require_no_missing(xa, names[0])
     require_no_missing(ya, names[1])
     return xa, ya
+
+
+NULL_POLICIES = ("raise", "fill")
+
+
+def _dtype_is_numeric(dtype) -> bool:
+    kind = getattr(dtype, "kind", "O")
+    return kind in "biuf"
+
+
+def check_frame_request(dtypes, *, bounds, columns=None, nulls="raise", fill=None):
+    """Validate a pairwise request against a frame's schema (no data is read).
+
+    Parameters
+    ----------
+    dtypes : mapping column -> dtype (``frame.dtypes``)
+    bounds : mapping column -> (lo, hi)
+    columns : sequence of column names, or None for every column named in ``bounds``
+        (in the frame's order)
+    nulls : "raise" or "fill"
+    fill : mapping column -> public fill value (required with ``nulls="fill"``)
+
+    Returns
+    -------
+    (columns, bounds, fill) as tuples aligned with ``columns``; ``fill`` is None
+    for ``nulls="raise"``.
+    """
+    from collections.abc import Mapping
+
+    names = list(dtypes.index) if hasattr(dtypes, "index") else list(dtypes)
+    if not isinstance(bounds, Mapping):
+        raise InvalidParameterError("bounds must be a mapping {column: (lo, hi)}")
+    unknown = [c for c in bounds if c not in names]
+    if unknown:
+        raise InvalidParameterError(f"bounds given for unknown column(s): {unknown}")
+    if columns is None:
+        selected = [c for c in names if c in bounds]
+    else:
+        if isinstance(columns, str) or not hasattr(columns, "__iter__"):
+            raise InvalidParameterError("columns must be a list of column names")
+        selected = list(columns)
+        missing_cols = [c for c in selected if c not in names]
+        if missing_cols:
+            raise InvalidParameterError(f"unknown column(s) selected: {missing_cols}")
+        if len(set(selected)) != len(selected):
+            raise InvalidParameterError("columns must not repeat a column")
+        no_bounds = [c for c in selected if c not in bounds]
+        if no_bounds:
+            raise InvalidParameterError(
+                f"public bounds are missing for column(s) {no_bounds}; bounds must come "
+                "from domain knowledge, never from the data"
+            )
+    if len(selected) < 2:
+        raise InvalidParameterError("at least two columns with bounds are needed")
+    non_numeric = [c for c in selected if not _dtype_is_numeric(dtypes[c])]
+    if non_numeric:
+        raise InvalidDataError(f"column(s) {non_numeric} are not numeric")
+    checked = tuple(check_bounds(bounds[c], f"bounds[{c!r}]") for c in selected)
+    if nulls not in NULL_POLICIES:
+        raise InvalidParameterError("nulls must be 'raise' or 'fill'")
+    fills = None
+    if nulls == "fill":
+        if not isinstance(fill, Mapping):
+            raise InvalidParameterError(
+                "nulls='fill' needs fill={column: public value inside its bounds}"
+            )
+        no_fill = [c for c in selected if c not in fill]
+        if no_fill:
+            raise InvalidParameterError(f"fill values are missing for column(s) {no_fill}")
+        fills = []
+        for c, (lo, hi) in zip(selected, checked):
+            value = fill[c]
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
+                math.isfinite(float(value)) and lo <= float(value) <= hi
+            ):
+                raise InvalidParameterError(
+                    f"fill[{c!r}] must be a finite number inside bounds[{c!r}]"
+                )
+            fills.append(float(value))
+        fills = tuple(fills)
+    elif fill is not None:
+        raise InvalidParameterError("fill is only used with nulls='fill'")
+    return tuple(selected), checked, fills

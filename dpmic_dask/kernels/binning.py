@@ -21,7 +21,7 @@ def fixed_point_position(value, lo, width):
     clamp too); the position is ``min(floor(u * 2**32), 2**32 - 1)``.
     """
     u = (value - lo) / width
-    if u <= 0.0:
+    if not u > 0.0:  # also catches NaN, which callers exclude; never index with it
         return np.int64(0)
     if u >= 1.0:
         return np.int64(POSITION_MAX)
@@ -85,3 +85,72 @@ def add_histogram_2d(row_index, col_index, out):
     """
     for i in range(row_index.shape[0]):
         out[row_index[i], col_index[i]] += 1
+
+
+@njit(nogil=True, cache=True)
+def read_off_grids(hist, prefix, row_cuts, row_cut_start, fixed_cuts, fixed_cut_start,
+                   orientation, offsets, master_rows, fixed_bins, out):
+    """Read every master grid of one pair off its refinement histograms.
+
+    Parameters
+    ----------
+    hist : int64[2, Rr, Rf]
+        Refinement histograms of orientations "x" (0) and "y" (1).
+    prefix : int64[Rr + 1, Rf + 1]
+        Scratch space for 2-D prefix sums (overwritten).
+    row_cuts, fixed_cuts : int64[...]
+        Concatenated cut arrays; grid ``g`` uses ``master_rows[g] + 1`` row cuts
+        from ``row_cut_start[g]`` and ``fixed_bins[g] + 1`` fixed cuts from
+        ``fixed_cut_start[g]``.
+    orientation, offsets, master_rows, fixed_bins : int64[G]
+    out : int64[n_cells], filled with each grid's row-major counts at its offset.
+    """
+    n_r, n_f = hist.shape[1], hist.shape[2]
+    for o in range(2):
+        for f in range(n_f + 1):
+            prefix[0, f] = 0
+        for r in range(n_r):
+            prefix[r + 1, 0] = 0
+            run = 0
+            for f in range(n_f):
+                run += hist[o, r, f]
+                prefix[r + 1, f + 1] = prefix[r, f + 1] + run
+        for g in range(offsets.shape[0]):
+            if orientation[g] != o:
+                continue
+            rs = row_cut_start[g]
+            fs = fixed_cut_start[g]
+            pos = offsets[g]
+            for i in range(master_rows[g]):
+                r0 = row_cuts[rs + i]
+                r1 = row_cuts[rs + i + 1]
+                for j in range(fixed_bins[g]):
+                    f0 = fixed_cuts[fs + j]
+                    f1 = fixed_cuts[fs + j + 1]
+                    out[pos] = prefix[r1, f1] - prefix[r0, f1] - prefix[r1, f0] + prefix[r0, f0]
+                    pos += 1
+
+
+@njit(nogil=True, cache=True)
+def count_pairs(fixed_bins_by_col, row_bins_by_col, pair_x, pair_y, hist, prefix,
+                row_cuts, row_cut_start, fixed_cuts, fixed_cut_start,
+                orientation, offsets, master_rows, fixed_bins, out):
+    """Master counts of many column pairs of one partition.
+
+    ``fixed_bins_by_col``, ``row_bins_by_col``: int32[C, n] refinement indices per
+    column; ``pair_x``, ``pair_y``: int64[P] column indices of each pair; ``hist``
+    (int64[2, Rr, Rf]) and ``prefix`` are scratch; ``out``: int64[P, n_cells].
+    Two histogram increments per row and pair, whatever the grid family.
+    """
+    n = fixed_bins_by_col.shape[1]
+    for p in range(pair_x.shape[0]):
+        hist[:] = 0
+        a = pair_x[p]
+        b = pair_y[p]
+        h0 = hist[0]
+        h1 = hist[1]
+        for i in range(n):
+            h0[row_bins_by_col[b, i], fixed_bins_by_col[a, i]] += 1
+            h1[row_bins_by_col[a, i], fixed_bins_by_col[b, i]] += 1
+        read_off_grids(hist, prefix, row_cuts, row_cut_start, fixed_cuts, fixed_cut_start,
+                       orientation, offsets, master_rows, fixed_bins, out[p])
