@@ -76,6 +76,10 @@ class GridFamily:
     fixed_cuts: dict
     row_cuts: dict
 
+    def __reduce__(self):
+        # Rebuilt from (B, c) on the receiving side: tasks ship two integers.
+        return master_grid_family, (self.B, self.c)
+
     @property
     def n_grids(self) -> int:
         return len(self.grids)

@@ -20,8 +20,8 @@ from .grids import master_grid_family
 from .mechanisms import noisy_counts, noisy_values
 from .mice import mice_statistic
 from .noise import active_sampler
-from .partition import CountSpec
-from .reduce import DEFAULT_SPLIT_EVERY, count_frame, count_rows, optimise_pairs
+from .partition import CountSpec, PartialCounts
+from .reduce import DEFAULT_SPLIT_EVERY, Aggregate, aggregate, count_rows, optimise_pairs
 from .results import PairwiseResult, Release
 from .validation import (
     MIN_ROWS,
@@ -50,17 +50,20 @@ def charge_budget(plan: NoisePlan, ledger, dataset, description: str):
     return _ledger(ledger).charge(dataset or DEFAULT_DATASET, plan.cost, description=description)
 
 
-def release_micr(counts: np.ndarray, family, plan: NoisePlan, *, ledger, dataset,
-                 description: str, use_cluster: bool = False):
-    """Release one private MICr per pair from exact master counts (``counts[p]``).
+def release_micr(agg: Aggregate, plan: NoisePlan, *, ledger, dataset, description: str,
+                 use_cluster: bool = False):
+    """Release one private MICr per pair from exact counts. Returns ``(values, charge)``.
 
-    Returns ``(values, charge)``.
+    Laplace/Gaussian: exact MICr where the counts are, then charge, then noise.
+    Geom: charge, then noise on every count, then MICr of the noisy counts.
     """
+    family = agg.spec.family
     if plan.mechanism == "micr-geom":
+        counts = agg.counts()
         charge = charge_budget(plan, ledger, dataset, description)
         noisy = np.stack([noisy_counts(c, plan) for c in counts])
         return optimise_pairs(noisy, family, use_cluster=use_cluster), charge
-    exact = optimise_pairs(counts, family, use_cluster=use_cluster)
+    exact = agg.exact_micr()
     charge = charge_budget(plan, ledger, dataset, description)
     return noisy_values(exact, plan), charge
 
@@ -152,7 +155,9 @@ def private_mic(x, y, *, eps, x_bounds, y_bounds, mechanism="auto", delta=0.0, B
     else:
         family = master_grid_family(B, c)
         counts = pair_counts(xa, ya, xb, yb, family)[np.newaxis]
-        values, charge = release_micr(counts, family, plan, ledger=ledger, dataset=dataset,
+        spec = CountSpec(("x", "y"), (xb, yb), None, family)
+        agg = Aggregate(spec, n, np.zeros(2, bool), _local=PartialCounts(counts, n, np.zeros(2, bool)))
+        values, charge = release_micr(agg, plan, ledger=ledger, dataset=dataset,
                                       description=description)
     return Release(
         value=float(values[0]), mechanism=resolved, epsilon=plan.cost.epsilon,
@@ -171,19 +176,18 @@ def _check_frame(frame):
     raise InvalidDataError("expected a pandas or Dask DataFrame")
 
 
-def _count(frame, columns, bounds, fills, B, c, split_every, progress):
-    family = master_grid_family(B, c)
-    spec = CountSpec(columns, bounds, fills, family)
-    partial = count_frame(frame, spec, split_every=split_every, progress=progress)
-    if partial.rows < MIN_ROWS:
+def _count(frame, columns, bounds, fills, B, c, split_every, progress) -> Aggregate:
+    spec = CountSpec(columns, bounds, fills, master_grid_family(B, c))
+    agg = aggregate(frame, spec, split_every=split_every, progress=progress)
+    if agg.rows < MIN_ROWS:
         raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
-    if fills is None and partial.missing.any():
-        names = [c for c, m in zip(columns, partial.missing) if m]
+    if fills is None and agg.missing.any():
+        names = [c for c, m in zip(columns, agg.missing) if m]
         raise MissingValuesError(
             f"column(s) {names} contain missing values; pass nulls='fill' with public "
             "fill values (nothing was charged)"
         )
-    return family, spec, partial
+    return agg
 
 
 def run_pairwise(frame, eps, *, bounds, columns=None, delta=0.0, mechanism="auto", B=None,
@@ -215,18 +219,18 @@ def run_pairwise(frame, eps, *, bounds, columns=None, delta=0.0, mechanism="auto
     if n_rows is not None and n_rows < MIN_ROWS:
         raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
     B, c = _grid_parameters(resolved, n_rows or MIN_ROWS, eps / n_pairs, B, c)
-    family, spec, partial = _count(frame, columns, checked, fills, B, c, split_every, progress)
-    n = partial.rows
+    agg = _count(frame, columns, checked, fills, B, c, split_every, progress)
+    n = agg.rows
     plan = accounting.plan_release(mechanism=resolved, n=n, eps=eps, delta=delta,
                                    pairs=n_pairs, B=B, c=c)
     values, charge = release_micr(
-        partial.counts, family, plan, ledger=ledger, dataset=dataset,
+        agg, plan, ledger=ledger, dataset=dataset,
         description=f"pairwise {resolved} over {len(columns)} columns",
         use_cluster=not isinstance(frame, pd.DataFrame),
     )
     return PairwiseResult(
         columns=columns,
-        pairs=tuple((columns[i], columns[j]) for i, j in spec.pairs),
+        pairs=tuple((columns[i], columns[j]) for i, j in agg.spec.pairs),
         values=tuple(float(v) for v in values),
         mechanism=resolved, epsilon=plan.cost.epsilon, delta=plan.cost.delta,
         noise_scale=plan.noise_scale, ci95=plan.ci95, n=n, B=B, c=c,
@@ -243,14 +247,12 @@ def run_pairwise_nonprivate(frame, *, bounds, B, c, columns=None, nulls="raise",
     c = check_clump_factor(c)
     columns, checked, fills = check_frame_request(
         _check_frame(frame), bounds=bounds, columns=columns, nulls=nulls, fill=fill)
-    family, spec, partial = _count(frame, columns, checked, fills, B, c, split_every, progress)
-    values = optimise_pairs(partial.counts, family,
-                            use_cluster=not isinstance(frame, pd.DataFrame))
+    agg = _count(frame, columns, checked, fills, B, c, split_every, progress)
     return pd.DataFrame({
-        "x": [columns[i] for i, _ in spec.pairs],
-        "y": [columns[j] for _, j in spec.pairs],
-        "micr": values,
-        "n": partial.rows,
+        "x": [columns[i] for i, _ in agg.spec.pairs],
+        "y": [columns[j] for _, j in agg.spec.pairs],
+        "micr": agg.exact_micr(),
+        "n": agg.rows,
         "B": B,
         "c": c,
     })

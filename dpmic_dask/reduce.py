@@ -2,12 +2,16 @@
 
 Uses public Dask APIs only: ``DataFrame.to_delayed`` for the partitions,
 ``dask.delayed`` for a tree of exact integer sums (``split_every`` partials per
-node), and ``dask.compute`` / the active ``distributed.Client`` to run it.
+node), ``dask.persist`` to keep the summed counts on the cluster, and
+``dask.compute`` / the active ``distributed.Client`` to run graphs. Exact counts
+stay on the workers; the driver receives only the row count, the missing-value
+flags and (for MICr-Lap/Gauss) one exact MICr per pair, which it noises.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 
 import dask
 import numpy as np
@@ -31,17 +35,17 @@ def _active_client():
 
 
 def run(graph, *, progress: bool | None = None):
-    """Compute a Dask collection / delayed object, with a progress bar when asked
-    (``None``: only when stderr is a terminal)."""
+    """Compute a Dask collection / delayed object (or a list of them), with a
+    progress bar when asked (``None``: only when stderr is a terminal)."""
     show = sys.stderr.isatty() if progress is None else progress
     client = _active_client()
     if client is not None:
-        future = client.compute(graph)
+        futures = client.compute(graph)
         if show:
             from distributed import progress as distributed_progress
 
-            distributed_progress(future)
-        return future.result()
+            distributed_progress(futures)
+        return client.gather(futures)
     if show:
         from dask.diagnostics import ProgressBar
 
@@ -57,17 +61,64 @@ def _tree_sum(nodes, split_every: int):
     return nodes[0]
 
 
-def count_frame(frame, spec: CountSpec, *, split_every: int = DEFAULT_SPLIT_EVERY,
-                progress: bool | None = None) -> PartialCounts:
-    """Exact counts of a whole pandas or Dask DataFrame for ``spec``."""
+def _summary(partial: PartialCounts):
+    return partial.rows, partial.missing
+
+
+def _pair_micr(partial: PartialCounts, index: int, family) -> float:
+    return micr_from_counts(partial.counts[index], family)
+
+
+@dataclass
+class Aggregate:
+    """Exact counts of a whole table: in memory (pandas input) or persisted on the
+    cluster (Dask input). ``rows`` and ``missing`` are already on the driver."""
+
+    spec: CountSpec
+    rows: int
+    missing: np.ndarray
+    _local: PartialCounts | None = None
+    _remote: object = None
+
+    def counts(self) -> np.ndarray:
+        """All pairs' flat master counts, brought to the driver."""
+        if self._local is not None:
+            return self._local.counts
+        return run(self._remote, progress=False).counts
+
+    def exact_micr(self) -> np.ndarray:
+        """Exact MICr of every pair, computed where the counts are."""
+        family = self.spec.family
+        n_pairs = len(self.spec.pairs)
+        if self._local is not None:
+            return np.array([micr_from_counts(c, family) for c in self._local.counts])
+        task = dask.delayed(_pair_micr, pure=True)
+        return np.array(run([task(self._remote, p, family) for p in range(n_pairs)],
+                            progress=False))
+
+
+def aggregate(frame, spec: CountSpec, *, split_every: int = DEFAULT_SPLIT_EVERY,
+              progress: bool | None = None) -> Aggregate:
+    """Count a pandas or Dask DataFrame for ``spec`` (exact, partition-invariant)."""
     if isinstance(frame, pd.DataFrame):
-        return partition_counts(frame, spec)
+        partial = partition_counts(frame, spec)
+        return Aggregate(spec, partial.rows, partial.missing, _local=partial)
     parts = frame[list(spec.columns)].to_delayed()
     if not parts:
-        return empty_partial(spec)
+        partial = empty_partial(spec)
+        return Aggregate(spec, 0, partial.missing, _local=partial)
     count = dask.delayed(partition_counts, pure=True)
-    nodes = [count(part, spec) for part in parts]
-    return run(_tree_sum(nodes, max(2, split_every)), progress=progress)
+    root = _tree_sum([count(part, spec) for part in parts], max(2, split_every))
+    (root,) = dask.persist(root)
+    rows, missing = run(dask.delayed(_summary, pure=True)(root), progress=progress)
+    return Aggregate(spec, int(rows), np.asarray(missing), _remote=root)
+
+
+def count_frame(frame, spec: CountSpec, *, split_every: int = DEFAULT_SPLIT_EVERY,
+                progress: bool | None = None) -> PartialCounts:
+    """Exact counts of a whole frame, brought to the driver."""
+    agg = aggregate(frame, spec, split_every=split_every, progress=progress)
+    return PartialCounts(agg.counts(), agg.rows, agg.missing)
 
 
 def count_rows(frame) -> int:
@@ -78,7 +129,7 @@ def count_rows(frame) -> int:
 
 
 def optimise_pairs(counts: np.ndarray, family, *, use_cluster: bool) -> np.ndarray:
-    """MICr of every pair's (exact or already-noised) counts, in parallel when a
+    """MICr of every pair's (noisy) counts on the driver, in parallel tasks when a
     cluster or thread pool is available."""
     if not use_cluster or counts.shape[0] < 2:
         return np.array([micr_from_counts(c, family) for c in counts])

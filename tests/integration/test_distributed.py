@@ -1,0 +1,122 @@
+"""Runs on real Dask clusters: a LocalCluster of worker processes, and a cluster
+started from the command line (``dask scheduler`` + two ``dask worker``) on
+127.0.0.1, one of whose workers is killed mid-job."""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster
+
+from dpmic_dask.grids import master_grid_family
+from dpmic_dask.partition import CountSpec
+from dpmic_dask.reduce import count_frame
+from tests.integration.frames import BOUNDS, generated, make_part
+
+COLS = ("a", "b", "c", "d")
+
+
+def spec(B=20, c=3):
+    return CountSpec(COLS, tuple(BOUNDS[k] for k in COLS), None, master_grid_family(B, c))
+
+
+def expected_counts(partitions, rows, s):
+    import pandas as pd
+
+    whole = pd.concat([make_part(i, rows) for i in range(partitions)], ignore_index=True)
+    return count_frame(whole, s)
+
+
+def test_local_cluster_with_processes():
+    s = spec()
+    want = expected_counts(6, 3000, s)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster):
+        ddf = generated(6, 3000)
+        got = count_frame(ddf, s, split_every=3, progress=False)
+        np.testing.assert_array_equal(got.counts, want.counts)
+        result = ddf.dpmic.pairwise(1.0, bounds={k: BOUNDS[k] for k in COLS}, B=20, c=3,
+                                    progress=False)
+        exact = ddf.dpmic.pairwise_nonprivate(bounds={k: BOUNDS[k] for k in COLS}, B=20, c=3,
+                                              progress=False)
+    assert result.n == 18_000 and len(result.values) == 6
+    assert np.max(np.abs(np.array(result.values) - exact.micr.to_numpy())) < 30 * result.noise_scale
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def dask_cli():
+    exe = shutil.which("dask", path=os.path.dirname(sys.executable)) or shutil.which("dask")
+    if exe is None:
+        pytest.fail("the 'dask' command is not installed alongside this Python")
+    return exe
+
+
+@pytest.fixture
+def cli_cluster(tmp_path):
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    procs = []
+    log = open(tmp_path / "cluster.log", "w")
+    try:
+        procs.append(subprocess.Popen(
+            [dask_cli(), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+             "--no-dashboard"], stdout=log, stderr=log, env=env))
+        workers = [
+            subprocess.Popen([dask_cli(), "worker", address, "--nthreads", "1",
+                              "--no-dashboard", "--host", "127.0.0.1"],
+                             stdout=log, stderr=log, env=env)
+            for _ in range(2)
+        ]
+        procs += workers
+        client = Client(address, timeout=60)
+        client.wait_for_workers(2, timeout=120)
+        yield client, workers
+        client.close()
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        log.close()
+
+
+def test_cli_cluster_survives_a_killed_worker(cli_cluster):
+    client, workers = cli_cluster
+    s = spec()
+    partitions, rows = 24, 2000
+    want = expected_counts(partitions, rows, s)
+
+    # a normal release on the real cluster
+    ddf = generated(8, rows)
+    result = ddf.dpmic.pairwise(1.0, bounds={k: BOUNDS[k] for k in COLS}, B=20, c=3,
+                                progress=False)
+    assert result.n == 8 * rows
+
+    # slow partitions so that the job is still running when a worker dies
+    slow = generated(partitions, rows, delay=0.25)
+    killer = threading.Timer(1.5, lambda: workers[0].send_signal(signal.SIGKILL))
+    killer.start()
+    start = time.time()
+    got = count_frame(slow, s, split_every=4, progress=False)
+    killer.join()
+    assert workers[0].poll() is not None, "the worker was not killed during the job"
+    assert time.time() - start > 1.5
+    assert got.rows == want.rows
+    np.testing.assert_array_equal(got.counts, want.counts)

@@ -1,0 +1,176 @@
+import dask
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpmic_dask as dm
+from dpmic_dask.accounting import Budget, InMemoryLedger
+from dpmic_dask.grids import master_grid_family
+from dpmic_dask.partition import CountSpec
+from dpmic_dask.reduce import count_frame
+from tests.integration.frames import BOUNDS, split_with_empties, table
+
+COLS = ["a", "b", "c", "d"]
+
+
+def spec_for(B=20, c=3):
+    return CountSpec(tuple(COLS), tuple(BOUNDS[k] for k in COLS), None, master_grid_family(B, c))
+
+
+@pytest.fixture(scope="module")
+def df():
+    return table(20_000)
+
+
+def test_counts_identical_for_any_partitioning_and_scheduler(df):
+    spec = spec_for()
+    whole = count_frame(df, spec)
+    for pieces in (1, 2, 3, 7):
+        ddf = split_with_empties(df, pieces)
+        for scheduler in ("synchronous", "threads", "processes"):
+            with dask.config.set(scheduler=scheduler):
+                got = count_frame(ddf, spec, split_every=2 + pieces % 3)
+            assert got.rows == whole.rows
+            np.testing.assert_array_equal(got.counts, whole.counts)
+
+
+def test_nonprivate_equals_in_memory_micr_pair_by_pair(df):
+    ddf = split_with_empties(df, 7)
+    out = ddf.dpmic.pairwise_nonprivate(bounds=BOUNDS, B=30, c=4, progress=False)
+    assert list(zip(out.x, out.y)) == [(a, b) for i, a in enumerate(COLS) for b in COLS[i + 1:]]
+    for row in out.itertuples():
+        want = dm.micr(df[row.x], df[row.y], x_bounds=BOUNDS[row.x], y_bounds=BOUNDS[row.y], B=30, c=4)
+        assert row.micr == want
+    assert (out.n == len(df)).all()
+    same = df.dpmic.pairwise_nonprivate(bounds=BOUNDS, B=30, c=4)
+    pd.testing.assert_frame_equal(out, same)
+
+
+def test_pairwise_release_once_and_result_api(df, tmp_path):
+    ddf = split_with_empties(df, 3)
+    ledger = InMemoryLedger()
+    first = ddf.dpmic.pairwise(1.0, bounds=BOUNDS, ledger=ledger, dataset="t", progress=False)
+    second = ddf.dpmic.pairwise(1.0, bounds=BOUNDS, ledger=ledger, dataset="t", progress=False)
+    charges = ledger.charges("t")
+    assert [c.charge_id for c in charges] == [first.charge_id, second.charge_id]
+    assert first.values != second.values  # fresh noise per release
+    for value in first.values:
+        assert type(value) is float and 0.0 <= value <= 1.0
+    assert not any(dask.is_dask_collection(v) for v in vars(first).values())
+    tidy = first.to_pandas()
+    assert list(tidy.columns) == ["x", "y", "mic", "ci95", "noise_scale", "mechanism",
+                                  "epsilon", "delta", "n", "B", "c"]
+    assert len(tidy) == 6 and (tidy.n == len(df)).all() and (tidy.mechanism == "micr-lap").all()
+    m = first.matrix()
+    assert np.allclose(m.to_numpy(), m.to_numpy().T, equal_nan=True)
+    assert np.isnan(np.diag(m.to_numpy())).all()
+    first.to_parquet(tmp_path / "r.parquet")
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "r.parquet"), tidy)
+    text = first.report()
+    assert "6 pairs of 4 columns" in text and "per pair" in text and "nats" in text
+    # the exact values are close to the released ones at this n and eps
+    exact = ddf.dpmic.pairwise_nonprivate(bounds=BOUNDS, B=first.B, c=first.c, progress=False)
+    assert np.max(np.abs(exact.micr.to_numpy() - np.array(first.values))) < 20 * first.noise_scale
+
+
+def test_pairwise_gaussian_auto_and_geom(df):
+    wide = df.assign(e=df.a * 0.5, f=df.c, g=df.b)
+    bounds = {**BOUNDS, "e": (0, 1), "f": (0, 1), "g": (-1.5, 1.5)}
+    r = wide.dpmic.pairwise(1.0, bounds=bounds, delta=1e-5, B=20, c=2)
+    assert len(r.pairs) == 21 and r.mechanism == "micr-gauss" and r.rho is not None
+    small = df.dpmic.pairwise(1.0, bounds=BOUNDS, delta=1e-5, B=20, c=2)
+    assert small.mechanism == "micr-lap"  # 6 pairs: Laplace has less noise
+    geom = df.dpmic.pairwise(1.0, bounds=BOUNDS, mechanism="micr-geom", B=8, c=1)
+    assert geom.mechanism == "micr-geom" and np.isnan(geom.ci95)
+
+
+class Unreadable:
+    """Stands in for a frame whose data must not be read."""
+
+
+def exploding_frame(df):
+    def boom():
+        raise AssertionError("data was read")
+
+    import dask.dataframe as dd
+    return dd.from_delayed([dask.delayed(boom)()], meta=df.iloc[0:0])
+
+
+@pytest.mark.parametrize("kw,error,match", [
+    (dict(bounds={"a": (0, 1)}), dm.InvalidParameterError, "at least two columns"),
+    (dict(bounds={**BOUNDS, "zz": (0, 1)}), dm.InvalidParameterError, "unknown column"),
+    (dict(bounds=BOUNDS, columns=["a", "b", "q"]), dm.InvalidParameterError, "unknown column"),
+    (dict(bounds={"a": (0, 1), "b": (0, 1)}, columns=["a", "b", "c"]), dm.InvalidParameterError,
+     "bounds are missing"),
+    (dict(bounds={**BOUNDS, "label": (0, 1)}), dm.InvalidDataError, "not numeric"),
+    (dict(bounds={"a": (1, 0), "b": (0, 1)}), dm.InvalidParameterError, "bounds\\['a'\\]"),
+    (dict(bounds=BOUNDS, eps=0), dm.InvalidParameterError, "eps"),
+    (dict(bounds=BOUNDS, eps=float("inf")), dm.InvalidParameterError, "eps"),
+    (dict(bounds=BOUNDS, delta=1.0), dm.InvalidParameterError, "delta"),
+    (dict(bounds=BOUNDS, mechanism="exp"), dm.InvalidParameterError, "mechanism"),
+    (dict(bounds=BOUNDS, mechanism="mice-lap"), dm.InvalidParameterError, "private_mic"),
+    (dict(bounds=BOUNDS, B=3), dm.InvalidParameterError, "B must"),
+    (dict(bounds=BOUNDS, c=1.5), dm.InvalidParameterError, "c must"),
+    (dict(bounds=BOUNDS, nulls="drop"), dm.InvalidParameterError, "nulls"),
+    (dict(bounds=BOUNDS, nulls="fill"), dm.InvalidParameterError, "fill="),
+    (dict(bounds=BOUNDS, nulls="fill", fill={k: 5.0 for k in BOUNDS}), dm.InvalidParameterError,
+     "inside bounds"),
+])
+def test_bad_requests_fail_before_reading_data(df, kw, error, match):
+    ledger = InMemoryLedger()
+    args = dict(eps=1.0, ledger=ledger, dataset="t")
+    args.update(kw)
+    eps = args.pop("eps")
+    with pytest.raises(error, match=match):
+        exploding_frame(df).dpmic.pairwise(eps, **args)
+    assert ledger.charges() == []
+
+
+def test_over_budget_fails_before_reading_data(df):
+    ledger = InMemoryLedger()
+    ledger.set_budget("t", Budget(0.5))
+    with pytest.raises(dm.BudgetExceededError, match="no data was read"):
+        exploding_frame(df).dpmic.pairwise(1.0, bounds=BOUNDS, ledger=ledger, dataset="t")
+
+
+def test_too_few_rows_charges_nothing(df):
+    ledger = InMemoryLedger()
+    with pytest.raises(dm.InvalidDataError, match="at least 4 rows"):
+        df.iloc[:3].dpmic.pairwise(1.0, bounds=BOUNDS, ledger=ledger, dataset="t")
+    with pytest.raises(dm.InvalidDataError, match="at least 4 rows"):
+        split_with_empties(df.iloc[:3], 2).dpmic.pairwise(1.0, bounds=BOUNDS, B=10, c=1,
+                                                          ledger=ledger, dataset="t")
+    assert ledger.charges() == []
+
+
+def test_null_policies(df):
+    secret = 123456.789
+    holey = df.copy()
+    holey.loc[5, "b"] = np.nan
+    holey.loc[9, "d"] = None
+    holey.loc[11, "a"] = secret
+    ledger = InMemoryLedger()
+    ddf = split_with_empties(holey, 3)
+    with pytest.raises(dm.MissingValuesError) as info:
+        ddf.dpmic.pairwise(1.0, bounds=BOUNDS, ledger=ledger, dataset="t")
+    assert "['b', 'd']" in str(info.value) and "123456" not in str(info.value)
+    assert ledger.charges() == []
+    fill = {"a": 0.5, "b": 0.0, "c": 0.5, "d": 0.25}
+    got = ddf.dpmic.pairwise_nonprivate(bounds=BOUNDS, B=20, c=2, nulls="fill", fill=fill)
+    filled = holey.fillna(fill)
+    want = dm.micr(filled.b, filled.d, x_bounds=BOUNDS["b"], y_bounds=BOUNDS["d"], B=20, c=2)
+    assert got[(got.x == "b") & (got.y == "d")].micr.item() == want
+
+
+def test_pandas_nullable_and_integer_columns():
+    frame = pd.DataFrame({
+        "i": pd.array([1, 2, 3, 4, 5, 6, 7, 8], dtype="Int64"),
+        "f": pd.array([0.1, 0.2, None, 0.4, 0.5, 0.6, 0.7, 0.8], dtype="Float64"),
+        "b": [True, False] * 4,
+    })
+    bounds = {"i": (0, 10), "f": (0, 1), "b": (0, 1)}
+    with pytest.raises(dm.MissingValuesError, match="'f'"):
+        frame.dpmic.pairwise_nonprivate(bounds=bounds, B=8, c=1)
+    out = frame.dpmic.pairwise_nonprivate(bounds=bounds, B=8, c=1, nulls="fill",
+                                          fill={"i": 0, "f": 0.5, "b": 0})
+    assert len(out) == 3 and out.micr.between(0, 1).all()
