@@ -31,8 +31,9 @@ def main():
 @click.option("--rows", default=1_000_000, show_default=True, type=click.IntRange(min=4),
               help="Rows of generated data.")
 @click.option("--partitions", default=8, show_default=True, type=click.IntRange(min=1))
-@click.option("--eps", default=1.0, show_default=True, type=float,
-              help="Total privacy budget of the release.")
+@click.option("--eps", default=1.0, show_default=True,
+              type=click.FloatRange(min=0, min_open=True, max=1e6),
+              help="Total privacy budget of the release (> 0).")
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(min=1),
               help="Worker processes of the local Dask cluster.")
 @click.option("--out", "out_dir", default="dpmic-demo-output", show_default=True,

@@ -14,10 +14,10 @@ import pandas as pd
 DEMO_BOUNDS = {
     "x": (0.0, 1.0),
     "sine": (-0.2, 1.2),
-    "parabola": (0.0, 1.3),
-    "cubic": (-1.0, 3.0),
+    "parabola": (-0.3, 1.5),
+    "cubic": (-1.0, 1.5),
     "step": (-0.2, 1.2),
-    "linear": (-0.5, 2.5),
+    "linear": (-1.0, 3.0),
     "tier": (0.0, 3.0),
     "uniform": (0.0, 1.0),
     "normal": (-4.0, 4.0),

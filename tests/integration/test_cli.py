@@ -1,0 +1,60 @@
+import os
+import subprocess
+import sys
+
+import pandas as pd
+from click.testing import CliRunner
+
+from dpmic_dask.cli import main
+from dpmic_dask.demo import DEMO_BOUNDS, demo_partition
+
+
+def test_demo_command_writes_results(tmp_path):
+    out = tmp_path / "demo"
+    result = CliRunner().invoke(
+        main, ["demo", "--rows", "20000", "--partitions", "3", "--workers", "1",
+               "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(out / "results.csv")
+    assert len(table) == len(DEMO_BOUNDS) * (len(DEMO_BOUNDS) - 1) // 2
+    assert table.mic.between(0, 1).all() and (table.n == 20000).all()
+    # the strongest relationships of the generator come out on top
+    top = table.sort_values("mic", ascending=False).iloc[0]
+    assert {top.x, top.y} == {"x", "step"}
+    independent = table[(table.x == "uniform") | (table.y == "uniform")]
+    assert independent.mic.max() < 0.1
+    report = (out / "report.txt").read_text()
+    assert "36 pairs of 9 columns" in report and "differentially private" in report
+    assert (out / "heatmap.png").stat().st_size > 10_000
+    assert "x" in result.output and "Wrote" in result.output
+
+
+def test_demo_rejects_bad_options():
+    result = CliRunner().invoke(main, ["demo", "--eps", "-1", "--rows", "100", "--workers", "1"])
+    assert result.exit_code == 2 and "--eps" in result.output
+    result = CliRunner().invoke(main, ["demo", "--rows", "2"])
+    assert result.exit_code == 2 and "--rows" in result.output
+
+
+def test_help_has_examples():
+    for args in (["--help"], ["demo", "--help"]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 0 and "Example" in result.output
+
+
+def test_demo_generator_respects_its_public_bounds():
+    part = demo_partition(0, 50_000)
+    assert list(part.columns) == list(DEMO_BOUNDS)
+    inside = [part[c].between(*DEMO_BOUNDS[c]).mean() for c in DEMO_BOUNDS if c != "normal"]
+    assert min(inside) > 0.99  # bounds are wide enough for the generated data
+    assert demo_partition(3, 10).equals(demo_partition(3, 10))
+
+
+def test_module_entry_point_runs_as_a_process(tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    proc = subprocess.run(
+        [sys.executable, "-m", "dpmic_dask", "demo", "--rows", "5000", "--partitions", "2",
+         "--workers", "1", "--out", str(tmp_path / "o")],
+        capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "o" / "results.csv").exists()
