@@ -13,12 +13,13 @@ def test_demo_command_writes_results(tmp_path):
     out = tmp_path / "demo"
     result = CliRunner().invoke(
         main, ["demo", "--rows", "20000", "--partitions", "3", "--workers", "1",
-               "--out", str(out)])
+               "--eps", "20", "--out", str(out)])
     assert result.exit_code == 0, result.output
     table = pd.read_csv(out / "results.csv")
     assert len(table) == len(DEMO_BOUNDS) * (len(DEMO_BOUNDS) - 1) // 2
     assert table.mic.between(0, 1).all() and (table.n == 20000).all()
-    # the strongest relationships of the generator come out on top
+    # at eps = 20 the noise scale per pair is about 0.003, far below these margins:
+    # the strongest relationship of the generator comes out on top
     top = table.sort_values("mic", ascending=False).iloc[0]
     assert {top.x, top.y} == {"x", "step"}
     independent = table[(table.x == "uniform") | (table.y == "uniform")]
