@@ -83,26 +83,24 @@ def _grid_parameters(mechanism: str, n: int, eps_per_pair: float, B, c):
     return B, (default_c if c is None else c)
 
 
-def _precheck_budget(ledger, dataset, eps: float, delta: float) -> None:
-    """Fail before reading data when the ledger clearly cannot pay (not binding:
-    the atomic charge after counting is what counts)."""
+def _precheck_budget(ledger, dataset, mechanism: str, eps: float, delta: float) -> None:
+    """Fail before reading data when the ledger clearly cannot pay. Not binding:
+    the atomic charge after counting is what counts."""
     ledger = _ledger(ledger)
-    budgets = getattr(ledger, "budgets", {})
-    budget = budgets.get(dataset or DEFAULT_DATASET)
+    name = dataset or DEFAULT_DATASET
+    budget = getattr(ledger, "budgets", {}).get(name)
     if budget is None:
         return
-    cheapest = accounting.PrivacyCost(eps, 0.0, None)
-    if delta > 0:
-        cheapest = accounting.PrivacyCost(eps, delta, accounting.rho_from_eps_delta(eps, delta))
-    try:
-        need = budget.amount(cheapest)
-    except accounting.BudgetExceededError:
-        raise
-    left = ledger.remaining(dataset or DEFAULT_DATASET)
+    if mechanism == "micr-gauss":  # the same cost plan_release will charge
+        cost = accounting.PrivacyCost(eps, delta, accounting.rho_from_eps_delta(eps, delta))
+    else:
+        cost = accounting.PrivacyCost(eps, 0.0, None)
+    need = budget.amount(cost)  # raises for a Gaussian release on a pure budget
+    left = ledger.remaining(name)
     if left is not None and need > left:
         raise accounting.BudgetExceededError(
-            f"release needs {need} but dataset {dataset or DEFAULT_DATASET!r} has {left} "
-            "left; no data was read and nothing was released"
+            f"release needs {need} but dataset {name!r} has {left} left; no data was "
+            "read and nothing was released"
         )
 
 
@@ -140,7 +138,7 @@ def private_mic(x, y, *, eps, x_bounds, y_bounds, mechanism="auto", delta=0.0, B
     yb = check_bounds(y_bounds, "y_bounds")
     B = None if B is None else check_max_cells(B)
     c = None if c is None else check_clump_factor(c)
-    _precheck_budget(ledger, dataset, eps, delta)
+    _precheck_budget(ledger, dataset, resolved, eps, delta)
     xa, ya = check_pair(x, y)
     n = xa.shape[0]
     if resolved == "mice-lap" and n < 6:
@@ -213,7 +211,7 @@ def run_pairwise(frame, eps, *, bounds, columns=None, delta=0.0, mechanism="auto
         _check_frame(frame), bounds=bounds, columns=columns, nulls=nulls, fill=fill)
     n_pairs = len(columns) * (len(columns) - 1) // 2
     resolved = accounting.resolve_mechanism(mechanism, eps, delta, n_pairs)
-    _precheck_budget(ledger, dataset, eps, delta)
+    _precheck_budget(ledger, dataset, resolved, eps, delta)
 
     n_rows = count_rows(frame) if (B is None or c is None) else None
     if n_rows is not None and n_rows < MIN_ROWS:

@@ -113,3 +113,18 @@ def test_seeded_noise_is_guarded(data, monkeypatch):
             b = dm.private_mic(x, y, eps=0.05, **BOUNDS)
     assert a.value == b.value and a.seeded and "NOT PRIVATE" in a.report()
     assert not dm.private_mic(x, y, eps=0.05, **BOUNDS).seeded
+
+
+def test_budget_precheck_matches_the_resolved_mechanism(data):
+    x, y = data
+    ledger = InMemoryLedger()
+    ledger.set_budget("pure", Budget(1.0))
+    # delta > 0 with one pair resolves to Laplace, which a pure budget can pay
+    r = dm.private_mic(x, y, eps=0.5, delta=1e-6, ledger=ledger, dataset="pure", **BOUNDS)
+    assert r.mechanism == "micr-lap" and r.rho is None
+    with pytest.raises(dm.BudgetExceededError, match="approximate-DP"):
+        dm.private_mic(ExplodingArray(), ExplodingArray(), eps=0.1, delta=1e-6,
+                       mechanism="micr-gauss", ledger=ledger, dataset="pure", **BOUNDS)
+    with pytest.raises(dm.BudgetExceededError, match="no data was read"):
+        dm.private_mic(ExplodingArray(), ExplodingArray(), eps=0.6, ledger=ledger,
+                       dataset="pure", **BOUNDS)
