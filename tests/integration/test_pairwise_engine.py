@@ -174,3 +174,14 @@ def test_pandas_nullable_and_integer_columns():
     out = frame.dpmic.pairwise_nonprivate(bounds=bounds, B=8, c=1, nulls="fill",
                                           fill={"i": 0, "f": 0.5, "b": 0})
     assert len(out) == 3 and out.micr.between(0, 1).all()
+
+
+def test_progress_uses_dask_diagnostics_and_is_quiet_by_default(df, capsys):
+    ddf = split_with_empties(df, 3)
+    with dask.config.set(scheduler="threads"):
+        ddf.dpmic.pairwise_nonprivate(bounds=BOUNDS, B=10, c=1, progress=True)
+        shown = capsys.readouterr().err
+        ddf.dpmic.pairwise_nonprivate(bounds=BOUNDS, B=10, c=1)  # stderr is not a terminal
+        quiet = capsys.readouterr()
+    assert "100% Completed" in shown
+    assert "Completed" not in quiet.err and "Completed" not in quiet.out
