@@ -6,7 +6,10 @@ Prints two tables:
    (OptimizeAxis on every master grid) for B in {40, 150, 400}, c in {1, 5};
    target: B=150, c=5 under 20 ms on one core;
 2. in-memory ``micr`` on n = 10**6 rows, split into its stages, with the
-   binning pass compared side by side with a plain memory copy of the column.
+   binning pass compared side by side with a plain memory copy of the column;
+3. the cost per row and pair of counting into every master grid: the package's
+   refinement histograms (two increments per row) against counting each master
+   grid separately (a numba loop written here as the contender), for several B.
 
 Run: ``python benchmarks/bench_statistics.py [--rows N] [--repeat R]``.
 Numba is pinned to one thread so the numbers are per core.
@@ -21,6 +24,7 @@ import time
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
+from numba import njit  # noqa: E402
 
 import dpmic_dask as dm  # noqa: E402
 from dpmic_dask.characteristic import characteristic_matrix  # noqa: E402
@@ -83,6 +87,45 @@ def in_memory_table(n: int, repeat: int) -> None:
     print(f"binning / memory copy ratio: {ratio:.1f}x")
 
 
+@njit(cache=True)
+def count_each_grid(xpos, ypos, fixed_x, rows_y, offsets, out):
+    """Contender: for every row, bin it into every master grid and count there."""
+    for i in range(xpos.shape[0]):
+        for g in range(offsets.shape[0]):
+            col = (xpos[i] * fixed_x[g]) >> 32
+            row = (ypos[i] * rows_y[g]) >> 32
+            out[offsets[g] + row * fixed_x[g] + col] += 1
+
+
+def per_row_table(repeat: int) -> None:
+    from dpmic_dask.binning import positions
+
+    small, large = 200_000, 2_000_000
+    x, y, xb, yb = synthetic_pair(large)
+    print("\nCounting one pair into every master grid (one core): fixed cost per call and")
+    print(f"marginal cost per row, from timings at {small:,} and {large:,} rows")
+    print(f"{'B':>5} {'c':>3} {'grids':>6} {'refinement: fixed ms':>21} {'ns/row':>7} "
+          f"{'each grid: ns/row':>18} {'ratio':>7}")
+    for B, c in ((40, 5), (150, 5), (400, 5)):
+        family = master_grid_family(B, c)
+        bx, by = bin_values(x, xb, family), bin_values(y, yb, family)
+        cut = lambda b, m: type(b)(b.fixed[:m], b.rows[:m])  # noqa: E731
+        t_small = best_time(lambda: refinement_histograms(cut(bx, small), cut(by, small), family), repeat)
+        t_large = best_time(lambda: refinement_histograms(bx, by, family), repeat)
+        per_row = (t_large - t_small) / (large - small)
+        fixed_cost = t_small - per_row * small
+        # contender: orientation "x" grids only (half the family), time doubled
+        xg = [g for g in family.grids if g.orientation == "x"]
+        offsets = np.cumsum([0] + [g.n_cells for g in xg[:-1]]).astype(np.int64)
+        fixed = np.array([g.fixed_bins for g in xg], np.int64)
+        rows = np.array([g.master_rows for g in xg], np.int64)
+        xpos, ypos = positions(x[:small], xb), positions(y[:small], yb)
+        out = np.zeros(int(offsets[-1] + xg[-1].n_cells), np.int64)
+        t_each = 2 * best_time(lambda: count_each_grid(xpos, ypos, fixed, rows, offsets, out), repeat)
+        print(f"{B:>5} {c:>3} {family.n_grids:>6} {fixed_cost * 1e3:>21.2f} {per_row * 1e9:>7.1f} "
+              f"{t_each / small * 1e9:>18.1f} {t_each / small / per_row:>6.0f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10**6)
@@ -90,6 +133,7 @@ def main() -> None:
     args = parser.parse_args()
     characteristic_table(args.repeat)
     in_memory_table(args.rows, args.repeat)
+    per_row_table(args.repeat)
 
 
 if __name__ == "__main__":
