@@ -271,6 +271,10 @@ class InMemoryLedger:
     _charges: list = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    def budget_for(self, dataset: str) -> Budget | None:
+        with self._lock:
+            return self.budgets.get(dataset)
+
     def set_budget(self, dataset: str, budget: Budget) -> None:
         with self._lock:
             if dataset in self.budgets:

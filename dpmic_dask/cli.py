@@ -8,18 +8,36 @@ from pathlib import Path
 
 import click
 
-from .errors import DPMICError
+from .errors import BudgetExceededError, DPMICError, LedgerError
+
+#: Exit codes a scheduler can act on.
+EXIT_OK, EXIT_INVALID, EXIT_BUDGET, EXIT_LEDGER = 0, 2, 3, 4
 
 
 def _fail(exc: Exception) -> None:
+    code = EXIT_INVALID
+    if isinstance(exc, BudgetExceededError):
+        code = EXIT_BUDGET
+    elif isinstance(exc, LedgerError):
+        code = EXIT_LEDGER
     click.echo(f"error: {exc}", err=True)
-    sys.exit(2)
+    sys.exit(code)
+
+
+ledger_option = click.option(
+    "--ledger", "ledger_url", envvar="DPMIC_LEDGER", default="sqlite:///dpmic-ledger.db",
+    show_default=True, help="Ledger URL: sqlite:///path.db or postgresql://... "
+    "(env DPMIC_LEDGER).")
+dataset_option = click.option("--dataset", required=True, help="Dataset id the budget belongs to.")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="dpmic_dask")
 def main():
     """Differentially private Maximal Information Coefficients on Dask.
+
+    Exit codes: 0 success, 2 invalid input, 3 budget exceeded (nothing
+    released), 4 ledger missing, unreachable or corrupt.
 
     \b
     Example:
@@ -81,6 +99,101 @@ def demo(rows, partitions, eps, workers, out_dir):
     except ImportError:
         wrote = "results.csv, report.txt (install 'dpmic_dask[plot]' for heatmap.png)"
     click.echo(f"\nWrote {wrote} to {out_dir}/ in {time.perf_counter() - start:.1f} s.")
+
+
+@main.group()
+def budget():
+    """Create and inspect a dataset's privacy budget in a persistent ledger.
+
+    \b
+    Example:
+      dpmic budget init --ledger sqlite:///ledger.db --dataset sales --epsilon 10
+      dpmic budget show --ledger sqlite:///ledger.db --dataset sales
+    """
+
+
+@budget.command("init")
+@ledger_option
+@dataset_option
+@click.option("--epsilon", required=True, type=float, help="Total epsilon the dataset may spend.")
+@click.option("--delta", default=0.0, show_default=True, type=float,
+              help="> 0 tracks the budget as zCDP (for Gaussian releases).")
+def budget_init(ledger_url, dataset, epsilon, delta):
+    """Create the ledger if needed and set DATASET's cap (once; never changed).
+
+    \b
+    Example:
+      dpmic budget init --ledger sqlite:///ledger.db --dataset sales --epsilon 10
+    """
+    from .accounting import Budget
+    from .ledger import SQLLedger
+
+    try:
+        cap = Budget(epsilon, delta)
+        SQLLedger(ledger_url).init(dataset, cap)
+    except DPMICError as exc:
+        _fail(exc)
+    unit = "epsilon" if cap.is_pure else "rho (zCDP)"
+    click.echo(f"dataset {dataset!r}: budget {cap.cap} {unit} "
+               f"(epsilon={epsilon:g}, delta={delta:g})")
+
+
+@budget.command("show")
+@ledger_option
+@dataset_option
+def budget_show(ledger_url, dataset):
+    """Print DATASET's cap, spent and remaining budget.
+
+    \b
+    Example:
+      dpmic budget show --ledger sqlite:///ledger.db --dataset sales
+    """
+    from .ledger import SQLLedger
+
+    try:
+        ledger = SQLLedger(ledger_url)
+        cap = ledger.budget_for(dataset)
+        if cap is None:
+            raise LedgerError(f"dataset {dataset!r} has no budget in this ledger")
+        spent, left = ledger.spent(dataset), ledger.remaining(dataset)
+        releases = len(ledger.history(dataset))
+    except DPMICError as exc:
+        _fail(exc)
+    unit = "epsilon" if cap.is_pure else "rho"
+    click.echo(f"dataset:   {dataset}")
+    click.echo(f"cap:       {cap.cap} {unit} (epsilon={cap.epsilon:g}, delta={cap.delta:g})")
+    click.echo(f"spent:     {spent} {unit} in {releases} release(s)")
+    click.echo(f"remaining: {left} {unit}")
+
+
+@budget.command("history")
+@ledger_option
+@dataset_option
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+def budget_history(ledger_url, dataset, as_json):
+    """List DATASET's releases, oldest first.
+
+    \b
+    Example:
+      dpmic budget history --ledger sqlite:///ledger.db --dataset sales --json
+    """
+    import json
+
+    from .ledger import SQLLedger, describe
+
+    try:
+        rows = [describe(r) for r in SQLLedger(ledger_url).history(dataset)]
+    except DPMICError as exc:
+        _fail(exc)
+    if as_json:
+        for row in rows:
+            click.echo(json.dumps(row))
+        return
+    if not rows:
+        click.echo("no releases yet")
+    for row in rows:
+        click.echo(f"{row['time']}  {row['amount']:>12}  eps={row['epsilon']:g} "
+                   f"delta={row['delta']:g}  {row['description']}  [{row['charge_id']}]")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -30,6 +30,10 @@ class BudgetExceededError(DPMICError):
     """A release would spend more privacy budget than the ledger allows."""
 
 
+class LedgerError(DPMICError):
+    """The privacy ledger is missing, unreachable, corrupt or not initialised."""
+
+
 class PrivacyLeakWarning(UserWarning):
     """Something was requested that weakens or voids the privacy guarantee."""
 

@@ -88,7 +88,7 @@ def _precheck_budget(ledger, dataset, mechanism: str, eps: float, delta: float) 
     the atomic charge after counting is what counts."""
     ledger = _ledger(ledger)
     name = dataset or DEFAULT_DATASET
-    budget = getattr(ledger, "budgets", {}).get(name)
+    budget = ledger.budget_for(name)
     if budget is None:
         return
     if mechanism == "micr-gauss":  # the same cost plan_release will charge

@@ -1,0 +1,267 @@
+"""Persistent privacy ledgers: SQLite (embedded default) and PostgreSQL.
+
+Per dataset, a cap (a :class:`~dpmic_dask.accounting.Budget`) and an
+append-only table of charges. :meth:`SQLLedger.charge` checks and records a
+charge in one transaction that holds a write lock (SQLite ``BEGIN IMMEDIATE``;
+PostgreSQL ``SELECT ... FOR UPDATE`` on the dataset's budget row), so concurrent
+jobs cannot overspend. Charges are never updated or deleted: a crash after the
+commit keeps the charge. Amounts are exact decimals stored as text.
+
+A ledger that is missing, unreachable or corrupt raises :class:`LedgerError`,
+and the release is refused before any data is read.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from decimal import Decimal
+from pathlib import Path
+from urllib.parse import urlparse
+
+from .accounting import Budget, Charge, PrivacyCost
+from .errors import BudgetExceededError, InvalidParameterError, LedgerError
+
+SCHEMA_VERSION = "1"
+_SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS dpmic_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS dpmic_budgets (
+        dataset TEXT PRIMARY KEY, epsilon TEXT NOT NULL, delta TEXT NOT NULL,
+        created_at TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS dpmic_charges (
+        charge_id TEXT PRIMARY KEY, dataset TEXT NOT NULL REFERENCES dpmic_budgets(dataset),
+        created_at TEXT NOT NULL, amount TEXT NOT NULL, epsilon TEXT NOT NULL,
+        delta TEXT NOT NULL, rho TEXT, description TEXT NOT NULL)""",
+]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+@dataclass(frozen=True)
+class ChargeRecord:
+    """One row of a dataset's history."""
+
+    charge_id: str
+    created_at: str
+    amount: Decimal
+    cost: PrivacyCost
+    description: str
+
+
+class _SQLite:
+    placeholder = "?"
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def connect(self, create: bool):
+        if not create and not self.path.exists():
+            raise LedgerError(
+                f"ledger file {str(self.path)!r} does not exist; create it with "
+                "'dpmic budget init'"
+            )
+        try:
+            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.Error as exc:
+            raise LedgerError(f"cannot open ledger {str(self.path)!r}: {exc}") from None
+        return conn
+
+    def begin_write(self, cur, dataset: str):
+        cur.execute("BEGIN IMMEDIATE")
+
+    errors = (sqlite3.Error,)
+
+
+class _Postgres:
+    placeholder = "%s"
+
+    def __init__(self, url: str):
+        self.url = url
+
+    def connect(self, create: bool):
+        try:
+            import psycopg
+        except ImportError:
+            raise LedgerError("a PostgreSQL ledger needs psycopg: pip install "
+                              "'dpmic_dask[postgres]'") from None
+        try:
+            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+        except psycopg.Error as exc:
+            raise LedgerError(f"cannot reach the PostgreSQL ledger: {exc.__class__.__name__}") from None
+        return conn
+
+    def begin_write(self, cur, dataset: str):
+        cur.execute("BEGIN")
+        cur.execute("SELECT dataset FROM dpmic_budgets WHERE dataset = %s FOR UPDATE", (dataset,))
+
+    @property
+    def errors(self):
+        import psycopg
+
+        return (psycopg.Error,)
+
+
+class SQLLedger:
+    """A persistent ledger at ``url``: ``sqlite:///path/to/file.db`` or
+    ``postgresql://user:password@host:port/dbname``."""
+
+    def __init__(self, url: str):
+        self.url = url
+        parsed = urlparse(url)
+        if parsed.scheme == "sqlite":
+            path = url[len("sqlite:///"):] if url.startswith("sqlite:///") else ""
+            if not path:
+                raise InvalidParameterError("a SQLite ledger URL looks like sqlite:///path/ledger.db")
+            self._db = _SQLite(Path(path))
+        elif parsed.scheme in ("postgresql", "postgres"):
+            self._db = _Postgres(url)
+        else:
+            raise InvalidParameterError("ledger URL must start with sqlite:/// or postgresql://")
+
+    # -- plumbing ---------------------------------------------------------------
+    def _sql(self, text: str) -> str:
+        return text.replace("?", self._db.placeholder)
+
+    def _run(self, fn, *, create: bool = False):
+        conn = self._db.connect(create)
+        try:
+            cur = conn.cursor()
+            if not create:
+                self._check_schema(cur)
+            return fn(cur)
+        except self._db.errors as exc:
+            raise LedgerError(f"ledger error ({exc.__class__.__name__}): the ledger is "
+                              "unreadable or corrupt; nothing was charged") from None
+        finally:
+            conn.close()
+
+    def _check_schema(self, cur) -> None:
+        try:
+            cur.execute(self._sql("SELECT value FROM dpmic_meta WHERE key = ?"), ("schema",))
+            row = cur.fetchone()
+        except self._db.errors:
+            raise LedgerError("the ledger is not initialised or is corrupt; run "
+                              "'dpmic budget init'") from None
+        if row is None or row[0] != SCHEMA_VERSION:
+            raise LedgerError("the ledger has no or an unknown schema version")
+
+    # -- administration ---------------------------------------------------------
+    def init(self, dataset: str, budget: Budget) -> None:
+        """Create the tables if needed and set ``dataset``'s cap (once)."""
+        def work(cur):
+            cur.execute("BEGIN")
+            for statement in _SCHEMA:
+                cur.execute(statement)
+            cur.execute(self._sql("SELECT value FROM dpmic_meta WHERE key = ?"), ("schema",))
+            if cur.fetchone() is None:
+                cur.execute(self._sql("INSERT INTO dpmic_meta (key, value) VALUES (?, ?)"),
+                            ("schema", SCHEMA_VERSION))
+            cur.execute(self._sql("SELECT 1 FROM dpmic_budgets WHERE dataset = ?"), (dataset,))
+            if cur.fetchone() is not None:
+                cur.execute("ROLLBACK")
+                raise InvalidParameterError(
+                    f"dataset {dataset!r} already has a budget; budgets are never changed")
+            cur.execute(self._sql(
+                "INSERT INTO dpmic_budgets (dataset, epsilon, delta, created_at) VALUES (?, ?, ?, ?)"),
+                (dataset, repr(budget.epsilon), repr(budget.delta), _now()))
+            cur.execute("COMMIT")
+        self._run(work, create=True)
+
+    def budget_for(self, dataset: str) -> Budget | None:
+        def work(cur):
+            cur.execute(self._sql("SELECT epsilon, delta FROM dpmic_budgets WHERE dataset = ?"),
+                        (dataset,))
+            row = cur.fetchone()
+            return None if row is None else Budget(float(row[0]), float(row[1]))
+        return self._run(work)
+
+    def _require_budget(self, cur, dataset: str) -> Budget:
+        cur.execute(self._sql("SELECT epsilon, delta FROM dpmic_budgets WHERE dataset = ?"),
+                    (dataset,))
+        row = cur.fetchone()
+        if row is None:
+            raise LedgerError(f"dataset {dataset!r} has no budget in this ledger; run "
+                              "'dpmic budget init' first")
+        return Budget(float(row[0]), float(row[1]))
+
+    def _spent(self, cur, dataset: str) -> Decimal:
+        cur.execute(self._sql("SELECT amount FROM dpmic_charges WHERE dataset = ?"), (dataset,))
+        return sum((Decimal(r[0]) for r in cur.fetchall()), Decimal(0))
+
+    def spent(self, dataset: str) -> Decimal:
+        def work(cur):
+            self._require_budget(cur, dataset)
+            return self._spent(cur, dataset)
+        return self._run(work)
+
+    def remaining(self, dataset: str) -> Decimal:
+        def work(cur):
+            budget = self._require_budget(cur, dataset)
+            return budget.cap - self._spent(cur, dataset)
+        return self._run(work)
+
+    def history(self, dataset: str) -> list[ChargeRecord]:
+        def work(cur):
+            self._require_budget(cur, dataset)
+            cur.execute(self._sql(
+                "SELECT charge_id, created_at, amount, epsilon, delta, rho, description "
+                "FROM dpmic_charges WHERE dataset = ? ORDER BY created_at, charge_id"), (dataset,))
+            return [
+                ChargeRecord(r[0], r[1], Decimal(r[2]),
+                             PrivacyCost(float(r[3]), float(r[4]), None if r[5] is None else float(r[5])),
+                             r[6])
+                for r in cur.fetchall()
+            ]
+        return self._run(work)
+
+    # -- the one write that matters -----------------------------------------------
+    def charge(self, dataset: str, cost: PrivacyCost, *, description: str = "") -> Charge:
+        """Atomically check the cap and append a charge, or raise BudgetExceededError."""
+        def work(cur):
+            self._db.begin_write(cur, dataset)
+            try:
+                budget = self._require_budget(cur, dataset)
+                need = budget.amount(cost)
+                left = budget.cap - self._spent(cur, dataset)
+                if need > left:
+                    raise BudgetExceededError(
+                        f"release needs {need} but dataset {dataset!r} has {left} of its "
+                        f"{'epsilon' if budget.is_pure else 'rho'} budget left; nothing was released")
+                record = Charge(uuid.uuid4().hex, dataset, cost, description, time.time())
+                cur.execute(self._sql(
+                    "INSERT INTO dpmic_charges (charge_id, dataset, created_at, amount, epsilon, "
+                    "delta, rho, description) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
+                    (record.charge_id, dataset, _now(), str(need), repr(cost.epsilon),
+                     repr(cost.delta), None if cost.rho is None else repr(cost.rho), description))
+                cur.execute("COMMIT")
+                return record
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+        return self._run(work)
+
+
+def open_ledger(url: str) -> SQLLedger:
+    """Open a persistent ledger by URL (checked lazily, on first use)."""
+    return SQLLedger(url)
+
+
+def describe(record: ChargeRecord) -> dict:
+    """A JSON-friendly view of a history row."""
+    return {
+        "charge_id": record.charge_id,
+        "time": record.created_at,
+        "amount": str(record.amount),
+        "epsilon": record.cost.epsilon,
+        "delta": record.cost.delta,
+        "rho": record.cost.rho,
+        "description": record.description,
+    }
+

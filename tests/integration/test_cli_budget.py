@@ -1,0 +1,64 @@
+import json
+import os
+import subprocess
+import sys
+
+from click.testing import CliRunner
+
+from dpmic_dask.accounting import PrivacyCost
+from dpmic_dask.cli import EXIT_BUDGET, EXIT_INVALID, EXIT_LEDGER, main
+from dpmic_dask.ledger import SQLLedger
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_budget_init_show_history(tmp_path):
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    r = invoke("budget", "init", "--ledger", url, "--dataset", "sales", "--epsilon", "2")
+    assert r.exit_code == 0 and "budget 2.0 epsilon" in r.output
+    again = invoke("budget", "init", "--ledger", url, "--dataset", "sales", "--epsilon", "9")
+    assert again.exit_code == EXIT_INVALID and "never changed" in again.output
+    ledger = SQLLedger(url)
+    ledger.charge("sales", PrivacyCost(0.5), description="daily export")
+    ledger.charge("sales", PrivacyCost(0.25), description="ad hoc")
+    show = invoke("budget", "show", "--ledger", url, "--dataset", "sales")
+    assert show.exit_code == 0
+    assert "spent:     0.75 epsilon in 2 release(s)" in show.output
+    assert "remaining: 1.25 epsilon" in show.output
+    hist = invoke("budget", "history", "--ledger", url, "--dataset", "sales", "--json")
+    rows = [json.loads(line) for line in hist.output.splitlines()]
+    assert [r["description"] for r in rows] == ["daily export", "ad hoc"]
+    assert [r["amount"] for r in rows] == ["0.5", "0.25"]
+    text = invoke("budget", "history", "--ledger", url, "--dataset", "sales")
+    assert "daily export" in text.output and text.exit_code == 0
+
+
+def test_budget_errors_have_exit_codes(tmp_path):
+    missing = f"sqlite:///{tmp_path / 'none.db'}"
+    r = invoke("budget", "show", "--ledger", missing, "--dataset", "x")
+    assert r.exit_code == EXIT_LEDGER and "does not exist" in r.output
+    r = invoke("budget", "init", "--ledger", missing, "--dataset", "x", "--epsilon", "-1")
+    assert r.exit_code == EXIT_INVALID and "epsilon" in r.output
+    r = invoke("budget", "init", "--ledger", "ftp://x", "--dataset", "x", "--epsilon", "1")
+    assert r.exit_code == EXIT_INVALID
+    assert EXIT_BUDGET == 3
+
+
+def test_budget_commands_have_help_with_examples():
+    for args in (["budget", "--help"], ["budget", "init", "--help"], ["budget", "show", "--help"],
+                 ["budget", "history", "--help"]):
+        r = invoke(*args)
+        assert r.exit_code == 0 and "Example" in r.output
+
+
+def test_budget_as_a_real_process_with_env_ledger(tmp_path):
+    env = {**os.environ, "DPMIC_LEDGER": f"sqlite:///{tmp_path / 'env.db'}",
+           "PYTHONPATH": os.getcwd()}
+    run = lambda *a: subprocess.run([sys.executable, "-m", "dpmic_dask", *a], env=env,  # noqa: E731
+                                    capture_output=True, text=True, timeout=120)
+    assert run("budget", "init", "--dataset", "d", "--epsilon", "1", "--delta", "1e-6").returncode == 0
+    shown = run("budget", "show", "--dataset", "d")
+    assert shown.returncode == 0 and "rho" in shown.stdout
+    assert run("budget", "show", "--dataset", "nope").returncode == EXIT_LEDGER
