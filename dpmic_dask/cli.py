@@ -101,6 +101,98 @@ def demo(rows, partitions, eps, workers, out_dir):
     click.echo(f"\nWrote {wrote} to {out_dir}/ in {time.perf_counter() - start:.1f} s.")
 
 
+@main.command()
+@click.argument("job_file", type=click.Path(dir_okay=False, path_type=Path))
+def validate(job_file):
+    """Check JOB_FILE without reading data or touching the budget.
+
+    \b
+    Example:
+      dpmic validate jobs/daily.toml
+    """
+    from .jobs import load_job
+
+    try:
+        job = load_job(job_file)
+    except DPMICError as exc:
+        _fail(exc)
+    pairs = len(job.bounds) * (len(job.bounds) - 1) // 2
+    click.echo(f"{job_file}: ok ({len(job.bounds)} columns, {pairs} pairs, eps={job.eps:g}, "
+               f"dataset {job.dataset!r}, ledger {job.ledger_url})")
+
+
+@main.command()
+@click.argument("job_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--run-id", default=None,
+              help="Idempotency key (e.g. the schedule's logical date): a run id that "
+                   "already wrote its rows is not released again.")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress bar (default: only on a terminal).")
+def run(job_file, run_id, progress):
+    """Run JOB_FILE: one private release, charged to the job's ledger.
+
+    Order: check the job, the ledger and the output (nothing charged on
+    failure); read and count the input on the cluster; charge once; add noise;
+    append the rows atomically to the output.
+
+    \b
+    Example:
+      dpmic run jobs/daily.toml --run-id 2026-11-22
+    """
+    import uuid
+
+    from .jobio import check_output_writable, load_input, output_has_run, result_rows, write_output
+    from .jobs import load_job
+    from .ledger import SQLLedger
+
+    try:
+        job = load_job(job_file)
+        ledger = SQLLedger(job.ledger_url)
+        if ledger.budget_for(job.dataset) is None:
+            raise LedgerError(f"dataset {job.dataset!r} has no budget in {job.ledger_url}; "
+                              "run 'dpmic budget init' first")
+        run_id = run_id or uuid.uuid4().hex
+        check_output_writable(job)
+        if output_has_run(job, run_id):
+            click.echo(f"run {run_id} already released; nothing to do")
+            return
+        with _cluster(job):
+            frame = load_input(job)
+            result = frame.dpmic.pairwise(
+                job.eps, bounds=job.bounds, delta=job.delta, mechanism=job.mechanism,
+                B=job.B, c=job.c, nulls=job.nulls, fill=job.fill, ledger=ledger,
+                dataset=job.dataset, progress=progress)
+        where = write_output(job, result_rows(result, run_id=run_id, job=job), run_id)
+    except DPMICError as exc:
+        _fail(exc)
+    click.echo(f"run {run_id}: released {len(result.pairs)} pairs "
+               f"({result.mechanism}, eps={result.epsilon:g}) to {where}")
+    click.echo(f"remaining budget of {job.dataset!r}: {ledger.remaining(job.dataset)}")
+
+
+def _cluster(job):
+    """A Dask client for the job: its scheduler address, or a local cluster."""
+    from contextlib import ExitStack
+
+    from distributed import Client, LocalCluster
+
+    from .jobio import JobIOError
+
+    stack = ExitStack()
+    try:
+        if job.scheduler:
+            stack.enter_context(Client(job.scheduler, timeout="30s"))
+        else:
+            cluster = stack.enter_context(LocalCluster(
+                n_workers=job.workers, threads_per_worker=1, processes=True,
+                dashboard_address=None))
+            stack.enter_context(Client(cluster))
+    except OSError as exc:
+        stack.close()
+        raise JobIOError(f"cannot reach the Dask scheduler: {exc.__class__.__name__}") from None
+    return stack
+
+
 @main.group()
 def budget():
     """Create and inspect a dataset's privacy budget in a persistent ledger.

@@ -13,6 +13,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
+from .errors import InvalidDataError
 from .grids import GridFamily
 from .kernels.binning import bin_column, count_pairs
 
@@ -56,8 +57,14 @@ def empty_partial(spec: CountSpec) -> PartialCounts:
 
 
 def column_values(frame: pd.DataFrame, name: str) -> np.ndarray:
-    """A column as float64 with missing values (None, NA, NaN) as NaN."""
-    return frame[name].to_numpy(dtype=np.float64, na_value=np.nan)
+    """A column as float64 with missing values (None, NA, NaN) as NaN.
+
+    A value that is not a number is reported by column name only.
+    """
+    try:
+        return frame[name].to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError):
+        raise InvalidDataError(f"column {name!r} holds values that are not numbers") from None
 
 
 def partition_counts(frame: pd.DataFrame, spec: CountSpec) -> PartialCounts:

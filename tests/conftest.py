@@ -1,8 +1,12 @@
 import os
 import shutil
+import socket
+import subprocess
+import sys
 import tempfile
 
 import pytest
+from distributed import Client
 
 from tests.postgres import fresh_database, start_server
 
@@ -27,3 +31,50 @@ def postgres_server():
 def postgres_url(postgres_server):
     """URL of a new, empty database on the test server."""
     return fresh_database(postgres_server)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def dask_cli():
+    exe = shutil.which("dask", path=os.path.dirname(sys.executable)) or shutil.which("dask")
+    if exe is None:
+        pytest.fail("the 'dask' command is not installed alongside this Python")
+    return exe
+
+
+@pytest.fixture
+def cli_cluster(tmp_path):
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    procs = []
+    log = open(tmp_path / "cluster.log", "w")
+    try:
+        procs.append(subprocess.Popen(
+            [dask_cli(), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+             "--no-dashboard"], stdout=log, stderr=log, env=env))
+        workers = [
+            subprocess.Popen([dask_cli(), "worker", address, "--nthreads", "1",
+                              "--no-dashboard", "--host", "127.0.0.1"],
+                             stdout=log, stderr=log, env=env)
+            for _ in range(2)
+        ]
+        procs += workers
+        client = Client(address, timeout=60)
+        client.wait_for_workers(2, timeout=120)
+        yield client, workers
+        client.close()
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        log.close()

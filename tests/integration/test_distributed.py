@@ -2,12 +2,7 @@
 started from the command line (``dask scheduler`` + two ``dask worker``) on
 127.0.0.1, one of whose workers is killed mid-job."""
 
-import os
-import shutil
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 
@@ -48,53 +43,6 @@ def test_local_cluster_with_processes():
                                               progress=False)
     assert result.n == 18_000 and len(result.values) == 6
     assert np.max(np.abs(np.array(result.values) - exact.micr.to_numpy())) < 30 * result.noise_scale
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def dask_cli():
-    exe = shutil.which("dask", path=os.path.dirname(sys.executable)) or shutil.which("dask")
-    if exe is None:
-        pytest.fail("the 'dask' command is not installed alongside this Python")
-    return exe
-
-
-@pytest.fixture
-def cli_cluster(tmp_path):
-    port = free_port()
-    address = f"tcp://127.0.0.1:{port}"
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    procs = []
-    log = open(tmp_path / "cluster.log", "w")
-    try:
-        procs.append(subprocess.Popen(
-            [dask_cli(), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-             "--no-dashboard"], stdout=log, stderr=log, env=env))
-        workers = [
-            subprocess.Popen([dask_cli(), "worker", address, "--nthreads", "1",
-                              "--no-dashboard", "--host", "127.0.0.1"],
-                             stdout=log, stderr=log, env=env)
-            for _ in range(2)
-        ]
-        procs += workers
-        client = Client(address, timeout=60)
-        client.wait_for_workers(2, timeout=120)
-        yield client, workers
-        client.close()
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        log.close()
 
 
 def test_cli_cluster_survives_a_killed_worker(cli_cluster):

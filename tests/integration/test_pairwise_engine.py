@@ -185,3 +185,14 @@ def test_progress_uses_dask_diagnostics_and_is_quiet_by_default(df, capsys):
         quiet = capsys.readouterr()
     assert "100% Completed" in shown
     assert "Completed" not in quiet.err and "Completed" not in quiet.out
+
+
+def test_non_numeric_values_are_reported_without_quoting_them():
+    frame = pd.DataFrame({"a": [0.1, 0.2, 0.3, 0.4, 0.5], "b": ["1", "2", "Alice", "4", "5"]})
+    frame["b"] = frame["b"].astype(object)
+    import dask.dataframe as dd
+    meta = pd.DataFrame({"a": pd.Series(dtype="float64"), "b": pd.Series(dtype="float64")})
+    ddf = dd.from_delayed([dask.delayed(frame)], meta=meta, verify_meta=False)  # claims numeric
+    with pytest.raises(dm.InvalidDataError, match="column 'b' holds values that are not numbers") as info:
+        ddf.dpmic.pairwise_nonprivate(bounds={"a": (0, 1), "b": (0, 5)}, B=4, c=1)
+    assert "Alice" not in str(info.value)

@@ -1,0 +1,256 @@
+"""Job files for ``dpmic run`` / ``dpmic validate`` (TOML or YAML).
+
+A job names its input, the columns with public bounds, the privacy parameters,
+where results go, the cluster and the ledger. :func:`load_job` parses and
+checks all of it without reading data or touching the budget; every problem is
+one line naming the key, never a data value.
+
+Example (TOML)::
+
+    [job]
+    name = "daily-dependence"
+    dataset = "sales"                      # ledger dataset id
+
+    [input]
+    paths = ["data/sales-*.parquet"]       # Parquet or CSV files/globs, fsspec URLs
+    # or: sql_url = "postgresql://..." with sql_table = "sales" (or sql_query = "...")
+
+    [columns]
+    age = { bounds = [0, 120] }
+    income = { bounds = [0, 300000], fill = 40000 }
+
+    [privacy]
+    eps = 1.0                              # also: delta, mechanism, B, c, nulls
+
+    [output]
+    path = "results/"                      # a folder (Parquet or CSV), or sql_url + sql_table
+
+    [cluster]
+    scheduler = "tcp://scheduler:8786"     # default: a local cluster
+    [ledger]
+    url = "sqlite:///ledger.db"
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import InvalidParameterError
+
+SECTIONS = {
+    "job": {"name", "dataset"},
+    "input": {"paths", "format", "sql_url", "sql_table", "sql_query"},
+    "columns": None,  # column names are free; each entry has COLUMN_KEYS
+    "privacy": {"eps", "delta", "mechanism", "B", "c", "nulls"},
+    "output": {"path", "format", "sql_url", "sql_table"},
+    "cluster": {"scheduler", "workers"},
+    "ledger": {"url"},
+}
+COLUMN_KEYS = {"bounds", "fill"}
+FORMATS = ("parquet", "csv")
+
+
+class JobError(InvalidParameterError):
+    """A job file is malformed; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """A checked job (no data has been read, no budget touched)."""
+
+    source: str
+    name: str
+    dataset: str
+    input_paths: tuple = ()
+    input_format: str | None = None
+    sql_url: str | None = None
+    sql_table: str | None = None
+    sql_query: str | None = None
+    bounds: dict = field(default_factory=dict)
+    fill: dict | None = None
+    eps: float = 1.0
+    delta: float = 0.0
+    mechanism: str = "auto"
+    B: int | None = None
+    c: int | None = None
+    nulls: str = "raise"
+    output_path: str | None = None
+    output_format: str = "parquet"
+    output_sql_url: str | None = None
+    output_sql_table: str | None = None
+    scheduler: str | None = None
+    workers: int = 2
+    ledger_url: str = "sqlite:///dpmic-ledger.db"
+
+
+def _read(path: Path) -> dict:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise JobError(f"{path}: cannot read the job file ({exc.strerror})") from None
+    try:
+        if path.suffix in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(text)
+        else:
+            data = tomllib.loads(text)
+    except Exception as exc:  # parser errors differ between formats
+        raise JobError(f"{path}: not valid {'YAML' if path.suffix in ('.yaml', '.yml') else 'TOML'}"
+                       f" ({exc.__class__.__name__})") from None
+    if not isinstance(data, dict):
+        raise JobError(f"{path}: a job file must be a table of sections")
+    return data
+
+
+def _section(data, name, src, required=False) -> dict:
+    value = data.get(name)
+    if value is None:
+        if required:
+            raise JobError(f"{src}: missing section [{name}]")
+        return {}
+    if not isinstance(value, dict):
+        raise JobError(f"{src}: [{name}] must be a table")
+    allowed = SECTIONS[name]
+    if allowed is not None:
+        unknown = sorted(set(value) - allowed)
+        if unknown:
+            raise JobError(f"{src}: unknown key {name}.{unknown[0]} (allowed: {', '.join(sorted(allowed))})")
+    return value
+
+
+def _typed(value, kinds, key, src, what):
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        raise JobError(f"{src}: {key} must be {what}")
+    return value
+
+
+def load_job(path) -> Job:
+    """Parse and check a job file; raise :class:`JobError` with one clear line."""
+    path = Path(path)
+    src = str(path)
+    data = _read(path)
+    unknown = sorted(set(data) - set(SECTIONS))
+    if unknown:
+        raise JobError(f"{src}: unknown section [{unknown[0]}] (allowed: {', '.join(SECTIONS)})")
+    job = _section(data, "job", src, required=True)
+    inp = _section(data, "input", src, required=True)
+    cols = _section(data, "columns", src, required=True)
+    priv = _section(data, "privacy", src, required=True)
+    out = _section(data, "output", src, required=True)
+    cluster = _section(data, "cluster", src)
+    ledger = _section(data, "ledger", src)
+
+    kw = {"source": src}
+    for key in ("name", "dataset"):
+        if key not in job:
+            raise JobError(f"{src}: missing job.{key}")
+        kw[key] = _typed(job[key], str, f"job.{key}", src, "a string")
+
+    if "paths" in inp and ("sql_url" in inp):
+        raise JobError(f"{src}: input takes either paths or sql_url, not both")
+    if "paths" in inp:
+        paths = inp["paths"]
+        paths = [paths] if isinstance(paths, str) else paths
+        if not isinstance(paths, list) or not paths or not all(isinstance(p, str) for p in paths):
+            raise JobError(f"{src}: input.paths must be a path or a list of paths")
+        kw["input_paths"] = tuple(paths)
+        fmt = inp.get("format") or ("csv" if paths[0].endswith((".csv", ".csv.gz")) else "parquet")
+        if fmt not in FORMATS:
+            raise JobError(f"{src}: input.format must be one of {', '.join(FORMATS)}")
+        kw["input_format"] = fmt
+    elif "sql_url" in inp:
+        kw["sql_url"] = _typed(inp["sql_url"], str, "input.sql_url", src, "a database URL")
+        if ("sql_table" in inp) == ("sql_query" in inp):
+            raise JobError(f"{src}: input with sql_url needs exactly one of sql_table, sql_query")
+        kw["sql_table"] = inp.get("sql_table")
+        kw["sql_query"] = inp.get("sql_query")
+    else:
+        raise JobError(f"{src}: input needs paths or sql_url")
+
+    bounds, fills = {}, {}
+    for name, spec in cols.items():
+        if not isinstance(spec, dict):
+            raise JobError(f"{src}: columns.{name} must be a table with bounds")
+        bad = sorted(set(spec) - COLUMN_KEYS)
+        if bad:
+            raise JobError(f"{src}: unknown key columns.{name}.{bad[0]} (allowed: bounds, fill)")
+        if "bounds" not in spec:
+            raise JobError(f"{src}: columns.{name} has no bounds (public bounds are required)")
+        b = spec["bounds"]
+        if not (isinstance(b, list) and len(b) == 2):
+            raise JobError(f"{src}: columns.{name}.bounds must be [lo, hi]")
+        bounds[name] = tuple(b)
+        if "fill" in spec:
+            fills[name] = spec["fill"]
+    if len(bounds) < 2:
+        raise JobError(f"{src}: at least two columns are needed")
+    kw["bounds"] = bounds
+
+    if "eps" not in priv:
+        raise JobError(f"{src}: missing privacy.eps")
+    kw["eps"] = _typed(priv["eps"], (int, float), "privacy.eps", src, "a number > 0")
+    kw["delta"] = _typed(priv.get("delta", 0.0), (int, float), "privacy.delta", src, "a number in [0, 1)")
+    kw["mechanism"] = _typed(priv.get("mechanism", "auto"), str, "privacy.mechanism", src, "a string")
+    for key in ("B", "c"):
+        if key in priv:
+            kw[key] = _typed(priv[key], int, f"privacy.{key}", src, "an integer")
+    kw["nulls"] = priv.get("nulls", "raise")
+    if kw["nulls"] == "fill":
+        kw["fill"] = fills
+    elif fills:
+        raise JobError(f"{src}: fill values need privacy.nulls = \"fill\"")
+
+    if "path" in out and "sql_url" in out:
+        raise JobError(f"{src}: output takes either path or sql_url, not both")
+    if "path" in out:
+        kw["output_path"] = _typed(out["path"], str, "output.path", src, "a folder path")
+        kw["output_format"] = out.get("format", "parquet")
+        if kw["output_format"] not in FORMATS:
+            raise JobError(f"{src}: output.format must be one of {', '.join(FORMATS)}")
+    elif "sql_url" in out:
+        kw["output_sql_url"] = _typed(out["sql_url"], str, "output.sql_url", src, "a database URL")
+        kw["output_sql_table"] = _typed(out.get("sql_table"), str, "output.sql_table", src,
+                                        "a table name")
+    else:
+        raise JobError(f"{src}: output needs path or sql_url")
+
+    if "scheduler" in cluster:
+        kw["scheduler"] = _typed(cluster["scheduler"], str, "cluster.scheduler", src, "an address")
+    if "workers" in cluster:
+        kw["workers"] = _typed(cluster["workers"], int, "cluster.workers", src, "an integer >= 1")
+        if kw["workers"] < 1:
+            raise JobError(f"{src}: cluster.workers must be an integer >= 1")
+    if "url" in ledger:
+        kw["ledger_url"] = _typed(ledger["url"], str, "ledger.url", src, "a ledger URL")
+    return _check_parameters(Job(**kw))
+
+
+def _check_parameters(job: Job) -> Job:
+    """Run the library's own parameter checks, prefixed with the job file."""
+    from . import accounting
+    from .ledger import SQLLedger
+    from .validation import check_bounds, check_clump_factor, check_max_cells
+
+    try:
+        accounting.check_epsilon(job.eps, "privacy.eps")
+        accounting.check_delta(job.delta, "privacy.delta")
+        accounting.check_mechanism(job.mechanism)
+        if job.mechanism == "mice-lap":
+            raise InvalidParameterError("privacy.mechanism 'mice-lap' is in-memory only")
+        if job.B is not None:
+            check_max_cells(job.B, "privacy.B")
+        if job.c is not None:
+            check_clump_factor(job.c, "privacy.c")
+        for name, b in job.bounds.items():
+            check_bounds(b, f"columns.{name}.bounds")
+        if job.nulls not in ("raise", "fill"):
+            raise InvalidParameterError("privacy.nulls must be 'raise' or 'fill'")
+        SQLLedger(job.ledger_url)  # URL shape only; nothing is opened
+    except JobError:
+        raise
+    except InvalidParameterError as exc:
+        raise JobError(f"{job.source}: {exc}") from None
+    return job

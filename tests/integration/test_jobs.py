@@ -1,0 +1,183 @@
+"""dpmic validate / dpmic run with job files, SQLite ledgers and file outputs."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from dpmic_dask.accounting import Budget
+from dpmic_dask.cli import EXIT_BUDGET, EXIT_INVALID, EXIT_LEDGER, main
+from dpmic_dask.jobs import JobError, load_job
+from dpmic_dask.ledger import SQLLedger
+
+
+def write_input(folder, rows=4000):
+    gen = np.random.default_rng(0)  # test data only
+    a = gen.random(rows)
+    frame = pd.DataFrame({"a": a, "b": np.sin(6 * a) + 0.1 * gen.normal(size=rows),
+                          "c": gen.random(rows), "note": ["x"] * rows})
+    folder.mkdir(parents=True, exist_ok=True)
+    frame.iloc[: rows // 2].to_parquet(folder / "part-0.parquet")
+    frame.iloc[rows // 2:].to_parquet(folder / "part-1.parquet")
+    return frame
+
+
+JOB = """
+[job]
+name = "nightly"
+dataset = "d"
+
+[input]
+paths = ["{input}/*.parquet"]
+
+[columns]
+a = {{ bounds = [0, 1] }}
+b = {{ bounds = [-1.5, 1.5] }}
+c = {{ bounds = [0, 1] }}
+
+[privacy]
+eps = {eps}
+
+[output]
+path = "{output}"
+
+[cluster]
+workers = 1
+
+[ledger]
+url = "{ledger}"
+"""
+
+
+@pytest.fixture
+def setup(tmp_path):
+    write_input(tmp_path / "in")
+    ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
+    SQLLedger(ledger).init("d", Budget(2.5))
+
+    def job(eps=1.0, **replace):
+        text = JOB.format(input=tmp_path / "in", output=tmp_path / "out", ledger=ledger, eps=eps)
+        for old, new in replace.items():
+            text = text.replace(old, new)
+        path = tmp_path / "job.toml"
+        path.write_text(text)
+        return path
+
+    return tmp_path, ledger, job
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_validate_good_and_bad_jobs(setup, tmp_path):
+    _, _, job = setup
+    ok = invoke("validate", job())
+    assert ok.exit_code == 0 and "3 columns, 3 pairs" in ok.output
+    cases = {
+        "eps = 1.0": ("eps = 0", "privacy.eps must be"),
+        "[cluster]": ("[clusters]", "unknown section [clusters]"),
+        "workers = 1": ("wrokers = 1", "unknown key cluster.wrokers"),
+        "c = { bounds = [0, 1] }": ("c = { }", "columns.c has no bounds"),
+        "a = { bounds = [0, 1] }": ("a = { bounds = [1, 0] }", "columns.a.bounds"),
+        'name = "nightly"': ('name = "nightly', "not valid TOML"),
+    }
+    for old, (new, message) in cases.items():
+        result = invoke("validate", job(**{old: new}))
+        assert result.exit_code == EXIT_INVALID, (old, result.output)
+        assert message in result.output and len(result.output.strip().splitlines()) == 1
+    missing = invoke("validate", tmp_path / "nope.toml")
+    assert missing.exit_code != 0
+
+
+def test_yaml_jobs_are_equivalent(setup, tmp_path):
+    _, ledger, job = setup
+    toml_job = load_job(job())
+    yaml_path = tmp_path / "job.yaml"
+    yaml_path.write_text(textwrap.dedent(f"""
+        job: {{name: nightly, dataset: d}}
+        input: {{paths: ["{tmp_path / 'in'}/*.parquet"]}}
+        columns:
+          a: {{bounds: [0, 1]}}
+          b: {{bounds: [-1.5, 1.5]}}
+          c: {{bounds: [0, 1]}}
+        privacy: {{eps: 1.0}}
+        output: {{path: "{tmp_path / 'out'}"}}
+        cluster: {{workers: 1}}
+        ledger: {{url: "{ledger}"}}
+    """))
+    assert load_job(yaml_path) == type(toml_job)(**{**vars(toml_job), "source": str(yaml_path)})
+    yaml_path.write_text("job: [unclosed")
+    with pytest.raises(JobError, match="not valid YAML"):
+        load_job(yaml_path)
+
+
+def test_run_charges_once_writes_atomically_and_is_idempotent(setup):
+    tmp_path, ledger, job = setup
+    first = invoke("run", job(), "--run-id", "2026-11-22")
+    assert first.exit_code == 0, first.output
+    out = pd.read_parquet(tmp_path / "out")
+    assert len(out) == 3 and (out.run_id == "2026-11-22").all()
+    assert {"released_at", "job", "dataset", "charge_id", "mic", "epsilon"} <= set(out.columns)
+    assert len(SQLLedger(ledger).history("d")) == 1
+    again = invoke("run", job(), "--run-id", "2026-11-22")
+    assert again.exit_code == 0 and "already released" in again.output
+    assert len(SQLLedger(ledger).history("d")) == 1 and len(pd.read_parquet(tmp_path / "out")) == 3
+    second = invoke("run", job(), "--run-id", "2026-11-23")
+    assert second.exit_code == 0
+    assert len(pd.read_parquet(tmp_path / "out")) == 6
+    # 2.5 budget, 1.0 per run: the third run is refused and writes nothing
+    refused = invoke("run", job(), "--run-id", "2026-11-24")
+    assert refused.exit_code == EXIT_BUDGET and "no data was read" in refused.output
+    assert len(pd.read_parquet(tmp_path / "out")) == 6
+    assert len(SQLLedger(ledger).history("d")) == 2
+
+
+def test_run_failures_charge_nothing(setup):
+    tmp_path, ledger, job = setup
+    bad_input = invoke("run", job(**{f"{tmp_path / 'in'}/*.parquet": f"{tmp_path}/missing/*.parquet"}))
+    assert bad_input.exit_code == EXIT_INVALID and "cannot open input" in bad_input.output
+    no_ledger = invoke("run", job(**{"ledger.db": "other.db"}))
+    assert no_ledger.exit_code == EXIT_LEDGER
+    wrong_column = invoke("run", job(**{"c = {": "zz = {"}))
+    assert wrong_column.exit_code == EXIT_INVALID
+    assert SQLLedger(ledger).history("d") == []
+    assert not list((tmp_path / "out").glob("run-*")) if (tmp_path / "out").exists() else True
+
+
+def test_killed_between_charge_and_write_keeps_charge_and_no_output(setup):
+    tmp_path, ledger, job = setup
+    script = textwrap.dedent(f"""
+        import os, sys
+        import dpmic_dask.jobio as jobio
+        def die(*a, **k):
+            os._exit(9)
+        jobio.write_output = die
+        from dpmic_dask.cli import main
+        sys.argv = ["dpmic", "run", {str(job())!r}, "--run-id", "crash"]
+        main()
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert proc.returncode == 9, proc.stderr[-2000:]
+    assert len(SQLLedger(ledger).history("d")) == 1  # charged, never refunded
+    assert not list((tmp_path / "out").glob("run-*"))  # no partial output
+    rerun = invoke("run", job(), "--run-id", "crash")
+    assert rerun.exit_code == 0  # nothing was written, so the run id is free
+    assert len(pd.read_parquet(tmp_path / "out")) == 3
+
+
+def test_csv_input_and_output(setup, tmp_path):
+    _, ledger, job = setup
+    frame = write_input(tmp_path / "csvin")
+    frame.to_csv(tmp_path / "csvin" / "data.csv", index=False)
+    path = job(**{f"{tmp_path / 'in'}/*.parquet": f"{tmp_path}/csvin/data.csv",
+                  f'path = "{tmp_path / "out"}"': f'path = "{tmp_path / "csvout"}"\nformat = "csv"'})
+    result = invoke("run", path, "--run-id", "r1")
+    assert result.exit_code == 0, result.output
+    assert len(pd.read_csv(tmp_path / "csvout" / "run-r1.csv")) == 3

@@ -1,0 +1,65 @@
+"""A batch job end to end on a real PostgreSQL server (input table, ledger and
+output table) and a command-line-started Dask cluster on 127.0.0.1."""
+
+import numpy as np
+import pandas as pd
+from click.testing import CliRunner
+
+from dpmic_dask.accounting import Budget
+from dpmic_dask.cli import EXIT_BUDGET, EXIT_INVALID, main
+from dpmic_dask.jobio import sql_engine
+from dpmic_dask.ledger import SQLLedger
+
+
+def test_postgres_job_on_a_real_cluster(postgres_url, cli_cluster, tmp_path):
+    client, _ = cli_cluster
+    gen = np.random.default_rng(1)  # test data only
+    a = gen.random(3000)
+    frame = pd.DataFrame({"a": a, "b": (a - 0.5) ** 2 + 0.01 * gen.normal(size=3000),
+                          "c": gen.random(3000)})
+    frame.to_sql("measurements", sql_engine(postgres_url), index=False)
+    SQLLedger(postgres_url).init("lab", Budget(1.5))
+    job = tmp_path / "pg.toml"
+    job.write_text(f"""
+[job]
+name = "lab-export"
+dataset = "lab"
+[input]
+sql_url = "{postgres_url}"
+sql_table = "measurements"
+[columns]
+a = {{ bounds = [0, 1] }}
+b = {{ bounds = [0, 0.5] }}
+c = {{ bounds = [0, 1] }}
+[privacy]
+eps = 1.0
+[output]
+sql_url = "{postgres_url}"
+sql_table = "dpmic_results"
+[cluster]
+scheduler = "{client.scheduler.address}"
+[ledger]
+url = "{postgres_url}"
+""")
+    runner = CliRunner()
+    first = runner.invoke(main, ["run", str(job), "--run-id", "day-1"])
+    assert first.exit_code == 0, first.output
+    out = pd.read_sql_table("dpmic_results", sql_engine(postgres_url))
+    assert len(out) == 3 and (out.run_id == "day-1").all() and (out.n == 3000).all()
+    ab = out[(out.x == "a") & (out.y == "b")].mic.item()
+    assert ab > out[(out.x == "a") & (out.y == "c")].mic.item()
+    # same run id again: no new charge, no duplicate rows
+    again = runner.invoke(main, ["run", str(job), "--run-id", "day-1"])
+    assert again.exit_code == 0 and "already released" in again.output
+    assert len(pd.read_sql_table("dpmic_results", sql_engine(postgres_url))) == 3
+    # the next day does not fit the remaining 0.5
+    refused = runner.invoke(main, ["run", str(job), "--run-id", "day-2"])
+    assert refused.exit_code == EXIT_BUDGET
+    assert len(SQLLedger(postgres_url).history("lab")) == 1
+    # an unreachable input database: one line, nothing charged
+    bad = job.read_text().replace(f'sql_url = "{postgres_url}"\nsql_table = "measurements"',
+                                  'sql_url = "postgresql://nobody@127.0.0.1:1/none"\nsql_table = "m"')
+    job.write_text(bad)
+    unreachable = runner.invoke(main, ["run", str(job), "--run-id", "day-3"])
+    assert unreachable.exit_code == EXIT_INVALID and "cannot read the SQL input" in unreachable.output
+    assert len(SQLLedger(postgres_url).history("lab")) == 1
