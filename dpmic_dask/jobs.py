@@ -26,13 +26,14 @@ Example (TOML)::
     path = "results/"                      # a folder (Parquet or CSV), or sql_url + sql_table
 
     [cluster]
-    scheduler = "tcp://scheduler:8786"     # default: a local cluster
+    scheduler = "tcp://scheduler:8786"     # default: $DASK_SCHEDULER_ADDRESS, else a local cluster
     [ledger]
-    url = "sqlite:///ledger.db"
+    url = "sqlite:///ledger.db"            # default: $DPMIC_LEDGER, else sqlite:///dpmic-ledger.db
 """
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -225,6 +226,10 @@ def load_job(path) -> Job:
             raise JobError(f"{src}: cluster.workers must be an integer >= 1")
     if "url" in ledger:
         kw["ledger_url"] = _typed(ledger["url"], str, "ledger.url", src, "a ledger URL")
+    elif os.environ.get("DPMIC_LEDGER"):
+        kw["ledger_url"] = os.environ["DPMIC_LEDGER"]  # e.g. from a Kubernetes Secret
+    if "scheduler" not in cluster and os.environ.get("DASK_SCHEDULER_ADDRESS"):
+        kw["scheduler"] = os.environ["DASK_SCHEDULER_ADDRESS"]  # set by the Dask operator
     return _check_parameters(Job(**kw))
 
 
