@@ -19,7 +19,7 @@ class DPMICAccessor:
 
     def pairwise(self, eps, *, bounds, columns=None, delta=0.0, mechanism="auto", B=None,
                  c=None, nulls="raise", fill=None, ledger=None, dataset=None,
-                 split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None):
+                 split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None, label=None):
         """Release the private MIC of every pair of columns, once.
 
         Parameters
@@ -45,6 +45,8 @@ class DPMICAccessor:
             Fan-in of the tree reduction of partition counts.
         progress : bool, optional
             Show a progress bar (default: only on an interactive terminal).
+        label : str, optional
+            A name recorded with the ledger charge (e.g. the job's name).
 
         Returns
         -------
@@ -59,7 +61,7 @@ class DPMICAccessor:
         return pipeline.run_pairwise(
             self._frame, eps, bounds=bounds, columns=columns, delta=delta, mechanism=mechanism,
             B=B, c=c, nulls=nulls, fill=fill, ledger=ledger, dataset=dataset,
-            split_every=split_every, progress=progress,
+            split_every=split_every, progress=progress, label=label,
         )
 
     def pairwise_nonprivate(self, *, bounds, B, c, columns=None, nulls="raise", fill=None,

@@ -259,6 +259,8 @@ class Charge:
     cost: PrivacyCost
     description: str
     timestamp: float
+    mechanism: str = ""
+    columns: tuple = ()
 
 
 @dataclass
@@ -304,7 +306,8 @@ class InMemoryLedger:
         with self._lock:
             return [c for c in self._charges if dataset is None or c.dataset == dataset]
 
-    def charge(self, dataset: str, cost: PrivacyCost, *, description: str = "") -> Charge:
+    def charge(self, dataset: str, cost: PrivacyCost, *, description: str = "",
+               mechanism: str = "", columns=()) -> Charge:
         """Record ``cost`` against ``dataset`` or raise :class:`BudgetExceededError`."""
         with self._lock:
             budget = self.budgets.get(dataset)
@@ -316,6 +319,7 @@ class InMemoryLedger:
                         f"release needs {need} but dataset {dataset!r} has {left} of its "
                         f"{'epsilon' if budget.is_pure else 'rho'} budget left; nothing was released"
                     )
-            record = Charge(uuid.uuid4().hex, dataset, cost, description, time.time())
+            record = Charge(uuid.uuid4().hex, dataset, cost, description, time.time(),
+                            mechanism, tuple(columns))
             self._charges.append(record)
             return record

@@ -161,7 +161,7 @@ def run(job_file, run_id, progress):
             result = frame.dpmic.pairwise(
                 job.eps, bounds=job.bounds, delta=job.delta, mechanism=job.mechanism,
                 B=job.B, c=job.c, nulls=job.nulls, fill=job.fill, ledger=ledger,
-                dataset=job.dataset, progress=progress)
+                dataset=job.dataset, progress=progress, label=job.name)
         where = write_output(job, result_rows(result, run_id=run_id, job=job), run_id)
     except DPMICError as exc:
         _fail(exc)
@@ -285,7 +285,8 @@ def budget_history(ledger_url, dataset, as_json):
         click.echo("no releases yet")
     for row in rows:
         click.echo(f"{row['time']}  {row['amount']:>12}  eps={row['epsilon']:g} "
-                   f"delta={row['delta']:g}  {row['description']}  [{row['charge_id']}]")
+                   f"delta={row['delta']:g}  {row['mechanism'] or '-'}  {row['job']}  "
+                   f"columns={','.join(row['columns'])}  [{row['charge_id']}]")
 
 
 if __name__ == "__main__":  # pragma: no cover

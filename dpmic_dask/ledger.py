@@ -13,6 +13,7 @@ and the release is refused before any data is read.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 import uuid
@@ -34,7 +35,8 @@ _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS dpmic_charges (
         charge_id TEXT PRIMARY KEY, dataset TEXT NOT NULL REFERENCES dpmic_budgets(dataset),
         created_at TEXT NOT NULL, amount TEXT NOT NULL, epsilon TEXT NOT NULL,
-        delta TEXT NOT NULL, rho TEXT, description TEXT NOT NULL)""",
+        delta TEXT NOT NULL, rho TEXT, description TEXT NOT NULL, mechanism TEXT NOT NULL,
+        columns TEXT NOT NULL)""",
 ]
 
 
@@ -51,6 +53,8 @@ class ChargeRecord:
     amount: Decimal
     cost: PrivacyCost
     description: str
+    mechanism: str
+    columns: tuple
 
 
 class _SQLite:
@@ -211,18 +215,20 @@ class SQLLedger:
         def work(cur):
             self._require_budget(cur, dataset)
             cur.execute(self._sql(
-                "SELECT charge_id, created_at, amount, epsilon, delta, rho, description "
-                "FROM dpmic_charges WHERE dataset = ? ORDER BY created_at, charge_id"), (dataset,))
+                "SELECT charge_id, created_at, amount, epsilon, delta, rho, description, "
+                "mechanism, columns FROM dpmic_charges WHERE dataset = ? "
+                "ORDER BY created_at, charge_id"), (dataset,))
             return [
                 ChargeRecord(r[0], r[1], Decimal(r[2]),
                              PrivacyCost(float(r[3]), float(r[4]), None if r[5] is None else float(r[5])),
-                             r[6])
+                             r[6], r[7], tuple(json.loads(r[8])))
                 for r in cur.fetchall()
             ]
         return self._run(work)
 
     # -- the one write that matters -----------------------------------------------
-    def charge(self, dataset: str, cost: PrivacyCost, *, description: str = "") -> Charge:
+    def charge(self, dataset: str, cost: PrivacyCost, *, description: str = "",
+               mechanism: str = "", columns=()) -> Charge:
         """Atomically check the cap and append a charge, or raise BudgetExceededError."""
         def work(cur):
             self._db.begin_write(cur, dataset)
@@ -234,12 +240,15 @@ class SQLLedger:
                     raise BudgetExceededError(
                         f"release needs {need} but dataset {dataset!r} has {left} of its "
                         f"{'epsilon' if budget.is_pure else 'rho'} budget left; nothing was released")
-                record = Charge(uuid.uuid4().hex, dataset, cost, description, time.time())
+                record = Charge(uuid.uuid4().hex, dataset, cost, description, time.time(),
+                                mechanism, tuple(columns))
                 cur.execute(self._sql(
                     "INSERT INTO dpmic_charges (charge_id, dataset, created_at, amount, epsilon, "
-                    "delta, rho, description) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
+                    "delta, rho, description, mechanism, columns) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
                     (record.charge_id, dataset, _now(), str(need), repr(cost.epsilon),
-                     repr(cost.delta), None if cost.rho is None else repr(cost.rho), description))
+                     repr(cost.delta), None if cost.rho is None else repr(cost.rho), description,
+                     mechanism, json.dumps([str(c) for c in columns])))
                 cur.execute("COMMIT")
                 return record
             except BaseException:
@@ -262,6 +271,8 @@ def describe(record: ChargeRecord) -> dict:
         "epsilon": record.cost.epsilon,
         "delta": record.cost.delta,
         "rho": record.cost.rho,
-        "description": record.description,
+        "job": record.description,
+        "mechanism": record.mechanism,
+        "columns": list(record.columns),
     }
 

@@ -45,13 +45,15 @@ def _ledger(ledger):
     return _SESSION_LEDGER if ledger is None else ledger
 
 
-def charge_budget(plan: NoisePlan, ledger, dataset, description: str):
+def charge_budget(plan: NoisePlan, ledger, dataset, description: str, columns=()):
     """The one budget charge of a release; raises before any noise if over budget."""
-    return _ledger(ledger).charge(dataset or DEFAULT_DATASET, plan.cost, description=description)
+    return _ledger(ledger).charge(dataset or DEFAULT_DATASET, plan.cost, description=description,
+                                  mechanism=plan.mechanism, columns=tuple(columns))
 
 
 def release_micr(agg: Aggregate, plan: NoisePlan, *, ledger, dataset, description: str,
                  use_cluster: bool = False):
+    columns = agg.spec.columns
     """Release one private MICr per pair from exact counts. Returns ``(values, charge)``.
 
     Laplace/Gaussian: exact MICr where the counts are, then charge, then noise.
@@ -60,17 +62,18 @@ def release_micr(agg: Aggregate, plan: NoisePlan, *, ledger, dataset, descriptio
     family = agg.spec.family
     if plan.mechanism == "micr-geom":
         counts = agg.counts()
-        charge = charge_budget(plan, ledger, dataset, description)
+        charge = charge_budget(plan, ledger, dataset, description, columns)
         noisy = np.stack([noisy_counts(c, plan) for c in counts])
         return optimise_pairs(noisy, family, use_cluster=use_cluster), charge
     exact = agg.exact_micr()
-    charge = charge_budget(plan, ledger, dataset, description)
+    charge = charge_budget(plan, ledger, dataset, description, columns)
     return noisy_values(exact, plan), charge
 
 
-def release_statistics(exact: np.ndarray, plan: NoisePlan, *, ledger, dataset, description: str):
+def release_statistics(exact: np.ndarray, plan: NoisePlan, *, ledger, dataset, description: str,
+                       columns=()):
     """Release noisy versions of already-computed exact statistics (MICe-Lap)."""
-    charge = charge_budget(plan, ledger, dataset, description)
+    charge = charge_budget(plan, ledger, dataset, description, columns)
     return noisy_values(exact, plan), charge
 
 
@@ -149,7 +152,7 @@ def private_mic(x, y, *, eps, x_bounds, y_bounds, mechanism="auto", delta=0.0, B
     if resolved == "mice-lap":
         exact = np.array([mice_statistic(xa, ya, B, c)])
         values, charge = release_statistics(exact, plan, ledger=ledger, dataset=dataset,
-                                            description=description)
+                                            description=description, columns=("x", "y"))
     else:
         family = master_grid_family(B, c)
         counts = pair_counts(xa, ya, xb, yb, family)[np.newaxis]
@@ -190,7 +193,8 @@ def _count(frame, columns, bounds, fills, B, c, split_every, progress) -> Aggreg
 
 def run_pairwise(frame, eps, *, bounds, columns=None, delta=0.0, mechanism="auto", B=None,
                  c=None, nulls="raise", fill=None, ledger=None, dataset=None,
-                 split_every: int = DEFAULT_SPLIT_EVERY, progress=None) -> PairwiseResult:
+                 split_every: int = DEFAULT_SPLIT_EVERY, progress=None,
+                 label: str | None = None) -> PairwiseResult:
     """Private MIC of every pair of the selected columns: count, charge once, noise once.
 
     See :meth:`dpmic_dask.accessor.DPMICAccessor.pairwise` for the parameters.
@@ -223,7 +227,7 @@ def run_pairwise(frame, eps, *, bounds, columns=None, delta=0.0, mechanism="auto
                                    pairs=n_pairs, B=B, c=c)
     values, charge = release_micr(
         agg, plan, ledger=ledger, dataset=dataset,
-        description=f"pairwise {resolved} over {len(columns)} columns",
+        description=label or "pairwise",
         use_cluster=not isinstance(frame, pd.DataFrame),
     )
     return PairwiseResult(

@@ -38,7 +38,9 @@ def test_demo_rejects_bad_options():
 
 
 def test_help_has_examples():
-    for args in (["--help"], ["demo", "--help"]):
+    for args in (["--help"], ["demo", "--help"], ["run", "--help"], ["validate", "--help"],
+                 ["budget", "--help"], ["budget", "init", "--help"], ["budget", "show", "--help"],
+                 ["budget", "history", "--help"]):
         result = CliRunner().invoke(main, args)
         assert result.exit_code == 0 and "Example" in result.output
 

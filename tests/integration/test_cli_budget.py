@@ -21,7 +21,8 @@ def test_budget_init_show_history(tmp_path):
     again = invoke("budget", "init", "--ledger", url, "--dataset", "sales", "--epsilon", "9")
     assert again.exit_code == EXIT_INVALID and "never changed" in again.output
     ledger = SQLLedger(url)
-    ledger.charge("sales", PrivacyCost(0.5), description="daily export")
+    ledger.charge("sales", PrivacyCost(0.5), description="daily export", mechanism="micr-lap",
+                  columns=("age", "income"))
     ledger.charge("sales", PrivacyCost(0.25), description="ad hoc")
     show = invoke("budget", "show", "--ledger", url, "--dataset", "sales")
     assert show.exit_code == 0
@@ -29,7 +30,8 @@ def test_budget_init_show_history(tmp_path):
     assert "remaining: 1.25 epsilon" in show.output
     hist = invoke("budget", "history", "--ledger", url, "--dataset", "sales", "--json")
     rows = [json.loads(line) for line in hist.output.splitlines()]
-    assert [r["description"] for r in rows] == ["daily export", "ad hoc"]
+    assert [r["job"] for r in rows] == ["daily export", "ad hoc"]
+    assert rows[0]["mechanism"] == "micr-lap" and rows[0]["columns"] == ["age", "income"]
     assert [r["amount"] for r in rows] == ["0.5", "0.25"]
     text = invoke("budget", "history", "--ledger", url, "--dataset", "sales")
     assert "daily export" in text.output and text.exit_code == 0

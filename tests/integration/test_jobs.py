@@ -124,7 +124,9 @@ def test_run_charges_once_writes_atomically_and_is_idempotent(setup):
     out = pd.read_parquet(tmp_path / "out")
     assert len(out) == 3 and (out.run_id == "2026-11-22").all()
     assert {"released_at", "job", "dataset", "charge_id", "mic", "epsilon"} <= set(out.columns)
-    assert len(SQLLedger(ledger).history("d")) == 1
+    (record,) = SQLLedger(ledger).history("d")
+    assert (record.description, record.mechanism, record.columns) == ("nightly", "micr-lap",
+                                                                       ("a", "b", "c"))
     again = invoke("run", job(), "--run-id", "2026-11-22")
     assert again.exit_code == 0 and "already released" in again.output
     assert len(SQLLedger(ledger).history("d")) == 1 and len(pd.read_parquet(tmp_path / "out")) == 3
@@ -181,3 +183,13 @@ def test_csv_input_and_output(setup, tmp_path):
     result = invoke("run", path, "--run-id", "r1")
     assert result.exit_code == 0, result.output
     assert len(pd.read_csv(tmp_path / "csvout" / "run-r1.csv")) == 3
+
+
+def test_run_as_a_real_process(setup):
+    tmp_path, ledger, job = setup
+    proc = subprocess.run([sys.executable, "-m", "dpmic_dask", "run", str(job()), "--run-id", "p1"],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "run p1: released 3 pairs" in proc.stdout
+    assert len(pd.read_parquet(tmp_path / "out" / "run-p1.parquet")) == 3
