@@ -17,4 +17,8 @@ for part in range(4):
         "visits": gen.poisson(3, n).astype(float),
         "bmi": gen.normal(26, 4, n),
     }).to_parquet(out / f"part-{part}.parquet", index=False)
-print(f"wrote 4 Parquet files ({4 * 50_000:,} rows) to {out}")
+try:
+    shown = out.resolve().relative_to(Path.cwd().resolve())
+except ValueError:
+    shown = out
+print(f"wrote 4 Parquet files ({4 * 50_000:,} rows) to {shown}")

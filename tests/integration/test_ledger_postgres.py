@@ -1,6 +1,5 @@
 """The persistent ledger on a real PostgreSQL server."""
 
-import multiprocessing as mp
 from decimal import Decimal
 
 import pytest
@@ -9,7 +8,7 @@ import dpmic_dask as dm
 from dpmic_dask.accounting import Budget, PrivacyCost
 from dpmic_dask.errors import LedgerError
 from dpmic_dask.ledger import SQLLedger
-from tests.integration.test_ledger_sqlite import _race
+from tests.integration.test_ledger_sqlite import race_for_budget
 
 
 def test_postgres_ledger_basics(postgres_url):
@@ -31,14 +30,6 @@ def test_unreachable_postgres_refuses():
 
 
 def test_eight_processes_race_on_postgres(postgres_url):
-    SQLLedger(postgres_url).init("d", Budget(3.0))
-    ctx = mp.get_context("spawn")
-    barrier, results = ctx.Barrier(8), ctx.Queue()
-    procs = [ctx.Process(target=_race, args=(postgres_url, barrier, results)) for _ in range(8)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-    outcomes = sorted(results.get(timeout=10) for _ in range(8))
+    outcomes = race_for_budget(postgres_url)
     assert outcomes.count("ok") == 3 and outcomes.count("refused") == 5
     assert len(SQLLedger(postgres_url).history("d")) == 3

@@ -70,16 +70,22 @@ def _race(url, barrier, results):
         results.put("refused")
 
 
-def test_eight_processes_race_for_three_releases(url):
-    SQLLedger(url).init("d", Budget(3.0))
+def race_for_budget(url, processes=8, releases_allowed=3):
+    """``processes`` processes start together and each try to spend 1.0 of a budget
+    that admits ``releases_allowed``; returns the sorted outcomes."""
+    SQLLedger(url).init("d", Budget(float(releases_allowed)))
     ctx = mp.get_context("spawn")
-    barrier, results = ctx.Barrier(8), ctx.Queue()
-    procs = [ctx.Process(target=_race, args=(url, barrier, results)) for _ in range(8)]
+    barrier, results = ctx.Barrier(processes), ctx.Queue()
+    procs = [ctx.Process(target=_race, args=(url, barrier, results)) for _ in range(processes)]
     for p in procs:
         p.start()
     for p in procs:
         p.join(120)
-    outcomes = sorted(results.get(timeout=10) for _ in range(8))
+    return sorted(results.get(timeout=10) for _ in range(processes))
+
+
+def test_eight_processes_race_for_three_releases(url):
+    outcomes = race_for_budget(url)
     assert outcomes.count("ok") == 3 and outcomes.count("refused") == 5
     assert len(SQLLedger(url).history("d")) == 3
 
