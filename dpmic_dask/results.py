@@ -139,11 +139,7 @@ class PairwiseResult:
         Returns the matplotlib Axes; with ``path``, also saves the figure there.
         """
         try:
-            import matplotlib
-
-            if ax is None and path is not None:
-                matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
+            from matplotlib.figure import Figure
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError(
                 "plotting needs matplotlib: pip install 'dpmic_dask[plot]'"
@@ -151,7 +147,12 @@ class PairwiseResult:
         m = self.matrix()
         if ax is None:
             size = max(4.0, 0.6 * len(self.columns) + 2)
-            _, ax = plt.subplots(figsize=(size + 1, size))
+            if path is None:  # interactive: a pyplot figure the notebook displays
+                import matplotlib.pyplot as plt
+
+                _, ax = plt.subplots(figsize=(size + 1, size))
+            else:  # off-screen: no pyplot, no change to the session's backend
+                ax = Figure(figsize=(size + 1, size)).subplots()
         image = ax.imshow(m.to_numpy(dtype=float), vmin=0.0, vmax=1.0, cmap="viridis")
         ax.set_xticks(range(len(m.columns)), list(m.columns), rotation=45, ha="right")
         ax.set_yticks(range(len(m.index)), list(m.index))

@@ -196,3 +196,15 @@ def test_non_numeric_values_are_reported_without_quoting_them():
     with pytest.raises(dm.InvalidDataError, match="column 'b' holds values that are not numbers") as info:
         ddf.dpmic.pairwise_nonprivate(bounds={"a": (0, 1), "b": (0, 5)}, B=4, c=1)
     assert "Alice" not in str(info.value)
+
+
+def test_plot_to_file_leaves_the_matplotlib_backend_alone(df, tmp_path):
+    import matplotlib
+
+    before = matplotlib.get_backend()
+    result = df.dpmic.pairwise(1.0, bounds=BOUNDS, B=10, c=1)
+    ax = result.plot(path=tmp_path / "h.png")
+    assert (tmp_path / "h.png").stat().st_size > 5_000
+    assert matplotlib.get_backend() == before
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels == COLS
