@@ -53,12 +53,12 @@ def charge_budget(plan: NoisePlan, ledger, dataset, description: str, columns=()
 
 def release_micr(agg: Aggregate, plan: NoisePlan, *, ledger, dataset, description: str,
                  use_cluster: bool = False):
-    columns = agg.spec.columns
     """Release one private MICr per pair from exact counts. Returns ``(values, charge)``.
 
     Laplace/Gaussian: exact MICr where the counts are, then charge, then noise.
     Geom: charge, then noise on every count, then MICr of the noisy counts.
     """
+    columns = agg.spec.columns
     family = agg.spec.family
     if plan.mechanism == "micr-geom":
         counts = agg.counts()
