@@ -11,7 +11,7 @@ import click
 from .errors import BudgetExceededError, DPMICError, LedgerError
 
 #: Exit codes a scheduler can act on.
-EXIT_OK, EXIT_INVALID, EXIT_BUDGET, EXIT_LEDGER = 0, 2, 3, 4
+EXIT_OK, EXIT_UNEXPECTED, EXIT_INVALID, EXIT_BUDGET, EXIT_LEDGER = 0, 1, 2, 3, 4
 
 
 def _fail(exc: Exception) -> None:
@@ -36,8 +36,8 @@ dataset_option = click.option("--dataset", required=True, help="Dataset id the b
 def main():
     """Differentially private Maximal Information Coefficients on Dask.
 
-    Exit codes: 0 success, 2 invalid input, 3 budget exceeded (nothing
-    released), 4 ledger missing, unreachable or corrupt.
+    Exit codes: 0 success, 1 unexpected failure, 2 invalid input, 3 budget
+    exceeded (nothing released), 4 ledger missing, unreachable or corrupt.
 
     \b
     Example:
@@ -128,7 +128,9 @@ def validate(job_file):
                    "already wrote its rows is not released again.")
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar (default: only on a terminal).")
-def run(job_file, run_id, progress):
+@click.option("--debug", is_flag=True,
+              help="Show the full traceback of an unexpected failure (it may quote data).")
+def run(job_file, run_id, progress, debug):
     """Run JOB_FILE: one private release, charged to the job's ledger.
 
     Order: check the job, the ledger and the output (nothing charged on
@@ -165,6 +167,12 @@ def run(job_file, run_id, progress):
         where = write_output(job, result_rows(result, run_id=run_id, job=job), run_id)
     except DPMICError as exc:
         _fail(exc)
+    except Exception as exc:  # third-party messages may quote data: name the type only
+        if debug:
+            raise
+        click.echo(f"error: unexpected {type(exc).__name__}; rerun with --debug for details "
+                   "(they may show data values)", err=True)
+        sys.exit(EXIT_UNEXPECTED)
     click.echo(f"run {run_id}: released {len(result.pairs)} pairs "
                f"({result.mechanism}, eps={result.epsilon:g}) to {where}")
     click.echo(f"remaining budget of {job.dataset!r}: {ledger.remaining(job.dataset)}")

@@ -193,3 +193,20 @@ def test_run_as_a_real_process(setup):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "run p1: released 3 pairs" in proc.stdout
     assert len(pd.read_parquet(tmp_path / "out" / "run-p1.parquet")) == 3
+
+
+def test_unexpected_failures_name_the_type_only(setup, monkeypatch):
+    tmp_path, ledger, job = setup
+    import dpmic_dask.jobio as jobio
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("secret value 987654 leaked into a message")
+
+    monkeypatch.setattr(jobio, "load_input", broken)
+    result = CliRunner().invoke(main, ["run", str(job()), "--run-id", "x"])
+    assert result.exit_code == 1
+    assert "unexpected RuntimeError" in result.output and "987654" not in result.output
+    with pytest.raises(RuntimeError):
+        CliRunner().invoke(main, ["run", str(job()), "--run-id", "x", "--debug"],
+                           catch_exceptions=False)
+    assert SQLLedger(ledger).history("d") == []
