@@ -210,3 +210,35 @@ def test_unexpected_failures_name_the_type_only(setup, monkeypatch):
         CliRunner().invoke(main, ["run", str(job()), "--run-id", "x", "--debug"],
                            catch_exceptions=False)
     assert SQLLedger(ledger).history("d") == []
+
+
+def test_sql_query_input_and_sql_output_on_sqlite(setup, tmp_path):
+    _, ledger, _ = setup
+    from dpmic_dask.jobio import sql_engine
+
+    db = f"sqlite:///{tmp_path / 'warehouse.db'}"
+    frame = write_input(tmp_path / "unused").drop(columns=["note"])
+    frame.assign(region=np.where(frame.c > 0.5, "north", "south")).to_sql(
+        "facts", sql_engine(db), index=False)
+    job = tmp_path / "sql.yaml"
+    job.write_text(textwrap.dedent(f"""
+        job: {{name: sql-job, dataset: d}}
+        input:
+          sql_url: "{db}"
+          sql_query: "SELECT a, b, c FROM facts WHERE region IN ('north', 'south')"
+        columns:
+          a: {{bounds: [0, 1]}}
+          b: {{bounds: [-1.5, 1.5]}}
+          c: {{bounds: [0, 1]}}
+        privacy: {{eps: 1.0}}
+        output: {{sql_url: "{db}", sql_table: releases}}
+        cluster: {{workers: 1}}
+        ledger: {{url: "{ledger}"}}
+    """))
+    result = invoke("run", job, "--run-id", "q1")
+    assert result.exit_code == 0, result.output
+    out = pd.read_sql_table("releases", sql_engine(db))
+    assert len(out) == 3 and (out.n == len(frame)).all() and (out.run_id == "q1").all()
+    again = invoke("run", job, "--run-id", "q1")
+    assert "already released" in again.output
+    assert len(pd.read_sql_table("releases", sql_engine(db))) == 3
