@@ -39,7 +39,8 @@ class CountSpec:
 
 @dataclass(frozen=True)
 class PartialCounts:
-    """Exact counts of some rows: ``counts[p]`` is pair ``p``'s flat master counts,
+    """Exact counts of some rows: ``counts[p]`` is pair ``p``'s flat master counts
+    (int32 for one partition, int64 once summed),
     ``rows`` the number of rows, ``missing[k]`` whether column ``k`` had a missing
     value (only meaningful with ``nulls="raise"``)."""
 
@@ -93,13 +94,17 @@ def partition_counts(frame: pd.DataFrame, spec: CountSpec) -> PartialCounts:
         prefix = np.empty((hist.shape[1] + 1, hist.shape[2] + 1), dtype=np.int64)
         count_pairs(fixed, rows, pairs[:, 0].copy(), pairs[:, 1].copy(), hist, prefix,
                     *family.kernel_layout, out)
+    # A partition's counts fit in int32 (exactly); halving them halves the memory of
+    # partials waiting to be summed. Sums are always int64 (combine_partials).
+    if n < 2**31:
+        out = out.astype(np.int32)
     return PartialCounts(out, n, missing)
 
 
 def combine_partials(parts) -> PartialCounts:
     """Exact sum of partial counts (any order, any grouping)."""
     parts = list(parts)
-    counts = parts[0].counts.copy()
+    counts = parts[0].counts.astype(np.int64)  # a copy, widened before any addition
     missing = parts[0].missing.copy()
     rows = parts[0].rows
     for part in parts[1:]:

@@ -83,8 +83,8 @@ class Aggregate:
     def counts(self) -> np.ndarray:
         """All pairs' flat master counts, brought to the driver."""
         if self._local is not None:
-            return self._local.counts
-        return run(self._remote, progress=False).counts
+            return self._local.counts.astype(np.int64, copy=False)
+        return run(self._remote, progress=False).counts.astype(np.int64, copy=False)
 
     def exact_micr(self) -> np.ndarray:
         """Exact MICr of every pair, computed where the counts are."""

@@ -43,3 +43,20 @@ def test_counts_of_any_split_sum_to_counts_of_whole(seed, pieces):
     np.testing.assert_array_equal(np.sum(parts, axis=0), whole)
     for grid in family.grids:
         assert whole[grid.offset:grid.offset + grid.n_cells].sum() == n
+
+
+def test_partition_partials_are_int32_and_sums_widen_to_int64():
+    import pandas as pd
+
+    from dpmic_dask.partition import CountSpec, combine_partials, partition_counts
+
+    family = master_grid_family(8, 1)
+    spec = CountSpec(("a", "b"), ((0.0, 1.0), (0.0, 1.0)), None, family)
+    frame = pd.DataFrame({"a": np.zeros(10), "b": np.zeros(10)})
+    part = partition_counts(frame, spec)
+    assert part.counts.dtype == np.int32
+    # all rows land in one cell; summing partials near the int32 limit must not wrap
+    big = type(part)(np.full_like(part.counts, 2**31 - 1), 2**31 - 1, part.missing)
+    total = combine_partials([big, big, part])
+    assert total.counts.dtype == np.int64
+    assert total.counts.max() == 2 * (2**31 - 1) + 10
