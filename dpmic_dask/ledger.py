@@ -257,11 +257,6 @@ class SQLLedger:
         return self._run(work)
 
 
-def open_ledger(url: str) -> SQLLedger:
-    """Open a persistent ledger by URL (checked lazily, on first use)."""
-    return SQLLedger(url)
-
-
 def describe(record: ChargeRecord) -> dict:
     """A JSON-friendly view of a history row."""
     return {
