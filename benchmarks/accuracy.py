@@ -31,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from relationships import all_relationships  # noqa: E402
+from relationships import PAPER_LEVELS, all_relationships  # noqa: E402
 
 MECHANISMS = ("micr-lap", "micr-geom", "mice-lap")
 PROXY_N, PROXY_B, PROXY_C = 1_000_000, 400, 5
@@ -123,7 +123,8 @@ def main() -> None:
                              "statistic is costly)")
     parser.add_argument("--n", default="250,1000,5000,10000,100000")
     parser.add_argument("--eps", default="0.1,1")
-    parser.add_argument("--levels", default="0.9,0.6,0.3", help="R2 noise levels")
+    parser.add_argument("--levels", default=",".join(f"{v:g}" for v in PAPER_LEVELS),
+                        help="R2 noise levels (default: the paper's 0.1, ..., 0.9)")
     parser.add_argument("--mice-max-n", type=int, default=10_000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=20220717)
@@ -133,7 +134,7 @@ def main() -> None:
                         help="reduced protocol: reps 10, n up to 5000, one noise level")
     args = parser.parse_args()
     if args.quick:
-        args.reps, args.geom_reps, args.n, args.levels = 10, 3, "250,1000,5000", "0.6"
+        args.reps, args.geom_reps, args.n, args.levels = 10, 3, "250,1000,5000", "0.5"
     ns = [int(v) for v in args.n.split(",")]
     epss = [float(v) for v in args.eps.split(",")]
     rels = all_relationships(tuple(float(v) for v in args.levels.split(",")))

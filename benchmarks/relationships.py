@@ -1,18 +1,30 @@
 """The 21 functional relationships of the DP-MIC paper's synthetic protocol.
 
-Appendix E.2.1: for each function, 100 generating points are placed at evenly
-spaced ``t`` on ``[0, 1]`` along the graph ``(t, f(t))``; a sample point is one
-generating point picked uniformly plus isotropic Gaussian noise. The noise level
-is set by a target ``R2``: ``sigma**2 = Var(f(t_i)) (1 / R2 - 1)``, applied to both
-coordinates. (The paper sets the variance "by the method of Reshef et al. 2018";
-this rule is our stated stand-in.) Superscripts lost in the paper's text are read
-as exponents: F10 = 2**x - 1, F11 = 8**(x - 0.3) - 1, F20/F21 end in
-``-x/9 + 1/9`` and ``-x/99 + 1/99``.
+Appendix E.2.1 with the noise model of Reshef et al. (2016, 2018) that it cites:
 
-Benchmark data only: the generator here never produces privacy noise.
+* Support: every distribution lives on the unit square ``[0, 1] x [0, 1]``, which
+  is also the public bounds handed to the mechanisms.
+* Generating points: ``k = 100`` points spaced at equal *arc length* along the
+  part of the graph ``(x, f(x))`` that enters the unit square (from the first
+  ``x`` with ``f(x) >= 0`` when ``f(0) < 0``, to the last ``x`` with ``f(x) <= 1``
+  when ``f(1) > 1``).
+* A sample point is a generating point ``(x_i, f(x_i))`` picked uniformly plus
+  independent ``N(0, sigma^2)`` noise on both coordinates, kept only if it falls
+  in the unit square (rejection, so the law is the mixture truncated to it).
+* ``sigma`` is set from the target ``R2`` of the *noisy functional relationship*:
+  the squared Pearson correlation between ``f(x_i + e1)`` and ``f(x_i) + e2``
+  (both kept in ``[0, 1]``) equals ``R2``. It is found by bisection on a fixed
+  common-random-number sample (2 * 10**5 draws), so it is deterministic.
+
+Superscripts lost in the paper's text are read as exponents: F10 = 2**x - 1,
+F11 = 8**(x - 0.3) - 1, F20/F21 end in ``-x/9 + 1/9`` and ``-x/99 + 1/99``.
+
+Benchmark data only: this module never produces privacy noise.
 """
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 import numpy as np
 
@@ -53,32 +65,100 @@ FUNCTIONS = {
                                  lambda v: -198 * v + 1.99]),
 }
 GENERATING_POINTS = 100
+PAPER_LEVELS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+UNIT = (0.0, 1.0)
+_FINE = 2_000_001  # resolution of the arc-length and end-point searches
+_TUNE_SAMPLES = 200_000
+
+
+def generating_x(f, k: int = GENERATING_POINTS) -> np.ndarray:
+    """``k`` abscissae at equal arc length along the graph of ``f`` inside the square."""
+    x = np.linspace(0.0, 1.0, _FINE)
+    y = f(x)
+    start, stop = 0, _FINE - 1
+    if y[0] < 0:
+        start = int(np.argmax(y >= 0))
+    if y[-1] > 1:
+        stop = int(_FINE - 1 - np.argmax(y[::-1] <= 1))
+    x, y = x[start:stop + 1], y[start:stop + 1]
+    arc = np.concatenate(([0.0], np.cumsum(np.hypot(np.diff(x), np.diff(y)))))
+    targets = arc[-1] * np.arange(k) / k
+    return np.interp(targets, arc, x)
+
+
+def _in_unit(*coords):
+    keep = np.ones(coords[0].shape, dtype=bool)
+    for v in coords:
+        keep &= (v >= 0.0) & (v <= 1.0)
+    return keep
+
+
+def noisy_relationship_r2(f, gx: np.ndarray, sigma: float, crn) -> float:
+    """Squared correlation of ``f(x_i + e1)`` and ``f(x_i) + e2`` within the square."""
+    idx, z1, z2 = crn
+    u = f(gx[idx] + sigma * z1)
+    v = f(gx[idx]) + sigma * z2
+    keep = _in_unit(u, v)
+    u, v = u[keep], v[keep]
+    if u.size < 1000 or np.std(u) == 0 or np.std(v) == 0:
+        return 0.0
+    return float(np.corrcoef(u, v)[0, 1] ** 2)
+
+
+@lru_cache(maxsize=None)
+def tuned_sigma(name: str, r2: float) -> float:
+    """Noise level whose noisy-relationship R^2 is ``r2`` (bisection, deterministic)."""
+    f = FUNCTIONS[name]
+    gx = generating_x(f)
+    gen = np.random.default_rng([31, int(round(r2 * 1000)), int(name[1:])])
+    crn = (gen.integers(0, gx.size, _TUNE_SAMPLES),
+           gen.standard_normal(_TUNE_SAMPLES), gen.standard_normal(_TUNE_SAMPLES))
+    lo, hi = 0.0, 1.0
+    while noisy_relationship_r2(f, gx, hi, crn) > r2 and hi < 64:
+        lo, hi = hi, 2 * hi
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        if noisy_relationship_r2(f, gx, mid, crn) > r2:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
 
 
 class Relationship:
     """One noisy functional relationship: ``name`` at noise level ``r2``."""
 
+    x_bounds = UNIT
+    y_bounds = UNIT
+
     def __init__(self, name: str, r2: float):
         self.name, self.r2 = name, r2
-        t = np.linspace(0, 1, GENERATING_POINTS)
-        self.centres = np.column_stack([t, FUNCTIONS[name](t)])
-        var = float(np.var(self.centres[:, 1]))
-        self.sigma = float(np.sqrt(var * (1 / r2 - 1)))
-        lo = self.centres.min(axis=0) - 4 * self.sigma
-        hi = self.centres.max(axis=0) + 4 * self.sigma
-        # Public bounds: fixed by the design of the distribution, not by a sample.
-        self.x_bounds = (float(lo[0]), float(hi[0]))
-        self.y_bounds = (float(lo[1]), float(hi[1]))
+        f = FUNCTIONS[name]
+        gx = generating_x(f)
+        self.centres = np.column_stack([gx, f(gx)])
+
+    @property
+    def sigma(self) -> float:
+        # Tuned on first use, so a process pool tunes in its workers.
+        return tuned_sigma(self.name, self.r2)
 
     @property
     def label(self) -> str:
         return f"{self.name}@R2={self.r2:g}"
 
     def sample(self, n: int, gen: np.random.Generator):
-        pick = self.centres[gen.integers(0, GENERATING_POINTS, size=n)]
-        pts = pick + gen.normal(scale=self.sigma, size=(n, 2))
-        return pts[:, 0], pts[:, 1]
+        """``n`` points from the mixture truncated to the unit square."""
+        xs, ys, have = [], [], 0
+        while have < n:
+            m = max(2 * (n - have), 1024)
+            pts = self.centres[gen.integers(0, GENERATING_POINTS, size=m)]
+            pts = pts + gen.normal(scale=self.sigma, size=(m, 2))
+            pts = pts[_in_unit(pts[:, 0], pts[:, 1])]
+            xs.append(pts[:, 0])
+            ys.append(pts[:, 1])
+            have += len(pts)
+        return np.concatenate(xs)[:n], np.concatenate(ys)[:n]
 
 
-def all_relationships(levels=(0.9, 0.6, 0.3)):
+def all_relationships(levels=PAPER_LEVELS):
     return [Relationship(name, r2) for name in FUNCTIONS for r2 in levels]
