@@ -74,3 +74,24 @@ def test_examples_run(workdir, script, expected):
     proc = run([sys.executable, f"examples/{script}"], cwd=workdir)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert expected in proc.stdout
+
+
+def _numbers(text):
+    return [float(v) for v in re.findall(r"-?\d+(?:\.\d+)?", text.replace(",", ""))]
+
+
+def test_readme_accuracy_table_matches_the_recorded_benchmark_run():
+    recorded = {}
+    for line in (ROOT / "benchmarks" / "results-accuracy.txt").read_text().splitlines():
+        parts = line.split()
+        if parts and parts[0] in ("micr-lap", "micr-geom", "mice-lap") and "|" in line:
+            recorded[(parts[0], *_numbers(line)[:2])] = _numbers(line)[2:]
+    section = README.split("## Measured accuracy", 1)[1].split("\n## ", 1)[0]
+    rows = [r for r in section.splitlines() if re.match(r"\| (micr|mice)-", r)]
+    assert len(rows) >= 8
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        n, eps = _numbers(cells[1])[0], _numbers(cells[2])[0]
+        shown = _numbers(" ".join(cells[3:]).replace("*", ""))
+        expected = recorded[(cells[0], n, eps)]
+        assert shown == pytest.approx(expected, abs=6e-4), row
