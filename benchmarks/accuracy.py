@@ -1,7 +1,7 @@
 """Accuracy of the private mechanisms on the paper's synthetic protocol.
 
-For each of the 21 relationships at several noise levels (``relationships.py``),
-each ``n`` and ``eps``, draws ``--reps`` datasets and releases one value per
+For each of the 21 relationships at the paper's nine noise levels (189
+distributions, ``relationships.py``), each ``n`` and ``eps``, draws ``--reps`` datasets and releases one value per
 mechanism through the package's own release path (default B, c from
 ``dpmic_dask.defaults``; secure OpenDP noise). Per mechanism, ``n`` and ``eps`` it
 prints, over the distributions, the median and IQR of the *bias* (each
@@ -15,7 +15,7 @@ MICe-Lap is evaluated against (b) and against the non-private MICe of the same
 data; its exact statistic is computed in memory (n <= 10**4 by default).
 
 Run: ``python benchmarks/accuracy.py [--reps 50] [--n 250,1000,5000,10000,100000]
-[--eps 0.1,1] [--workers 2]``. The full protocol takes hours on 2 cores;
+[--eps 0.1,1] [--workers 2]``. The full protocol takes about an hour on 2 cores;
 ``--quick`` runs a reduced one and says so in its header.
 """
 
