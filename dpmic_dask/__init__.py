@@ -6,22 +6,33 @@ guarantee; their names and docstrings say so.
 
 from . import accessor as _accessor  # noqa: F401  (registers frame.dpmic)
 from .characteristic import CharacteristicMatrix
+from .accounting import Budget, InMemoryLedger
 from .errors import (
     BudgetExceededError,
+    BudgetMismatchError,
+    DataReadError,
     DPMICError,
+    LedgerError,
     InvalidDataError,
     InvalidParameterError,
     MissingValuesError,
     PrivacyLeakWarning,
 )
 from .exact import mice, micr, micr_characteristic
+from .ledger import SQLLedger
 from .pipeline import private_mic, session_ledger
 from .results import PairwiseResult, Release
 
 __all__ = [
+    "Budget",
     "BudgetExceededError",
+    "BudgetMismatchError",
     "CharacteristicMatrix",
+    "DataReadError",
     "DPMICError",
+    "InMemoryLedger",
+    "LedgerError",
+    "SQLLedger",
     "InvalidDataError",
     "InvalidParameterError",
     "MissingValuesError",

@@ -30,6 +30,17 @@ class BudgetExceededError(DPMICError):
     """A release would spend more privacy budget than the ledger allows."""
 
 
+class BudgetMismatchError(DPMICError, ValueError):
+    """The budget is of the wrong kind for the release (a pure-DP budget asked to pay
+    an approximate-DP release): a configuration problem, not an exhausted budget."""
+
+
+class DataReadError(DPMICError):
+    """Reading or counting the data failed underneath the library (a reader, Dask,
+    a worker). The message names the columns and the exception type only: the
+    original message may quote cell values and is withheld."""
+
+
 class LedgerError(DPMICError):
     """The privacy ledger is missing, unreachable, corrupt or not initialised."""
 

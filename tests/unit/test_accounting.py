@@ -14,7 +14,7 @@ from dpmic_dask.accounting import (
     resolve_mechanism,
     rho_from_eps_delta,
 )
-from dpmic_dask.errors import BudgetExceededError, InvalidParameterError
+from dpmic_dask.errors import BudgetExceededError, BudgetMismatchError, InvalidParameterError, LedgerError
 from dpmic_dask.sensitivity import f_gain, mice_sensitivity, micr_sensitivity
 
 
@@ -114,7 +114,7 @@ def test_ledger_approximate_budget_counts_rho():
         ledger.charge("d", PrivacyCost(0.01))
     pure = InMemoryLedger()
     pure.set_budget("p", Budget(1.0))
-    with pytest.raises(BudgetExceededError, match="approximate-DP"):
+    with pytest.raises(BudgetMismatchError, match="approximate-DP"):
         pure.charge("p", PrivacyCost(0.5, 1e-6, 0.01))
 
 
