@@ -1,7 +1,12 @@
 """MICe, the in-memory statistic users know from minepy's ``MINE(alpha, c, est="mic_e")``.
 
 MICe partitions by *mass* (ranks), so it depends on the whole dataset and cannot
-be merged across partitions; it is computed in memory only and is non-private.
+be merged across partitions; it is computed in memory only. :func:`mice_statistic`
+is non-private and keeps ties together, as minepy does.
+:func:`mice_on_distinct_ranks` is what the private ``mice-lap`` mechanism noises:
+MICe of the points after ties are broken by secret per-row keys, so that every
+value is distinct -- the setting in which the published sensitivity holds
+(``docs/privacy.md``).
 """
 
 from __future__ import annotations
@@ -91,3 +96,27 @@ def mice_statistic(x: np.ndarray, y: np.ndarray, alpha: float, c) -> float:
     matrix = mice_matrix(x, y, check_alpha(alpha), c)
     value = np.nanmax(matrix) if np.isfinite(matrix).any() else 0.0
     return float(min(max(value, 0.0), 1.0))
+
+
+def distinct_ranks(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Ranks ``0 .. n-1`` (float64) of ``values``, ties ordered by ``keys`` and then
+    by position, so that every rank is distinct."""
+    order = np.lexsort((keys, values))
+    ranks = np.empty(values.shape[0], dtype=np.float64)
+    ranks[order] = np.arange(values.shape[0], dtype=np.float64)
+    return ranks
+
+
+def mice_on_distinct_ranks(x: np.ndarray, y: np.ndarray, alpha: float, c, keys: np.ndarray) -> float:
+    """MICe of checked arrays after breaking every tie by the per-row ``keys``.
+
+    Each row ``r`` becomes the point ``((x_r, k_r), (y_r, k_r))`` in lexicographic
+    order on both axes. For keys drawn independently of the data, this is a per-row
+    map: replacing one row of the data replaces one point of the tie-free dataset,
+    whose MICe obeys the paper's Theorem 3.1. MICe depends on each axis only through
+    its order, so the ranks of those points give the same value.
+    """
+    keys = np.asarray(keys)
+    if keys.shape != x.shape:
+        raise InvalidParameterError("keys must have one entry per row")
+    return mice_statistic(distinct_ranks(x, keys), distinct_ranks(y, keys), alpha, c)

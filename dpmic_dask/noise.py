@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextvars
 import hashlib
+import os
 from fractions import Fraction
 
 import numpy as np
@@ -43,6 +44,10 @@ class OpenDPSampler:
     def discrete_gaussian(self, sigma: float, size: int) -> np.ndarray:
         """``size`` draws with ``P(z) ∝ exp(-z**2 / (2 sigma**2))`` (int64)."""
         return self._vector(self._dp.m.make_gaussian, self._dp.l2_distance, sigma, size)
+
+    def random_keys(self, size: int) -> np.ndarray:
+        """``size`` independent uniform 64-bit keys (uint64) from the OS CSPRNG."""
+        return np.frombuffer(os.urandom(8 * size), dtype=np.uint64).copy()
 
 
 class _ShakeBits:
@@ -126,6 +131,10 @@ class ExactSampler:
     def discrete_laplace(self, scale: float, size: int) -> np.ndarray:
         s = Fraction(float(scale))
         return np.array([self._laplace_one(s) for _ in range(size)], dtype=np.int64)
+
+    def random_keys(self, size: int) -> np.ndarray:
+        """``size`` uniform 64-bit keys (uint64) from the source."""
+        return np.array([self._src.below(2**64) for _ in range(size)], dtype=np.uint64)
 
     def discrete_gaussian(self, sigma: float, size: int) -> np.ndarray:
         s = Fraction(float(sigma))
