@@ -3,8 +3,9 @@
 Per dataset, a cap (a :class:`~dpmic_dask.accounting.Budget`) and an
 append-only table of charges. :meth:`SQLLedger.charge` checks and records a
 charge in one transaction that holds a write lock (SQLite ``BEGIN IMMEDIATE``;
-PostgreSQL ``SELECT ... FOR UPDATE`` on the dataset's budget row), so concurrent
-jobs cannot overspend. Charges are never updated or deleted: a crash after the
+PostgreSQL ``SELECT ... FOR UPDATE`` on the dataset's budget row inside an
+explicit ``READ COMMITTED`` transaction), so concurrent jobs cannot overspend,
+whatever default isolation level the database server is configured with. Charges are never updated or deleted: a crash after the
 commit keeps the charge. Amounts are exact decimals stored as text.
 
 A ledger that is missing, unreachable or corrupt raises :class:`LedgerError`,
@@ -23,8 +24,8 @@ from decimal import Decimal
 from pathlib import Path
 from urllib.parse import urlparse
 
-from .accounting import Budget, Charge, PrivacyCost
-from .errors import BudgetExceededError, InvalidParameterError, LedgerError
+from .accounting import Budget, Charge, PrivacyCost, check_charge, unknown_dataset
+from .errors import InvalidParameterError, LedgerError
 
 SCHEMA_VERSION = "1"
 _SCHEMA = [
@@ -102,7 +103,12 @@ class _Postgres:
         return conn
 
     def begin_write(self, cur, dataset: str):
-        cur.execute("BEGIN")
+        # Explicit READ COMMITTED: under a server default of REPEATABLE READ or
+        # SERIALIZABLE the snapshot would be taken before the row lock is granted,
+        # and the sum of charges read after the wait would miss the charge that the
+        # lock holder just committed. READ COMMITTED takes a fresh snapshot for every
+        # statement, so the SELECT of charges after FOR UPDATE sees every commit.
+        cur.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
         cur.execute("SELECT dataset FROM dpmic_budgets WHERE dataset = %s FOR UPDATE", (dataset,))
 
     @property
@@ -191,8 +197,7 @@ class SQLLedger:
                     (dataset,))
         row = cur.fetchone()
         if row is None:
-            raise LedgerError(f"dataset {dataset!r} has no budget in this ledger; run "
-                              "'dpmic budget init' first")
+            raise unknown_dataset(dataset)
         return Budget(float(row[0]), float(row[1]))
 
     def _spent(self, cur, dataset: str) -> Decimal:
@@ -210,6 +215,14 @@ class SQLLedger:
             budget = self._require_budget(cur, dataset)
             return budget.cap - self._spent(cur, dataset)
         return self._run(work)
+
+    def check(self, dataset: str, cost: PrivacyCost) -> None:
+        """Raise now what :meth:`charge` would raise, without recording anything
+        (the precheck that runs before any data is read)."""
+        def work(cur):
+            budget = self._require_budget(cur, dataset)
+            check_charge(dataset, budget, self._spent(cur, dataset), cost)
+        self._run(work)
 
     def history(self, dataset: str) -> list[ChargeRecord]:
         def work(cur):
@@ -234,12 +247,7 @@ class SQLLedger:
             self._db.begin_write(cur, dataset)
             try:
                 budget = self._require_budget(cur, dataset)
-                need = budget.amount(cost)
-                left = budget.cap - self._spent(cur, dataset)
-                if need > left:
-                    raise BudgetExceededError(
-                        f"release needs {need} but dataset {dataset!r} has {left} of its "
-                        f"{'epsilon' if budget.is_pure else 'rho'} budget left; nothing was released")
+                need = check_charge(dataset, budget, self._spent(cur, dataset), cost)
                 record = Charge(uuid.uuid4().hex, dataset, cost, description, time.time(),
                                 mechanism, tuple(columns))
                 cur.execute(self._sql(

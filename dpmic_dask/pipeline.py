@@ -18,7 +18,8 @@ from .defaults import default_parameters
 from .errors import InvalidDataError, InvalidParameterError, MissingValuesError
 from .grids import master_grid_family
 from .mechanisms import noisy_counts, noisy_values
-from .mice import mice_statistic
+from .errors import BudgetExceededError
+from .mice import mice_on_distinct_ranks
 from .noise import active_sampler
 from .partition import CountSpec, PartialCounts
 from .reduce import DEFAULT_SPLIT_EVERY, Aggregate, aggregate, count_rows, optimise_pairs
@@ -32,12 +33,18 @@ from .validation import (
     check_pair,
 )
 
-_SESSION_LEDGER = InMemoryLedger()
+_SESSION_LEDGER = InMemoryLedger(uncapped=True)
 DEFAULT_DATASET = "default"
 
 
 def session_ledger() -> InMemoryLedger:
-    """The in-process ledger used when no ledger is given (no cap; records every charge)."""
+    """The in-process ledger used when no ledger is given.
+
+    It is *uncapped*: it accepts every dataset and records every charge without
+    limiting anything. Pass a capped :class:`~dpmic_dask.accounting.InMemoryLedger`
+    or a persistent :class:`~dpmic_dask.ledger.SQLLedger` to enforce a budget; those
+    refuse datasets they hold no budget for.
+    """
     return _SESSION_LEDGER
 
 
@@ -87,24 +94,18 @@ def _grid_parameters(mechanism: str, n: int, eps_per_pair: float, B, c):
 
 
 def _precheck_budget(ledger, dataset, mechanism: str, eps: float, delta: float) -> None:
-    """Fail before reading data when the ledger clearly cannot pay. Not binding:
-    the atomic charge after counting is what counts."""
-    ledger = _ledger(ledger)
-    name = dataset or DEFAULT_DATASET
-    budget = ledger.budget_for(name)
-    if budget is None:
-        return
-    if mechanism == "micr-gauss":  # the same cost plan_release will charge
-        cost = accounting.PrivacyCost(eps, delta, accounting.rho_from_eps_delta(eps, delta))
+    """Before any data is read: refuse what the charge would refuse (an unknown
+    dataset, a ledger that cannot be reached, a budget of the wrong kind or one too
+    small). Not binding: the atomic charge after counting is what counts. The cost
+    is computed by the same rule the charge uses (``accounting.release_cost``)."""
+    cost = accounting.release_cost(mechanism, eps, delta)
+    try:
+        _ledger(ledger).check(dataset or DEFAULT_DATASET, cost)
+    except BudgetExceededError as exc:
+        message = str(exc)
     else:
-        cost = accounting.PrivacyCost(eps, 0.0, None)
-    need = budget.amount(cost)  # raises for a Gaussian release on a pure budget
-    left = ledger.remaining(name)
-    if left is not None and need > left:
-        raise accounting.BudgetExceededError(
-            f"release needs {need} but dataset {name!r} has {left} left; no data was "
-            "read and nothing was released"
-        )
+        return
+    raise BudgetExceededError(f"{message}; no data was read")
 
 
 def private_mic(x, y, *, eps, x_bounds, y_bounds, mechanism="auto", delta=0.0, B=None, c=None,
@@ -150,7 +151,10 @@ def private_mic(x, y, *, eps, x_bounds, y_bounds, mechanism="auto", delta=0.0, B
     plan = accounting.plan_release(mechanism=resolved, n=n, eps=eps, delta=delta, pairs=1, B=B, c=c)
     description = f"private_mic {resolved}"
     if resolved == "mice-lap":
-        exact = np.array([mice_statistic(xa, ya, B, c)])
+        # Ties broken by secret per-row keys: the published sensitivity holds only
+        # for distinct values (docs/privacy.md, "MICe-Lap").
+        keys = active_sampler().random_keys(n)
+        exact = np.array([mice_on_distinct_ranks(xa, ya, B, c, keys)])
         values, charge = release_statistics(exact, plan, ledger=ledger, dataset=dataset,
                                             description=description, columns=("x", "y"))
     else:
@@ -217,7 +221,7 @@ def run_pairwise(frame, eps, *, bounds, columns=None, delta=0.0, mechanism="auto
     resolved = accounting.resolve_mechanism(mechanism, eps, delta, n_pairs)
     _precheck_budget(ledger, dataset, resolved, eps, delta)
 
-    n_rows = count_rows(frame) if (B is None or c is None) else None
+    n_rows = count_rows(frame, columns) if (B is None or c is None) else None
     if n_rows is not None and n_rows < MIN_ROWS:
         raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
     B, c = _grid_parameters(resolved, n_rows or MIN_ROWS, eps / n_pairs, B, c)

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .characteristic import micr_from_counts
+from .errors import DataReadError, DPMICError
 from .partition import CountSpec, PartialCounts, combine_partials, empty_partial, partition_counts
 
 DEFAULT_SPLIT_EVERY = 8
@@ -34,9 +35,38 @@ def _active_client():
         return None
 
 
-def run(graph, *, progress: bool | None = None):
+def guarded(columns, work, *args, **kwargs):
+    """``work(*args, **kwargs)``, with every failure other than the package's own
+    errors turned into :class:`DataReadError` naming ``columns`` and the exception
+    type only.
+
+    Readers, pandas and Dask put cell values into their messages (``invalid literal
+    for int(): 'secret-4111'``); none of that text may reach the caller. The new
+    error is raised outside the ``except`` block, so it carries neither the
+    original as ``__context__`` nor its traceback.
+    """
+    try:
+        return work(*args, **kwargs)
+    except DPMICError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any third-party failure, by design
+        kind = type(exc).__name__
+    raise DataReadError(
+        f"reading or counting column(s) {list(columns)} failed with {kind}; its message "
+        "is withheld because it may quote data values"
+    )
+
+
+def run(graph, *, progress: bool | None = None, columns=()):
     """Compute a Dask collection / delayed object (or a list of them), with a
-    progress bar when asked (``None``: only when stderr is a terminal)."""
+    progress bar when asked (``None``: only when stderr is a terminal).
+
+    Failures underneath are reported by :func:`guarded` (type and columns only).
+    """
+    return guarded(columns, _compute, graph, progress)
+
+
+def _compute(graph, progress):
     show = sys.stderr.isatty() if progress is None else progress
     client = _active_client()
     if client is not None:
@@ -84,7 +114,8 @@ class Aggregate:
         """All pairs' flat master counts, brought to the driver."""
         if self._local is not None:
             return self._local.counts.astype(np.int64, copy=False)
-        return run(self._remote, progress=False).counts.astype(np.int64, copy=False)
+        return run(self._remote, progress=False,
+                   columns=self.spec.columns).counts.astype(np.int64, copy=False)
 
     def exact_micr(self) -> np.ndarray:
         """Exact MICr of every pair, computed where the counts are."""
@@ -94,23 +125,24 @@ class Aggregate:
             return np.array([micr_from_counts(c, family) for c in self._local.counts])
         task = dask.delayed(_pair_micr, pure=True)
         return np.array(run([task(self._remote, p, family) for p in range(n_pairs)],
-                            progress=False))
+                            progress=False, columns=self.spec.columns))
 
 
 def aggregate(frame, spec: CountSpec, *, split_every: int = DEFAULT_SPLIT_EVERY,
               progress: bool | None = None) -> Aggregate:
     """Count a pandas or Dask DataFrame for ``spec`` (exact, partition-invariant)."""
     if isinstance(frame, pd.DataFrame):
-        partial = partition_counts(frame, spec)
+        partial = guarded(spec.columns, partition_counts, frame, spec)
         return Aggregate(spec, partial.rows, partial.missing, _local=partial)
-    parts = frame[list(spec.columns)].to_delayed()
+    parts = guarded(spec.columns, lambda: frame[list(spec.columns)].to_delayed())
     if not parts:
         partial = empty_partial(spec)
         return Aggregate(spec, 0, partial.missing, _local=partial)
     count = dask.delayed(partition_counts, pure=True)
     root = _tree_sum([count(part, spec) for part in parts], max(2, split_every))
-    (root,) = dask.persist(root)
-    rows, missing = run(dask.delayed(_summary, pure=True)(root), progress=progress)
+    (root,) = guarded(spec.columns, dask.persist, root)
+    rows, missing = run(dask.delayed(_summary, pure=True)(root), progress=progress,
+                        columns=spec.columns)
     return Aggregate(spec, int(rows), np.asarray(missing), _remote=root)
 
 
@@ -121,11 +153,11 @@ def count_frame(frame, spec: CountSpec, *, split_every: int = DEFAULT_SPLIT_EVER
     return PartialCounts(agg.counts(), agg.rows, agg.missing)
 
 
-def count_rows(frame) -> int:
+def count_rows(frame, columns=()) -> int:
     """Number of rows (public under replace-one neighbours)."""
     if isinstance(frame, pd.DataFrame):
         return len(frame)
-    return int(run(frame.shape[0], progress=False))
+    return int(run(frame.shape[0], progress=False, columns=columns))
 
 
 def optimise_pairs(counts: np.ndarray, family, *, use_cluster: bool) -> np.ndarray:

@@ -33,3 +33,20 @@ def test_eight_processes_race_on_postgres(postgres_url):
     outcomes = race_for_budget(postgres_url)
     assert outcomes.count("ok") == 3 and outcomes.count("refused") == 5
     assert len(SQLLedger(postgres_url).history("d")) == 3
+
+
+@pytest.mark.parametrize("isolation", ["repeatable read", "serializable"])
+def test_race_is_exact_whatever_the_server_default_isolation(postgres_url, isolation):
+    import psycopg
+
+    server, name = postgres_url.rsplit("/", 1)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f"ALTER DATABASE {name} SET default_transaction_isolation = '{isolation}'")
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        shown = conn.execute("SHOW default_transaction_isolation").fetchone()[0]
+    assert shown == isolation
+    # 8 processes x 5 charges of 0.1 against a cap of 1.0: exactly 10 may pass
+    outcomes = race_for_budget(postgres_url, releases_allowed=10, amount=0.1, attempts=5)
+    assert outcomes.count("ok") == 10 and outcomes.count("refused") == 30
+    ledger = SQLLedger(postgres_url)
+    assert len(ledger.history("d")) == 10 and ledger.spent("d") == Decimal("1.0")

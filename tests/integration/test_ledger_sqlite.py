@@ -60,28 +60,31 @@ def test_missing_uninitialised_and_corrupt_ledgers_refuse(tmp_path, url):
             SQLLedger(bad)
 
 
-def _race(url, barrier, results):
+def _race(url, barrier, results, amount, attempts):
     ledger = SQLLedger(url)
     barrier.wait()
-    try:
-        ledger.charge("d", PrivacyCost(1.0), description=f"pid {os.getpid()}")
-        results.put("ok")
-    except dm.BudgetExceededError:
-        results.put("refused")
+    for _ in range(attempts):
+        try:
+            ledger.charge("d", PrivacyCost(amount), description=f"pid {os.getpid()}")
+            results.put("ok")
+        except dm.BudgetExceededError:
+            results.put("refused")
 
 
-def race_for_budget(url, processes=8, releases_allowed=3):
-    """``processes`` processes start together and each try to spend 1.0 of a budget
-    that admits ``releases_allowed``; returns the sorted outcomes."""
-    SQLLedger(url).init("d", Budget(float(releases_allowed)))
+def race_for_budget(url, processes=8, releases_allowed=3, *, amount=1.0, attempts=1):
+    """``processes`` processes start together and each try ``attempts`` times to
+    spend ``amount`` of a budget of ``releases_allowed * amount``; returns the
+    sorted outcomes."""
+    SQLLedger(url).init("d", Budget(float(Decimal(repr(amount)) * releases_allowed)))
     ctx = mp.get_context("spawn")
     barrier, results = ctx.Barrier(processes), ctx.Queue()
-    procs = [ctx.Process(target=_race, args=(url, barrier, results)) for _ in range(processes)]
+    procs = [ctx.Process(target=_race, args=(url, barrier, results, amount, attempts))
+             for _ in range(processes)]
     for p in procs:
         p.start()
     for p in procs:
         p.join(120)
-    return sorted(results.get(timeout=10) for _ in range(processes))
+    return sorted(results.get(timeout=10) for _ in range(processes * attempts))
 
 
 def test_eight_processes_race_for_three_releases(url):
@@ -102,6 +105,51 @@ def test_pipeline_charges_the_persistent_ledger_and_prechecks(url):
         df.dpmic.pairwise(1.0, bounds=bounds, ledger=ledger, dataset="t")
     with pytest.raises(LedgerError, match="no budget"):
         df.dpmic.pairwise(0.1, bounds=bounds, ledger=ledger, dataset="unknown")
+
+
+def test_unknown_dataset_is_refused_before_any_data_is_read(url):
+    from tests.integration.test_pairwise_engine import exploding_frame
+
+    SQLLedger(url).init("sales", Budget(1.0))
+    df = pd.DataFrame({"a": [0.1, 0.2], "b": [0.3, 0.4]})
+    for ledger in (SQLLedger(url), _capped_memory_ledger()):
+        with pytest.raises(LedgerError, match="no budget"):
+            exploding_frame(df).dpmic.pairwise(0.1, bounds={"a": (0, 1), "b": (0, 1)},
+                                               ledger=ledger, dataset="Sales")
+        with pytest.raises(LedgerError, match="no budget"):
+            dm.private_mic(_Unreadable(), _Unreadable(), eps=0.1, x_bounds=(0, 1),
+                           y_bounds=(0, 1), ledger=ledger, dataset="Sales")
+
+
+def _capped_memory_ledger():
+    ledger = dm.InMemoryLedger()
+    ledger.set_budget("sales", Budget(1.0))
+    return ledger
+
+
+class _Unreadable:
+    def __array__(self, *args, **kwargs):
+        raise AssertionError("data was read")
+
+    def __len__(self):
+        raise AssertionError("data was read")
+
+
+def test_every_ledger_follows_one_rule_for_unknown_datasets(url):
+    SQLLedger(url).init("sales", Budget(1.0))
+    memory = _capped_memory_ledger()
+    for ledger in (SQLLedger(url), memory, dm.InMemoryLedger()):
+        with pytest.raises(LedgerError, match="no budget"):
+            ledger.charge("Sales", PrivacyCost(0.1))
+        with pytest.raises(LedgerError, match="no budget"):
+            ledger.check("Sales", PrivacyCost(0.1))
+    assert memory.charges() == []
+    uncapped = dm.InMemoryLedger(uncapped=True)
+    uncapped.charge("anything", PrivacyCost(5.0))
+    assert uncapped.remaining("anything") is None
+    with pytest.raises(dm.InvalidParameterError, match="uncapped"):
+        uncapped.set_budget("x", Budget(1.0))
+    assert dm.session_ledger().uncapped
 
 
 def test_crash_after_charge_keeps_the_charge(tmp_path, url):

@@ -48,7 +48,7 @@ def test_nonprivate_equals_in_memory_micr_pair_by_pair(df):
 
 def test_pairwise_release_once_and_result_api(df, tmp_path):
     ddf = split_with_empties(df, 3)
-    ledger = InMemoryLedger()
+    ledger = InMemoryLedger(uncapped=True)
     first = ddf.dpmic.pairwise(1.0, bounds=BOUNDS, ledger=ledger, dataset="t", progress=False)
     second = ddf.dpmic.pairwise(1.0, bounds=BOUNDS, ledger=ledger, dataset="t", progress=False)
     charges = ledger.charges("t")
@@ -117,7 +117,7 @@ def exploding_frame(df):
      "inside bounds"),
 ])
 def test_bad_requests_fail_before_reading_data(df, kw, error, match):
-    ledger = InMemoryLedger()
+    ledger = InMemoryLedger(uncapped=True)
     args = dict(eps=1.0, ledger=ledger, dataset="t")
     args.update(kw)
     eps = args.pop("eps")
@@ -134,7 +134,7 @@ def test_over_budget_fails_before_reading_data(df):
 
 
 def test_too_few_rows_charges_nothing(df):
-    ledger = InMemoryLedger()
+    ledger = InMemoryLedger(uncapped=True)
     with pytest.raises(dm.InvalidDataError, match="at least 4 rows"):
         df.iloc[:3].dpmic.pairwise(1.0, bounds=BOUNDS, ledger=ledger, dataset="t")
     with pytest.raises(dm.InvalidDataError, match="at least 4 rows"):
@@ -149,7 +149,7 @@ def test_null_policies(df):
     holey.loc[5, "b"] = np.nan
     holey.loc[9, "d"] = None
     holey.loc[11, "a"] = secret
-    ledger = InMemoryLedger()
+    ledger = InMemoryLedger(uncapped=True)
     ddf = split_with_empties(holey, 3)
     with pytest.raises(dm.MissingValuesError) as info:
         ddf.dpmic.pairwise(1.0, bounds=BOUNDS, ledger=ledger, dataset="t")
