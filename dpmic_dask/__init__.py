@@ -10,6 +10,7 @@ from .accounting import Budget, InMemoryLedger
 from .errors import (
     BudgetExceededError,
     BudgetMismatchError,
+    ClusterError,
     DataReadError,
     DPMICError,
     LedgerError,
@@ -17,6 +18,8 @@ from .errors import (
     InvalidParameterError,
     MissingValuesError,
     PrivacyLeakWarning,
+    RunClaimedError,
+    UnavailableError,
 )
 from .exact import mice, micr, micr_characteristic
 from .ledger import SQLLedger
@@ -28,6 +31,7 @@ __all__ = [
     "BudgetExceededError",
     "BudgetMismatchError",
     "CharacteristicMatrix",
+    "ClusterError",
     "DataReadError",
     "DPMICError",
     "InMemoryLedger",
@@ -38,6 +42,8 @@ __all__ = [
     "MissingValuesError",
     "PairwiseResult",
     "PrivacyLeakWarning",
+    "RunClaimedError",
+    "UnavailableError",
     "Release",
     "mice",
     "micr",

@@ -41,8 +41,23 @@ class DataReadError(DPMICError):
     original message may quote cell values and is withheld."""
 
 
+class UnavailableError(DPMICError):
+    """A service the job needs (the Dask scheduler, a SQL input or output) cannot
+    be reached in time. Nothing was charged; retrying later may succeed."""
+
+
+class ClusterError(UnavailableError):
+    """The Dask cluster cannot be started or reached (the message names the
+    address and the reason, never data)."""
+
+
 class LedgerError(DPMICError):
     """The privacy ledger is missing, unreachable, corrupt or not initialised."""
+
+
+class RunClaimedError(DPMICError):
+    """A batch run id has already charged this dataset (a concurrent run, or one
+    that died after charging); nothing is charged again."""
 
 
 class PrivacyLeakWarning(UserWarning):

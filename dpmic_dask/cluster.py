@@ -1,0 +1,232 @@
+"""Starting or attaching to a Dask cluster for batch jobs, safely.
+
+* **Enforced timeouts.** Before a :class:`distributed.Client` is created, the
+  scheduler address is probed: a plain TCP connect (a refused port fails at
+  once), then Dask's own ``identity`` request, each under a hard deadline. A
+  port that accepts TCP but never speaks Dask (a dashboard, a silent socket)
+  fails after ``timeout`` seconds with a message naming the address, instead
+  of hanging the job.
+* **No task error reaches a log with its message.** A failing task makes the
+  worker log ``Compute Failed`` with the exception's text and traceback, which
+  may quote cell values (``could not convert string to float: 'SECRET'``).
+  :class:`TaskErrorRedactor` rewrites such records to name the task and the
+  exception type only. It is installed in this process and, through
+  :class:`RedactionPlugin`, on every worker of a cluster the package starts
+  or attaches to (workers that join later get it too).
+* **No dashboard unless asked.** A local cluster's scheduler and workers serve
+  no HTTP routes and bind their (empty) HTTP servers to a random loopback port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import socket
+from contextlib import ExitStack
+from urllib.parse import urlparse
+
+from .errors import ClusterError
+
+DEFAULT_TIMEOUT = 30.0
+#: Loggers whose records may carry task exceptions (a handler filter covers
+#: the rest wherever logging is configured through handlers).
+REDACTED_LOGGERS = ("distributed", "distributed.worker", "distributed.core",
+                    "distributed.scheduler", "distributed.client", "distributed.nanny",
+                    "distributed.worker.state_machine", "distributed.utils")
+_WITHHELD = "details withheld by dpmic_dask: task errors may quote data values"
+_ADDRESS = re.compile(r"^(tcp|tls|inproc|ucx|ws|wss)://[^\s/]+$")
+
+
+class TaskErrorRedactor(logging.Filter):
+    """Rewrites log records that carry a task's exception text or traceback.
+
+    The record keeps its first line (``Compute Failed``), the task key and the
+    exception *type*; the message, arguments, ``exc_info`` and stack are dropped.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith("distributed") or getattr(record, "dpmic_redacted", False):
+            return True
+        template = str(record.msg)
+        args = record.args if isinstance(record.args, tuple) else ()
+        carries_error = (
+            record.exc_info is not None
+            or record.exc_text
+            or any(isinstance(a, BaseException) for a in args)
+            or "Compute Failed" in template
+            or "Traceback" in template
+            or "Exception" in template
+        )
+        if not carries_error:
+            return True
+        headline = template.split("\n", 1)[0].strip() or "task failure"
+        if "%" in headline:
+            headline = headline.split("%", 1)[0].rstrip(" :")
+        kind = _exception_kind(record, args)
+        key = f" (task {args[0]!s:.200})" if "Compute Failed" in template and args else ""
+        record.msg = f"{headline}{key}: {kind} [{_WITHHELD}]"
+        record.args = ()
+        record.exc_info = None
+        record.exc_text = None
+        record.stack_info = None
+        record.dpmic_redacted = True
+        return True
+
+
+def _exception_kind(record, args) -> str:
+    if record.exc_info and record.exc_info[0] is not None:
+        return record.exc_info[0].__name__
+    for arg in args:
+        if isinstance(arg, BaseException):
+            return type(arg).__name__
+    for arg in args:  # "Exception: %r" receives the exception's text, e.g. "ValueError('...')"
+        match = re.match(r"^['\"]?([A-Za-z_][A-Za-z0-9_.]*)\(", str(arg))
+        if match:
+            return match.group(1)
+    return "an exception"
+
+
+_REDACTOR = TaskErrorRedactor()
+
+
+def install_redaction() -> None:
+    """Install :class:`TaskErrorRedactor` on this process's ``distributed`` loggers
+    and on every handler of those loggers and of the root logger (idempotent)."""
+    loggers = [logging.getLogger(name) for name in REDACTED_LOGGERS] + [logging.getLogger()]
+    for logger in loggers:
+        if _REDACTOR not in logger.filters:
+            logger.addFilter(_REDACTOR)
+        for handler in logger.handlers:
+            if _REDACTOR not in handler.filters:
+                handler.addFilter(_REDACTOR)
+
+
+def _redaction_plugin():
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class RedactionPlugin(WorkerPlugin):
+        """Installs the redactor in each worker process (and each one that joins)."""
+
+        name = "dpmic-redact-task-errors"
+        idempotent = True
+
+        def setup(self, worker):
+            install_redaction()
+
+    return RedactionPlugin()
+
+
+def check_address(address: str, name: str = "cluster.scheduler") -> str:
+    """Shape check of a scheduler address, ``tcp://host:port`` (no connection)."""
+    if not isinstance(address, str) or not _ADDRESS.match(address):
+        raise ClusterError(f"{name} must look like tcp://host:port")
+    if address.startswith(("tcp://", "tls://")):
+        parsed = urlparse(address)
+        try:
+            port = parsed.port
+        except ValueError:
+            port = None
+        if not parsed.hostname or port is None:
+            raise ClusterError(f"{name} must look like tcp://host:port (with a port number)")
+    return address
+
+
+def check_timeout(timeout, name: str = "timeout") -> float:
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (
+        0 < float(timeout) <= 3600
+    ):
+        raise ClusterError(f"{name} must be a number of seconds in (0, 3600]")
+    return float(timeout)
+
+
+async def _identity(address: str, timeout: float) -> dict:
+    from distributed.comm import connect
+
+    comm = await asyncio.wait_for(connect(address, timeout=timeout), timeout)
+    try:
+        await asyncio.wait_for(comm.write({"op": "identity", "reply": True}), timeout)
+        return await asyncio.wait_for(comm.read(), timeout)
+    finally:
+        comm.abort()
+
+
+def probe_scheduler(address: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+    """Raise :class:`ClusterError` unless a Dask scheduler answers at ``address``
+    within ``timeout`` seconds."""
+    address = check_address(address)
+    timeout = check_timeout(timeout)
+    if address.startswith(("tcp://", "tls://")):
+        parsed = urlparse(address)
+        try:
+            socket.create_connection((parsed.hostname, parsed.port), timeout=timeout).close()
+        except ConnectionRefusedError:
+            raise ClusterError(f"cannot reach the Dask scheduler at {address}: "
+                               "connection refused") from None
+        except socket.timeout:
+            raise ClusterError(f"cannot reach the Dask scheduler at {address}: no answer "
+                               f"within {timeout:g} s") from None
+        except OSError as exc:
+            raise ClusterError(f"cannot reach the Dask scheduler at {address}: "
+                               f"{exc.strerror or type(exc).__name__}") from None
+    try:
+        reply = asyncio.run(_identity(address, timeout))
+    except (asyncio.TimeoutError, TimeoutError):
+        reply = None
+        reason = f"it accepted the connection but gave no Dask answer within {timeout:g} s"
+    except Exception as exc:  # noqa: BLE001 - comm errors of any kind
+        reply = None
+        reason = f"the Dask handshake failed ({type(exc).__name__})"
+    if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
+        if reply is not None:
+            reason = "the process there is not a Dask scheduler"
+        raise ClusterError(f"cannot use {address} as the Dask scheduler: {reason}")
+
+
+def attach(client) -> None:
+    """Install the log redaction on every worker of ``client``'s cluster."""
+    install_redaction()
+    client.register_plugin(_redaction_plugin())
+
+
+def local_cluster_options(workers: int) -> dict:
+    """Options of a quiet local cluster: no dashboard, no HTTP routes, loopback only."""
+    return dict(n_workers=workers, threads_per_worker=1, processes=True,
+                host="127.0.0.1", dashboard_address="127.0.0.1:0",
+                worker_dashboard_address=None, scheduler_kwargs={"dashboard": False})
+
+
+def _quiet_http_config():
+    import dask
+
+    return dask.config.set({"distributed.scheduler.http.routes": [],
+                            "distributed.worker.http.routes": []})
+
+
+def open_cluster(*, scheduler: str | None, workers: int = 2,
+                 timeout: float = DEFAULT_TIMEOUT) -> ExitStack:
+    """A context holding a Dask client: on ``scheduler`` if given (probed first,
+    under ``timeout``), else on a new quiet local cluster of ``workers`` processes.
+    Task-failure logs are redacted on every process involved."""
+    from distributed import Client, LocalCluster
+
+    install_redaction()
+    stack = ExitStack()
+    try:
+        if scheduler:
+            probe_scheduler(scheduler, timeout)
+            client = stack.enter_context(Client(scheduler, timeout=f"{timeout}s"))
+        else:
+            stack.enter_context(_quiet_http_config())
+            cluster = stack.enter_context(LocalCluster(**local_cluster_options(workers)))
+            client = stack.enter_context(Client(cluster))
+        attach(client)
+    except ClusterError:
+        stack.close()
+        raise
+    except Exception as exc:  # noqa: BLE001 - distributed raises many kinds
+        stack.close()
+        kind = type(exc).__name__
+        where = scheduler or "a local cluster"
+        raise ClusterError(f"cannot start or reach the Dask cluster ({where}): {kind}") from None
+    return stack
