@@ -1,29 +1,94 @@
-"""The ``dpmic`` command line. Thin: it parses options and calls the library."""
+"""The ``dpmic`` command line. Thin: it parses options and calls the library.
+
+Every command runs under :func:`handles_errors`, the one place where library
+errors become exit codes and one-line messages. Messages of unexpected
+(third-party) errors may quote data, so only their type is printed unless the
+command was given ``--debug``.
+"""
 
 from __future__ import annotations
 
+import functools
+import re
 import sys
 import time
+from enum import IntEnum
 from pathlib import Path
 
 import click
 
-from .errors import BudgetExceededError, DPMICError, LedgerError
-
-#: Exit codes a scheduler can act on.
-EXIT_OK, EXIT_UNEXPECTED, EXIT_INVALID, EXIT_BUDGET, EXIT_LEDGER = 0, 1, 2, 3, 4
-
-
-def _fail(exc: Exception) -> None:
-    code = EXIT_INVALID
-    if isinstance(exc, BudgetExceededError):
-        code = EXIT_BUDGET
-    elif isinstance(exc, LedgerError):
-        code = EXIT_LEDGER
-    click.echo(f"error: {exc}", err=True)
-    sys.exit(code)
+from .errors import (
+    BudgetExceededError,
+    DPMICError,
+    LedgerError,
+    RunClaimedError,
+    UnavailableError,
+)
 
 
+class Exit(IntEnum):
+    """Exit codes a scheduler can act on."""
+
+    OK = 0
+    UNEXPECTED = 1  #: a bug or an unforeseen failure (type printed; --debug for details)
+    INVALID = 2  #: the job, its input or output, or an argument is invalid
+    BUDGET = 3  #: the budget cannot pay for the release; nothing was released
+    LEDGER = 4  #: the ledger is missing, unreachable, uninitialised or corrupt
+    UNAVAILABLE = 5  #: the Dask scheduler or a SQL server did not answer in time
+    RUN_CLAIMED = 6  #: the run id already charged (running elsewhere, or lost)
+
+
+def exit_code(exc: BaseException) -> Exit:
+    """The exit code for a library error."""
+    for kind, code in ((BudgetExceededError, Exit.BUDGET), (LedgerError, Exit.LEDGER),
+                       (UnavailableError, Exit.UNAVAILABLE), (RunClaimedError, Exit.RUN_CLAIMED),
+                       (DPMICError, Exit.INVALID)):
+        if isinstance(exc, kind):
+            return code
+    return Exit.UNEXPECTED
+
+
+def handles_errors(command):
+    """Map library errors to one line on stderr and an :class:`Exit` code."""
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except DPMICError as exc:
+            failure = f"error: {exc}"
+            code = exit_code(exc)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as exc:  # third-party messages may quote data: name the type only
+            if kwargs.get("debug"):
+                raise
+            failure = (f"error: unexpected {type(exc).__name__}; rerun with --debug for details "
+                       "(they may show data values)")
+            code = Exit.UNEXPECTED
+        click.echo(failure, err=True)
+        sys.exit(int(code))
+    return wrapper
+
+
+#: Run ids name output files and ledger claims: letters, digits and ``._:+-``,
+#: starting with a letter or digit, at most 128 characters.
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+-]{0,127}$")
+
+
+def check_run_id(ctx, param, value):
+    """Click callback: a valid run id, or ``None`` when none was given."""
+    if value is None:
+        return None
+    if not RUN_ID.match(value) or ".." in value:
+        raise click.BadParameter(
+            "use 1-128 letters, digits and . _ : + - (starting with a letter or digit, "
+            "no '..'), e.g. 2026-11-22", ctx=ctx, param=param)
+    return value
+
+
+debug_option = click.option(
+    "--debug", is_flag=True,
+    help="Show the full traceback of an unexpected failure (it may quote data).")
 ledger_option = click.option(
     "--ledger", "ledger_url", envvar="DPMIC_LEDGER", default="sqlite:///dpmic-ledger.db",
     show_default=True, help="Ledger URL: sqlite:///path.db or postgresql://... "
@@ -36,8 +101,10 @@ dataset_option = click.option("--dataset", required=True, help="Dataset id the b
 def main():
     """Differentially private Maximal Information Coefficients on Dask.
 
-    Exit codes: 0 success, 1 unexpected failure, 2 invalid input, 3 budget
-    exceeded (nothing released), 4 ledger missing, unreachable or corrupt.
+    Exit codes: 0 success, 1 unexpected failure, 2 invalid job, input or
+    argument, 3 budget exceeded (nothing released), 4 ledger missing,
+    unreachable or corrupt, 5 Dask scheduler or SQL server did not answer in
+    time (nothing charged), 6 run id already charged.
 
     \b
     Example:
@@ -57,7 +124,9 @@ def main():
 @click.option("--out", "out_dir", default="dpmic-demo-output", show_default=True,
               type=click.Path(file_okay=False, path_type=Path),
               help="Where the table, heatmap and report are written.")
-def demo(rows, partitions, eps, workers, out_dir):
+@debug_option
+@handles_errors
+def demo(rows, partitions, eps, workers, out_dir, debug):
     """Generate a table and release the private MIC of every column pair.
 
     Starts a local Dask cluster, generates ROWS rows with nonlinear, linear,
@@ -69,23 +138,19 @@ def demo(rows, partitions, eps, workers, out_dir):
     Example:
       dpmic demo --rows 200000 --eps 0.5 --out /tmp/demo
     """
-    from distributed import Client, LocalCluster
-
+    from .cluster import open_cluster
     from .demo import DEMO_BOUNDS, demo_frame
+    from .jobio import prepare_folder
 
-    out_dir.mkdir(parents=True, exist_ok=True)
+    prepare_folder(out_dir, "--out")
     start = time.perf_counter()
     click.echo(f"Starting a local Dask cluster with {workers} worker process(es)...")
-    try:
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address=None) as cluster, Client(cluster):
-            ddf = demo_frame(rows, partitions)
-            click.echo(f"Releasing private MIC for {len(DEMO_BOUNDS)} columns "
-                       f"({len(DEMO_BOUNDS) * (len(DEMO_BOUNDS) - 1) // 2} pairs) of "
-                       f"{rows:,} generated rows at eps = {eps:g}...")
-            result = ddf.dpmic.pairwise(eps, bounds=DEMO_BOUNDS, dataset="demo")
-    except DPMICError as exc:
-        _fail(exc)
+    with open_cluster(scheduler=None, workers=workers):
+        ddf = demo_frame(rows, partitions)
+        click.echo(f"Releasing private MIC for {len(DEMO_BOUNDS)} columns "
+                   f"({len(DEMO_BOUNDS) * (len(DEMO_BOUNDS) - 1) // 2} pairs) of "
+                   f"{rows:,} generated rows at eps = {eps:g}...")
+        result = ddf.dpmic.pairwise(eps, bounds=DEMO_BOUNDS, dataset="demo")
     table = result.to_pandas().sort_values("mic", ascending=False)
     table.to_csv(out_dir / "results.csv", index=False)
     (out_dir / "report.txt").write_text(result.report() + "\n")
@@ -103,8 +168,14 @@ def demo(rows, partitions, eps, workers, out_dir):
 
 @main.command()
 @click.argument("job_file", type=click.Path(dir_okay=False, path_type=Path))
-def validate(job_file):
-    """Check JOB_FILE without reading data or touching the budget.
+@debug_option
+@handles_errors
+def validate(job_file, debug):
+    """Check JOB_FILE without reading data, connecting or touching the budget.
+
+    It runs every check 'dpmic run' makes before reading data: keys and types,
+    bounds and fill values, the mechanism and its budget kind, grid-size limits,
+    addresses and URLs. Whether the input has the columns is checked by 'run'.
 
     \b
     Example:
@@ -112,10 +183,7 @@ def validate(job_file):
     """
     from .jobs import load_job
 
-    try:
-        job = load_job(job_file)
-    except DPMICError as exc:
-        _fail(exc)
+    job = load_job(job_file)
     pairs = len(job.bounds) * (len(job.bounds) - 1) // 2
     click.echo(f"{job_file}: ok ({len(job.bounds)} columns, {pairs} pairs, eps={job.eps:g}, "
                f"dataset {job.dataset!r}, ledger {job.ledger_url})")
@@ -123,19 +191,22 @@ def validate(job_file):
 
 @main.command()
 @click.argument("job_file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--run-id", default=None,
+@click.option("--run-id", default=None, callback=check_run_id,
               help="Idempotency key (e.g. the schedule's logical date): a run id that "
-                   "already wrote its rows is not released again.")
+                   "already wrote its rows is not released again, and one that already "
+                   "charged is never charged again. 1-128 letters, digits and ._:+-")
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar (default: only on a terminal).")
 @click.option("--debug", is_flag=True,
               help="Show the full traceback of an unexpected failure (it may quote data).")
+@handles_errors
 def run(job_file, run_id, progress, debug):
     """Run JOB_FILE: one private release, charged to the job's ledger.
 
-    Order: check the job, the ledger and the output (nothing charged on
-    failure); read and count the input on the cluster; charge once; add noise;
-    append the rows atomically to the output.
+    Order: check the job, the run id, the output and the ledger (budget, run id
+    not yet charged) -- nothing is charged and no cluster is started if any of
+    these fails; start or reach the cluster; read and count the input; charge
+    once (claiming the run id); add noise; write the rows atomically.
 
     \b
     Example:
@@ -143,62 +214,35 @@ def run(job_file, run_id, progress, debug):
     """
     import uuid
 
+    from .accounting import resolve_mechanism
+    from .cluster import open_cluster
     from .jobio import check_output_writable, load_input, output_has_run, result_rows, write_output
     from .jobs import load_job
     from .ledger import SQLLedger
+    from .pipeline import precheck_budget
 
-    try:
-        job = load_job(job_file)
-        ledger = SQLLedger(job.ledger_url)
-        if ledger.budget_for(job.dataset) is None:
-            raise LedgerError(f"dataset {job.dataset!r} has no budget in {job.ledger_url}; "
-                              "run 'dpmic budget init' first")
-        run_id = run_id or uuid.uuid4().hex
-        check_output_writable(job)
-        if output_has_run(job, run_id):
-            click.echo(f"run {run_id} already released; nothing to do")
-            return
-        with _cluster(job):
-            frame = load_input(job)
-            result = frame.dpmic.pairwise(
-                job.eps, bounds=job.bounds, delta=job.delta, mechanism=job.mechanism,
-                B=job.B, c=job.c, nulls=job.nulls, fill=job.fill, ledger=ledger,
-                dataset=job.dataset, progress=progress, label=job.name)
-        where = write_output(job, result_rows(result, run_id=run_id, job=job), run_id)
-    except DPMICError as exc:
-        _fail(exc)
-    except Exception as exc:  # third-party messages may quote data: name the type only
-        if debug:
-            raise
-        click.echo(f"error: unexpected {type(exc).__name__}; rerun with --debug for details "
-                   "(they may show data values)", err=True)
-        sys.exit(EXIT_UNEXPECTED)
+    job = load_job(job_file)
+    run_id = run_id or uuid.uuid4().hex
+    ledger = SQLLedger(job.ledger_url)
+    check_output_writable(job)
+    if output_has_run(job, run_id):
+        click.echo(f"run {run_id} already released; nothing to do")
+        return
+    pairs = len(job.bounds) * (len(job.bounds) - 1) // 2
+    run_ledger = ledger.for_run(run_id)
+    precheck_budget(run_ledger, job.dataset,
+                    resolve_mechanism(job.mechanism, job.eps, job.delta, pairs),
+                    job.eps, job.delta)
+    with open_cluster(scheduler=job.scheduler, workers=job.workers, timeout=job.timeout):
+        frame = load_input(job)
+        result = frame.dpmic.pairwise(
+            job.eps, bounds=job.bounds, delta=job.delta, mechanism=job.mechanism,
+            B=job.B, c=job.c, nulls=job.nulls, fill=job.fill, ledger=run_ledger,
+            dataset=job.dataset, progress=progress, label=job.name)
+    where = write_output(job, result_rows(result, run_id=run_id, job=job), run_id)
     click.echo(f"run {run_id}: released {len(result.pairs)} pairs "
                f"({result.mechanism}, eps={result.epsilon:g}) to {where}")
     click.echo(f"remaining budget of {job.dataset!r}: {ledger.remaining(job.dataset)}")
-
-
-def _cluster(job):
-    """A Dask client for the job: its scheduler address, or a local cluster."""
-    from contextlib import ExitStack
-
-    from distributed import Client, LocalCluster
-
-    from .jobio import JobIOError
-
-    stack = ExitStack()
-    try:
-        if job.scheduler:
-            stack.enter_context(Client(job.scheduler, timeout="30s"))
-        else:
-            cluster = stack.enter_context(LocalCluster(
-                n_workers=job.workers, threads_per_worker=1, processes=True,
-                dashboard_address=None))
-            stack.enter_context(Client(cluster))
-    except OSError as exc:
-        stack.close()
-        raise JobIOError(f"cannot reach the Dask scheduler: {exc.__class__.__name__}") from None
-    return stack
 
 
 @main.group()
@@ -218,7 +262,9 @@ def budget():
 @click.option("--epsilon", required=True, type=float, help="Total epsilon the dataset may spend.")
 @click.option("--delta", default=0.0, show_default=True, type=float,
               help="> 0 tracks the budget as zCDP (for Gaussian releases).")
-def budget_init(ledger_url, dataset, epsilon, delta):
+@debug_option
+@handles_errors
+def budget_init(ledger_url, dataset, epsilon, delta, debug):
     """Create the ledger if needed and set DATASET's cap (once; never changed).
 
     \b
@@ -228,11 +274,8 @@ def budget_init(ledger_url, dataset, epsilon, delta):
     from .accounting import Budget
     from .ledger import SQLLedger
 
-    try:
-        cap = Budget(epsilon, delta)
-        SQLLedger(ledger_url).init(dataset, cap)
-    except DPMICError as exc:
-        _fail(exc)
+    cap = Budget(epsilon, delta)
+    SQLLedger(ledger_url).init(dataset, cap)
     unit = "epsilon" if cap.is_pure else "rho (zCDP)"
     click.echo(f"dataset {dataset!r}: budget {cap.cap} {unit} "
                f"(epsilon={epsilon:g}, delta={delta:g})")
@@ -241,7 +284,9 @@ def budget_init(ledger_url, dataset, epsilon, delta):
 @budget.command("show")
 @ledger_option
 @dataset_option
-def budget_show(ledger_url, dataset):
+@debug_option
+@handles_errors
+def budget_show(ledger_url, dataset, debug):
     """Print DATASET's cap, spent and remaining budget.
 
     \b
@@ -250,15 +295,12 @@ def budget_show(ledger_url, dataset):
     """
     from .ledger import SQLLedger
 
-    try:
-        ledger = SQLLedger(ledger_url)
-        cap = ledger.budget_for(dataset)
-        if cap is None:
-            raise LedgerError(f"dataset {dataset!r} has no budget in this ledger")
-        spent, left = ledger.spent(dataset), ledger.remaining(dataset)
-        releases = len(ledger.history(dataset))
-    except DPMICError as exc:
-        _fail(exc)
+    ledger = SQLLedger(ledger_url)
+    cap = ledger.budget_for(dataset)
+    if cap is None:
+        raise LedgerError(f"dataset {dataset!r} has no budget in this ledger")
+    spent, left = ledger.spent(dataset), ledger.remaining(dataset)
+    releases = len(ledger.history(dataset))
     unit = "epsilon" if cap.is_pure else "rho"
     click.echo(f"dataset:   {dataset}")
     click.echo(f"cap:       {cap.cap} {unit} (epsilon={cap.epsilon:g}, delta={cap.delta:g})")
@@ -270,7 +312,9 @@ def budget_show(ledger_url, dataset):
 @ledger_option
 @dataset_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
-def budget_history(ledger_url, dataset, as_json):
+@debug_option
+@handles_errors
+def budget_history(ledger_url, dataset, as_json, debug):
     """List DATASET's releases, oldest first.
 
     \b
@@ -281,10 +325,7 @@ def budget_history(ledger_url, dataset, as_json):
 
     from .ledger import SQLLedger, describe
 
-    try:
-        rows = [describe(r) for r in SQLLedger(ledger_url).history(dataset)]
-    except DPMICError as exc:
-        _fail(exc)
+    rows = [describe(r) for r in SQLLedger(ledger_url).history(dataset)]
     if as_json:
         for row in rows:
             click.echo(json.dumps(row))
@@ -294,7 +335,9 @@ def budget_history(ledger_url, dataset, as_json):
     for row in rows:
         click.echo(f"{row['time']}  {row['amount']:>12}  eps={row['epsilon']:g} "
                    f"delta={row['delta']:g}  {row['mechanism'] or '-'}  {row['job']}  "
-                   f"columns={','.join(row['columns'])}  [{row['charge_id']}]")
+                   f"columns={','.join(row['columns'])}  "
+                   + (f"run={row['run_id']}  " if row["run_id"] else "")
+                   + f"[{row['charge_id']}]")
 
 
 if __name__ == "__main__":  # pragma: no cover

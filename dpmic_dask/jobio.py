@@ -20,21 +20,67 @@ from pathlib import Path
 
 import pandas as pd
 
-from .errors import DPMICError
+from .errors import DPMICError, UnavailableError
+
+SQL_TIMEOUT = 30.0
 
 
 class JobIOError(DPMICError):
     """An input or output of a job cannot be read or written (one line, no values)."""
 
 
-def sql_engine(url: str):
-    """SQLAlchemy engine; plain ``postgresql://`` URLs use the psycopg 3 driver."""
+def sql_engine(url: str, timeout: float = SQL_TIMEOUT):
+    """SQLAlchemy engine with a connect timeout; plain ``postgresql://`` URLs use
+    the psycopg 3 driver."""
+    import math
+
     from sqlalchemy import create_engine
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
     for prefix in ("postgresql://", "postgres://"):
         if url.startswith(prefix):
             url = "postgresql+psycopg://" + url[len(prefix):]
-    return create_engine(url)
+    try:
+        backend = make_url(url).get_backend_name()
+        connect_args = {
+            "postgresql": {"connect_timeout": max(1, math.ceil(timeout))},
+            "mysql": {"connect_timeout": max(1, math.ceil(timeout))},
+            "sqlite": {"timeout": timeout},
+        }.get(backend, {})
+        return create_engine(url, connect_args=connect_args)
+    except ImportError as exc:
+        hint = ("pip install 'dpmic_dask[postgres]'" if "psycopg" in str(exc)
+                else "install the database driver")
+        raise JobIOError(f"the SQL URL needs a database driver that is not installed: {hint}") from None
+    except (ArgumentError, NoSuchModuleError, ValueError):
+        raise JobIOError("the SQL URL is not a valid database URL") from None
+
+
+def _sql_failure(exc, what: str) -> DPMICError:
+    """A SQL error as a package error: unreachable servers are UnavailableError."""
+    from sqlalchemy.exc import OperationalError, TimeoutError as PoolTimeout
+
+    kind = type(getattr(exc, "orig", None) or exc).__name__
+    if isinstance(exc, (OperationalError, PoolTimeout)):
+        return UnavailableError(f"cannot reach the SQL {what}: {kind} (server down, wrong "
+                                "address, or no answer within the timeout)")
+    return JobIOError(f"cannot use the SQL {what}: {kind}")
+
+
+def prepare_folder(folder, name: str) -> Path:
+    """Create ``folder`` if needed and check that it is a writable folder."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise JobIOError(f"{name} {str(folder)!r} is not a folder (a file is in the way)") from None
+    except OSError as exc:
+        raise JobIOError(f"cannot create {name} {str(folder)!r}: "
+                         f"{exc.strerror or type(exc).__name__}") from None
+    if not os.access(folder, os.W_OK):
+        raise JobIOError(f"{name} {str(folder)!r} is not writable")
+    return folder
 
 
 def load_input(job):
@@ -46,28 +92,45 @@ def load_input(job):
         for pattern in job.input_paths:
             if "://" not in pattern and not glob.glob(pattern):
                 raise JobIOError(f"cannot open input {pattern!r}: no such file")
+        failure = None
         try:
             if job.input_format == "csv":
-                frame = dd.read_csv(list(job.input_paths), usecols=columns, blocksize="64MB")
+                frame = dd.read_csv(list(job.input_paths), blocksize="64MB")
             else:
-                frame = dd.read_parquet(list(job.input_paths), columns=columns)
-        except Exception as exc:  # readers raise many types; report the kind only
-            raise JobIOError(f"cannot open input {list(job.input_paths)}: "
-                             f"{exc.__class__.__name__} (check paths and column names)") from None
-        return frame
+                frame = dd.read_parquet(list(job.input_paths))
+        except Exception as exc:  # noqa: BLE001 - readers raise many types; report the kind only
+            failure = exc.__class__.__name__
+        if failure is not None:
+            raise JobIOError(f"cannot open input {list(job.input_paths)}: {failure} "
+                             "(check the paths and the format)")
+        _require_columns(list(frame.columns), columns)
+        return frame[columns]
     import dask
     from sqlalchemy.exc import SQLAlchemyError
 
+    failure = None
     try:
-        meta = _sql_meta(job.sql_url, job.sql_table, job.sql_query, columns)
-    except (SQLAlchemyError, ValueError, OSError) as exc:
-        raise JobIOError(f"cannot read the SQL input: {exc.__class__.__name__}") from None
+        meta = _sql_meta(job.sql_url, job.sql_table, job.sql_query, columns, job.input_timeout)
+    except SQLAlchemyError as exc:
+        failure = _sql_failure(exc, "input")
+    except (ValueError, OSError) as exc:
+        failure = JobIOError(f"cannot read the SQL input: {exc.__class__.__name__}")
+    if failure is not None:
+        raise failure
     # Rows are read lazily, inside the graph, after every check has passed.
-    part = dask.delayed(_read_sql, pure=False)(job.sql_url, job.sql_table, job.sql_query, columns)
+    part = dask.delayed(_read_sql, pure=False)(job.sql_url, job.sql_table, job.sql_query, columns,
+                                               timeout=job.input_timeout)
     return dd.from_delayed([part], meta=meta, verify_meta=False)
 
 
-def _sql_meta(url, table, query, columns) -> pd.DataFrame:
+def _require_columns(available, wanted) -> None:
+    """Name the job's columns the input lacks (names come from the job file)."""
+    missing = [c for c in wanted if c not in available]
+    if missing:
+        raise JobIOError(f"the input has no column(s) {missing} named in [columns]")
+
+
+def _sql_meta(url, table, query, columns, timeout=SQL_TIMEOUT) -> pd.DataFrame:
     """An empty frame with the input's columns and dtypes, from the schema only.
 
     Table columns take their declared type (numeric -> float64, else object, which
@@ -77,8 +140,9 @@ def _sql_meta(url, table, query, columns) -> pd.DataFrame:
     if table:
         from sqlalchemy import inspect
 
-        with sql_engine(url).connect() as conn:
+        with sql_engine(url, timeout).connect() as conn:
             declared = {c["name"]: c["type"] for c in inspect(conn).get_columns(table)}
+        _require_columns(list(declared), columns)
         dtypes = {}
         for name in columns:
             try:
@@ -88,11 +152,12 @@ def _sql_meta(url, table, query, columns) -> pd.DataFrame:
                 numeric = False
             dtypes[name] = "float64" if numeric else "object"
         return pd.DataFrame({c: pd.Series(dtype=t) for c, t in dtypes.items()})
-    empty = _read_sql(url, None, query, columns, limit=0)
-    return empty.astype("float64")
+    empty = _read_sql(url, None, query, columns, limit=0, timeout=timeout)
+    _require_columns(list(empty.columns), columns)
+    return empty[columns].astype("float64")
 
 
-def _read_sql(url, table, query, columns, limit=None) -> pd.DataFrame:
+def _read_sql(url, table, query, columns, limit=None, timeout=SQL_TIMEOUT) -> pd.DataFrame:
     """Rows of a SQL table (selected columns) or query; ``limit`` caps the rows."""
     from sqlalchemy import column, select, table as sql_table, text
 
@@ -103,7 +168,7 @@ def _read_sql(url, table, query, columns, limit=None) -> pd.DataFrame:
     else:
         statement = text(f"SELECT * FROM ({query}) AS dpmic_input"
                          + ("" if limit is None else f" LIMIT {int(limit)}"))
-    with sql_engine(url).connect() as conn:
+    with sql_engine(url, timeout).connect() as conn:
         return pd.read_sql_query(statement, conn)
 
 
@@ -118,41 +183,41 @@ def result_rows(result, *, run_id: str, job) -> pd.DataFrame:
 
 
 def _run_file(job, run_id: str) -> Path:
-    return Path(job.output_path) / f"run-{run_id}.{job.output_format}"
+    folder = Path(job.output_path)
+    path = folder / f"run-{run_id}.{job.output_format}"
+    if path.parent != folder:  # run ids are validated; this is a second line of defence
+        raise JobIOError("the run id would write outside the output folder")
+    return path
 
 
 def output_has_run(job, run_id: str) -> bool:
     """Whether a previous run with this id already wrote its rows."""
     if job.output_path:
         return _run_file(job, run_id).exists()
-    from sqlalchemy import inspect, text
+    from sqlalchemy import column, inspect, literal, select, table
     from sqlalchemy.exc import SQLAlchemyError
 
+    failure = None
     try:
-        engine = sql_engine(job.output_sql_url)
+        engine = sql_engine(job.output_sql_url, job.output_timeout)
         with engine.connect() as conn:
             if not inspect(conn).has_table(job.output_sql_table):
                 return False
-            found = conn.execute(
-                text(f'SELECT 1 FROM "{job.output_sql_table}" WHERE run_id = :r LIMIT 1'),
-                {"r": run_id}).first()
-            return found is not None
+            # The table name is quoted by SQLAlchemy, never interpolated.
+            statement = (select(literal(1)).select_from(table(job.output_sql_table))
+                         .where(column("run_id") == run_id).limit(1))
+            return conn.execute(statement).first() is not None
     except SQLAlchemyError as exc:
-        raise JobIOError(f"cannot reach the SQL output: {exc.__class__.__name__}") from None
+        failure = _sql_failure(exc, "output")
+    raise failure
 
 
 def check_output_writable(job) -> None:
     """Fail before any budget is spent if the output cannot be written."""
     if job.output_path:
-        folder = Path(job.output_path)
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise JobIOError(f"cannot create output folder {str(folder)!r}: {exc.strerror}") from None
-        if not os.access(folder, os.W_OK):
-            raise JobIOError(f"output folder {str(folder)!r} is not writable")
+        prepare_folder(job.output_path, "output folder")
     else:
-        output_has_run(job, "__probe__")
+        output_has_run(job, "probe")
 
 
 def write_output(job, rows: pd.DataFrame, run_id: str) -> str:
@@ -170,10 +235,13 @@ def write_output(job, rows: pd.DataFrame, run_id: str) -> str:
         return str(final)
     from sqlalchemy.exc import SQLAlchemyError
 
+    failure = None
     try:
-        engine = sql_engine(job.output_sql_url)
+        engine = sql_engine(job.output_sql_url, job.output_timeout)
         with engine.begin() as conn:  # one transaction: all rows or none
             rows.to_sql(job.output_sql_table, conn, if_exists="append", index=False)
     except SQLAlchemyError as exc:
-        raise JobIOError(f"cannot write the SQL output: {exc.__class__.__name__}") from None
+        failure = _sql_failure(exc, "output")
+    if failure is not None:
+        raise failure
     return f"{job.output_sql_table} (SQL)"

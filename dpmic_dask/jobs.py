@@ -14,6 +14,7 @@ Example (TOML)::
     [input]
     paths = ["data/sales-*.parquet"]       # Parquet or CSV files/globs, fsspec URLs
     # or: sql_url = "postgresql://..." with sql_table = "sales" (or sql_query = "...")
+    # timeout = 30                         # seconds to connect to a SQL server
 
     [columns]
     age = { bounds = [0, 120] }
@@ -24,9 +25,11 @@ Example (TOML)::
 
     [output]
     path = "results/"                      # a folder (Parquet or CSV), or sql_url + sql_table
+                                           # (+ timeout, seconds to connect, default 30)
 
     [cluster]
     scheduler = "tcp://scheduler:8786"     # default: $DASK_SCHEDULER_ADDRESS, else a local cluster
+    timeout = 30                           # seconds for the scheduler to answer
     [ledger]
     url = "sqlite:///ledger.db"            # default: $DPMIC_LEDGER, else sqlite:///dpmic-ledger.db
 """
@@ -42,11 +45,11 @@ from .errors import InvalidParameterError
 
 SECTIONS = {
     "job": {"name", "dataset"},
-    "input": {"paths", "format", "sql_url", "sql_table", "sql_query"},
+    "input": {"paths", "format", "sql_url", "sql_table", "sql_query", "timeout"},
     "columns": None,  # column names are free; each entry has COLUMN_KEYS
     "privacy": {"eps", "delta", "mechanism", "B", "c", "nulls"},
-    "output": {"path", "format", "sql_url", "sql_table"},
-    "cluster": {"scheduler", "workers"},
+    "output": {"path", "format", "sql_url", "sql_table", "timeout"},
+    "cluster": {"scheduler", "workers", "timeout"},
     "ledger": {"url"},
 }
 COLUMN_KEYS = {"bounds", "fill"}
@@ -69,6 +72,7 @@ class Job:
     sql_url: str | None = None
     sql_table: str | None = None
     sql_query: str | None = None
+    input_timeout: float = 30.0
     bounds: dict = field(default_factory=dict)
     fill: dict | None = None
     eps: float = 1.0
@@ -81,7 +85,9 @@ class Job:
     output_format: str = "parquet"
     output_sql_url: str | None = None
     output_sql_table: str | None = None
+    output_timeout: float = 30.0
     scheduler: str | None = None
+    timeout: float = 30.0
     workers: int = 2
     ledger_url: str = "sqlite:///dpmic-ledger.db"
 
@@ -91,16 +97,24 @@ def _read(path: Path) -> dict:
         text = path.read_text()
     except OSError as exc:
         raise JobError(f"{path}: cannot read the job file ({exc.strerror})") from None
-    try:
-        if path.suffix in (".yaml", ".yml"):
-            import yaml
+    # A job file is configuration, not data: its parser's position and reason
+    # are safe to show.
+    if path.suffix in (".yaml", ".yml"):
+        import yaml
 
+        try:
             data = yaml.safe_load(text)
-        else:
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown place"
+            raise JobError(f"{path}: not valid YAML at {where}: {exc.problem or exc.context}") from None
+        except yaml.YAMLError as exc:
+            raise JobError(f"{path}: not valid YAML ({exc.__class__.__name__})") from None
+    else:
+        try:
             data = tomllib.loads(text)
-    except Exception as exc:  # parser errors differ between formats
-        raise JobError(f"{path}: not valid {'YAML' if path.suffix in ('.yaml', '.yml') else 'TOML'}"
-                       f" ({exc.__class__.__name__})") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise JobError(f"{path}: not valid TOML: {exc}") from None
     if not isinstance(data, dict):
         raise JobError(f"{path}: a job file must be a table of sections")
     return data
@@ -126,6 +140,12 @@ def _typed(value, kinds, key, src, what):
     if isinstance(value, bool) or not isinstance(value, kinds):
         raise JobError(f"{src}: {key} must be {what}")
     return value
+
+
+def _seconds(value, key, src) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 3600:
+        raise JobError(f"{src}: {key} must be a number of seconds in (0, 3600]")
+    return float(value)
 
 
 def load_job(path) -> Job:
@@ -166,8 +186,13 @@ def load_job(path) -> Job:
         kw["sql_url"] = _typed(inp["sql_url"], str, "input.sql_url", src, "a database URL")
         if ("sql_table" in inp) == ("sql_query" in inp):
             raise JobError(f"{src}: input with sql_url needs exactly one of sql_table, sql_query")
-        kw["sql_table"] = inp.get("sql_table")
-        kw["sql_query"] = inp.get("sql_query")
+        for key in ("sql_table", "sql_query"):
+            if key in inp:
+                kw[key] = _typed(inp[key], str, f"input.{key}", src, "a non-empty string")
+                if not kw[key].strip():
+                    raise JobError(f"{src}: input.{key} must be a non-empty string")
+        if "timeout" in inp:
+            kw["input_timeout"] = _seconds(inp["timeout"], "input.timeout", src)
     else:
         raise JobError(f"{src}: input needs paths or sql_url")
 
@@ -215,11 +240,17 @@ def load_job(path) -> Job:
         kw["output_sql_url"] = _typed(out["sql_url"], str, "output.sql_url", src, "a database URL")
         kw["output_sql_table"] = _typed(out.get("sql_table"), str, "output.sql_table", src,
                                         "a table name")
+        if not kw["output_sql_table"].strip():
+            raise JobError(f"{src}: output.sql_table must be a non-empty table name")
+        if "timeout" in out:
+            kw["output_timeout"] = _seconds(out["timeout"], "output.timeout", src)
     else:
         raise JobError(f"{src}: output needs path or sql_url")
 
     if "scheduler" in cluster:
         kw["scheduler"] = _typed(cluster["scheduler"], str, "cluster.scheduler", src, "an address")
+    if "timeout" in cluster:
+        kw["timeout"] = _seconds(cluster["timeout"], "cluster.timeout", src)
     if "workers" in cluster:
         kw["workers"] = _typed(cluster["workers"], int, "cluster.workers", src, "an integer >= 1")
         if kw["workers"] < 1:
@@ -234,28 +265,48 @@ def load_job(path) -> Job:
 
 
 def _check_parameters(job: Job) -> Job:
-    """Run the library's own parameter checks, prefixed with the job file."""
+    """Run the library's own checks that need no data, prefixed with the job file:
+    everything ``dpmic run`` checks before reading the input."""
     from . import accounting
+    from .cluster import check_address
+    from .errors import DPMICError
     from .ledger import SQLLedger
+    from .limits import check_grid_lower_bound
     from .validation import check_bounds, check_clump_factor, check_max_cells
 
+    pairs = len(job.bounds) * (len(job.bounds) - 1) // 2
     try:
-        accounting.check_epsilon(job.eps, "privacy.eps")
-        accounting.check_delta(job.delta, "privacy.delta")
+        eps = accounting.check_epsilon(job.eps, "privacy.eps")
+        delta = accounting.check_delta(job.delta, "privacy.delta")
         accounting.check_mechanism(job.mechanism)
         if job.mechanism == "mice-lap":
             raise InvalidParameterError("privacy.mechanism 'mice-lap' is in-memory only")
+        resolved = accounting.resolve_mechanism(job.mechanism, eps, delta, pairs)
+        accounting.release_cost(resolved, eps, delta)  # e.g. rho underflow
         if job.B is not None:
             check_max_cells(job.B, "privacy.B")
         if job.c is not None:
             check_clump_factor(job.c, "privacy.c")
+        check_grid_lower_bound(job.B, job.c, pairs)
         for name, b in job.bounds.items():
-            check_bounds(b, f"columns.{name}.bounds")
+            lo, hi = check_bounds(b, f"columns.{name}.bounds")
+            if job.fill is not None:
+                value = job.fill.get(name)
+                if value is None:
+                    raise InvalidParameterError(
+                        f"columns.{name} needs a fill value with privacy.nulls = \"fill\"")
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    lo <= value <= hi
+                ):
+                    raise InvalidParameterError(
+                        f"columns.{name}.fill must be a number inside columns.{name}.bounds")
         if job.nulls not in ("raise", "fill"):
             raise InvalidParameterError("privacy.nulls must be 'raise' or 'fill'")
+        if job.scheduler:
+            check_address(job.scheduler)
         SQLLedger(job.ledger_url)  # URL shape only; nothing is opened
     except JobError:
         raise
-    except InvalidParameterError as exc:
+    except DPMICError as exc:
         raise JobError(f"{job.source}: {exc}") from None
     return job

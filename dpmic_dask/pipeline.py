@@ -8,6 +8,8 @@ returned can redraw noise.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
@@ -15,10 +17,16 @@ from . import accounting
 from .accounting import InMemoryLedger, NoisePlan
 from .counts import pair_counts
 from .defaults import default_parameters
-from .errors import InvalidDataError, InvalidParameterError, MissingValuesError
+from .errors import (
+    BudgetExceededError,
+    InvalidDataError,
+    InvalidParameterError,
+    MissingValuesError,
+    PrivacyLeakWarning,
+)
 from .grids import master_grid_family
+from .limits import check_grid_lower_bound, check_mice_grid, check_micr_grid
 from .mechanisms import noisy_counts, noisy_values
-from .errors import BudgetExceededError
 from .mice import mice_on_distinct_ranks
 from .noise import active_sampler
 from .partition import CountSpec, PartialCounts
@@ -93,7 +101,7 @@ def _grid_parameters(mechanism: str, n: int, eps_per_pair: float, B, c):
     return B, (default_c if c is None else c)
 
 
-def _precheck_budget(ledger, dataset, mechanism: str, eps: float, delta: float) -> None:
+def precheck_budget(ledger, dataset, mechanism: str, eps: float, delta: float) -> None:
     """Before any data is read: refuse what the charge would refuse (an unknown
     dataset, a ledger that cannot be reached, a budget of the wrong kind or one too
     small). Not binding: the atomic charge after counting is what counts. The cost
@@ -106,6 +114,15 @@ def _precheck_budget(ledger, dataset, mechanism: str, eps: float, delta: float) 
     else:
         return
     raise BudgetExceededError(f"{message}; no data was read")
+
+
+def warn_if_delta_large(delta: float, n: int) -> None:
+    """``delta`` at or above ``1 / N`` allows releasing a random row in the clear."""
+    if delta > 0 and delta * n >= 1:
+        warnings.warn(
+            f"delta = {delta:g} is at least 1/N for N = {n} rows: an (eps, delta) guarantee "
+            "this weak allows publishing a random row in the clear; use delta well below 1/N",
+            PrivacyLeakWarning, stacklevel=3)
 
 
 def private_mic(x, y, *, eps, x_bounds, y_bounds, mechanism="auto", delta=0.0, B=None, c=None,
@@ -142,12 +159,19 @@ def private_mic(x, y, *, eps, x_bounds, y_bounds, mechanism="auto", delta=0.0, B
     yb = check_bounds(y_bounds, "y_bounds")
     B = None if B is None else check_max_cells(B)
     c = None if c is None else check_clump_factor(c)
-    _precheck_budget(ledger, dataset, resolved, eps, delta)
+    if resolved != "mice-lap":
+        check_grid_lower_bound(B, c, 1)
+    precheck_budget(ledger, dataset, resolved, eps, delta)
     xa, ya = check_pair(x, y)
     n = xa.shape[0]
     if resolved == "mice-lap" and n < 6:
         raise InvalidDataError("mechanism 'mice-lap' needs at least 6 rows")
+    warn_if_delta_large(delta, n)
     B, c = _grid_parameters(resolved, n, eps, B, c)
+    if resolved == "mice-lap":
+        check_mice_grid(B, c)
+    else:
+        check_micr_grid(B, c, 1)
     plan = accounting.plan_release(mechanism=resolved, n=n, eps=eps, delta=delta, pairs=1, B=B, c=c)
     description = f"private_mic {resolved}"
     if resolved == "mice-lap":
@@ -219,14 +243,17 @@ def run_pairwise(frame, eps, *, bounds, columns=None, delta=0.0, mechanism="auto
         _check_frame(frame), bounds=bounds, columns=columns, nulls=nulls, fill=fill)
     n_pairs = len(columns) * (len(columns) - 1) // 2
     resolved = accounting.resolve_mechanism(mechanism, eps, delta, n_pairs)
-    _precheck_budget(ledger, dataset, resolved, eps, delta)
+    check_grid_lower_bound(B, c, n_pairs, split_every)
+    precheck_budget(ledger, dataset, resolved, eps, delta)
 
     n_rows = count_rows(frame, columns) if (B is None or c is None) else None
     if n_rows is not None and n_rows < MIN_ROWS:
         raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
     B, c = _grid_parameters(resolved, n_rows or MIN_ROWS, eps / n_pairs, B, c)
+    check_micr_grid(B, c, n_pairs, split_every)
     agg = _count(frame, columns, checked, fills, B, c, split_every, progress)
     n = agg.rows
+    warn_if_delta_large(delta, n)
     plan = accounting.plan_release(mechanism=resolved, n=n, eps=eps, delta=delta,
                                    pairs=n_pairs, B=B, c=c)
     values, charge = release_micr(
@@ -253,6 +280,7 @@ def run_pairwise_nonprivate(frame, *, bounds, B, c, columns=None, nulls="raise",
     c = check_clump_factor(c)
     columns, checked, fills = check_frame_request(
         _check_frame(frame), bounds=bounds, columns=columns, nulls=nulls, fill=fill)
+    check_micr_grid(B, c, len(columns) * (len(columns) - 1) // 2, split_every)
     agg = _count(frame, columns, checked, fills, B, c, split_every, progress)
     return pd.DataFrame({
         "x": [columns[i] for i, _ in agg.spec.pairs],

@@ -150,6 +150,11 @@ def check_frame_request(dtypes, *, bounds, columns=None, nulls="raise", fill=Non
             )
     if len(selected) < 2:
         raise InvalidParameterError("at least two columns with bounds are needed")
+    repeated = sorted({str(c) for c in selected if names.count(c) > 1})
+    if repeated:
+        raise InvalidDataError(
+            f"column label(s) {repeated} appear more than once in the frame; rename the "
+            "duplicates so that each selected column is one column")
     non_numeric = [c for c in selected if not _dtype_is_numeric(dtypes[c])]
     if non_numeric:
         raise InvalidDataError(f"column(s) {non_numeric} are not numeric")
