@@ -248,20 +248,28 @@ def mutual_information_bound_nats(eps: float) -> float:
 
 def privacy_statement(cost: PrivacyCost, pairs: int) -> str:
     """One paragraph, in words, of what a release with ``cost`` guarantees."""
+    plural = "s" if pairs != 1 else ""
     if cost.is_pure:
         bound = mutual_information_bound_nats(cost.epsilon)
         return (
             f"This release is {cost.epsilon:g}-differentially private with respect to "
             f"replacing any one row ({cost.epsilon / pairs:g} per pair over {pairs} "
-            f"pair{'s' if pairs != 1 else ''}). Equivalently, it reveals at most "
-            f"{bound:.4g} nats of mutual information about any one row beyond what the "
-            "other rows already reveal."
+            f"pair{plural}). This implies that it reveals at most {bound:.4g} nats of "
+            "mutual information about any one row beyond what the other rows already reveal."
         )
     return (
         f"This release is ({cost.epsilon:g}, {cost.delta:g})-differentially private "
-        f"with respect to replacing any one row, accounted as {cost.rho:.6g}-zCDP over "
-        f"{pairs} pair{'s' if pairs != 1 else ''}."
+        f"with respect to replacing any one row. It is accounted as {cost.rho:.6g}-zCDP "
+        f"in total ({cost.rho / pairs:.4g} per pair over {pairs} pair{plural}); zCDP "
+        "costs add up across releases, epsilons of Gaussian releases do not."
     )
+
+
+def value_cost(cost: PrivacyCost, pairs: int) -> tuple[float, str]:
+    """What each of ``pairs`` released values cost, and the unit it is counted in."""
+    if cost.is_pure:
+        return cost.epsilon / pairs, "epsilon"
+    return cost.rho / pairs, "rho (zCDP)"
 
 
 # --------------------------------------------------------------------------- budget

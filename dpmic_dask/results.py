@@ -100,10 +100,19 @@ class PairwiseResult:
     statement: str
 
     def to_pandas(self):
-        """Tidy table: one row per pair with ``x, y, mic, ci95, noise_scale, mechanism,
-        epsilon, delta, n, B, c``."""
+        """Tidy table: one row per pair.
+
+        Columns: ``x, y, mic, ci95, noise_scale, mechanism``; ``release_epsilon``
+        and ``release_delta``, the total cost of the whole release (every row repeats
+        it); ``value_cost`` and ``cost_unit``, what each released value cost
+        (``epsilon / P`` for pure releases, ``rho / P`` zCDP for Gaussian ones);
+        ``n, B, c``.
+        """
         import pandas as pd
 
+        from .accounting import PrivacyCost, value_cost
+
+        cost, unit = value_cost(PrivacyCost(self.epsilon, self.delta, self.rho), len(self.pairs))
         return pd.DataFrame({
             "x": [a for a, _ in self.pairs],
             "y": [b for _, b in self.pairs],
@@ -111,8 +120,10 @@ class PairwiseResult:
             "ci95": self.ci95,
             "noise_scale": self.noise_scale,
             "mechanism": self.mechanism,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
+            "release_epsilon": self.epsilon,
+            "release_delta": self.delta,
+            "value_cost": cost,
+            "cost_unit": unit,
             "n": self.n,
             "B": self.B,
             "c": self.c,
@@ -136,10 +147,14 @@ class PairwiseResult:
     def plot(self, ax=None, *, path=None):
         """Heatmap of the released matrix (needs matplotlib: ``pip install dpmic_dask[plot]``).
 
-        Returns the matplotlib Axes; with ``path``, also saves the figure there.
+        The noise is shown, not hidden: the title gives the 95% interval of the noise
+        alone, and cells whose value lies within it (indistinguishable from no
+        relationship at this budget) are hatched and their text greyed. Returns the
+        matplotlib Axes; with ``path``, also saves the figure there.
         """
         try:
             from matplotlib.figure import Figure
+            from matplotlib.patches import Rectangle
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError(
                 "plotting needs matplotlib: pip install 'dpmic_dask[plot]'"
@@ -156,18 +171,37 @@ class PairwiseResult:
         image = ax.imshow(m.to_numpy(dtype=float), vmin=0.0, vmax=1.0, cmap="viridis")
         ax.set_xticks(range(len(m.columns)), list(m.columns), rotation=45, ha="right")
         ax.set_yticks(range(len(m.index)), list(m.index))
+        noise = self.ci95 if self.ci95 == self.ci95 else None  # NaN for micr-geom
         for i in range(len(m.index)):
             for j in range(len(m.columns)):
                 v = m.iat[i, j]
-                if v == v:
-                    ax.text(j, i, f"{v:.2f}", ha="center", va="center",
-                            color="white" if v < 0.6 else "black", fontsize=8)
+                if v != v:
+                    continue
+                within_noise = noise is not None and v <= noise
+                if within_noise:
+                    ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///",
+                                           edgecolor="0.6", linewidth=0))
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8,
+                        color="0.6" if within_noise else ("white" if v < 0.6 else "black"),
+                        style="italic" if within_noise else "normal")
         ax.figure.colorbar(image, ax=ax, label="private MIC")
-        ax.set_title(f"{self.mechanism}, eps={self.epsilon:g}, n={self.n}")
+        title = f"{self.mechanism}, eps={self.epsilon:g}, n={self.n}"
+        if noise is not None:
+            title += f"\nnoise alone: +/-{noise:.2g} (95%); hatched cells lie within it"
+        else:
+            title += "\nnoise on every grid count (no interval for the value)"
+        ax.set_title(title, fontsize=9)
         ax.figure.tight_layout()
         if path is not None:
             ax.figure.savefig(path, dpi=120)
         return ax
+
+    def _budget_line(self, pairs: int) -> str:
+        if self.rho is None:
+            return (f"Budget: epsilon = {self.epsilon:g} in total, "
+                    f"{self.epsilon / pairs:.4g} per pair.")
+        return (f"Budget: epsilon = {self.epsilon:g}, delta = {self.delta:g} in total, "
+                f"accounted as rho = {self.rho:.4g} zCDP ({self.rho / pairs:.4g} per pair).")
 
     def report(self) -> str:
         """Plain text: what was released and what it guarantees."""
@@ -179,9 +213,7 @@ class PairwiseResult:
             f"Released: private MIC for {pairs} pair{'s' if pairs != 1 else ''} of "
             f"{len(self.columns)} columns ({', '.join(map(str, self.columns))}), n = {self.n} rows.",
             f"Mechanism: {self.mechanism} (B = {self.B}, c = {self.c}).",
-            f"Budget: epsilon = {self.epsilon:g} in total, {self.epsilon / pairs:.4g} per pair"
-            + (f"; delta = {self.delta:g} (rho = {self.rho:.4g} zCDP)" if self.rho is not None else "")
-            + ".",
+            self._budget_line(pairs),
         ]
         if self.ci95 == self.ci95:
             lines.append(
