@@ -6,7 +6,7 @@ import sys
 from click.testing import CliRunner
 
 from dpmic_dask.accounting import PrivacyCost
-from dpmic_dask.cli import EXIT_BUDGET, EXIT_INVALID, EXIT_LEDGER, main
+from dpmic_dask.cli import Exit, main
 from dpmic_dask.ledger import SQLLedger
 
 
@@ -19,7 +19,7 @@ def test_budget_init_show_history(tmp_path):
     r = invoke("budget", "init", "--ledger", url, "--dataset", "sales", "--epsilon", "2")
     assert r.exit_code == 0 and "budget 2.0 epsilon" in r.output
     again = invoke("budget", "init", "--ledger", url, "--dataset", "sales", "--epsilon", "9")
-    assert again.exit_code == EXIT_INVALID and "never changed" in again.output
+    assert again.exit_code == Exit.INVALID and "never changed" in again.output
     ledger = SQLLedger(url)
     ledger.charge("sales", PrivacyCost(0.5), description="daily export", mechanism="micr-lap",
                   columns=("age", "income"))
@@ -40,12 +40,12 @@ def test_budget_init_show_history(tmp_path):
 def test_budget_errors_have_exit_codes(tmp_path):
     missing = f"sqlite:///{tmp_path / 'none.db'}"
     r = invoke("budget", "show", "--ledger", missing, "--dataset", "x")
-    assert r.exit_code == EXIT_LEDGER and "does not exist" in r.output
+    assert r.exit_code == Exit.LEDGER and "does not exist" in r.output
     r = invoke("budget", "init", "--ledger", missing, "--dataset", "x", "--epsilon", "-1")
-    assert r.exit_code == EXIT_INVALID and "epsilon" in r.output
+    assert r.exit_code == Exit.INVALID and "epsilon" in r.output
     r = invoke("budget", "init", "--ledger", "ftp://x", "--dataset", "x", "--epsilon", "1")
-    assert r.exit_code == EXIT_INVALID
-    assert EXIT_BUDGET == 3
+    assert r.exit_code == Exit.INVALID
+    assert Exit.BUDGET == 3
 
 
 def test_budget_commands_have_help_with_examples():
@@ -63,4 +63,4 @@ def test_budget_as_a_real_process_with_env_ledger(tmp_path):
     assert run("budget", "init", "--dataset", "d", "--epsilon", "1", "--delta", "1e-6").returncode == 0
     shown = run("budget", "show", "--dataset", "d")
     assert shown.returncode == 0 and "rho" in shown.stdout
-    assert run("budget", "show", "--dataset", "nope").returncode == EXIT_LEDGER
+    assert run("budget", "show", "--dataset", "nope").returncode == Exit.LEDGER

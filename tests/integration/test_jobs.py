@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from dpmic_dask.accounting import Budget
-from dpmic_dask.cli import EXIT_BUDGET, EXIT_INVALID, EXIT_LEDGER, main
+from dpmic_dask.cli import Exit, main
 from dpmic_dask.jobs import JobError, load_job
 from dpmic_dask.ledger import SQLLedger
 
@@ -89,7 +89,7 @@ def test_validate_good_and_bad_jobs(setup, tmp_path):
     }
     for old, (new, message) in cases.items():
         result = invoke("validate", job(**{old: new}))
-        assert result.exit_code == EXIT_INVALID, (old, result.output)
+        assert result.exit_code == Exit.INVALID, (old, result.output)
         assert message in result.output and len(result.output.strip().splitlines()) == 1
     missing = invoke("validate", tmp_path / "nope.toml")
     assert missing.exit_code != 0
@@ -123,7 +123,7 @@ def test_run_charges_once_writes_atomically_and_is_idempotent(setup):
     assert first.exit_code == 0, first.output
     out = pd.read_parquet(tmp_path / "out")
     assert len(out) == 3 and (out.run_id == "2026-11-22").all()
-    assert {"released_at", "job", "dataset", "charge_id", "mic", "epsilon"} <= set(out.columns)
+    assert {"released_at", "job", "dataset", "charge_id", "mic", "release_epsilon", "value_cost"} <= set(out.columns)
     (record,) = SQLLedger(ledger).history("d")
     assert (record.description, record.mechanism, record.columns) == ("nightly", "micr-lap",
                                                                        ("a", "b", "c"))
@@ -135,7 +135,7 @@ def test_run_charges_once_writes_atomically_and_is_idempotent(setup):
     assert len(pd.read_parquet(tmp_path / "out")) == 6
     # 2.5 budget, 1.0 per run: the third run is refused and writes nothing
     refused = invoke("run", job(), "--run-id", "2026-11-24")
-    assert refused.exit_code == EXIT_BUDGET and "no data was read" in refused.output
+    assert refused.exit_code == Exit.BUDGET and "no data was read" in refused.output
     assert len(pd.read_parquet(tmp_path / "out")) == 6
     assert len(SQLLedger(ledger).history("d")) == 2
 
@@ -143,13 +143,13 @@ def test_run_charges_once_writes_atomically_and_is_idempotent(setup):
 def test_run_failures_charge_nothing(setup):
     tmp_path, ledger, job = setup
     bad_input = invoke("run", job(**{f"{tmp_path / 'in'}/*.parquet": f"{tmp_path}/missing/*.parquet"}))
-    assert bad_input.exit_code == EXIT_INVALID and "cannot open input" in bad_input.output
+    assert bad_input.exit_code == Exit.INVALID and "cannot open input" in bad_input.output
     no_ledger = invoke("run", job(**{"ledger.db": "other.db"}))
-    assert no_ledger.exit_code == EXIT_LEDGER
+    assert no_ledger.exit_code == Exit.LEDGER
     wrong_column = invoke("run", job(**{"c = {": "zz = {"}))
-    assert wrong_column.exit_code == EXIT_INVALID
+    assert wrong_column.exit_code == Exit.INVALID and "no column(s) ['zz']" in wrong_column.output
     assert SQLLedger(ledger).history("d") == []
-    assert not list((tmp_path / "out").glob("run-*")) if (tmp_path / "out").exists() else True
+    assert not list((tmp_path / "out").glob("run-*"))
 
 
 def test_killed_between_charge_and_write_keeps_charge_and_no_output(setup):
@@ -169,8 +169,13 @@ def test_killed_between_charge_and_write_keeps_charge_and_no_output(setup):
     assert proc.returncode == 9, proc.stderr[-2000:]
     assert len(SQLLedger(ledger).history("d")) == 1  # charged, never refunded
     assert not list((tmp_path / "out").glob("run-*"))  # no partial output
+    # a retry with the same run id is refused before anything is read or charged:
+    # the release of that run is lost (budget, never privacy)
     rerun = invoke("run", job(), "--run-id", "crash")
-    assert rerun.exit_code == 0  # nothing was written, so the run id is free
+    assert rerun.exit_code == Exit.RUN_CLAIMED and "already charged" in rerun.output
+    assert len(SQLLedger(ledger).history("d")) == 1
+    fresh = invoke("run", job(), "--run-id", "crash-retry")
+    assert fresh.exit_code == 0, fresh.output
     assert len(pd.read_parquet(tmp_path / "out")) == 3
 
 

@@ -6,7 +6,7 @@ import pandas as pd
 from click.testing import CliRunner
 
 from dpmic_dask.accounting import Budget
-from dpmic_dask.cli import EXIT_BUDGET, EXIT_INVALID, main
+from dpmic_dask.cli import Exit, main
 from dpmic_dask.jobio import sql_engine
 from dpmic_dask.ledger import SQLLedger
 
@@ -54,12 +54,16 @@ url = "{postgres_url}"
     assert len(pd.read_sql_table("dpmic_results", sql_engine(postgres_url))) == 3
     # the next day does not fit the remaining 0.5
     refused = runner.invoke(main, ["run", str(job), "--run-id", "day-2"])
-    assert refused.exit_code == EXIT_BUDGET
+    assert refused.exit_code == Exit.BUDGET
     assert len(SQLLedger(postgres_url).history("lab")) == 1
-    # an unreachable input database: one line, nothing charged
+    # an unreachable input database: one line, nothing charged (on a dataset
+    # whose budget could pay, so that the input is what the run meets)
+    SQLLedger(postgres_url).init("lab-2", Budget(5.0))
     bad = job.read_text().replace(f'sql_url = "{postgres_url}"\nsql_table = "measurements"',
                                   'sql_url = "postgresql://nobody@127.0.0.1:1/none"\nsql_table = "m"')
-    job.write_text(bad)
+    job.write_text(bad.replace('dataset = "lab"', 'dataset = "lab-2"'))
     unreachable = runner.invoke(main, ["run", str(job), "--run-id", "day-3"])
-    assert unreachable.exit_code == EXIT_INVALID and "cannot read the SQL input" in unreachable.output
+    assert unreachable.exit_code == Exit.UNAVAILABLE
+    assert "cannot reach the SQL input" in unreachable.output
     assert len(SQLLedger(postgres_url).history("lab")) == 1
+    assert SQLLedger(postgres_url).history("lab-2") == []

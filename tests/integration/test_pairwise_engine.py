@@ -59,7 +59,8 @@ def test_pairwise_release_once_and_result_api(df, tmp_path):
     assert not any(dask.is_dask_collection(v) for v in vars(first).values())
     tidy = first.to_pandas()
     assert list(tidy.columns) == ["x", "y", "mic", "ci95", "noise_scale", "mechanism",
-                                  "epsilon", "delta", "n", "B", "c"]
+                                  "release_epsilon", "release_delta", "value_cost", "cost_unit",
+                                  "n", "B", "c"]
     assert len(tidy) == 6 and (tidy.n == len(df)).all() and (tidy.mechanism == "micr-lap").all()
     m = first.matrix()
     assert np.allclose(m.to_numpy(), m.to_numpy().T, equal_nan=True)

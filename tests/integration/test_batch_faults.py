@@ -1,0 +1,508 @@
+"""The batch path under bad input and faults: no leaks, no hangs, no lost budget.
+
+Every scenario's exit code is looked up in the "Failure modes" table of
+docs/deployment.md, so the table and the behaviour cannot drift apart.
+"""
+
+import multiprocessing as mp
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import dpmic_dask as dm
+from dpmic_dask.accounting import Budget, PrivacyCost
+from dpmic_dask.cli import Exit, main
+from dpmic_dask.ledger import SQLLedger
+from tests.integration.test_jobs import JOB, write_input
+
+ROOT = Path(__file__).resolve().parents[2]
+SECRET = "SECRET-alice"
+
+
+def failure_table() -> dict:
+    """First column -> exit code of the table in docs/deployment.md."""
+    text = (ROOT / "docs" / "deployment.md").read_text()
+    section = text.split("## Failure modes", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[1].isdigit():
+            rows[cells[0]] = int(cells[1])
+    return rows
+
+
+def documented_exit(prefix: str) -> int:
+    matches = [code for what, code in failure_table().items() if what.startswith(prefix)]
+    assert len(matches) == 1, prefix
+    return matches[0]
+
+
+def test_failure_table_lists_every_exit_code():
+    assert set(failure_table().values()) == {int(code) for code in Exit}
+
+
+@pytest.fixture
+def env(tmp_path):
+    """A job over Parquet input with a budget of 5 in a SQLite ledger."""
+    write_input(tmp_path / "in")
+    ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
+    SQLLedger(ledger).init("d", Budget(5.0))
+
+    def job(text_replacements=(), name="job.toml"):
+        text = JOB.format(input=tmp_path / "in", output=tmp_path / "out", ledger=ledger, eps=1.0)
+        for old, new in text_replacements:
+            assert old in text, old
+            text = text.replace(old, new)
+        path = tmp_path / name
+        path.write_text(text)
+        return str(path)
+
+    return tmp_path, ledger, job
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def run_process(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "dpmic_dask", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def poisoned_csv(folder: Path) -> Path:
+    """A CSV whose text cell sits past Dask's dtype-inference sample."""
+    gen = np.random.default_rng(4)  # test data only
+    n = 60_000
+    frame = pd.DataFrame({"a": gen.random(n).round(6).astype(str), "b": gen.random(n),
+                          "c": gen.random(n)})
+    frame.loc[50_000, "a"] = SECRET
+    folder.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(folder / "data.csv", index=False)
+    return folder / "data.csv"
+
+
+def csv_job(env, csv):
+    tmp_path, _, job = env
+    return job([(f'["{tmp_path / "in"}/*.parquet"]', f'["{csv}"]\nformat = "csv"')])
+
+
+# ---------------------------------------------------------------- cell values in logs
+
+
+def test_text_cell_never_reaches_the_logs_of_a_local_cluster(env):
+    tmp_path, ledger, _ = env
+    result = run_process("run", csv_job(env, poisoned_csv(tmp_path / "csv")), "--run-id", "r1")
+    output = result.stdout + result.stderr
+    assert result.returncode == documented_exit("input unreadable"), output[-3000:]
+    assert SECRET not in output and "alice" not in output
+    assert "['a', 'b', 'c']" in result.stderr and "ValueError" in result.stderr
+    assert SQLLedger(ledger).history("d") == []
+
+
+def test_worker_logs_of_an_external_cluster_are_redacted(env, cli_cluster):
+    tmp_path, ledger, _ = env
+    client, _ = cli_cluster
+    job = csv_job(env, poisoned_csv(tmp_path / "csv"))
+    text = Path(job).read_text().replace("[cluster]\nworkers = 1",
+                                         f'[cluster]\nscheduler = "{client.scheduler.address}"')
+    Path(job).write_text(text)
+    result = run_process("run", job, "--run-id", "r1")
+    assert result.returncode == documented_exit("input unreadable"), result.stderr[-3000:]
+    time.sleep(1.0)  # let the workers flush their logs
+    log = (tmp_path / "cluster.log").read_text()
+    assert "Compute Failed" in log and "withheld" in log
+    assert SECRET not in log and SECRET not in result.stdout + result.stderr
+
+
+def test_redactor_keeps_the_key_and_type_only():
+    import logging
+
+    from dpmic_dask.cluster import TaskErrorRedactor
+
+    record = logging.LogRecord(
+        "distributed.worker", logging.ERROR, __file__, 1,
+        "Compute Failed\nKey: %s\nState: %s\nTask: %s\nException: %r\nTraceback: %r\n",
+        ("('read-1', 0)", "executing", "<Task>",
+         "ValueError(\"could not convert string to float: 'SECRET-alice'\")", "  File ..."),
+        None)
+    TaskErrorRedactor().filter(record)
+    message = record.getMessage()
+    assert "SECRET" not in message and "ValueError" in message and "read-1" in message
+    plain = logging.LogRecord("distributed.scheduler", logging.INFO, __file__, 1,
+                              "Receive client connection: %s", ("Client-1",), None)
+    TaskErrorRedactor().filter(plain)
+    assert plain.getMessage() == "Receive client connection: Client-1"
+
+
+# ---------------------------------------------------------------- hangs
+
+
+@pytest.fixture
+def silent_port():
+    """A port that accepts TCP connections and never says anything."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held = []
+    stop = threading.Event()
+
+    def accept():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join(5)
+    for conn in held:
+        conn.close()
+    server.close()
+
+
+def _with_scheduler(env, address, timeout=3):
+    _, _, job = env
+    return job([("[cluster]\nworkers = 1",
+                 f'[cluster]\nscheduler = "{address}"\ntimeout = {timeout}')])
+
+
+def test_a_silent_scheduler_port_fails_within_the_timeout(env, silent_port):
+    start = time.monotonic()
+    result = invoke("run", _with_scheduler(env, f"tcp://127.0.0.1:{silent_port}"), "--run-id", "r")
+    assert time.monotonic() - start < 20
+    assert result.exit_code == documented_exit("Dask scheduler or SQL server")
+    assert "no Dask answer within 3 s" in result.output
+    assert SQLLedger(env[1]).history("d") == []
+
+
+def test_a_refused_scheduler_port_fails_at_once(env):
+    from tests.conftest import free_port
+
+    start = time.monotonic()
+    result = invoke("run", _with_scheduler(env, f"tcp://127.0.0.1:{free_port()}"), "--run-id", "r")
+    assert time.monotonic() - start < 10
+    assert result.exit_code == Exit.UNAVAILABLE and "connection refused" in result.output
+
+
+def test_a_silent_sql_input_fails_within_its_timeout(env, silent_port):
+    tmp_path, ledger, job = env
+    path = job([(f'paths = ["{tmp_path / "in"}/*.parquet"]',
+                 f'sql_url = "postgresql://u@127.0.0.1:{silent_port}/db"\n'
+                 'sql_table = "t"\ntimeout = 2')])
+    start = time.monotonic()
+    result = invoke("run", path, "--run-id", "r")
+    assert time.monotonic() - start < 60
+    assert result.exit_code == Exit.UNAVAILABLE and "cannot reach the SQL input" in result.output
+    assert SQLLedger(ledger).history("d") == []
+
+
+# ---------------------------------------------------------------- limits on B and c
+
+
+@pytest.mark.parametrize("lines,match", [
+    ("B = 1000000000", "largest supported B"),
+    ("B = 2000", "GiB of histograms"),
+    ("c = 1000000", "OptimizeAxis steps"),
+    ("B = 200\nc = 200", "OptimizeAxis steps"),
+])
+def test_grids_beyond_the_limits_are_refused_without_data(env, lines, match):
+    _, ledger, job = env
+    path = job([("eps = 1.0", f"eps = 1.0\n{lines}")])
+    checked = invoke("validate", path)
+    assert checked.exit_code == documented_exit("invalid job file") and match in checked.output
+    ran = invoke("run", path, "--run-id", "r")
+    assert ran.exit_code == Exit.INVALID and match in ran.output
+    assert SQLLedger(ledger).history("d") == []
+
+
+def test_api_refuses_huge_grids_before_reading_data():
+    from tests.integration.test_pairwise_engine import exploding_frame
+
+    frame = pd.DataFrame({"a": [0.1], "b": [0.2]})
+    with pytest.raises(dm.InvalidParameterError, match="GiB of histograms"):
+        exploding_frame(frame).dpmic.pairwise(1.0, bounds={"a": (0, 1), "b": (0, 1)}, B=2000)
+    with pytest.raises(dm.InvalidParameterError, match="steps"):
+        exploding_frame(frame).dpmic.pairwise(1.0, bounds={"a": (0, 1), "b": (0, 1)}, c=10**6)
+
+
+def test_limit_estimates_match_the_real_family():
+    from dpmic_dask.grids import master_grid_family
+    from dpmic_dask.limits import micr_grid_cost
+
+    for B, c in [(4, 1), (40, 5), (150, 5), (333, 2)]:
+        family = master_grid_family(B, c)
+        cost = micr_grid_cost(B, c, 7)
+        rows, fixed = family.refinement_shape
+        assert cost.cells_per_pair == family.n_cells
+        assert cost.count_bytes == 7 * family.n_cells * (4 * 8 + 8)  # split_every = 8
+        assert cost.fixed_cells == fixed  # exact (a Farey count)
+        assert cost.row_cells >= rows  # an upper bound
+        assert cost.histogram_bytes == 3 * 8 * cost.fixed_cells * cost.row_cells
+
+
+# ---------------------------------------------------------------- run ids
+
+
+@pytest.mark.parametrize("run_id", ["2026/11/22", "../x", "", ".hidden", "a..b", "x" * 129])
+def test_bad_run_ids_are_refused_before_any_charge(env, run_id):
+    _, ledger, job = env
+    result = invoke("run", job(), "--run-id", run_id)
+    assert result.exit_code == documented_exit("invalid job file")
+    assert "--run-id" in result.output
+    assert SQLLedger(ledger).history("d") == []
+
+
+def _claim(url, barrier, results):
+    ledger = SQLLedger(url).for_run("2026-11-22")
+    barrier.wait()
+    try:
+        ledger.charge("d", PrivacyCost(0.1))
+        results.put("ok")
+    except dm.DPMICError as exc:
+        results.put(type(exc).__name__)
+
+
+def test_one_run_id_charges_once_under_a_race(tmp_path):
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    SQLLedger(url).init("d", Budget(5.0))
+    ctx = mp.get_context("spawn")
+    barrier, results = ctx.Barrier(6), ctx.Queue()
+    procs = [ctx.Process(target=_claim, args=(url, barrier, results)) for _ in range(6)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    outcomes = sorted(results.get(timeout=10) for _ in procs)
+    assert outcomes == ["RunClaimedError"] * 5 + ["ok"]
+    assert [h.run_id for h in SQLLedger(url).history("d")] == ["2026-11-22"]
+
+
+def test_overlapping_runs_with_one_run_id_charge_once(env):
+    tmp_path, ledger, job = env
+    gate = tmp_path / "gate"
+    script = f"""
+import os, sys, time
+import dpmic_dask.jobio as jobio
+real = jobio.write_output
+def slow(*args, **kwargs):
+    while not os.path.exists({str(gate)!r}):
+        time.sleep(0.1)
+    return real(*args, **kwargs)
+jobio.write_output = slow
+from dpmic_dask.cli import main
+sys.argv = ["dpmic", "run", {job()!r}, "--run-id", "daily"]
+main()
+"""
+    first = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        deadline = time.monotonic() + 240
+        while not SQLLedger(ledger).history("d") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(SQLLedger(ledger).history("d")) == 1  # the first run has charged
+        second = invoke("run", job(), "--run-id", "daily")
+        assert second.exit_code == documented_exit("the run id already charged")
+        assert "already charged" in second.output
+        assert len(SQLLedger(ledger).history("d")) == 1
+    finally:
+        gate.write_text("go")
+        out, err = first.communicate(timeout=240)
+    assert first.returncode == 0, err[-2000:]
+    assert len(pd.read_parquet(tmp_path / "out" / "run-daily.parquet")) == 3
+    assert len(SQLLedger(ledger).history("d")) == 1
+
+
+# ---------------------------------------------------------------- tampered ledgers
+
+
+@pytest.mark.parametrize("column,value", [("amount", "abc"), ("columns", "{not json"),
+                                          ("epsilon", "NaN?"), ("amount", "-5")])
+def test_tampered_ledger_contents_are_a_corrupt_ledger(env, column, value):
+    import sqlite3
+
+    _, ledger, job = env
+    SQLLedger(ledger).charge("d", PrivacyCost(0.5), description="earlier")
+    path = ledger[len("sqlite:///"):]
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"UPDATE dpmic_charges SET {column} = ?", (value,))
+    code = documented_exit("ledger missing")
+    for args in (["budget", "history"], ["budget", "show"]):
+        result = invoke(*args, "--ledger", ledger, "--dataset", "d")
+        if column in ("columns", "epsilon") and args[1] == "show":
+            continue  # show reads amounts and the budget only
+        assert result.exit_code == code, (args, result.output)
+        assert "corrupt" in result.output and "Traceback" not in result.output
+    if column == "amount":
+        ran = invoke("run", job(), "--run-id", "r")
+        assert ran.exit_code == code and "corrupt" in ran.output
+
+
+def test_a_version_one_ledger_is_upgraded_in_place(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "v1.db"
+    with sqlite3.connect(path) as conn:
+        conn.executescript("""
+            CREATE TABLE dpmic_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE dpmic_budgets (dataset TEXT PRIMARY KEY, epsilon TEXT NOT NULL,
+                delta TEXT NOT NULL, created_at TEXT NOT NULL);
+            CREATE TABLE dpmic_charges (charge_id TEXT PRIMARY KEY, dataset TEXT NOT NULL,
+                created_at TEXT NOT NULL, amount TEXT NOT NULL, epsilon TEXT NOT NULL,
+                delta TEXT NOT NULL, rho TEXT, description TEXT NOT NULL,
+                mechanism TEXT NOT NULL, columns TEXT NOT NULL);
+            INSERT INTO dpmic_meta VALUES ('schema', '1');
+            INSERT INTO dpmic_budgets VALUES ('d', '1.0', '0.0', 'then');
+            INSERT INTO dpmic_charges VALUES ('c1', 'd', 'then', '0.25', '0.25', '0.0', NULL,
+                'old', 'micr-lap', '["a", "b"]');
+        """)
+    ledger = SQLLedger(f"sqlite:///{path}")
+    assert [h.run_id for h in ledger.history("d")] == [None]
+    ledger.for_run("r1").charge("d", PrivacyCost(0.25))
+    with pytest.raises(dm.RunClaimedError):
+        ledger.for_run("r1").charge("d", PrivacyCost(0.25))
+    assert ledger.remaining("d") == Decimal("0.5")
+
+
+# ---------------------------------------------------------------- smaller ones
+
+
+@pytest.mark.parametrize("replacements,match", [
+    ([("a = { bounds = [0, 1] }", "a = { bounds = [0, 1], fill = 0.5 }"),
+      ("b = { bounds = [-1.5, 1.5] }", "b = { bounds = [-1.5, 1.5], fill = 0 }"),
+      ("c = { bounds = [0, 1] }", "c = { bounds = [0, 1], fill = 2 }"),
+      ("eps = 1.0", 'eps = 1.0\nnulls = "fill"')], "inside columns.c.bounds"),
+    ([("eps = 1.0", 'eps = 1.0\nmechanism = "micr-gauss"')], "delta > 0"),
+    ([("[cluster]\nworkers = 1", '[cluster]\nscheduler = "localhost:8786"')], "tcp://host:port"),
+    ([("eps = 1.0", "eps = 1.0\ndelta = 1e-320")], "normal double"),
+    ([("[cluster]\nworkers = 1", "[cluster]\ntimeout = -1")], "cluster.timeout"),
+])
+def test_validate_checks_what_run_checks(env, replacements, match):
+    _, ledger, job = env
+    path = job(replacements)
+    checked = invoke("validate", path)
+    assert checked.exit_code == Exit.INVALID and match in checked.output, checked.output
+    ran = invoke("run", path, "--run-id", "r")
+    assert ran.exit_code == Exit.INVALID and match in ran.output
+    assert SQLLedger(ledger).history("d") == []
+
+
+def test_sql_table_types_are_checked(env):
+    tmp_path, _, job = env
+    path = job([(f'paths = ["{tmp_path / "in"}/*.parquet"]',
+                 'sql_url = "sqlite:///x.db"\nsql_table = 5')])
+    result = invoke("validate", path)
+    assert result.exit_code == Exit.INVALID and "input.sql_table" in result.output
+
+
+def test_pure_budget_asked_to_pay_a_gaussian_release_is_a_configuration_error(env):
+    _, ledger, job = env
+    path = job([("eps = 1.0", 'eps = 1.0\ndelta = 1e-6\nmechanism = "micr-gauss"')])
+    result = invoke("run", path, "--run-id", "r")
+    assert result.exit_code == documented_exit("pure-DP budget asked")
+    assert "pure-DP budget" in result.output
+    assert SQLLedger(ledger).history("d") == []
+
+
+@pytest.mark.parametrize("name,text,where", [
+    ("bad.toml", '[job]\nname = "x"\ndataset = \n', "line 3, column"),
+    ("bad.yaml", "job:\n  name: x\n   dataset: [\n", "line 3, column"),
+])
+def test_job_file_syntax_errors_give_line_and_column(tmp_path, name, text, where):
+    path = tmp_path / name
+    path.write_text(text)
+    result = invoke("validate", path)
+    assert result.exit_code == Exit.INVALID and where in result.output, result.output
+
+
+def test_sql_input_without_psycopg_gives_the_install_hint(env, monkeypatch):
+    from dpmic_dask.jobio import sql_engine
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(dm.DPMICError, match=r"dpmic_dask\[postgres\]"):
+        sql_engine("postgresql://u@127.0.0.1:5432/db")
+
+
+def test_duplicate_column_labels_get_their_own_message():
+    frame = pd.DataFrame(np.zeros((10, 3)), columns=["a", "a", "b"])
+    with pytest.raises(dm.InvalidDataError, match="more than once"):
+        frame.dpmic.pairwise(1.0, bounds={"a": (0, 1), "b": (0, 1)})
+
+
+def test_delta_above_one_over_n_warns():
+    gen = np.random.default_rng(0)  # test data only
+    frame = pd.DataFrame({"a": gen.random(100), "b": gen.random(100)})
+    with pytest.warns(dm.PrivacyLeakWarning, match="1/N"):
+        frame.dpmic.pairwise(1.0, bounds={"a": (0, 1), "b": (0, 1)}, delta=0.02, B=8, c=1,
+                             ledger=dm.InMemoryLedger(uncapped=True))
+
+
+def test_sql_output_table_names_are_quoted(env):
+    tmp_path, ledger, job = env
+    odd = 'odd "name; DROP TABLE x'
+    out_url = f"sqlite:///{tmp_path / 'out.db'}"
+    toml_name = odd.replace('"', '\\"')
+    path = job([(f'path = "{tmp_path / "out"}"', f'sql_url = "{out_url}"\nsql_table = "{toml_name}"')])
+    first = invoke("run", path, "--run-id", "r1")
+    assert first.exit_code == 0, first.output
+    again = invoke("run", path, "--run-id", "r1")
+    assert again.exit_code == 0 and "already released" in again.output
+    from sqlalchemy import create_engine, inspect
+
+    assert inspect(create_engine(out_url)).get_table_names() == [odd]
+
+
+def test_budget_refusal_comes_before_any_cluster(env, monkeypatch):
+    _, ledger, job = env
+    SQLLedger(ledger).charge("d", PrivacyCost(4.5))
+
+    def no_cluster(**kwargs):
+        raise AssertionError("a cluster was started for a refused run")
+
+    monkeypatch.setattr("dpmic_dask.cluster.open_cluster", no_cluster)
+    start = time.monotonic()
+    result = invoke("run", job(), "--run-id", "r")
+    assert result.exit_code == documented_exit("budget exhausted") and "no data was read" in result.output
+    assert time.monotonic() - start < 5
+
+
+def test_demo_out_below_a_file_is_an_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    result = invoke("demo", "--rows", "1000", "--out", blocker / "sub")
+    assert result.exit_code == Exit.INVALID and "not a folder" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_local_cluster_serves_no_dashboard():
+    import urllib.error
+    import urllib.request
+
+    from distributed import default_client
+
+    from dpmic_dask.cluster import open_cluster
+
+    with open_cluster(scheduler=None, workers=1):
+        client = default_client()
+        info = client.scheduler_info()
+        port = info["services"]["dashboard"]
+        assert port != 8787
+        for route in ("/status", "/health", "/info/main/workers.html"):
+            with pytest.raises(urllib.error.HTTPError) as err:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}{route}", timeout=10)
+            assert err.value.code == 404
