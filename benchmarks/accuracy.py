@@ -46,13 +46,13 @@ def proxy_mic(rel, seed: int) -> float:
 
 def evaluate(task):
     """All releases for one relationship: rows of (mech, n, eps, exact, released, proxy)."""
-    from dpmic_dask.accounting import plan_release
     from dpmic_dask.characteristic import micr_from_counts
-    from dpmic_dask.counts import pair_counts
+    from dpmic_dask.counting import pair_counts
     from dpmic_dask.defaults import default_parameters
     from dpmic_dask.grids import master_grid_family
-    from dpmic_dask.mechanisms import noisy_counts, noisy_values
-    from dpmic_dask.mice import mice_statistic
+    from dpmic_dask.mechanisms import noisy_counts, noisy_values, plan_release
+    from dpmic_dask.mice import mice_on_distinct_ranks
+    from dpmic_dask.noise import active_sampler
 
     rel, ns, epss, reps, seed, mice_max_n, geom_reps = task
     proxy = proxy_mic(rel, seed)
@@ -69,7 +69,7 @@ def evaluate(task):
                     B, c = default_parameters(mech, n, eps)
                     plan = plan_release(mechanism=mech, n=n, eps=eps, delta=0.0, pairs=1, B=B, c=c)
                     if mech == "mice-lap":
-                        exact = mice_statistic(x, y, B, c)
+                        exact = mice_on_distinct_ranks(x, y, B, c, active_sampler().random_keys(n))
                         released = float(noisy_values(np.array([exact]), plan)[0])
                     else:
                         family = master_grid_family(B, c)

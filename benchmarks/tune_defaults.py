@@ -39,11 +39,10 @@ def interval_weights(values: np.ndarray) -> np.ndarray:
 
 
 def errors_for(task):
-    from dpmic_dask.accounting import plan_release
     from dpmic_dask.characteristic import micr_from_counts
-    from dpmic_dask.counts import pair_counts
+    from dpmic_dask.counting import pair_counts
     from dpmic_dask.grids import master_grid_family
-    from dpmic_dask.mechanisms import noisy_counts, noisy_values
+    from dpmic_dask.mechanisms import noisy_counts, noisy_values, plan_release
 
     rel, mech, ns, epss, Bs, cs, reps, seed = task
     proxy = proxy_mic(rel, seed)

@@ -5,17 +5,17 @@ guarantee; their names and docstrings say so.
 """
 
 from . import accessor as _accessor  # noqa: F401  (registers frame.dpmic)
+from .accounting import Budget, InMemoryLedger, using_ledger
 from .characteristic import CharacteristicMatrix
-from .accounting import Budget, InMemoryLedger
 from .errors import (
     BudgetExceededError,
     BudgetMismatchError,
     ClusterError,
     DataReadError,
     DPMICError,
-    LedgerError,
     InvalidDataError,
     InvalidParameterError,
+    LedgerError,
     MissingValuesError,
     PrivacyLeakWarning,
     RunClaimedError,
@@ -24,7 +24,7 @@ from .errors import (
 from .exact import mice, micr, micr_characteristic
 from .ledger import SQLLedger
 from .pipeline import private_mic, session_ledger
-from .results import PairwiseResult, Release
+from .results import PairwiseResult, PrivacyReport, Release
 
 __all__ = [
     "Budget",
@@ -42,6 +42,7 @@ __all__ = [
     "MissingValuesError",
     "PairwiseResult",
     "PrivacyLeakWarning",
+    "PrivacyReport",
     "RunClaimedError",
     "UnavailableError",
     "Release",
@@ -50,6 +51,7 @@ __all__ = [
     "micr_characteristic",
     "private_mic",
     "session_ledger",
+    "using_ledger",
 ]
 
-__version__ = "0.1.0.dev0"
+from ._version import __version__ as __version__  # noqa: E402

@@ -1,6 +1,7 @@
 """The ``.dpmic`` accessor on pandas and Dask DataFrames (registered on import).
 
-A thin facade: it stores the frame and forwards to :mod:`dpmic_dask.pipeline`.
+A thin facade: it stores the frame, builds one checked request and hands it to
+:mod:`dpmic_dask.pipeline`. Its ``__init__`` never raises.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ import dask.dataframe as dd
 import pandas as pd
 
 from . import pipeline
+from .backends import backend_for
+from .request import pairwise_request
 
 
 class DPMICAccessor:
@@ -55,14 +58,25 @@ class DPMICAccessor:
 
         Examples
         --------
-        >>> res = ddf.dpmic.pairwise(eps=1.0, bounds={"age": (0, 100), "income": (0, 3e5)})
-        >>> res.to_pandas()  # doctest: +SKIP
+        >>> import numpy as np, pandas as pd, dask.dataframe as dd
+        >>> import dpmic_dask
+        >>> gen = np.random.default_rng(0)  # example data
+        >>> age = gen.uniform(18, 90, 10_000)
+        >>> df = pd.DataFrame({"age": age, "income": 1_000 * age + gen.normal(0, 5_000, 10_000)})
+        >>> ddf = dd.from_pandas(df, npartitions=2)
+        >>> res = ddf.dpmic.pairwise(eps=1.0, bounds={"age": (0, 100), "income": (0, 2e5)})
+        >>> res.to_pandas()[["x", "y", "mechanism", "n"]]
+             x       y mechanism      n
+        0  age  income  micr-lap  10000
+        >>> 0.0 <= res.values[0] <= 1.0
+        True
         """
-        return pipeline.run_pairwise(
-            self._frame, eps, bounds=bounds, columns=columns, delta=delta, mechanism=mechanism,
-            B=B, c=c, nulls=nulls, fill=fill, ledger=ledger, dataset=dataset,
-            split_every=split_every, progress=progress, label=label,
-        )
+        request = pairwise_request(
+            backend_for(self._frame).schema(self._frame), eps=eps, bounds=bounds,
+            columns=columns, delta=delta, mechanism=mechanism, B=B, c=c, nulls=nulls,
+            fill=fill, split_every=split_every, label=label)
+        return pipeline.release_pairs(self._frame, request, ledger=ledger, dataset=dataset,
+                                      progress=progress)
 
     def pairwise_nonprivate(self, *, bounds, B, c, columns=None, nulls="raise", fill=None,
                             split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None):

@@ -1,9 +1,8 @@
-"""Privacy accounting: the one place where budgets are checked, split and charged.
+"""Privacy accounting: the one place where budgets are checked and charged.
 
-* Validation of ``eps`` / ``delta`` / mechanism names.
-* :func:`plan_release` turns a total budget into per-pair noise (SPEC section 4):
-  every noise scale here depends only on ``n``, ``eps``, ``delta``, the number
-  of pairs ``P``, ``B`` and ``c`` -- never on data values.
+* Validation of ``eps`` / ``delta``; zCDP conversions, rounded in the safe
+  direction; :class:`PrivacyCost`, what a release spends (each mechanism in
+  :mod:`dpmic_dask.mechanisms` answers its own cost).
 * Budgets and ledgers: pure ``eps`` composes by addition; approximate DP is
   tracked as zero-concentrated DP (``rho`` adds; an ``eps``-DP release costs
   ``eps**2 / 2``). A ledger checks and records a charge atomically *before* any
@@ -12,13 +11,16 @@
 
 from __future__ import annotations
 
+import contextvars
 import math
 import sys
 import threading
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Protocol, runtime_checkable
 
 from .errors import (
     BudgetExceededError,
@@ -26,26 +28,14 @@ from .errors import (
     InvalidParameterError,
     LedgerError,
 )
-from .sensitivity import mice_sensitivity, micr_sensitivity, safe_down, safe_up
-
-MECHANISMS = ("auto", "micr-lap", "micr-gauss", "mice-lap", "micr-geom")
-#: Real outputs are rounded to multiples of this before integer noise is added.
-LATTICE = 2.0 ** -40
-#: Largest noise scale, in integer units (lattice steps or counts), that is sampled.
-#: Beyond it a release is noise only, and the exact integer samplers underneath
-#: saturate at +-(2**63 - 1); such plans are refused before anything is charged.
-MAX_NOISE_UNITS = 2.0 ** 52
-#: Half-width multipliers of the central 95% interval of the noise alone.
-LAPLACE_CI95 = math.log(20.0)
-GAUSS_CI95 = 1.959963984540054
+from .sensitivity import safe_down, safe_up
+from .validation import finite_real
 
 
 def check_epsilon(eps, name: str = "eps") -> float:
     """``eps`` must be a finite real number > 0."""
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) and not hasattr(eps, "__float__"):
-        raise InvalidParameterError(f"{name} must be a finite number > 0")
-    value = float(eps)
-    if not math.isfinite(value) or value <= 0:
+    value = finite_real(eps, name, "a finite number > 0")
+    if value <= 0:
         raise InvalidParameterError(f"{name} must be a finite number > 0")
     return value
 
@@ -56,23 +46,13 @@ def check_delta(delta, name: str = "delta") -> float:
     Subnormal values (below about ``2.2e-308``) are refused: ``1 / delta``
     overflows there, and no release needs a ``delta`` that small.
     """
-    if isinstance(delta, bool) or not isinstance(delta, (int, float)) and not hasattr(delta, "__float__"):
-        raise InvalidParameterError(f"{name} must be a number in [0, 1)")
-    value = float(delta)
+    value = finite_real(delta, name, "a number in [0, 1)")
     if not (0.0 <= value < 1.0):
         raise InvalidParameterError(f"{name} must be a number in [0, 1)")
     if 0.0 < value < sys.float_info.min:
         raise InvalidParameterError(
             f"{name} must be 0 or at least {sys.float_info.min:.3g} (a normal double)")
     return value
-
-
-def check_mechanism(mechanism) -> str:
-    if mechanism not in MECHANISMS:
-        raise InvalidParameterError(
-            "mechanism must be one of " + ", ".join(repr(m) for m in MECHANISMS)
-        )
-    return mechanism
 
 
 def rho_from_eps_delta(eps: float, delta: float) -> float:
@@ -122,122 +102,8 @@ class PrivacyCost:
         return self.rho is None
 
     def as_rho(self) -> float:
-        """zCDP cost: ``rho`` itself, or ``eps**2 / 2`` for a pure ``eps``-DP release."""
+        """ZCDP cost: ``rho`` itself, or ``eps**2 / 2`` for a pure ``eps``-DP release."""
         return self.rho if self.rho is not None else self.epsilon * self.epsilon / 2.0
-
-
-@dataclass(frozen=True)
-class NoisePlan:
-    """Noise for one release of ``pairs`` MIC values, from public quantities only.
-
-    ``noise_scale`` is per pair: the Laplace scale ``b`` or Gaussian ``sigma`` on
-    the MIC scale, or for ``micr-geom`` the per-cell two-sided geometric scale in
-    counts. ``ci95`` is the half-width of the central 95% interval of the noise
-    alone (NaN for ``micr-geom``, whose noise is on counts).
-    """
-
-    mechanism: str
-    distribution: str
-    n: int
-    pairs: int
-    B: float
-    c: int
-    epsilon: float
-    delta: float
-    sensitivity: float
-    noise_scale: float
-    ci95: float
-    lattice: float
-    cost: PrivacyCost
-
-    @property
-    def epsilon_per_pair(self) -> float:
-        return self.epsilon / self.pairs
-
-
-def resolve_mechanism(mechanism: str, eps: float, delta: float, pairs: int) -> str:
-    """``auto``: ``micr-lap`` when ``delta == 0``; otherwise whichever of ``micr-lap``
-    and ``micr-gauss`` has the smaller per-pair noise standard deviation."""
-    mechanism = check_mechanism(mechanism)
-    if mechanism == "micr-gauss" and delta == 0:
-        raise InvalidParameterError("mechanism 'micr-gauss' needs delta > 0")
-    if mechanism != "auto":
-        return mechanism
-    if delta == 0:
-        return "micr-lap"
-    return "micr-gauss" if gaussian_beats_laplace(eps, delta, pairs) else "micr-lap"
-
-
-def gaussian_beats_laplace(eps: float, delta: float, pairs: int) -> bool:
-    """True when Gaussian noise (zCDP, L2 sensitivity ``sqrt(P) Delta``) has a smaller
-    standard deviation than Laplace (L1 sensitivity ``P Delta``) for the same budget.
-
-    The ratio sigma / (sqrt(2) b) = eps / (2 sqrt(rho P)) does not depend on ``Delta``
-    and hence not on ``n``: Gaussian wins once ``P > eps**2 / (4 rho)`` (13 pairs at
-    ``eps = 1, delta = 1e-5``; 15 at ``delta = 1e-6``).
-    """
-    rho = rho_from_eps_delta(eps, delta)
-    return eps / (2.0 * math.sqrt(rho * pairs)) < 1.0
-
-
-def release_cost(mechanism: str, eps: float, delta: float) -> PrivacyCost:
-    """What a release with a resolved ``mechanism`` and total ``(eps, delta)`` is charged.
-
-    The one rule for both the budget precheck (before any data is read) and the
-    charge itself: Gaussian releases cost ``rho_from_eps_delta(eps, delta)`` zCDP,
-    every other mechanism is pure ``eps``-DP.
-    """
-    if mechanism == "micr-gauss":
-        return PrivacyCost(eps, delta, rho_from_eps_delta(eps, delta))
-    return PrivacyCost(eps, 0.0, None)
-
-
-def _check_noise_units(units: float, what: str) -> None:
-    """Refuse a plan whose noise scale, in integer units, cannot be sampled faithfully."""
-    if not units <= MAX_NOISE_UNITS:  # also NaN
-        raise InvalidParameterError(
-            f"the {what} noise would have scale {units:.3g} units, above the sampling limit "
-            f"of {MAX_NOISE_UNITS:.3g}; such a release would be noise only: raise eps, "
-            "release fewer pairs or use more rows (nothing was charged)"
-        )
-
-
-def plan_release(*, mechanism: str, n: int, eps: float, delta: float, pairs: int,
-                 B: float, c: int) -> NoisePlan:
-    """Split a total ``(eps, delta)`` over ``pairs`` MIC values and calibrate the noise.
-
-    * ``micr-lap``: Laplace with scale ``P * (Delta + gamma) / eps`` (L1 sensitivity of
-      ``P`` values, each widened by the lattice step ``gamma``).
-    * ``micr-gauss``: discrete Gaussian with ``sigma = sqrt(P) (Delta + gamma) / sqrt(2 rho)``,
-      ``rho = rho_from_eps_delta(eps, delta)``.
-    * ``mice-lap``: Laplace with the MICe sensitivity ``B (2 log2 n + 4.8) / n``.
-    * ``micr-geom``: each cell of each of the ``G`` master grids of each pair gets
-      two-sided geometric noise of scale ``2 G P / eps`` (honest accounting).
-    """
-    eps = check_epsilon(eps)
-    delta = check_delta(delta)
-    resolved = resolve_mechanism(mechanism, eps, delta, pairs)
-    cost = release_cost(resolved, eps, delta)
-    if resolved == "micr-geom":
-        grids = 2 * (int(B) // 2 - 1)
-        scale = safe_up(2.0 * grids * pairs / eps)
-        _check_noise_units(scale, "count")
-        return NoisePlan(resolved, "geometric-counts", n, pairs, B, c, eps, 0.0, 2.0,
-                         scale, math.nan, 1.0, cost)
-    if resolved == "mice-lap":
-        sens = mice_sensitivity(n, B)
-    else:
-        sens = micr_sensitivity(n)
-    widened = safe_up(sens + LATTICE)
-    if resolved == "micr-gauss":
-        sigma = safe_up(math.sqrt(pairs) * widened / math.sqrt(2.0 * cost.rho))
-        _check_noise_units(sigma / LATTICE, "Gaussian")
-        return NoisePlan(resolved, "gaussian", n, pairs, B, c, eps, delta, sens, sigma,
-                         GAUSS_CI95 * sigma, LATTICE, cost)
-    scale = safe_up(pairs * widened / eps)
-    _check_noise_units(scale / LATTICE, "Laplace")
-    return NoisePlan(resolved, "laplace", n, pairs, B, c, eps, 0.0, sens, scale,
-                     LAPLACE_CI95 * scale, LATTICE, cost)
 
 
 def mutual_information_bound_nats(eps: float) -> float:
@@ -257,10 +123,11 @@ def privacy_statement(cost: PrivacyCost, pairs: int) -> str:
             f"pair{plural}). This implies that it reveals at most {bound:.4g} nats of "
             "mutual information about any one row beyond what the other rows already reveal."
         )
+    rho = cost.as_rho()
     return (
         f"This release is ({cost.epsilon:g}, {cost.delta:g})-differentially private "
-        f"with respect to replacing any one row. It is accounted as {cost.rho:.6g}-zCDP "
-        f"in total ({cost.rho / pairs:.4g} per pair over {pairs} pair{plural}); zCDP "
+        f"with respect to replacing any one row. It is accounted as {rho:.6g}-zCDP "
+        f"in total ({rho / pairs:.4g} per pair over {pairs} pair{plural}); zCDP "
         "costs add up across releases, epsilons of Gaussian releases do not."
     )
 
@@ -269,7 +136,7 @@ def value_cost(cost: PrivacyCost, pairs: int) -> tuple[float, str]:
     """What each of ``pairs`` released values cost, and the unit it is counted in."""
     if cost.is_pure:
         return cost.epsilon / pairs, "epsilon"
-    return cost.rho / pairs, "rho (zCDP)"
+    return cost.as_rho() / pairs, "rho (zCDP)"
 
 
 # --------------------------------------------------------------------------- budget
@@ -365,6 +232,22 @@ class Charge:
     columns: tuple = ()
 
 
+@runtime_checkable
+class Ledger(Protocol):
+    """What every ledger offers. :meth:`check` refuses now what :meth:`charge` would
+    refuse, without recording; :meth:`charge` checks and records atomically (the
+    one rule: :func:`check_charge`; unknown datasets refused on a capped ledger)."""
+
+    def check(self, dataset: str, cost: PrivacyCost) -> None: ...
+
+    def charge(self, dataset: str, cost: PrivacyCost, *, description: str = "",
+               mechanism: str = "", columns=()) -> Charge: ...
+
+    def remaining(self, dataset: str) -> Decimal | None: ...
+
+    def history(self, dataset: str) -> list: ...
+
+
 @dataclass
 class InMemoryLedger:
     """A ledger held in this process: per dataset a cap and the list of charges.
@@ -434,8 +317,15 @@ class InMemoryLedger:
                 check_charge(dataset, budget, self._spent_locked(dataset), cost)
 
     def charges(self, dataset: str | None = None) -> list[Charge]:
+        """Every recorded charge (of ``dataset``, if given), oldest first."""
         with self._lock:
             return [c for c in self._charges if dataset is None or c.dataset == dataset]
+
+    def history(self, dataset: str) -> list[Charge]:
+        """``dataset``'s charges, oldest first (refuses an unknown dataset when capped)."""
+        with self._lock:
+            self._budget_locked(dataset)
+        return self.charges(dataset)
 
     def charge(self, dataset: str, cost: PrivacyCost, *, description: str = "",
                mechanism: str = "", columns=()) -> Charge:
@@ -448,3 +338,34 @@ class InMemoryLedger:
                             mechanism, tuple(columns))
             self._charges.append(record)
             return record
+
+
+# ------------------------------------------------------------------ the default ledger
+
+_PROCESS_LEDGER = InMemoryLedger(uncapped=True)
+_DEFAULT_LEDGER: contextvars.ContextVar = contextvars.ContextVar("dpmic_default_ledger",
+                                                                 default=None)
+
+
+def default_ledger():
+    """The ledger a release uses when it is given none.
+
+    Normally the per-process *uncapped* session ledger: it records every charge
+    and limits nothing. Inside :func:`using_ledger`, the ledger given there.
+    """
+    ledger = _DEFAULT_LEDGER.get()
+    return _PROCESS_LEDGER if ledger is None else ledger
+
+
+@contextmanager
+def using_ledger(ledger):
+    """Make ``ledger`` the default for releases in this block (and this context)::
+
+    with using_ledger(SQLLedger(url)):
+        ddf.dpmic.pairwise(1.0, bounds=..., dataset="sales")
+    """
+    token = _DEFAULT_LEDGER.set(ledger)
+    try:
+        yield ledger
+    finally:
+        _DEFAULT_LEDGER.reset(token)

@@ -98,7 +98,10 @@ dataset_option = click.option("--dataset", required=True, help="Dataset id the b
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="dpmic_dask")
-def main():
+@click.option("-v", "--verbose", is_flag=True,
+              help="Log the stages of each release (validated, counted, charged, released) "
+                   "to stderr; log lines never carry data values.")
+def main(verbose):
     """Differentially private Maximal Information Coefficients on Dask.
 
     Exit codes: 0 success, 1 unexpected failure, 2 invalid job, input or
@@ -110,6 +113,14 @@ def main():
     Example:
       dpmic demo --rows 1000000 --eps 1
     """
+    if verbose:
+        import logging
+
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s"))
+        logger = logging.getLogger("dpmic_dask")
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
 
 
 @main.command()
@@ -214,12 +225,13 @@ def run(job_file, run_id, progress, debug):
     """
     import uuid
 
-    from .accounting import resolve_mechanism
+    from .backends import backend_for
     from .cluster import open_cluster
     from .jobio import check_output_writable, load_input, output_has_run, result_rows, write_output
-    from .jobs import load_job
+    from .jobs import job_request, load_job
     from .ledger import SQLLedger
-    from .pipeline import precheck_budget
+    from .pipeline import precheck_budget, release_pairs
+    from .request import numeric_schema
 
     job = load_job(job_file)
     run_id = run_id or uuid.uuid4().hex
@@ -228,17 +240,14 @@ def run(job_file, run_id, progress, debug):
     if output_has_run(job, run_id):
         click.echo(f"run {run_id} already released; nothing to do")
         return
-    pairs = len(job.bounds) * (len(job.bounds) - 1) // 2
     run_ledger = ledger.for_run(run_id)
-    precheck_budget(run_ledger, job.dataset,
-                    resolve_mechanism(job.mechanism, job.eps, job.delta, pairs),
-                    job.eps, job.delta)
+    cost = job_request(job, numeric_schema(job.bounds)).mechanism.cost
+    precheck_budget(run_ledger, job.dataset, cost)  # before any cluster starts
     with open_cluster(scheduler=job.scheduler, workers=job.workers, timeout=job.timeout):
         frame = load_input(job)
-        result = frame.dpmic.pairwise(
-            job.eps, bounds=job.bounds, delta=job.delta, mechanism=job.mechanism,
-            B=job.B, c=job.c, nulls=job.nulls, fill=job.fill, ledger=run_ledger,
-            dataset=job.dataset, progress=progress, label=job.name)
+        request = job_request(job, backend_for(frame).schema(frame))
+        result = release_pairs(frame, request, ledger=run_ledger, dataset=job.dataset,
+                               progress=progress)
     where = write_output(job, result_rows(result, run_id=run_id, job=job), run_id)
     click.echo(f"run {run_id}: released {len(result.pairs)} pairs "
                f"({result.mechanism}, eps={result.epsilon:g}) to {where}")
@@ -259,21 +268,30 @@ def budget():
 @budget.command("init")
 @ledger_option
 @dataset_option
-@click.option("--epsilon", required=True, type=float, help="Total epsilon the dataset may spend.")
+@click.option("--eps", "epsilon", type=float, help="Total epsilon the dataset may spend.")
+@click.option("--epsilon", "old_epsilon", type=float, hidden=True,
+              help="Deprecated spelling of --eps.")
 @click.option("--delta", default=0.0, show_default=True, type=float,
               help="> 0 tracks the budget as zCDP (for Gaussian releases).")
 @debug_option
 @handles_errors
-def budget_init(ledger_url, dataset, epsilon, delta, debug):
+def budget_init(ledger_url, dataset, epsilon, old_epsilon, delta, debug):
     """Create the ledger if needed and set DATASET's cap (once; never changed).
 
     \b
     Example:
-      dpmic budget init --ledger sqlite:///ledger.db --dataset sales --epsilon 10
+      dpmic budget init --ledger sqlite:///ledger.db --dataset sales --eps 10
     """
     from .accounting import Budget
     from .ledger import SQLLedger
 
+    if old_epsilon is not None:
+        click.echo("warning: --epsilon is deprecated; use --eps", err=True)
+        if epsilon is not None:
+            raise click.UsageError("give --eps only once (--epsilon is its old spelling)")
+        epsilon = old_epsilon
+    if epsilon is None:
+        raise click.UsageError("Missing option '--eps'.")
     cap = Budget(epsilon, delta)
     SQLLedger(ledger_url).init(dataset, cap)
     unit = "epsilon" if cap.is_pure else "rho (zCDP)"

@@ -133,6 +133,7 @@ def check_address(address: str, name: str = "cluster.scheduler") -> str:
 
 
 def check_timeout(timeout, name: str = "timeout") -> float:
+    """A timeout in seconds, in ``(0, 3600]``."""
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (
         0 < float(timeout) <= 3600
     ):

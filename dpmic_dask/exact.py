@@ -2,13 +2,13 @@
 
 These functions release nothing privately. Their output reveals information
 about every row; use them on data that is not sensitive, or as references.
-The private releases live in :mod:`dpmic_dask.mechanisms`.
+The private releases live in :mod:`dpmic_dask.pipeline`.
 """
 
 from __future__ import annotations
 
 from .characteristic import CharacteristicMatrix, characteristic_matrix
-from .counts import pair_counts
+from .counting import pair_counts
 from .grids import master_grid_family
 from .mice import mice_statistic
 from .validation import check_bounds, check_pair

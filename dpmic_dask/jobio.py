@@ -37,6 +37,7 @@ def sql_engine(url: str, timeout: float = SQL_TIMEOUT):
     from sqlalchemy import create_engine
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+    from sqlalchemy.pool import NullPool
 
     for prefix in ("postgresql://", "postgres://"):
         if url.startswith(prefix):
@@ -48,18 +49,21 @@ def sql_engine(url: str, timeout: float = SQL_TIMEOUT):
             "mysql": {"connect_timeout": max(1, math.ceil(timeout))},
             "sqlite": {"timeout": timeout},
         }.get(backend, {})
-        return create_engine(url, connect_args=connect_args)
+        # No pool: every connection closes when released (a job opens a few, once).
+        return create_engine(url, connect_args=connect_args, poolclass=NullPool)
     except ImportError as exc:
         hint = ("pip install 'dpmic_dask[postgres]'" if "psycopg" in str(exc)
                 else "install the database driver")
-        raise JobIOError(f"the SQL URL needs a database driver that is not installed: {hint}") from None
+        raise JobIOError(
+            f"the SQL URL needs a database driver that is not installed: {hint}") from None
     except (ArgumentError, NoSuchModuleError, ValueError):
         raise JobIOError("the SQL URL is not a valid database URL") from None
 
 
 def _sql_failure(exc, what: str) -> DPMICError:
     """A SQL error as a package error: unreachable servers are UnavailableError."""
-    from sqlalchemy.exc import OperationalError, TimeoutError as PoolTimeout
+    from sqlalchemy.exc import OperationalError
+    from sqlalchemy.exc import TimeoutError as PoolTimeout
 
     kind = type(getattr(exc, "orig", None) or exc).__name__
     if isinstance(exc, (OperationalError, PoolTimeout)):
@@ -108,15 +112,15 @@ def load_input(job):
     import dask
     from sqlalchemy.exc import SQLAlchemyError
 
-    failure = None
+    problem: DPMICError | None = None
     try:
         meta = _sql_meta(job.sql_url, job.sql_table, job.sql_query, columns, job.input_timeout)
     except SQLAlchemyError as exc:
-        failure = _sql_failure(exc, "input")
+        problem = _sql_failure(exc, "input")
     except (ValueError, OSError) as exc:
-        failure = JobIOError(f"cannot read the SQL input: {exc.__class__.__name__}")
-    if failure is not None:
-        raise failure
+        problem = JobIOError(f"cannot read the SQL input: {exc.__class__.__name__}")
+    if problem is not None:
+        raise problem
     # Rows are read lazily, inside the graph, after every check has passed.
     part = dask.delayed(_read_sql, pure=False)(job.sql_url, job.sql_table, job.sql_query, columns,
                                                timeout=job.input_timeout)
@@ -159,8 +163,10 @@ def _sql_meta(url, table, query, columns, timeout=SQL_TIMEOUT) -> pd.DataFrame:
 
 def _read_sql(url, table, query, columns, limit=None, timeout=SQL_TIMEOUT) -> pd.DataFrame:
     """Rows of a SQL table (selected columns) or query; ``limit`` caps the rows."""
-    from sqlalchemy import column, select, table as sql_table, text
+    from sqlalchemy import Executable, column, select, text
+    from sqlalchemy import table as sql_table
 
+    statement: Executable
     if table:
         statement = select(*[column(c) for c in columns]).select_from(sql_table(table))
         if limit is not None:
@@ -173,6 +179,7 @@ def _read_sql(url, table, query, columns, limit=None, timeout=SQL_TIMEOUT) -> pd
 
 
 def result_rows(result, *, run_id: str, job) -> pd.DataFrame:
+    """The rows a run writes: the tidy table plus run id, time, job, dataset, charge."""
     table = result.to_pandas()
     table.insert(0, "run_id", run_id)
     table.insert(1, "released_at", datetime.now(timezone.utc).isoformat(timespec="seconds"))

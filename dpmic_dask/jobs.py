@@ -40,6 +40,7 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .errors import InvalidParameterError
 
@@ -107,7 +108,8 @@ def _read(path: Path) -> dict:
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown place"
-            raise JobError(f"{path}: not valid YAML at {where}: {exc.problem or exc.context}") from None
+            reason = exc.problem or exc.context
+            raise JobError(f"{path}: not valid YAML at {where}: {reason}") from None
         except yaml.YAMLError as exc:
             raise JobError(f"{path}: not valid YAML ({exc.__class__.__name__})") from None
     else:
@@ -132,7 +134,8 @@ def _section(data, name, src, required=False) -> dict:
     if allowed is not None:
         unknown = sorted(set(value) - allowed)
         if unknown:
-            raise JobError(f"{src}: unknown key {name}.{unknown[0]} (allowed: {', '.join(sorted(allowed))})")
+            raise JobError(f"{src}: unknown key {name}.{unknown[0]} "
+                           f"(allowed: {', '.join(sorted(allowed))})")
     return value
 
 
@@ -164,7 +167,7 @@ def load_job(path) -> Job:
     cluster = _section(data, "cluster", src)
     ledger = _section(data, "ledger", src)
 
-    kw = {"source": src}
+    kw: dict[str, Any] = {"source": src}
     for key in ("name", "dataset"):
         if key not in job:
             raise JobError(f"{src}: missing job.{key}")
@@ -218,8 +221,10 @@ def load_job(path) -> Job:
     if "eps" not in priv:
         raise JobError(f"{src}: missing privacy.eps")
     kw["eps"] = _typed(priv["eps"], (int, float), "privacy.eps", src, "a number > 0")
-    kw["delta"] = _typed(priv.get("delta", 0.0), (int, float), "privacy.delta", src, "a number in [0, 1)")
-    kw["mechanism"] = _typed(priv.get("mechanism", "auto"), str, "privacy.mechanism", src, "a string")
+    kw["delta"] = _typed(priv.get("delta", 0.0), (int, float), "privacy.delta", src,
+                         "a number in [0, 1)")
+    kw["mechanism"] = _typed(priv.get("mechanism", "auto"), str, "privacy.mechanism", src,
+                             "a string")
     for key in ("B", "c"):
         if key in priv:
             kw[key] = _typed(priv[key], int, f"privacy.{key}", src, "an integer")
@@ -265,43 +270,18 @@ def load_job(path) -> Job:
 
 
 def _check_parameters(job: Job) -> Job:
-    """Run the library's own checks that need no data, prefixed with the job file:
-    everything ``dpmic run`` checks before reading the input."""
-    from . import accounting
+    """Run the library's own checks that need no data, with the job file's names:
+    the very request ``dpmic run`` builds, on a schema in which every column is
+    numeric (the input's real dtypes are checked when it is opened)."""
     from .cluster import check_address
     from .errors import DPMICError
     from .ledger import SQLLedger
-    from .limits import check_grid_lower_bound
-    from .validation import check_bounds, check_clump_factor, check_max_cells
+    from .request import numeric_schema
 
-    pairs = len(job.bounds) * (len(job.bounds) - 1) // 2
     try:
-        eps = accounting.check_epsilon(job.eps, "privacy.eps")
-        delta = accounting.check_delta(job.delta, "privacy.delta")
-        accounting.check_mechanism(job.mechanism)
         if job.mechanism == "mice-lap":
             raise InvalidParameterError("privacy.mechanism 'mice-lap' is in-memory only")
-        resolved = accounting.resolve_mechanism(job.mechanism, eps, delta, pairs)
-        accounting.release_cost(resolved, eps, delta)  # e.g. rho underflow
-        if job.B is not None:
-            check_max_cells(job.B, "privacy.B")
-        if job.c is not None:
-            check_clump_factor(job.c, "privacy.c")
-        check_grid_lower_bound(job.B, job.c, pairs)
-        for name, b in job.bounds.items():
-            lo, hi = check_bounds(b, f"columns.{name}.bounds")
-            if job.fill is not None:
-                value = job.fill.get(name)
-                if value is None:
-                    raise InvalidParameterError(
-                        f"columns.{name} needs a fill value with privacy.nulls = \"fill\"")
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                    lo <= value <= hi
-                ):
-                    raise InvalidParameterError(
-                        f"columns.{name}.fill must be a number inside columns.{name}.bounds")
-        if job.nulls not in ("raise", "fill"):
-            raise InvalidParameterError("privacy.nulls must be 'raise' or 'fill'")
+        job_request(job, numeric_schema(job.bounds))
         if job.scheduler:
             check_address(job.scheduler)
         SQLLedger(job.ledger_url)  # URL shape only; nothing is opened
@@ -310,3 +290,13 @@ def _check_parameters(job: Job) -> Job:
     except DPMICError as exc:
         raise JobError(f"{job.source}: {exc}") from None
     return job
+
+
+def job_request(job: Job, schema):
+    """The checked release request of ``job`` against the input's ``schema``."""
+    from .request import JobFileNames, pairwise_request
+
+    return pairwise_request(schema, eps=job.eps, bounds=job.bounds, columns=list(job.bounds),
+                            delta=job.delta, mechanism=job.mechanism, B=job.B, c=job.c,
+                            nulls=job.nulls, fill=job.fill, label=job.name,
+                            names=JobFileNames())

@@ -1,12 +1,13 @@
 """Persistent privacy ledgers: SQLite (embedded default) and PostgreSQL.
 
-Per dataset, a cap (a :class:`~dpmic_dask.accounting.Budget`) and an
-append-only table of charges. :meth:`SQLLedger.charge` checks and records a
-charge in one transaction that holds a write lock (SQLite ``BEGIN IMMEDIATE``;
-PostgreSQL ``SELECT ... FOR UPDATE`` on the dataset's budget row inside an
-explicit ``READ COMMITTED`` transaction), so concurrent jobs cannot overspend,
-whatever default isolation level the database server is configured with. Charges are never updated or deleted: a crash after the
-commit keeps the charge. Amounts are exact decimals stored as text.
+Per dataset, a cap (a :class:`~dpmic_dask.accounting.Budget`) and an append-
+only table of charges. :meth:`SQLLedger.charge` checks and records a charge in
+one transaction that holds a write lock (SQLite ``BEGIN IMMEDIATE``; PostgreSQL
+``SELECT ... FOR UPDATE`` on the dataset's budget row inside an explicit ``READ
+COMMITTED`` transaction), so concurrent jobs cannot overspend, whatever default
+isolation level the database server is configured with. Charges are never
+updated or deleted: a crash after the commit keeps the charge. Amounts are
+exact decimals stored as text.
 
 A ledger that is missing, unreachable or corrupt raises :class:`LedgerError`,
 and the release is refused before any data is read. Rows that do not parse
@@ -128,7 +129,7 @@ class _SQLite:
             raise LedgerError(f"cannot open ledger {str(self.path)!r}: {exc}") from None
         return conn
 
-    def begin_write(self, cur, dataset: str):
+    def begin_write(self, cur, dataset: str | None):
         cur.execute("BEGIN IMMEDIATE")
 
     errors = (sqlite3.Error,)
@@ -149,10 +150,11 @@ class _Postgres:
         try:
             conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
-            raise LedgerError(f"cannot reach the PostgreSQL ledger: {exc.__class__.__name__}") from None
+            raise LedgerError(
+                f"cannot reach the PostgreSQL ledger: {exc.__class__.__name__}") from None
         return conn
 
-    def begin_write(self, cur, dataset: str):
+    def begin_write(self, cur, dataset: str | None):
         # Explicit READ COMMITTED: under a server default of REPEATABLE READ or
         # SERIALIZABLE the snapshot would be taken before the row lock is granted,
         # and the sum of charges read after the wait would miss the charge that the
@@ -175,6 +177,7 @@ class SQLLedger:
     def __init__(self, url: str):
         self.url = url
         parsed = urlparse(url)
+        self._db: _SQLite | _Postgres
         if parsed.scheme == "sqlite":
             path = url[len("sqlite:///"):] if url.startswith("sqlite:///") else ""
             if not path:
@@ -256,7 +259,8 @@ class SQLLedger:
                 raise InvalidParameterError(
                     f"dataset {dataset!r} already has a budget; budgets are never changed")
             cur.execute(self._sql(
-                "INSERT INTO dpmic_budgets (dataset, epsilon, delta, created_at) VALUES (?, ?, ?, ?)"),
+                "INSERT INTO dpmic_budgets (dataset, epsilon, delta, created_at) "
+                "VALUES (?, ?, ?, ?)"),
                 (dataset, repr(budget.epsilon), repr(budget.delta), _now()))
             cur.execute("COMMIT")
         self._run(work, create=True)
@@ -315,7 +319,7 @@ class SQLLedger:
         self._run(work)
 
     def for_run(self, run_id: str) -> RunLedger:
-        """This ledger as seen by one batch run: its charges carry ``run_id``."""
+        """The view of this ledger for one batch run: its charges carry ``run_id``."""
         return RunLedger(self, run_id)
 
     def history(self, dataset: str) -> list[ChargeRecord]:

@@ -22,7 +22,8 @@ from .validation import check_clump_factor
 
 
 def mice_max_cells(n: int, alpha: float) -> float:
-    """``B(n)``: ``max(n**alpha, 4)`` for ``0 < alpha <= 1``, ``min(alpha, n)`` for ``alpha >= 4``."""
+    """``B(n)``: ``max(n**alpha, 4)`` for ``0 < alpha <= 1``, ``min(alpha, n)`` for
+    ``alpha >= 4``."""
     if alpha <= 1:
         return max(n ** alpha, 4.0)
     return float(min(alpha, n))
@@ -107,7 +108,8 @@ def distinct_ranks(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def mice_on_distinct_ranks(x: np.ndarray, y: np.ndarray, alpha: float, c, keys: np.ndarray) -> float:
+def mice_on_distinct_ranks(x: np.ndarray, y: np.ndarray, alpha: float, c,
+                           keys: np.ndarray) -> float:
     """MICe of checked arrays after breaking every tie by the per-row ``keys``.
 
     Each row ``r`` becomes the point ``((x_r, k_r), (y_r, k_r))`` in lexicographic

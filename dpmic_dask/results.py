@@ -7,102 +7,131 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class Release:
-    """One differentially private MIC value and how it was produced.
+class PrivacyReport:
+    """How a release was produced and what it guarantees (shared by every result).
 
     Attributes
     ----------
-    value : float
-        The released MIC estimate, clamped to ``[0, 1]``.
     mechanism : str
-        ``micr-lap``, ``micr-gauss``, ``mice-lap`` or ``micr-geom``.
+        Public name of the release (``micr-lap``, ``micr-gauss``, ``mice-lap``,
+        ``micr-geom``); ``statistic`` the statistic released (``micr``, ``mice``).
     epsilon, delta : float
-        Total privacy cost of the release (``delta = 0`` for pure DP).
+        Total privacy cost of the whole release (``delta = 0`` for pure DP);
+        ``rho`` the zCDP cost of Gaussian releases, else ``None``.
     noise_scale : float
-        Laplace scale ``b`` or Gaussian ``sigma`` on the MIC scale; for
-        ``micr-geom`` the per-cell geometric scale on counts.
+        Laplace scale ``b`` or Gaussian ``sigma`` per value; for ``micr-geom`` the
+        per-cell geometric scale on counts.
     ci95 : float
         Half-width of the central 95% interval of the noise alone (``b ln 20`` or
-        ``1.96 sigma``); NaN for ``micr-geom``. It says how far noise alone moves the
-        value, not how far MICr is from the population's MIC.
-    B, c, n : grid parameters and the (public) number of rows.
+        ``1.96 sigma``); NaN for ``micr-geom``. It says how far noise alone moves a
+        value, not how far the statistic is from the population's.
     sensitivity : float
-        Replace-one sensitivity the noise was calibrated to (per pair).
-    rho : float or None
-        zCDP cost for Gaussian releases.
+        Replace-one sensitivity of one value, to which the noise was calibrated.
+    n, B, c : the (public) number of rows and the grid parameters.
     charge_id : str
-        Identifier of the ledger charge paid before the noise was drawn.
+        The ledger charge paid before the noise was drawn.
     seeded : bool
-        True only inside the test helper ``seeded_noise``: such a value is NOT private.
+        True only inside the test helper ``seeded_noise``: such values are NOT private.
     statement : str
         The privacy guarantee in words.
+    released, candidates : int
+        How many values were published, out of how many pairs considered.
+    selection : str
+        How the published pairs were chosen ("all pairs", ...).
     """
 
-    value: float
     mechanism: str
+    statistic: str
     epsilon: float
     delta: float
+    rho: float | None
     noise_scale: float
     ci95: float
+    sensitivity: float
+    n: int
     B: float
     c: int
-    n: int
-    sensitivity: float
-    rho: float | None
     charge_id: str
     seeded: bool
     statement: str
+    released: int = 1
+    candidates: int = 1
+    selection: str = "all pairs"
+
+    def budget_line(self) -> str:
+        per = "pair" if self.released != 1 else "value"
+        if self.rho is None:
+            return (f"Budget: epsilon = {self.epsilon:g} in total, "
+                    f"{self.epsilon / self.released:.4g} per {per}.")
+        return (f"Budget: epsilon = {self.epsilon:g}, delta = {self.delta:g} in total, "
+                f"accounted as rho = {self.rho:.4g} zCDP ({self.rho / self.released:.4g} "
+                f"per {per}).")
+
+    def noise_line(self) -> str:
+        if self.ci95 == self.ci95:  # not NaN
+            return (f"Noise: scale {self.noise_scale:.4g} per value; 95% of the noise alone "
+                    f"lies within +/-{self.ci95:.4g}. This interval does not include the "
+                    "statistic's own estimation error.")
+        return (f"Noise: two-sided geometric noise of scale {self.noise_scale:.4g} on every "
+                "master-grid count.")
+
+    def lines(self) -> list[str]:
+        """Budget, noise, guarantee and charge, one line each."""
+        return [self.budget_line(), self.noise_line(), self.statement,
+                f"Ledger charge: {self.charge_id}."]
+
+
+class _ReportFields:
+    """Read the privacy report's fields from the result (``result.epsilon``, ...)."""
+
+    privacy: PrivacyReport
+
+    def __getattr__(self, name):
+        if name != "privacy" and name in PrivacyReport.__dataclass_fields__:
+            return getattr(self.privacy, name)
+        raise AttributeError(name)
+
+
+@dataclass(frozen=True)
+class Release(_ReportFields):
+    """One differentially private value and how it was produced.
+
+    ``value`` is the released estimate, clamped to ``[0, 1]``; everything else
+    (``mechanism``, ``epsilon``, ``ci95``, ...) is in ``privacy`` and readable on
+    the release itself.
+    """
+
+    value: float
+    privacy: PrivacyReport
 
     def report(self) -> str:
         """Plain-text account of what was released and what it guarantees."""
-        lines = [
-            f"MIC estimate: {self.value:.4f} ({self.mechanism}, n={self.n}, B={self.B:g}, c={self.c})",
-        ]
-        if self.ci95 == self.ci95:  # not NaN
-            lines.append(
-                f"Noise: scale {self.noise_scale:.4g}; 95% of the noise alone lies within "
-                f"+/-{self.ci95:.4g} (before clamping to [0, 1])"
-            )
-        else:
-            lines.append(
-                f"Noise: two-sided geometric noise of scale {self.noise_scale:.4g} on every "
-                "master-grid count"
-            )
-        lines.append(self.statement)
-        if self.seeded:
+        p = self.privacy
+        lines = [f"MIC estimate: {self.value:.4f} ({p.mechanism}, n={p.n}, B={p.B:g}, c={p.c})"]
+        lines += p.lines()
+        if p.seeded:
             lines.insert(0, "NOT PRIVATE: this value used seeded test noise.")
         return "\n".join(lines)
 
 
 @dataclass(frozen=True)
-class PairwiseResult:
-    """Private MIC of every pair of columns, released together once.
+class PairwiseResult(_ReportFields):
+    """Private values of pairs of columns, released together once.
 
-    All pairs share one noise plan: the same mechanism, noise scale and interval.
-    ``epsilon`` and ``delta`` are the total cost of the whole release.
+    All published pairs share one noise plan (``privacy``): the same mechanism,
+    noise scale and interval; ``epsilon`` and ``delta`` are the total cost of the
+    whole release. Report fields are readable on the result itself.
     """
 
     columns: tuple
     pairs: tuple
     values: tuple
-    mechanism: str
-    epsilon: float
-    delta: float
-    noise_scale: float
-    ci95: float
-    n: int
-    B: int
-    c: int
-    sensitivity: float
-    rho: float | None
-    charge_id: str
-    seeded: bool
-    statement: str
+    privacy: PrivacyReport
 
     def to_pandas(self):
         """Tidy table: one row per pair.
 
-        Columns: ``x, y, mic, ci95, noise_scale, mechanism``; ``release_epsilon``
+        Columns: ``x, y, mic, ci95, noise_scale, mechanism, statistic``; ``release_epsilon``
         and ``release_delta``, the total cost of the whole release (every row repeats
         it); ``value_cost`` and ``cost_unit``, what each released value cost
         (``epsilon / P`` for pure releases, ``rho / P`` zCDP for Gaussian ones);
@@ -113,20 +142,22 @@ class PairwiseResult:
         from .accounting import PrivacyCost, value_cost
 
         cost, unit = value_cost(PrivacyCost(self.epsilon, self.delta, self.rho), len(self.pairs))
+        p = self.privacy
         return pd.DataFrame({
             "x": [a for a, _ in self.pairs],
             "y": [b for _, b in self.pairs],
             "mic": list(self.values),
-            "ci95": self.ci95,
-            "noise_scale": self.noise_scale,
-            "mechanism": self.mechanism,
-            "release_epsilon": self.epsilon,
-            "release_delta": self.delta,
+            "ci95": p.ci95,
+            "noise_scale": p.noise_scale,
+            "mechanism": p.mechanism,
+            "statistic": p.statistic,
+            "release_epsilon": p.epsilon,
+            "release_delta": p.delta,
             "value_cost": cost,
             "cost_unit": unit,
-            "n": self.n,
-            "B": self.B,
-            "c": self.c,
+            "n": p.n,
+            "B": p.B,
+            "c": p.c,
         })
 
     def matrix(self):
@@ -196,36 +227,19 @@ class PairwiseResult:
             ax.figure.savefig(path, dpi=120)
         return ax
 
-    def _budget_line(self, pairs: int) -> str:
-        if self.rho is None:
-            return (f"Budget: epsilon = {self.epsilon:g} in total, "
-                    f"{self.epsilon / pairs:.4g} per pair.")
-        return (f"Budget: epsilon = {self.epsilon:g}, delta = {self.delta:g} in total, "
-                f"accounted as rho = {self.rho:.4g} zCDP ({self.rho / pairs:.4g} per pair).")
-
     def report(self) -> str:
         """Plain text: what was released and what it guarantees."""
+        p = self.privacy
         pairs = len(self.pairs)
         lines = []
-        if self.seeded:
+        if p.seeded:
             lines.append("NOT PRIVATE: these values used seeded test noise.")
         lines += [
             f"Released: private MIC for {pairs} pair{'s' if pairs != 1 else ''} of "
-            f"{len(self.columns)} columns ({', '.join(map(str, self.columns))}), n = {self.n} rows.",
-            f"Mechanism: {self.mechanism} (B = {self.B}, c = {self.c}).",
-            self._budget_line(pairs),
+            f"{len(self.columns)} columns ({', '.join(map(str, self.columns))}), n = {p.n} rows.",
+            f"Mechanism: {p.mechanism} (B = {p.B}, c = {p.c}).",
         ]
-        if self.ci95 == self.ci95:
-            lines.append(
-                f"Noise: scale {self.noise_scale:.4g} per value; 95% of the noise alone lies "
-                f"within +/-{self.ci95:.4g}. This interval does not include the statistic's "
-                "own estimation error."
-            )
-        else:
-            lines.append(
-                f"Noise: two-sided geometric noise of scale {self.noise_scale:.4g} on every "
-                "master-grid count."
-            )
-        lines.append(self.statement)
-        lines.append(f"Ledger charge: {self.charge_id}.")
+        if p.selection != "all pairs":
+            lines.append(f"Selection: {p.selection} ({pairs} of {p.candidates} pairs).")
+        lines += p.lines()
         return "\n".join(lines)

@@ -7,6 +7,7 @@ its message reports *which argument* has them, never where or how many.
 
 from __future__ import annotations
 
+import decimal
 import math
 import numbers
 
@@ -15,6 +16,17 @@ import numpy as np
 from .errors import InvalidDataError, InvalidParameterError, MissingValuesError
 
 MIN_ROWS = 4
+
+
+def finite_real(value, name: str, what: str = "a finite number") -> float:
+    """``value`` as a float if it is a finite real number (bools and strings are not);
+    otherwise :class:`InvalidParameterError` naming ``name``, never the value."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, decimal.Decimal)):
+        raise InvalidParameterError(f"{name} must be {what}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise InvalidParameterError(f"{name} must be {what}")
+    return number
 
 
 def check_bounds(bounds, name: str) -> tuple[float, float]:
@@ -28,12 +40,8 @@ def check_bounds(bounds, name: str) -> tuple[float, float]:
         raise InvalidParameterError(
             f"{name} must be a pair (lo, hi) of public bounds"
         ) from None
-    for value in (lo, hi):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise InvalidParameterError(f"{name} must hold two real numbers")
-    lo, hi = float(lo), float(hi)
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        raise InvalidParameterError(f"{name} must be finite")
+    lo = finite_real(lo, name, "a pair of two finite real numbers")
+    hi = finite_real(hi, name, "a pair of two finite real numbers")
     if not lo < hi:
         raise InvalidParameterError(f"{name} must satisfy lo < hi")
     if not math.isfinite(hi - lo):
@@ -106,7 +114,7 @@ def _dtype_is_numeric(dtype) -> bool:
     return kind in "biuf"
 
 
-def check_frame_request(dtypes, *, bounds, columns=None, nulls="raise", fill=None):
+def check_frame_request(dtypes, *, bounds, columns=None, nulls="raise", fill=None, names=None):
     """Validate a pairwise request against a frame's schema (no data is read).
 
     Parameters
@@ -118,12 +126,18 @@ def check_frame_request(dtypes, *, bounds, columns=None, nulls="raise", fill=Non
     nulls : "raise" or "fill"
     fill : mapping column -> public fill value (required with ``nulls="fill"``)
 
+    names : how messages spell ``bounds[col]`` and ``fill[col]`` (an object with
+        ``bounds(col)`` and ``fill(col)`` methods; default: the Python API's)
+
     Returns
     -------
     (columns, bounds, fill) as tuples aligned with ``columns``; ``fill`` is None
     for ``nulls="raise"``.
     """
     from collections.abc import Mapping
+
+    bounds_name = names.bounds if names is not None else (lambda col: f"bounds[{col!r}]")
+    fill_name = names.fill if names is not None else (lambda col: f"fill[{col!r}]")
 
     names = list(dtypes.index) if hasattr(dtypes, "index") else list(dtypes)
     if not isinstance(bounds, Mapping):
@@ -158,10 +172,10 @@ def check_frame_request(dtypes, *, bounds, columns=None, nulls="raise", fill=Non
     non_numeric = [c for c in selected if not _dtype_is_numeric(dtypes[c])]
     if non_numeric:
         raise InvalidDataError(f"column(s) {non_numeric} are not numeric")
-    checked = tuple(check_bounds(bounds[c], f"bounds[{c!r}]") for c in selected)
+    checked = tuple(check_bounds(bounds[c], bounds_name(c)) for c in selected)
     if nulls not in NULL_POLICIES:
         raise InvalidParameterError("nulls must be 'raise' or 'fill'")
-    fills = None
+    fills: tuple[float, ...] | None = None
     if nulls == "fill":
         if not isinstance(fill, Mapping):
             raise InvalidParameterError(
@@ -170,17 +184,14 @@ def check_frame_request(dtypes, *, bounds, columns=None, nulls="raise", fill=Non
         no_fill = [c for c in selected if c not in fill]
         if no_fill:
             raise InvalidParameterError(f"fill values are missing for column(s) {no_fill}")
-        fills = []
+        values = []
         for c, (lo, hi) in zip(selected, checked):
-            value = fill[c]
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
-                math.isfinite(float(value)) and lo <= float(value) <= hi
-            ):
-                raise InvalidParameterError(
-                    f"fill[{c!r}] must be a finite number inside bounds[{c!r}]"
-                )
-            fills.append(float(value))
-        fills = tuple(fills)
+            what = f"a finite number inside {bounds_name(c)}"
+            value = finite_real(fill[c], fill_name(c), what)
+            if not lo <= value <= hi:
+                raise InvalidParameterError(f"{fill_name(c)} must be {what}")
+            values.append(value)
+        fills = tuple(values)
     elif fill is not None:
         raise InvalidParameterError("fill is only used with nulls='fill'")
     return tuple(selected), checked, fills

@@ -1,9 +1,10 @@
 """Quickstart: private MIC of every column pair of a Dask DataFrame."""
 
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
-import dask.dataframe as dd
-import dpmic_dask  # registers the .dpmic accessor
+
+import dpmic_dask  # noqa: F401  (registers the .dpmic accessor)
 
 gen = np.random.default_rng(7)
 n = 100_000

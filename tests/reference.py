@@ -55,7 +55,7 @@ def best_grouping(matrix, k: int) -> float:
 def micr(xs, ys, x_bounds, y_bounds, B: int, c: int) -> float:
     """MICr by brute force over every grouping of every master grid."""
     best = 0.0
-    for fixed, other, fb, ob, fixed_is_x in (
+    for fixed, other, fb, ob, _fixed_is_x in (
         (xs, ys, x_bounds, y_bounds, True),
         (ys, xs, y_bounds, x_bounds, False),
     ):

@@ -156,11 +156,12 @@ def test_crash_after_charge_keeps_the_charge(tmp_path, url):
     SQLLedger(url).init("t", Budget(5.0))
     script = textwrap.dedent(f"""
         import os, numpy as np, pandas as pd
-        import dpmic_dask, dpmic_dask.pipeline as pipeline
+        import dpmic_dask
         from dpmic_dask.ledger import SQLLedger
         def crash(*args, **kwargs):
             os._exit(17)  # the process dies between the charge and the noise
-        pipeline.noisy_values = crash
+        import dpmic_dask.mechanisms.base as base
+        base.noisy_values = crash
         df = pd.DataFrame({{"a": np.linspace(0, 1, 100), "b": np.linspace(1, 0, 100)}})
         df.dpmic.pairwise(2.0, bounds={{"a": (0, 1), "b": (0, 1)}},
                           ledger=SQLLedger({url!r}), dataset="t")

@@ -4,7 +4,6 @@ import pytest
 from distributed import Client, LocalCluster
 
 import dpmic_dask  # noqa: F401  (registers the .dpmic accessor)
-
 from tests.integration.frames import BOUNDS, generated
 
 COLS = ("a", "b", "c", "d")

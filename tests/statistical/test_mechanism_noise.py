@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpmic_dask.accounting import plan_release
-from dpmic_dask.mechanisms import noisy_counts, noisy_values
+from dpmic_dask.mechanisms import noisy_counts, noisy_values, plan_release
 from tests.statistical.helpers import ALPHA, chi_square_pvalue, ks_pvalue
 
 SAMPLES = 20_000

@@ -13,14 +13,13 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from dpmic_dask.accounting import plan_release
 from dpmic_dask.characteristic import micr_from_counts
 from dpmic_dask.grids import master_grid_family
 from dpmic_dask.kernels.optimize import optimize_axis
-from dpmic_dask.mechanisms import noisy_values
+from dpmic_dask.mechanisms import noisy_values, plan_release
 from dpmic_dask.sensitivity import micr_sensitivity
-from tests.statistical.test_sensitivity import compositions
 from tests.statistical.test_mechanism_noise import truncgeom_pmf
+from tests.statistical.test_sensitivity import compositions
 
 
 def grid_output_distribution(cells, n, per_cell_eps):

@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpmic_dask import binning
+from dpmic_dask import counting, grids
+from dpmic_dask.counting import bin_values
 from dpmic_dask.grids import master_grid_family
-from dpmic_dask.counts import bin_values
 from tests import reference
 
 finite = st.floats(allow_nan=False, allow_infinity=True, width=64)
@@ -19,26 +19,26 @@ finite = st.floats(allow_nan=False, allow_infinity=True, width=64)
 def test_bins_match_integer_reference(values, lo, width, n_bins):
     hi = lo + width
     arr = np.array(values, dtype=np.float64)
-    got = binning.bins(arr, (lo, hi), n_bins)
+    got = counting.bins(arr, (lo, hi), n_bins)
     want = [reference.equal_bin(v, lo, hi, n_bins) for v in values]
     assert got.tolist() == want
 
 
 def test_upper_bound_lands_in_last_bin_and_lower_in_first():
     for n_bins in (1, 2, 3, 7, 150, 4096):
-        got = binning.bins(np.array([-3.0, 5.0]), (-3.0, 5.0), n_bins)
+        got = counting.bins(np.array([-3.0, 5.0]), (-3.0, 5.0), n_bins)
         assert got.tolist() == [0, n_bins - 1]
 
 
 def test_out_of_bounds_and_infinities_clamp():
     vals = np.array([-np.inf, -1e300, -4.0, 9.0, 1e300, np.inf])
-    assert binning.bins(vals, (-3.0, 5.0), 10).tolist() == [0, 0, 0, 9, 9, 9]
+    assert counting.bins(vals, (-3.0, 5.0), 10).tolist() == [0, 0, 0, 9, 9, 9]
 
 
 @settings(max_examples=100, deadline=None)
 @given(n_bins=st.integers(2, 3000), q=st.integers(0, 2**32 - 1))
 def test_boundaries_are_exact_bin_starts(n_bins, q):
-    bounds = binning.equipartition_boundaries(n_bins)
+    bounds = grids.equipartition_boundaries(n_bins)
     assert bounds.size == n_bins - 1
     # q is in bin >= j exactly when q >= j-th boundary
     j = (q * n_bins) >> 32
@@ -54,16 +54,16 @@ def test_refinement_index_counts_boundaries(B, c):
     edge = family.fixed_boundaries[:: max(1, family.fixed_boundaries.size // 50)]
     values = np.concatenate([values, edge / 2.0**32])
     cb = bin_values(values, (0.0, 1.0), family)
-    pos = binning.positions(values, (0.0, 1.0))
+    pos = counting.positions(values, (0.0, 1.0))
     np.testing.assert_array_equal(cb.fixed, np.searchsorted(family.fixed_boundaries, pos, side="right"))
     np.testing.assert_array_equal(cb.rows, np.searchsorted(family.row_boundaries, pos, side="right"))
 
 
 def test_refinement_cuts_reject_missing_boundaries():
-    bounds, _ = binning.refinement([2, 3])
+    bounds, _ = grids.refinement([2, 3])
     with pytest.raises(ValueError):
-        binning.refinement_cuts(bounds, 5)
-    cuts = binning.refinement_cuts(bounds, 3)
+        grids.refinement_cuts(bounds, 5)
+    cuts = grids.refinement_cuts(bounds, 3)
     assert cuts[0] == 0 and cuts[-1] == bounds.size + 1 and len(cuts) == 4
 
 
@@ -71,7 +71,7 @@ def test_position_is_bit_exact_double_arithmetic():
     # (x - lo) / (hi - lo) must be the division, not a multiplication by a reciprocal
     lo, hi = 0.1, 0.7
     xs = np.linspace(lo, hi, 10_001)
-    got = binning.positions(xs, (lo, hi))
+    got = counting.positions(xs, (lo, hi))
     want = [reference.position(float(v), lo, hi) for v in xs]
     assert got.tolist() == want
     assert math.isclose(got[-1], 2**32 - 1)

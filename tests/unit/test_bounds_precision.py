@@ -18,10 +18,10 @@ from dpmic_dask.accounting import (
     PrivacyCost,
     check_delta,
     eps_from_rho,
-    plan_release,
     rho_from_eps_delta,
 )
 from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.mechanisms import plan_release
 from dpmic_dask.sensitivity import f_gain, mice_sensitivity, micr_sensitivity
 
 getcontext().prec = 60

@@ -3,8 +3,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpmic_dask import binning
-from dpmic_dask.counts import grid_block, pair_counts
+from dpmic_dask import counting
+from dpmic_dask.counting import grid_block, pair_counts
 from dpmic_dask.grids import master_grid_family
 
 
@@ -19,8 +19,8 @@ def test_every_grid_read_off_the_refinement_equals_direct_binning(B, c):
     for g, grid in enumerate(family.grids):
         fixed, other = (x, y) if grid.orientation == "x" else (y, x)
         fb, ob = (xb, yb) if grid.orientation == "x" else (yb, xb)
-        cols = binning.bins(fixed, fb, grid.fixed_bins)
-        rows = binning.bins(other, ob, grid.master_rows)
+        cols = counting.bins(fixed, fb, grid.fixed_bins)
+        rows = counting.bins(other, ob, grid.master_rows)
         direct = np.zeros((grid.master_rows, grid.fixed_bins), np.int64)
         np.add.at(direct, (rows, cols), 1)
         np.testing.assert_array_equal(grid_block(counts, family, g), direct)
@@ -48,7 +48,7 @@ def test_counts_of_any_split_sum_to_counts_of_whole(seed, pieces):
 def test_partition_partials_are_int32_and_sums_widen_to_int64():
     import pandas as pd
 
-    from dpmic_dask.partition import CountSpec, combine_partials, partition_counts
+    from dpmic_dask.counting import CountSpec, combine_partials, partition_counts
 
     family = master_grid_family(8, 1)
     spec = CountSpec(("a", "b"), ((0.0, 1.0), (0.0, 1.0)), None, family)

@@ -11,8 +11,7 @@ import pytest
 
 import dpmic_dask as dm
 from dpmic_dask import noise
-from dpmic_dask.accounting import MAX_NOISE_UNITS, plan_release
-from dpmic_dask.mechanisms import noisy_counts, noisy_values
+from dpmic_dask.mechanisms import MAX_NOISE_UNITS, noisy_counts, noisy_values, plan_release
 
 INT64_MAX = np.iinfo(np.int64).max
 INT64_MIN = np.iinfo(np.int64).min
@@ -39,7 +38,7 @@ class SaturatedSampler:
 @pytest.fixture
 def saturated(monkeypatch):
     def use(draws):
-        monkeypatch.setattr("dpmic_dask.mechanisms.active_sampler", lambda: SaturatedSampler(draws))
+        monkeypatch.setattr("dpmic_dask.mechanisms.base.active_sampler", lambda: SaturatedSampler(draws))
     return use
 
 

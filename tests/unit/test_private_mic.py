@@ -59,7 +59,9 @@ def test_other_mechanisms(data, mechanism, delta):
     x, y = data
     r = dm.private_mic(x, y, eps=2.0, delta=delta, mechanism=mechanism, **BOUNDS)
     assert r.mechanism == mechanism and 0.0 <= r.value <= 1.0
-    assert r.report()
+    text = r.report()
+    assert text.startswith(f"MIC estimate: {r.value:.4f} ({mechanism}, n=3000")
+    assert r.charge_id in text
 
 
 def test_each_call_charges_once_and_draws_fresh_noise(data):
@@ -79,7 +81,7 @@ def test_refused_release_draws_no_noise(data, monkeypatch):
         raise AssertionError("noise drawn for a refused release")
 
     monkeypatch.setattr(noise, "active_sampler", no_noise)
-    monkeypatch.setattr("dpmic_dask.mechanisms.active_sampler", no_noise)
+    monkeypatch.setattr("dpmic_dask.mechanisms.base.active_sampler", no_noise)
     with pytest.raises(dm.BudgetExceededError):
         dm.private_mic(x, y, eps=1.0, ledger=ledger, dataset="d", **BOUNDS)
     assert ledger.charges("d") == []

@@ -5,17 +5,19 @@ import math
 import pytest
 
 from dpmic_dask.accounting import PrivacyCost, privacy_statement, rho_from_eps_delta
-from dpmic_dask.results import PairwiseResult
+from dpmic_dask.results import PairwiseResult, PrivacyReport
 
 
 def result(values, *, eps=1.0, delta=0.0, rho=None, ci95=0.05, mechanism="micr-lap"):
     columns = ("a", "b", "c")
     pairs = (("a", "b"), ("a", "c"), ("b", "c"))
     cost = PrivacyCost(eps, delta, rho)
-    return PairwiseResult(columns=columns, pairs=pairs, values=tuple(values), mechanism=mechanism,
-                          epsilon=eps, delta=delta, noise_scale=ci95 / 3, ci95=ci95, n=1000,
-                          B=20, c=2, sensitivity=0.02, rho=rho, charge_id="c1", seeded=False,
-                          statement=privacy_statement(cost, len(pairs)))
+    report = PrivacyReport(mechanism=mechanism, statistic="micr", epsilon=eps, delta=delta,
+                           rho=rho, noise_scale=ci95 / 3, ci95=ci95, sensitivity=0.02, n=1000,
+                           B=20, c=2, charge_id="c1", seeded=False,
+                           statement=privacy_statement(cost, len(pairs)), released=3,
+                           candidates=3)
+    return PairwiseResult(columns=columns, pairs=pairs, values=tuple(values), privacy=report)
 
 
 def test_pure_statement_says_implies_not_equivalent():

@@ -1,0 +1,51 @@
+"""Backends: how a frame of a given type is counted, registered by frame type.
+
+Each backend provides the schema, the (public) row count and the exact counts
+of a frame, as an aggregate that maps any pair statistic over its counts where
+they are. The pipeline asks :func:`backend_for` and never tests frame types
+itself. A new frame type is one module with a :class:`Backend` subclass and a
+``@register(FrameType)`` line.
+"""
+
+from __future__ import annotations
+
+from .base import Aggregate, Backend, LocalAggregate, guarded
+
+_BACKENDS: dict[type, Backend] = {}
+
+
+def register(frame_type: type):
+    """Class decorator: use the decorated :class:`Backend` for ``frame_type`` (and
+    its subclasses)."""
+    def decorate(cls):
+        _BACKENDS[frame_type] = cls()
+        return cls
+    return decorate
+
+
+def backend_for(frame) -> Backend:
+    """The backend registered for ``type(frame)`` or its nearest base class."""
+    from ..errors import InvalidDataError
+
+    _load_builtin()
+    for kind in type(frame).__mro__:
+        backend = _BACKENDS.get(kind)
+        if backend is not None:
+            return backend
+    raise InvalidDataError("expected a pandas or Dask DataFrame")
+
+
+def _load_builtin() -> None:
+    from . import dask, pandas  # noqa: F401  (register on import)
+
+
+def count_frame(frame, spec, *, split_every: int = 8, progress: bool | None = None):
+    """Exact counts of a whole frame, brought to the driver (tests, references)."""
+    from ..counting import PartialCounts
+
+    agg = backend_for(frame).count(frame, spec, split_every=split_every, progress=progress)
+    return PartialCounts(agg.counts(), agg.rows, agg.missing)
+
+
+__all__ = ["Aggregate", "Backend", "LocalAggregate", "backend_for", "count_frame", "guarded",
+           "register"]

@@ -1,0 +1,132 @@
+"""The Dask backend: count partitions in parallel, sum them exactly.
+
+The only module that builds Dask graphs. Uses public Dask APIs only:
+``DataFrame.to_delayed`` for the partitions, ``dask.delayed`` for a tree of exact
+integer sums (``split_every`` partials per node), ``dask.persist`` to keep the
+summed counts on the cluster, and ``dask.compute`` / the active
+``distributed.Client`` to run graphs. Exact counts stay on the workers; the
+driver receives only the row count, the missing-value flags and one exact value
+per pair (:meth:`DaskAggregate.map_pairs`), which it noises.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+
+from ..counting import (
+    CountSpec,
+    PartialCounts,
+    combine_partials,
+    empty_partial,
+    partition_counts,
+)
+from . import register
+from .base import Aggregate, Backend, LocalAggregate, guarded
+
+DEFAULT_SPLIT_EVERY = 8
+
+
+def _active_client():
+    try:
+        from distributed import default_client
+    except ImportError:  # pragma: no cover - distributed is a dependency
+        return None
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+def run(graph, *, progress: bool | None = None, columns=()):
+    """Compute a Dask collection / delayed object (or a list of them), with a
+    progress bar when asked (``None``: only when stderr is a terminal).
+
+    Failures underneath are reported by :func:`guarded` (type and columns only).
+    """
+    return guarded(columns, _compute, graph, progress)
+
+
+def _compute(graph, progress):
+    show = sys.stderr.isatty() if progress is None else progress
+    client = _active_client()
+    if client is not None:
+        futures = client.compute(graph)
+        if show:
+            from distributed import progress as distributed_progress
+
+            distributed_progress(futures)
+        return client.gather(futures)
+    if show:
+        from dask.diagnostics import ProgressBar
+
+        with ProgressBar(out=sys.stderr):
+            return dask.compute(graph)[0]
+    return dask.compute(graph)[0]
+
+
+def _tree_sum(nodes, split_every: int):
+    combine = dask.delayed(combine_partials, pure=True)
+    while len(nodes) > 1:
+        nodes = [combine(nodes[i:i + split_every]) for i in range(0, len(nodes), split_every)]
+    return nodes[0]
+
+
+def _summary(partial: PartialCounts):
+    return partial.rows, partial.missing
+
+
+def _apply_to_pair(partial: PartialCounts, index: int, fn) -> float:
+    return fn(partial.counts[index])
+
+
+@dataclass
+class DaskAggregate(Aggregate):
+    """Counts persisted on the cluster (a delayed node holding the summed partial)."""
+
+    spec: CountSpec
+    rows: int
+    missing: np.ndarray
+    root: object
+
+    def counts(self) -> np.ndarray:
+        partial = run(self.root, progress=False, columns=self.spec.columns)
+        return partial.counts.astype(np.int64, copy=False)
+
+    def map_pairs(self, fn) -> np.ndarray:
+        task = dask.delayed(_apply_to_pair, pure=True)
+        return np.array(run([task(self.root, p, fn) for p in range(len(self.spec.pairs))],
+                            progress=False, columns=self.spec.columns), dtype=np.float64)
+
+
+@register(dd.DataFrame)
+class DaskBackend(Backend):
+    """Dask DataFrames: partitions counted in parallel, summed in a tree on the cluster."""
+
+    def schema(self, frame):
+        return frame.dtypes
+
+    def row_count(self, frame, columns) -> int:
+        return int(run(frame.shape[0], progress=False, columns=columns))
+
+    def count(self, frame, spec, *, split_every, progress) -> Aggregate:
+        parts = guarded(spec.columns, lambda: frame[list(spec.columns)].to_delayed())
+        if not parts:
+            partial = empty_partial(spec)
+            return LocalAggregate(spec, 0, partial.missing, partial)
+        count = dask.delayed(partition_counts, pure=True)
+        root = _tree_sum([count(part, spec) for part in parts], max(2, split_every))
+        (root,) = guarded(spec.columns, dask.persist, root)
+        rows, missing = run(dask.delayed(_summary, pure=True)(root), progress=progress,
+                            columns=spec.columns)
+        return DaskAggregate(spec, int(rows), np.asarray(missing), root)
+
+    def map_counts(self, counts: np.ndarray, fn) -> np.ndarray:
+        if counts.shape[0] < 2:
+            return super().map_counts(counts, fn)
+        task = dask.delayed(fn, pure=True)
+        return np.array(run([task(c) for c in counts], progress=False), dtype=np.float64)

@@ -1,0 +1,24 @@
+"""The pandas backend: one partition, counted in this process."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..counting import partition_counts
+from . import register
+from .base import Backend, LocalAggregate, guarded
+
+
+@register(pd.DataFrame)
+class PandasBackend(Backend):
+    """pandas DataFrames: one partition, counted in this process."""
+
+    def schema(self, frame):
+        return frame.dtypes
+
+    def row_count(self, frame, columns) -> int:
+        return len(frame)
+
+    def count(self, frame, spec, *, split_every, progress) -> LocalAggregate:
+        partial = guarded(spec.columns, partition_counts, frame, spec)
+        return LocalAggregate(spec, partial.rows, partial.missing, partial)

@@ -1,0 +1,214 @@
+"""The one counting path: columns in, exact integer master-grid counts out.
+
+Per row and pair the cost is two histogram increments (one per orientation),
+whatever ``B``: each column is binned into the common refinement of all
+fixed-axis sizes and of all master-row sizes, and every master grid is read off
+the refinement histograms by 2-D prefix sums. :func:`count_columns` is the only
+place that does this; a partition (:func:`partition_counts`) and an in-memory
+pair (:func:`pair_counts`) both go through it. Counts are exact integers, so
+counts of any split of the rows add up (:func:`combine_partials`) to the counts
+of the whole. Nothing here knows about Dask.
+
+A value ``x`` with public bounds ``[lo, hi]`` has the 32-bit position
+``q = min(floor(clamp((x - lo) / (hi - lo), 0, 1) * 2**32), 2**32 - 1)``; its bin in
+a range equipartition of ``s`` bins is ``(q * s) >> 32`` (SPEC section 2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+
+from .errors import InvalidDataError
+from .grids import GridFamily
+from .kernels.binning import (
+    add_histogram_2d,
+    bin_column,
+    count_pairs,
+    equipartition_bins,
+    fixed_point_positions,
+    read_off_grids,
+)
+
+
+@dataclass(frozen=True)
+class CountSpec:
+    """What to count: the columns, their public bounds and fill values, the grids.
+
+    ``fill`` maps a column to the public value that replaces its missing values,
+    or is ``None`` when missing values are to be reported (``nulls="raise"``).
+    """
+
+    columns: tuple[str, ...]
+    bounds: tuple[tuple[float, float], ...]
+    fill: tuple[float, ...] | None
+    family: GridFamily
+
+    @property
+    def pairs(self) -> tuple[tuple[int, int], ...]:
+        """Column index pairs ``(i, j)``, ``i < j``, in a fixed order."""
+        return tuple(combinations(range(len(self.columns)), 2))
+
+
+@dataclass(frozen=True)
+class PartialCounts:
+    """Exact counts of some rows: ``counts[p]`` is pair ``p``'s flat master counts
+    (int32 for one partition, int64 once summed), ``rows`` the number of rows,
+    ``missing[k]`` whether column ``k`` had a missing value (only meaningful with
+    ``nulls="raise"``)."""
+
+    counts: np.ndarray
+    rows: int
+    missing: np.ndarray
+
+
+def _kernel_input(values: np.ndarray) -> np.ndarray:
+    """float64, C-contiguous and read-only: one numba specialisation for every
+    caller (pandas often hands out read-only views, NumPy writable arrays)."""
+    values = np.ascontiguousarray(values, dtype=np.float64).view()
+    values.setflags(write=False)
+    return values
+
+
+def count_columns(columns, spec: CountSpec) -> PartialCounts:
+    """Count float64 columns (NaN = missing) into every master grid of every pair.
+
+    ``columns[k]`` holds the values of ``spec.columns[k]``.
+    """
+    family = spec.family
+    n = len(columns[0]) if len(columns) else 0
+    n_cols = len(spec.columns)
+    fixed = np.empty((n_cols, n), dtype=np.int32)
+    rows = np.empty((n_cols, n), dtype=np.int32)
+    missing = np.zeros(n_cols, dtype=bool)
+    for k, values in enumerate(columns):
+        nan = np.isnan(values)
+        if nan.any():
+            missing[k] = True
+            if spec.fill is None:
+                continue  # the release will be refused; nothing to count
+            values = np.where(nan, spec.fill[k], values)
+        lo, hi = spec.bounds[k]
+        bin_column(_kernel_input(values), lo, hi - lo, family.fixed_boundaries,
+                   family.fixed_table, family.row_boundaries, family.row_table, fixed[k], rows[k])
+    pairs = np.array(spec.pairs, dtype=np.int64).reshape(-1, 2)
+    out = np.zeros((pairs.shape[0], family.n_cells), dtype=np.int64)
+    if n and pairs.shape[0] and not (missing.any() and spec.fill is None):
+        hist = np.empty((2,) + family.refinement_shape, dtype=np.int64)
+        prefix = np.empty((hist.shape[1] + 1, hist.shape[2] + 1), dtype=np.int64)
+        count_pairs(fixed, rows, pairs[:, 0].copy(), pairs[:, 1].copy(), hist,  # type: ignore[call-arg]
+                    prefix, *family.kernel_layout, out)
+    # A partition's counts fit in int32 (exactly); halving them halves the memory of
+    # partials waiting to be summed. Sums are always int64 (combine_partials).
+    if n < 2**31:
+        out = out.astype(np.int32)
+    return PartialCounts(out, n, missing)
+
+
+def column_values(frame: pd.DataFrame, name: str) -> np.ndarray:
+    """A column as float64 with missing values (None, NA, NaN) as NaN.
+
+    A value that is not a number is reported by column name only.
+    """
+    try:
+        return frame[name].to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError):
+        raise InvalidDataError(f"column {name!r} holds values that are not numbers") from None
+
+
+def partition_counts(frame: pd.DataFrame, spec: CountSpec) -> PartialCounts:
+    """Count one partition (a pandas DataFrame) into every master grid of every pair."""
+    return count_columns([column_values(frame, name) for name in spec.columns], spec)
+
+
+def pair_counts(x: np.ndarray, y: np.ndarray, x_bounds, y_bounds, family: GridFamily) -> np.ndarray:
+    """Flat int64 master counts of the pair ``(x, y)`` (checked inputs, no NaN)."""
+    spec = CountSpec(("x", "y"), (tuple(x_bounds), tuple(y_bounds)), None, family)
+    return count_columns([x, y], spec).counts[0].astype(np.int64)
+
+
+def empty_partial(spec: CountSpec) -> PartialCounts:
+    """The counts of no rows (a frame without partitions)."""
+    return PartialCounts(
+        np.zeros((len(spec.pairs), spec.family.n_cells), dtype=np.int64),
+        0,
+        np.zeros(len(spec.columns), dtype=bool),
+    )
+
+
+def combine_partials(parts) -> PartialCounts:
+    """Exact sum of partial counts (any order, any grouping)."""
+    parts = list(parts)
+    counts = parts[0].counts.astype(np.int64)  # a copy, widened before any addition
+    missing = parts[0].missing.copy()
+    rows = parts[0].rows
+    for part in parts[1:]:
+        counts += part.counts
+        missing |= part.missing
+        rows += part.rows
+    return PartialCounts(counts, rows, missing)
+
+
+def grid_block(counts: np.ndarray, family: GridFamily, index: int) -> np.ndarray:
+    """View of grid ``index``'s ``master_rows x fixed_bins`` matrix in flat ``counts``."""
+    g = family.grids[index]
+    return counts[g.offset:g.offset + g.n_cells].reshape(g.master_rows, g.fixed_bins)
+
+
+# ------------------------------------------ the stages one by one (tests, benchmarks)
+
+
+def positions(values: np.ndarray, bounds: tuple[float, float]) -> np.ndarray:
+    """Fixed-point positions (int64) of float64 ``values`` within checked ``bounds``."""
+    lo, hi = bounds
+    out = np.empty(values.shape[0], dtype=np.int64)
+    fixed_point_positions(_kernel_input(values), lo, hi - lo, out)
+    return out
+
+
+def bins(values: np.ndarray, bounds: tuple[float, float], n_bins: int) -> np.ndarray:
+    """Bin index (int64) of each value in a range equipartition of ``n_bins`` bins."""
+    pos = positions(values, bounds)
+    out = np.empty_like(pos)
+    equipartition_bins(pos, n_bins, out)
+    return out
+
+
+@dataclass(frozen=True)
+class ColumnBins:
+    """One column's refinement indices: ``fixed`` and ``rows`` (int32[n] each)."""
+
+    fixed: np.ndarray
+    rows: np.ndarray
+
+
+def bin_values(values: np.ndarray, bounds: tuple[float, float], family: GridFamily) -> ColumnBins:
+    """Bin float64 ``values`` (no NaN) into both refinements of ``family``."""
+    lo, hi = bounds
+    n = values.shape[0]
+    fixed = np.empty(n, dtype=np.int32)
+    rows = np.empty(n, dtype=np.int32)
+    bin_column(_kernel_input(values), lo, hi - lo, family.fixed_boundaries, family.fixed_table,
+               family.row_boundaries, family.row_table, fixed, rows)
+    return ColumnBins(fixed, rows)
+
+
+def refinement_histograms(x: ColumnBins, y: ColumnBins, family: GridFamily) -> np.ndarray:
+    """Refinement histograms of a pair, int64[2, row cells, fixed cells] (orientation
+    ``"x"``: y's row cells by x's fixed cells; ``"y"``: the mirror image)."""
+    hist = np.zeros((2,) + family.refinement_shape, dtype=np.int64)
+    add_histogram_2d(y.rows, x.fixed, hist[0])
+    add_histogram_2d(x.rows, y.fixed, hist[1])
+    return hist
+
+
+def master_counts(hist: np.ndarray, family: GridFamily) -> np.ndarray:
+    """Read every master grid off a pair's refinement histograms (flat int64 counts)."""
+    rows, cols = family.refinement_shape
+    out = np.empty(family.n_cells, dtype=np.int64)
+    scratch = np.empty((rows + 1, cols + 1), dtype=np.int64)
+    read_off_grids(hist, scratch, *family.kernel_layout, out)  # type: ignore[call-arg]
+    return out

@@ -1,0 +1,116 @@
+"""Mechanisms as objects, and the registry of public release names.
+
+A public release name (``micr-lap``) pairs a statistic with a noise mechanism;
+``auto`` resolves to one of them from ``(eps, delta, P)`` only. Adding a
+mechanism is one module here (a :class:`Mechanism` subclass), one
+:func:`register` call and its tests.
+
+=============  ===========  ===========================  ====================
+name           statistic    noise                        guarantee
+=============  ===========  ===========================  ====================
+``micr-lap``   ``micr``     Laplace on the value         ``eps``-DP
+``micr-gauss`` ``micr``     Gaussian on the value        ``rho``-zCDP
+``mice-lap``   ``mice``     Laplace on the value         ``eps``-DP
+``micr-geom``  ``micr``     geometric on every count     ``eps``-DP
+=============  ===========  ===========================  ====================
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..accounting import check_delta, check_epsilon, rho_from_eps_delta
+from ..errors import InvalidParameterError
+from ..statistics import get_statistic
+from .base import (
+    GAUSS_CI95,
+    LAPLACE_CI95,
+    LATTICE,
+    MAX_NOISE_UNITS,
+    Mechanism,
+    NoisePlan,
+    noisy_counts,
+    noisy_values,
+)
+from .gaussian import GaussianMechanism
+from .geometric import GeometricCountsMechanism
+from .laplace import LaplaceMechanism
+
+#: public name -> (statistic name, mechanism class)
+_RELEASES: dict[str, tuple[str, type[Mechanism]]] = {}
+
+
+def register(name: str, statistic: str, mechanism: type[Mechanism]) -> None:
+    """Make ``name`` a public release: ``statistic`` noised by ``mechanism``."""
+    get_statistic(statistic)  # must exist
+    _RELEASES[name] = (statistic, mechanism)
+
+
+register("micr-lap", "micr", LaplaceMechanism)
+register("micr-gauss", "micr", GaussianMechanism)
+register("mice-lap", "mice", LaplaceMechanism)
+register("micr-geom", "micr", GeometricCountsMechanism)
+
+
+def mechanism_names() -> tuple[str, ...]:
+    """Every accepted ``mechanism=`` value, ``"auto"`` first."""
+    return ("auto", *_RELEASES)
+
+
+def check_mechanism(mechanism) -> str:
+    """``mechanism`` if it is a registered name or ``"auto"``."""
+    if mechanism not in mechanism_names():
+        raise InvalidParameterError(
+            "mechanism must be one of " + ", ".join(repr(m) for m in mechanism_names()))
+    return mechanism
+
+
+def gaussian_beats_laplace(eps: float, delta: float, pairs: int) -> bool:
+    """True when Gaussian noise (zCDP, L2 sensitivity ``sqrt(P) Delta``) has a smaller
+    standard deviation than Laplace (L1 sensitivity ``P Delta``) for the same budget.
+
+    The ratio sigma / (sqrt(2) b) = eps / (2 sqrt(rho P)) does not depend on ``Delta``
+    and hence not on ``n``: Gaussian wins once ``P > eps**2 / (4 rho)`` (13 pairs at
+    ``eps = 1, delta = 1e-5``; 15 at ``delta = 1e-6``).
+    """
+    rho = rho_from_eps_delta(eps, delta)
+    return eps / (2.0 * math.sqrt(rho * pairs)) < 1.0
+
+
+def resolve_mechanism(mechanism: str, eps: float, delta: float, pairs: int) -> str:
+    """``auto``: ``micr-lap`` when ``delta == 0``; otherwise whichever of ``micr-lap``
+    and ``micr-gauss`` has the smaller per-pair noise standard deviation."""
+    mechanism = check_mechanism(mechanism)
+    if mechanism != "auto":
+        if _RELEASES[mechanism][1].needs_delta and delta == 0:
+            raise InvalidParameterError(f"mechanism {mechanism!r} needs delta > 0")
+        return mechanism
+    if delta == 0:
+        return "micr-lap"
+    return "micr-gauss" if gaussian_beats_laplace(eps, delta, pairs) else "micr-lap"
+
+
+def build_mechanism(mechanism: str, *, eps: float, delta: float, pairs: int) -> Mechanism:
+    """The mechanism object of a release (``auto`` resolved from ``(eps, delta, P)``)."""
+    eps = check_epsilon(eps)
+    delta = check_delta(delta)
+    name = resolve_mechanism(mechanism, eps, delta, pairs)
+    statistic, cls = _RELEASES[name]
+    # A pure mechanism ignores delta: the release is then pure eps-DP.
+    return cls(epsilon=eps, delta=delta if cls.needs_delta else 0.0,
+               statistic=get_statistic(statistic), label=name)
+
+
+def plan_release(*, mechanism: str, n: int, eps: float, delta: float, pairs: int,
+                 B: float, c: int) -> NoisePlan:
+    """Split a total ``(eps, delta)`` over ``pairs`` values and calibrate the noise."""
+    return build_mechanism(mechanism, eps=eps, delta=delta, pairs=pairs).calibrate(
+        n=n, pairs=pairs, B=B, c=c)
+
+
+__all__ = [
+    "GAUSS_CI95", "LAPLACE_CI95", "LATTICE", "MAX_NOISE_UNITS", "GaussianMechanism",
+    "GeometricCountsMechanism", "LaplaceMechanism", "Mechanism", "NoisePlan",
+    "build_mechanism", "check_mechanism", "gaussian_beats_laplace", "mechanism_names",
+    "noisy_counts", "noisy_values", "plan_release", "register", "resolve_mechanism",
+]

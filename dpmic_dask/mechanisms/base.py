@@ -1,0 +1,157 @@
+"""The mechanism protocol, the noise plan, and the shared output lattice.
+
+A mechanism is an object with a validated keyword-only constructor (its total
+``epsilon`` and ``delta``). Like an OpenDP measurement that carries its privacy
+map, it answers its own privacy cost (:attr:`Mechanism.cost`): the budget
+precheck and the charge both read that one property, so they cannot disagree.
+:meth:`Mechanism.calibrate` turns the cost into noise for a release of ``P``
+values (or counts) from public quantities only, and :meth:`Mechanism.randomise`
+draws that noise -- after the charge.
+
+Real values are rounded to the lattice ``gamma``, get ``gamma`` times an exact
+integer draw, and are clamped to ``[0, 1]``; counts get exact two-sided
+geometric noise and are clamped to ``[0, n]`` (TruncGeom). The integer draw is
+clipped (the noise, never the value) to a data-independent range that the final
+clamp makes lossless: ``+-2 / gamma`` lattice units for values in ``[0, 1]``,
+``+-(n + 1)`` for counts in ``[0, n]``. Any draw beyond it clamps to the same end
+whatever the exact value, so clipping changes no output -- but it keeps the sum
+inside int64 when a sampler saturates at ``+-(2**63 - 1)``, which would otherwise
+wrap around and reveal whether the exact value is 0.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..accounting import PrivacyCost, check_delta, check_epsilon
+from ..errors import InvalidParameterError
+from ..noise import active_sampler
+
+#: Real outputs are rounded to multiples of this before integer noise is added.
+LATTICE = 2.0 ** -40
+#: Largest noise scale, in integer units (lattice steps or counts), that is sampled.
+#: Beyond it a release is noise only, and the exact integer samplers underneath
+#: saturate at +-(2**63 - 1); such plans are refused before anything is charged.
+MAX_NOISE_UNITS = 2.0 ** 52
+#: Half-width multipliers of the central 95% interval of the noise alone.
+LAPLACE_CI95 = math.log(20.0)
+GAUSS_CI95 = 1.959963984540054
+
+
+@dataclass(frozen=True)
+class NoisePlan:
+    """Noise for one release of ``pairs`` values, from public quantities only.
+
+    ``noise_scale`` is per value: the Laplace scale ``b`` or Gaussian ``sigma`` on
+    the statistic's scale, or for count noise the per-cell two-sided geometric
+    scale in counts. ``ci95`` is the half-width of the central 95% interval of the
+    noise alone (NaN for count noise). ``mechanism`` is the public name of the
+    release (``micr-lap``, ...), ``statistic`` the statistic's registry name.
+    """
+
+    mechanism: str
+    distribution: str
+    n: int
+    pairs: int
+    B: float
+    c: int
+    epsilon: float
+    delta: float
+    sensitivity: float
+    noise_scale: float
+    ci95: float
+    lattice: float
+    cost: PrivacyCost
+    statistic: str = "micr"
+
+    @property
+    def epsilon_per_pair(self) -> float:
+        return self.epsilon / self.pairs
+
+
+def check_noise_units(units: float, what: str) -> None:
+    """Refuse a plan whose noise scale, in integer units, cannot be sampled faithfully."""
+    if not units <= MAX_NOISE_UNITS:  # also NaN
+        raise InvalidParameterError(
+            f"the {what} noise would have scale {units:.3g} units, above the sampling limit "
+            f"of {MAX_NOISE_UNITS:.3g}; such a release would be noise only: raise eps, "
+            "release fewer pairs or use more rows (nothing was charged)"
+        )
+
+
+def draw_integer_noise(plan: NoisePlan, size: int, scale_in_units: float) -> np.ndarray:
+    """``size`` exact integer draws of the plan's distribution (secure sampler)."""
+    sampler = active_sampler()
+    if plan.distribution == "gaussian":
+        return sampler.discrete_gaussian(scale_in_units, size)
+    return sampler.discrete_laplace(scale_in_units, size)
+
+
+def noisy_values(exact: np.ndarray, plan: NoisePlan) -> np.ndarray:
+    """Noisy, clamped releases of exact values in ``[0, 1]`` (one per pair)."""
+    exact = np.clip(np.asarray(exact, dtype=np.float64), 0.0, 1.0)
+    gamma = plan.lattice
+    on_lattice = np.rint(exact / gamma).astype(np.int64)  # in [0, 1 / gamma]
+    limit = 2 * int(round(1.0 / gamma))  # lossless: |z| >= 1 / gamma clamps anyway
+    z = np.clip(draw_integer_noise(plan, exact.size, plan.noise_scale / gamma), -limit, limit)
+    return np.clip((on_lattice + z) * gamma, 0.0, 1.0)
+
+
+def noisy_counts(counts: np.ndarray, plan: NoisePlan) -> np.ndarray:
+    """TruncGeom counts: ``clamp(a + Z, 0, n)`` independently for every cell."""
+    counts = np.asarray(counts, dtype=np.int64)
+    limit = plan.n + 1  # lossless: |z| >= n clamps anyway for counts in [0, n]
+    z = np.clip(draw_integer_noise(plan, counts.size, plan.noise_scale), -limit, limit)
+    return np.clip(counts + z.reshape(counts.shape), 0, plan.n)
+
+
+class Mechanism(ABC):
+    """A noise mechanism for a release of ``P`` values of one statistic.
+
+    Parameters (keyword-only, validated at construction)
+    ----------------------------------------------------
+    epsilon : float > 0
+        Total privacy budget of the release.
+    delta : float in [0, 1)
+        ``> 0`` only for approximate-DP mechanisms.
+    statistic : PairStatistic
+        What is released (its sensitivity calibrates value noise).
+    label : str
+        The public name of the release (``micr-lap``, ...).
+    """
+
+    #: What the noise is called in the registry, and whether it noises values or counts.
+    noise: str = ""
+    acts_on: str = "values"
+    distribution: str = ""
+    needs_delta: bool = False
+
+    def __init__(self, *, epsilon, delta=0.0, statistic, label: str):
+        self.epsilon = check_epsilon(epsilon)
+        self.delta = check_delta(delta)
+        if self.needs_delta and self.delta == 0.0:
+            raise InvalidParameterError(f"mechanism {label!r} needs delta > 0")
+        self.statistic = statistic
+        self.label = label
+
+    @property
+    @abstractmethod
+    def cost(self) -> PrivacyCost:
+        """The privacy cost of a release with this mechanism (its privacy map)."""
+
+    @abstractmethod
+    def calibrate(self, *, n: int, pairs: int, B: float, c: int) -> NoisePlan:
+        """The noise for ``pairs`` values from ``n`` rows (public quantities only)."""
+
+    def randomise(self, data: np.ndarray, plan: NoisePlan) -> np.ndarray:
+        """Draw the noise of ``plan`` on exact ``data`` (values, or counts for count
+        mechanisms). Call only after the release has been charged."""
+        return noisy_counts(data, plan) if self.acts_on == "counts" else noisy_values(data, plan)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(label={self.label!r}, epsilon={self.epsilon!r}, " \
+               f"delta={self.delta!r})"

@@ -1,0 +1,32 @@
+"""Gaussian noise on released values: ``rho``-zCDP, hence ``(eps, delta)``-DP."""
+
+from __future__ import annotations
+
+import math
+
+from ..accounting import PrivacyCost, rho_from_eps_delta
+from ..sensitivity import safe_up
+from .base import GAUSS_CI95, LATTICE, Mechanism, NoisePlan, check_noise_units
+
+
+class GaussianMechanism(Mechanism):
+    """Discrete Gaussian on the lattice: ``sigma = sqrt(P) (Delta + gamma) / sqrt(2 rho)``
+    per value (L2 sensitivity ``sqrt(P)`` times the widened ``Delta``), with
+    ``rho = rho_from_eps_delta(eps, delta)``."""
+
+    noise = "gaussian"
+    distribution = "gaussian"
+    needs_delta = True
+
+    @property
+    def cost(self) -> PrivacyCost:
+        return PrivacyCost(self.epsilon, self.delta, rho_from_eps_delta(self.epsilon, self.delta))
+
+    def calibrate(self, *, n: int, pairs: int, B: float, c: int) -> NoisePlan:
+        cost = self.cost
+        sens = self.statistic.sensitivity(n, B)
+        widened = safe_up(sens + LATTICE)
+        sigma = safe_up(math.sqrt(pairs) * widened / math.sqrt(2.0 * cost.as_rho()))
+        check_noise_units(sigma / LATTICE, "Gaussian")
+        return NoisePlan(self.label, self.distribution, n, pairs, B, c, self.epsilon, self.delta,
+                         sens, sigma, GAUSS_CI95 * sigma, LATTICE, cost, self.statistic.name)

@@ -1,0 +1,143 @@
+"""One validated request, built once from the arguments and the frame's schema.
+
+:func:`pairwise_request` and :func:`pair_request` run every check that needs no
+data -- parameters, mechanism and its budget kind, bounds and fill values
+against the schema, limits on the grid family -- in one fixed order, and return
+a frozen :class:`ReleaseRequest` that the pipeline passes down. The accessor,
+:func:`dpmic_dask.private_mic` and batch job files all build their request here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+from .accounting import check_delta, check_epsilon
+from .errors import InvalidParameterError
+from .limits import DEFAULT_SPLIT_EVERY, check_grid_lower_bound
+from .mechanisms import Mechanism, build_mechanism, check_mechanism
+from .validation import check_bounds, check_clump_factor, check_frame_request, check_max_cells
+
+
+@dataclass(frozen=True)
+class ArgumentNames:
+    """How messages name the arguments (the Python API's spelling by default)."""
+
+    eps: str = "eps"
+    delta: str = "delta"
+    B: str = "B"
+    c: str = "c"
+
+    def bounds(self, column) -> str:
+        return f"bounds[{column!r}]"
+
+    def fill(self, column) -> str:
+        return f"fill[{column!r}]"
+
+
+@dataclass(frozen=True)
+class JobFileNames(ArgumentNames):
+    """The spelling of batch job files (``privacy.eps``, ``columns.age.bounds``)."""
+
+    eps: str = "privacy.eps"
+    delta: str = "privacy.delta"
+    B: str = "privacy.B"
+    c: str = "privacy.c"
+
+    def bounds(self, column) -> str:
+        return f"columns.{column}.bounds"
+
+    def fill(self, column) -> str:
+        return f"columns.{column}.fill"
+
+
+API_NAMES = ArgumentNames()
+
+
+@dataclass(frozen=True)
+class ReleaseRequest:
+    """A checked request for one release (no data has been read).
+
+    ``mechanism`` is the resolved mechanism object (``auto`` already decided from
+    ``(eps, delta, P)``); ``B`` and ``c`` are ``None`` where the defaults, which
+    depend on the row count, are to be used.
+    """
+
+    columns: tuple
+    bounds: tuple
+    fill: tuple | None
+    eps: float
+    delta: float
+    mechanism: Mechanism
+    B: int | float | None
+    c: int | None
+    split_every: int = DEFAULT_SPLIT_EVERY
+    label: str | None = None
+
+    @property
+    def pairs(self) -> tuple[tuple[int, int], ...]:
+        return tuple(combinations(range(len(self.columns)), 2))
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.columns) * (len(self.columns) - 1) // 2
+
+    @property
+    def statistic(self):
+        return self.mechanism.statistic
+
+
+def _parameters(eps, delta, mechanism, B, c, names: ArgumentNames):
+    eps = check_epsilon(eps, names.eps)
+    delta = check_delta(delta, names.delta)
+    check_mechanism(mechanism)
+    B = None if B is None else check_max_cells(B, names.B)
+    c = None if c is None else check_clump_factor(c, names.c)
+    return eps, delta, B, c
+
+
+def pairwise_request(schema, *, eps, bounds, columns=None, delta=0.0, mechanism="auto",
+                     B=None, c=None, nulls="raise", fill=None,
+                     split_every=DEFAULT_SPLIT_EVERY, label=None,
+                     names: ArgumentNames = API_NAMES) -> ReleaseRequest:
+    """Check a release of every pair of the selected columns against ``schema``
+    (column -> dtype). Raises a package error naming the argument (as ``names``
+    spells it) on any problem."""
+    eps, delta, B, c = _parameters(eps, delta, mechanism, B, c, names)
+    if mechanism == "mice-lap":
+        raise InvalidParameterError(
+            "mechanism 'mice-lap' ranks the whole table in memory and cannot be computed "
+            "from mergeable counts; use dpmic_dask.private_mic on in-memory columns")
+    if isinstance(split_every, bool) or not isinstance(split_every, int) or split_every < 2:
+        raise InvalidParameterError("split_every must be an integer >= 2")
+    columns, checked, fills = check_frame_request(schema, bounds=bounds, columns=columns,
+                                                  nulls=nulls, fill=fill, names=names)
+    n_pairs = len(columns) * (len(columns) - 1) // 2
+    mech = build_mechanism(mechanism, eps=eps, delta=delta, pairs=n_pairs)
+    mech.cost  # noqa: B018  (refuses e.g. a rho that underflows, before any read)
+    check_grid_lower_bound(B, c, n_pairs, split_every)
+    return ReleaseRequest(columns, checked, fills, eps, delta, mech, B, c, split_every, label)
+
+
+def pair_request(*, eps, x_bounds, y_bounds, mechanism="auto", delta=0.0, B=None,
+                 c=None) -> ReleaseRequest:
+    """Check a release of one in-memory pair (``private_mic``)."""
+    eps, delta, B, c = _parameters(eps, delta, mechanism, B, c, API_NAMES)
+    bounds = (check_bounds(x_bounds, "x_bounds"), check_bounds(y_bounds, "y_bounds"))
+    mech = build_mechanism(mechanism, eps=eps, delta=delta, pairs=1)
+    mech.cost  # noqa: B018
+    if mech.statistic.mergeable:
+        check_grid_lower_bound(B, c, 1)
+    return ReleaseRequest(("x", "y"), bounds, None, eps, delta, mech, B, c)
+
+
+def numeric_schema(columns) -> dict:
+    """A schema in which every named column is float64 (job files: dtypes come with
+    the data, so ``dpmic validate`` assumes numeric columns)."""
+    import numpy as np
+
+    return {name: np.dtype("float64") for name in columns}
+
+
+__all__ = ["API_NAMES", "ArgumentNames", "JobFileNames", "ReleaseRequest", "numeric_schema",
+           "pair_request", "pairwise_request"]
