@@ -1,6 +1,10 @@
 """deploy/: every file parses and runs the right command lines."""
 
+import os
+import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -86,7 +90,18 @@ def test_dockerfile_and_cron():
                if ln and not ln.startswith("#") and "=" not in ln.split()[0]]
     assert len(entries) == 1
     fields = entries[0].split()
-    assert len(fields[:5]) == 5 and fields[6:9] == ["dpmic", "run", "/etc/dpmic/daily.toml"]
+    schedule = re.compile(r"^(\*|\d+(-\d+)?)(/\d+)?(,(\d+(-\d+)?))*$")
+    assert all(schedule.match(f) for f in fields[:5]), fields[:5]
+    assert fields[6:9] == ["dpmic", "run", "/etc/dpmic/daily.toml"]
+
+
+def test_dockerfile_warm_up_snippet_runs():
+    text = (DEPLOY / "Dockerfile").read_text()
+    snippet = re.search(r'RUN python -c "(.*?)"\n', text, flags=re.S).group(1)
+    code = snippet.replace("\\\n", "\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert proc.returncode == 0, proc.stderr[-2000:]
 
 
 @pytest.mark.parametrize("env", [{}, {"DASK_SCHEDULER_ADDRESS": "tcp://s:8786", "DPMIC_LEDGER": "sqlite:///x.db"}])
