@@ -77,4 +77,5 @@ def cli_cluster(tmp_path):
                 proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 proc.kill()
+                proc.wait(timeout=20)  # reap it: a Popen must not outlive its process
         log.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 
 import dask
@@ -12,9 +14,17 @@ import pandas as pd
 BOUNDS = {"a": (0.0, 1.0), "b": (-1.5, 1.5), "c": (0.0, 1.0), "d": (-0.2, 1.2)}
 
 
-def make_part(index: int, rows: int, delay: float = 0.0) -> pd.DataFrame:
+def make_part(index: int, rows: int, delay: float = 0.0, die_at: int | None = None,
+              marker: str | None = None) -> pd.DataFrame:
+    """Partition ``index``. With ``die_at``/``marker``: the first process to build
+    partition ``die_at`` writes its pid to ``marker`` and kills itself (SIGKILL)
+    while holding the task; a retry elsewhere then finds the marker and goes on."""
     if delay:
         time.sleep(delay)
+    if die_at is not None and index == die_at and marker and not os.path.exists(marker):
+        with open(marker, "w") as handle:
+            handle.write(str(os.getpid()))
+        os.kill(os.getpid(), signal.SIGKILL)
     gen = np.random.default_rng(1000 + index)
     a = gen.random(rows)
     return pd.DataFrame({
@@ -41,7 +51,8 @@ def split_with_empties(df: pd.DataFrame, pieces: int) -> dd.DataFrame:
     return dd.from_delayed([dask.delayed(p) for p in parts], meta=df.iloc[0:0])
 
 
-def generated(partitions: int, rows: int, delay: float = 0.0) -> dd.DataFrame:
+def generated(partitions: int, rows: int, delay: float = 0.0, die_at: int | None = None,
+              marker: str | None = None) -> dd.DataFrame:
     """A Dask frame whose partitions are generated on the workers."""
-    return dd.from_map(make_part, range(partitions), rows=rows, delay=delay,
-                       meta=make_part(0, 0))
+    return dd.from_map(make_part, range(partitions), rows=rows, delay=delay, die_at=die_at,
+                       marker=marker, meta=make_part(0, 0))

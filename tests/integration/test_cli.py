@@ -27,7 +27,8 @@ def test_demo_command_writes_results(tmp_path):
     report = (out / "report.txt").read_text()
     assert "36 pairs of 9 columns" in report and "differentially private" in report
     assert (out / "heatmap.png").stat().st_size > 10_000
-    assert "x" in result.output and "Wrote" in result.output
+    assert "Releasing private MIC for 9 columns (36 pairs)" in result.output
+    assert f"Wrote results.csv, heatmap.png, report.txt to {out}/" in result.output
 
 
 def test_demo_rejects_bad_options():

@@ -2,17 +2,13 @@
 started from the command line (``dask scheduler`` + two ``dask worker``) on
 127.0.0.1, one of whose workers is killed mid-job."""
 
-import signal
-import threading
-import time
 
 import numpy as np
-import pytest
 from distributed import Client, LocalCluster
 
+from dpmic_dask.backends import count_frame
+from dpmic_dask.counting import CountSpec
 from dpmic_dask.grids import master_grid_family
-from dpmic_dask.partition import CountSpec
-from dpmic_dask.reduce import count_frame
 from tests.integration.frames import BOUNDS, generated, make_part
 
 COLS = ("a", "b", "c", "d")
@@ -45,7 +41,9 @@ def test_local_cluster_with_processes():
     assert np.max(np.abs(np.array(result.values) - exact.micr.to_numpy())) < 30 * result.noise_scale
 
 
-def test_cli_cluster_survives_a_killed_worker(cli_cluster):
+def test_cli_cluster_survives_a_killed_worker(cli_cluster, tmp_path):
+    import psutil
+
     client, workers = cli_cluster
     s = spec()
     partitions, rows = 24, 2000
@@ -57,14 +55,14 @@ def test_cli_cluster_survives_a_killed_worker(cli_cluster):
                                 progress=False)
     assert result.n == 8 * rows
 
-    # slow partitions so that the job is still running when a worker dies
-    slow = generated(partitions, rows, delay=0.25)
-    killer = threading.Timer(1.5, lambda: workers[0].send_signal(signal.SIGKILL))
-    killer.start()
-    start = time.time()
-    got = count_frame(slow, s, split_every=4, progress=False)
-    killer.join()
-    assert workers[0].poll() is not None, "the worker was not killed during the job"
-    assert time.time() - start > 1.5
+    # the worker process that builds partition 5 dies from inside that task
+    marker = tmp_path / "killed.pid"
+    worker_processes = {child.pid for proc in workers
+                        for child in psutil.Process(proc.pid).children(recursive=True)}
+    frame = generated(partitions, rows, die_at=5, marker=str(marker))
+    got = count_frame(frame, s, split_every=4, progress=False)
+    killed = int(marker.read_text())
+    assert killed in worker_processes  # a real worker held the task when it died
+    assert not psutil.pid_exists(killed) or psutil.Process(killed).status() == "zombie"
     assert got.rows == want.rows
     np.testing.assert_array_equal(got.counts, want.counts)

@@ -5,9 +5,9 @@ import pytest
 
 import dpmic_dask as dm
 from dpmic_dask.accounting import Budget, InMemoryLedger
+from dpmic_dask.backends import count_frame
+from dpmic_dask.counting import CountSpec
 from dpmic_dask.grids import master_grid_family
-from dpmic_dask.partition import CountSpec
-from dpmic_dask.reduce import count_frame
 from tests.integration.frames import BOUNDS, split_with_empties, table
 
 COLS = ["a", "b", "c", "d"]
@@ -22,16 +22,28 @@ def df():
     return table(20_000)
 
 
-def test_counts_identical_for_any_partitioning_and_scheduler(df):
-    spec = spec_for()
-    whole = count_frame(df, spec)
-    for pieces in (1, 2, 3, 7):
-        ddf = split_with_empties(df, pieces)
-        for scheduler in ("synchronous", "threads", "processes"):
-            with dask.config.set(scheduler=scheduler):
-                got = count_frame(ddf, spec, split_every=2 + pieces % 3)
-            assert got.rows == whole.rows
-            np.testing.assert_array_equal(got.counts, whole.counts)
+@pytest.fixture(scope="module")
+def whole_counts(df):
+    return count_frame(df, spec_for())
+
+
+@pytest.fixture(params=[1, 2, 3, 7], ids=lambda k: f"{k}-partitions")
+def partitioned(request, df):
+    return request.param, split_with_empties(df, request.param)
+
+
+@pytest.fixture(params=["synchronous", "threads", "processes"])
+def scheduler(request):
+    with dask.config.set(scheduler=request.param):
+        yield request.param
+
+
+def test_counts_identical_for_any_partitioning_and_scheduler(whole_counts, partitioned,
+                                                             scheduler):
+    pieces, ddf = partitioned
+    got = count_frame(ddf, spec_for(), split_every=2 + pieces % 3)
+    assert got.rows == whole_counts.rows
+    np.testing.assert_array_equal(got.counts, whole_counts.counts)
 
 
 def test_nonprivate_equals_in_memory_micr_pair_by_pair(df):
@@ -59,9 +71,10 @@ def test_pairwise_release_once_and_result_api(df, tmp_path):
     assert not any(dask.is_dask_collection(v) for v in vars(first).values())
     tidy = first.to_pandas()
     assert list(tidy.columns) == ["x", "y", "mic", "ci95", "noise_scale", "mechanism",
-                                  "release_epsilon", "release_delta", "value_cost", "cost_unit",
+                                  "statistic", "release_epsilon", "release_delta", "value_cost", "cost_unit",
                                   "n", "B", "c"]
     assert len(tidy) == 6 and (tidy.n == len(df)).all() and (tidy.mechanism == "micr-lap").all()
+    assert (tidy.statistic == "micr").all()
     m = first.matrix()
     assert np.allclose(m.to_numpy(), m.to_numpy().T, equal_nan=True)
     assert np.isnan(np.diag(m.to_numpy())).all()

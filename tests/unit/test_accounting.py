@@ -1,5 +1,6 @@
 import math
 import threading
+import time
 from decimal import Decimal
 
 import pytest
@@ -9,19 +10,23 @@ from dpmic_dask.accounting import (
     InMemoryLedger,
     PrivacyCost,
     eps_from_rho,
-    gaussian_beats_laplace,
-    plan_release,
-    resolve_mechanism,
     rho_from_eps_delta,
 )
-from dpmic_dask.errors import BudgetExceededError, BudgetMismatchError, InvalidParameterError, LedgerError
+from dpmic_dask.errors import (
+    BudgetExceededError,
+    BudgetMismatchError,
+    InvalidParameterError,
+)
+from dpmic_dask.mechanisms import gaussian_beats_laplace, plan_release, resolve_mechanism
 from dpmic_dask.sensitivity import f_gain, mice_sensitivity, micr_sensitivity
 
 
 def test_sensitivity_formulas():
+    # values worked by hand: f(1) = 2 log2 2 - 0 = 2; Delta(5) = 2 f(2) / 5 with
+    # f(2) = 3 log2 3 - 2 log2 2 = 2.7548875; (precision: test_bounds_precision.py)
     n = 5000
-    assert micr_sensitivity(n) == pytest.approx(2 * f_gain((n - 1) / 2) / n)
     assert f_gain(0) == 0.0 and f_gain(1) == pytest.approx(2.0)
+    assert micr_sensitivity(5) == pytest.approx(2 * 2.7548875021634682 / 5)
     assert mice_sensitivity(n, 100) == pytest.approx(100 * (2 * math.log2(n) + 4.8) / n)
     with pytest.raises(ValueError):
         micr_sensitivity(3)
@@ -118,9 +123,19 @@ def test_ledger_approximate_budget_counts_rho():
         pure.charge("p", PrivacyCost(0.5, 1e-6, 0.01))
 
 
-def test_ledger_charges_are_atomic_under_threads():
+def test_ledger_charges_are_atomic_under_threads(monkeypatch):
     ledger = InMemoryLedger()
     ledger.set_budget("d", Budget(3.0))
+    # Widen the window between reading what was spent and recording the charge:
+    # without the ledger's lock every thread would read 0 spent and all 16 would pass.
+    real_spent = InMemoryLedger._spent_locked
+
+    def slow_spent(self, dataset):
+        spent = real_spent(self, dataset)
+        time.sleep(0.005)
+        return spent
+
+    monkeypatch.setattr(InMemoryLedger, "_spent_locked", slow_spent)
     ok, refused = [], []
     barrier = threading.Barrier(16)
 
@@ -137,6 +152,32 @@ def test_ledger_charges_are_atomic_under_threads():
     for t in threads:
         t.join()
     assert len(ok) == 3 and len(refused) == 13
+
+
+def test_race_check_detects_a_ledger_without_its_lock(monkeypatch):
+    # the test above has power: with the lock replaced by a no-op it sees overspending
+    import contextlib
+
+    ledger = InMemoryLedger()
+    ledger.set_budget("d", Budget(3.0))
+    ledger._lock = contextlib.nullcontext()
+    real_spent = InMemoryLedger._spent_locked
+    monkeypatch.setattr(InMemoryLedger, "_spent_locked",
+                        lambda self, d: (real_spent(self, d), time.sleep(0.005))[0])
+    barrier = threading.Barrier(16)
+    ok = []
+
+    def worker():
+        barrier.wait()
+        with contextlib.suppress(BudgetExceededError):
+            ok.append(ledger.charge("d", PrivacyCost(1.0)))
+
+    threads = [threading.Thread(target=worker) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(ok) > 3
 
 
 def test_budget_validation():
