@@ -22,7 +22,8 @@ class DPMICAccessor:
 
     def pairwise(self, eps, *, bounds, columns=None, delta=0.0, mechanism="auto", B=None,
                  c=None, nulls="raise", fill=None, ledger=None, dataset=None,
-                 split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None, label=None):
+                 split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None, label=None,
+                 task_memory=pipeline.DEFAULT_TASK_MEMORY):
         """Release the private MIC of every pair of columns, once.
 
         Parameters
@@ -46,6 +47,10 @@ class DPMICAccessor:
         ledger, dataset : where the one budget charge is recorded.
         split_every : int
             Fan-in of the tree reduction of partition counts.
+        task_memory : int
+            Public memory budget in bytes for the counts one task holds (default 256
+            MiB): pairs are counted in blocks that fit it, so memory does not grow
+            with the number of pairs.
         progress : bool, optional
             Show a progress bar (default: only on an interactive terminal).
         label : str, optional
@@ -74,12 +79,13 @@ class DPMICAccessor:
         request = pairwise_request(
             backend_for(self._frame).schema(self._frame), eps=eps, bounds=bounds,
             columns=columns, delta=delta, mechanism=mechanism, B=B, c=c, nulls=nulls,
-            fill=fill, split_every=split_every, label=label)
+            fill=fill, split_every=split_every, label=label, task_memory=task_memory)
         return pipeline.release_pairs(self._frame, request, ledger=ledger, dataset=dataset,
                                       progress=progress)
 
     def pairwise_nonprivate(self, *, bounds, B, c, columns=None, nulls="raise", fill=None,
-                            split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None):
+                            split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None,
+                            task_memory=pipeline.DEFAULT_TASK_MEMORY):
         """Exact, NON-PRIVATE MICr of every pair (for data that is not sensitive).
 
         Gives, pair by pair, exactly :func:`dpmic_dask.micr` on the same columns.
@@ -87,7 +93,7 @@ class DPMICAccessor:
         """
         return pipeline.run_pairwise_nonprivate(
             self._frame, bounds=bounds, B=B, c=c, columns=columns, nulls=nulls, fill=fill,
-            split_every=split_every, progress=progress,
+            split_every=split_every, progress=progress, task_memory=task_memory,
         )
 
 

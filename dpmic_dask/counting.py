@@ -46,11 +46,57 @@ class CountSpec:
     bounds: tuple[tuple[float, float], ...]
     fill: tuple[float, ...] | None
     family: GridFamily
+    pair_list: tuple[tuple[int, int], ...] | None = None
 
     @property
     def pairs(self) -> tuple[tuple[int, int], ...]:
-        """Column index pairs ``(i, j)``, ``i < j``, in a fixed order."""
+        """Column index pairs ``(i, j)``, ``i < j``: ``pair_list`` if given, else every
+        pair in lexicographic order."""
+        if self.pair_list is not None:
+            return self.pair_list
         return tuple(combinations(range(len(self.columns)), 2))
+
+    def blocks(self, pairs_per_block: int) -> list[Block]:
+        """Split the pairs into blocks of at most ``pairs_per_block`` pairs.
+
+        Columns are cut into groups of ``g = floor(sqrt(pairs_per_block))``; a block is
+        one group with itself or with a later group, so a task reads at most ``2 g``
+        columns and holds at most ``g * g`` pairs' counts. The split depends on the
+        number of columns and the (public) budget only. One block when all fit.
+        """
+        pairs = self.pairs
+        if len(pairs) <= pairs_per_block:
+            return [Block(self, tuple(range(len(pairs))))]
+        g = max(1, int(np.sqrt(pairs_per_block)))
+        group = {col: col // g for col in range(len(self.columns))}
+        by_groups: dict[tuple[int, int], list[int]] = {}
+        for index, (i, j) in enumerate(pairs):
+            by_groups.setdefault((group[i], group[j]), []).append(index)
+        out = []
+        for key in sorted(by_groups):
+            indices = by_groups[key]
+            cols = sorted({c for p in indices for c in pairs[p]})
+            local = {c: k for k, c in enumerate(cols)}
+            spec = CountSpec(
+                tuple(self.columns[c] for c in cols), tuple(self.bounds[c] for c in cols),
+                None if self.fill is None else tuple(self.fill[c] for c in cols), self.family,
+                tuple((local[pairs[p][0]], local[pairs[p][1]]) for p in indices))
+            out.append(Block(spec, tuple(indices), tuple(cols)))
+        return out
+
+
+@dataclass(frozen=True)
+class Block:
+    """Some pairs of a :class:`CountSpec`, counted together: ``spec`` over the block's
+    own columns; ``indices`` of its pairs in the whole request's pair order;
+    ``columns`` the whole request's indices of the block's columns."""
+
+    spec: CountSpec
+    indices: tuple[int, ...]
+    columns: tuple[int, ...] | None = None
+
+    def column_indices(self) -> tuple[int, ...]:
+        return self.columns if self.columns is not None else tuple(range(len(self.spec.columns)))
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,9 @@ MAX_HISTOGRAM_BYTES = 2 * 2**30
 #: Master counts of all pairs held by one reduction task.
 MAX_COUNT_BYTES = 8 * 2**30
 DEFAULT_SPLIT_EVERY = 8
+#: Default public memory budget for the counts one task of the engine holds: it
+#: sets how many pairs are counted together (a block), never the data.
+DEFAULT_TASK_MEMORY = 256 * 2**20
 #: OptimizeAxis steps for one pair (about a second per 1e9 on one core).
 MAX_OPTIMIZE_STEPS = 2e9
 
@@ -73,9 +76,22 @@ def micr_grid_cost(B: int, c: int, pairs: int = 1,
     fixed_cells = _totient_sum(B // 2) + 1
     row_cells = int((np.unique(rows) - 1).sum()) + 1
     steps = 2.0 * float((rows.astype(np.float64) ** 2 * (ls + kmax)).sum())
-    held = pairs * cells * (4 * split_every + 8)
+    held = pairs * held_bytes_per_pair(cells, split_every)
     return GridCost(B, c, pairs, cells, fixed_cells, row_cells, 3 * row_cells * fixed_cells * 8,
                     held, steps)
+
+
+def held_bytes_per_pair(cells_per_pair: int, split_every: int = DEFAULT_SPLIT_EVERY) -> int:
+    """Counts one reduction task holds per pair: ``split_every`` int32 partials and
+    their int64 sum."""
+    return cells_per_pair * (4 * split_every + 8)
+
+
+def pairs_per_block(cells_per_pair: int, split_every: int = DEFAULT_SPLIT_EVERY,
+                    task_memory: int = DEFAULT_TASK_MEMORY) -> int:
+    """How many pairs one task counts together so that its counts fit ``task_memory``
+    (at least one)."""
+    return max(1, int(task_memory) // held_bytes_per_pair(cells_per_pair, split_every))
 
 
 def mice_steps(B: float, c: int) -> float:

@@ -30,7 +30,14 @@ from .errors import (
     MissingValuesError,
     PrivacyLeakWarning,
 )
-from .limits import DEFAULT_SPLIT_EVERY, check_mice_grid, check_micr_grid
+from .limits import (
+    DEFAULT_SPLIT_EVERY,
+    DEFAULT_TASK_MEMORY,
+    check_mice_grid,
+    check_micr_grid,
+    micr_grid_cost,
+    pairs_per_block,
+)
 from .noise import active_sampler
 from .request import ReleaseRequest, pair_request, pairwise_request
 from .results import PairwiseResult, PrivacyReport, Release
@@ -96,10 +103,20 @@ def grid_parameters(request: ReleaseRequest, n: int):
     c = default_c if request.c is None else request.c
     if mech.statistic.mergeable:
         B = int(B)
-        check_micr_grid(B, c, request.n_pairs, request.split_every)
+        check_micr_grid(B, c, min(request.n_pairs, block_size(request, B, c)),
+                        request.split_every)
     else:
         check_mice_grid(B, c)
     return B, c
+
+
+def block_size(request: ReleaseRequest, B: int, c: int) -> int:
+    """Pairs counted together: all of them for count noise (their counts go to the
+    driver), else as many as fit the request's public ``task_memory``."""
+    if request.mechanism.acts_on == "counts":
+        return request.n_pairs
+    cells = micr_grid_cost(B, c).cells_per_pair
+    return pairs_per_block(cells, request.split_every, request.task_memory)
 
 
 def _report(request: ReleaseRequest, plan, charge, selection: Selection, released: int,
@@ -118,7 +135,8 @@ def _report(request: ReleaseRequest, plan, charge, selection: Selection, release
 def run_pairwise(frame, eps, *, bounds, columns=None, delta=0.0, mechanism="auto", B=None,
                  c=None, nulls="raise", fill=None, ledger=None, dataset=None,
                  split_every: int = DEFAULT_SPLIT_EVERY, progress=None,
-                 label: str | None = None) -> PairwiseResult:
+                 label: str | None = None,
+                 task_memory: int = DEFAULT_TASK_MEMORY) -> PairwiseResult:
     """Private value of every pair of the selected columns: count, charge once, noise once.
 
     See :meth:`dpmic_dask.accessor.DPMICAccessor.pairwise` for the parameters.
@@ -126,24 +144,43 @@ def run_pairwise(frame, eps, *, bounds, columns=None, delta=0.0, mechanism="auto
     backend = backend_for(frame)
     request = pairwise_request(backend.schema(frame), eps=eps, bounds=bounds, columns=columns,
                                delta=delta, mechanism=mechanism, B=B, c=c, nulls=nulls,
-                               fill=fill, split_every=split_every, label=label)
+                               fill=fill, split_every=split_every, label=label,
+                               task_memory=task_memory)
     return release_pairs(frame, request, ledger=ledger, dataset=dataset, progress=progress)
 
 
-def _count(frame, backend, request: ReleaseRequest, layout, progress):
-    spec = CountSpec(request.columns, request.bounds, request.fill, layout)
-    start = time.perf_counter()
-    agg = backend.count(frame, spec, split_every=request.split_every, progress=progress)
-    log.info("counted %d rows of %d columns in %.2f s", agg.rows, len(request.columns),
+def _checked(counted, request: ReleaseRequest, start: float):
+    """Refuse too few rows or unexpected missing values (before any charge)."""
+    log.info("counted %d rows of %d columns in %.2f s", counted.rows, len(request.columns),
              time.perf_counter() - start)
-    if agg.rows < MIN_ROWS:
+    if counted.rows < MIN_ROWS:
         raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
-    if request.fill is None and agg.missing.any():
-        names = [c for c, m in zip(request.columns, agg.missing) if m]
+    if request.fill is None and counted.missing.any():
+        names = [c for c, m in zip(request.columns, counted.missing) if m]
         raise MissingValuesError(
             f"column(s) {names} contain missing values; pass nulls='fill' with public "
             "fill values (nothing was charged)")
-    return agg
+    return counted
+
+
+def _count(frame, backend, request: ReleaseRequest, layout, progress):
+    """All pairs' exact counts (kept where the backend keeps them)."""
+    spec = CountSpec(request.columns, request.bounds, request.fill, layout)
+    start = time.perf_counter()
+    agg = backend.count(frame, spec, split_every=request.split_every, progress=progress)
+    return _checked(agg, request, start)
+
+
+def _evaluate(frame, backend, request: ReleaseRequest, layout, B, c, fn, progress):
+    """``fn`` of every pair's exact counts, counted in blocks sized from
+    ``request.task_memory``; only per-pair values come back."""
+    spec = CountSpec(request.columns, request.bounds, request.fill, layout)
+    start = time.perf_counter()
+    block = block_size(request, B, c)
+    log.info("counting %d pairs in blocks of up to %d", request.n_pairs, block)
+    evaluation = backend.evaluate(frame, spec, fn, pairs_per_block=block,
+                                  split_every=request.split_every, progress=progress)
+    return _checked(evaluation, request, start)
 
 
 def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, progress=None,
@@ -161,20 +198,23 @@ def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, 
         raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
     B, c = grid_parameters(request, n_rows)
     layout = statistic.layout(B, c)
-    agg = _count(frame, backend, request, layout, progress)
-    warn_if_delta_large(request.delta, agg.rows)
-    chosen = selection.select(request.n_pairs)
-    plan = mech.calibrate(n=agg.rows, pairs=len(chosen), B=B, c=c)
     value_of = partial(statistic.value, layout=layout)
+    if mech.acts_on == "counts":
+        counted = _count(frame, backend, request, layout, progress)
+    else:
+        counted = _evaluate(frame, backend, request, layout, B, c, value_of, progress)
+    warn_if_delta_large(request.delta, counted.rows)
+    chosen = selection.select(request.n_pairs)
+    plan = mech.calibrate(n=counted.rows, pairs=len(chosen), B=B, c=c)
     description = request.label or "pairwise"
     if mech.acts_on == "counts":
-        counts = agg.counts()[list(chosen)]
+        counts = counted.counts()[list(chosen)]
         charge = charge_budget(mech.cost, ledger, dataset, description=description,
                                mechanism=mech.label, columns=request.columns)
         noisy = np.stack([mech.randomise(cell_counts, plan) for cell_counts in counts])
         values = backend.map_counts(noisy, value_of)
     else:
-        exact = agg.map_pairs(value_of)[list(chosen)]
+        exact = counted.values[list(chosen)]
         charge = charge_budget(mech.cost, ledger, dataset, description=description,
                                mechanism=mech.label, columns=request.columns)
         values = mech.randomise(exact, plan)
@@ -268,23 +308,25 @@ def private_mic(x, y, *, eps, x_bounds, y_bounds, mechanism="auto", delta=0.0, B
 
 
 def run_pairwise_nonprivate(frame, *, bounds, B, c, columns=None, nulls="raise", fill=None,
-                            split_every: int = DEFAULT_SPLIT_EVERY, progress=None):
+                            split_every: int = DEFAULT_SPLIT_EVERY, progress=None,
+                            task_memory: int = DEFAULT_TASK_MEMORY):
     """Exact (NON-PRIVATE) MICr of every pair: a DataFrame ``x, y, micr, n, B, c``."""
     import pandas as pd
 
     backend = backend_for(frame)
     request = pairwise_request(backend.schema(frame), eps=1.0, bounds=bounds, columns=columns,
                                B=B, c=c, nulls=nulls, fill=fill, split_every=split_every,
-                               mechanism="micr-lap")
+                               mechanism="micr-lap", task_memory=task_memory)
     B, c = grid_parameters(request, MIN_ROWS)
     statistic = request.statistic
     layout = statistic.layout(B, c)
-    agg = _count(frame, backend, request, layout, progress)
+    evaluation = _evaluate(frame, backend, request, layout, B, c,
+                           partial(statistic.value, layout=layout), progress)
     return pd.DataFrame({
         "x": [request.columns[i] for i, _ in request.pairs],
         "y": [request.columns[j] for _, j in request.pairs],
-        "micr": agg.map_pairs(partial(statistic.value, layout=layout)),
-        "n": agg.rows,
+        "micr": evaluation.values,
+        "n": evaluation.rows,
         "B": B,
         "c": c,
     })

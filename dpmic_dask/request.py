@@ -14,7 +14,7 @@ from itertools import combinations
 
 from .accounting import check_delta, check_epsilon
 from .errors import InvalidParameterError
-from .limits import DEFAULT_SPLIT_EVERY, check_grid_lower_bound
+from .limits import DEFAULT_SPLIT_EVERY, DEFAULT_TASK_MEMORY, check_grid_lower_bound
 from .mechanisms import Mechanism, build_mechanism, check_mechanism
 from .validation import check_bounds, check_clump_factor, check_frame_request, check_max_cells
 
@@ -73,6 +73,7 @@ class ReleaseRequest:
     c: int | None
     split_every: int = DEFAULT_SPLIT_EVERY
     label: str | None = None
+    task_memory: int = DEFAULT_TASK_MEMORY
 
     @property
     def pairs(self) -> tuple[tuple[int, int], ...]:
@@ -99,6 +100,7 @@ def _parameters(eps, delta, mechanism, B, c, names: ArgumentNames):
 def pairwise_request(schema, *, eps, bounds, columns=None, delta=0.0, mechanism="auto",
                      B=None, c=None, nulls="raise", fill=None,
                      split_every=DEFAULT_SPLIT_EVERY, label=None,
+                     task_memory=DEFAULT_TASK_MEMORY,
                      names: ArgumentNames = API_NAMES) -> ReleaseRequest:
     """Check a release of every pair of the selected columns against ``schema``
     (column -> dtype). Raises a package error naming the argument (as ``names``
@@ -110,13 +112,20 @@ def pairwise_request(schema, *, eps, bounds, columns=None, delta=0.0, mechanism=
             "from mergeable counts; use dpmic_dask.private_mic on in-memory columns")
     if isinstance(split_every, bool) or not isinstance(split_every, int) or split_every < 2:
         raise InvalidParameterError("split_every must be an integer >= 2")
+    if isinstance(task_memory, bool) or not isinstance(task_memory, int) or not (
+        2**20 <= task_memory <= 2**40
+    ):
+        raise InvalidParameterError("task_memory must be a number of bytes from 2**20 to 2**40")
     columns, checked, fills = check_frame_request(schema, bounds=bounds, columns=columns,
                                                   nulls=nulls, fill=fill, names=names)
     n_pairs = len(columns) * (len(columns) - 1) // 2
     mech = build_mechanism(mechanism, eps=eps, delta=delta, pairs=n_pairs)
     mech.cost  # noqa: B018  (refuses e.g. a rho that underflows, before any read)
-    check_grid_lower_bound(B, c, n_pairs, split_every)
-    return ReleaseRequest(columns, checked, fills, eps, delta, mech, B, c, split_every, label)
+    # counts of all pairs come to the driver only for count noise; values are
+    # computed block by block (one pair at least per block)
+    check_grid_lower_bound(B, c, n_pairs if mech.acts_on == "counts" else 1, split_every)
+    return ReleaseRequest(columns, checked, fills, eps, delta, mech, B, c, split_every, label,
+                          task_memory)
 
 
 def pair_request(*, eps, x_bounds, y_bounds, mechanism="auto", delta=0.0, B=None,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..counting import CountSpec, PartialCounts
+from ..counting import Block, CountSpec, PartialCounts
 from ..errors import DataReadError, DPMICError
 
 
@@ -66,6 +66,39 @@ class LocalAggregate(Aggregate):
         return np.array([fn(c) for c in self.partial.counts], dtype=np.float64)
 
 
+@dataclass(frozen=True)
+class Evaluation:
+    """Per-pair values of a whole table, computed where the counts were: ``values[p]``
+    for the request's pair ``p`` (NaN when a column had missing values and nothing
+    was counted), the row count and the per-column missing-value flags."""
+
+    rows: int
+    missing: np.ndarray
+    values: np.ndarray
+
+
+def evaluate_partial(partial: PartialCounts, fill, fn):
+    """``(rows, missing, fn(counts of each pair))`` of one block's summed counts; no
+    values when a column had missing values and no fill (nothing was counted)."""
+    if fill is None and partial.missing.any():
+        values = np.full(partial.counts.shape[0], np.nan)
+    else:
+        values = np.array([fn(c) for c in partial.counts], dtype=np.float64)
+    return partial.rows, partial.missing, values
+
+
+def assemble(spec: CountSpec, blocks: list[Block], results) -> Evaluation:
+    """Put per-block ``(rows, missing, values)`` back in the request's order."""
+    missing = np.zeros(len(spec.columns), dtype=bool)
+    values = np.full(len(spec.pairs), np.nan)
+    rows = 0
+    for block, (block_rows, block_missing, block_values) in zip(blocks, results):
+        rows = int(block_rows)
+        missing[list(block.column_indices())] |= np.asarray(block_missing, dtype=bool)
+        values[list(block.indices)] = block_values
+    return Evaluation(rows, missing, values)
+
+
 class Backend(ABC):
     """How one kind of frame is read and counted."""
 
@@ -85,3 +118,9 @@ class Backend(ABC):
     def map_counts(self, counts: np.ndarray, fn) -> np.ndarray:
         """``fn(counts[p])`` for every row ``p`` of driver-side counts (noisy counts)."""
         return np.array([fn(c) for c in counts], dtype=np.float64)
+
+    @abstractmethod
+    def evaluate(self, frame, spec: CountSpec, fn, *, pairs_per_block: int, split_every: int,
+                 progress: bool | None) -> Evaluation:
+        """``fn`` of every pair's exact counts, counted in blocks of at most
+        ``pairs_per_block`` pairs; only per-pair values reach the driver."""

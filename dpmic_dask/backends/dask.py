@@ -26,7 +26,15 @@ from ..counting import (
     partition_counts,
 )
 from . import register
-from .base import Aggregate, Backend, LocalAggregate, guarded
+from .base import (
+    Aggregate,
+    Backend,
+    Evaluation,
+    LocalAggregate,
+    assemble,
+    evaluate_partial,
+    guarded,
+)
 
 DEFAULT_SPLIT_EVERY = 8
 
@@ -124,6 +132,27 @@ class DaskBackend(Backend):
         rows, missing = run(dask.delayed(_summary, pure=True)(root), progress=progress,
                             columns=spec.columns)
         return DaskAggregate(spec, int(rows), np.asarray(missing), root)
+
+    def evaluate(self, frame, spec, fn, *, pairs_per_block, split_every,
+                 progress) -> Evaluation:
+        """Per block: count every partition (the block's columns only), sum in a tree
+        of ``split_every``, then one task applies ``fn`` to the block's pairs. Tasks
+        scale with partitions x blocks; a block's counts are freed once its values
+        are computed, so memory per task follows the block size, not the pairs."""
+        blocks = spec.blocks(pairs_per_block)
+        count = dask.delayed(partition_counts, pure=True)
+        finish = dask.delayed(evaluate_partial, pure=True)
+        tasks = []
+        for block in blocks:
+            columns = list(block.spec.columns)
+            parts = guarded(spec.columns, lambda cols=columns: frame[cols].to_delayed())
+            if not parts:
+                return Evaluation(0, np.zeros(len(spec.columns), bool),
+                                  np.full(len(spec.pairs), np.nan))
+            root = _tree_sum([count(part, block.spec) for part in parts], max(2, split_every))
+            tasks.append(finish(root, spec.fill, fn))
+        results = run(tasks, progress=progress, columns=spec.columns)
+        return assemble(spec, blocks, results)
 
     def map_counts(self, counts: np.ndarray, fn) -> np.ndarray:
         if counts.shape[0] < 2:

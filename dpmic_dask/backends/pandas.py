@@ -6,7 +6,7 @@ import pandas as pd
 
 from ..counting import partition_counts
 from . import register
-from .base import Backend, LocalAggregate, guarded
+from .base import Backend, Evaluation, LocalAggregate, assemble, evaluate_partial, guarded
 
 
 @register(pd.DataFrame)
@@ -22,3 +22,11 @@ class PandasBackend(Backend):
     def count(self, frame, spec, *, split_every, progress) -> LocalAggregate:
         partial = guarded(spec.columns, partition_counts, frame, spec)
         return LocalAggregate(spec, partial.rows, partial.missing, partial)
+
+    def evaluate(self, frame, spec, fn, *, pairs_per_block, split_every,
+                 progress) -> Evaluation:
+        blocks = spec.blocks(pairs_per_block)
+        results = [evaluate_partial(guarded(spec.columns, partition_counts, frame, block.spec),
+                                    spec.fill, fn)
+                   for block in blocks]  # one block's counts at a time
+        return assemble(spec, blocks, results)
