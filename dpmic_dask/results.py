@@ -5,6 +5,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+#: Above this many columns the heatmap drops per-cell text and orders the columns
+#: so that related ones sit together.
+TEXT_LIMIT = 25
+
+
+def spectral_order(matrix: np.ndarray) -> np.ndarray:
+    """Column order that places strongly related columns next to each other: the
+    Fiedler vector of the graph whose weights are the released values (NaN as 0)."""
+    weights = np.nan_to_num(np.asarray(matrix, dtype=float), nan=0.0)
+    weights = (weights + weights.T) / 2.0
+    np.fill_diagonal(weights, 0.0)
+    laplacian = np.diag(weights.sum(axis=1)) - weights
+    _, vectors = np.linalg.eigh(laplacian)
+    fiedler = vectors[:, 1] if vectors.shape[1] > 1 else vectors[:, 0]
+    return np.argsort(fiedler, kind="stable")
+
 
 @dataclass(frozen=True)
 class PrivacyReport:
@@ -162,7 +180,6 @@ class PairwiseResult(_ReportFields):
 
     def matrix(self):
         """Symmetric DataFrame of released values (NaN on the diagonal: not released)."""
-        import numpy as np
         import pandas as pd
 
         m = pd.DataFrame(np.nan, index=list(self.columns), columns=list(self.columns))
@@ -191,34 +208,49 @@ class PairwiseResult(_ReportFields):
                 "plotting needs matplotlib: pip install 'dpmic_dask[plot]'"
             ) from exc
         m = self.matrix()
+        many = len(self.columns) > TEXT_LIMIT
+        if many:  # group related columns: post-processing of released values only
+            order = spectral_order(m.to_numpy(dtype=float))
+            m = m.iloc[order, order]
         if ax is None:
-            size = max(4.0, 0.6 * len(self.columns) + 2)
+            size = min(max(4.0, 0.6 * len(self.columns) + 2), 16.0)
             if path is None:  # interactive: a pyplot figure the notebook displays
                 import matplotlib.pyplot as plt
 
                 _, ax = plt.subplots(figsize=(size + 1, size))
             else:  # off-screen: no pyplot, no change to the session's backend
                 ax = Figure(figsize=(size + 1, size)).subplots()
-        image = ax.imshow(m.to_numpy(dtype=float), vmin=0.0, vmax=1.0, cmap="viridis")
-        ax.set_xticks(range(len(m.columns)), list(m.columns), rotation=45, ha="right")
-        ax.set_yticks(range(len(m.index)), list(m.index))
+        values = m.to_numpy(dtype=float)
+        image = ax.imshow(values, vmin=0.0, vmax=1.0, cmap="viridis")
+        tick_size = 8 if not many else max(2.0, 8 - len(self.columns) / 25)
+        ax.set_xticks(range(len(m.columns)), list(m.columns), rotation=90 if many else 45,
+                      ha="center" if many else "right", fontsize=tick_size)
+        ax.set_yticks(range(len(m.index)), list(m.index), fontsize=tick_size)
         noise = self.ci95 if self.ci95 == self.ci95 else None  # NaN for micr-geom
-        for i in range(len(m.index)):
-            for j in range(len(m.columns)):
-                v = m.iat[i, j]
-                if v != v:
-                    continue
-                within_noise = noise is not None and v <= noise
-                if within_noise:
-                    ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///",
-                                           edgecolor="0.6", linewidth=0))
-                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8,
-                        color="0.6" if within_noise else ("white" if v < 0.6 else "black"),
-                        style="italic" if within_noise else "normal")
+        if many:
+            if noise is not None:  # one pale veil over every cell within the noise
+                from matplotlib.colors import ListedColormap
+
+                veil = np.where(values <= noise, 1.0, np.nan)
+                ax.imshow(veil, vmin=0, vmax=1, cmap=ListedColormap(["white"]), alpha=0.65)
+        else:
+            for i in range(len(m.index)):
+                for j in range(len(m.columns)):
+                    v = m.iat[i, j]
+                    if v != v:
+                        continue
+                    within_noise = noise is not None and v <= noise
+                    if within_noise:
+                        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False,
+                                               hatch="///", edgecolor="0.6", linewidth=0))
+                    ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8,
+                            color="0.6" if within_noise else ("white" if v < 0.6 else "black"),
+                            style="italic" if within_noise else "normal")
         ax.figure.colorbar(image, ax=ax, label="private MIC")
         title = f"{self.mechanism}, eps={self.epsilon:g}, n={self.n}"
         if noise is not None:
-            title += f"\nnoise alone: +/-{noise:.2g} (95%); hatched cells lie within it"
+            marked = "paled" if many else "hatched"
+            title += f"\nnoise alone: +/-{noise:.2g} (95%); {marked} cells lie within it"
         else:
             title += "\nnoise on every grid count (no interval for the value)"
         ax.set_title(title, fontsize=9)

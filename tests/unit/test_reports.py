@@ -65,3 +65,28 @@ def test_heatmap_marks_cells_within_the_noise_interval():
 def test_heatmap_of_noise_on_counts_has_no_interval():
     ax = result([0.01, 0.5, 0.05], ci95=math.nan, mechanism="micr-geom").plot(path="/dev/null")
     assert _hatched(ax) == [] and "noise on every grid count" in ax.get_title()
+
+
+def test_heatmap_of_many_columns_is_grouped_and_has_no_cell_text():
+    from itertools import combinations
+
+    from dpmic_dask.results import spectral_order
+
+    # 60 columns: 30 "a" columns strongly related among themselves, 30 "b" ones
+    names = [f"{'ab'[k % 2]}{k:02d}" for k in range(60)]
+    pairs = tuple(combinations(names, 2))
+    values = [0.8 if a[0] == b[0] == "a" else 0.01 for a, b in pairs]
+    report = PrivacyReport(mechanism="micr-gauss", statistic="micr", epsilon=1.0, delta=1e-6,
+                           rho=0.01, noise_scale=0.02, ci95=0.04, sensitivity=0.001, n=10**6,
+                           B=200, c=5, charge_id="c", seeded=False, statement="s",
+                           released=len(pairs), candidates=len(pairs))
+    result = PairwiseResult(columns=tuple(names), pairs=pairs, values=tuple(values),
+                            privacy=report)
+    ax = result.plot(path="/tmp/dpmic-wide-heatmap.png")
+    assert len(ax.texts) == 0 and _hatched(ax) == []
+    assert "paled cells lie within it" in ax.get_title()
+    order = [label.get_text() for label in ax.get_xticklabels()]
+    first = next(k for k, name in enumerate(order) if name.startswith("a"))
+    assert all(name.startswith("a") for name in order[first:first + 30])  # one contiguous group
+    assert len(ax.images) == 2  # the matrix and the veil over cells within the noise
+    assert len(spectral_order(result.matrix().to_numpy())) == 60
