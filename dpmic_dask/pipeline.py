@@ -27,6 +27,7 @@ from .defaults import default_parameters
 from .errors import (
     BudgetExceededError,
     InvalidDataError,
+    InvalidParameterError,
     MissingValuesError,
     PrivacyLeakWarning,
 )
@@ -187,6 +188,9 @@ def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, 
                   selection: Selection | None = None) -> PairwiseResult:
     """Run a checked request: precheck, count, charge once, noise once."""
     selection = selection or AllPairs()
+    if selection.cost is not None:
+        raise InvalidParameterError(
+            "selections that cost privacy budget are not supported by this release path")
     backend = backend_for(frame)
     mech, statistic = request.mechanism, request.statistic
     log.info("validated: %d columns, %d pairs, %s, eps=%g", len(request.columns),

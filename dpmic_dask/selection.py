@@ -1,10 +1,12 @@
 """Which pairs a release publishes: the selection step of a release plan.
 
-A release may publish every pair, or first select pairs privately and then
-publish only those with fresh noise. A :class:`Selection` says which pairs it
-keeps and what that costs; the pipeline charges the selection's cost and the
-release's together, once, and calibrates the release's noise to the number of
+A release may publish every pair, or first select pairs and then publish only
+those with fresh noise. A :class:`Selection` says which pairs it keeps and what
+choosing costs; the pipeline calibrates the release's noise to the number of
 values actually published -- never to "one value per pair" by assumption.
+Today's only rule, :class:`AllPairs`, reads no data and costs nothing; the
+pipeline refuses a selection with a cost until private selection composes that
+cost with the release's into the one charge.
 """
 
 from __future__ import annotations

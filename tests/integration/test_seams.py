@@ -96,3 +96,22 @@ def test_stage_log_records_carry_no_data(caplog):
     assert "released 6 values (micr-lap)" in messages
     text = "\n".join(messages)
     assert "0.1234" not in text and not any(f"{v:.4f}" in text for v in result.values)
+
+
+def test_a_selection_with_a_cost_is_refused_not_left_uncharged():
+    from dpmic_dask.accounting import PrivacyCost
+    from dpmic_dask.pipeline import release_pairs
+    from dpmic_dask.request import pairwise_request
+    from dpmic_dask.selection import AllPairs
+
+    class CostlyAll(AllPairs):
+        @property
+        def cost(self):
+            return PrivacyCost(0.5)
+
+    df = table(100)
+    request = pairwise_request(df.dtypes, eps=1.0, bounds={k: BOUNDS[k] for k in COLS})
+    ledger = dm.InMemoryLedger(uncapped=True)
+    with pytest.raises(dm.InvalidParameterError, match="selections that cost"):
+        release_pairs(df, request, ledger=ledger, selection=CostlyAll())
+    assert ledger.charges() == []
