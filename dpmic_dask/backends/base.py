@@ -34,8 +34,9 @@ def guarded(columns, work, *args, **kwargs):
 
 
 class Aggregate(ABC):
-    """Exact counts of a whole table for a :class:`CountSpec`. ``rows`` and
-    ``missing`` are on the driver; the counts stay where the backend keeps them."""
+    """Exact counts of a whole table for a :class:`CountSpec` (used where the counts
+    themselves are needed: count noise, references). ``rows`` and ``missing`` are
+    on the driver; the counts stay where the backend keeps them until asked for."""
 
     spec: CountSpec
     rows: int
@@ -44,10 +45,6 @@ class Aggregate(ABC):
     @abstractmethod
     def counts(self) -> np.ndarray:
         """All pairs' flat int64 counts, brought to the driver."""
-
-    @abstractmethod
-    def map_pairs(self, fn) -> np.ndarray:
-        """``fn(counts of pair p)`` for every pair, computed where the counts are."""
 
 
 @dataclass
@@ -61,9 +58,6 @@ class LocalAggregate(Aggregate):
 
     def counts(self) -> np.ndarray:
         return self.partial.counts.astype(np.int64, copy=False)
-
-    def map_pairs(self, fn) -> np.ndarray:
-        return np.array([fn(c) for c in self.partial.counts], dtype=np.float64)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ integer sums (``split_every`` partials per node), ``dask.persist`` to keep the
 summed counts on the cluster, and ``dask.compute`` / the active
 ``distributed.Client`` to run graphs. Exact counts stay on the workers; the
 driver receives only the row count, the missing-value flags and one exact value
-per pair (:meth:`DaskAggregate.map_pairs`), which it noises.
+per pair (:meth:`DaskBackend.evaluate`), which it noises.
 """
 
 from __future__ import annotations
@@ -88,10 +88,6 @@ def _summary(partial: PartialCounts):
     return partial.rows, partial.missing
 
 
-def _apply_to_pair(partial: PartialCounts, index: int, fn) -> float:
-    return fn(partial.counts[index])
-
-
 @dataclass
 class DaskAggregate(Aggregate):
     """Counts persisted on the cluster (a delayed node holding the summed partial)."""
@@ -104,11 +100,6 @@ class DaskAggregate(Aggregate):
     def counts(self) -> np.ndarray:
         partial = run(self.root, progress=False, columns=self.spec.columns)
         return partial.counts.astype(np.int64, copy=False)
-
-    def map_pairs(self, fn) -> np.ndarray:
-        task = dask.delayed(_apply_to_pair, pure=True)
-        return np.array(run([task(self.root, p, fn) for p in range(len(self.spec.pairs))],
-                            progress=False, columns=self.spec.columns), dtype=np.float64)
 
 
 @register(dd.DataFrame)
