@@ -7,7 +7,8 @@ here use ``B``, ``c`` and the number of pairs only -- public quantities -- and
 match the real family (``tests/unit/test_limits.py`` compares them):
 
 * refinement histograms of one task: ``3 x row cells x fixed cells x 8`` bytes
-  (two orientations plus the prefix-sum scratch); the fixed refinement of sizes
+  (two orientations plus the prefix-sum scratch, in int64 at worst; tasks of
+  fewer than ``2**31`` rows use int32, half that); the fixed refinement of sizes
   ``2 .. B/2`` has one cell per distinct fraction ``j / l`` (a Farey count), the
   row refinement at most ``sum(s - 1) + 1`` cells over the master-row sizes ``s``;
 * master counts held by one reduction task: ``pairs x cells x (4 split_every + 8)``
@@ -92,6 +93,34 @@ def pairs_per_block(cells_per_pair: int, split_every: int = DEFAULT_SPLIT_EVERY,
     """How many pairs one task counts together so that its counts fit ``task_memory``
     (at least one)."""
     return max(1, int(task_memory) // held_bytes_per_pair(cells_per_pair, split_every))
+
+
+#: Bytes a counting task holds per value of its input: the float64 value and two
+#: 16-bit refinement indices.
+BYTES_PER_INPUT_VALUE = 8 + 2 * 2
+
+
+def partitions_per_task(rows: int | None, partitions: int, columns: int,
+                        task_memory: int = DEFAULT_TASK_MEMORY, *, blocks: int = 1,
+                        min_tasks: int = 1) -> int:
+    """How many consecutive partitions one counting task bins together.
+
+    Each pair's refinement histograms are read off once per task, a fixed cost
+    (about as much as counting a quarter of a million rows), so tasks of a few
+    small partitions are much cheaper per row. Partitions are grouped while their
+    average input (``rows / partitions`` rows of ``columns`` values,
+    :data:`BYTES_PER_INPUT_VALUE` each) stays within ``task_memory``; one partition
+    per task when the row count is not known. Groups also stay small enough that
+    the ``blocks`` blocks together still have ``min_tasks`` counting tasks (a few
+    per worker thread), so that grouping never idles workers. The grouping
+    changes the work per task, never a count.
+    """
+    if not rows or partitions <= 1 or columns <= 0:
+        return 1
+    per_partition = BYTES_PER_INPUT_VALUE * columns * -(-int(rows) // partitions)
+    by_memory = int(task_memory) // per_partition
+    by_parallelism = (partitions * max(1, blocks)) // max(1, min_tasks)
+    return max(1, min(partitions, by_memory, by_parallelism))
 
 
 def mice_steps(B: float, c: int) -> float:

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..counting import Block, CountSpec, PartialCounts
 from ..errors import DataReadError, DPMICError
+from ..limits import DEFAULT_TASK_MEMORY
 
 
 def guarded(columns, work, *args, **kwargs):
@@ -105,9 +106,13 @@ class Backend(ABC):
         """Number of rows (public under replace-one neighbours)."""
 
     @abstractmethod
-    def count(self, frame, spec: CountSpec, *, split_every: int,
-              progress: bool | None) -> Aggregate:
-        """Exact counts of ``frame`` for ``spec`` (partition-invariant)."""
+    def count(self, frame, spec: CountSpec, *, split_every: int, progress: bool | None,
+              rows: int | None = None, task_memory: int = DEFAULT_TASK_MEMORY) -> Aggregate:
+        """Exact counts of ``frame`` for ``spec`` (partition-invariant).
+
+        ``rows`` (the public row count, when known) and ``task_memory`` size the
+        counting tasks only (:func:`~dpmic_dask.limits.partitions_per_task`); the
+        counts do not depend on them."""
 
     def map_counts(self, counts: np.ndarray, fn) -> np.ndarray:
         """``fn(counts[p])`` for every row ``p`` of driver-side counts (noisy counts)."""
@@ -115,6 +120,8 @@ class Backend(ABC):
 
     @abstractmethod
     def evaluate(self, frame, spec: CountSpec, fn, *, pairs_per_block: int, split_every: int,
-                 progress: bool | None) -> Evaluation:
+                 progress: bool | None, rows: int | None = None,
+                 task_memory: int = DEFAULT_TASK_MEMORY) -> Evaluation:
         """``fn`` of every pair's exact counts, counted in blocks of at most
-        ``pairs_per_block`` pairs; only per-pair values reach the driver."""
+        ``pairs_per_block`` pairs; only per-pair values reach the driver. ``rows``
+        and ``task_memory`` as for :meth:`count`."""

@@ -11,6 +11,7 @@ per pair (:meth:`DaskBackend.evaluate`), which it noises.
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 
@@ -23,8 +24,9 @@ from ..counting import (
     PartialCounts,
     combine_partials,
     empty_partial,
-    partition_counts,
+    partitions_counts,
 )
+from ..limits import DEFAULT_TASK_MEMORY, partitions_per_task
 from . import register
 from .base import (
     Aggregate,
@@ -84,6 +86,35 @@ def _tree_sum(nodes, split_every: int):
     return nodes[0]
 
 
+def _worker_threads() -> int:
+    """Threads that run tasks: the active client's workers', else this machine's
+    cores (the local schedulers). Public; it only sizes tasks."""
+    client = _active_client()
+    if client is not None:
+        try:
+            threads = sum(client.nthreads().values())
+        except Exception:  # noqa: BLE001 - a scheduler that cannot answer: assume one
+            threads = 1
+        return max(1, threads)
+    return max(1, os.cpu_count() or 1)
+
+
+def _group(rows, parts: int, columns: int, task_memory: int, blocks: int) -> int:
+    """Partitions per counting task: within ``task_memory``, with at least two
+    counting tasks per worker thread over all blocks."""
+    return partitions_per_task(rows, parts, columns, task_memory, blocks=blocks,
+                               min_tasks=2 * _worker_threads())
+
+
+def _counted(parts, spec: CountSpec, group: int, split_every: int):
+    """The root of a tree summing the counts of ``parts`` (delayed partitions):
+    ``group`` consecutive partitions per counting task, ``split_every`` partials per
+    sum."""
+    count = dask.delayed(partitions_counts, pure=True)
+    leaves = [count(*parts[i:i + group], spec=spec) for i in range(0, len(parts), group)]
+    return _tree_sum(leaves, max(2, split_every))
+
+
 def _summary(partial: PartialCounts):
     return partial.rows, partial.missing
 
@@ -112,26 +143,27 @@ class DaskBackend(Backend):
     def row_count(self, frame, columns) -> int:
         return int(run(frame.shape[0], progress=False, columns=columns))
 
-    def count(self, frame, spec, *, split_every, progress) -> Aggregate:
+    def count(self, frame, spec, *, split_every, progress, rows=None,
+              task_memory=DEFAULT_TASK_MEMORY) -> Aggregate:
         parts = guarded(spec.columns, lambda: frame[list(spec.columns)].to_delayed())
         if not parts:
             partial = empty_partial(spec)
             return LocalAggregate(spec, 0, partial.missing, partial)
-        count = dask.delayed(partition_counts, pure=True)
-        root = _tree_sum([count(part, spec) for part in parts], max(2, split_every))
+        group = _group(rows, len(parts), len(spec.columns), task_memory, 1)
+        root = _counted(parts, spec, group, split_every)
         (root,) = guarded(spec.columns, dask.persist, root)
         rows, missing = run(dask.delayed(_summary, pure=True)(root), progress=progress,
                             columns=spec.columns)
         return DaskAggregate(spec, int(rows), np.asarray(missing), root)
 
-    def evaluate(self, frame, spec, fn, *, pairs_per_block, split_every,
-                 progress) -> Evaluation:
-        """Per block: count every partition (the block's columns only), sum in a tree
-        of ``split_every``, then one task applies ``fn`` to the block's pairs. Tasks
-        scale with partitions x blocks; a block's counts are freed once its values
-        are computed, so memory per task follows the block size, not the pairs."""
+    def evaluate(self, frame, spec, fn, *, pairs_per_block, split_every, progress,
+                 rows=None, task_memory=DEFAULT_TASK_MEMORY) -> Evaluation:
+        """Per block: count the partitions (the block's columns only, a few
+        partitions per task), sum in a tree of ``split_every``, then one task applies
+        ``fn`` to the block's pairs. Tasks scale with partitions x blocks; a block's
+        counts are freed once its values are computed, so memory per task follows
+        the block size, not the pairs."""
         blocks = spec.blocks(pairs_per_block)
-        count = dask.delayed(partition_counts, pure=True)
         finish = dask.delayed(evaluate_partial, pure=True)
         tasks = []
         for block in blocks:
@@ -140,7 +172,8 @@ class DaskBackend(Backend):
             if not parts:
                 return Evaluation(0, np.zeros(len(spec.columns), bool),
                                   np.full(len(spec.pairs), np.nan))
-            root = _tree_sum([count(part, block.spec) for part in parts], max(2, split_every))
+            group = _group(rows, len(parts), len(columns), task_memory, len(blocks))
+            root = _counted(parts, block.spec, group, split_every)
             tasks.append(finish(root, spec.fill, fn))
         results = run(tasks, progress=progress, columns=spec.columns)
         return assemble(spec, blocks, results)

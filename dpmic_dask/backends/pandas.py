@@ -19,12 +19,13 @@ class PandasBackend(Backend):
     def row_count(self, frame, columns) -> int:
         return len(frame)
 
-    def count(self, frame, spec, *, split_every, progress) -> LocalAggregate:
+    def count(self, frame, spec, *, split_every, progress, rows=None,
+              task_memory=None) -> LocalAggregate:
         partial = guarded(spec.columns, partition_counts, frame, spec)
         return LocalAggregate(spec, partial.rows, partial.missing, partial)
 
-    def evaluate(self, frame, spec, fn, *, pairs_per_block, split_every,
-                 progress) -> Evaluation:
+    def evaluate(self, frame, spec, fn, *, pairs_per_block, split_every, progress,
+                 rows=None, task_memory=None) -> Evaluation:
         blocks = spec.blocks(pairs_per_block)
         results = [evaluate_partial(guarded(spec.columns, partition_counts, frame, block.spec),
                                     spec.fill, fn)

@@ -69,7 +69,7 @@ def bin_column(values, lo, width, fixed_bounds, fixed_table, row_bounds, row_tab
     lo, width : float64, the public lower bound and ``hi - lo``
     fixed_bounds, row_bounds : int64[m1], int64[m2], sorted refinement boundaries
     fixed_table, row_table : int64[2**16], look-up tables for the boundaries
-    fixed_out, row_out : int32[n], filled with refinement indices
+    fixed_out, row_out : uint16[n] or int32[n], filled with refinement indices
     """
     for i in range(values.shape[0]):
         p = fixed_point_position(values[i], lo, width)
@@ -94,16 +94,16 @@ def read_off_grids(hist, prefix, row_cuts, row_cut_start, fixed_cuts, fixed_cut_
 
     Parameters
     ----------
-    hist : int64[2, Rr, Rf]
+    hist : int32 or int64 [2, Rr, Rf]
         Refinement histograms of orientations "x" (0) and "y" (1).
-    prefix : int64[Rr + 1, Rf + 1]
+    prefix : [Rr + 1, Rf + 1], the dtype of ``hist``
         Scratch space for 2-D prefix sums (overwritten).
     row_cuts, fixed_cuts : int64[...]
         Concatenated cut arrays; grid ``g`` uses ``master_rows[g] + 1`` row cuts
         from ``row_cut_start[g]`` and ``fixed_bins[g] + 1`` fixed cuts from
         ``fixed_cut_start[g]``.
     orientation, offsets, master_rows, fixed_bins : int64[G]
-    out : int64[n_cells], filled with each grid's row-major counts at its offset.
+    out : [n_cells], the dtype of ``hist``, filled with each grid's row-major counts at its offset.
     """
     n_r, n_f = hist.shape[1], hist.shape[2]
     for o in range(2):
@@ -137,9 +137,10 @@ def count_pairs(fixed_bins_by_col, row_bins_by_col, pair_x, pair_y, hist, prefix
                 orientation, offsets, master_rows, fixed_bins, out):
     """Master counts of many column pairs of one partition.
 
-    ``fixed_bins_by_col``, ``row_bins_by_col``: int32[C, n] refinement indices per
-    column; ``pair_x``, ``pair_y``: int64[P] column indices of each pair; ``hist``
-    (int64[2, Rr, Rf]) and ``prefix`` are scratch; ``out``: int64[P, n_cells].
+    ``fixed_bins_by_col``, ``row_bins_by_col``: uint16 or int32 [C, n] refinement
+    indices per column; ``pair_x``, ``pair_y``: int64[P] column indices of each
+    pair; ``hist`` ([2, Rr, Rf]) and ``prefix`` are scratch; ``out``: [P, n_cells].
+    ``hist``, ``prefix`` and ``out`` share one integer dtype wide enough for ``n``.
     Two histogram increments per row and pair, whatever the grid family.
     """
     n = fixed_bins_by_col.shape[1]

@@ -1,4 +1,5 @@
-"""Worker peak memory depends on the partition size, not on the number of rows."""
+"""Worker peak memory depends on the partition size and the per-task budget, not on
+the number of rows (a counting task groups partitions up to ``task_memory``)."""
 
 import pytest
 from distributed import Client, LocalCluster
@@ -22,7 +23,7 @@ def worker_peak(partitions: int, rows: int) -> int:
                       dashboard_address=None) as cluster, Client(cluster) as client:
         ddf = generated(partitions, rows)
         ddf.dpmic.pairwise_nonprivate(bounds={k: BOUNDS[k] for k in COLS}, B=150, c=5,
-                                      progress=False)
+                                      progress=False, task_memory=16 * 2**20)
         return max(client.run(peak_rss_bytes).values())
 
 

@@ -11,9 +11,9 @@ import pytest
 
 import dpmic_dask as dm
 from dpmic_dask.backends import backend_for
-from dpmic_dask.counting import CountSpec
+from dpmic_dask.counting import CountSpec, count_chunks
 from dpmic_dask.grids import master_grid_family
-from dpmic_dask.limits import micr_grid_cost, pairs_per_block
+from dpmic_dask.limits import micr_grid_cost, pairs_per_block, partitions_per_task
 
 COLUMNS = [f"c{k:02d}" for k in range(12)]
 BOUNDS = {name: (-3.0, 3.0) for name in COLUMNS}
@@ -33,12 +33,13 @@ def fingerprint(counts) -> float:
     return float(zlib.crc32(np.asarray(counts, dtype=np.int64).tobytes()))
 
 
-def digests(frame, task_memory, B=40, c=5):
+def digests(frame, task_memory, B=40, c=5, rows=None):
     spec = CountSpec(tuple(COLUMNS), tuple(BOUNDS[k] for k in COLUMNS), None,
                      master_grid_family(B, c))
     block = pairs_per_block(micr_grid_cost(B, c).cells_per_pair, 8, task_memory)
     result = backend_for(frame).evaluate(frame, spec, fingerprint, pairs_per_block=block,
-                                         split_every=3, progress=False)
+                                         split_every=3, progress=False, rows=rows,
+                                         task_memory=task_memory)
     return block, result
 
 
@@ -61,6 +62,46 @@ def test_tiny_budget_counts_equal_one_block(wide, scheduler, partitions):
     assert blocked.rows == whole.rows == len(wide)
     np.testing.assert_array_equal(blocked.values, whole.values)
     assert not blocked.missing.any()
+
+
+@pytest.mark.parametrize("task_memory", [2**20, 3 * 2**20, 2**30])
+def test_partitions_counted_together_give_the_same_counts(wide, task_memory):
+    """Several partitions per counting task (one read-off for all of them) and any
+    grouping of 7 uneven partitions: the counts of one pass over the whole table."""
+    _, whole = digests(wide, 2**30)
+    ddf = dd.from_pandas(wide, npartitions=7).repartition(
+        divisions=[0, 1, 40, 41, 2000, 2001, 4998, 4999])
+    group = partitions_per_task(len(wide), ddf.npartitions, 8, task_memory)
+    assert 1 <= group <= 7
+    with dask.config.set(scheduler="threads"):
+        _, grouped = digests(ddf, task_memory, rows=len(wide))
+    np.testing.assert_array_equal(grouped.values, whole.values)
+    assert grouped.rows == len(wide)
+
+
+def test_partitions_per_task_follows_public_sizes_only():
+    # 4 partitions of 250,000 rows x 12 columns: 36 MB each
+    assert partitions_per_task(10**6, 4, 12, 256 * 2**20) == 4
+    assert partitions_per_task(10**6, 4, 12, 80 * 2**20) == 2
+    assert partitions_per_task(10**6, 4, 12, 1) == 1
+    assert partitions_per_task(None, 4, 12) == 1  # row count unknown
+    assert partitions_per_task(10**6, 1, 12) == 1
+    assert partitions_per_task(10**8, 1000, 100) == 2  # 100,000-row partitions
+    # never so few tasks that workers idle: 40 small partitions, one block, 4 threads
+    assert partitions_per_task(10**6, 40, 4, 2**30, blocks=1, min_tasks=8) == 5
+    assert partitions_per_task(10**6, 40, 4, 2**30, blocks=10, min_tasks=8) == 40
+    assert partitions_per_task(10**6, 4, 4, 2**30, blocks=1, min_tasks=8) == 1
+
+
+def test_chunks_must_add_up_to_the_announced_rows():
+    spec = CountSpec(("a", "b"), ((0.0, 1.0), (0.0, 1.0)), None, master_grid_family(8, 2))
+    chunk = [np.linspace(0, 1, 10), np.linspace(1, 0, 10)]
+    with pytest.raises(ValueError, match="more rows"):
+        count_chunks([chunk, chunk], 15, spec)
+    with pytest.raises(ValueError, match="fewer rows"):
+        count_chunks([chunk], 11, spec)
+    split = count_chunks([[a[:3] for a in chunk], [a[3:] for a in chunk]], 10, spec)
+    np.testing.assert_array_equal(split.counts, count_chunks([chunk], 10, spec).counts)
 
 
 def test_wide_release_values_do_not_depend_on_the_budget(wide):
