@@ -17,6 +17,7 @@ import glob
 import os
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -109,7 +110,6 @@ def load_input(job):
                              "(check the paths and the format)")
         _require_columns(list(frame.columns), columns)
         return frame[columns]
-    import dask
     from sqlalchemy.exc import SQLAlchemyError
 
     problem: DPMICError | None = None
@@ -121,10 +121,51 @@ def load_input(job):
         problem = JobIOError(f"cannot read the SQL input: {exc.__class__.__name__}")
     if problem is not None:
         raise problem
-    # Rows are read lazily, inside the graph, after every check has passed.
-    part = dask.delayed(_read_sql, pure=False)(job.sql_url, job.sql_table, job.sql_query, columns,
-                                               timeout=job.input_timeout)
-    return dd.from_delayed([part], meta=meta, verify_meta=False)
+    # Rows are read lazily, inside the graph, after every check has passed: one
+    # task per range of the partition column, or one task for the whole input.
+    # The reader is column-projectable, so each block of pairs reads its own
+    # columns and no partition stays in memory for the whole run.
+    reader = SQLRangeReader(job.sql_url, job.sql_table, job.sql_query, tuple(columns),
+                            job.input_timeout)
+    ranges = sql_ranges(job.partition_column, job.partition_bounds, job.partitions)
+    return dd.from_map(reader, ranges, meta=meta, enforce_metadata=False)
+
+
+class SQLRangeReader:
+    """Reads one range of a SQL input. Dask passes ``columns=`` when a computation
+    needs only some columns (column projection), and only those are selected."""
+
+    def __init__(self, url, table, query, columns, timeout=SQL_TIMEOUT):
+        self.url, self.table, self.query = url, table, query
+        self.all_columns = tuple(columns)
+        self.timeout = timeout
+
+    def __dask_tokenize__(self):
+        return (type(self).__name__, self.url, self.table, self.query, self.all_columns,
+                self.timeout)
+
+    def __call__(self, where, columns=None):
+        """One partition: exactly the wanted columns (a query may return more)."""
+        wanted = list(self.all_columns if columns is None else columns)
+        frame = _read_sql(self.url, self.table, self.query, wanted, timeout=self.timeout,
+                          where=where)
+        return frame[wanted]
+
+
+def sql_ranges(column, bounds, partitions):
+    """The ranges one SQL input is read in: ``(column, lo, hi)`` per partition.
+
+    The public ``bounds`` are split into ``partitions`` equal ranges; the first is
+    open below (and takes NULLs), the last open above, so every row is read by
+    exactly one range whatever its value (``lo`` or ``hi`` is ``None`` when open).
+    Without a partition column: one range, the whole input.
+    """
+    if column is None or partitions <= 1:
+        return [None] if column is None else [(column, None, None)]
+    lo, hi = bounds
+    cuts = [lo + (hi - lo) * k / partitions for k in range(1, partitions)]
+    edges = [None, *cuts, None]
+    return [(column, edges[k], edges[k + 1]) for k in range(partitions)]
 
 
 def _require_columns(available, wanted) -> None:
@@ -161,19 +202,31 @@ def _sql_meta(url, table, query, columns, timeout=SQL_TIMEOUT) -> pd.DataFrame:
     return empty[columns].astype("float64")
 
 
-def _read_sql(url, table, query, columns, limit=None, timeout=SQL_TIMEOUT) -> pd.DataFrame:
-    """Rows of a SQL table (selected columns) or query; ``limit`` caps the rows."""
-    from sqlalchemy import Executable, column, select, text
+def _read_sql(url, table, query, columns, limit=None, timeout=SQL_TIMEOUT,
+              where=None) -> pd.DataFrame:
+    """Rows of a SQL table (selected columns) or query; ``limit`` caps the rows;
+    ``where`` is a range ``(column, lo, hi)`` of :func:`sql_ranges` (or ``None``)."""
+    from sqlalchemy import column, literal_column, or_, select, text
     from sqlalchemy import table as sql_table
 
-    statement: Executable
+    statement: Any
     if table:
         statement = select(*[column(c) for c in columns]).select_from(sql_table(table))
-        if limit is not None:
-            statement = statement.limit(limit)
     else:
-        statement = text(f"SELECT * FROM ({query}) AS dpmic_input"
-                         + ("" if limit is None else f" LIMIT {int(limit)}"))
+        statement = select(literal_column("*")).select_from(
+            text(f"({query}) AS dpmic_input"))
+    if where is not None:
+        name, lo, hi = where
+        key: Any = column(name)
+        if lo is None:
+            if hi is not None:
+                statement = statement.where(or_(key < hi, key.is_(None)))
+        else:
+            statement = statement.where(key >= lo)
+            if hi is not None:
+                statement = statement.where(key < hi)
+    if limit is not None:
+        statement = statement.limit(limit)
     with sql_engine(url, timeout).connect() as conn:
         return pd.read_sql_query(statement, conn)
 

@@ -391,6 +391,8 @@ def test_a_version_one_ledger_is_upgraded_in_place(tmp_path):
     ([("[cluster]\nworkers = 1", '[cluster]\nscheduler = "localhost:8786"')], "tcp://host:port"),
     ([("eps = 1.0", "eps = 1.0\ndelta = 1e-320")], "normal double"),
     ([("[cluster]\nworkers = 1", "[cluster]\ntimeout = -1")], "cluster.timeout"),
+    ([("[cluster]\nworkers = 1", '[cluster]\ntask_memory = "lots"')], "cluster.task_memory"),
+    ([("[cluster]\nworkers = 1", "[cluster]\ntask_memory = 1000")], "from 1 MiB to 1 TiB"),
 ])
 def test_validate_checks_what_run_checks(env, replacements, match):
     _, ledger, job = env

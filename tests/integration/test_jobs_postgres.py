@@ -17,7 +17,8 @@ def test_postgres_job_on_a_real_cluster(postgres_url, cli_cluster, tmp_path):
     a = gen.random(3000)
     frame = pd.DataFrame({"a": a, "b": (a - 0.5) ** 2 + 0.01 * gen.normal(size=3000),
                           "c": gen.random(3000)})
-    frame.to_sql("measurements", sql_engine(postgres_url), index=False)
+    frame.assign(id=np.arange(3000)).to_sql("measurements", sql_engine(postgres_url),
+                                            index=False)
     SQLLedger(postgres_url).init("lab", Budget(1.5))
     job = tmp_path / "pg.toml"
     job.write_text(f"""
@@ -27,6 +28,9 @@ dataset = "lab"
 [input]
 sql_url = "{postgres_url}"
 sql_table = "measurements"
+partition_column = "id"
+partition_bounds = [0, 3000]
+partitions = 4
 [columns]
 a = {{ bounds = [0, 1] }}
 b = {{ bounds = [0, 0.5] }}

@@ -1,0 +1,144 @@
+"""A SQL input is read in ranges of a partition column: every row exactly once,
+whatever the public bounds (rows outside them and NULL keys included)."""
+
+import textwrap
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpmic_dask.jobio import load_input, sql_engine, sql_ranges
+from dpmic_dask.jobs import JobError, load_job
+
+
+@pytest.fixture
+def warehouse(tmp_path):
+    gen = np.random.default_rng(5)  # test data only
+    rows = 700
+    frame = pd.DataFrame({"id": np.arange(rows, dtype=float), "a": gen.random(rows),
+                          "b": gen.random(rows)})
+    frame.loc[[3, 400], "id"] = np.nan  # keys that are NULL still belong to a range
+    frame.loc[650:, "id"] += 10_000  # keys far above the public bounds
+    frame.loc[:20, "id"] -= 500  # and below them
+    url = f"sqlite:///{tmp_path / 'w.db'}"
+    frame.to_sql("facts", sql_engine(url), index=False)
+    return tmp_path, url, frame
+
+
+def job_file(tmp_path, url, source, extra):
+    path = tmp_path / "job.toml"
+    path.write_text(textwrap.dedent(f"""
+        [job]
+        name = "p"
+        dataset = "d"
+        [input]
+        sql_url = "{url}"
+        {source}
+        {extra}
+        [columns]
+        a = {{ bounds = [0, 1] }}
+        b = {{ bounds = [0, 1] }}
+        [privacy]
+        eps = 1.0
+        [output]
+        path = "{tmp_path / 'out'}"
+    """))
+    return load_job(path)
+
+
+@pytest.mark.parametrize("source", ['sql_table = "facts"',
+                                    'sql_query = "SELECT id, a, b FROM facts"'])
+@pytest.mark.parametrize("partitions", [1, 3, 7])
+def test_every_row_is_read_exactly_once(warehouse, source, partitions):
+    tmp_path, url, frame = warehouse
+    job = job_file(tmp_path, url, source, f'partition_column = "id"\n'
+                   f'partition_bounds = [0, 640]\npartitions = {partitions}')
+    ddf = load_input(job)
+    assert ddf.npartitions == partitions
+    got = ddf[["a", "b"]].compute().sort_values(["a", "b"]).reset_index(drop=True)
+    want = frame[["a", "b"]].sort_values(["a", "b"]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, want)
+    sizes = ddf.map_partitions(len).compute().tolist()
+    if partitions == 7:  # ~100 keys per range; the end ranges take what is outside
+        assert sizes[0] >= 21 + 2 and sizes[-1] >= 50 and sum(sizes) == len(frame)
+
+
+def test_ranges_cover_the_line():
+    assert sql_ranges(None, None, 1) == [None]
+    assert sql_ranges("k", (0.0, 1.0), 1) == [("k", None, None)]
+    assert sql_ranges("k", (0.0, 3.0), 3) == [("k", None, 1.0), ("k", 1.0, 2.0), ("k", 2.0, None)]
+
+
+@pytest.mark.parametrize("extra, message", [
+    ('partitions = 4', "needs input.partition_column"),
+    ('partition_column = "id"', "needs input.partition_bounds"),
+    ('partition_column = "id"\npartition_bounds = [5, 1]', "lo < hi"),
+    ('partition_column = "id"\npartition_bounds = [0, 1]\npartitions = 0', "from 1 to"),
+    ('partition_column = "id"\npartition_bounds = [0, 1]\npartitions = true', "from 1 to"),
+    ('partition_column = ""\npartition_bounds = [0, 1]', "non-empty"),
+])
+def test_partition_keys_are_checked(warehouse, extra, message):
+    tmp_path, url, _ = warehouse
+    with pytest.raises(JobError, match=message):
+        job_file(tmp_path, url, 'sql_table = "facts"', extra)
+
+
+def test_partition_keys_are_refused_for_files(tmp_path):
+    path = tmp_path / "job.toml"
+    path.write_text(textwrap.dedent("""
+        [job]
+        name = "p"
+        dataset = "d"
+        [input]
+        paths = ["x.parquet"]
+        partitions = 4
+        [columns]
+        a = { bounds = [0, 1] }
+        b = { bounds = [0, 1] }
+        [privacy]
+        eps = 1.0
+        [output]
+        path = "out"
+    """))
+    with pytest.raises(JobError, match="SQL input only"):
+        load_job(path)
+
+
+def test_task_memory_in_the_job_file_reaches_the_request(warehouse):
+    from dpmic_dask.jobs import job_request
+    from dpmic_dask.limits import DEFAULT_TASK_MEMORY
+
+    tmp_path, url, _ = warehouse
+    job = job_file(tmp_path, url, 'sql_table = "facts"', "")
+    schema = pd.Series({"a": np.dtype("float64"), "b": np.dtype("float64")})
+    assert job_request(job, schema).task_memory == DEFAULT_TASK_MEMORY
+    text = (tmp_path / "job.toml").read_text() + '\n[cluster]\ntask_memory = "64 MiB"\n'
+    (tmp_path / "job.toml").write_text(text)
+    job = load_job(tmp_path / "job.toml")
+    assert job.task_memory == 64 * 2**20
+    assert job_request(job, schema).task_memory == 64 * 2**20
+
+
+def test_each_computation_reads_only_the_columns_it_needs(warehouse, monkeypatch):
+    """Blocks of pairs read their own columns (no partition of every column is
+    held for the whole run)."""
+    import dask
+
+    import dpmic_dask.jobio as jobio
+
+    tmp_path, url, frame = warehouse
+    job = job_file(tmp_path, url, 'sql_table = "facts"',
+                   'partition_column = "id"\npartition_bounds = [0, 640]\npartitions = 3')
+    seen = []
+    real = jobio._read_sql
+
+    def spy(url, table, query, columns, **kwargs):
+        seen.append(tuple(columns))
+        return real(url, table, query, columns, **kwargs)
+
+    monkeypatch.setattr(jobio, "_read_sql", spy)
+    ddf = load_input(job)
+    with dask.config.set(scheduler="synchronous"):
+        got = ddf[["b"]].compute()
+    assert set(seen) == {("b",)} and len(seen) == 3
+    np.testing.assert_allclose(np.sort(got.b.to_numpy()), np.sort(frame.b.to_numpy()))
