@@ -20,6 +20,9 @@ class DPMICAccessor:
     def __init__(self, frame):
         self._frame = frame
 
+    def _schema(self):
+        return backend_for(self._frame).schema(self._frame)
+
     def pairwise(self, eps, *, bounds, columns=None, delta=0.0, mechanism="auto", B=None,
                  c=None, nulls="raise", fill=None, ledger=None, dataset=None,
                  split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None, label=None,
@@ -82,6 +85,77 @@ class DPMICAccessor:
             fill=fill, split_every=split_every, label=label, task_memory=task_memory)
         return pipeline.release_pairs(self._frame, request, ledger=ledger, dataset=dataset,
                                       progress=progress)
+
+    def top_pairs(self, k, eps, *, bounds, columns=None, delta=0.0, select_share=0.5,
+                  screen_B=None, B=None, c=None, nulls="raise", fill=None, ledger=None,
+                  dataset=None, split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None,
+                  label=None, task_memory=pipeline.DEFAULT_TASK_MEMORY):
+        """Privately choose the ``k`` most related pairs, then release their values.
+
+        The budget does not grow with the number of pairs: the noisy top-``k``
+        selection costs the same for 10 or 44,850 candidates. ``select_share`` of
+        the budget chooses the pairs (OpenDP's exact noisy top-k over every pair's
+        MICr, whose L-infinity sensitivity is MICr's), the rest releases the chosen
+        pairs' values with fresh noise. One ledger charge covers both.
+
+        Parameters
+        ----------
+        k : int >= 1
+            How many pairs to choose (all pairs if there are fewer).
+        eps, delta : total budget. ``delta = 0``: pure DP (exponential-noise
+            selection, Laplace release). ``delta > 0``: zCDP (Gumbel selection,
+            Gaussian release), rhos adding up to ``rho(eps, delta)``.
+        select_share : float in (0, 1)
+            Fraction of the budget (of ``eps``, or of ``rho``) spent on choosing.
+        screen_B : int, optional
+            Score the candidates on a smaller grid (faster), then count the chosen
+            pairs again at ``B`` for the release.
+        bounds, columns, B, c, nulls, fill, ledger, dataset, split_every, progress,
+        label, task_memory : as for :meth:`pairwise`.
+
+        Returns
+        -------
+        PairwiseResult
+            The chosen pairs in selection order (strongest first) and their private
+            values; ``report()`` and ``privacy`` state the selection and both parts.
+        """
+        request, plan = pipeline.selection_request(
+            self._schema(), "top-k", eps=eps, delta=delta, share=select_share, k=k,
+            bounds=bounds, columns=columns, B=B, c=c, nulls=nulls, fill=fill,
+            split_every=split_every, label=label, task_memory=task_memory, screen_B=screen_B)
+        return pipeline.release_selected(self._frame, request, plan, ledger=ledger,
+                                         dataset=dataset, progress=progress)
+
+    def pairs_above(self, threshold, eps, *, bounds, max_pairs, columns=None, delta=0.0,
+                    select_share=0.5, screen_B=None, B=None, c=None, nulls="raise",
+                    fill=None, ledger=None, dataset=None,
+                    split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None, label=None,
+                    task_memory=pipeline.DEFAULT_TASK_MEMORY):
+        """Privately find pairs whose MICr exceeds a public ``threshold``, then release
+        their values.
+
+        The sparse vector technique (AboveThreshold, non-monotone variant) scans the
+        pairs in their public order and stops after ``max_pairs`` positive answers;
+        its cost depends on ``max_pairs``, not on the number of pairs. Answers near
+        the threshold are noisy both ways. ``select_share`` of the budget goes to the
+        scan, the rest to the values of the pairs found (fresh noise, calibrated to
+        how many were found). One ledger charge covers both.
+
+        Parameters
+        ----------
+        threshold : float in [0, 1]
+            Public MICr threshold (choose it before looking at the data).
+        max_pairs : int >= 1
+            Stop after this many pairs above the threshold.
+        eps, delta, select_share, screen_B, bounds, ... : as for :meth:`top_pairs`.
+        """
+        request, plan = pipeline.selection_request(
+            self._schema(), "above", eps=eps, delta=delta, share=select_share,
+            threshold=threshold, max_pairs=max_pairs, bounds=bounds, columns=columns, B=B,
+            c=c, nulls=nulls, fill=fill, split_every=split_every, label=label,
+            task_memory=task_memory, screen_B=screen_B)
+        return pipeline.release_selected(self._frame, request, plan, ledger=ledger,
+                                         dataset=dataset, progress=progress)
 
     def pairwise_nonprivate(self, *, bounds, B, c, columns=None, nulls="raise", fill=None,
                             split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None,

@@ -112,23 +112,28 @@ def mutual_information_bound_nats(eps: float) -> float:
     return min(eps, eps * eps)
 
 
-def privacy_statement(cost: PrivacyCost, pairs: int) -> str:
-    """One paragraph, in words, of what a release with ``cost`` guarantees."""
+def privacy_statement(cost: PrivacyCost, pairs: int, detail: str | None = None) -> str:
+    """One paragraph, in words, of what a release with ``cost`` guarantees.
+
+    ``detail`` replaces the per-pair split in parentheses (releases that select
+    pairs first spend their budget in parts, not per pair)."""
     plural = "s" if pairs != 1 else ""
     if cost.is_pure:
         bound = mutual_information_bound_nats(cost.epsilon)
+        split = detail or f"{cost.epsilon / pairs:g} per pair over {pairs} pair{plural}"
         return (
             f"This release is {cost.epsilon:g}-differentially private with respect to "
-            f"replacing any one row ({cost.epsilon / pairs:g} per pair over {pairs} "
-            f"pair{plural}). This implies that it reveals at most {bound:.4g} nats of "
-            "mutual information about any one row beyond what the other rows already reveal."
+            f"replacing any one row ({split}). This implies that it reveals at most {bound:.4g} "
+            "nats of mutual information about any one row beyond what the other rows already "
+            "reveal."
         )
     rho = cost.as_rho()
+    split = detail or f"{rho / pairs:.4g} per pair over {pairs} pair{plural}"
     return (
         f"This release is ({cost.epsilon:g}, {cost.delta:g})-differentially private "
         f"with respect to replacing any one row. It is accounted as {rho:.6g}-zCDP "
-        f"in total ({rho / pairs:.4g} per pair over {pairs} pair{plural}); zCDP "
-        "costs add up across releases, epsilons of Gaussian releases do not."
+        f"in total ({split}); zCDP costs add up across releases, epsilons of Gaussian "
+        "releases do not."
     )
 
 

@@ -228,9 +228,9 @@ def run(job_file, run_id, progress, debug):
     from .backends import backend_for
     from .cluster import open_cluster
     from .jobio import check_output_writable, load_input, output_has_run, result_rows, write_output
-    from .jobs import job_request, load_job
+    from .jobs import job_plan, load_job
     from .ledger import SQLLedger
-    from .pipeline import precheck_budget, release_pairs
+    from .pipeline import precheck_budget, release_pairs, release_selected
     from .request import numeric_schema
 
     job = load_job(job_file)
@@ -241,13 +241,18 @@ def run(job_file, run_id, progress, debug):
         click.echo(f"run {run_id} already released; nothing to do")
         return
     run_ledger = ledger.for_run(run_id)
-    cost = job_request(job, numeric_schema(job.bounds)).mechanism.cost
+    request, plan = job_plan(job, numeric_schema(job.bounds))
+    cost = request.mechanism.cost if plan is None else plan.total
     precheck_budget(run_ledger, job.dataset, cost)  # before any cluster starts
     with open_cluster(scheduler=job.scheduler, workers=job.workers, timeout=job.timeout):
         frame = load_input(job)
-        request = job_request(job, backend_for(frame).schema(frame))
-        result = release_pairs(frame, request, ledger=run_ledger, dataset=job.dataset,
-                               progress=progress)
+        request, plan = job_plan(job, backend_for(frame).schema(frame))
+        if plan is None:
+            result = release_pairs(frame, request, ledger=run_ledger, dataset=job.dataset,
+                                   progress=progress)
+        else:
+            result = release_selected(frame, request, plan, ledger=run_ledger,
+                                      dataset=job.dataset, progress=progress)
     where = write_output(job, result_rows(result, run_id=run_id, job=job), run_id)
     click.echo(f"run {run_id}: released {len(result.pairs)} pairs "
                f"({result.mechanism}, eps={result.epsilon:g}) to {where}")

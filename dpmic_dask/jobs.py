@@ -15,6 +15,9 @@ Example (TOML)::
     paths = ["data/sales-*.parquet"]       # Parquet or CSV files/globs, fsspec URLs
     # or: sql_url = "postgresql://..." with sql_table = "sales" (or sql_query = "...")
     # timeout = 30                         # seconds to connect to a SQL server
+    # partition_column = "id"              # SQL read in ranges of a numeric column:
+    # partition_bounds = [1, 5000000]      #   public range, split evenly (rows outside
+    # partitions = 16                      #   it are read too, by the end ranges)
 
     [columns]
     age = { bounds = [0, 120] }
@@ -30,12 +33,18 @@ Example (TOML)::
     [cluster]
     scheduler = "tcp://scheduler:8786"     # default: $DASK_SCHEDULER_ADDRESS, else a local cluster
     timeout = 30                           # seconds for the scheduler to answer
+    task_memory = "256 MiB"                # counts and input one task holds (sets block sizes)
     [ledger]
     url = "sqlite:///ledger.db"            # default: $DPMIC_LEDGER, else sqlite:///dpmic-ledger.db
+
+    [select]                               # optional: release only privately chosen pairs
+    top_k = 10                             # the 10 strongest (or: threshold = 0.3 with
+    share = 0.5                            #   max_pairs = 20); share of eps for choosing
 """
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -43,14 +52,17 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidParameterError
+from .limits import DEFAULT_TASK_MEMORY
 
 SECTIONS = {
     "job": {"name", "dataset"},
-    "input": {"paths", "format", "sql_url", "sql_table", "sql_query", "timeout"},
+    "input": {"paths", "format", "sql_url", "sql_table", "sql_query", "timeout",
+              "partition_column", "partition_bounds", "partitions"},
     "columns": None,  # column names are free; each entry has COLUMN_KEYS
     "privacy": {"eps", "delta", "mechanism", "B", "c", "nulls"},
     "output": {"path", "format", "sql_url", "sql_table", "timeout"},
-    "cluster": {"scheduler", "workers", "timeout"},
+    "cluster": {"scheduler", "workers", "timeout", "task_memory"},
+    "select": {"top_k", "threshold", "max_pairs", "share", "screen_B"},
     "ledger": {"url"},
 }
 COLUMN_KEYS = {"bounds", "fill"}
@@ -74,6 +86,9 @@ class Job:
     sql_table: str | None = None
     sql_query: str | None = None
     input_timeout: float = 30.0
+    partition_column: str | None = None
+    partition_bounds: tuple[float, float] | None = None
+    partitions: int = 1
     bounds: dict = field(default_factory=dict)
     fill: dict | None = None
     eps: float = 1.0
@@ -90,6 +105,13 @@ class Job:
     scheduler: str | None = None
     timeout: float = 30.0
     workers: int = 2
+    task_memory: int = DEFAULT_TASK_MEMORY
+    select_rule: str | None = None
+    select_k: int | None = None
+    select_threshold: float | None = None
+    select_max_pairs: int | None = None
+    select_share: float = 0.5
+    screen_B: int | None = None
     ledger_url: str = "sqlite:///dpmic-ledger.db"
 
 
@@ -151,6 +173,78 @@ def _seconds(value, key, src) -> float:
     return float(value)
 
 
+MAX_SQL_PARTITIONS = 100_000
+
+
+def _sql_partitions(inp: dict, src: str) -> dict:
+    """``partition_column``, ``partition_bounds``, ``partitions`` of a SQL input."""
+    keys = {"partition_column", "partition_bounds", "partitions"} & set(inp)
+    if not keys:
+        return {}
+    if "partition_column" not in inp:
+        raise JobError(f"{src}: input.{sorted(keys)[0]} needs input.partition_column")
+    column = _typed(inp["partition_column"], str, "input.partition_column", src, "a column name")
+    if not column.strip():
+        raise JobError(f"{src}: input.partition_column must be a non-empty column name")
+    if "partition_bounds" not in inp:
+        raise JobError(f"{src}: input.partition_column needs input.partition_bounds = [lo, hi], "
+                       "the public range of the column to split into partitions")
+    b = inp["partition_bounds"]
+    if not (isinstance(b, list) and len(b) == 2
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in b)
+            and all(math.isfinite(v) for v in b) and b[0] < b[1]):
+        raise JobError(f"{src}: input.partition_bounds must be [lo, hi], finite numbers, lo < hi")
+    count = inp.get("partitions", 16)
+    if isinstance(count, bool) or not isinstance(count, int) \
+            or not 1 <= count <= MAX_SQL_PARTITIONS:
+        raise JobError(f"{src}: input.partitions must be an integer from 1 to "
+                       f"{MAX_SQL_PARTITIONS:,}")
+    return {"partition_column": column, "partition_bounds": (float(b[0]), float(b[1])),
+            "partitions": count}
+
+
+def _select(sel: dict, src: str) -> dict:
+    """The optional ``[select]`` section: ``top_k``, or ``threshold`` with ``max_pairs``."""
+    if not sel:
+        return {}
+    kw: dict[str, Any] = {}
+    if ("top_k" in sel) == ("threshold" in sel):
+        raise JobError(f"{src}: [select] needs exactly one of top_k, threshold")
+    if "top_k" in sel:
+        if "max_pairs" in sel:
+            raise JobError(f"{src}: select.max_pairs goes with select.threshold, not top_k")
+        kw["select_rule"] = "top-k"
+        kw["select_k"] = _typed(sel["top_k"], int, "select.top_k", src, "an integer >= 1")
+    else:
+        kw["select_rule"] = "above"
+        kw["select_threshold"] = _typed(sel["threshold"], (int, float), "select.threshold",
+                                        src, "a number in [0, 1]")
+        if "max_pairs" not in sel:
+            raise JobError(f"{src}: select.threshold needs select.max_pairs")
+        kw["select_max_pairs"] = _typed(sel["max_pairs"], int, "select.max_pairs", src,
+                                        "an integer >= 1")
+    if "share" in sel:
+        kw["select_share"] = _typed(sel["share"], (int, float), "select.share", src,
+                                    "a number between 0 and 1")
+    if "screen_B" in sel:
+        kw["screen_B"] = _typed(sel["screen_B"], int, "select.screen_B", src, "an integer")
+    return kw
+
+
+def _bytes(value, key, src) -> int:
+    """A size in bytes: an integer, or a string with a unit ("256 MiB", "1GB")."""
+    if isinstance(value, str):
+        from dask.utils import parse_bytes
+
+        try:
+            value = parse_bytes(value)
+        except (ValueError, TypeError):
+            raise JobError(f"{src}: {key} must be a size such as \"256 MiB\"") from None
+    if isinstance(value, bool) or not isinstance(value, int) or not 2**20 <= value <= 2**40:
+        raise JobError(f"{src}: {key} must be a size from 1 MiB to 1 TiB")
+    return value
+
+
 def load_job(path) -> Job:
     """Parse and check a job file; raise :class:`JobError` with one clear line."""
     path = Path(path)
@@ -196,8 +290,14 @@ def load_job(path) -> Job:
                     raise JobError(f"{src}: input.{key} must be a non-empty string")
         if "timeout" in inp:
             kw["input_timeout"] = _seconds(inp["timeout"], "input.timeout", src)
+        kw.update(_sql_partitions(inp, src))
     else:
         raise JobError(f"{src}: input needs paths or sql_url")
+    if "paths" in inp:
+        extra = sorted({"partition_column", "partition_bounds", "partitions"} & set(inp))
+        if extra:
+            raise JobError(f"{src}: input.{extra[0]} applies to SQL input only (files are "
+                           "read in blocks already)")
 
     bounds, fills = {}, {}
     for name, spec in cols.items():
@@ -256,6 +356,9 @@ def load_job(path) -> Job:
         kw["scheduler"] = _typed(cluster["scheduler"], str, "cluster.scheduler", src, "an address")
     if "timeout" in cluster:
         kw["timeout"] = _seconds(cluster["timeout"], "cluster.timeout", src)
+    kw.update(_select(_section(data, "select", src), src))
+    if "task_memory" in cluster:
+        kw["task_memory"] = _bytes(cluster["task_memory"], "cluster.task_memory", src)
     if "workers" in cluster:
         kw["workers"] = _typed(cluster["workers"], int, "cluster.workers", src, "an integer >= 1")
         if kw["workers"] < 1:
@@ -281,7 +384,7 @@ def _check_parameters(job: Job) -> Job:
     try:
         if job.mechanism == "mice-lap":
             raise InvalidParameterError("privacy.mechanism 'mice-lap' is in-memory only")
-        job_request(job, numeric_schema(job.bounds))
+        job_plan(job, numeric_schema(job.bounds))
         if job.scheduler:
             check_address(job.scheduler)
         SQLLedger(job.ledger_url)  # URL shape only; nothing is opened
@@ -299,4 +402,24 @@ def job_request(job: Job, schema):
     return pairwise_request(schema, eps=job.eps, bounds=job.bounds, columns=list(job.bounds),
                             delta=job.delta, mechanism=job.mechanism, B=job.B, c=job.c,
                             nulls=job.nulls, fill=job.fill, label=job.name,
-                            names=JobFileNames())
+                            task_memory=job.task_memory, names=JobFileNames())
+
+
+def job_plan(job: Job, schema):
+    """``(request, selection plan or None)`` of ``job`` against ``schema``: with a
+    ``[select]`` section the budget is split between choosing and releasing."""
+    if job.select_rule is None:
+        return job_request(job, schema), None
+    from .pipeline import selection_request
+    from .request import JobFileNames
+
+    if job.mechanism not in ("auto", "micr-lap" if job.delta == 0 else "micr-gauss"):
+        raise InvalidParameterError(
+            "with [select], privacy.mechanism must be auto: the release is micr-lap when "
+            "delta = 0 and micr-gauss when delta > 0")
+    return selection_request(
+        schema, job.select_rule, eps=job.eps, delta=job.delta, share=job.select_share,
+        k=job.select_k, threshold=job.select_threshold, max_pairs=job.select_max_pairs,
+        bounds=job.bounds, columns=list(job.bounds), B=job.B, c=job.c, nulls=job.nulls,
+        fill=job.fill, label=job.name, task_memory=job.task_memory, names=JobFileNames(),
+        screen_B=job.screen_B)

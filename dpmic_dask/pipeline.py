@@ -40,10 +40,10 @@ from .limits import (
     pairs_per_block,
 )
 from .noise import active_sampler
-from .request import ReleaseRequest, pair_request, pairwise_request
+from .request import API_NAMES, ArgumentNames, ReleaseRequest, pair_request, pairwise_request
 from .results import PairwiseResult, PrivacyReport, Release
-from .selection import AllPairs, Selection
-from .validation import MIN_ROWS, check_pair
+from .selection import AllPairs, Selection, SelectionPlan, check_share, plan_selection
+from .validation import MIN_ROWS, check_max_cells, check_pair
 
 log = logging.getLogger("dpmic_dask")
 DEFAULT_DATASET = "default"
@@ -96,10 +96,13 @@ def warn_if_delta_large(delta: float, n: int) -> None:
             PrivacyLeakWarning, stacklevel=4)
 
 
-def grid_parameters(request: ReleaseRequest, n: int):
-    """``(B, c)``: the request's, or the defaults for ``n`` rows and ``eps`` per value."""
+def grid_parameters(request: ReleaseRequest, n: int, eps_per_value: float | None = None):
+    """``(B, c)``: the request's, or the defaults for ``n`` rows and ``eps`` per value
+    (``request.eps / P`` unless given)."""
     mech = request.mechanism
-    default_B, default_c = default_parameters(mech.label, n, request.eps / request.n_pairs)
+    if eps_per_value is None:
+        eps_per_value = request.eps / request.n_pairs
+    default_B, default_c = default_parameters(mech.label, n, eps_per_value)
     B = default_B if request.B is None else request.B
     c = default_c if request.c is None else request.c
     if mech.statistic.mergeable:
@@ -164,15 +167,16 @@ def _checked(counted, request: ReleaseRequest, start: float):
     return counted
 
 
-def _count(frame, backend, request: ReleaseRequest, layout, progress):
+def _count(frame, backend, request: ReleaseRequest, layout, rows, progress):
     """All pairs' exact counts (kept where the backend keeps them)."""
     spec = CountSpec(request.columns, request.bounds, request.fill, layout)
     start = time.perf_counter()
-    agg = backend.count(frame, spec, split_every=request.split_every, progress=progress)
+    agg = backend.count(frame, spec, split_every=request.split_every, progress=progress,
+                        rows=rows, task_memory=request.task_memory)
     return _checked(agg, request, start)
 
 
-def _evaluate(frame, backend, request: ReleaseRequest, layout, B, c, fn, progress):
+def _evaluate(frame, backend, request: ReleaseRequest, layout, rows, B, c, fn, progress):
     """``fn`` of every pair's exact counts, counted in blocks sized from
     ``request.task_memory``; only per-pair values come back."""
     spec = CountSpec(request.columns, request.bounds, request.fill, layout)
@@ -180,7 +184,8 @@ def _evaluate(frame, backend, request: ReleaseRequest, layout, B, c, fn, progres
     block = block_size(request, B, c)
     log.info("counting %d pairs in blocks of up to %d", request.n_pairs, block)
     evaluation = backend.evaluate(frame, spec, fn, pairs_per_block=block,
-                                  split_every=request.split_every, progress=progress)
+                                  split_every=request.split_every, progress=progress,
+                                  rows=rows, task_memory=request.task_memory)
     return _checked(evaluation, request, start)
 
 
@@ -196,17 +201,16 @@ def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, 
     log.info("validated: %d columns, %d pairs, %s, eps=%g", len(request.columns),
              request.n_pairs, mech.label, request.eps)
     precheck_budget(ledger, dataset, mech.cost)
-    need_n = request.B is None or request.c is None
-    n_rows = backend.row_count(frame, request.columns) if need_n else MIN_ROWS
+    n_rows = backend.row_count(frame, request.columns)
     if n_rows < MIN_ROWS:
         raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
     B, c = grid_parameters(request, n_rows)
     layout = statistic.layout(B, c)
     value_of = partial(statistic.value, layout=layout)
     if mech.acts_on == "counts":
-        counted = _count(frame, backend, request, layout, progress)
+        counted = _count(frame, backend, request, layout, n_rows, progress)
     else:
-        counted = _evaluate(frame, backend, request, layout, B, c, value_of, progress)
+        counted = _evaluate(frame, backend, request, layout, n_rows, B, c, value_of, progress)
     warn_if_delta_large(request.delta, counted.rows)
     chosen = selection.select(request.n_pairs)
     plan = mech.calibrate(n=counted.rows, pairs=len(chosen), B=B, c=c)
@@ -230,6 +234,124 @@ def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, 
         values=tuple(float(v) for v in values),
         privacy=_report(request, plan, charge, selection, len(chosen), request.n_pairs),
     )
+
+
+# ------------------------------------------------------------- selected pairs
+
+
+def selection_request(schema, rule: str, *, eps, delta=0.0, share=0.5, k=None,
+                      threshold=None, max_pairs=None, bounds, columns=None, B=None, c=None,
+                      nulls="raise", fill=None, split_every=DEFAULT_SPLIT_EVERY, label=None,
+                      task_memory=DEFAULT_TASK_MEMORY, screen_B=None,
+                      names: ArgumentNames = API_NAMES):
+    """Check a select-then-release request against ``schema`` (nothing read, nothing
+    charged): the checked columns and grid, and the budget split
+    (:func:`~dpmic_dask.selection.plan_selection`). Messages name the arguments as
+    ``names`` spells them."""
+    request = pairwise_request(schema, eps=eps, bounds=bounds, columns=columns, delta=delta,
+                               mechanism="micr-lap" if delta == 0 else "micr-gauss", B=B, c=c,
+                               nulls=nulls, fill=fill, split_every=split_every, label=label,
+                               task_memory=task_memory, names=names)
+    if rule == "top-k":
+        k = check_count(k, names.k)
+    else:
+        threshold = check_threshold(threshold, names.threshold)
+        max_pairs = check_count(max_pairs, names.max_pairs)
+    if screen_B is not None:
+        screen_B = check_max_cells(screen_B, names.screen_B)
+    plan = plan_selection(rule, eps=request.eps, delta=request.delta,
+                          share=check_share(share, names.share), statistic=request.statistic,
+                          k=k, threshold=threshold, max_pairs=max_pairs, screen_B=screen_B)
+    return request, plan
+
+
+def check_count(value, name: str) -> int:
+    """A positive integer argument (``k``, ``max_pairs``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise InvalidParameterError(f"{name} must be an integer >= 1")
+    return int(value)
+
+
+def check_threshold(value, name: str = "threshold") -> float:
+    """A public threshold on MICr, in [0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise InvalidParameterError(f"{name} must be a number in [0, 1]")
+    return float(value)
+
+
+def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *, ledger=None,
+                     dataset=None, progress=None) -> PairwiseResult:
+    """Choose pairs privately, then release the chosen pairs' values with fresh noise.
+
+    One precheck before any data is read; every pair's exact value computed on
+    the cluster (at ``plan.screen_B`` when given, a smaller grid for speed -- the MICr
+    sensitivity does not depend on ``B``); one charge of ``plan.total``; the
+    selection's noise; when screening, the chosen pairs counted again at ``B``;
+    the release's noise. Nothing is drawn before the charge.
+    """
+    backend = backend_for(frame)
+    release, selection = plan.release, plan.selection
+    statistic = release.statistic  # type: ignore[attr-defined]
+    log.info("validated: %d columns, %d candidate pairs, %s", len(request.columns),
+             request.n_pairs, selection.description)
+    precheck_budget(ledger, dataset, plan.total)
+    n_rows = backend.row_count(frame, request.columns)
+    if n_rows < MIN_ROWS:
+        raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
+    most = getattr(selection, "k", None) or getattr(selection, "max_pairs", 1)
+    B, c = grid_parameters(request, n_rows, release.epsilon / most)  # type: ignore[attr-defined]
+    screen = B if plan.screen_B is None else int(plan.screen_B)
+    if screen != B:
+        check_micr_grid(screen, c, min(request.n_pairs, block_size(request, screen, c)),
+                        request.split_every)
+    layout = statistic.layout(screen, c)
+    scores = _evaluate(frame, backend, request, layout, n_rows, screen, c,
+                       partial(statistic.value, layout=layout), progress)
+    warn_if_delta_large(request.delta, scores.rows)
+    sensitivity = statistic.sensitivity(scores.rows, screen)
+    charge = charge_budget(
+        plan.total, ledger, dataset,
+        description=f"{request.label or 'selected pairs'} ({plan.parts()})",
+        mechanism=f"{type(selection).__name__}+{release.label}",  # type: ignore[attr-defined]
+        columns=request.columns)
+    chosen = selection.select(request.n_pairs, scores.values, sensitivity)
+    log.info("selected %d of %d pairs", len(chosen), request.n_pairs)
+    if chosen and screen != B:
+        layout = statistic.layout(B, c)
+        spec = CountSpec(request.columns, request.bounds, request.fill, layout,
+                         tuple(request.pairs[p] for p in chosen))
+        exact = _values_of_pairs(backend, frame, spec, request, B, c,
+                               partial(statistic.value, layout=layout), n_rows, progress)
+    else:
+        exact = scores.values[list(chosen)]
+    noise = release.calibrate(n=scores.rows, pairs=max(1, len(chosen)), B=B, c=c)  # type: ignore[attr-defined]
+    values = release.randomise(exact, noise) if chosen else np.zeros(0)  # type: ignore[attr-defined]
+    pairs = [request.pairs[p] for p in chosen]
+    report = PrivacyReport(
+        mechanism=noise.mechanism, statistic=noise.statistic, epsilon=plan.total.epsilon,
+        delta=plan.total.delta, rho=plan.total.rho, noise_scale=noise.noise_scale,
+        ci95=noise.ci95, sensitivity=noise.sensitivity, n=noise.n, B=B, c=c,
+        charge_id=charge.charge_id, seeded=not active_sampler().secure,
+        statement=privacy_statement(plan.total, max(1, len(chosen)),
+                                    detail="selection and release together"),
+        released=len(chosen), candidates=request.n_pairs, selection=selection.description,
+        parts=plan.parts(), release_cost=release.cost)  # type: ignore[attr-defined]
+    return PairwiseResult(
+        columns=request.columns,
+        pairs=tuple((request.columns[i], request.columns[j]) for i, j in pairs),
+        values=tuple(float(v) for v in values),
+        privacy=report,
+    )
+
+
+def _values_of_pairs(backend, frame, spec: CountSpec, request: ReleaseRequest, B, c, fn, rows,
+                   progress) -> np.ndarray:
+    """Exact values of the pairs in ``spec.pair_list`` (counted in blocks)."""
+    block = block_size(request, B, c)
+    evaluation = backend.evaluate(frame, spec, fn, pairs_per_block=block,
+                                  split_every=request.split_every, progress=progress,
+                                  rows=rows, task_memory=request.task_memory)
+    return evaluation.values
 
 
 # ------------------------------------------------------------------------ one pair
@@ -324,7 +446,8 @@ def run_pairwise_nonprivate(frame, *, bounds, B, c, columns=None, nulls="raise",
     B, c = grid_parameters(request, MIN_ROWS)
     statistic = request.statistic
     layout = statistic.layout(B, c)
-    evaluation = _evaluate(frame, backend, request, layout, B, c,
+    rows = backend.row_count(frame, request.columns)
+    evaluation = _evaluate(frame, backend, request, layout, rows, B, c,
                            partial(statistic.value, layout=layout), progress)
     return pd.DataFrame({
         "x": [request.columns[i] for i, _ in request.pairs],

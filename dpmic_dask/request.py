@@ -27,6 +27,11 @@ class ArgumentNames:
     delta: str = "delta"
     B: str = "B"
     c: str = "c"
+    k: str = "k"
+    threshold: str = "threshold"
+    max_pairs: str = "max_pairs"
+    share: str = "select_share"
+    screen_B: str = "screen_B"
 
     def bounds(self, column) -> str:
         return f"bounds[{column!r}]"
@@ -43,6 +48,11 @@ class JobFileNames(ArgumentNames):
     delta: str = "privacy.delta"
     B: str = "privacy.B"
     c: str = "privacy.c"
+    k: str = "select.top_k"
+    threshold: str = "select.threshold"
+    max_pairs: str = "select.max_pairs"
+    share: str = "select.share"
+    screen_B: str = "select.screen_B"
 
     def bounds(self, column) -> str:
         return f"columns.{column}.bounds"

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .accounting import PrivacyCost
+
 #: Above this many columns the heatmap drops per-cell text and orders the columns
 #: so that related ones sit together.
 TEXT_LIMIT = 25
@@ -55,7 +57,13 @@ class PrivacyReport:
     released, candidates : int
         How many values were published, out of how many pairs considered.
     selection : str
-        How the published pairs were chosen ("all pairs", ...).
+        How the published pairs were chosen ("all pairs", "top 10 by MICr, ...").
+    parts : str
+        For releases that select pairs first: how the total was split between
+        the selection and the release of the chosen values ("" otherwise).
+    release_cost : PrivacyCost or None
+        The release part's cost when pairs were selected first (what the values
+        themselves cost); ``None`` when the whole budget went to the values.
     """
 
     mechanism: str
@@ -75,8 +83,15 @@ class PrivacyReport:
     released: int = 1
     candidates: int = 1
     selection: str = "all pairs"
+    parts: str = ""
+    release_cost: PrivacyCost | None = None
 
     def budget_line(self) -> str:
+        if self.parts:
+            total = (f"epsilon = {self.epsilon:g}" if self.rho is None else
+                     f"epsilon = {self.epsilon:g}, delta = {self.delta:g} (rho = "
+                     f"{self.rho:.4g} zCDP)")
+            return f"Budget: {total} in total; {self.parts}."
         per = "pair" if self.released != 1 else "value"
         if self.rho is None:
             return (f"Budget: epsilon = {self.epsilon:g} in total, "
@@ -152,15 +167,17 @@ class PairwiseResult(_ReportFields):
         Columns: ``x, y, mic, ci95, noise_scale, mechanism, statistic``; ``release_epsilon``
         and ``release_delta``, the total cost of the whole release (every row repeats
         it); ``value_cost`` and ``cost_unit``, what each released value cost
-        (``epsilon / P`` for pure releases, ``rho / P`` zCDP for Gaussian ones);
+        (``epsilon / P`` for pure releases, ``rho / P`` zCDP for Gaussian ones; after
+        a private selection, the release part only, over the pairs released);
         ``n, B, c``.
         """
         import pandas as pd
 
-        from .accounting import PrivacyCost, value_cost
+        from .accounting import value_cost
 
-        cost, unit = value_cost(PrivacyCost(self.epsilon, self.delta, self.rho), len(self.pairs))
         p = self.privacy
+        spent = p.release_cost or PrivacyCost(self.epsilon, self.delta, self.rho)
+        cost, unit = value_cost(spent, max(1, len(self.pairs)))
         return pd.DataFrame({
             "x": [a for a, _ in self.pairs],
             "y": [b for _, b in self.pairs],

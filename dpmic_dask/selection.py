@@ -4,17 +4,25 @@ A release may publish every pair, or first select pairs and then publish only
 those with fresh noise. A :class:`Selection` says which pairs it keeps and what
 choosing costs; the pipeline calibrates the release's noise to the number of
 values actually published -- never to "one value per pair" by assumption.
-Today's only rule, :class:`AllPairs`, reads no data and costs nothing; the
-pipeline refuses a selection with a cost until private selection composes that
-cost with the release's into the one charge.
+:class:`AllPairs` reads no data and costs nothing. :class:`NoisyTopK` and
+:class:`AboveThreshold` read every pair's exact score and cost budget; the
+pipeline charges their cost and the release's as one charge, before either
+draws noise.
 """
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-from .accounting import PrivacyCost
+import numpy as np
+
+from .accounting import PrivacyCost, eps_from_rho
+from .errors import InvalidParameterError
+from .mechanisms.base import LATTICE, check_noise_units
+from .noise import active_sampler
+from .sensitivity import safe_down, safe_up
 
 
 class Selection(ABC):
@@ -29,8 +37,12 @@ class Selection(ABC):
         """The privacy cost of choosing (``None`` when the choice reads no data)."""
 
     @abstractmethod
-    def select(self, n_pairs: int, scores=None) -> tuple[int, ...]:
-        """Indices of the pairs to publish, in the order they are reported."""
+    def select(self, n_pairs: int, scores=None,
+               sensitivity: float | None = None) -> tuple[int, ...]:
+        """Indices of the pairs to publish, in the order they are reported.
+
+        Rules with a cost read the exact ``scores`` (one per pair) whose L-infinity
+        replace-one sensitivity is ``sensitivity``; call them only after the charge."""
 
 
 @dataclass(frozen=True)
@@ -43,5 +55,231 @@ class AllPairs(Selection):
     def cost(self) -> PrivacyCost | None:
         return None
 
-    def select(self, n_pairs: int, scores=None) -> tuple[int, ...]:
+    def select(self, n_pairs: int, scores=None,
+               sensitivity: float | None = None) -> tuple[int, ...]:
         return tuple(range(n_pairs))
+
+
+# ------------------------------------------------------------- private selection
+
+
+def _opendp():
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    return dp
+
+
+def _top_k_measurement(k: int, scale: float, zcdp: bool):
+    """OpenDP's exact noisy top-k over float scores whose L-infinity distance is the
+    input metric (not monotone: one row may move scores up and down at once)."""
+    dp = _opendp()
+    measure = dp.zero_concentrated_divergence() if zcdp else dp.max_divergence()
+    return dp.m.make_noisy_top_k(
+        dp.vector_domain(dp.atom_domain(T=float, nan=False)),
+        dp.linf_distance(T=float, monotonic=False), measure, k=k, scale=float(scale))
+
+
+def top_k_scale(k: int, sensitivity: float, budget: float, zcdp: bool) -> float:
+    """The smallest noise scale (found from OpenDP's own privacy map) at which noisy
+    top-``k`` of scores with L-infinity sensitivity ``sensitivity`` costs at most
+    ``budget`` (``epsilon``, or ``rho`` when ``zcdp``).
+
+    Closed forms give the start (``2 k Delta / eps``; ``2 Delta sqrt(k / (8 rho))``);
+    the map then decides, and the scale only grows until it agrees."""
+    if zcdp:
+        scale = 2.0 * sensitivity * math.sqrt(k / (8.0 * budget))
+    else:
+        scale = 2.0 * k * sensitivity / budget
+    scale = safe_up(scale)
+    for _ in range(64):
+        if _top_k_measurement(k, scale, zcdp).map(float(sensitivity)) <= budget:
+            return scale
+        scale = safe_up(safe_up(scale))
+    raise InvalidParameterError("cannot calibrate the selection noise")  # pragma: no cover
+
+
+@dataclass(frozen=True)
+class NoisyTopK(Selection):
+    """The ``k`` pairs with the largest noisy scores, in order (OpenDP's exact
+    report-noisy-top-k: exponential noise under pure DP, Gumbel noise -- the
+    exponential mechanism -- under zCDP).
+
+    ``budget`` is the selection's ``epsilon`` (pure) or ``rho`` (``zcdp``). The
+    scores' L-infinity sensitivity is the statistic's replace-one sensitivity:
+    one row moves every pair's value by at most that much at once.
+    """
+
+    k: int
+    budget: float
+    delta: float = 0.0
+    statistic: str = "MICr"
+
+    @property
+    def zcdp(self) -> bool:
+        return self.delta > 0
+
+    @property
+    def description(self) -> str:  # type: ignore[override]
+        unit = "rho" if self.zcdp else "epsilon"
+        return f"top {self.k} by {self.statistic}, noisy top-k with {unit} {self.budget:.4g}"
+
+    @property
+    def cost(self) -> PrivacyCost | None:
+        if self.zcdp:
+            return PrivacyCost(eps_from_rho(self.budget, self.delta), self.delta, self.budget)
+        return PrivacyCost(self.budget)
+
+    def select(self, n_pairs: int, scores=None, sensitivity: float | None = None):
+        if scores is None or sensitivity is None:
+            raise InvalidParameterError("noisy top-k needs the exact scores and their "
+                                        "sensitivity")
+        k = min(self.k, n_pairs)
+        scale = top_k_scale(k, sensitivity, self.budget, self.zcdp)
+        chosen = _top_k_measurement(k, scale, self.zcdp)([float(s) for s in scores])
+        return tuple(int(i) for i in chosen)
+
+
+def svt_split(epsilon: float, max_pairs: int) -> tuple[float, float]:
+    """``(eps_threshold, eps_queries)`` of a sparse-vector budget: the ratio
+    ``1 : (2 c)**(2/3)`` that minimises the error for ``c`` positive answers of
+    non-monotone queries (Lyu, Su & Li 2017, Section 4.2), rounded down."""
+    ratio = (2.0 * max_pairs) ** (2.0 / 3.0)
+    eps_threshold = safe_down(epsilon / (1.0 + ratio))
+    return eps_threshold, safe_down(epsilon - eps_threshold)
+
+
+@dataclass(frozen=True)
+class AboveThreshold(Selection):
+    """The sparse vector technique: the pairs, in the request's (public) order,
+    whose noisy score passes a noisy public ``threshold``, stopping after
+    ``max_pairs`` of them -- pure ``epsilon``-DP for non-monotone queries.
+
+    Scores and threshold are put on the lattice ``gamma`` (as released values are)
+    and compared in integer units, with exact discrete Laplace noise: threshold
+    noise of scale ``Delta_u / eps_1``, query noise of scale ``2 c Delta_u / eps_2``,
+    where ``Delta_u = ceil(Delta / gamma) + 1`` lattice units covers the sensitivity
+    after rounding. The proof is in ``docs/privacy.md``.
+    """
+
+    threshold: float
+    max_pairs: int
+    epsilon: float
+    statistic: str = "MICr"
+
+    @property
+    def description(self) -> str:  # type: ignore[override]
+        return (f"{self.statistic} above {self.threshold:g} (at most {self.max_pairs}), "
+                f"sparse vector with epsilon {self.epsilon:.4g}")
+
+    @property
+    def cost(self) -> PrivacyCost | None:
+        return PrivacyCost(self.epsilon)
+
+    def noise_units(self, sensitivity: float) -> tuple[int, float, float]:
+        """``(Delta_u, threshold scale, query scale)`` in lattice units."""
+        units = int(math.ceil(sensitivity / LATTICE)) + 1
+        eps_threshold, eps_queries = svt_split(self.epsilon, self.max_pairs)
+        threshold_scale = safe_up(units / eps_threshold)
+        query_scale = safe_up(2.0 * self.max_pairs * units / eps_queries)
+        check_noise_units(query_scale, "sparse-vector")
+        return units, threshold_scale, query_scale
+
+    def select(self, n_pairs: int, scores=None, sensitivity: float | None = None):
+        if scores is None or sensitivity is None:
+            raise InvalidParameterError("the sparse vector needs the exact scores and their "
+                                        "sensitivity")
+        _, threshold_scale, query_scale = self.noise_units(sensitivity)
+        sampler = active_sampler()
+        # Exact integer arithmetic (Python ints): no clipping, no overflow, even for
+        # a sampler that saturates at +-(2**63 - 1).
+        scores_units = np.rint(np.clip(np.asarray(scores, dtype=np.float64), 0.0, 1.0)
+                               / LATTICE).astype(np.int64).tolist()
+        noisy_threshold = (int(round(self.threshold / LATTICE))
+                           + int(sampler.discrete_laplace(threshold_scale, 1)[0]))
+        nu = [int(v) for v in sampler.discrete_laplace(query_scale, n_pairs)]
+        above = []
+        for i in range(n_pairs):
+            if scores_units[i] + nu[i] >= noisy_threshold:
+                above.append(i)
+                if len(above) == self.max_pairs:
+                    break
+        return tuple(above)
+
+
+@dataclass(frozen=True)
+class SelectionPlan:
+    """One budget split between choosing pairs and releasing the chosen ones.
+
+    ``total`` is what the ledger is charged, once; ``selection`` and ``release``
+    (a value mechanism) each spend a part of it, and the parts never add up to
+    more: under pure DP their epsilons add, under zCDP (``delta > 0``) their rhos.
+    """
+
+    total: PrivacyCost
+    selection: Selection
+    release: object  # a Mechanism acting on values
+    screen_B: int | None = None
+
+    def parts(self) -> str:
+        """The parts in words, for the ledger and the report."""
+        cost = self.release.cost  # type: ignore[attr-defined]
+        if self.total.is_pure:
+            spent = f"epsilon {cost.epsilon:.4g}"
+        else:
+            spent = f"rho {cost.rho:.4g}"
+        return (f"selection: {self.selection.description}; release: "
+                f"{self.release.label} with {spent}")  # type: ignore[attr-defined]
+
+
+def check_share(share, name: str = "select_share") -> float:
+    """The fraction of the budget spent on selection: a number in (0, 1)."""
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share < 1:
+        raise InvalidParameterError(f"{name} must be a number between 0 and 1 (exclusive)")
+    return float(share)
+
+
+def plan_selection(rule: str, *, eps: float, delta: float, share: float, statistic,
+                   k: int | None = None, threshold: float | None = None,
+                   max_pairs: int | None = None, screen_B: int | None = None) -> SelectionPlan:
+    """Split ``(eps, delta)``: ``share`` to the selection ``rule`` (``"top-k"`` or
+    ``"above"``), the rest to releasing the chosen pairs with fresh noise.
+
+    ``delta == 0``: pure DP; selection by noisy top-k with exponential noise or by
+    the sparse vector, release with Laplace noise; epsilons add. ``delta > 0``:
+    zCDP with ``rho = rho_from_eps_delta(eps, delta)``; top-k with Gumbel noise (the
+    exponential mechanism, ``eps**2 / 8``-zCDP per pick at ``eps = 2 Delta / scale``),
+    the sparse vector at ``epsilon = sqrt(2 rho_s)`` (pure DP is ``eps**2 / 2``-zCDP),
+    release with Gaussian noise; rhos add. Every part is rounded down, so the
+    parts never exceed the total charged. ``screen_B``: score the candidates on
+    that grid instead of the release's.
+    """
+    from .accounting import rho_from_eps_delta
+    from .mechanisms import GaussianMechanism, LaplaceMechanism
+
+    share = check_share(share)
+    release: object
+    if delta == 0:
+        total = PrivacyCost(eps)
+        budget = safe_down(share * eps)
+        rest = safe_down(eps - budget)
+        release = LaplaceMechanism(epsilon=rest, statistic=statistic, label="micr-lap")
+        svt_eps = budget
+    else:
+        rho = rho_from_eps_delta(eps, delta)
+        total = PrivacyCost(eps, delta, rho)
+        budget = safe_down(share * rho)
+        rest = safe_down(rho - budget)
+        release = GaussianMechanism(epsilon=eps_from_rho(rest, delta), delta=delta, rho=rest,
+                                    statistic=statistic, label="micr-gauss")
+        svt_eps = safe_down(math.sqrt(2.0 * budget))
+    selection: Selection
+    if rule == "top-k":
+        assert k is not None
+        selection = NoisyTopK(k, budget, delta)
+    elif rule == "above":
+        assert threshold is not None and max_pairs is not None
+        selection = AboveThreshold(threshold, max_pairs, svt_eps)
+    else:
+        raise InvalidParameterError(f"unknown selection rule {rule!r}")
+    return SelectionPlan(total, selection, release, screen_B)

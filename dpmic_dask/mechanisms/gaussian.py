@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from ..accounting import PrivacyCost, rho_from_eps_delta
+from ..errors import InvalidParameterError
 from ..sensitivity import safe_up
 from .base import GAUSS_CI95, LATTICE, Mechanism, NoisePlan, check_noise_units
 
@@ -18,9 +19,19 @@ class GaussianMechanism(Mechanism):
     distribution = "gaussian"
     needs_delta = True
 
+    def __init__(self, *, rho: float | None = None, **kwargs):
+        """``rho``, when given, is the zCDP budget itself (a share of a larger
+        budget); ``epsilon`` then only states what it implies at ``delta``."""
+        super().__init__(**kwargs)
+        if rho is not None and not (math.isfinite(rho) and rho > 0):
+            raise InvalidParameterError("rho must be a finite number > 0")
+        self._rho = rho
+
     @property
     def cost(self) -> PrivacyCost:
-        return PrivacyCost(self.epsilon, self.delta, rho_from_eps_delta(self.epsilon, self.delta))
+        rho = self._rho if self._rho is not None else rho_from_eps_delta(self.epsilon,
+                                                                         self.delta)
+        return PrivacyCost(self.epsilon, self.delta, rho)
 
     def calibrate(self, *, n: int, pairs: int, B: float, c: int) -> NoisePlan:
         cost = self.cost

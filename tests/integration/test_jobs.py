@@ -247,3 +247,32 @@ def test_sql_query_input_and_sql_output_on_sqlite(setup, tmp_path):
     again = invoke("run", job, "--run-id", "q1")
     assert "already released" in again.output
     assert len(pd.read_sql_table("releases", sql_engine(db))) == 3
+
+
+def test_select_section_releases_the_chosen_pairs_only(setup):
+    tmp_path, ledger, job = setup
+    path = job(**{"[ledger]": "[select]\ntop_k = 1\nshare = 0.6\n\n[ledger]"})
+    checked = invoke("validate", path)
+    assert checked.exit_code == 0, checked.output
+    ran = invoke("run", path, "--run-id", "sel-1")
+    assert ran.exit_code == 0, ran.output
+    out = pd.read_parquet(tmp_path / "out")
+    assert len(out) == 1 and (out.x + out.y).item() == "ab"  # the planted pair
+    (record,) = SQLLedger(ledger).history("d")
+    assert record.cost.epsilon == 1.0 and record.mechanism == "NoisyTopK+micr-lap"
+    assert "selection: top 1 by MICr" in record.description
+
+
+@pytest.mark.parametrize("section, message", [
+    ("[select]\ntop_k = 0", "select.top_k must be an integer >= 1"),
+    ("[select]\nthreshold = 0.3", "select.threshold needs select.max_pairs"),
+    ("[select]\nthreshold = 3\nmax_pairs = 2", "select.threshold must be a number in [0, 1]"),
+    ("[select]\ntop_k = 2\nthreshold = 0.3", "exactly one of top_k, threshold"),
+    ("[select]\ntop_k = 2\nshare = 1", "select.share must be"),
+    ("[select]\ntop_k = 2\nscreen_B = 2", "select.screen_B"),
+    ("[select]\ntop_k = 2\nmax_pairs = 2", "goes with select.threshold"),
+])
+def test_select_section_is_checked(setup, section, message):
+    _, ledger, job = setup
+    result = invoke("validate", job(**{"[ledger]": f"{section}\n\n[ledger]"}))
+    assert result.exit_code == Exit.INVALID and message in result.output, result.output

@@ -1,0 +1,131 @@
+"""top_pairs / pairs_above: one precheck, one charge covering selection and release,
+then the chosen pairs' values with fresh noise -- on pandas and Dask frames."""
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpmic_dask as dm
+from dpmic_dask.accounting import rho_from_eps_delta
+
+COLUMNS = [f"c{k}" for k in range(7)]
+BOUNDS = {name: (-2.0, 2.0) for name in COLUMNS}
+PLANTED = [("c0", "c1"), ("c0", "c3"), ("c1", "c3")]  # one hidden variable drives c0, c1, c3
+
+
+@pytest.fixture(scope="module")
+def table():
+    gen = np.random.default_rng(21)  # test data only
+    n = 6000
+    hidden = gen.uniform(-1, 1, n)
+    data = {name: gen.normal(0, 0.5, n) for name in COLUMNS}
+    data["c0"] = hidden
+    data["c1"] = np.cos(3 * hidden) + 0.05 * gen.normal(size=n)
+    data["c3"] = hidden ** 2 + 0.05 * gen.normal(size=n)
+    return pd.DataFrame(data)
+
+
+def exact_micr(frame, B=40, c=5):
+    table = frame.dpmic.pairwise_nonprivate(bounds=BOUNDS, B=B, c=c)
+    return {(x, y): v for x, y, v in zip(table.x, table.y, table.micr)}
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-8])
+def test_top_pairs_finds_the_planted_pairs_with_one_charge(table, delta):
+    ledger = dm.InMemoryLedger()
+    ledger.set_budget("t", dm.Budget(2.0, delta))
+    result = table.dpmic.top_pairs(3, 1.0, delta=delta, bounds=BOUNDS, B=40, c=5,
+                                   ledger=ledger, dataset="t")
+    assert set(result.pairs) == set(PLANTED)
+    exact = exact_micr(table)
+    released = dict(zip(result.pairs, result.values))
+    order = sorted(PLANTED, key=lambda p: -exact[p])
+    assert all(abs(released[p] - exact[p]) < 10 * result.ci95 for p in PLANTED)
+    (charge,) = ledger.charges("t")
+    assert charge.cost.epsilon == 1.0 and charge.cost.delta == delta
+    if delta:
+        assert charge.cost.rho == rho_from_eps_delta(1.0, delta)
+        assert result.mechanism == "micr-gauss"
+    else:
+        assert charge.cost.rho is None and result.mechanism == "micr-lap"
+    assert "selection:" in charge.description and "release:" in charge.description
+    assert charge.mechanism.startswith("NoisyTopK+")
+    report = result.report()
+    assert "top 3 by MICr" in report and "3 of 21 pairs" in report
+    table_out = result.to_pandas()
+    assert len(table_out) == 3 and order[0] in PLANTED
+    # each value's cost is the release part only, over the released values
+    part = result.privacy.release_cost
+    unit_cost = part.epsilon / 3 if not delta else part.rho / 3
+    assert table_out.value_cost.iloc[0] == pytest.approx(unit_cost)
+
+
+def test_parts_never_exceed_the_charged_total():
+    from dpmic_dask.selection import plan_selection
+    from dpmic_dask.statistics import get_statistic
+
+    micr = get_statistic("micr")
+    for eps in (1e-3, 0.3, 1.0, 7.0):
+        for share in (0.01, 0.5, 0.99):
+            pure = plan_selection("top-k", eps=eps, delta=0.0, share=share, statistic=micr, k=5)
+            assert pure.selection.budget + pure.release.cost.epsilon <= eps
+            z = plan_selection("above", eps=eps, delta=1e-7, share=share, statistic=micr,
+                               threshold=0.2, max_pairs=4)
+            rho_sel = z.selection.epsilon ** 2 / 2  # pure DP is eps^2/2-zCDP
+            assert rho_sel + z.release.cost.rho <= z.total.rho == rho_from_eps_delta(eps, 1e-7)
+
+
+def test_an_insufficient_budget_is_refused_before_reading(table):
+    ledger = dm.InMemoryLedger()
+    ledger.set_budget("t", dm.Budget(0.5))
+    with pytest.raises(dm.BudgetExceededError, match="no data was read"):
+        table.dpmic.top_pairs(2, 1.0, bounds=BOUNDS, ledger=ledger, dataset="t")
+    assert ledger.charges("t") == []
+
+
+def test_pairs_above_reports_pairs_over_the_threshold_in_order(table):
+    exact = exact_micr(table)
+    want = [p for p in sorted(exact) if exact[p] > 0.25]  # the request's pair order
+    assert 3 <= len(want) < len(exact)
+    ledger = dm.InMemoryLedger(uncapped=True)
+    result = table.dpmic.pairs_above(0.25, 1e5, bounds=BOUNDS, max_pairs=10, B=40, c=5,
+                                     ledger=ledger)
+    assert list(result.pairs) == want  # scanned in the public pair order
+    capped = table.dpmic.pairs_above(0.25, 1e5, bounds=BOUNDS, max_pairs=2, B=40, c=5,
+                                     ledger=ledger)
+    assert list(capped.pairs) == want[:2]
+    none = table.dpmic.pairs_above(0.999, 1e5, bounds=BOUNDS, max_pairs=2, B=40, c=5,
+                                   ledger=ledger)
+    assert none.pairs == () and none.values == () and len(none.to_pandas()) == 0
+    assert len(ledger.charges()) == 3  # every call is charged, even one that found none
+    assert "sparse vector" in result.report()
+
+
+@pytest.mark.parametrize("scheduler", ["threads", "processes"])
+def test_screening_recounts_the_chosen_pairs_at_full_B(table, scheduler):
+    ddf = dd.from_pandas(table, npartitions=3)
+    exact = exact_micr(table, B=60, c=5)
+    with dask.config.set(scheduler=scheduler):
+        result = ddf.dpmic.top_pairs(2, 1e6, bounds=BOUNDS, B=60, c=5, screen_B=16,
+                                     ledger=dm.InMemoryLedger(uncapped=True))
+    assert result.B == 60 and set(result.pairs) <= set(PLANTED)
+    for pair, value in zip(result.pairs, result.values):
+        assert value == pytest.approx(exact[pair], abs=1e-4)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda f: f.dpmic.top_pairs(0, 1.0, bounds=BOUNDS), "k must be an integer"),
+    (lambda f: f.dpmic.top_pairs(True, 1.0, bounds=BOUNDS), "k must be an integer"),
+    (lambda f: f.dpmic.top_pairs(2, 1.0, bounds=BOUNDS, select_share=1.0), "select_share"),
+    (lambda f: f.dpmic.top_pairs(2, -1.0, bounds=BOUNDS), "eps"),
+    (lambda f: f.dpmic.pairs_above(1.5, 1.0, bounds=BOUNDS, max_pairs=3), "threshold"),
+    (lambda f: f.dpmic.pairs_above(0.3, 1.0, bounds=BOUNDS, max_pairs=0), "max_pairs"),
+])
+def test_bad_arguments_are_refused_before_anything_happens(table, call, message):
+    ledger = dm.InMemoryLedger(uncapped=True)
+    with dm.accounting.using_ledger(ledger), pytest.raises(dm.InvalidParameterError,
+                                                          match=message):
+        call(table)
+    assert ledger.charges() == []
