@@ -70,8 +70,8 @@ def gaussian_beats_laplace(eps: float, delta: float, pairs: int) -> bool:
     standard deviation than Laplace (L1 sensitivity ``P Delta``) for the same budget.
 
     The ratio sigma / (sqrt(2) b) = eps / (2 sqrt(rho P)) does not depend on ``Delta``
-    and hence not on ``n``: Gaussian wins once ``P > eps**2 / (4 rho)`` (13 pairs at
-    ``eps = 1, delta = 1e-5``; 15 at ``delta = 1e-6``).
+    and hence not on ``n``: Gaussian wins once ``P > eps**2 / (4 rho)`` (9 pairs at
+    ``eps = 1, delta = 1e-5``; 11 at ``delta = 1e-6``).
     """
     rho = rho_from_eps_delta(eps, delta)
     return eps / (2.0 * math.sqrt(rho * pairs)) < 1.0

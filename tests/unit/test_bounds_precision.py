@@ -17,6 +17,8 @@ from dpmic_dask.accounting import (
     InMemoryLedger,
     PrivacyCost,
     check_delta,
+    _best_alpha,
+    cdp_log_delta,
     eps_from_rho,
     rho_from_eps_delta,
 )
@@ -40,8 +42,24 @@ def exact_micr_sensitivity(n: int) -> Decimal:
 
 
 def exact_rho(eps: float, delta: float) -> Decimal:
+    """The classic conversion's rho (Bun & Steinke), exactly."""
     log_term = -Decimal(delta).ln()
     return ((log_term + Decimal(eps)).sqrt() - log_term.sqrt()) ** 2
+
+
+def exact_log_delta(alpha: float, rho: float, eps: float) -> Decimal:
+    """Canonne-Kamath-Steinke's ln(delta) at Renyi order alpha, in 60 digits."""
+    a, r, e = Decimal(alpha), Decimal(rho), Decimal(eps)
+    return (a - 1) * (a * r - e) + (a - 1) * (a - 1).ln() - a * a.ln()
+
+
+def converts(rho: float, eps: float, delta: float) -> bool:
+    """rho-zCDP implies (eps, delta)-DP, checked exactly: by the classic bound, or
+    at the Renyi order the implementation would pick (any order is a valid proof)."""
+    if Decimal(rho) <= exact_rho(eps, delta):
+        return True
+    alpha = _best_alpha(lambda a: cdp_log_delta(a, rho, eps))
+    return exact_log_delta(alpha, rho, eps) <= Decimal(delta).ln()
 
 
 NS = [4, 5, 7, 10, 99, 1000, 4097, 10**5, 123_457, 10**6, 10**7, 10**8, 10**9, 10**10,
@@ -74,19 +92,45 @@ EPS_DELTA = [(1e-8, 1e-10), (1e-6, 1e-6), (0.01, 1e-5), (0.1, 1e-6), (1.0, 1e-6)
 
 
 @pytest.mark.parametrize("eps,delta", EPS_DELTA)
-def test_rho_is_rounded_down(eps, delta):
-    exact = exact_rho(eps, delta)
-    got = Decimal(rho_from_eps_delta(eps, delta))
-    assert got <= exact
-    assert (exact - got) / exact < Decimal(CLOSE)
+def test_rho_converts_exactly_and_is_never_below_the_classic_one(eps, delta):
+    rho = rho_from_eps_delta(eps, delta)
+    assert converts(rho, eps, delta)  # the guarantee holds in exact arithmetic
+    assert (exact_rho(eps, delta) - Decimal(rho)) / exact_rho(eps, delta) < Decimal(CLOSE)
 
 
 @pytest.mark.parametrize("eps,delta", EPS_DELTA[:-2])
-def test_eps_from_rho_is_rounded_up(eps, delta):
+def test_rho_is_tight(eps, delta):
+    """A rho 1e-6 larger would no longer be proven by either conversion."""
     rho = rho_from_eps_delta(eps, delta)
-    exact = Decimal(rho) + 2 * (Decimal(rho) * -Decimal(delta).ln()).sqrt()
-    got = Decimal(eps_from_rho(rho, delta))
-    assert got >= exact and (got - exact) / exact < Decimal(CLOSE)
+    if eps > 1e4:  # classic only: just above it the classic proof fails
+        assert Decimal(rho * (1 + 1e-6)) > exact_rho(eps, delta)
+        return
+    alpha = _best_alpha(lambda a: cdp_log_delta(a, rho * (1 + 1e-6), eps))
+    assert exact_log_delta(alpha, rho * (1 + 1e-6), eps) > Decimal(delta).ln() \
+        or rho * (1 + 1e-6) <= rho  # (no larger float)
+
+
+@pytest.mark.parametrize("eps,delta", EPS_DELTA[:-2])
+def test_eps_from_rho_is_safe_and_no_looser_than_the_classic_bound(eps, delta):
+    rho = rho_from_eps_delta(eps, delta)
+    got = eps_from_rho(rho, delta)
+    assert converts(rho, got, delta)
+    classic = Decimal(rho) + 2 * (Decimal(rho) * -Decimal(delta).ln()).sqrt()
+    assert Decimal(got) <= classic * (1 + Decimal(CLOSE))
+    assert got <= eps * 1.1  # the round trip loses little
+
+
+@pytest.mark.parametrize("eps,delta", [(0.01, 1e-5), (0.1, 1e-6), (1.0, 1e-6), (1.0, 1e-9),
+                                       (3.0, 1e-12), (10.0, 1e-5)])
+def test_rho_agrees_with_opendps_conversion(eps, delta):
+    """OpenDP's zCDP-to-approximate-DP map, applied to the rho used, gives at most eps."""
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    gaussian = dp.m.make_gaussian(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float),
+                                  scale=1.0)  # rho = d_in**2 / 2
+    profile = dp.c.make_zCDP_to_approxDP(gaussian).map(math.sqrt(2 * rho_from_eps_delta(eps, delta)))
+    assert profile.epsilon(delta) <= eps * (1 + 1e-9)
 
 
 @pytest.mark.parametrize("n,pairs", [(1000, 1), (10**6, 45), (10**12, 4950)])
@@ -96,7 +140,8 @@ def test_noise_scales_are_rounded_up(n, pairs):
     lap = plan_release(mechanism="micr-lap", n=n, eps=0.3, delta=0.0, pairs=pairs, B=40, c=5)
     assert Decimal(lap.noise_scale) >= pairs * widened / Decimal(0.3)
     gauss = plan_release(mechanism="micr-gauss", n=n, eps=0.3, delta=1e-7, pairs=pairs, B=40, c=5)
-    exact_sigma = Decimal(pairs).sqrt() * widened / (2 * exact_rho(0.3, 1e-7)).sqrt()
+    rho = Decimal(rho_from_eps_delta(0.3, 1e-7))  # proven by the tests above
+    exact_sigma = Decimal(pairs).sqrt() * widened / (2 * rho).sqrt()
     assert Decimal(gauss.noise_scale) >= exact_sigma
     assert (Decimal(gauss.noise_scale) - exact_sigma) / exact_sigma < Decimal(CLOSE)
 
