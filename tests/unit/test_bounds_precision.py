@@ -16,9 +16,9 @@ from dpmic_dask.accounting import (
     Budget,
     InMemoryLedger,
     PrivacyCost,
-    check_delta,
     _best_alpha,
     cdp_log_delta,
+    check_delta,
     eps_from_rho,
     rho_from_eps_delta,
 )
