@@ -26,7 +26,7 @@ class DPMICAccessor:
     def pairwise(self, eps, *, bounds, columns=None, delta=0.0, mechanism="auto", B=None,
                  c=None, nulls="raise", fill=None, ledger=None, dataset=None,
                  split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None, label=None,
-                 task_memory=pipeline.DEFAULT_TASK_MEMORY):
+                 task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",)):
         """Release the private MIC of every pair of columns, once.
 
         Parameters
@@ -58,6 +58,11 @@ class DPMICAccessor:
             Show a progress bar (default: only on an interactive terminal).
         label : str, optional
             A name recorded with the ledger charge (e.g. the job's name).
+        statistics : ("mic",) or ("mic", "tau")
+            ``("mic", "tau")`` also releases Kendall's tau of every pair (signed:
+            direction and monotonicity), counted in the same pass; the budget is
+            split equally between the two statistics. The result then has ``tau``
+            and ``to_pandas()`` columns ``tau``, ``tau_ci95`` and ``nonlinearity``.
 
         Returns
         -------
@@ -82,14 +87,15 @@ class DPMICAccessor:
         request = pairwise_request(
             backend_for(self._frame).schema(self._frame), eps=eps, bounds=bounds,
             columns=columns, delta=delta, mechanism=mechanism, B=B, c=c, nulls=nulls,
-            fill=fill, split_every=split_every, label=label, task_memory=task_memory)
+            fill=fill, split_every=split_every, label=label, task_memory=task_memory,
+            statistics=statistics)
         return pipeline.release_pairs(self._frame, request, ledger=ledger, dataset=dataset,
                                       progress=progress)
 
     def top_pairs(self, k, eps, *, bounds, columns=None, delta=0.0, select_share=0.5,
                   screen_B=None, B=None, c=None, nulls="raise", fill=None, ledger=None,
                   dataset=None, split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None,
-                  label=None, task_memory=pipeline.DEFAULT_TASK_MEMORY):
+                  label=None, task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",)):
         """Privately choose the ``k`` most related pairs, then release their values.
 
         The budget does not grow with the number of pairs: the noisy top-``k``
@@ -112,6 +118,9 @@ class DPMICAccessor:
             pairs again at ``B`` for the release.
         bounds, columns, B, c, nulls, fill, ledger, dataset, split_every, progress,
         label, task_memory : as for :meth:`pairwise`.
+        statistics : ("mic",) or ("mic", "tau")
+            Also release Kendall's tau of the chosen pairs (the release part split
+            equally); pairs are always chosen by MICr.
 
         Returns
         -------
@@ -122,7 +131,8 @@ class DPMICAccessor:
         request, plan = pipeline.selection_request(
             self._schema(), "top-k", eps=eps, delta=delta, share=select_share, k=k,
             bounds=bounds, columns=columns, B=B, c=c, nulls=nulls, fill=fill,
-            split_every=split_every, label=label, task_memory=task_memory, screen_B=screen_B)
+            split_every=split_every, label=label, task_memory=task_memory, screen_B=screen_B,
+            statistics=statistics)
         return pipeline.release_selected(self._frame, request, plan, ledger=ledger,
                                          dataset=dataset, progress=progress)
 
@@ -130,7 +140,7 @@ class DPMICAccessor:
                     select_share=0.5, screen_B=None, B=None, c=None, nulls="raise",
                     fill=None, ledger=None, dataset=None,
                     split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None, label=None,
-                    task_memory=pipeline.DEFAULT_TASK_MEMORY):
+                    task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",)):
         """Privately find pairs whose MICr exceeds a public ``threshold``, then release
         their values.
 
@@ -153,7 +163,7 @@ class DPMICAccessor:
             self._schema(), "above", eps=eps, delta=delta, share=select_share,
             threshold=threshold, max_pairs=max_pairs, bounds=bounds, columns=columns, B=B,
             c=c, nulls=nulls, fill=fill, split_every=split_every, label=label,
-            task_memory=task_memory, screen_B=screen_B)
+            task_memory=task_memory, screen_B=screen_B, statistics=statistics)
         return pipeline.release_selected(self._frame, request, plan, ledger=ledger,
                                          dataset=dataset, progress=progress)
 

@@ -212,3 +212,71 @@ def master_grid_family(B: int, c: int) -> GridFamily:
     It has ``G = 2 * (B // 2 - 1)`` grids and depends on ``(B, c)`` only.
     """
     return _family(check_max_cells(B), check_clump_factor(c))
+
+
+# ------------------------------------------------------- a signed companion's grid
+
+
+def tau_bins(family: GridFamily) -> int:
+    """The finest range equipartition both refinements of ``family`` contain: the
+    largest master-row size that is also a fixed-axis size (``c * floor(sqrt(B))``
+    when it is at most ``B // 2``; 70 at ``B = 200, c = 5``)."""
+    common = set(family.row_cuts) & set(family.fixed_cuts)
+    return max(common) if common else 0
+
+
+@dataclass(frozen=True, eq=False)
+class TauFamily(GridFamily):
+    """The master grid family of ``(B, c)`` plus one ``m x m`` range-equipartition
+    grid (``m = tau_bins``; y rows by x columns) stored after the master cells.
+
+    The extra grid is read off the same refinement histograms in the same pass,
+    so MIC and a rank statistic of the pair come from one count vector: MICr
+    reads the master cells (``grids`` is the master family's), the rank
+    statistic reads :meth:`tau_block`.
+    """
+
+    tau_size: int = 0
+
+    def __reduce__(self):
+        return tau_family, (self.B, self.c)
+
+    @property
+    def master_cells(self) -> int:
+        last = self.grids[-1]
+        return last.offset + last.n_cells
+
+    @property
+    def n_cells(self) -> int:
+        return self.master_cells + self.tau_size * self.tau_size
+
+    def tau_block(self, counts: np.ndarray) -> np.ndarray:
+        """The ``m x m`` grid (rows: y bins, columns: x bins) in a pair's counts."""
+        m = self.tau_size
+        return counts[self.master_cells:self.master_cells + m * m].reshape(m, m)
+
+    @cached_property
+    def kernel_layout(self) -> tuple[np.ndarray, ...]:
+        (row_cuts, row_start, fixed_cuts, fixed_start, orientation, offsets, rows,
+         fixed) = GridFamily.kernel_layout.func(self)  # type: ignore[attr-defined]
+        m = self.tau_size
+        cat = lambda a, b: np.ascontiguousarray(np.concatenate((a, b)), dtype=np.int64)  # noqa: E731
+        return (cat(row_cuts, self.row_cuts[m]), cat(row_start, [row_cuts.size]),
+                cat(fixed_cuts, self.fixed_cuts[m]), cat(fixed_start, [fixed_cuts.size]),
+                cat(orientation, [0]), cat(offsets, [self.master_cells]), cat(rows, [m]),
+                cat(fixed, [m]))
+
+
+@lru_cache(maxsize=32)
+def _tau_family(B: int, c: int) -> TauFamily:
+    base = _family(B, c)
+    m = tau_bins(base)
+    if m < 2:
+        raise ValueError(f"B = {B}, c = {c} has no common equipartition for the tau grid")
+    fields = {name: getattr(base, name) for name in base.__dataclass_fields__}
+    return TauFamily(**fields, tau_size=m)
+
+
+def tau_family(B: int, c: int) -> TauFamily:
+    """:func:`master_grid_family` plus the rank statistic's ``m x m`` grid."""
+    return _tau_family(check_max_cells(B), check_clump_factor(c))

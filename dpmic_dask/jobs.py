@@ -24,7 +24,8 @@ Example (TOML)::
     income = { bounds = [0, 300000], fill = 40000 }
 
     [privacy]
-    eps = 1.0                              # also: delta, mechanism, B, c, nulls
+    eps = 1.0                              # also: delta, mechanism, B, c, nulls,
+                                           # statistics = ["mic", "tau"]
 
     [output]
     path = "results/"                      # a folder (Parquet or CSV), or sql_url + sql_table
@@ -59,7 +60,7 @@ SECTIONS = {
     "input": {"paths", "format", "sql_url", "sql_table", "sql_query", "timeout",
               "partition_column", "partition_bounds", "partitions"},
     "columns": None,  # column names are free; each entry has COLUMN_KEYS
-    "privacy": {"eps", "delta", "mechanism", "B", "c", "nulls"},
+    "privacy": {"eps", "delta", "mechanism", "B", "c", "nulls", "statistics"},
     "output": {"path", "format", "sql_url", "sql_table", "timeout"},
     "cluster": {"scheduler", "workers", "timeout", "task_memory"},
     "select": {"top_k", "threshold", "max_pairs", "share", "screen_B"},
@@ -97,6 +98,7 @@ class Job:
     B: int | None = None
     c: int | None = None
     nulls: str = "raise"
+    statistics: tuple = ("mic",)
     output_path: str | None = None
     output_format: str = "parquet"
     output_sql_url: str | None = None
@@ -328,6 +330,13 @@ def load_job(path) -> Job:
     for key in ("B", "c"):
         if key in priv:
             kw[key] = _typed(priv[key], int, f"privacy.{key}", src, "an integer")
+    if "statistics" in priv:
+        from .mechanisms import check_statistics
+
+        try:
+            kw["statistics"] = check_statistics(priv["statistics"])
+        except InvalidParameterError:
+            raise JobError(f'{src}: privacy.statistics must be ["mic"] or ["mic", "tau"]') from None
     kw["nulls"] = priv.get("nulls", "raise")
     if kw["nulls"] == "fill":
         kw["fill"] = fills
@@ -402,7 +411,8 @@ def job_request(job: Job, schema):
     return pairwise_request(schema, eps=job.eps, bounds=job.bounds, columns=list(job.bounds),
                             delta=job.delta, mechanism=job.mechanism, B=job.B, c=job.c,
                             nulls=job.nulls, fill=job.fill, label=job.name,
-                            task_memory=job.task_memory, names=JobFileNames())
+                            task_memory=job.task_memory, statistics=job.statistics,
+                            names=JobFileNames())
 
 
 def job_plan(job: Job, schema):
@@ -422,4 +432,4 @@ def job_plan(job: Job, schema):
         k=job.select_k, threshold=job.select_threshold, max_pairs=job.select_max_pairs,
         bounds=job.bounds, columns=list(job.bounds), B=job.B, c=job.c, nulls=job.nulls,
         fill=job.fill, label=job.name, task_memory=job.task_memory, names=JobFileNames(),
-        screen_B=job.screen_B)
+        screen_B=job.screen_B, statistics=job.statistics)

@@ -13,6 +13,7 @@ Where is noise drawn? In the mechanism's ``randomise``, called only here, after
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 import warnings
@@ -39,9 +40,10 @@ from .limits import (
     micr_grid_cost,
     pairs_per_block,
 )
+from .mechanisms import check_statistics
 from .noise import active_sampler
 from .request import API_NAMES, ArgumentNames, ReleaseRequest, pair_request, pairwise_request
-from .results import PairwiseResult, PrivacyReport, Release
+from .results import Companion, PairwiseResult, PrivacyReport, Release
 from .selection import AllPairs, Selection, SelectionPlan, check_share, plan_selection
 from .validation import MIN_ROWS, check_max_cells, check_pair
 
@@ -200,13 +202,17 @@ def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, 
     mech, statistic = request.mechanism, request.statistic
     log.info("validated: %d columns, %d pairs, %s, eps=%g", len(request.columns),
              request.n_pairs, mech.label, request.eps)
-    precheck_budget(ledger, dataset, mech.cost)
+    precheck_budget(ledger, dataset, request.cost)
     n_rows = backend.row_count(frame, request.columns)
     if n_rows < MIN_ROWS:
         raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
     B, c = grid_parameters(request, n_rows)
-    layout = statistic.layout(B, c)
-    value_of = partial(statistic.value, layout=layout)
+    layout = request.layout(B, c)
+    if request.companions:
+        statistics = (statistic, *(m.statistic for m in request.companions))
+        value_of = partial(values_of, statistics=statistics, layout=layout)
+    else:
+        value_of = partial(statistic.value, layout=layout)
     if mech.acts_on == "counts":
         counted = _count(frame, backend, request, layout, n_rows, progress)
     else:
@@ -223,17 +229,58 @@ def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, 
         values = backend.map_counts(noisy, value_of)
     else:
         exact = counted.values[list(chosen)]
-        charge = charge_budget(mech.cost, ledger, dataset, description=description,
-                               mechanism=mech.label, columns=request.columns)
-        values = mech.randomise(exact, plan)
+        labels = "+".join(m.label for m in (mech, *request.companions))
+        charge = charge_budget(request.cost, ledger, dataset, description=description,
+                               mechanism=labels, columns=request.columns)
+        if request.companions:
+            values = mech.randomise(exact[:, 0], plan)
+            companions = tuple(
+                _companion(m, exact[:, k + 1], counted.rows, len(chosen), B, c)
+                for k, m in enumerate(request.companions))
+        else:
+            values = mech.randomise(exact, plan)
     log.info("released %d values (%s)", len(chosen), mech.label)
     pairs = [request.pairs[p] for p in chosen]
+    report = _report(request, plan, charge, selection, len(chosen), request.n_pairs)
+    if request.companions:
+        report = _with_parts(report, request, len(chosen))
     return PairwiseResult(
         columns=request.columns,
         pairs=tuple((request.columns[i], request.columns[j]) for i, j in pairs),
         values=tuple(float(v) for v in values),
-        privacy=_report(request, plan, charge, selection, len(chosen), request.n_pairs),
+        privacy=report,
+        companions=companions if request.companions else (),
     )
+
+
+def values_of(counts, *, statistics, layout) -> tuple[float, ...]:
+    """Every released statistic of one pair, from its counts in ``layout``."""
+    return tuple(s.value(counts, layout) for s in statistics)
+
+
+def _companion(mechanism, exact, n: int, pairs: int, B, c) -> Companion:
+    """Noise on a further statistic's exact values (after the charge)."""
+    plan = mechanism.calibrate(n=n, pairs=max(1, pairs), B=B, c=c)
+    values = mechanism.randomise(exact, plan) if pairs else np.zeros(0)
+    return Companion(statistic=mechanism.statistic.name, mechanism=mechanism.label,
+                     values=tuple(float(v) for v in values), noise_scale=plan.noise_scale,
+                     ci95=plan.ci95, sensitivity=plan.sensitivity, cost=mechanism.cost)
+
+
+def _with_parts(report: PrivacyReport, request: ReleaseRequest, released: int) -> PrivacyReport:
+    """The report of a release of several statistics: the total, and each share."""
+    def share(m) -> str:
+        spent = (f"epsilon {m.cost.epsilon:.4g}" if m.cost.rho is None
+                 else f"rho {m.cost.rho:.4g}")
+        return f"{m.statistic.name}: {spent} over {released} pairs ({m.label})"
+
+    total = request.cost
+    parts = "; ".join(share(m) for m in (request.mechanism, *request.companions))
+    return dataclasses.replace(
+        report, epsilon=total.epsilon, delta=total.delta, rho=total.rho, parts=parts,
+        release_cost=request.mechanism.cost,
+        statement=privacy_statement(total, max(1, released),
+                                    detail=f"all statistics together; {parts}"))
 
 
 # ------------------------------------------------------------- selected pairs
@@ -242,7 +289,7 @@ def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, 
 def selection_request(schema, rule: str, *, eps, delta=0.0, share=0.5, k=None,
                       threshold=None, max_pairs=None, bounds, columns=None, B=None, c=None,
                       nulls="raise", fill=None, split_every=DEFAULT_SPLIT_EVERY, label=None,
-                      task_memory=DEFAULT_TASK_MEMORY, screen_B=None,
+                      task_memory=DEFAULT_TASK_MEMORY, screen_B=None, statistics=("mic",),
                       names: ArgumentNames = API_NAMES):
     """Check a select-then-release request against ``schema`` (nothing read, nothing
     charged): the checked columns and grid, and the budget split
@@ -261,7 +308,8 @@ def selection_request(schema, rule: str, *, eps, delta=0.0, share=0.5, k=None,
         screen_B = check_max_cells(screen_B, names.screen_B)
     plan = plan_selection(rule, eps=request.eps, delta=request.delta,
                           share=check_share(share, names.share), statistic=request.statistic,
-                          k=k, threshold=threshold, max_pairs=max_pairs, screen_B=screen_B)
+                          k=k, threshold=threshold, max_pairs=max_pairs, screen_B=screen_B,
+                          statistics=check_statistics(statistics))
     return request, plan
 
 
@@ -304,28 +352,40 @@ def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *, led
     if screen != B:
         check_micr_grid(screen, c, min(request.n_pairs, block_size(request, screen, c)),
                         request.split_every)
-    layout = statistic.layout(screen, c)
-    scores = _evaluate(frame, backend, request, layout, n_rows, screen, c,
-                       partial(statistic.value, layout=layout), progress)
+    statistics = (statistic, *(m.statistic for m in plan.companions))
+
+    def layout_and_values(grid_B):
+        if plan.companions:
+            layout = plan.companions[0].statistic.layout(grid_B, c)
+            return layout, partial(values_of, statistics=statistics, layout=layout)
+        layout = statistic.layout(grid_B, c)
+        return layout, partial(statistic.value, layout=layout)
+
+    layout, fn = layout_and_values(screen)
+    scores = _evaluate(frame, backend, request, layout, n_rows, screen, c, fn, progress)
     warn_if_delta_large(request.delta, scores.rows)
     sensitivity = statistic.sensitivity(scores.rows, screen)
+    labels = "+".join(m.label for m in (release, *plan.companions))
     charge = charge_budget(
         plan.total, ledger, dataset,
         description=f"{request.label or 'selected pairs'} ({plan.parts()})",
-        mechanism=f"{type(selection).__name__}+{release.label}",  # type: ignore[attr-defined]
-        columns=request.columns)
-    chosen = selection.select(request.n_pairs, scores.values, sensitivity)
+        mechanism=f"{type(selection).__name__}+{labels}", columns=request.columns)
+    mic_scores = scores.values[:, 0] if plan.companions else scores.values
+    chosen = selection.select(request.n_pairs, mic_scores, sensitivity)
     log.info("selected %d of %d pairs", len(chosen), request.n_pairs)
     if chosen and screen != B:
-        layout = statistic.layout(B, c)
+        layout, fn = layout_and_values(B)
         spec = CountSpec(request.columns, request.bounds, request.fill, layout,
                          tuple(request.pairs[p] for p in chosen))
-        exact = _values_of_pairs(backend, frame, spec, request, B, c,
-                               partial(statistic.value, layout=layout), n_rows, progress)
+        exact = _values_of_pairs(backend, frame, spec, request, B, c, fn, n_rows, progress)
     else:
         exact = scores.values[list(chosen)]
     noise = release.calibrate(n=scores.rows, pairs=max(1, len(chosen)), B=B, c=c)  # type: ignore[attr-defined]
-    values = release.randomise(exact, noise) if chosen else np.zeros(0)  # type: ignore[attr-defined]
+    main = exact[:, 0] if plan.companions else exact
+    values = release.randomise(main, noise) if chosen else np.zeros(0)  # type: ignore[attr-defined]
+    companions = tuple(_companion(m, exact[:, k + 1] if chosen else np.zeros(0), scores.rows,
+                                  len(chosen), B, c)
+                       for k, m in enumerate(plan.companions))
     pairs = [request.pairs[p] for p in chosen]
     report = PrivacyReport(
         mechanism=noise.mechanism, statistic=noise.statistic, epsilon=plan.total.epsilon,
@@ -341,6 +401,7 @@ def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *, led
         pairs=tuple((request.columns[i], request.columns[j]) for i, j in pairs),
         values=tuple(float(v) for v in values),
         privacy=report,
+        companions=companions,
     )
 
 

@@ -12,10 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import combinations
 
-from .accounting import check_delta, check_epsilon
+from .accounting import PrivacyCost, check_delta, check_epsilon
 from .errors import InvalidParameterError
 from .limits import DEFAULT_SPLIT_EVERY, DEFAULT_TASK_MEMORY, check_grid_lower_bound
-from .mechanisms import Mechanism, build_mechanism, check_mechanism
+from .mechanisms import (
+    Mechanism,
+    build_mechanism,
+    check_mechanism,
+    check_statistics,
+    split_mechanism,
+)
 from .validation import check_bounds, check_clump_factor, check_frame_request, check_max_cells
 
 
@@ -84,6 +90,26 @@ class ReleaseRequest:
     split_every: int = DEFAULT_SPLIT_EVERY
     label: str | None = None
     task_memory: int = DEFAULT_TASK_MEMORY
+    #: Further statistics released beside MIC (each its own share of the budget),
+    #: and the total cost when there are any.
+    companions: tuple = ()
+    total_cost: PrivacyCost | None = None
+
+    @property
+    def cost(self) -> PrivacyCost:
+        """What the release charges: the mechanism's cost, or the total of all parts."""
+        return self.total_cost if self.total_cost is not None else self.mechanism.cost
+
+    @property
+    def statistics(self) -> tuple[str, ...]:
+        """Public names of the released statistics (``"mic"`` first)."""
+        return ("mic",) + tuple(m.statistic.name for m in self.companions)
+
+    def layout(self, B: int, c: int):
+        """The count layout holding every released statistic's counts."""
+        if self.companions:
+            return self.companions[0].statistic.layout(B, c)
+        return self.statistic.layout(B, c)
 
     @property
     def pairs(self) -> tuple[tuple[int, int], ...]:
@@ -110,11 +136,13 @@ def _parameters(eps, delta, mechanism, B, c, names: ArgumentNames):
 def pairwise_request(schema, *, eps, bounds, columns=None, delta=0.0, mechanism="auto",
                      B=None, c=None, nulls="raise", fill=None,
                      split_every=DEFAULT_SPLIT_EVERY, label=None,
-                     task_memory=DEFAULT_TASK_MEMORY,
+                     task_memory=DEFAULT_TASK_MEMORY, statistics=("mic",),
                      names: ArgumentNames = API_NAMES) -> ReleaseRequest:
     """Check a release of every pair of the selected columns against ``schema``
     (column -> dtype). Raises a package error naming the argument (as ``names``
-    spells it) on any problem."""
+    spells it) on any problem. ``statistics=("mic", "tau")`` also releases
+    Kendall's tau of every pair, the budget split equally between the two."""
+    statistics = check_statistics(statistics)
     eps, delta, B, c = _parameters(eps, delta, mechanism, B, c, names)
     if mechanism == "mice-lap":
         raise InvalidParameterError(
@@ -134,8 +162,12 @@ def pairwise_request(schema, *, eps, bounds, columns=None, delta=0.0, mechanism=
     # counts of all pairs come to the driver only for count noise; values are
     # computed block by block (one pair at least per block)
     check_grid_lower_bound(B, c, n_pairs if mech.acts_on == "counts" else 1, split_every)
-    return ReleaseRequest(columns, checked, fills, eps, delta, mech, B, c, split_every, label,
-                          task_memory)
+    if len(statistics) == 1:
+        return ReleaseRequest(columns, checked, fills, eps, delta, mech, B, c, split_every,
+                              label, task_memory)
+    main, *others = split_mechanism(mech, statistics)
+    return ReleaseRequest(columns, checked, fills, eps, delta, main, B, c, split_every, label,
+                          task_memory, tuple(others), mech.cost)
 
 
 def pair_request(*, eps, x_bounds, y_bounds, mechanism="auto", delta=0.0, B=None,

@@ -148,6 +148,21 @@ class Release(_ReportFields):
 
 
 @dataclass(frozen=True)
+class Companion:
+    """A further statistic released beside MIC for the same pairs (same order), with
+    its own share of the budget: ``values``, the mechanism, the noise per value and
+    the half-width of the noise's central 95% interval."""
+
+    statistic: str
+    mechanism: str
+    values: tuple
+    noise_scale: float
+    ci95: float
+    sensitivity: float
+    cost: PrivacyCost
+
+
+@dataclass(frozen=True)
 class PairwiseResult(_ReportFields):
     """Private values of pairs of columns, released together once.
 
@@ -160,6 +175,20 @@ class PairwiseResult(_ReportFields):
     pairs: tuple
     values: tuple
     privacy: PrivacyReport
+    companions: tuple = ()
+
+    def companion(self, statistic: str) -> Companion:
+        """The released companion statistic called ``statistic`` (e.g. ``"tau"``)."""
+        for item in self.companions:
+            if item.statistic == statistic:
+                return item
+        raise KeyError(f"this release has no {statistic!r}; pass statistics=('mic', "
+                       f"'{statistic}')")
+
+    @property
+    def tau(self) -> tuple:
+        """Private Kendall's tau of each pair (with ``statistics=("mic", "tau")``)."""
+        return self.companion("tau").values
 
     def to_pandas(self):
         """Tidy table: one row per pair.
@@ -168,8 +197,11 @@ class PairwiseResult(_ReportFields):
         and ``release_delta``, the total cost of the whole release (every row repeats
         it); ``value_cost`` and ``cost_unit``, what each released value cost
         (``epsilon / P`` for pure releases, ``rho / P`` zCDP for Gaussian ones; after
-        a private selection, the release part only, over the pairs released);
-        ``n, B, c``.
+        a private selection, the release part only, over the pairs released; with
+        companion statistics, MIC's share); ``n, B, c``. With Kendall's tau: ``tau``,
+        ``tau_ci95``, ``tau_noise_scale`` and ``nonlinearity = mic - tau**2``, computed
+        from the released values only (large when the pair is related but not
+        monotonically).
         """
         import pandas as pd
 
@@ -178,7 +210,7 @@ class PairwiseResult(_ReportFields):
         p = self.privacy
         spent = p.release_cost or PrivacyCost(self.epsilon, self.delta, self.rho)
         cost, unit = value_cost(spent, max(1, len(self.pairs)))
-        return pd.DataFrame({
+        table = pd.DataFrame({
             "x": [a for a, _ in self.pairs],
             "y": [b for _, b in self.pairs],
             "mic": list(self.values),
@@ -194,6 +226,14 @@ class PairwiseResult(_ReportFields):
             "B": p.B,
             "c": p.c,
         })
+        for item in self.companions:
+            table[item.statistic] = list(item.values)
+            table[f"{item.statistic}_ci95"] = item.ci95
+            table[f"{item.statistic}_noise_scale"] = item.noise_scale
+        if any(item.statistic == "tau" for item in self.companions):
+            # post-processing of released values: MIC beyond what a monotone trend explains
+            table["nonlinearity"] = table["mic"] - table["tau"] ** 2
+        return table
 
     def matrix(self):
         """Symmetric DataFrame of released values (NaN on the diagonal: not released)."""
@@ -290,5 +330,9 @@ class PairwiseResult(_ReportFields):
         ]
         if p.selection != "all pairs":
             lines.append(f"Selection: {p.selection} ({pairs} of {p.candidates} pairs).")
+        for item in self.companions:
+            lines.append(f"Also released: {item.statistic} ({item.mechanism}); noise scale "
+                         f"{item.noise_scale:.4g} per value, 95% of the noise alone within "
+                         f"+/-{item.ci95:.4g}.")
         lines += p.lines()
         return "\n".join(lines)

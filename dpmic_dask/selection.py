@@ -220,16 +220,17 @@ class SelectionPlan:
     selection: Selection
     release: object  # a Mechanism acting on values
     screen_B: int | None = None
+    companions: tuple = ()  # further statistics' mechanisms (equal shares of the release)
 
     def parts(self) -> str:
         """The parts in words, for the ledger and the report."""
-        cost = self.release.cost  # type: ignore[attr-defined]
-        if self.total.is_pure:
-            spent = f"epsilon {cost.epsilon:.4g}"
-        else:
-            spent = f"rho {cost.rho:.4g}"
-        return (f"selection: {self.selection.description}; release: "
-                f"{self.release.label} with {spent}")  # type: ignore[attr-defined]
+        def spent(mechanism) -> str:
+            cost = mechanism.cost
+            amount = f"epsilon {cost.epsilon:.4g}" if cost.rho is None else f"rho {cost.rho:.4g}"
+            return f"{mechanism.label} with {amount}"
+
+        released = ", ".join(spent(m) for m in (self.release, *self.companions))
+        return f"selection: {self.selection.description}; release: {released}"
 
 
 def check_share(share, name: str = "select_share") -> float:
@@ -241,7 +242,8 @@ def check_share(share, name: str = "select_share") -> float:
 
 def plan_selection(rule: str, *, eps: float, delta: float, share: float, statistic,
                    k: int | None = None, threshold: float | None = None,
-                   max_pairs: int | None = None, screen_B: int | None = None) -> SelectionPlan:
+                   max_pairs: int | None = None, screen_B: int | None = None,
+                   statistics: tuple[str, ...] = ("mic",)) -> SelectionPlan:
     """Split ``(eps, delta)``: ``share`` to the selection ``rule`` (``"top-k"`` or
     ``"above"``), the rest to releasing the chosen pairs with fresh noise.
 
@@ -252,7 +254,8 @@ def plan_selection(rule: str, *, eps: float, delta: float, share: float, statist
     the sparse vector at ``epsilon = sqrt(2 rho_s)`` (pure DP is ``eps**2 / 2``-zCDP),
     release with Gaussian noise; rhos add. Every part is rounded down, so the
     parts never exceed the total charged. ``screen_B``: score the candidates on
-    that grid instead of the release's.
+    that grid instead of the release's. ``statistics=("mic", "tau")``: the release
+    part is split equally between MIC and Kendall's tau of the chosen pairs.
     """
     from .accounting import rho_from_eps_delta
     from .mechanisms import GaussianMechanism, LaplaceMechanism
@@ -282,4 +285,10 @@ def plan_selection(rule: str, *, eps: float, delta: float, share: float, statist
         selection = AboveThreshold(threshold, max_pairs, svt_eps)
     else:
         raise InvalidParameterError(f"unknown selection rule {rule!r}")
-    return SelectionPlan(total, selection, release, screen_B)
+    companions: tuple = ()
+    if len(statistics) > 1:
+        from .mechanisms import split_mechanism
+
+        release, *others = split_mechanism(release, statistics)
+        companions = tuple(others)
+    return SelectionPlan(total, selection, release, screen_B, companions)

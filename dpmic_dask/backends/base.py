@@ -83,13 +83,18 @@ def evaluate_partial(partial: PartialCounts, fill, fn):
 
 
 def assemble(spec: CountSpec, blocks: list[Block], results) -> Evaluation:
-    """Put per-block ``(rows, missing, values)`` back in the request's order."""
+    """Put per-block ``(rows, missing, values)`` back in the request's order (values
+    are one per pair, or one row of several statistics per pair)."""
+    results = list(results)
+    width = next((np.shape(v)[1] for _, _, v in results if np.ndim(v) == 2), None)
     missing = np.zeros(len(spec.columns), dtype=bool)
-    values = np.full(len(spec.pairs), np.nan)
+    values = np.full((len(spec.pairs),) if width is None else (len(spec.pairs), width), np.nan)
     rows = 0
     for block, (block_rows, block_missing, block_values) in zip(blocks, results):
         rows = int(block_rows)
         missing[list(block.column_indices())] |= np.asarray(block_missing, dtype=bool)
+        if width is not None and np.ndim(block_values) == 1:  # nothing was counted
+            continue
         values[list(block.indices)] = block_values
     return Evaluation(rows, missing, values)
 

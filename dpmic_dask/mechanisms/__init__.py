@@ -101,6 +101,56 @@ def build_mechanism(mechanism: str, *, eps: float, delta: float, pairs: int) -> 
                statistic=get_statistic(statistic), label=name)
 
 
+#: Public statistic names of ``pairwise(statistics=...)`` -> registry names.
+STATISTIC_NAMES = {"mic": "micr", "tau": "tau"}
+
+
+def split_mechanism(mechanism: Mechanism, statistics: tuple[str, ...]) -> tuple[Mechanism, ...]:
+    """One mechanism per released statistic, each with an equal share of
+    ``mechanism``'s budget (``eps / k`` under pure DP, ``rho / k`` under zCDP, both
+    rounded down so the shares never add up to more), of the same noise kind.
+
+    The first statistic must be ``"mic"``; ``mechanism`` must add noise to values.
+    """
+    from ..accounting import eps_from_rho
+    from ..sensitivity import safe_down
+
+    if mechanism.acts_on != "values":
+        raise InvalidParameterError(
+            f"mechanism {mechanism.label!r} adds noise to counts; a second statistic needs "
+            "value noise (micr-lap or micr-gauss)")
+    k = len(statistics)
+    cost = mechanism.cost
+    parts: list[Mechanism] = []
+    for name in statistics:
+        statistic = get_statistic(STATISTIC_NAMES[name])
+        label = f"{statistic.name}-{'gauss' if cost.rho is not None else 'lap'}"
+        if cost.rho is not None:
+            rho = safe_down(cost.rho / k)
+            parts.append(GaussianMechanism(epsilon=eps_from_rho(rho, cost.delta),
+                                           delta=cost.delta, rho=rho, statistic=statistic,
+                                           label=label))
+        else:
+            parts.append(LaplaceMechanism(epsilon=safe_down(cost.epsilon / k),
+                                          statistic=statistic, label=label))
+    return tuple(parts)
+
+
+def check_statistics(statistics) -> tuple[str, ...]:
+    """``("mic",)`` or ``("mic", "tau")`` (a list or tuple; a string is one name)."""
+    if isinstance(statistics, str):
+        statistics = (statistics,)
+    try:
+        names = tuple(statistics)
+    except TypeError:
+        names = ()
+    if not names or names[0] != "mic" or len(set(names)) != len(names) or any(
+            n not in STATISTIC_NAMES for n in names):
+        raise InvalidParameterError(
+            "statistics must start with 'mic' and may add 'tau': ('mic',) or ('mic', 'tau')")
+    return names
+
+
 def plan_release(*, mechanism: str, n: int, eps: float, delta: float, pairs: int,
                  B: float, c: int) -> NoisePlan:
     """Split a total ``(eps, delta)`` over ``pairs`` values and calibrate the noise."""
@@ -111,6 +161,7 @@ def plan_release(*, mechanism: str, n: int, eps: float, delta: float, pairs: int
 __all__ = [
     "GAUSS_CI95", "LAPLACE_CI95", "LATTICE", "MAX_NOISE_UNITS", "GaussianMechanism",
     "GeometricCountsMechanism", "LaplaceMechanism", "Mechanism", "NoisePlan",
-    "build_mechanism", "check_mechanism", "gaussian_beats_laplace", "mechanism_names",
+    "STATISTIC_NAMES", "build_mechanism", "check_mechanism", "check_statistics",
+    "gaussian_beats_laplace", "mechanism_names", "split_mechanism",
     "noisy_counts", "noisy_values", "plan_release", "register", "resolve_mechanism",
 ]

@@ -9,11 +9,12 @@ values (or counts) from public quantities only, and :meth:`Mechanism.randomise`
 draws that noise -- after the charge.
 
 Real values are rounded to the lattice ``gamma``, get ``gamma`` times an exact
-integer draw, and are clamped to ``[0, 1]``; counts get exact two-sided
+integer draw, and are clamped to the statistic's range (``[0, 1]`` for MIC,
+``[-1, 1]`` for tau); counts get exact two-sided
 geometric noise and are clamped to ``[0, n]`` (TruncGeom). The integer draw is
 clipped (the noise, never the value) to a data-independent range that the final
-clamp makes lossless: ``+-2 / gamma`` lattice units for values in ``[0, 1]``,
-``+-(n + 1)`` for counts in ``[0, n]``. Any draw beyond it clamps to the same end
+clamp makes lossless: ``+-2 (high - low) / gamma`` lattice units for values in
+``[low, high]``, ``+-(n + 1)`` for counts in ``[0, n]``. Any draw beyond it clamps to the same end
 whatever the exact value, so clipping changes no output -- but it keeps the sum
 inside int64 when a sampler saturates at ``+-(2**63 - 1)``, which would otherwise
 wrap around and reveal whether the exact value is 0.
@@ -67,6 +68,8 @@ class NoisePlan:
     lattice: float
     cost: PrivacyCost
     statistic: str = "micr"
+    low: float = 0.0
+    high: float = 1.0
 
     @property
     def epsilon_per_pair(self) -> float:
@@ -92,13 +95,15 @@ def draw_integer_noise(plan: NoisePlan, size: int, scale_in_units: float) -> np.
 
 
 def noisy_values(exact: np.ndarray, plan: NoisePlan) -> np.ndarray:
-    """Noisy, clamped releases of exact values in ``[0, 1]`` (one per pair)."""
-    exact = np.clip(np.asarray(exact, dtype=np.float64), 0.0, 1.0)
+    """Noisy, clamped releases of exact values in ``[plan.low, plan.high]`` (``[0, 1]``
+    for MIC, ``[-1, 1]`` for a correlation), one per pair."""
+    exact = np.clip(np.asarray(exact, dtype=np.float64), plan.low, plan.high)
     gamma = plan.lattice
-    on_lattice = np.rint(exact / gamma).astype(np.int64)  # in [0, 1 / gamma]
-    limit = 2 * int(round(1.0 / gamma))  # lossless: |z| >= 1 / gamma clamps anyway
+    on_lattice = np.rint(exact / gamma).astype(np.int64)  # in [low / gamma, high / gamma]
+    # lossless: |z| >= (high - low) / gamma clamps to the same end anyway
+    limit = 2 * int(round((plan.high - plan.low) / gamma))
     z = np.clip(draw_integer_noise(plan, exact.size, plan.noise_scale / gamma), -limit, limit)
-    return np.clip((on_lattice + z) * gamma, 0.0, 1.0)
+    return np.clip((on_lattice + z) * gamma, plan.low, plan.high)
 
 
 def noisy_counts(counts: np.ndarray, plan: NoisePlan) -> np.ndarray:

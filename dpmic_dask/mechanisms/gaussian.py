@@ -39,5 +39,7 @@ class GaussianMechanism(Mechanism):
         widened = safe_up(sens + LATTICE)
         sigma = safe_up(math.sqrt(pairs) * widened / math.sqrt(2.0 * cost.as_rho()))
         check_noise_units(sigma / LATTICE, "Gaussian")
+        low, high = self.statistic.value_range
         return NoisePlan(self.label, self.distribution, n, pairs, B, c, self.epsilon, self.delta,
-                         sens, sigma, GAUSS_CI95 * sigma, LATTICE, cost, self.statistic.name)
+                         sens, sigma, GAUSS_CI95 * sigma, LATTICE, cost, self.statistic.name,
+                         low, high)

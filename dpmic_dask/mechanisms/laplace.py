@@ -23,6 +23,7 @@ class LaplaceMechanism(Mechanism):
         widened = safe_up(sens + LATTICE)
         scale = safe_up(pairs * widened / self.epsilon)
         check_noise_units(scale / LATTICE, "Laplace")
+        low, high = self.statistic.value_range
         return NoisePlan(self.label, self.distribution, n, pairs, B, c, self.epsilon, 0.0,
                          sens, scale, LAPLACE_CI95 * scale, LATTICE, self.cost,
-                         self.statistic.name)
+                         self.statistic.name, low, high)

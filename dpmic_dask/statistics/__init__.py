@@ -11,6 +11,7 @@ from __future__ import annotations
 from .base import PairStatistic
 from .mice import MICe
 from .micr import MICr
+from .tau import KendallTau
 
 _REGISTRY: dict[str, PairStatistic] = {}
 
@@ -31,5 +32,6 @@ def get_statistic(name: str) -> PairStatistic:
 
 register(MICr())
 register(MICe())
+register(KendallTau())
 
-__all__ = ["MICe", "MICr", "PairStatistic", "get_statistic", "register"]
+__all__ = ["KendallTau", "MICe", "MICr", "PairStatistic", "get_statistic", "register"]

@@ -17,10 +17,14 @@ class PairStatistic(ABC):
     mergeable : bool
         True when the value is a function of exact counts that partitions add up to
         (any backend can compute it); False for in-memory statistics (ranks).
+    value_range : (float, float)
+        Where values lie; released values are clamped to it (``(0, 1)`` for MIC,
+        ``(-1, 1)`` for a correlation).
     """
 
     name: str = ""
     mergeable: bool = True
+    value_range: tuple[float, float] = (0.0, 1.0)
 
     def layout(self, B: int, c: int):
         """The count layout for parameters ``(B, c)`` (for mergeable statistics)."""

@@ -95,3 +95,12 @@ def test_readme_accuracy_table_matches_the_recorded_benchmark_run():
         shown = _numbers(" ".join(cells[3:]).replace("*", ""))
         expected = recorded[(cells[0], n, eps)]
         assert shown == pytest.approx(expected, abs=6e-4), row
+
+
+def test_readme_selection_example_runs_after_the_first(workdir):
+    first = next(b for b in blocks("python") if ".dpmic.pairwise(" in b)
+    second = next(b for b in blocks("python") if ".dpmic.top_pairs(" in b)
+    proc = run([sys.executable, "-c", first + "\n" + second], cwd=workdir)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith("(('age', 'income'), ") and "top 2 by MICr" in last

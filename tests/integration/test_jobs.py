@@ -276,3 +276,17 @@ def test_select_section_is_checked(setup, section, message):
     _, ledger, job = setup
     result = invoke("validate", job(**{"[ledger]": f"{section}\n\n[ledger]"}))
     assert result.exit_code == Exit.INVALID and message in result.output, result.output
+
+
+def test_statistics_in_the_job_file_add_tau_columns(setup):
+    tmp_path, ledger, job = setup
+    path = job(**{"eps = 1.0": 'eps = 1.0\nstatistics = ["mic", "tau"]'})
+    ran = invoke("run", path, "--run-id", "tau-1")
+    assert ran.exit_code == 0, ran.output
+    out = pd.read_parquet(tmp_path / "out")
+    assert {"tau", "tau_ci95", "nonlinearity"} <= set(out.columns) and len(out) == 3
+    assert out.tau.between(-1, 1).all()
+    (record,) = SQLLedger(ledger).history("d")
+    assert record.cost.epsilon == 1.0 and record.mechanism == "micr-lap+tau-lap"
+    bad = invoke("validate", job(**{"eps = 1.0": 'eps = 1.0\nstatistics = ["tau"]'}))
+    assert bad.exit_code == Exit.INVALID and "privacy.statistics must be" in bad.output

@@ -129,3 +129,23 @@ def test_bad_arguments_are_refused_before_anything_happens(table, call, message)
                                                           match=message):
         call(table)
     assert ledger.charges() == []
+
+
+def test_top_pairs_can_release_tau_of_the_chosen_pairs(table):
+    from dpmic_dask.grids import tau_family
+    from dpmic_dask.statistics import get_statistic
+
+    ledger = dm.InMemoryLedger(uncapped=True)
+    result = table.dpmic.top_pairs(2, 1e6, bounds=BOUNDS, B=40, c=5, ledger=ledger,
+                                   statistics=("mic", "tau"))
+    nonprivate = dm.InMemoryLedger(uncapped=True)
+    whole = table.dpmic.pairwise(1e9, bounds=BOUNDS, B=40, c=5, ledger=nonprivate,
+                                 statistics=("mic", "tau"))
+    exact_tau = dict(zip(whole.pairs, whole.tau))
+    for pair, t in zip(result.pairs, result.tau):
+        assert t == pytest.approx(exact_tau[pair], abs=1e-3)
+    (charge,) = ledger.charges()
+    assert charge.mechanism == "NoisyTopK+micr-lap+tau-lap"
+    assert "tau-lap with epsilon" in charge.description
+    assert "tau" in result.to_pandas().columns
+    assert get_statistic("tau").layout(40, 5) is tau_family(40, 5)

@@ -73,3 +73,31 @@ def test_geom_chi_square_helper_sees_scale():
     assert chi_square_pvalue(z, lambda s: discrete_laplace_pmf(b, s)) > ALPHA
     assert chi_square_pvalue(z, lambda s: discrete_laplace_pmf(0.7 * b, s)) < ALPHA
     assert chi_square_pvalue(z, lambda s: discrete_laplace_pmf(1.3 * b, s)) < ALPHA
+
+
+@pytest.mark.parametrize("mechanism,delta", [("micr-lap", 0.0), ("micr-gauss", 1e-6)])
+def test_tau_release_has_the_planned_noise_and_signed_range(mechanism, delta):
+    """Tau's share of a pairwise budget: noise at 4/n (+ lattice) over its epsilon (or
+    its rho), clamped to [-1, 1] -- and the test sees 0.7x and 1.3x."""
+    from dpmic_dask.mechanisms import build_mechanism, split_mechanism
+
+    whole = build_mechanism(mechanism, eps=1.0, delta=delta, pairs=6)
+    _, tau = split_mechanism(whole, ("mic", "tau"))
+    plan = tau.calibrate(n=2000, pairs=6, B=40, c=5)
+    assert (plan.low, plan.high) == (-1.0, 1.0)
+    centre = -0.4
+    values = noisy_values(np.full(SAMPLES, centre), plan)
+    assert values.min() >= -1 and values.max() <= 1
+    noise = values - centre
+    s = plan.noise_scale
+    if delta:
+        assert s == pytest.approx((4 / 2000 + 2**-40) * math.sqrt(6 / (2 * tau.cost.rho)))
+        law = stats.norm
+    else:
+        assert s == pytest.approx((4 / 2000 + 2**-40) * 6 / 0.5)
+        law = stats.laplace
+    assert ks_pvalue(noise, law(scale=s).cdf) > ALPHA
+    assert ks_pvalue(noise, law(scale=0.7 * s).cdf) < ALPHA
+    assert ks_pvalue(noise, law(scale=1.3 * s).cdf) < ALPHA
+    extreme = noisy_values(np.array([-1.0, 1.0] * 500), plan)
+    assert extreme.min() >= -1 and extreme.max() <= 1 and (extreme < 0).any()
