@@ -17,6 +17,7 @@ a range equipartition of ``s`` bins is ``(q * s) >> 32`` (SPEC section 2).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import combinations
 
 import numpy as np
@@ -48,10 +49,10 @@ class CountSpec:
     family: GridFamily
     pair_list: tuple[tuple[int, int], ...] | None = None
 
-    @property
+    @cached_property
     def pairs(self) -> tuple[tuple[int, int], ...]:
         """Column index pairs ``(i, j)``, ``i < j``: ``pair_list`` if given, else every
-        pair in lexicographic order."""
+        pair in lexicographic order (computed once)."""
         if self.pair_list is not None:
             return self.pair_list
         return tuple(combinations(range(len(self.columns)), 2))

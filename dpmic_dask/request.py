@@ -10,6 +10,7 @@ a frozen :class:`ReleaseRequest` that the pipeline passes down. The accessor,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import combinations
 
 from .accounting import PrivacyCost, check_delta, check_epsilon
@@ -111,8 +112,10 @@ class ReleaseRequest:
             return self.companions[0].statistic.layout(B, c)
         return self.statistic.layout(B, c)
 
-    @property
+    @cached_property
     def pairs(self) -> tuple[tuple[int, int], ...]:
+        """Column index pairs ``(i, j)``, ``i < j``, in lexicographic order (computed
+        once: releases index into it per pair)."""
         return tuple(combinations(range(len(self.columns)), 2))
 
     @property

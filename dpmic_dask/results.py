@@ -239,11 +239,14 @@ class PairwiseResult(_ReportFields):
         """Symmetric DataFrame of released values (NaN on the diagonal: not released)."""
         import pandas as pd
 
-        m = pd.DataFrame(np.nan, index=list(self.columns), columns=list(self.columns))
-        for (a, b), v in zip(self.pairs, self.values):
-            m.loc[a, b] = v
-            m.loc[b, a] = v
-        return m
+        where = {name: k for k, name in enumerate(self.columns)}
+        grid = np.full((len(self.columns), len(self.columns)), np.nan)
+        if self.pairs:
+            i = np.array([where[a] for a, _ in self.pairs])
+            j = np.array([where[b] for _, b in self.pairs])
+            grid[i, j] = self.values
+            grid[j, i] = self.values
+        return pd.DataFrame(grid, index=list(self.columns), columns=list(self.columns))
 
     def to_parquet(self, path) -> None:
         """Write the tidy table to a Parquet file."""
