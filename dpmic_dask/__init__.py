@@ -23,10 +23,11 @@ from .errors import (
 )
 from .exact import mice, micr, micr_characteristic
 from .ledger import SQLLedger
-from .pipeline import private_mic, session_ledger
-from .results import PairwiseResult, PrivacyReport, Release
+from .pipeline import private_bounds, private_mic, session_ledger
+from .results import BoundsRelease, PairwiseResult, PrivacyReport, Release
 
 __all__ = [
+    "BoundsRelease",
     "Budget",
     "BudgetExceededError",
     "BudgetMismatchError",
@@ -49,6 +50,7 @@ __all__ = [
     "mice",
     "micr",
     "micr_characteristic",
+    "private_bounds",
     "private_mic",
     "session_ledger",
     "using_ledger",

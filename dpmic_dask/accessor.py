@@ -11,6 +11,7 @@ import pandas as pd
 
 from . import pipeline
 from .backends import backend_for
+from .errors import InvalidParameterError
 from .request import pairwise_request
 
 
@@ -26,16 +27,21 @@ class DPMICAccessor:
     def pairwise(self, eps, *, bounds, columns=None, delta=0.0, mechanism="auto", B=None,
                  c=None, nulls="raise", fill=None, ledger=None, dataset=None,
                  split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None, label=None,
-                 task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",)):
+                 task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",),
+                 bounds_share=None, coverage=0.99, domain=None):
         """Release the private MIC of every pair of columns, once.
 
         Parameters
         ----------
         eps : float > 0
             Total privacy budget, split over the ``P = C (C - 1) / 2`` pairs.
-        bounds : dict {column: (lo, hi)}
+        bounds : dict {column: (lo, hi) or "private"}, or "private"
             Public bounds (from domain knowledge, never from the data); values outside
-            are clamped. Every selected column needs bounds.
+            are clamped. Every selected column needs bounds. ``"private"`` (for a
+            column, or for all ``columns``) estimates them with ``bounds_share`` of
+            ``eps`` (default 0.1) first, one charge covering both steps; see
+            :func:`dpmic_dask.private_bounds` for ``coverage`` and ``domain``. With
+            ``delta > 0`` the release is then ``micr-gauss``.
         columns : list, optional
             Columns to use; default: every column named in ``bounds``.
         delta : float in [0, 1)
@@ -84,6 +90,15 @@ class DPMICAccessor:
         >>> 0.0 <= res.values[0] <= 1.0
         True
         """
+        if _has_private_bounds(bounds):
+            return pipeline.run_with_private_bounds(
+                self._frame, eps, bounds=bounds, columns=columns, delta=delta,
+                bounds_share=bounds_share, coverage=coverage, domain=domain,
+                mechanism=mechanism, nulls=nulls, fill=fill, ledger=ledger, dataset=dataset,
+                progress=progress, label=label, B=B, c=c, split_every=split_every,
+                task_memory=task_memory, statistics=statistics)
+        if bounds_share is not None:
+            raise InvalidParameterError('bounds_share applies to bounds="private" only')
         request = pairwise_request(
             backend_for(self._frame).schema(self._frame), eps=eps, bounds=bounds,
             columns=columns, delta=delta, mechanism=mechanism, B=B, c=c, nulls=nulls,
@@ -179,6 +194,12 @@ class DPMICAccessor:
             self._frame, bounds=bounds, B=B, c=c, columns=columns, nulls=nulls, fill=fill,
             split_every=split_every, progress=progress, task_memory=task_memory,
         )
+
+
+def _has_private_bounds(bounds) -> bool:
+    if isinstance(bounds, str):
+        return True
+    return isinstance(bounds, dict) and any(isinstance(v, str) for v in bounds.values())
 
 
 dd.extensions.register_dataframe_accessor("dpmic")(DPMICAccessor)

@@ -457,6 +457,45 @@ _DEFAULT_LEDGER: contextvars.ContextVar = contextvars.ContextVar("dpmic_default_
                                                                  default=None)
 
 
+class PrepaidLedger:
+    """One part of a charge already recorded in a real ledger, for the one inner
+    release that spends it (a release composed of steps charges once, up front).
+
+    :meth:`charge` accepts exactly one cost that fits in ``part`` (same kind:
+    an epsilon within a pure part, a rho within a zCDP part) and returns the
+    parent charge; anything else is refused. Nothing here writes to a ledger.
+    """
+
+    def __init__(self, charge: Charge, part: PrivacyCost):
+        self._charge = charge
+        self._part = part
+        self._used = False
+        self._lock = threading.Lock()
+
+    def _fits(self, cost: PrivacyCost) -> bool:
+        if self._part.is_pure:
+            return cost.is_pure and cost.epsilon <= self._part.epsilon
+        return cost.rho is not None and cost.rho <= self._part.as_rho()
+
+    def check(self, dataset: str, cost: PrivacyCost) -> None:
+        if not self._fits(cost) or self._used:
+            raise InvalidParameterError("the inner release does not fit the part prepaid "
+                                        "for it (nothing more was charged)")
+
+    def charge(self, dataset: str, cost: PrivacyCost, *, description: str = "",
+               mechanism: str = "", columns=()) -> Charge:
+        with self._lock:
+            self.check(dataset, cost)
+            self._used = True
+        return self._charge
+
+    def remaining(self, dataset: str) -> Decimal | None:
+        return None
+
+    def history(self, dataset: str) -> list:
+        return [self._charge]
+
+
 def default_ledger():
     """The ledger a release uses when it is given none.
 

@@ -111,8 +111,8 @@ def partitions_per_task(rows: int | None, partitions: int, columns: int,
     average input (``rows / partitions`` rows of ``columns`` values,
     :data:`BYTES_PER_INPUT_VALUE` each) stays within ``task_memory``; one partition
     per task when the row count is not known. Groups also stay small enough that
-    the ``blocks`` blocks together still have ``min_tasks`` counting tasks (a few
-    per worker thread), so that grouping never idles workers. The grouping
+    the ``blocks`` blocks together still have ``min_tasks`` counting tasks (one
+    per worker thread), so that grouping never idles a worker. The grouping
     changes the work per task, never a count.
     """
     if not rows or partitions <= 1 or columns <= 0:

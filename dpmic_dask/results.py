@@ -148,6 +148,44 @@ class Release(_ReportFields):
 
 
 @dataclass(frozen=True)
+class BoundsRelease:
+    """Bounds estimated with differential privacy: plain numbers to keep and reuse as
+    public bounds (``bounds[column] = (lo, hi)``), and how they were made.
+
+    ``epsilon`` was spent in total (``epsilon_per_column`` on each column's noisy
+    histogram, discrete Laplace of scale ``noise_scale`` counts); ``coverage`` is
+    the share of values the bounds aim to contain; ``unresolved`` lists columns
+    where no bin stood out of the noise (their bounds are the fallback).
+    """
+
+    bounds: dict
+    epsilon: float
+    epsilon_per_column: float
+    coverage: float
+    noise_scale: float
+    rows: int
+    domain: tuple | None
+    unresolved: tuple
+    charge_id: str
+    seeded: bool = False
+
+    def report(self) -> str:
+        lines = ["NOT PRIVATE: seeded test noise."] if self.seeded else []
+        lines.append(f"Private bounds of {len(self.bounds)} column(s), n = {self.rows} rows, "
+                     f"aiming to contain {self.coverage:.3g} of each column's values:")
+        lines += [f"  {name}: [{lo:.6g}, {hi:.6g}]" for name, (lo, hi) in self.bounds.items()]
+        grid = ("signed half-octave grid" if self.domain is None
+                else f"1024 equal bins of {self.domain}")
+        lines.append(f"Budget: epsilon = {self.epsilon:g} ({self.epsilon_per_column:.4g} per "
+                     f"column; noisy histograms on a {grid}, noise scale "
+                     f"{self.noise_scale:.4g} counts). Ledger charge: {self.charge_id}.")
+        if self.unresolved:
+            lines.append(f"No bin stood out of the noise for {list(self.unresolved)}: "
+                         "fallback bounds used; choose bounds for them yourself.")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
 class Companion:
     """A further statistic released beside MIC for the same pairs (same order), with
     its own share of the budget: ``values``, the mechanism, the noise per value and
@@ -176,6 +214,7 @@ class PairwiseResult(_ReportFields):
     values: tuple
     privacy: PrivacyReport
     companions: tuple = ()
+    private_bounds: BoundsRelease | None = None
 
     def companion(self, statistic: str) -> Companion:
         """The released companion statistic called ``statistic`` (e.g. ``"tau"``)."""
@@ -333,6 +372,10 @@ class PairwiseResult(_ReportFields):
         ]
         if p.selection != "all pairs":
             lines.append(f"Selection: {p.selection} ({pairs} of {p.candidates} pairs).")
+        if self.private_bounds is not None:
+            used = ", ".join(f"{c} [{lo:.4g}, {hi:.4g}]"
+                             for c, (lo, hi) in self.private_bounds.bounds.items())
+            lines.append(f"Private bounds used: {used}.")
         for item in self.companions:
             lines.append(f"Also released: {item.statistic} ({item.mechanism}); noise scale "
                          f"{item.noise_scale:.4g} per value, 95% of the noise alone within "

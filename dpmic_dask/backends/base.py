@@ -119,6 +119,12 @@ class Backend(ABC):
         counting tasks only (:func:`~dpmic_dask.limits.partitions_per_task`); the
         counts do not depend on them."""
 
+    @abstractmethod
+    def reduce(self, frame, columns, fn, combine, *, split_every: int, progress: bool | None):
+        """``fn(partition)`` of every partition (a pandas frame of ``columns``), combined
+        pairwise by ``combine`` (exact, associative: sums of counts) where the
+        partitions are; only the combined result reaches the driver."""
+
     def map_counts(self, counts: np.ndarray, fn) -> np.ndarray:
         """``fn(counts[p])`` for every row ``p`` of driver-side counts (noisy counts)."""
         return np.array([fn(c) for c in counts], dtype=np.float64)

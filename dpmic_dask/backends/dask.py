@@ -11,6 +11,7 @@ per pair (:meth:`DaskBackend.evaluate`), which it noises.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from dataclasses import dataclass
@@ -100,10 +101,10 @@ def _worker_threads() -> int:
 
 
 def _group(rows, parts: int, columns: int, task_memory: int, blocks: int) -> int:
-    """Partitions per counting task: within ``task_memory``, with at least two
-    counting tasks per worker thread over all blocks."""
+    """Partitions per counting task: within ``task_memory``, with at least one
+    counting task per worker thread over all blocks."""
     return partitions_per_task(rows, parts, columns, task_memory, blocks=blocks,
-                               min_tasks=2 * _worker_threads())
+                               min_tasks=_worker_threads())
 
 
 def _counted(parts, spec: CountSpec, group: int, split_every: int):
@@ -177,6 +178,18 @@ class DaskBackend(Backend):
             tasks.append(finish(root, spec.fill, fn))
         results = run(tasks, progress=progress, columns=spec.columns)
         return assemble(spec, blocks, results)
+
+    def reduce(self, frame, columns, fn, combine, *, split_every, progress):
+        parts = guarded(columns, lambda: frame[list(columns)].to_delayed())
+        if not parts:
+            return guarded(columns, fn, frame._meta[list(columns)])
+        task = dask.delayed(fn, pure=True)
+        merge = dask.delayed(lambda *xs: functools.reduce(combine, xs), pure=True)
+        nodes = [task(part) for part in parts]
+        while len(nodes) > 1:
+            nodes = [merge(*nodes[i:i + max(2, split_every)])
+                     for i in range(0, len(nodes), max(2, split_every))]
+        return run(nodes[0], progress=progress, columns=columns)
 
     def map_counts(self, counts: np.ndarray, fn) -> np.ndarray:
         if counts.shape[0] < 2:

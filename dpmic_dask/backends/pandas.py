@@ -24,6 +24,9 @@ class PandasBackend(Backend):
         partial = guarded(spec.columns, partition_counts, frame, spec)
         return LocalAggregate(spec, partial.rows, partial.missing, partial)
 
+    def reduce(self, frame, columns, fn, combine, *, split_every, progress):
+        return guarded(columns, fn, frame[list(columns)])
+
     def evaluate(self, frame, spec, fn, *, pairs_per_block, split_every, progress,
                  rows=None, task_memory=None) -> Evaluation:
         blocks = spec.blocks(pairs_per_block)

@@ -1,0 +1,178 @@
+"""Private bounds: a fixed grid, exact mergeable histograms, discrete Laplace at
+scale 2/eps per column, bounds read off by post-processing; inside pairwise one
+charge covers the bounds and the release."""
+
+import itertools
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpmic_dask as dm
+from dpmic_dask.accounting import PrepaidLedger, PrivacyCost
+from dpmic_dask.bounds import BoundsGrid, bounds_from_noisy, column_histograms
+from dpmic_dask.pipeline import noisy_histograms
+from tests.statistical.helpers import ALPHA, chi_square_pvalue, discrete_laplace_pmf
+
+
+@pytest.mark.parametrize("domain", [None, (-5.0, 5.0)])
+def test_every_value_lands_in_the_bin_whose_edges_hold_it(domain):
+    grid = BoundsGrid(domain)
+    edges = grid.edges()
+    assert np.all(np.diff(edges) > 0) and edges.size == grid.size + 1
+    gen = np.random.default_rng(0)  # test data only
+    values = np.concatenate([gen.normal(size=5000) * 10.0 ** gen.integers(-30, 30, 5000),
+                             edges[1:-1], np.nextafter(edges[1:-1], -np.inf), [0.0, -0.0]])
+    i = grid.index(values)
+    inside = (values >= edges[0]) & (values < edges[-1])
+    assert np.all((edges[i] <= values)[inside] & (values < edges[i + 1])[inside])
+    assert grid.index(np.array([np.inf]))[0] == grid.size - 1
+    assert grid.index(np.array([-np.inf]))[0] == 0
+
+
+def test_replacing_one_row_moves_the_histogram_by_at_most_two():
+    """Exhaustively over small datasets of grid-edge and in-between values."""
+    grid = BoundsGrid()
+    points = [-3.0, -1.0, 0.0, 1e-300, 0.7, 1.0, 2 ** 0.5, 1e9]
+    for data in itertools.combinations_with_replacement(points, 3):
+        base = column_histograms([np.array(data)], grid)[0]
+        for k, new in itertools.product(range(3), points):
+            other = np.array(data)
+            other[k] = new
+            assert np.abs(column_histograms([other], grid)[0] - base).sum() <= 2
+
+
+@pytest.mark.parametrize("mult, fits", [(1.0, True), (0.7, False), (1.3, False)])
+def test_histogram_noise_is_discrete_laplace_at_2_over_eps(mult, fits):
+    eps_column = 0.5
+    counts = np.zeros((1, 20_000), dtype=np.int64) + 100
+    noisy, scale = noisy_histograms(counts, eps_column)
+    assert scale == pytest.approx(2 / eps_column)
+    z = (noisy[0] - 100).astype(np.int64)
+    pvalue = chi_square_pvalue(z, lambda s: discrete_laplace_pmf(mult * scale, s))
+    assert (pvalue > ALPHA) == fits
+
+
+def test_empty_bins_far_away_do_not_widen_the_bounds():
+    grid = BoundsGrid()
+    counts = column_histograms([np.random.default_rng(1).normal(size=50_000)], grid)[0]
+    gen = np.random.default_rng(2)
+    scale = 20.0
+    for _ in range(20):
+        noise = gen.laplace(0, scale, counts.size)  # test noise at the same scale
+        lo, hi = bounds_from_noisy(counts + noise, grid, 0.99, scale)
+        assert -8 <= lo <= -2 and 2 <= hi <= 8
+    assert bounds_from_noisy(np.zeros(grid.size), grid, 0.99, scale) is None
+
+
+def shapes(n, gen):
+    return {"normal": gen.normal(size=n), "lognormal": np.exp(gen.normal(10, 1, n)),
+            "zeros": np.where(gen.random(n) < 0.3, 0.0, gen.exponential(50, n)),
+            "negative": -gen.gamma(2, 10, n), "count": gen.poisson(3, n).astype(float)}
+
+
+def test_private_bounds_cover_the_data_and_charge_once():
+    gen = np.random.default_rng(3)
+    frame = pd.DataFrame(shapes(50_000, gen))
+    ledger = dm.InMemoryLedger()
+    ledger.set_budget("d", dm.Budget(1.0))
+    result = dm.private_bounds(dd.from_pandas(frame, npartitions=4), 0.5,
+                               columns=list(frame.columns), ledger=ledger, dataset="d")
+    for name, (lo, hi) in result.bounds.items():
+        values = frame[name].to_numpy()
+        assert lo < hi
+        assert np.mean((values >= lo) & (values <= hi)) >= 0.97, name
+        q = np.quantile(values, [0.005, 0.995])
+        assert hi - lo <= 2.5 * max(q[1] - q[0], 1.0), name
+    (charge,) = ledger.charges("d")
+    assert charge.cost == PrivacyCost(0.5) and charge.mechanism == "bounds-hist"
+    assert result.epsilon_per_column == pytest.approx(0.1)
+    assert "lognormal" in result.report() and not result.unresolved
+
+
+def test_a_domain_grid_gives_bounds_inside_it():
+    gen = np.random.default_rng(4)
+    frame = pd.DataFrame({"a": gen.uniform(20, 30, 20_000), "b": gen.normal(50, 5, 20_000)})
+    result = dm.private_bounds(frame, 1.0, columns=["a", "b"], domain=(0, 100),
+                               ledger=dm.InMemoryLedger(uncapped=True))
+    lo, hi = result.bounds["a"]
+    assert 0 <= lo <= 21 and 29 <= hi <= 100 and hi - lo <= 2 * 10
+
+
+def test_pairwise_with_private_bounds_charges_once_for_both_parts():
+    gen = np.random.default_rng(5)
+    n = 40_000
+    income = np.exp(gen.normal(10, 0.8, n))
+    frame = pd.DataFrame({"income": income, "spend": 0.2 * income + gen.exponential(500, n),
+                          "age": gen.uniform(18, 90, n)})
+    ledger = dm.InMemoryLedger()
+    ledger.set_budget("d", dm.Budget(1.0))
+    result = frame.dpmic.pairwise(1.0, bounds={"income": "private", "spend": "private",
+                                               "age": (0, 100)},
+                                  bounds_share=0.2, ledger=ledger, dataset="d")
+    (charge,) = ledger.charges("d")
+    assert charge.cost == PrivacyCost(1.0) and charge.mechanism == "bounds-hist+micr-lap"
+    assert "private bounds for ['income', 'spend']: epsilon 0.2" in charge.description
+    assert result.epsilon == 1.0 and result.privacy.release_cost.epsilon <= 0.8
+    assert set(result.private_bounds.bounds) == {"income", "spend"}
+    assert "Private bounds used" in result.report()
+    values = dict(zip(result.pairs, result.values))
+    assert values[("income", "spend")] > 0.5 > values[("income", "age")]
+    with pytest.raises(dm.BudgetExceededError):  # the cap is spent: refused up front
+        frame.dpmic.pairwise(0.5, bounds="private", columns=["income", "spend"],
+                             ledger=ledger, dataset="d")
+
+
+def test_private_bounds_with_delta_use_zcdp_shares():
+    from dpmic_dask.accounting import rho_from_eps_delta
+
+    gen = np.random.default_rng(6)
+    frame = pd.DataFrame({"a": gen.normal(size=20_000), "b": gen.normal(size=20_000)})
+    ledger = dm.InMemoryLedger(uncapped=True)
+    result = frame.dpmic.pairwise(1.0, delta=1e-7, bounds="private", columns=["a", "b"],
+                                  ledger=ledger)
+    (charge,) = ledger.charges()
+    assert charge.cost.rho == rho_from_eps_delta(1.0, 1e-7)
+    assert result.mechanism == "micr-gauss"
+    assert 0.1 ** 2 / 2 + result.privacy.release_cost.rho <= charge.cost.rho
+    with pytest.raises(dm.InvalidParameterError, match="micr-gauss"):
+        frame.dpmic.pairwise(1.0, delta=1e-7, bounds="private", columns=["a", "b"],
+                             mechanism="micr-lap", ledger=ledger)
+
+
+def test_missing_values_are_refused_before_any_charge():
+    frame = pd.DataFrame({"a": [0.1, np.nan] * 20, "b": [1.0, 2.0] * 20})
+    ledger = dm.InMemoryLedger(uncapped=True)
+    with pytest.raises(dm.MissingValuesError, match="'a'"):
+        dm.private_bounds(frame, 1.0, columns=["a", "b"], ledger=ledger)
+    with pytest.raises(dm.MissingValuesError):
+        frame.dpmic.pairwise(1.0, bounds="private", columns=["a", "b"], ledger=ledger)
+    assert ledger.charges() == []
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"bounds": "public"}, "private"),
+    ({"bounds": {"a": "guess", "b": (0, 1)}}, "private"),
+    ({"bounds": "private"}, "needs columns"),
+    ({"bounds": "private", "columns": ["a", "b"], "bounds_share": 1.5}, "bounds_share"),
+    ({"bounds": {"a": (0, 1), "b": (0, 1)}, "bounds_share": 0.2}, "bounds_share"),
+])
+def test_bad_private_bound_arguments(kwargs, message):
+    frame = pd.DataFrame({"a": np.linspace(0, 1, 40), "b": np.linspace(1, 0, 40)})
+    with pytest.raises(dm.InvalidParameterError, match=message):
+        frame.dpmic.pairwise(1.0, ledger=dm.InMemoryLedger(uncapped=True), **kwargs)
+
+
+def test_prepaid_part_is_spent_once_and_only_if_it_fits():
+    parent = dm.InMemoryLedger(uncapped=True).charge("d", PrivacyCost(1.0))
+    prepaid = PrepaidLedger(parent, PrivacyCost(0.6))
+    with pytest.raises(dm.InvalidParameterError):
+        prepaid.charge("d", PrivacyCost(0.7))
+    with pytest.raises(dm.InvalidParameterError):
+        prepaid.charge("d", PrivacyCost(0.5, 1e-6, 0.01))  # a zCDP cost on a pure part
+    assert prepaid.charge("d", PrivacyCost(0.6)) is parent
+    with pytest.raises(dm.InvalidParameterError):
+        prepaid.charge("d", PrivacyCost(0.1))  # spent
+    zcdp = PrepaidLedger(parent, PrivacyCost(1.0, 1e-6, 0.02))
+    assert zcdp.charge("d", PrivacyCost(0.9, 1e-6, 0.02)) is parent
