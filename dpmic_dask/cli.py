@@ -225,12 +225,18 @@ def run(job_file, run_id, progress, debug):
     """
     import uuid
 
+    from .accounting import PrivacyCost, rho_from_eps_delta
     from .backends import backend_for
     from .cluster import open_cluster
     from .jobio import check_output_writable, load_input, output_has_run, result_rows, write_output
-    from .jobs import job_plan, load_job
+    from .jobs import job_plan, load_job, private_columns
     from .ledger import SQLLedger
-    from .pipeline import precheck_budget, release_pairs, release_selected
+    from .pipeline import (
+        precheck_budget,
+        release_pairs,
+        release_selected,
+        run_with_private_bounds,
+    )
     from .request import numeric_schema
 
     job = load_job(job_file)
@@ -242,12 +248,22 @@ def run(job_file, run_id, progress, debug):
         return
     run_ledger = ledger.for_run(run_id)
     request, plan = job_plan(job, numeric_schema(job.bounds))
-    cost = request.mechanism.cost if plan is None else plan.total
+    cost = request.cost if plan is None else plan.total
+    if private_columns(job):
+        cost = PrivacyCost(job.eps) if job.delta == 0 else PrivacyCost(
+            job.eps, job.delta, rho_from_eps_delta(job.eps, job.delta))
     precheck_budget(run_ledger, job.dataset, cost)  # before any cluster starts
     with open_cluster(scheduler=job.scheduler, workers=job.workers, timeout=job.timeout):
         frame = load_input(job)
         request, plan = job_plan(job, backend_for(frame).schema(frame))
-        if plan is None:
+        if private_columns(job):
+            result = run_with_private_bounds(
+                frame, job.eps, bounds=job.bounds, columns=list(job.bounds), delta=job.delta,
+                bounds_share=job.bounds_share, mechanism=job.mechanism, nulls=job.nulls,
+                fill=job.fill, ledger=run_ledger, dataset=job.dataset, progress=progress,
+                label=job.name, B=job.B, c=job.c, task_memory=job.task_memory,
+                statistics=job.statistics)
+        elif plan is None:
             result = release_pairs(frame, request, ledger=run_ledger, dataset=job.dataset,
                                    progress=progress)
         else:

@@ -22,6 +22,7 @@ Example (TOML)::
     [columns]
     age = { bounds = [0, 120] }
     income = { bounds = [0, 300000], fill = 40000 }
+    # spend = { bounds = "private" }       # estimated privately (privacy.bounds_share)
 
     [privacy]
     eps = 1.0                              # also: delta, mechanism, B, c, nulls,
@@ -60,7 +61,7 @@ SECTIONS = {
     "input": {"paths", "format", "sql_url", "sql_table", "sql_query", "timeout",
               "partition_column", "partition_bounds", "partitions"},
     "columns": None,  # column names are free; each entry has COLUMN_KEYS
-    "privacy": {"eps", "delta", "mechanism", "B", "c", "nulls", "statistics"},
+    "privacy": {"eps", "delta", "mechanism", "B", "c", "nulls", "statistics", "bounds_share"},
     "output": {"path", "format", "sql_url", "sql_table", "timeout"},
     "cluster": {"scheduler", "workers", "timeout", "task_memory"},
     "select": {"top_k", "threshold", "max_pairs", "share", "screen_B"},
@@ -99,6 +100,7 @@ class Job:
     c: int | None = None
     nulls: str = "raise"
     statistics: tuple = ("mic",)
+    bounds_share: float | None = None
     output_path: str | None = None
     output_format: str = "parquet"
     output_sql_url: str | None = None
@@ -301,7 +303,8 @@ def load_job(path) -> Job:
             raise JobError(f"{src}: input.{extra[0]} applies to SQL input only (files are "
                            "read in blocks already)")
 
-    bounds, fills = {}, {}
+    bounds: dict[str, Any] = {}
+    fills: dict[str, Any] = {}
     for name, spec in cols.items():
         if not isinstance(spec, dict):
             raise JobError(f"{src}: columns.{name} must be a table with bounds")
@@ -311,9 +314,12 @@ def load_job(path) -> Job:
         if "bounds" not in spec:
             raise JobError(f"{src}: columns.{name} has no bounds (public bounds are required)")
         b = spec["bounds"]
-        if not (isinstance(b, list) and len(b) == 2):
-            raise JobError(f"{src}: columns.{name}.bounds must be [lo, hi]")
-        bounds[name] = tuple(b)
+        if b == "private":
+            bounds[name] = "private"
+        elif not (isinstance(b, list) and len(b) == 2):
+            raise JobError(f'{src}: columns.{name}.bounds must be [lo, hi] or "private"')
+        else:
+            bounds[name] = tuple(b)
         if "fill" in spec:
             fills[name] = spec["fill"]
     if len(bounds) < 2:
@@ -330,6 +336,9 @@ def load_job(path) -> Job:
     for key in ("B", "c"):
         if key in priv:
             kw[key] = _typed(priv[key], int, f"privacy.{key}", src, "an integer")
+    if "bounds_share" in priv:
+        kw["bounds_share"] = _typed(priv["bounds_share"], (int, float), "privacy.bounds_share",
+                                    src, "a number between 0 and 1")
     if "statistics" in priv:
         from .mechanisms import check_statistics
 
@@ -404,11 +413,26 @@ def _check_parameters(job: Job) -> Job:
     return job
 
 
+#: Stands in for a private column's bounds while the rest of the job is checked.
+PLACEHOLDER_BOUNDS = (-1e300, 1e300)
+
+
+def private_columns(job: Job) -> list[str]:
+    """Columns whose bounds the job estimates privately (``bounds = "private"``)."""
+    return [name for name, b in job.bounds.items() if b == "private"]
+
+
+def checked_bounds(job: Job) -> dict:
+    """The job's bounds with a wide placeholder for private ones (checks only)."""
+    return {name: PLACEHOLDER_BOUNDS if b == "private" else b for name, b in job.bounds.items()}
+
+
 def job_request(job: Job, schema):
     """The checked release request of ``job`` against the input's ``schema``."""
     from .request import JobFileNames, pairwise_request
 
-    return pairwise_request(schema, eps=job.eps, bounds=job.bounds, columns=list(job.bounds),
+    return pairwise_request(schema, eps=job.eps, bounds=checked_bounds(job),
+                            columns=list(job.bounds),
                             delta=job.delta, mechanism=job.mechanism, B=job.B, c=job.c,
                             nulls=job.nulls, fill=job.fill, label=job.name,
                             task_memory=job.task_memory, statistics=job.statistics,
@@ -420,6 +444,10 @@ def job_plan(job: Job, schema):
     ``[select]`` section the budget is split between choosing and releasing."""
     if job.select_rule is None:
         return job_request(job, schema), None
+    if private_columns(job):
+        raise InvalidParameterError("[select] with private bounds is not supported; give "
+                                    "the columns public bounds (e.g. from an earlier "
+                                    "dpmic_dask.private_bounds release)")
     from .pipeline import selection_request
     from .request import JobFileNames
 
@@ -430,6 +458,6 @@ def job_plan(job: Job, schema):
     return selection_request(
         schema, job.select_rule, eps=job.eps, delta=job.delta, share=job.select_share,
         k=job.select_k, threshold=job.select_threshold, max_pairs=job.select_max_pairs,
-        bounds=job.bounds, columns=list(job.bounds), B=job.B, c=job.c, nulls=job.nulls,
+        bounds=checked_bounds(job), columns=list(job.bounds), B=job.B, c=job.c, nulls=job.nulls,
         fill=job.fill, label=job.name, task_memory=job.task_memory, names=JobFileNames(),
         screen_B=job.screen_B, statistics=job.statistics)

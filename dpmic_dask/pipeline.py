@@ -615,7 +615,7 @@ def _bounds_plan(schema, eps, columns, coverage, domain, nulls, fill) -> _Bounds
     if grid.domain is not None:
         placeholder = {name: grid.domain for name in names}
     checked_columns, _, fills = check_frame_request(schema, bounds=placeholder, columns=names,
-                                                    nulls=nulls, fill=fill)
+                                                    nulls=nulls, fill=fill, min_columns=1)
     return _BoundsPlan(tuple(checked_columns), eps, check_coverage(coverage), grid, fills)
 
 
@@ -696,7 +696,9 @@ def run_with_private_bounds(frame, eps, *, bounds, columns=None, delta=0.0, boun
         total = PrivacyCost(eps, delta, rho)
         part = PrivacyCost(release_eps, delta, rest)
         release_mechanism = "micr-gauss"
-    placeholder = {c: (spec[c] if c not in private else (plan.grid.domain or (-1.0, 1.0)))
+    # private columns are checked against a wide placeholder (fill values included);
+    # the released bounds replace it before anything is counted
+    placeholder = {c: (spec[c] if c not in private else (plan.grid.domain or (-1e300, 1e300)))
                    for c in spec}
     request = pairwise_request(backend.schema(frame), eps=release_eps, bounds=placeholder,
                                columns=columns or list(spec), delta=delta,

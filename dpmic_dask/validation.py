@@ -114,7 +114,8 @@ def _dtype_is_numeric(dtype) -> bool:
     return kind in "biuf"
 
 
-def check_frame_request(dtypes, *, bounds, columns=None, nulls="raise", fill=None, names=None):
+def check_frame_request(dtypes, *, bounds, columns=None, nulls="raise", fill=None, names=None,
+                        min_columns=2):
     """Validate a pairwise request against a frame's schema (no data is read).
 
     Parameters
@@ -162,8 +163,9 @@ def check_frame_request(dtypes, *, bounds, columns=None, nulls="raise", fill=Non
                 f"public bounds are missing for column(s) {no_bounds}; bounds must come "
                 "from domain knowledge, never from the data"
             )
-    if len(selected) < 2:
-        raise InvalidParameterError("at least two columns with bounds are needed")
+    if len(selected) < min_columns:
+        raise InvalidParameterError("at least two columns with bounds are needed"
+                                    if min_columns == 2 else "no columns were named")
     repeated = sorted({str(c) for c in selected if names.count(c) > 1})
     if repeated:
         raise InvalidDataError(

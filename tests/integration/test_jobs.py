@@ -290,3 +290,23 @@ def test_statistics_in_the_job_file_add_tau_columns(setup):
     assert record.cost.epsilon == 1.0 and record.mechanism == "micr-lap+tau-lap"
     bad = invoke("validate", job(**{"eps = 1.0": 'eps = 1.0\nstatistics = ["tau"]'}))
     assert bad.exit_code == Exit.INVALID and "privacy.statistics must be" in bad.output
+
+
+def test_private_bounds_in_a_job_file(setup):
+    tmp_path, ledger, job = setup
+    path = job(**{"b = { bounds = [-1.5, 1.5] }": 'b = { bounds = "private" }',
+                  "eps = 1.0": "eps = 1.0\nbounds_share = 0.25"})
+    checked = invoke("validate", path)
+    assert checked.exit_code == 0, checked.output
+    ran = invoke("run", path, "--run-id", "pb-1")
+    assert ran.exit_code == 0, ran.output
+    out = pd.read_parquet(tmp_path / "out")
+    assert len(out) == 3
+    (record,) = SQLLedger(ledger).history("d")
+    assert record.cost.epsilon == 1.0 and record.mechanism == "bounds-hist+micr-lap"
+    assert "private bounds for ['b']: epsilon 0.25" in record.description
+    bad = invoke("validate", job(**{"b = { bounds = [-1.5, 1.5] }": 'b = { bounds = "guess" }'}))
+    assert bad.exit_code == Exit.INVALID and 'must be [lo, hi] or "private"' in bad.output
+    both = invoke("validate", job(**{"b = { bounds = [-1.5, 1.5] }": 'b = { bounds = "private" }',
+                                     "[ledger]": "[select]\ntop_k = 1\n\n[ledger]"}))
+    assert both.exit_code == Exit.INVALID and "not supported" in both.output
