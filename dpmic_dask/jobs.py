@@ -115,7 +115,7 @@ class Job:
     select_threshold: float | None = None
     select_max_pairs: int | None = None
     select_share: float = 0.5
-    screen_B: int | None = None
+    screen_B: int | str | None = "auto"
     ledger_url: str = "sqlite:///dpmic-ledger.db"
 
 
@@ -231,7 +231,12 @@ def _select(sel: dict, src: str) -> dict:
         kw["select_share"] = _typed(sel["share"], (int, float), "select.share", src,
                                     "a number between 0 and 1")
     if "screen_B" in sel:
-        kw["screen_B"] = _typed(sel["screen_B"], int, "select.screen_B", src, "an integer")
+        value = sel["screen_B"]
+        if value == "off":
+            kw["screen_B"] = None
+        elif value != "auto":
+            kw["screen_B"] = _typed(value, int, "select.screen_B", src,
+                                    'an integer, "auto" or "off"')
     return kw
 
 

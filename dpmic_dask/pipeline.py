@@ -289,10 +289,17 @@ def _with_parts(report: PrivacyReport, request: ReleaseRequest, released: int) -
 # ------------------------------------------------------------- selected pairs
 
 
+#: ``screen_B="auto"`` scores candidates on this grid (when ``B`` is larger), then
+#: counts the chosen pairs again at ``B``: in ``benchmarks/selection.py`` it chose
+#: the same pairs (top-10 precision 1.0 in 20 of 20 runs at n = 10**5 and 10**6)
+#: 10x and 5.5x faster than scoring at ``B = 200``.
+SCREEN_B_DEFAULT = 40
+
+
 def selection_request(schema, rule: str, *, eps, delta=0.0, share=0.5, k=None,
                       threshold=None, max_pairs=None, bounds, columns=None, B=None, c=None,
                       nulls="raise", fill=None, split_every=DEFAULT_SPLIT_EVERY, label=None,
-                      task_memory=DEFAULT_TASK_MEMORY, screen_B=None, statistics=("mic",),
+                      task_memory=DEFAULT_TASK_MEMORY, screen_B="auto", statistics=("mic",),
                       names: ArgumentNames = API_NAMES):
     """Check a select-then-release request against ``schema`` (nothing read, nothing
     charged): the checked columns and grid, and the budget split
@@ -307,7 +314,7 @@ def selection_request(schema, rule: str, *, eps, delta=0.0, share=0.5, k=None,
     else:
         threshold = check_threshold(threshold, names.threshold)
         max_pairs = check_count(max_pairs, names.max_pairs)
-    if screen_B is not None:
+    if screen_B is not None and screen_B != "auto":
         screen_B = check_max_cells(screen_B, names.screen_B)
     plan = plan_selection(rule, eps=request.eps, delta=request.delta,
                           share=check_share(share, names.share), statistic=request.statistic,
@@ -351,7 +358,10 @@ def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *, led
         raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
     most = getattr(selection, "k", None) or getattr(selection, "max_pairs", 1)
     B, c = grid_parameters(request, n_rows, release.epsilon / most)  # type: ignore[attr-defined]
-    screen = B if plan.screen_B is None else int(plan.screen_B)
+    if plan.screen_B == "auto":
+        screen = min(B, SCREEN_B_DEFAULT)
+    else:
+        screen = B if plan.screen_B is None else int(plan.screen_B)
     if screen != B:
         check_micr_grid(screen, c, min(request.n_pairs, block_size(request, screen, c)),
                         request.split_every)

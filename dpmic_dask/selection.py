@@ -219,7 +219,7 @@ class SelectionPlan:
     total: PrivacyCost
     selection: Selection
     release: object  # a Mechanism acting on values
-    screen_B: int | None = None
+    screen_B: int | str | None = None
     companions: tuple = ()  # further statistics' mechanisms (equal shares of the release)
 
     def parts(self) -> str:
@@ -242,7 +242,7 @@ def check_share(share, name: str = "select_share") -> float:
 
 def plan_selection(rule: str, *, eps: float, delta: float, share: float, statistic,
                    k: int | None = None, threshold: float | None = None,
-                   max_pairs: int | None = None, screen_B: int | None = None,
+                   max_pairs: int | None = None, screen_B: int | str | None = None,
                    statistics: tuple[str, ...] = ("mic",)) -> SelectionPlan:
     """Split ``(eps, delta)``: ``share`` to the selection ``rule`` (``"top-k"`` or
     ``"above"``), the rest to releasing the chosen pairs with fresh noise.
@@ -254,7 +254,8 @@ def plan_selection(rule: str, *, eps: float, delta: float, share: float, statist
     the sparse vector at ``epsilon = sqrt(2 rho_s)`` (pure DP is ``eps**2 / 2``-zCDP),
     release with Gaussian noise; rhos add. Every part is rounded down, so the
     parts never exceed the total charged. ``screen_B``: score the candidates on
-    that grid instead of the release's. ``statistics=("mic", "tau")``: the release
+    that grid instead of the release's (``"auto"``: a small one; ``None``: the
+    release's). ``statistics=("mic", "tau")``: the release
     part is split equally between MIC and Kendall's tau of the chosen pairs.
     """
     from .accounting import rho_from_eps_delta

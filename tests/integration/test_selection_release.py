@@ -149,3 +149,27 @@ def test_top_pairs_can_release_tau_of_the_chosen_pairs(table):
     assert "tau-lap with epsilon" in charge.description
     assert "tau" in result.to_pandas().columns
     assert get_statistic("tau").layout(40, 5) is tau_family(40, 5)
+
+
+def test_auto_screening_scores_on_a_small_grid_and_releases_at_B(table, monkeypatch):
+    import dpmic_dask.pipeline as pipeline
+
+    exact = exact_micr(table, B=60, c=5)
+    grids = []
+    real = pipeline._evaluate
+
+    def spy(frame, backend, request, layout, rows, B, c, fn, progress):
+        grids.append(B)
+        return real(frame, backend, request, layout, rows, B, c, fn, progress)
+
+    monkeypatch.setattr(pipeline, "_evaluate", spy)
+    result = table.dpmic.top_pairs(2, 1e6, bounds=BOUNDS, B=60, c=5,
+                                   ledger=dm.InMemoryLedger(uncapped=True))
+    assert grids == [40]  # scored at the screening grid; the chosen pairs recounted at B
+    assert result.B == 60
+    for pair, value in zip(result.pairs, result.values):
+        assert value == pytest.approx(exact[pair], abs=1e-4)
+    grids.clear()
+    table.dpmic.top_pairs(2, 1e6, bounds=BOUNDS, B=60, c=5, screen_B=None,
+                          ledger=dm.InMemoryLedger(uncapped=True))
+    assert grids == [60]
