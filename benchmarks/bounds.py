@@ -86,7 +86,8 @@ def main() -> None:
     for name in SHAPES:
         lo, hi = found.bounds[name]
         q = central(frame[name].to_numpy())
-        c, w = float(np.median(cover[name])), float(np.nanmedian(width[name]))
+        c = float(np.median(cover[name]))
+        w = float("nan") if name in DEGENERATE else float(np.median(width[name]))
         print(f"  {name:<22} [{lo:>12.4g}, {hi:>12.4g}] [{q[0]:>11.4g}, {q[1]:>11.4g}] "
               f"{c:>9.4f} {w:>7.2f}")
         if name not in DEGENERATE:

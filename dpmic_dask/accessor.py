@@ -110,7 +110,8 @@ class DPMICAccessor:
     def top_pairs(self, k, eps, *, bounds, columns=None, delta=0.0, select_share=0.5,
                   screen_B="auto", B=None, c=None, nulls="raise", fill=None, ledger=None,
                   dataset=None, split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None,
-                  label=None, task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",)):
+                  label=None, task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",),
+                  bounds_share=None, coverage=0.99, domain=None):
         """Privately choose the ``k`` most related pairs, then release their values.
 
         The budget does not grow with the number of pairs: the noisy top-``k``
@@ -139,6 +140,8 @@ class DPMICAccessor:
         statistics : ("mic",) or ("mic", "tau")
             Also release Kendall's tau of the chosen pairs (the release part split
             equally); pairs are always chosen by MICr.
+        bounds_share, coverage, domain : with ``"private"`` bounds, as for
+            :meth:`pairwise` (the bounds first, then the selection and release).
 
         Returns
         -------
@@ -146,6 +149,14 @@ class DPMICAccessor:
             The chosen pairs in selection order (strongest first) and their private
             values; ``report()`` and ``privacy`` state the selection and both parts.
         """
+        if _has_private_bounds(bounds):
+            return pipeline.run_with_private_bounds(
+                self._frame, eps, bounds=bounds, columns=columns, delta=delta,
+                bounds_share=bounds_share, coverage=coverage, domain=domain, nulls=nulls,
+                fill=fill, ledger=ledger, dataset=dataset, progress=progress, label=label,
+                select={"rule": "top-k", "k": k, "share": select_share, "screen_B": screen_B,
+                        "B": B, "c": c, "split_every": split_every,
+                        "task_memory": task_memory, "statistics": statistics})
         request, plan = pipeline.selection_request(
             self._schema(), "top-k", eps=eps, delta=delta, share=select_share, k=k,
             bounds=bounds, columns=columns, B=B, c=c, nulls=nulls, fill=fill,
@@ -158,7 +169,8 @@ class DPMICAccessor:
                     select_share=0.5, screen_B="auto", B=None, c=None, nulls="raise",
                     fill=None, ledger=None, dataset=None,
                     split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None, label=None,
-                    task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",)):
+                    task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",),
+                    bounds_share=None, coverage=0.99, domain=None):
         """Privately find pairs whose MICr exceeds a public ``threshold``, then release
         their values.
 
@@ -177,6 +189,15 @@ class DPMICAccessor:
             Stop after this many pairs above the threshold.
         eps, delta, select_share, screen_B, bounds, ... : as for :meth:`top_pairs`.
         """
+        if _has_private_bounds(bounds):
+            return pipeline.run_with_private_bounds(
+                self._frame, eps, bounds=bounds, columns=columns, delta=delta,
+                bounds_share=bounds_share, coverage=coverage, domain=domain, nulls=nulls,
+                fill=fill, ledger=ledger, dataset=dataset, progress=progress, label=label,
+                select={"rule": "above", "threshold": threshold, "max_pairs": max_pairs,
+                        "share": select_share, "screen_B": screen_B, "B": B, "c": c,
+                        "split_every": split_every, "task_memory": task_memory,
+                        "statistics": statistics})
         request, plan = pipeline.selection_request(
             self._schema(), "above", eps=eps, delta=delta, share=select_share,
             threshold=threshold, max_pairs=max_pairs, bounds=bounds, columns=columns, B=B,

@@ -663,11 +663,14 @@ def _bounds_release(counts, rows, plan: _BoundsPlan, charge_id: str) -> BoundsRe
 def run_with_private_bounds(frame, eps, *, bounds, columns=None, delta=0.0, bounds_share=None,
                             coverage=0.99, domain=None, mechanism="auto", nulls="raise",
                             fill=None, ledger=None, dataset=None, progress=None, label=None,
-                            **release) -> PairwiseResult:
+                            select: dict | None = None, **release) -> PairwiseResult:
     """``pairwise`` where some bounds are ``"private"``: one charge covers the bounds
     (``bounds_share`` of ``eps``, pure DP) and the release (the rest; Gaussian
     with ``delta > 0``). Order: precheck, the bounds' histograms (one pass),
-    the charge, the bounds' noise, then the release's counting and noise."""
+    the charge, the bounds' noise, then the release's counting and noise.
+    ``select`` (the arguments of :func:`selection_request` after ``rule``, with
+    ``rule``) makes the release a private selection (``top_pairs``,
+    ``pairs_above``) instead of every pair."""
     import dataclasses as dc
 
     from .accounting import PrepaidLedger, check_epsilon, eps_from_rho, rho_from_eps_delta
@@ -710,18 +713,29 @@ def run_with_private_bounds(frame, eps, *, bounds, columns=None, delta=0.0, boun
     # the released bounds replace it before anything is counted
     placeholder = {c: (spec[c] if c not in private else (plan.grid.domain or (-1e300, 1e300)))
                    for c in spec}
-    request = pairwise_request(backend.schema(frame), eps=release_eps, bounds=placeholder,
-                               columns=columns or list(spec), delta=delta,
-                               mechanism=release_mechanism, nulls=nulls, fill=fill,
-                               label=label, **release)
-    if not PrepaidLedger(None, part)._fits(request.cost):  # type: ignore[arg-type]
+    selection_plan = None
+    if select is None:
+        request = pairwise_request(backend.schema(frame), eps=release_eps, bounds=placeholder,
+                                   columns=columns or list(spec), delta=delta,
+                                   mechanism=release_mechanism, nulls=nulls, fill=fill,
+                                   label=label, **release)
+        inner_cost = request.cost
+    else:
+        options = dict(select)
+        request, selection_plan = selection_request(
+            backend.schema(frame), options.pop("rule"), eps=release_eps, delta=delta,
+            bounds=placeholder, columns=columns or list(spec), nulls=nulls, fill=fill,
+            label=label, **options, **release)
+        inner_cost = selection_plan.total
+    if not PrepaidLedger(None, part)._fits(inner_cost):  # type: ignore[arg-type]
         raise InvalidParameterError("the release does not fit its share")  # pragma: no cover
     precheck_budget(ledger, dataset, total)
     counts, rows = _bounds_counts(frame, backend, plan, request.split_every, progress)
-    parts = (f"private bounds for {list(plan.columns)}: epsilon {plan.eps:.4g}; release: "
-             f"{request.mechanism.label} with " + (f"epsilon {part.epsilon:.4g}"
-                                                   if part.rho is None else
-                                                   f"rho {part.rho:.4g}"))
+    spent = f"epsilon {part.epsilon:.4g}" if part.rho is None else f"rho {part.rho:.4g}"
+    inner = (request.mechanism.label if selection_plan is None
+             else f"{selection_plan.selection.description} and the chosen values")
+    parts = f"private bounds for {list(plan.columns)}: epsilon {plan.eps:.4g}; release: " \
+            f"{inner} with {spent}"
     charge = charge_budget(total, ledger, dataset,
                            description=f"{label or 'pairwise'} ({parts})",
                            mechanism=f"bounds-hist+{request.mechanism.label}",
@@ -730,8 +744,13 @@ def run_with_private_bounds(frame, eps, *, bounds, columns=None, delta=0.0, boun
     final = {c: found.bounds.get(c, placeholder[c]) for c in spec}
     request = dc.replace(request, bounds=tuple(tuple(map(float, final[c]))
                                                for c in request.columns))
-    result = release_pairs(frame, request, ledger=PrepaidLedger(charge, part),
-                           dataset=dataset, progress=progress)
+    prepaid = PrepaidLedger(charge, part)
+    if selection_plan is None:
+        result = release_pairs(frame, request, ledger=prepaid, dataset=dataset,
+                               progress=progress)
+    else:
+        result = release_selected(frame, request, selection_plan, ledger=prepaid,
+                                  dataset=dataset, progress=progress)
     privacy = dc.replace(
         result.privacy, epsilon=total.epsilon, delta=total.delta, rho=total.rho, parts=parts,
         release_cost=part,

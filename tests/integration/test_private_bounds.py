@@ -176,3 +176,27 @@ def test_prepaid_part_is_spent_once_and_only_if_it_fits():
         prepaid.charge("d", PrivacyCost(0.1))  # spent
     zcdp = PrepaidLedger(parent, PrivacyCost(1.0, 1e-6, 0.02))
     assert zcdp.charge("d", PrivacyCost(0.9, 1e-6, 0.02)) is parent
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-7])
+def test_top_pairs_and_pairs_above_with_private_bounds(delta):
+    gen = np.random.default_rng(8)
+    n = 30_000
+    amount = np.exp(gen.normal(8, 1, n))
+    frame = pd.DataFrame({"amount": amount, "fee": 0.05 * amount + gen.exponential(20, n),
+                          "noise": gen.normal(size=n), "other": gen.exponential(3, n)})
+    ledger = dm.InMemoryLedger(uncapped=True)
+    top = frame.dpmic.top_pairs(1, 50.0, delta=delta, bounds="private",
+                                columns=list(frame.columns), ledger=ledger)
+    assert top.pairs == (("amount", "fee"),)
+    assert set(top.private_bounds.bounds) == set(frame.columns)
+    above = frame.dpmic.pairs_above(0.5, 50.0, delta=delta, max_pairs=3,
+                                    bounds={"amount": "private", "fee": "private",
+                                            "noise": (-5, 5), "other": (0, 30)},
+                                    ledger=ledger)
+    assert above.pairs == (("amount", "fee"),)
+    charges = ledger.charges()
+    assert len(charges) == 2
+    assert all(c.cost.epsilon == 50.0 and c.mechanism.startswith("bounds-hist+")
+               for c in charges)
+    assert "top 1 by MICr" in charges[0].description
