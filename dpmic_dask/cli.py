@@ -229,7 +229,7 @@ def run(job_file, run_id, progress, debug):
     from .backends import backend_for
     from .cluster import open_cluster
     from .jobio import check_output_writable, load_input, output_has_run, result_rows, write_output
-    from .jobs import job_plan, load_job, private_columns
+    from .jobs import job_plan, job_selection, load_job, private_columns
     from .ledger import SQLLedger
     from .pipeline import (
         precheck_budget,
@@ -257,12 +257,15 @@ def run(job_file, run_id, progress, debug):
         frame = load_input(job)
         request, plan = job_plan(job, backend_for(frame).schema(frame))
         if private_columns(job):
+            selection = job_selection(job)
+            extra = {} if selection else {"B": job.B, "c": job.c,
+                                          "task_memory": job.task_memory,
+                                          "statistics": job.statistics}
             result = run_with_private_bounds(
                 frame, job.eps, bounds=job.bounds, columns=list(job.bounds), delta=job.delta,
                 bounds_share=job.bounds_share, mechanism=job.mechanism, nulls=job.nulls,
                 fill=job.fill, ledger=run_ledger, dataset=job.dataset, progress=progress,
-                label=job.name, B=job.B, c=job.c, task_memory=job.task_memory,
-                statistics=job.statistics)
+                label=job.name, select=selection, **extra)
         elif plan is None:
             result = release_pairs(frame, request, ledger=run_ledger, dataset=job.dataset,
                                    progress=progress)

@@ -444,15 +444,21 @@ def job_request(job: Job, schema):
                             names=JobFileNames())
 
 
+def job_selection(job: Job) -> dict | None:
+    """The ``[select]`` section as ``run_with_private_bounds``' ``select`` argument."""
+    if job.select_rule is None:
+        return None
+    return {"rule": job.select_rule, "k": job.select_k, "threshold": job.select_threshold,
+            "max_pairs": job.select_max_pairs, "share": job.select_share,
+            "screen_B": job.screen_B, "B": job.B, "c": job.c, "task_memory": job.task_memory,
+            "statistics": job.statistics}
+
+
 def job_plan(job: Job, schema):
     """``(request, selection plan or None)`` of ``job`` against ``schema``: with a
     ``[select]`` section the budget is split between choosing and releasing."""
     if job.select_rule is None:
         return job_request(job, schema), None
-    if private_columns(job):
-        raise InvalidParameterError("[select] with private bounds is not supported; give "
-                                    "the columns public bounds (e.g. from an earlier "
-                                    "dpmic_dask.private_bounds release)")
     from .pipeline import selection_request
     from .request import JobFileNames
 

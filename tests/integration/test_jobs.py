@@ -307,6 +307,11 @@ def test_private_bounds_in_a_job_file(setup):
     assert "private bounds for ['b']: epsilon 0.25" in record.description
     bad = invoke("validate", job(**{"b = { bounds = [-1.5, 1.5] }": 'b = { bounds = "guess" }'}))
     assert bad.exit_code == Exit.INVALID and 'must be [lo, hi] or "private"' in bad.output
-    both = invoke("validate", job(**{"b = { bounds = [-1.5, 1.5] }": 'b = { bounds = "private" }',
-                                     "[ledger]": "[select]\ntop_k = 1\n\n[ledger]"}))
-    assert both.exit_code == Exit.INVALID and "not supported" in both.output
+    both = job(**{"b = { bounds = [-1.5, 1.5] }": 'b = { bounds = "private" }',
+                  "[ledger]": "[select]\ntop_k = 1\n\n[ledger]"})
+    assert invoke("validate", both).exit_code == 0
+    ran = invoke("run", both, "--run-id", "pb-2")
+    assert ran.exit_code == 0, ran.output
+    record = SQLLedger(ledger).history("d")[-1]
+    assert record.mechanism == "bounds-hist+micr-lap" and "top 1 by MICr" in record.description
+    assert len(pd.read_parquet(tmp_path / "out" / "run-pb-2.parquet")) == 1
