@@ -23,7 +23,8 @@ from .errors import (
 )
 from .exact import mice, micr, micr_characteristic
 from .ledger import SQLLedger
-from .pipeline import private_bounds, private_mic, session_ledger
+from .pipeline import private_mic, session_ledger
+from .private_release import private_bounds
 from .results import BoundsRelease, PairwiseResult, PrivacyReport, Release
 
 __all__ = [

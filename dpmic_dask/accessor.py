@@ -9,7 +9,7 @@ from __future__ import annotations
 import dask.dataframe as dd
 import pandas as pd
 
-from . import pipeline
+from . import pipeline, private_release, selected
 from .backends import backend_for
 from .errors import InvalidParameterError
 from .request import pairwise_request
@@ -91,7 +91,7 @@ class DPMICAccessor:
         True
         """
         if _has_private_bounds(bounds):
-            return pipeline.run_with_private_bounds(
+            return private_release.run_with_private_bounds(
                 self._frame, eps, bounds=bounds, columns=columns, delta=delta,
                 bounds_share=bounds_share, coverage=coverage, domain=domain,
                 mechanism=mechanism, nulls=nulls, fill=fill, ledger=ledger, dataset=dataset,
@@ -150,19 +150,19 @@ class DPMICAccessor:
             values; ``report()`` and ``privacy`` state the selection and both parts.
         """
         if _has_private_bounds(bounds):
-            return pipeline.run_with_private_bounds(
+            return private_release.run_with_private_bounds(
                 self._frame, eps, bounds=bounds, columns=columns, delta=delta,
                 bounds_share=bounds_share, coverage=coverage, domain=domain, nulls=nulls,
                 fill=fill, ledger=ledger, dataset=dataset, progress=progress, label=label,
                 select={"rule": "top-k", "k": k, "share": select_share, "screen_B": screen_B,
                         "B": B, "c": c, "split_every": split_every,
                         "task_memory": task_memory, "statistics": statistics})
-        request, plan = pipeline.selection_request(
+        request, plan = selected.selection_request(
             self._schema(), "top-k", eps=eps, delta=delta, share=select_share, k=k,
             bounds=bounds, columns=columns, B=B, c=c, nulls=nulls, fill=fill,
             split_every=split_every, label=label, task_memory=task_memory, screen_B=screen_B,
             statistics=statistics)
-        return pipeline.release_selected(self._frame, request, plan, ledger=ledger,
+        return selected.release_selected(self._frame, request, plan, ledger=ledger,
                                          dataset=dataset, progress=progress)
 
     def pairs_above(self, threshold, eps, *, bounds, max_pairs, columns=None, delta=0.0,
@@ -190,7 +190,7 @@ class DPMICAccessor:
         eps, delta, select_share, screen_B, bounds, ... : as for :meth:`top_pairs`.
         """
         if _has_private_bounds(bounds):
-            return pipeline.run_with_private_bounds(
+            return private_release.run_with_private_bounds(
                 self._frame, eps, bounds=bounds, columns=columns, delta=delta,
                 bounds_share=bounds_share, coverage=coverage, domain=domain, nulls=nulls,
                 fill=fill, ledger=ledger, dataset=dataset, progress=progress, label=label,
@@ -198,12 +198,12 @@ class DPMICAccessor:
                         "share": select_share, "screen_B": screen_B, "B": B, "c": c,
                         "split_every": split_every, "task_memory": task_memory,
                         "statistics": statistics})
-        request, plan = pipeline.selection_request(
+        request, plan = selected.selection_request(
             self._schema(), "above", eps=eps, delta=delta, share=select_share,
             threshold=threshold, max_pairs=max_pairs, bounds=bounds, columns=columns, B=B,
             c=c, nulls=nulls, fill=fill, split_every=split_every, label=label,
             task_memory=task_memory, screen_B=screen_B, statistics=statistics)
-        return pipeline.release_selected(self._frame, request, plan, ledger=ledger,
+        return selected.release_selected(self._frame, request, plan, ledger=ledger,
                                          dataset=dataset, progress=progress)
 
     def pairwise_nonprivate(self, *, bounds, B, c, columns=None, nulls="raise", fill=None,

@@ -231,13 +231,10 @@ def run(job_file, run_id, progress, debug):
     from .jobio import check_output_writable, load_input, output_has_run, result_rows, write_output
     from .jobs import job_plan, job_selection, load_job, private_columns
     from .ledger import SQLLedger
-    from .pipeline import (
-        precheck_budget,
-        release_pairs,
-        release_selected,
-        run_with_private_bounds,
-    )
+    from .pipeline import precheck_budget, release_pairs
+    from .private_release import run_with_private_bounds
     from .request import numeric_schema
+    from .selected import release_selected
 
     job = load_job(job_file)
     run_id = run_id or uuid.uuid4().hex

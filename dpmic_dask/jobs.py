@@ -459,8 +459,8 @@ def job_plan(job: Job, schema):
     ``[select]`` section the budget is split between choosing and releasing."""
     if job.select_rule is None:
         return job_request(job, schema), None
-    from .pipeline import selection_request
     from .request import JobFileNames
+    from .selected import selection_request
 
     if job.mechanism not in ("auto", "micr-lap" if job.delta == 0 else "micr-gauss"):
         raise InvalidParameterError(

@@ -17,14 +17,12 @@ import dataclasses
 import logging
 import time
 import warnings
-from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 
 from .accounting import PrivacyCost, default_ledger, privacy_statement
 from .backends import backend_for
-from .bounds import BoundsGrid
 from .counting import CountSpec, pair_counts
 from .defaults import default_parameters
 from .errors import (
@@ -42,13 +40,11 @@ from .limits import (
     micr_grid_cost,
     pairs_per_block,
 )
-from .mechanisms import check_statistics
 from .noise import active_sampler
-from .request import API_NAMES, ArgumentNames, ReleaseRequest, pair_request, pairwise_request
-from .results import BoundsRelease, Companion, PairwiseResult, PrivacyReport, Release
-from .selection import AllPairs, Selection, SelectionPlan, check_share, plan_selection
-from .sensitivity import safe_down, safe_up
-from .validation import MIN_ROWS, check_max_cells, check_pair
+from .request import ReleaseRequest, pair_request, pairwise_request
+from .results import Companion, PairwiseResult, PrivacyReport, Release
+from .selection import AllPairs, Selection
+from .validation import MIN_ROWS, check_pair
 
 log = logging.getLogger("dpmic_dask")
 DEFAULT_DATASET = "default"
@@ -238,7 +234,7 @@ def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, 
         if request.companions:
             values = mech.randomise(exact[:, 0], plan)
             companions = tuple(
-                _companion(m, exact[:, k + 1], counted.rows, len(chosen), B, c)
+                companion(m, exact[:, k + 1], counted.rows, len(chosen), B, c)
                 for k, m in enumerate(request.companions))
         else:
             values = mech.randomise(exact, plan)
@@ -261,7 +257,7 @@ def values_of(counts, *, statistics, layout) -> tuple[float, ...]:
     return tuple(s.value(counts, layout) for s in statistics)
 
 
-def _companion(mechanism, exact, n: int, pairs: int, B, c) -> Companion:
+def companion(mechanism, exact, n: int, pairs: int, B, c) -> Companion:
     """Noise on a further statistic's exact values (after the charge)."""
     plan = mechanism.calibrate(n=n, pairs=max(1, pairs), B=B, c=c)
     values = mechanism.randomise(exact, plan) if pairs else np.zeros(0)
@@ -284,148 +280,6 @@ def _with_parts(report: PrivacyReport, request: ReleaseRequest, released: int) -
         release_cost=request.mechanism.cost,
         statement=privacy_statement(total, max(1, released),
                                     detail=f"all statistics together; {parts}"))
-
-
-# ------------------------------------------------------------- selected pairs
-
-
-#: ``screen_B="auto"`` scores candidates on this grid (when ``B`` is larger), then
-#: counts the chosen pairs again at ``B``: in ``benchmarks/selection.py`` it chose
-#: the same pairs (top-10 precision 1.0 in 20 of 20 runs at n = 10**5 and 10**6)
-#: 10x and 5.5x faster than scoring at ``B = 200``.
-SCREEN_B_DEFAULT = 40
-
-
-def selection_request(schema, rule: str, *, eps, delta=0.0, share=0.5, k=None,
-                      threshold=None, max_pairs=None, bounds, columns=None, B=None, c=None,
-                      nulls="raise", fill=None, split_every=DEFAULT_SPLIT_EVERY, label=None,
-                      task_memory=DEFAULT_TASK_MEMORY, screen_B="auto", statistics=("mic",),
-                      names: ArgumentNames = API_NAMES):
-    """Check a select-then-release request against ``schema`` (nothing read, nothing
-    charged): the checked columns and grid, and the budget split
-    (:func:`~dpmic_dask.selection.plan_selection`). Messages name the arguments as
-    ``names`` spells them."""
-    request = pairwise_request(schema, eps=eps, bounds=bounds, columns=columns, delta=delta,
-                               mechanism="micr-lap" if delta == 0 else "micr-gauss", B=B, c=c,
-                               nulls=nulls, fill=fill, split_every=split_every, label=label,
-                               task_memory=task_memory, names=names)
-    if rule == "top-k":
-        k = check_count(k, names.k)
-    else:
-        threshold = check_threshold(threshold, names.threshold)
-        max_pairs = check_count(max_pairs, names.max_pairs)
-    if screen_B is not None and screen_B != "auto":
-        screen_B = check_max_cells(screen_B, names.screen_B)
-    plan = plan_selection(rule, eps=request.eps, delta=request.delta,
-                          share=check_share(share, names.share), statistic=request.statistic,
-                          k=k, threshold=threshold, max_pairs=max_pairs, screen_B=screen_B,
-                          statistics=check_statistics(statistics))
-    return request, plan
-
-
-def check_count(value, name: str) -> int:
-    """A positive integer argument (``k``, ``max_pairs``)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise InvalidParameterError(f"{name} must be an integer >= 1")
-    return int(value)
-
-
-def check_threshold(value, name: str = "threshold") -> float:
-    """A public threshold on MICr, in [0, 1]."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        raise InvalidParameterError(f"{name} must be a number in [0, 1]")
-    return float(value)
-
-
-def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *, ledger=None,
-                     dataset=None, progress=None) -> PairwiseResult:
-    """Choose pairs privately, then release the chosen pairs' values with fresh noise.
-
-    One precheck before any data is read; every pair's exact value computed on
-    the cluster (at ``plan.screen_B`` when given, a smaller grid for speed -- the MICr
-    sensitivity does not depend on ``B``); one charge of ``plan.total``; the
-    selection's noise; when screening, the chosen pairs counted again at ``B``;
-    the release's noise. Nothing is drawn before the charge.
-    """
-    backend = backend_for(frame)
-    release, selection = plan.release, plan.selection
-    statistic = release.statistic  # type: ignore[attr-defined]
-    log.info("validated: %d columns, %d candidate pairs, %s", len(request.columns),
-             request.n_pairs, selection.description)
-    precheck_budget(ledger, dataset, plan.total)
-    n_rows = backend.row_count(frame, request.columns)
-    if n_rows < MIN_ROWS:
-        raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
-    most = getattr(selection, "k", None) or getattr(selection, "max_pairs", 1)
-    B, c = grid_parameters(request, n_rows, release.epsilon / most)  # type: ignore[attr-defined]
-    if plan.screen_B == "auto":
-        screen = min(B, SCREEN_B_DEFAULT)
-    else:
-        screen = B if plan.screen_B is None else int(plan.screen_B)
-    if screen != B:
-        check_micr_grid(screen, c, min(request.n_pairs, block_size(request, screen, c)),
-                        request.split_every)
-    statistics = (statistic, *(m.statistic for m in plan.companions))
-
-    def layout_and_values(grid_B):
-        if plan.companions:
-            layout = plan.companions[0].statistic.layout(grid_B, c)
-            return layout, partial(values_of, statistics=statistics, layout=layout)
-        layout = statistic.layout(grid_B, c)
-        return layout, partial(statistic.value, layout=layout)
-
-    layout, fn = layout_and_values(screen)
-    scores = _evaluate(frame, backend, request, layout, n_rows, screen, c, fn, progress)
-    warn_if_delta_large(request.delta, scores.rows)
-    sensitivity = statistic.sensitivity(scores.rows, screen)
-    labels = "+".join(m.label for m in (release, *plan.companions))
-    charge = charge_budget(
-        plan.total, ledger, dataset,
-        description=f"{request.label or 'selected pairs'} ({plan.parts()})",
-        mechanism=f"{type(selection).__name__}+{labels}", columns=request.columns)
-    mic_scores = scores.values[:, 0] if plan.companions else scores.values
-    chosen = selection.select(request.n_pairs, mic_scores, sensitivity)
-    log.info("selected %d of %d pairs", len(chosen), request.n_pairs)
-    if chosen and screen != B:
-        layout, fn = layout_and_values(B)
-        spec = CountSpec(request.columns, request.bounds, request.fill, layout,
-                         tuple(request.pairs[p] for p in chosen))
-        exact = _values_of_pairs(backend, frame, spec, request, B, c, fn, n_rows, progress)
-    else:
-        exact = scores.values[list(chosen)]
-    noise = release.calibrate(n=scores.rows, pairs=max(1, len(chosen)), B=B, c=c)  # type: ignore[attr-defined]
-    main = exact[:, 0] if plan.companions else exact
-    values = release.randomise(main, noise) if chosen else np.zeros(0)  # type: ignore[attr-defined]
-    companions = tuple(_companion(m, exact[:, k + 1] if chosen else np.zeros(0), scores.rows,
-                                  len(chosen), B, c)
-                       for k, m in enumerate(plan.companions))
-    pairs = [request.pairs[p] for p in chosen]
-    report = PrivacyReport(
-        mechanism=noise.mechanism, statistic=noise.statistic, epsilon=plan.total.epsilon,
-        delta=plan.total.delta, rho=plan.total.rho, noise_scale=noise.noise_scale,
-        ci95=noise.ci95, sensitivity=noise.sensitivity, n=noise.n, B=B, c=c,
-        charge_id=charge.charge_id, seeded=not active_sampler().secure,
-        statement=privacy_statement(plan.total, max(1, len(chosen)),
-                                    detail="selection and release together"),
-        released=len(chosen), candidates=request.n_pairs, selection=selection.description,
-        parts=plan.parts(), release_cost=release.cost)  # type: ignore[attr-defined]
-    return PairwiseResult(
-        columns=request.columns,
-        pairs=tuple((request.columns[i], request.columns[j]) for i, j in pairs),
-        values=tuple(float(v) for v in values),
-        privacy=report,
-        companions=companions,
-    )
-
-
-def _values_of_pairs(backend, frame, spec: CountSpec, request: ReleaseRequest, B, c, fn, rows,
-                   progress) -> np.ndarray:
-    """Exact values of the pairs in ``spec.pair_list`` (counted in blocks)."""
-    block = block_size(request, B, c)
-    evaluation = backend.evaluate(frame, spec, fn, pairs_per_block=block,
-                                  split_every=request.split_every, progress=progress,
-                                  rows=rows, task_memory=request.task_memory)
-    return evaluation.values
 
 
 # ------------------------------------------------------------------------ one pair
@@ -531,229 +385,3 @@ def run_pairwise_nonprivate(frame, *, bounds, B, c, columns=None, nulls="raise",
         "B": B,
         "c": c,
     })
-
-
-# ------------------------------------------------------------------ private bounds
-
-#: Default share of ``eps`` spent on private bounds inside a release.
-DEFAULT_BOUNDS_SHARE = 0.1
-
-
-def _bounds_partition(frame, *, columns, grid, fill):
-    """One partition's exact histograms, row count and missing-value flags."""
-    from .bounds import column_histograms
-    from .counting import column_values
-
-    values, missing = [], np.zeros(len(columns), dtype=bool)
-    for k, name in enumerate(columns):
-        v = column_values(frame, name)
-        nan = np.isnan(v)
-        if nan.any():
-            missing[k] = True
-            v = np.where(nan, fill[k], v) if fill is not None else v[~nan]
-        values.append(v)
-    return column_histograms(values, grid), len(frame), missing
-
-
-def _add_histograms(a, b):
-    return a[0] + b[0], a[1] + b[1], a[2] | b[2]
-
-
-def noisy_histograms(counts, eps_column: float):
-    """Every column's histogram with exact discrete Laplace noise of scale
-    ``2 / eps_column`` on each count (replacing one row moves one count down and
-    one up: L1 sensitivity 2 per column). Call only after the charge."""
-    from .mechanisms.base import check_noise_units
-
-    scale = safe_up(2.0 / eps_column)
-    check_noise_units(scale, "histogram")
-    sampler = active_sampler()
-    noisy = [row.astype(np.float64) + sampler.discrete_laplace(scale, row.size).astype(np.float64)
-             for row in counts]
-    return noisy, scale
-
-
-def _noisy_bounds(counts, grid, eps_column: float, coverage: float):
-    """Noisy histograms, then the bounds read off them (post-processing)."""
-    from .bounds import bounds_from_noisy
-
-    noisy, scale = noisy_histograms(counts, eps_column)
-    return [bounds_from_noisy(row, grid, coverage, scale) for row in noisy], scale
-
-
-def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, nulls="raise",
-                   fill=None, ledger=None, dataset=None, split_every=DEFAULT_SPLIT_EVERY,
-                   progress=None, label=None) -> BoundsRelease:
-    """Estimate public-to-be bounds of ``columns`` with ``eps`` (pure DP), one charge.
-
-    See :mod:`dpmic_dask.bounds` for the mechanism; ``docs/privacy.md`` for the proof.
-    """
-    backend = backend_for(frame)
-    plan = _bounds_plan(backend.schema(frame), eps, columns, coverage, domain, nulls, fill)
-    precheck_budget(ledger, dataset, PrivacyCost(plan.eps))
-    counts, rows = _bounds_counts(frame, backend, plan, split_every, progress)
-    charge = charge_budget(PrivacyCost(plan.eps), ledger, dataset,
-                           description=label or "private bounds", mechanism="bounds-hist",
-                           columns=plan.columns)
-    return _bounds_release(counts, rows, plan, charge.charge_id)
-
-
-@dataclass(frozen=True)
-class _BoundsPlan:
-    columns: tuple
-    eps: float
-    coverage: float
-    grid: BoundsGrid
-    fill: tuple | None
-
-
-def _bounds_plan(schema, eps, columns, coverage, domain, nulls, fill) -> _BoundsPlan:
-    from .accounting import check_epsilon
-    from .bounds import BoundsGrid, check_coverage, check_domain
-    from .validation import check_frame_request
-
-    eps = check_epsilon(eps)
-    if isinstance(columns, str) or not columns:
-        raise InvalidParameterError("columns must name the columns to estimate bounds for")
-    names = list(columns)
-    grid = BoundsGrid(check_domain(domain))
-    # the request checks (names, numeric types, nulls/fill) with placeholder bounds
-    placeholder = {name: (-1.0, 1.0) for name in names}
-    if fill is not None and grid.domain is None:
-        placeholder = {name: (-abs(float(fill.get(name, 0.0))) - 1.0,
-                              abs(float(fill.get(name, 0.0))) + 1.0) for name in names}
-    if grid.domain is not None:
-        placeholder = {name: grid.domain for name in names}
-    checked_columns, _, fills = check_frame_request(schema, bounds=placeholder, columns=names,
-                                                    nulls=nulls, fill=fill, min_columns=1)
-    return _BoundsPlan(tuple(checked_columns), eps, check_coverage(coverage), grid, fills)
-
-
-def _bounds_counts(frame, backend, plan: _BoundsPlan, split_every, progress):
-    counts, rows, missing = backend.reduce(
-        frame, plan.columns,
-        partial(_bounds_partition, columns=plan.columns, grid=plan.grid, fill=plan.fill),
-        _add_histograms, split_every=split_every, progress=progress)
-    if plan.fill is None and missing.any():
-        names = [c for c, m in zip(plan.columns, missing) if m]
-        raise MissingValuesError(
-            f"column(s) {names} contain missing values; pass nulls='fill' with public "
-            "fill values (nothing was charged)")
-    if rows < MIN_ROWS:
-        raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
-    return counts, int(rows)
-
-
-def _bounds_release(counts, rows, plan: _BoundsPlan, charge_id: str) -> BoundsRelease:
-    eps_column = safe_down(plan.eps / len(plan.columns))
-    found, scale = _noisy_bounds(counts, plan.grid, eps_column, plan.coverage)
-    fallback = plan.grid.domain or (-1.0, 1.0)
-    unresolved = tuple(c for c, b in zip(plan.columns, found) if b is None)
-    if unresolved:
-        warnings.warn(f"no private bounds could be found for column(s) {list(unresolved)} "
-                      f"at this budget and row count; they fall back to {fallback}",
-                      UserWarning, stacklevel=3)
-    bounds = {c: (b if b is not None else fallback) for c, b in zip(plan.columns, found)}
-    return BoundsRelease(bounds=bounds, epsilon=plan.eps, epsilon_per_column=eps_column,
-                         coverage=plan.coverage, noise_scale=scale, rows=rows,
-                         domain=plan.grid.domain, unresolved=unresolved, charge_id=charge_id,
-                         seeded=not active_sampler().secure)
-
-
-def run_with_private_bounds(frame, eps, *, bounds, columns=None, delta=0.0, bounds_share=None,
-                            coverage=0.99, domain=None, mechanism="auto", nulls="raise",
-                            fill=None, ledger=None, dataset=None, progress=None, label=None,
-                            select: dict | None = None, **release) -> PairwiseResult:
-    """``pairwise`` where some bounds are ``"private"``: one charge covers the bounds
-    (``bounds_share`` of ``eps``, pure DP) and the release (the rest; Gaussian
-    with ``delta > 0``). Order: precheck, the bounds' histograms (one pass),
-    the charge, the bounds' noise, then the release's counting and noise.
-    ``select`` (the arguments of :func:`selection_request` after ``rule``, with
-    ``rule``) makes the release a private selection (``top_pairs``,
-    ``pairs_above``) instead of every pair."""
-    import dataclasses as dc
-
-    from .accounting import PrepaidLedger, check_epsilon, eps_from_rho, rho_from_eps_delta
-
-    eps = check_epsilon(eps)
-    share = check_share(DEFAULT_BOUNDS_SHARE if bounds_share is None else bounds_share,
-                        "bounds_share")
-    if isinstance(bounds, str) and bounds != "private":
-        raise InvalidParameterError('bounds must be a dict of (lo, hi) or "private"')
-    if isinstance(bounds, str) and not columns:
-        raise InvalidParameterError('bounds="private" needs columns=[...]')
-    spec = {name: "private" for name in columns} if isinstance(bounds, str) else dict(bounds)
-    private = [c for c, b in spec.items() if isinstance(b, str)]
-    if any(b != "private" for b in spec.values() if isinstance(b, str)):
-        raise InvalidParameterError('a column\'s bounds must be (lo, hi) or "private"')
-    backend = backend_for(frame)
-    plan = _bounds_plan(backend.schema(frame), safe_down(share * eps), private, coverage,
-                        domain, nulls, {c: fill[c] for c in private if c in fill}
-                        if fill else None)
-    # the release's part, and the whole
-    if delta == 0:
-        total = PrivacyCost(eps)
-        part = PrivacyCost(safe_down(eps - plan.eps))
-        release_eps, release_mechanism = part.epsilon, mechanism
-    else:
-        if mechanism not in ("auto", "micr-gauss"):
-            raise InvalidParameterError("with private bounds and delta > 0 the release is "
-                                        "micr-gauss (mechanism='auto' or 'micr-gauss')")
-        rho = rho_from_eps_delta(eps, delta)
-        rest = safe_down(rho - plan.eps ** 2 / 2.0)
-        if not rest > 0:
-            raise InvalidParameterError("bounds_share leaves no budget for the release")
-        release_eps = eps_from_rho(rest, delta)
-        while rho_from_eps_delta(release_eps, delta) > rest:
-            release_eps = safe_down(release_eps)
-        total = PrivacyCost(eps, delta, rho)
-        part = PrivacyCost(release_eps, delta, rest)
-        release_mechanism = "micr-gauss"
-    # private columns are checked against a wide placeholder (fill values included);
-    # the released bounds replace it before anything is counted
-    placeholder = {c: (spec[c] if c not in private else (plan.grid.domain or (-1e300, 1e300)))
-                   for c in spec}
-    selection_plan = None
-    if select is None:
-        request = pairwise_request(backend.schema(frame), eps=release_eps, bounds=placeholder,
-                                   columns=columns or list(spec), delta=delta,
-                                   mechanism=release_mechanism, nulls=nulls, fill=fill,
-                                   label=label, **release)
-        inner_cost = request.cost
-    else:
-        options = dict(select)
-        request, selection_plan = selection_request(
-            backend.schema(frame), options.pop("rule"), eps=release_eps, delta=delta,
-            bounds=placeholder, columns=columns or list(spec), nulls=nulls, fill=fill,
-            label=label, **options, **release)
-        inner_cost = selection_plan.total
-    if not PrepaidLedger(None, part)._fits(inner_cost):  # type: ignore[arg-type]
-        raise InvalidParameterError("the release does not fit its share")  # pragma: no cover
-    precheck_budget(ledger, dataset, total)
-    counts, rows = _bounds_counts(frame, backend, plan, request.split_every, progress)
-    spent = f"epsilon {part.epsilon:.4g}" if part.rho is None else f"rho {part.rho:.4g}"
-    inner = (request.mechanism.label if selection_plan is None
-             else f"{selection_plan.selection.description} and the chosen values")
-    parts = f"private bounds for {list(plan.columns)}: epsilon {plan.eps:.4g}; release: " \
-            f"{inner} with {spent}"
-    charge = charge_budget(total, ledger, dataset,
-                           description=f"{label or 'pairwise'} ({parts})",
-                           mechanism=f"bounds-hist+{request.mechanism.label}",
-                           columns=request.columns)
-    found = _bounds_release(counts, rows, plan, charge.charge_id)
-    final = {c: found.bounds.get(c, placeholder[c]) for c in spec}
-    request = dc.replace(request, bounds=tuple(tuple(map(float, final[c]))
-                                               for c in request.columns))
-    prepaid = PrepaidLedger(charge, part)
-    if selection_plan is None:
-        result = release_pairs(frame, request, ledger=prepaid, dataset=dataset,
-                               progress=progress)
-    else:
-        result = release_selected(frame, request, selection_plan, ledger=prepaid,
-                                  dataset=dataset, progress=progress)
-    privacy = dc.replace(
-        result.privacy, epsilon=total.epsilon, delta=total.delta, rho=total.rho, parts=parts,
-        release_cost=part,
-        statement=privacy_statement(total, max(1, len(result.pairs)),
-                                    detail=f"bounds and release together; {parts}"))
-    return dc.replace(result, privacy=privacy, private_bounds=found)

@@ -12,7 +12,7 @@ import pytest
 import dpmic_dask as dm
 from dpmic_dask.accounting import PrepaidLedger, PrivacyCost
 from dpmic_dask.bounds import BoundsGrid, bounds_from_noisy, column_histograms
-from dpmic_dask.pipeline import noisy_histograms
+from dpmic_dask.private_release import noisy_histograms
 from tests.statistical.helpers import ALPHA, chi_square_pvalue, discrete_laplace_pmf
 
 

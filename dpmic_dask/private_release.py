@@ -1,0 +1,253 @@
+"""Releases with private bounds: estimate bounds first, in the same charge.
+
+:func:`private_bounds` releases bounds alone; :func:`run_with_private_bounds`
+estimates the ``"private"`` columns' bounds, charges the total once, and runs
+the release (every pair, or a private selection) on a prepaid part of that
+charge. The mechanism is in :mod:`dpmic_dask.bounds`; the proof in
+``docs/privacy.md``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+
+from .accounting import PrivacyCost, privacy_statement
+from .backends import backend_for
+from .bounds import BoundsGrid
+from .errors import InvalidDataError, InvalidParameterError, MissingValuesError
+from .limits import DEFAULT_SPLIT_EVERY
+from .noise import active_sampler
+from .pipeline import charge_budget, precheck_budget, release_pairs
+from .request import pairwise_request
+from .results import BoundsRelease, PairwiseResult
+from .selected import release_selected, selection_request
+from .selection import check_share
+from .sensitivity import safe_down, safe_up
+from .validation import MIN_ROWS
+
+#: Default share of ``eps`` spent on private bounds inside a release.
+DEFAULT_BOUNDS_SHARE = 0.1
+
+
+def _bounds_partition(frame, *, columns, grid, fill):
+    """One partition's exact histograms, row count and missing-value flags."""
+    from .bounds import column_histograms
+    from .counting import column_values
+
+    values, missing = [], np.zeros(len(columns), dtype=bool)
+    for k, name in enumerate(columns):
+        v = column_values(frame, name)
+        nan = np.isnan(v)
+        if nan.any():
+            missing[k] = True
+            v = np.where(nan, fill[k], v) if fill is not None else v[~nan]
+        values.append(v)
+    return column_histograms(values, grid), len(frame), missing
+
+
+def _add_histograms(a, b):
+    return a[0] + b[0], a[1] + b[1], a[2] | b[2]
+
+
+def noisy_histograms(counts, eps_column: float):
+    """Every column's histogram with exact discrete Laplace noise of scale
+    ``2 / eps_column`` on each count (replacing one row moves one count down and
+    one up: L1 sensitivity 2 per column). Call only after the charge."""
+    from .mechanisms.base import check_noise_units
+
+    scale = safe_up(2.0 / eps_column)
+    check_noise_units(scale, "histogram")
+    sampler = active_sampler()
+    noisy = [row.astype(np.float64) + sampler.discrete_laplace(scale, row.size).astype(np.float64)
+             for row in counts]
+    return noisy, scale
+
+
+def _noisy_bounds(counts, grid, eps_column: float, coverage: float):
+    """Noisy histograms, then the bounds read off them (post-processing)."""
+    from .bounds import bounds_from_noisy
+
+    noisy, scale = noisy_histograms(counts, eps_column)
+    return [bounds_from_noisy(row, grid, coverage, scale) for row in noisy], scale
+
+
+def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, nulls="raise",
+                   fill=None, ledger=None, dataset=None, split_every=DEFAULT_SPLIT_EVERY,
+                   progress=None, label=None) -> BoundsRelease:
+    """Estimate public-to-be bounds of ``columns`` with ``eps`` (pure DP), one charge.
+
+    See :mod:`dpmic_dask.bounds` for the mechanism; ``docs/privacy.md`` for the proof.
+    """
+    backend = backend_for(frame)
+    plan = _bounds_plan(backend.schema(frame), eps, columns, coverage, domain, nulls, fill)
+    precheck_budget(ledger, dataset, PrivacyCost(plan.eps))
+    counts, rows = _bounds_counts(frame, backend, plan, split_every, progress)
+    charge = charge_budget(PrivacyCost(plan.eps), ledger, dataset,
+                           description=label or "private bounds", mechanism="bounds-hist",
+                           columns=plan.columns)
+    return _bounds_release(counts, rows, plan, charge.charge_id)
+
+
+@dataclass(frozen=True)
+class _BoundsPlan:
+    columns: tuple
+    eps: float
+    coverage: float
+    grid: BoundsGrid
+    fill: tuple | None
+
+
+def _bounds_plan(schema, eps, columns, coverage, domain, nulls, fill) -> _BoundsPlan:
+    from .accounting import check_epsilon
+    from .bounds import BoundsGrid, check_coverage, check_domain
+    from .validation import check_frame_request
+
+    eps = check_epsilon(eps)
+    if isinstance(columns, str) or not columns:
+        raise InvalidParameterError("columns must name the columns to estimate bounds for")
+    names = list(columns)
+    grid = BoundsGrid(check_domain(domain))
+    # the request checks (names, numeric types, nulls/fill) with placeholder bounds
+    placeholder = {name: (-1.0, 1.0) for name in names}
+    if fill is not None and grid.domain is None:
+        placeholder = {name: (-abs(float(fill.get(name, 0.0))) - 1.0,
+                              abs(float(fill.get(name, 0.0))) + 1.0) for name in names}
+    if grid.domain is not None:
+        placeholder = {name: grid.domain for name in names}
+    checked_columns, _, fills = check_frame_request(schema, bounds=placeholder, columns=names,
+                                                    nulls=nulls, fill=fill, min_columns=1)
+    return _BoundsPlan(tuple(checked_columns), eps, check_coverage(coverage), grid, fills)
+
+
+def _bounds_counts(frame, backend, plan: _BoundsPlan, split_every, progress):
+    counts, rows, missing = backend.reduce(
+        frame, plan.columns,
+        partial(_bounds_partition, columns=plan.columns, grid=plan.grid, fill=plan.fill),
+        _add_histograms, split_every=split_every, progress=progress)
+    if plan.fill is None and missing.any():
+        names = [c for c, m in zip(plan.columns, missing) if m]
+        raise MissingValuesError(
+            f"column(s) {names} contain missing values; pass nulls='fill' with public "
+            "fill values (nothing was charged)")
+    if rows < MIN_ROWS:
+        raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
+    return counts, int(rows)
+
+
+def _bounds_release(counts, rows, plan: _BoundsPlan, charge_id: str) -> BoundsRelease:
+    eps_column = safe_down(plan.eps / len(plan.columns))
+    found, scale = _noisy_bounds(counts, plan.grid, eps_column, plan.coverage)
+    fallback = plan.grid.domain or (-1.0, 1.0)
+    unresolved = tuple(c for c, b in zip(plan.columns, found) if b is None)
+    if unresolved:
+        warnings.warn(f"no private bounds could be found for column(s) {list(unresolved)} "
+                      f"at this budget and row count; they fall back to {fallback}",
+                      UserWarning, stacklevel=3)
+    bounds = {c: (b if b is not None else fallback) for c, b in zip(plan.columns, found)}
+    return BoundsRelease(bounds=bounds, epsilon=plan.eps, epsilon_per_column=eps_column,
+                         coverage=plan.coverage, noise_scale=scale, rows=rows,
+                         domain=plan.grid.domain, unresolved=unresolved, charge_id=charge_id,
+                         seeded=not active_sampler().secure)
+
+
+def run_with_private_bounds(frame, eps, *, bounds, columns=None, delta=0.0, bounds_share=None,
+                            coverage=0.99, domain=None, mechanism="auto", nulls="raise",
+                            fill=None, ledger=None, dataset=None, progress=None, label=None,
+                            select: dict | None = None, **release) -> PairwiseResult:
+    """``pairwise`` where some bounds are ``"private"``: one charge covers the bounds
+    (``bounds_share`` of ``eps``, pure DP) and the release (the rest; Gaussian
+    with ``delta > 0``). Order: precheck, the bounds' histograms (one pass),
+    the charge, the bounds' noise, then the release's counting and noise.
+    ``select`` (the arguments of :func:`selection_request` after ``rule``, with
+    ``rule``) makes the release a private selection (``top_pairs``,
+    ``pairs_above``) instead of every pair."""
+    import dataclasses as dc
+
+    from .accounting import PrepaidLedger, check_epsilon, eps_from_rho, rho_from_eps_delta
+
+    eps = check_epsilon(eps)
+    share = check_share(DEFAULT_BOUNDS_SHARE if bounds_share is None else bounds_share,
+                        "bounds_share")
+    if isinstance(bounds, str) and bounds != "private":
+        raise InvalidParameterError('bounds must be a dict of (lo, hi) or "private"')
+    if isinstance(bounds, str) and not columns:
+        raise InvalidParameterError('bounds="private" needs columns=[...]')
+    spec = {name: "private" for name in columns} if isinstance(bounds, str) else dict(bounds)
+    private = [c for c, b in spec.items() if isinstance(b, str)]
+    if any(b != "private" for b in spec.values() if isinstance(b, str)):
+        raise InvalidParameterError('a column\'s bounds must be (lo, hi) or "private"')
+    backend = backend_for(frame)
+    plan = _bounds_plan(backend.schema(frame), safe_down(share * eps), private, coverage,
+                        domain, nulls, {c: fill[c] for c in private if c in fill}
+                        if fill else None)
+    # the release's part, and the whole
+    if delta == 0:
+        total = PrivacyCost(eps)
+        part = PrivacyCost(safe_down(eps - plan.eps))
+        release_eps, release_mechanism = part.epsilon, mechanism
+    else:
+        if mechanism not in ("auto", "micr-gauss"):
+            raise InvalidParameterError("with private bounds and delta > 0 the release is "
+                                        "micr-gauss (mechanism='auto' or 'micr-gauss')")
+        rho = rho_from_eps_delta(eps, delta)
+        rest = safe_down(rho - plan.eps ** 2 / 2.0)
+        if not rest > 0:
+            raise InvalidParameterError("bounds_share leaves no budget for the release")
+        release_eps = eps_from_rho(rest, delta)
+        while rho_from_eps_delta(release_eps, delta) > rest:
+            release_eps = safe_down(release_eps)
+        total = PrivacyCost(eps, delta, rho)
+        part = PrivacyCost(release_eps, delta, rest)
+        release_mechanism = "micr-gauss"
+    # private columns are checked against a wide placeholder (fill values included);
+    # the released bounds replace it before anything is counted
+    placeholder = {c: (spec[c] if c not in private else (plan.grid.domain or (-1e300, 1e300)))
+                   for c in spec}
+    selection_plan = None
+    if select is None:
+        request = pairwise_request(backend.schema(frame), eps=release_eps, bounds=placeholder,
+                                   columns=columns or list(spec), delta=delta,
+                                   mechanism=release_mechanism, nulls=nulls, fill=fill,
+                                   label=label, **release)
+        inner_cost = request.cost
+    else:
+        options = dict(select)
+        request, selection_plan = selection_request(
+            backend.schema(frame), options.pop("rule"), eps=release_eps, delta=delta,
+            bounds=placeholder, columns=columns or list(spec), nulls=nulls, fill=fill,
+            label=label, **options, **release)
+        inner_cost = selection_plan.total
+    if not PrepaidLedger(None, part)._fits(inner_cost):  # type: ignore[arg-type]
+        raise InvalidParameterError("the release does not fit its share")  # pragma: no cover
+    precheck_budget(ledger, dataset, total)
+    counts, rows = _bounds_counts(frame, backend, plan, request.split_every, progress)
+    spent = f"epsilon {part.epsilon:.4g}" if part.rho is None else f"rho {part.rho:.4g}"
+    inner = (request.mechanism.label if selection_plan is None
+             else f"{selection_plan.selection.description} and the chosen values")
+    parts = f"private bounds for {list(plan.columns)}: epsilon {plan.eps:.4g}; release: " \
+            f"{inner} with {spent}"
+    charge = charge_budget(total, ledger, dataset,
+                           description=f"{label or 'pairwise'} ({parts})",
+                           mechanism=f"bounds-hist+{request.mechanism.label}",
+                           columns=request.columns)
+    found = _bounds_release(counts, rows, plan, charge.charge_id)
+    final = {c: found.bounds.get(c, placeholder[c]) for c in spec}
+    request = dc.replace(request, bounds=tuple(tuple(map(float, final[c]))
+                                               for c in request.columns))
+    prepaid = PrepaidLedger(charge, part)
+    if selection_plan is None:
+        result = release_pairs(frame, request, ledger=prepaid, dataset=dataset,
+                               progress=progress)
+    else:
+        result = release_selected(frame, request, selection_plan, ledger=prepaid,
+                                  dataset=dataset, progress=progress)
+    privacy = dc.replace(
+        result.privacy, epsilon=total.epsilon, delta=total.delta, rho=total.rho, parts=parts,
+        release_cost=part,
+        statement=privacy_statement(total, max(1, len(result.pairs)),
+                                    detail=f"bounds and release together; {parts}"))
+    return dc.replace(result, privacy=privacy, private_bounds=found)
