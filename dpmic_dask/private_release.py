@@ -15,11 +15,19 @@ from functools import partial
 
 import numpy as np
 
-from .accounting import PrivacyCost, privacy_statement
+from .accounting import PrivacyCost, check_epsilon, privacy_statement
 from .backends import backend_for
-from .bounds import BoundsGrid
+from .bounds import (
+    BoundsGrid,
+    bounds_from_noisy,
+    check_coverage,
+    check_domain,
+    column_histograms,
+)
+from .counting import column_values
 from .errors import InvalidDataError, InvalidParameterError, MissingValuesError
 from .limits import DEFAULT_SPLIT_EVERY
+from .mechanisms.base import check_noise_units
 from .noise import active_sampler
 from .pipeline import charge_budget, precheck_budget, release_pairs
 from .request import pairwise_request
@@ -27,7 +35,7 @@ from .results import BoundsRelease, PairwiseResult
 from .selected import release_selected, selection_request
 from .selection import check_share
 from .sensitivity import safe_down, safe_up
-from .validation import MIN_ROWS
+from .validation import MIN_ROWS, check_frame_request
 
 #: Default share of ``eps`` spent on private bounds inside a release.
 DEFAULT_BOUNDS_SHARE = 0.1
@@ -35,9 +43,6 @@ DEFAULT_BOUNDS_SHARE = 0.1
 
 def _bounds_partition(frame, *, columns, grid, fill):
     """One partition's exact histograms, row count and missing-value flags."""
-    from .bounds import column_histograms
-    from .counting import column_values
-
     values, missing = [], np.zeros(len(columns), dtype=bool)
     for k, name in enumerate(columns):
         v = column_values(frame, name)
@@ -57,20 +62,25 @@ def noisy_histograms(counts, eps_column: float):
     """Every column's histogram with exact discrete Laplace noise of scale
     ``2 / eps_column`` on each count (replacing one row moves one count down and
     one up: L1 sensitivity 2 per column). Call only after the charge."""
-    from .mechanisms.base import check_noise_units
-
-    scale = safe_up(2.0 / eps_column)
-    check_noise_units(scale, "histogram")
+    scale = histogram_scale(eps_column)
     sampler = active_sampler()
     noisy = [row.astype(np.float64) + sampler.discrete_laplace(scale, row.size).astype(np.float64)
              for row in counts]
     return noisy, scale
 
 
+def histogram_scale(eps_column: float) -> float:
+    """The noise scale ``2 / eps_column`` (counts), refused when it cannot be sampled
+    faithfully -- checked when the request is planned, before anything is read."""
+    if not eps_column > 0:
+        raise InvalidParameterError("eps is too small to split over these columns")
+    scale = safe_up(2.0 / eps_column)
+    check_noise_units(scale, "histogram")
+    return scale
+
+
 def _noisy_bounds(counts, grid, eps_column: float, coverage: float):
     """Noisy histograms, then the bounds read off them (post-processing)."""
-    from .bounds import bounds_from_noisy
-
     noisy, scale = noisy_histograms(counts, eps_column)
     return [bounds_from_noisy(row, grid, coverage, scale) for row in noisy], scale
 
@@ -96,31 +106,27 @@ def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, nulls="ra
 class _BoundsPlan:
     columns: tuple
     eps: float
+    eps_column: float
     coverage: float
     grid: BoundsGrid
     fill: tuple | None
 
 
 def _bounds_plan(schema, eps, columns, coverage, domain, nulls, fill) -> _BoundsPlan:
-    from .accounting import check_epsilon
-    from .bounds import BoundsGrid, check_coverage, check_domain
-    from .validation import check_frame_request
-
     eps = check_epsilon(eps)
     if isinstance(columns, str) or not columns:
         raise InvalidParameterError("columns must name the columns to estimate bounds for")
     names = list(columns)
     grid = BoundsGrid(check_domain(domain))
-    # the request checks (names, numeric types, nulls/fill) with placeholder bounds
-    placeholder = {name: (-1.0, 1.0) for name in names}
-    if fill is not None and grid.domain is None:
-        placeholder = {name: (-abs(float(fill.get(name, 0.0))) - 1.0,
-                              abs(float(fill.get(name, 0.0))) + 1.0) for name in names}
-    if grid.domain is not None:
-        placeholder = {name: grid.domain for name in names}
-    checked_columns, _, fills = check_frame_request(schema, bounds=placeholder, columns=names,
-                                                    nulls=nulls, fill=fill, min_columns=1)
-    return _BoundsPlan(tuple(checked_columns), eps, check_coverage(coverage), grid, fills)
+    # the request checks (names, numeric types, nulls/fill) against the grid's range
+    wide = grid.domain or (-1e300, 1e300)
+    checked_columns, _, fills = check_frame_request(schema, bounds=dict.fromkeys(names, wide),
+                                                    columns=names, nulls=nulls, fill=fill,
+                                                    min_columns=1)
+    eps_column = safe_down(eps / len(checked_columns))
+    histogram_scale(eps_column)  # a scale that cannot be sampled is refused now
+    return _BoundsPlan(tuple(checked_columns), eps, eps_column, check_coverage(coverage),
+                       grid, fills)
 
 
 def _bounds_counts(frame, backend, plan: _BoundsPlan, split_every, progress):
@@ -139,7 +145,7 @@ def _bounds_counts(frame, backend, plan: _BoundsPlan, split_every, progress):
 
 
 def _bounds_release(counts, rows, plan: _BoundsPlan, charge_id: str) -> BoundsRelease:
-    eps_column = safe_down(plan.eps / len(plan.columns))
+    eps_column = plan.eps_column
     found, scale = _noisy_bounds(counts, plan.grid, eps_column, plan.coverage)
     fallback = plan.grid.domain or (-1.0, 1.0)
     unresolved = tuple(c for c, b in zip(plan.columns, found) if b is None)
@@ -167,7 +173,7 @@ def run_with_private_bounds(frame, eps, *, bounds, columns=None, delta=0.0, boun
     ``pairs_above``) instead of every pair."""
     import dataclasses as dc
 
-    from .accounting import PrepaidLedger, check_epsilon, eps_from_rho, rho_from_eps_delta
+    from .accounting import PrepaidLedger, eps_from_rho, rho_from_eps_delta
 
     eps = check_epsilon(eps)
     share = check_share(DEFAULT_BOUNDS_SHARE if bounds_share is None else bounds_share,

@@ -103,7 +103,7 @@ def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *, led
     n_rows = backend.row_count(frame, request.columns)
     if n_rows < MIN_ROWS:
         raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
-    most = getattr(selection, "k", None) or getattr(selection, "max_pairs", 1)
+    most = selection.most(request.n_pairs)
     B, c = grid_parameters(request, n_rows, release.epsilon / most)  # type: ignore[attr-defined]
     if plan.screen_B == "auto":
         screen = min(B, SCREEN_B_DEFAULT)
@@ -125,6 +125,11 @@ def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *, led
     scores = pipeline._evaluate(frame, backend, request, layout, n_rows, screen, c, fn, progress)
     warn_if_delta_large(request.delta, scores.rows)
     sensitivity = statistic.sensitivity(scores.rows, screen)
+    # every noise this release may draw must be sampleable: refuse now, not after
+    # the charge (the release calibrated to the most pairs it can publish)
+    selection.prepare(sensitivity)
+    for part in (release, *plan.companions):
+        part.calibrate(n=scores.rows, pairs=most, B=B, c=c)
     labels = "+".join(m.label for m in (release, *plan.companions))
     charge = charge_budget(
         plan.total, ledger, dataset,

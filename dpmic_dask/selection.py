@@ -36,6 +36,15 @@ class Selection(ABC):
     def cost(self) -> PrivacyCost | None:
         """The privacy cost of choosing (``None`` when the choice reads no data)."""
 
+    def most(self, n_pairs: int) -> int:
+        """The largest number of pairs this rule can publish out of ``n_pairs``."""
+        return n_pairs
+
+    def prepare(self, sensitivity: float) -> None:
+        """Refuse, before the charge, a choice whose noise cannot be sampled
+        faithfully at this ``sensitivity`` (nothing for rules without noise)."""
+        return None
+
     @abstractmethod
     def select(self, n_pairs: int, scores=None,
                sensitivity: float | None = None) -> tuple[int, ...]:
@@ -130,6 +139,12 @@ class NoisyTopK(Selection):
             return PrivacyCost(eps_from_rho(self.budget, self.delta), self.delta, self.budget)
         return PrivacyCost(self.budget)
 
+    def most(self, n_pairs: int) -> int:
+        return min(self.k, n_pairs)
+
+    def prepare(self, sensitivity: float) -> None:
+        top_k_scale(self.k, sensitivity, self.budget, self.zcdp)
+
     def select(self, n_pairs: int, scores=None, sensitivity: float | None = None):
         if scores is None or sensitivity is None:
             raise InvalidParameterError("noisy top-k needs the exact scores and their "
@@ -175,6 +190,12 @@ class AboveThreshold(Selection):
     @property
     def cost(self) -> PrivacyCost | None:
         return PrivacyCost(self.epsilon)
+
+    def most(self, n_pairs: int) -> int:
+        return min(self.max_pairs, n_pairs)
+
+    def prepare(self, sensitivity: float) -> None:
+        self.noise_units(sensitivity)
 
     def noise_units(self, sensitivity: float) -> tuple[int, float, float]:
         """``(Delta_u, threshold scale, query scale)`` in lattice units."""

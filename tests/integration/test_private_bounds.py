@@ -200,3 +200,12 @@ def test_top_pairs_and_pairs_above_with_private_bounds(delta):
     assert all(c.cost.epsilon == 50.0 and c.mechanism.startswith("bounds-hist+")
                for c in charges)
     assert "top 1 by MICr" in charges[0].description
+
+
+def test_a_budget_too_small_to_sample_is_refused_before_reading():
+    frame = pd.DataFrame({"a": np.linspace(0, 1, 40), "b": np.linspace(1, 0, 40)})
+    ledger = dm.InMemoryLedger(uncapped=True)
+    for eps in (1e-300, 1e-20):
+        with pytest.raises(dm.InvalidParameterError, match="eps is too small|sampling limit"):
+            dm.private_bounds(frame, eps, columns=["a", "b"], ledger=ledger)
+    assert ledger.charges() == []

@@ -173,3 +173,14 @@ def test_auto_screening_scores_on_a_small_grid_and_releases_at_B(table, monkeypa
     table.dpmic.top_pairs(2, 1e6, bounds=BOUNDS, B=60, c=5, screen_B=None,
                           ledger=dm.InMemoryLedger(uncapped=True))
     assert grids == [60]
+
+
+@pytest.mark.parametrize("call", [
+    lambda f, led: f.dpmic.top_pairs(2, 1e-13, bounds=BOUNDS, ledger=led),
+    lambda f, led: f.dpmic.pairs_above(0.2, 1e-13, bounds=BOUNDS, max_pairs=3, ledger=led),
+])
+def test_noise_that_cannot_be_sampled_is_refused_before_the_charge(table, call):
+    ledger = dm.InMemoryLedger(uncapped=True)
+    with pytest.raises(dm.InvalidParameterError):
+        call(table, ledger)
+    assert ledger.charges() == []
