@@ -89,6 +89,11 @@ def _top_k_measurement(k: int, scale: float, zcdp: bool):
         dp.linf_distance(T=float, monotonic=False), measure, k=k, scale=float(scale))
 
 
+def _widened(sensitivity: float) -> float:
+    """A value's sensitivity plus one lattice step (rounding), rounded up."""
+    return safe_up(sensitivity + LATTICE)
+
+
 def top_k_scale(k: int, sensitivity: float, budget: float, zcdp: bool) -> float:
     """The smallest noise scale (found from OpenDP's own privacy map) at which noisy
     top-``k`` of scores with L-infinity sensitivity ``sensitivity`` costs at most
@@ -143,15 +148,18 @@ class NoisyTopK(Selection):
         return min(self.k, n_pairs)
 
     def prepare(self, sensitivity: float) -> None:
-        top_k_scale(self.k, sensitivity, self.budget, self.zcdp)
+        top_k_scale(self.k, _widened(sensitivity), self.budget, self.zcdp)
 
     def select(self, n_pairs: int, scores=None, sensitivity: float | None = None):
         if scores is None or sensitivity is None:
             raise InvalidParameterError("noisy top-k needs the exact scores and their "
                                         "sensitivity")
         k = min(self.k, n_pairs)
-        scale = top_k_scale(k, sensitivity, self.budget, self.zcdp)
-        chosen = _top_k_measurement(k, scale, self.zcdp)([float(s) for s in scores])
+        # Scores on the lattice, sensitivity widened by one step: floating-point
+        # rounding of the exact values can then never exceed the bound used.
+        scale = top_k_scale(k, _widened(sensitivity), self.budget, self.zcdp)
+        on_lattice = np.rint(np.asarray(scores, dtype=np.float64) / LATTICE) * LATTICE
+        chosen = _top_k_measurement(k, scale, self.zcdp)([float(s) for s in on_lattice])
         return tuple(int(i) for i in chosen)
 
 
