@@ -33,7 +33,9 @@ def normalise(text):
     text = re.sub(r"\d{4}-\d\d-\d\dT[\d:.]+\+00:00", "<time>", text)
     text = re.sub(r"[0-9a-f]{32}", "<id>", text)
     text = re.sub(r"-?\d+\.\d+", "<num>", text)
-    return [line.rstrip() for line in text.strip().splitlines()]
+    # column widths follow the printed digits (pandas drops trailing zeros that
+    # every value shares), so compare tokens, not alignment
+    return [" ".join(line.split()) for line in text.strip().splitlines()]
 
 
 def test_readme_python_example_prints_what_the_readme_shows(workdir):
