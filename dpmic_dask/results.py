@@ -274,30 +274,35 @@ class PairwiseResult(_ReportFields):
             table["nonlinearity"] = table["mic"] - table["tau"] ** 2
         return table
 
-    def matrix(self):
-        """Symmetric DataFrame of released values (NaN on the diagonal: not released)."""
+    def matrix(self, statistic: str = "mic"):
+        """Symmetric DataFrame of released values (NaN on the diagonal: not released);
+        ``statistic="tau"`` for the released Kendall's tau."""
         import pandas as pd
+
+        values = self.values if statistic == "mic" else self.companion(statistic).values
 
         where = {name: k for k, name in enumerate(self.columns)}
         grid = np.full((len(self.columns), len(self.columns)), np.nan)
         if self.pairs:
             i = np.array([where[a] for a, _ in self.pairs])
             j = np.array([where[b] for _, b in self.pairs])
-            grid[i, j] = self.values
-            grid[j, i] = self.values
+            grid[i, j] = values
+            grid[j, i] = values
         return pd.DataFrame(grid, index=list(self.columns), columns=list(self.columns))
 
     def to_parquet(self, path) -> None:
         """Write the tidy table to a Parquet file."""
         self.to_pandas().to_parquet(path, index=False)
 
-    def plot(self, ax=None, *, path=None):
+    def plot(self, ax=None, *, path=None, statistic: str = "mic"):
         """Heatmap of the released matrix (needs matplotlib: ``pip install dpmic_dask[plot]``).
 
         The noise is shown, not hidden: the title gives the 95% interval of the noise
         alone, and cells whose value lies within it (indistinguishable from no
         relationship at this budget) are hatched and their text greyed. Returns the
         matplotlib Axes; with ``path``, also saves the figure there.
+        ``statistic="tau"`` draws the signed Kendall's tau (blue negative, red
+        positive, on ``[-1, 1]``; within the noise means ``|tau|`` below it).
         """
         try:
             from matplotlib.figure import Figure
@@ -306,10 +311,11 @@ class PairwiseResult(_ReportFields):
             raise ImportError(
                 "plotting needs matplotlib: pip install 'dpmic_dask[plot]'"
             ) from exc
-        m = self.matrix()
+        signed = statistic != "mic"
+        m = self.matrix(statistic)
         many = len(self.columns) > TEXT_LIMIT
         if many:  # group related columns: post-processing of released values only
-            order = spectral_order(m.to_numpy(dtype=float))
+            order = spectral_order(np.abs(m.to_numpy(dtype=float)))
             m = m.iloc[order, order]
         if ax is None:
             size = min(max(4.0, 0.6 * len(self.columns) + 2), 16.0)
@@ -320,17 +326,19 @@ class PairwiseResult(_ReportFields):
             else:  # off-screen: no pyplot, no change to the session's backend
                 ax = Figure(figsize=(size + 1, size)).subplots()
         values = m.to_numpy(dtype=float)
-        image = ax.imshow(values, vmin=0.0, vmax=1.0, cmap="viridis")
+        image = ax.imshow(values, vmin=-1.0 if signed else 0.0, vmax=1.0,
+                          cmap="RdBu_r" if signed else "viridis")
         tick_size = 8 if not many else max(2.0, 8 - len(self.columns) / 25)
         ax.set_xticks(range(len(m.columns)), list(m.columns), rotation=90 if many else 45,
                       ha="center" if many else "right", fontsize=tick_size)
         ax.set_yticks(range(len(m.index)), list(m.index), fontsize=tick_size)
-        noise = self.ci95 if self.ci95 == self.ci95 else None  # NaN for micr-geom
+        ci95 = self.companion(statistic).ci95 if signed else self.ci95
+        noise = ci95 if ci95 == ci95 else None  # NaN for micr-geom
         if many:
             if noise is not None:  # one pale veil over every cell within the noise
                 from matplotlib.colors import ListedColormap
 
-                veil = np.where(values <= noise, 1.0, np.nan)
+                veil = np.where(np.abs(values) <= noise, 1.0, np.nan)
                 ax.imshow(veil, vmin=0, vmax=1, cmap=ListedColormap(["white"]), alpha=0.65)
         else:
             for i in range(len(m.index)):
@@ -338,15 +346,19 @@ class PairwiseResult(_ReportFields):
                     v = m.iat[i, j]
                     if v != v:
                         continue
-                    within_noise = noise is not None and v <= noise
+                    within_noise = noise is not None and abs(v) <= noise
                     if within_noise:
                         ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False,
                                                hatch="///", edgecolor="0.6", linewidth=0))
                     ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8,
-                            color="0.6" if within_noise else ("white" if v < 0.6 else "black"),
+                            color="0.6" if within_noise else (
+                                "black" if signed or v >= 0.6 else "white"),
                             style="italic" if within_noise else "normal")
-        ax.figure.colorbar(image, ax=ax, label="private MIC")
-        title = f"{self.mechanism}, eps={self.epsilon:g}, n={self.n}"
+        ax.figure.colorbar(image, ax=ax, label="private Kendall's tau" if signed
+                           else "private MIC")
+        mechanism = self.companion(statistic).mechanism if signed else self.mechanism
+        title = f"{mechanism}, eps={self.epsilon:g} in total, n={self.n}" if signed else \
+            f"{self.mechanism}, eps={self.epsilon:g}, n={self.n}"
         if noise is not None:
             marked = "paled" if many else "hatched"
             title += f"\nnoise alone: +/-{noise:.2g} (95%); {marked} cells lie within it"

@@ -90,3 +90,21 @@ def test_heatmap_of_many_columns_is_grouped_and_has_no_cell_text():
     assert all(name.startswith("a") for name in order[first:first + 30])  # one contiguous group
     assert len(ax.images) == 2  # the matrix and the veil over cells within the noise
     assert len(spectral_order(result.matrix().to_numpy())) == 60
+
+
+def test_heatmap_of_tau_is_signed_and_marks_small_magnitudes():
+    import dataclasses
+
+    from dpmic_dask.results import Companion
+
+    tau = Companion(statistic="tau", mechanism="tau-lap", values=(-0.02, 0.7, -0.6),
+                    noise_scale=0.01, ci95=0.03, sensitivity=0.004, cost=PrivacyCost(0.5))
+    res = dataclasses.replace(result([0.01, 0.5, 0.05]), companions=(tau,))
+    assert res.matrix("tau").loc["a", "c"] == 0.7 and res.matrix("tau").loc["c", "b"] == -0.6
+    ax = res.plot(path="/dev/null", statistic="tau")
+    image = ax.images[0]
+    assert image.get_clim() == (-1.0, 1.0) and image.get_cmap().name == "RdBu_r"
+    assert len(_hatched(ax)) == 2  # only a-b: |-0.02| <= 0.03; -0.6 is far from 0
+    assert "tau-lap" in ax.get_title() and "+/-0.03" in ax.get_title()
+    with pytest.raises(KeyError, match="no 'tau'"):
+        result([0.1, 0.2, 0.3]).matrix("tau")
