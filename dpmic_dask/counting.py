@@ -3,9 +3,11 @@
 Per row and pair the cost is two histogram increments (one per orientation),
 whatever ``B``: each column is binned into the common refinement of all
 fixed-axis sizes and of all master-row sizes, and every master grid is read off
-the refinement histograms by 2-D prefix sums. :func:`count_columns` is the only
-place that does this; a partition (:func:`partition_counts`) and an in-memory
-pair (:func:`pair_counts`) both go through it. Counts are exact integers, so
+the refinement histograms by 2-D prefix sums. Counting is two steps: a chunk of
+rows is binned (:func:`bin_chunk`, four bytes per value) and binned chunks are
+counted (:func:`count_binned`); every path -- a partition
+(:func:`partition_counts`), the Dask engine, an in-memory pair
+(:func:`pair_counts`) -- goes through them. Counts are exact integers, so
 counts of any split of the rows add up (:func:`combine_partials`) to the counts
 of the whole. Nothing here knows about Dask.
 
@@ -27,8 +29,8 @@ from .errors import InvalidDataError
 from .grids import GridFamily
 from .kernels.binning import (
     add_histogram_2d,
+    add_pair_histograms,
     bin_column,
-    count_pairs,
     equipartition_bins,
     fixed_point_positions,
     read_off_grids,
@@ -111,6 +113,10 @@ class PartialCounts:
     rows: int
     missing: np.ndarray
 
+    def __sizeof__(self) -> int:
+        # What a scheduler sees of an object it holds (``sys.getsizeof``).
+        return object.__sizeof__(self) + self.counts.nbytes + self.missing.nbytes
+
 
 def _kernel_input(values: np.ndarray) -> np.ndarray:
     """float64, C-contiguous and read-only: one numba specialisation for every
@@ -121,9 +127,10 @@ def _kernel_input(values: np.ndarray) -> np.ndarray:
 
 
 def bin_dtype(family: GridFamily) -> np.dtype:
-    """Refinement indices fit 16 bits at every practical ``B`` (3,044 fixed cells at
-    ``B = 200``): half the memory traffic of int32 in the pair loop."""
-    return np.dtype(np.uint16 if max(family.refinement_shape) <= 2**16 else np.int32)
+    """Joint refinement indices fit 16 bits at every practical ``B`` (3,044 fixed
+    and 3,045 joint cells at ``B = 200, c = 5``): half the memory and traffic of
+    int32."""
+    return np.dtype(np.uint16 if family.joint.cells <= 2**16 else np.int32)
 
 
 def count_dtype(rows: int) -> np.dtype:
@@ -132,56 +139,94 @@ def count_dtype(rows: int) -> np.dtype:
     return np.dtype(np.int32 if rows < 2**31 else np.int64)
 
 
-def count_chunks(chunks, rows: int, spec: CountSpec) -> PartialCounts:
-    """Count ``rows`` rows arriving in ``chunks`` into every master grid of every pair.
+@dataclass(frozen=True)
+class BinnedChunk:
+    """Some rows binned for counting: ``index[k]`` holds column ``k``'s joint
+    refinement indices (:func:`bin_dtype`, ``[C, n]``), ``missing[k]`` whether it
+    had a missing value. Two bytes per value instead of the eight of a float64,
+    and all a counting task needs: a partition is binned as soon as it is read,
+    and its values are freed."""
 
-    Each chunk is a sequence of float64 columns (NaN = missing), ``chunk[k]``
-    holding values of ``spec.columns[k]``; the chunks' lengths add up to ``rows``.
-    Every chunk is binned into one compact index array per column as it arrives,
-    so the float64 values of one chunk at a time are needed. Then each pair's
-    refinement histograms take two increments per row and are read off once,
-    whatever the number of chunks: several partitions counted in one task pay the
-    read-off (a fixed cost per pair) once.
+    index: np.ndarray
+    missing: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return int(self.index.shape[1])
+
+    def __sizeof__(self) -> int:
+        # What a scheduler sees of an object it holds (``sys.getsizeof``).
+        return object.__sizeof__(self) + self.index.nbytes + self.missing.nbytes
+
+
+def bin_chunk(columns, spec: CountSpec) -> BinnedChunk:
+    """Bin one chunk of float64 columns (NaN = missing; ``columns[k]`` holds the
+    values of ``spec.columns[k]``, all of one length) into the joint refinement
+    of both axes (:class:`~dpmic_dask.grids.JointRefinement`).
+
+    A missing value is replaced by the column's public fill value; without one
+    the column is flagged and not binned (the release will be refused).
     """
+    joint = spec.family.joint
+    n_cols = len(spec.columns)
+    size = len(columns[0]) if n_cols else 0
+    index = np.zeros((n_cols, size), dtype=bin_dtype(spec.family))
+    missing = np.zeros(n_cols, dtype=bool)
+    for k, values in enumerate(columns):
+        if len(values) != size:
+            raise ValueError("the columns of a chunk differ in length")
+        nan = np.isnan(values)
+        if nan.any():
+            missing[k] = True
+            if spec.fill is None:
+                continue  # the release will be refused; nothing to count
+            values = np.where(nan, spec.fill[k], values)
+        lo, hi = spec.bounds[k]
+        bin_column(_kernel_input(values), lo, hi - lo, joint.boundaries, joint.table, index[k])
+    return BinnedChunk(index, missing)
+
+
+def count_binned(chunks, spec: CountSpec) -> PartialCounts:
+    """Count binned chunks (:func:`bin_chunk`) into every master grid of every pair.
+
+    Each pair's refinement histograms take two increments per row of every chunk
+    and are read off once, whatever the number of chunks: several partitions
+    counted in one task pay the read-off (a fixed cost per pair) once, and no
+    chunk is copied.
+    """
+    chunks = list(chunks)
     family = spec.family
     n_cols = len(spec.columns)
-    dtype = bin_dtype(family)
-    fixed = np.empty((n_cols, rows), dtype=dtype)
-    row_bins = np.empty((n_cols, rows), dtype=dtype)
+    rows = sum(chunk.size for chunk in chunks)
     missing = np.zeros(n_cols, dtype=bool)
-    start = 0
     for chunk in chunks:
-        size = len(chunk[0]) if n_cols else 0
-        if start + size > rows:
-            raise ValueError("chunks hold more rows than announced")
-        for k, values in enumerate(chunk):
-            nan = np.isnan(values)
-            if nan.any():
-                missing[k] = True
-                if spec.fill is None:
-                    continue  # the release will be refused; nothing to count
-                values = np.where(nan, spec.fill[k], values)
-            lo, hi = spec.bounds[k]
-            bin_column(_kernel_input(values), lo, hi - lo, family.fixed_boundaries,
-                       family.fixed_table, family.row_boundaries, family.row_table,
-                       fixed[k, start:start + size], row_bins[k, start:start + size])
-        start += size
-    if start != rows:
-        raise ValueError("chunks hold fewer rows than announced")
-    pairs = np.array(spec.pairs, dtype=np.int64).reshape(-1, 2)
+        if chunk.index.shape[0] != n_cols:
+            raise ValueError("a binned chunk has the wrong number of columns")
+        missing |= chunk.missing
+    pairs = spec.pairs
     # A task's counts fit in int32 (exactly); halving them halves the memory of
     # partials waiting to be summed and of the histograms. Sums are int64
     # (combine_partials).
     exact = count_dtype(rows)
-    if not (rows and pairs.shape[0]) or (missing.any() and spec.fill is None):
-        return PartialCounts(np.zeros((pairs.shape[0], family.n_cells), dtype=exact), rows,
-                             missing)
-    out = np.empty((pairs.shape[0], family.n_cells), dtype=exact)
+    out = np.zeros((len(pairs), family.n_cells), dtype=exact)
+    if not (rows and pairs) or (missing.any() and spec.fill is None):
+        return PartialCounts(out, rows, missing)
     hist = np.empty((2,) + family.refinement_shape, dtype=exact)
     prefix = np.empty((hist.shape[1] + 1, hist.shape[2] + 1), dtype=exact)
-    count_pairs(fixed, row_bins, pairs[:, 0].copy(), pairs[:, 1].copy(), hist,  # type: ignore[call-arg]
-                prefix, *family.kernel_layout, out)
+    layout = family.kernel_layout
+    joint = family.joint
+    for p, (a, b) in enumerate(pairs):
+        hist[:] = 0
+        for chunk in chunks:
+            add_pair_histograms(chunk.index, a, b, joint.to_row, joint.to_fixed, hist)
+        read_off_grids(hist, prefix, *layout, out[p])  # type: ignore[call-arg]
     return PartialCounts(out, rows, missing)
+
+
+def count_chunks(chunks, spec: CountSpec) -> PartialCounts:
+    """Count chunks of float64 columns (see :func:`bin_chunk`), binning each in turn
+    so that the float64 values of one chunk at a time are needed."""
+    return count_binned([bin_chunk(chunk, spec) for chunk in chunks], spec)
 
 
 def count_columns(columns, spec: CountSpec) -> PartialCounts:
@@ -189,8 +234,7 @@ def count_columns(columns, spec: CountSpec) -> PartialCounts:
 
     ``columns[k]`` holds the values of ``spec.columns[k]``.
     """
-    rows = len(columns[0]) if len(columns) else 0
-    return count_chunks([columns], rows, spec)
+    return count_chunks([columns], spec)
 
 
 def column_values(frame: pd.DataFrame, name: str) -> np.ndarray:
@@ -204,19 +248,19 @@ def column_values(frame: pd.DataFrame, name: str) -> np.ndarray:
         raise InvalidDataError(f"column {name!r} holds values that are not numbers") from None
 
 
+def bin_partition(frame: pd.DataFrame, spec: CountSpec) -> BinnedChunk:
+    """Bin one partition (a pandas DataFrame) for counting."""
+    return bin_chunk([column_values(frame, name) for name in spec.columns], spec)
+
+
+def count_binned_partitions(*chunks: BinnedChunk, spec: CountSpec) -> PartialCounts:
+    """:func:`count_binned` with the chunks as arguments (a task of the engine)."""
+    return count_binned(chunks, spec)
+
+
 def partition_counts(frame: pd.DataFrame, spec: CountSpec) -> PartialCounts:
     """Count one partition (a pandas DataFrame) into every master grid of every pair."""
-    return partitions_counts(frame, spec=spec)
-
-
-def partitions_counts(*frames: pd.DataFrame, spec: CountSpec) -> PartialCounts:
-    """Count several partitions together (one read-off per pair for all of them).
-
-    Each partition's columns are converted and binned in turn, so only one
-    partition's float64 values exist besides the frames themselves.
-    """
-    chunks = ([column_values(frame, name) for name in spec.columns] for frame in frames)
-    return count_chunks(chunks, sum(len(frame) for frame in frames), spec)
+    return count_binned([bin_partition(frame, spec)], spec)
 
 
 def pair_counts(x: np.ndarray, y: np.ndarray, x_bounds, y_bounds, family: GridFamily) -> np.ndarray:
@@ -274,21 +318,20 @@ def bins(values: np.ndarray, bounds: tuple[float, float], n_bins: int) -> np.nda
 
 @dataclass(frozen=True)
 class ColumnBins:
-    """One column's refinement indices: ``fixed`` and ``rows`` (:func:`bin_dtype`)."""
+    """One column's refinement indices: ``fixed`` and ``rows`` (int64)."""
 
     fixed: np.ndarray
     rows: np.ndarray
 
 
 def bin_values(values: np.ndarray, bounds: tuple[float, float], family: GridFamily) -> ColumnBins:
-    """Bin float64 ``values`` (no NaN) into both refinements of ``family``."""
+    """Bin float64 ``values`` (no NaN) into both refinements of ``family`` (through
+    the joint refinement, as the engine does)."""
     lo, hi = bounds
-    n = values.shape[0]
-    fixed = np.empty(n, dtype=bin_dtype(family))
-    rows = np.empty(n, dtype=bin_dtype(family))
-    bin_column(_kernel_input(values), lo, hi - lo, family.fixed_boundaries, family.fixed_table,
-               family.row_boundaries, family.row_table, fixed, rows)
-    return ColumnBins(fixed, rows)
+    joint = family.joint
+    index = np.empty(values.shape[0], dtype=bin_dtype(family))
+    bin_column(_kernel_input(values), lo, hi - lo, joint.boundaries, joint.table, index)
+    return ColumnBins(joint.to_fixed[index], joint.to_row[index])
 
 
 def refinement_histograms(x: ColumnBins, y: ColumnBins, family: GridFamily) -> np.ndarray:

@@ -35,15 +35,21 @@ def equipartition_boundaries(n_bins: int) -> np.ndarray:
     return -((-j << POSITION_BITS) // n_bins)
 
 
-@lru_cache(maxsize=64)
-def _refinement(sizes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    parts = [equipartition_boundaries(s) for s in sizes]
-    boundaries = np.unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
+def _lookup_table(boundaries: np.ndarray) -> np.ndarray:
+    """For each value ``t`` of a position's top bits, the number of ``boundaries``
+    below ``t << TABLE_SHIFT`` (the binning kernel's starting point)."""
     starts = np.arange(2 ** (POSITION_BITS - TABLE_SHIFT), dtype=np.int64) << TABLE_SHIFT
     table = np.searchsorted(boundaries, starts, side="left").astype(np.int64)
     boundaries.setflags(write=False)
     table.setflags(write=False)
-    return boundaries, table
+    return table
+
+
+@lru_cache(maxsize=64)
+def _refinement(sizes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    parts = [equipartition_boundaries(s) for s in sizes]
+    boundaries = np.unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
+    return boundaries, _lookup_table(boundaries)
 
 
 def refinement(sizes) -> tuple[np.ndarray, np.ndarray]:
@@ -54,6 +60,41 @@ def refinement(sizes) -> tuple[np.ndarray, np.ndarray]:
     Refinement cell ``r`` holds the positions in ``[boundaries[r-1], boundaries[r])``.
     """
     return _refinement(tuple(sorted(set(int(s) for s in sizes))))
+
+
+@dataclass(frozen=True, eq=False)
+class JointRefinement:
+    """The union of two refinements' boundaries: a value is binned once, into joint
+    cell ``j`` (:func:`refinement_index` over ``boundaries``), and its cell in each
+    refinement is a look-up, ``to_fixed[j]`` and ``to_row[j]``. A joint cell lies
+    inside one cell of each refinement, since neither has a boundary within it.
+    One 16-bit index per value instead of two halves what binned data holds.
+    """
+
+    boundaries: np.ndarray
+    table: np.ndarray
+    to_fixed: np.ndarray
+    to_row: np.ndarray
+
+    @property
+    def cells(self) -> int:
+        return int(self.boundaries.size + 1)
+
+
+def joint_refinement(fixed_boundaries: np.ndarray, row_boundaries: np.ndarray) -> JointRefinement:
+    """Join two sorted boundary sets (see :class:`JointRefinement`).
+
+    Joint cell ``j >= 1`` holds positions ``[b[j-1], b[j])``; the number of a
+    refinement's boundaries at or below a position in it is the number at or
+    below ``b[j-1]`` (and 0 in cell 0, below every boundary).
+    """
+    boundaries = np.union1d(fixed_boundaries, row_boundaries).astype(np.int64)
+    below = lambda own: np.concatenate(  # noqa: E731
+        ([0], np.searchsorted(own, boundaries, side="right"))).astype(np.int64)
+    to_fixed, to_row = below(fixed_boundaries), below(row_boundaries)
+    to_fixed.setflags(write=False)
+    to_row.setflags(write=False)
+    return JointRefinement(boundaries, _lookup_table(boundaries), to_fixed, to_row)
 
 
 def refinement_cuts(boundaries: np.ndarray, n_bins: int) -> np.ndarray:
@@ -146,6 +187,11 @@ class GridFamily:
     def refinement_shape(self) -> tuple[int, int]:
         """Shape ``(row cells, fixed cells)`` of one orientation's refinement histogram."""
         return self.row_boundaries.size + 1, self.fixed_boundaries.size + 1
+
+    @cached_property
+    def joint(self) -> JointRefinement:
+        """The common refinement of both axis refinements: one index per value."""
+        return joint_refinement(self.fixed_boundaries, self.row_boundaries)
 
     @cached_property
     def kernel_layout(self) -> tuple[np.ndarray, ...]:

@@ -95,9 +95,10 @@ def pairs_per_block(cells_per_pair: int, split_every: int = DEFAULT_SPLIT_EVERY,
     return max(1, int(task_memory) // held_bytes_per_pair(cells_per_pair, split_every))
 
 
-#: Bytes a counting task holds per value of its input: the float64 value and two
-#: 16-bit refinement indices.
-BYTES_PER_INPUT_VALUE = 8 + 2 * 2
+#: Bytes a counting task holds per value of its input: one 16-bit joint
+#: refinement index (partitions are binned, and their float64 values freed,
+#: before they are grouped).
+BYTES_PER_INPUT_VALUE = 2
 
 
 def partitions_per_task(rows: int | None, partitions: int, columns: int,

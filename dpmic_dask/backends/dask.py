@@ -19,13 +19,15 @@ from dataclasses import dataclass
 import dask
 import dask.dataframe as dd
 import numpy as np
+import pandas as pd
 
 from ..counting import (
     CountSpec,
     PartialCounts,
+    bin_partition,
     combine_partials,
+    count_binned_partitions,
     empty_partial,
-    partitions_counts,
 )
 from ..limits import DEFAULT_TASK_MEMORY, partitions_per_task
 from . import register
@@ -107,12 +109,24 @@ def _group(rows, parts: int, columns: int, task_memory: int, blocks: int) -> int
                                min_tasks=_worker_threads())
 
 
-def _counted(parts, spec: CountSpec, group: int, split_every: int):
-    """The root of a tree summing the counts of ``parts`` (delayed partitions):
-    ``group`` consecutive partitions per counting task, ``split_every`` partials per
-    sum."""
-    count = dask.delayed(partitions_counts, pure=True)
-    leaves = [count(*parts[i:i + group], spec=spec) for i in range(0, len(parts), group)]
+def _binned(frame, spec: CountSpec) -> list:
+    """One delayed :class:`~dpmic_dask.counting.BinnedChunk` per partition of
+    ``frame``'s ``spec.columns``. Binning is a per-partition map, which Dask fuses
+    into the task that reads (or computes) the partition: its float64 values are
+    freed as soon as they are binned, and only four bytes per value wait for the
+    counting task."""
+    meta = pd.Series([], dtype=object)
+    binned = frame[list(spec.columns)].map_partitions(bin_partition, spec, meta=meta,
+                                                       enforce_metadata=False)
+    return binned.to_delayed()
+
+
+def _counted(binned, spec: CountSpec, group: int, split_every: int):
+    """The root of a tree summing the counts of ``binned`` (delayed binned
+    partitions): ``group`` consecutive partitions counted per task, ``split_every``
+    partials summed per node."""
+    count = dask.delayed(count_binned_partitions, pure=True)
+    leaves = [count(*binned[i:i + group], spec=spec) for i in range(0, len(binned), group)]
     return _tree_sum(leaves, max(2, split_every))
 
 
@@ -146,7 +160,7 @@ class DaskBackend(Backend):
 
     def count(self, frame, spec, *, split_every, progress, rows=None,
               task_memory=DEFAULT_TASK_MEMORY) -> Aggregate:
-        parts = guarded(spec.columns, lambda: frame[list(spec.columns)].to_delayed())
+        parts = guarded(spec.columns, _binned, frame, spec)
         if not parts:
             partial = empty_partial(spec)
             return LocalAggregate(spec, 0, partial.missing, partial)
@@ -168,12 +182,12 @@ class DaskBackend(Backend):
         finish = dask.delayed(evaluate_partial, pure=True)
         tasks = []
         for block in blocks:
-            columns = list(block.spec.columns)
-            parts = guarded(spec.columns, lambda cols=columns: frame[cols].to_delayed())
+            parts = guarded(spec.columns, _binned, frame, block.spec)
             if not parts:
                 return Evaluation(0, np.zeros(len(spec.columns), bool),
                                   np.full(len(spec.pairs), np.nan))
-            group = _group(rows, len(parts), len(columns), task_memory, len(blocks))
+            group = _group(rows, len(parts), len(block.spec.columns), task_memory,
+                           len(blocks))
             root = _counted(parts, block.spec, group, split_every)
             tasks.append(finish(root, spec.fill, fn))
         results = run(tasks, progress=progress, columns=spec.columns)

@@ -59,22 +59,16 @@ def refinement_index(position, boundaries, table):
 
 
 @njit(nogil=True, cache=True)
-def bin_column(values, lo, width, fixed_bounds, fixed_table, row_bounds, row_table,
-               fixed_out, row_out):
-    """Bin one column into both axis refinements in a single pass.
+def bin_column(values, lo, width, bounds, table, out):
+    """Bin one column into a refinement in a single pass.
 
-    Parameters
-    ----------
-    values : float64[n]
-    lo, width : float64, the public lower bound and ``hi - lo``
-    fixed_bounds, row_bounds : int64[m1], int64[m2], sorted refinement boundaries
-    fixed_table, row_table : int64[2**16], look-up tables for the boundaries
-    fixed_out, row_out : uint16[n] or int32[n], filled with refinement indices
+    ``values``: float64[n]; ``lo``, ``width``: the public lower bound and
+    ``hi - lo``; ``bounds``: int64[m], sorted refinement boundaries, with their
+    look-up ``table`` (int64[2**16]); ``out``: uint16[n] or int32[n], filled with
+    refinement indices.
     """
     for i in range(values.shape[0]):
-        p = fixed_point_position(values[i], lo, width)
-        fixed_out[i] = refinement_index(p, fixed_bounds, fixed_table)
-        row_out[i] = refinement_index(p, row_bounds, row_table)
+        out[i] = refinement_index(fixed_point_position(values[i], lo, width), bounds, table)
 
 
 @njit(nogil=True, cache=True)
@@ -132,26 +126,21 @@ def read_off_grids(hist, prefix, row_cuts, row_cut_start, fixed_cuts, fixed_cut_
 
 
 @njit(nogil=True, cache=True)
-def count_pairs(fixed_bins_by_col, row_bins_by_col, pair_x, pair_y, hist, prefix,
-                row_cuts, row_cut_start, fixed_cuts, fixed_cut_start,
-                orientation, offsets, master_rows, fixed_bins, out):
-    """Master counts of many column pairs of one partition.
+def add_pair_histograms(index_by_col, a, b, to_row, to_fixed, hist):
+    """Add the rows of one chunk to the refinement histograms of the pair ``(a, b)``.
 
-    ``fixed_bins_by_col``, ``row_bins_by_col``: uint16 or int32 [C, n] refinement
-    indices per column; ``pair_x``, ``pair_y``: int64[P] column indices of each
-    pair; ``hist`` ([2, Rr, Rf]) and ``prefix`` are scratch; ``out``: [P, n_cells].
-    ``hist``, ``prefix`` and ``out`` share one integer dtype wide enough for ``n``.
-    Two histogram increments per row and pair, whatever the grid family.
+    ``index_by_col``: uint16 or int32 [C, n] joint refinement indices per column;
+    ``to_row``, ``to_fixed``: int64 look-ups from a joint cell to its row and
+    fixed refinement cells; ``hist``: [2, Rr, Rf], orientation 0 counting ``b``'s
+    row cell against ``a``'s fixed cell, orientation 1 the mirror image. Two
+    increments per row, whatever the grid family.
     """
-    n = fixed_bins_by_col.shape[1]
-    for p in range(pair_x.shape[0]):
-        hist[:] = 0
-        a = pair_x[p]
-        b = pair_y[p]
-        h0 = hist[0]
-        h1 = hist[1]
-        for i in range(n):
-            h0[row_bins_by_col[b, i], fixed_bins_by_col[a, i]] += 1
-            h1[row_bins_by_col[a, i], fixed_bins_by_col[b, i]] += 1
-        read_off_grids(hist, prefix, row_cuts, row_cut_start, fixed_cuts, fixed_cut_start,
-                       orientation, offsets, master_rows, fixed_bins, out[p])
+    h0 = hist[0]
+    h1 = hist[1]
+    xa = index_by_col[a]
+    xb = index_by_col[b]
+    for i in range(index_by_col.shape[1]):
+        ja = xa[i]
+        jb = xb[i]
+        h0[to_row[jb], to_fixed[ja]] += 1
+        h1[to_row[ja], to_fixed[jb]] += 1

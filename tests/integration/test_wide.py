@@ -1,6 +1,7 @@
 """Wide tables: pairs counted in blocks sized from a public per-task memory budget
 give exactly the counts and values of one block, on any backend and scheduler."""
 
+import sys
 import zlib
 
 import dask
@@ -11,7 +12,7 @@ import pytest
 
 import dpmic_dask as dm
 from dpmic_dask.backends import backend_for
-from dpmic_dask.counting import CountSpec, count_chunks
+from dpmic_dask.counting import BinnedChunk, CountSpec, bin_chunk, count_binned, count_chunks
 from dpmic_dask.grids import master_grid_family
 from dpmic_dask.limits import micr_grid_cost, pairs_per_block, partitions_per_task
 
@@ -80,28 +81,39 @@ def test_partitions_counted_together_give_the_same_counts(wide, task_memory):
 
 
 def test_partitions_per_task_follows_public_sizes_only():
-    # 4 partitions of 250,000 rows x 12 columns: 36 MB each
+    # 4 binned partitions of 250,000 rows x 12 columns: 6 MB each
     assert partitions_per_task(10**6, 4, 12, 256 * 2**20) == 4
-    assert partitions_per_task(10**6, 4, 12, 80 * 2**20) == 2
+    assert partitions_per_task(10**6, 4, 12, 15 * 2**20) == 2
     assert partitions_per_task(10**6, 4, 12, 1) == 1
     assert partitions_per_task(None, 4, 12) == 1  # row count unknown
     assert partitions_per_task(10**6, 1, 12) == 1
-    assert partitions_per_task(10**8, 1000, 100) == 2  # 100,000-row partitions
+    assert partitions_per_task(10**8, 1000, 100) == 13  # 100,000-row partitions
     # never so few tasks that workers idle: 40 small partitions, one block, 4 threads
     assert partitions_per_task(10**6, 40, 4, 2**30, blocks=1, min_tasks=8) == 5
     assert partitions_per_task(10**6, 40, 4, 2**30, blocks=10, min_tasks=8) == 40
     assert partitions_per_task(10**6, 4, 4, 2**30, blocks=1, min_tasks=8) == 1
 
 
-def test_chunks_must_add_up_to_the_announced_rows():
+def test_chunks_are_binned_then_counted_exactly():
     spec = CountSpec(("a", "b"), ((0.0, 1.0), (0.0, 1.0)), None, master_grid_family(8, 2))
-    chunk = [np.linspace(0, 1, 10), np.linspace(1, 0, 10)]
-    with pytest.raises(ValueError, match="more rows"):
-        count_chunks([chunk, chunk], 15, spec)
-    with pytest.raises(ValueError, match="fewer rows"):
-        count_chunks([chunk], 11, spec)
-    split = count_chunks([[a[:3] for a in chunk], [a[3:] for a in chunk]], 10, spec)
-    np.testing.assert_array_equal(split.counts, count_chunks([chunk], 10, spec).counts)
+    chunk = [np.linspace(0, 1, 10), np.linspace(1, 0, 10) ** 2]
+    with pytest.raises(ValueError, match="differ in length"):
+        bin_chunk([chunk[0], chunk[1][:9]], spec)
+    one = bin_chunk(chunk, spec)
+    assert one.index.dtype == np.uint16 and one.index.shape == (2, 10) and one.size == 10
+    # what Dask's memory accounting sees of binned data and of partial counts
+    big = bin_chunk([np.zeros(5000), np.ones(5000)], spec)
+    assert sys.getsizeof(big) >= big.index.nbytes == 20_000
+    counted = count_binned([big], spec)
+    assert sys.getsizeof(counted) >= counted.counts.nbytes
+    with pytest.raises(ValueError, match="number of columns"):
+        count_binned([BinnedChunk(one.index[:1], one.missing[:1])], spec)
+    whole = count_chunks([chunk], spec)
+    assert whole.rows == 10 and whole.counts.sum() == 10 * spec.family.n_grids
+    for cut in (0, 3, 10):
+        split = count_chunks([[a[:cut] for a in chunk], [a[cut:] for a in chunk]], spec)
+        np.testing.assert_array_equal(split.counts, whole.counts)
+        assert split.rows == 10
 
 
 def test_wide_release_values_do_not_depend_on_the_budget(wide):

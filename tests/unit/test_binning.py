@@ -50,10 +50,13 @@ def test_refinement_index_counts_boundaries(B, c):
     family = master_grid_family(B, c)
     rng = np.random.default_rng(B * 10 + c)
     values = np.concatenate([rng.random(20_000), [0.0, 1.0]])
-    # include values that sit exactly on refinement boundaries
-    edge = family.fixed_boundaries[:: max(1, family.fixed_boundaries.size // 50)]
-    values = np.concatenate([values, edge / 2.0**32])
+    # include values that sit exactly on, and just below, boundaries of either
+    # refinement (each value is binned once, into the joint refinement of both)
+    edge = np.concatenate([family.fixed_boundaries[:: max(1, family.fixed_boundaries.size // 50)],
+                           family.row_boundaries])
+    values = np.concatenate([values, edge / 2.0**32, (edge - 1) / 2.0**32])
     cb = bin_values(values, (0.0, 1.0), family)
+    assert family.joint.cells <= family.fixed_boundaries.size + family.row_boundaries.size + 1
     pos = counting.positions(values, (0.0, 1.0))
     np.testing.assert_array_equal(cb.fixed, np.searchsorted(family.fixed_boundaries, pos, side="right"))
     np.testing.assert_array_equal(cb.rows, np.searchsorted(family.row_boundaries, pos, side="right"))
