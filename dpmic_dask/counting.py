@@ -1,12 +1,12 @@
 """The one counting path: columns in, exact integer master-grid counts out.
 
 Per row and pair the cost is two histogram increments (one per orientation),
-whatever ``B``: each column is binned into the common refinement of all
-fixed-axis sizes and of all master-row sizes, and every master grid is read off
-the refinement histograms by 2-D prefix sums. Counting is two steps: a chunk of
-rows is binned (:func:`bin_chunk`, four bytes per value) and binned chunks are
-counted (:func:`count_binned`); every path -- a partition
-(:func:`partition_counts`), the Dask engine, an in-memory pair
+whatever ``B``: each value is binned once, into the union of the common
+refinement of all fixed-axis sizes and that of all master-row sizes, and every
+master grid is read off the refinement histograms by 2-D prefix sums. Counting
+is two steps: a chunk of rows is binned (:func:`bin_chunk`, one 16-bit index
+per value) and binned chunks are counted (:func:`count_binned`); every path --
+a partition (:func:`partition_counts`), the Dask engine, an in-memory pair
 (:func:`pair_counts`) -- goes through them. Counts are exact integers, so
 counts of any split of the rows add up (:func:`combine_partials`) to the counts
 of the whole. Nothing here knows about Dask.

@@ -113,7 +113,7 @@ def _binned(frame, spec: CountSpec) -> list:
     """One delayed :class:`~dpmic_dask.counting.BinnedChunk` per partition of
     ``frame``'s ``spec.columns``. Binning is a per-partition map, which Dask fuses
     into the task that reads (or computes) the partition: its float64 values are
-    freed as soon as they are binned, and only four bytes per value wait for the
+    freed as soon as they are binned, and only two bytes per value wait for the
     counting task."""
     meta = pd.Series([], dtype=object)
     binned = frame[list(spec.columns)].map_partitions(bin_partition, spec, meta=meta,
