@@ -171,7 +171,7 @@ def measure(path: Path, n: int, reps: int) -> dict:
 def calibration_lines() -> list[str]:
     import math
 
-    from dpmic_dask.accounting import rho_from_eps_delta
+    from dpmic_dask.conversion import rho_from_eps_delta
     from dpmic_dask.mechanisms import build_mechanism
 
     lines = []

@@ -225,11 +225,13 @@ def run(job_file, run_id, progress, debug):
     """
     import uuid
 
-    from .accounting import PrivacyCost, rho_from_eps_delta
+    from .accounting import PrivacyCost
     from .backends import backend_for
     from .cluster import open_cluster
+    from .conversion import rho_from_eps_delta
     from .jobio import check_output_writable, load_input, output_has_run, result_rows, write_output
-    from .jobs import job_plan, job_selection, load_job, private_columns
+    from .jobplan import job_plan, job_selection, private_columns
+    from .jobs import load_job
     from .ledger import SQLLedger
     from .pipeline import precheck_budget, release_pairs
     from .private_release import run_with_private_bounds

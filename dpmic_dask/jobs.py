@@ -401,6 +401,7 @@ def _check_parameters(job: Job) -> Job:
     numeric (the input's real dtypes are checked when it is opened)."""
     from .cluster import check_address
     from .errors import DPMICError
+    from .jobplan import job_plan
     from .ledger import SQLLedger
     from .request import numeric_schema
 
@@ -416,59 +417,3 @@ def _check_parameters(job: Job) -> Job:
     except DPMICError as exc:
         raise JobError(f"{job.source}: {exc}") from None
     return job
-
-
-#: Stands in for a private column's bounds while the rest of the job is checked.
-PLACEHOLDER_BOUNDS = (-1e300, 1e300)
-
-
-def private_columns(job: Job) -> list[str]:
-    """Columns whose bounds the job estimates privately (``bounds = "private"``)."""
-    return [name for name, b in job.bounds.items() if b == "private"]
-
-
-def checked_bounds(job: Job) -> dict:
-    """The job's bounds with a wide placeholder for private ones (checks only)."""
-    return {name: PLACEHOLDER_BOUNDS if b == "private" else b for name, b in job.bounds.items()}
-
-
-def job_request(job: Job, schema):
-    """The checked release request of ``job`` against the input's ``schema``."""
-    from .request import JobFileNames, pairwise_request
-
-    return pairwise_request(schema, eps=job.eps, bounds=checked_bounds(job),
-                            columns=list(job.bounds),
-                            delta=job.delta, mechanism=job.mechanism, B=job.B, c=job.c,
-                            nulls=job.nulls, fill=job.fill, label=job.name,
-                            task_memory=job.task_memory, statistics=job.statistics,
-                            names=JobFileNames())
-
-
-def job_selection(job: Job) -> dict | None:
-    """The ``[select]`` section as ``run_with_private_bounds``' ``select`` argument."""
-    if job.select_rule is None:
-        return None
-    return {"rule": job.select_rule, "k": job.select_k, "threshold": job.select_threshold,
-            "max_pairs": job.select_max_pairs, "share": job.select_share,
-            "screen_B": job.screen_B, "B": job.B, "c": job.c, "task_memory": job.task_memory,
-            "statistics": job.statistics}
-
-
-def job_plan(job: Job, schema):
-    """``(request, selection plan or None)`` of ``job`` against ``schema``: with a
-    ``[select]`` section the budget is split between choosing and releasing."""
-    if job.select_rule is None:
-        return job_request(job, schema), None
-    from .request import JobFileNames
-    from .selected import selection_request
-
-    if job.mechanism not in ("auto", "micr-lap" if job.delta == 0 else "micr-gauss"):
-        raise InvalidParameterError(
-            "with [select], privacy.mechanism must be auto: the release is micr-lap when "
-            "delta = 0 and micr-gauss when delta > 0")
-    return selection_request(
-        schema, job.select_rule, eps=job.eps, delta=job.delta, share=job.select_share,
-        k=job.select_k, threshold=job.select_threshold, max_pairs=job.select_max_pairs,
-        bounds=checked_bounds(job), columns=list(job.bounds), B=job.B, c=job.c, nulls=job.nulls,
-        fill=job.fill, label=job.name, task_memory=job.task_memory, names=JobFileNames(),
-        screen_B=job.screen_B, statistics=job.statistics)

@@ -15,7 +15,7 @@ from functools import partial
 
 import numpy as np
 
-from .accounting import PrivacyCost, check_epsilon, privacy_statement
+from .accounting import PrivacyCost, privacy_statement
 from .backends import backend_for
 from .bounds import (
     BoundsGrid,
@@ -24,6 +24,7 @@ from .bounds import (
     check_domain,
     column_histograms,
 )
+from .conversion import check_epsilon
 from .counting import column_values
 from .errors import InvalidDataError, InvalidParameterError, MissingValuesError
 from .limits import DEFAULT_SPLIT_EVERY
@@ -173,7 +174,8 @@ def run_with_private_bounds(frame, eps, *, bounds, columns=None, delta=0.0, boun
     ``pairs_above``) instead of every pair."""
     import dataclasses as dc
 
-    from .accounting import PrepaidLedger, eps_from_rho, rho_from_eps_delta
+    from .accounting import PrepaidLedger
+    from .conversion import eps_from_rho, rho_from_eps_delta
 
     eps = check_epsilon(eps)
     share = check_share(DEFAULT_BOUNDS_SHARE if bounds_share is None else bounds_share,

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import combinations
 
-from .accounting import PrivacyCost, check_delta, check_epsilon
+from .accounting import PrivacyCost
+from .conversion import check_delta, check_epsilon
 from .errors import InvalidParameterError
 from .limits import DEFAULT_SPLIT_EVERY, DEFAULT_TASK_MEMORY, check_grid_lower_bound
 from .mechanisms import (

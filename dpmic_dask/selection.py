@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .accounting import PrivacyCost, eps_from_rho
+from .accounting import PrivacyCost
+from .conversion import eps_from_rho
 from .errors import InvalidParameterError
 from .mechanisms.base import LATTICE, check_noise_units
 from .noise import active_sampler
@@ -287,7 +288,7 @@ def plan_selection(rule: str, *, eps: float, delta: float, share: float, statist
     release's). ``statistics=("mic", "tau")``: the release
     part is split equally between MIC and Kendall's tau of the chosen pairs.
     """
-    from .accounting import rho_from_eps_delta
+    from .conversion import rho_from_eps_delta
     from .mechanisms import GaussianMechanism, LaplaceMechanism
 
     share = check_share(share)

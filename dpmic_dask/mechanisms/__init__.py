@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from ..accounting import check_delta, check_epsilon, rho_from_eps_delta
+from ..conversion import check_delta, check_epsilon, rho_from_eps_delta
 from ..errors import InvalidParameterError
 from ..statistics import get_statistic
 from .base import (
@@ -112,7 +112,7 @@ def split_mechanism(mechanism: Mechanism, statistics: tuple[str, ...]) -> tuple[
 
     The first statistic must be ``"mic"``; ``mechanism`` must add noise to values.
     """
-    from ..accounting import eps_from_rho
+    from ..conversion import eps_from_rho
     from ..sensitivity import safe_down
 
     if mechanism.acts_on != "values":

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..accounting import PrivacyCost, check_delta, check_epsilon
+from ..accounting import PrivacyCost
+from ..conversion import check_delta, check_epsilon
 from ..errors import InvalidParameterError
 from ..noise import active_sampler
 

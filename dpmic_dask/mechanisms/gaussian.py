@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from ..accounting import PrivacyCost, rho_from_eps_delta
+from ..accounting import PrivacyCost
+from ..conversion import rho_from_eps_delta
 from ..errors import InvalidParameterError
 from ..sensitivity import safe_up
 from .base import GAUSS_CI95, LATTICE, Mechanism, NoisePlan, check_noise_units

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 import dpmic_dask as dm
-from dpmic_dask.accounting import Budget, PrivacyCost, rho_from_eps_delta
+from dpmic_dask.accounting import Budget, PrivacyCost
+from dpmic_dask.conversion import rho_from_eps_delta
 from dpmic_dask.errors import LedgerError
 from dpmic_dask.ledger import SQLLedger
 

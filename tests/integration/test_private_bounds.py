@@ -125,7 +125,7 @@ def test_pairwise_with_private_bounds_charges_once_for_both_parts():
 
 
 def test_private_bounds_with_delta_use_zcdp_shares():
-    from dpmic_dask.accounting import rho_from_eps_delta
+    from dpmic_dask.conversion import rho_from_eps_delta
 
     gen = np.random.default_rng(6)
     frame = pd.DataFrame({"a": gen.normal(size=20_000), "b": gen.normal(size=20_000)})

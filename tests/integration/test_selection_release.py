@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import dpmic_dask as dm
-from dpmic_dask.accounting import rho_from_eps_delta
+from dpmic_dask.conversion import rho_from_eps_delta
 
 COLUMNS = [f"c{k}" for k in range(7)]
 BOUNDS = {name: (-2.0, 2.0) for name in COLUMNS}

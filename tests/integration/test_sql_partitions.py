@@ -105,7 +105,7 @@ def test_partition_keys_are_refused_for_files(tmp_path):
 
 
 def test_task_memory_in_the_job_file_reaches_the_request(warehouse):
-    from dpmic_dask.jobs import job_request
+    from dpmic_dask.jobplan import job_request
     from dpmic_dask.limits import DEFAULT_TASK_MEMORY
 
     tmp_path, url, _ = warehouse

@@ -5,13 +5,8 @@ from decimal import Decimal
 
 import pytest
 
-from dpmic_dask.accounting import (
-    Budget,
-    InMemoryLedger,
-    PrivacyCost,
-    eps_from_rho,
-    rho_from_eps_delta,
-)
+from dpmic_dask.accounting import Budget, InMemoryLedger, PrivacyCost
+from dpmic_dask.conversion import eps_from_rho, rho_from_eps_delta
 from dpmic_dask.errors import (
     BudgetExceededError,
     BudgetMismatchError,

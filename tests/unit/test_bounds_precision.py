@@ -12,10 +12,8 @@ from decimal import Decimal, getcontext
 
 import pytest
 
-from dpmic_dask.accounting import (
-    Budget,
-    InMemoryLedger,
-    PrivacyCost,
+from dpmic_dask.accounting import Budget, InMemoryLedger, PrivacyCost
+from dpmic_dask.conversion import (
     _best_alpha,
     cdp_log_delta,
     check_delta,

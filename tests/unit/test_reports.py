@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from dpmic_dask.accounting import PrivacyCost, privacy_statement, rho_from_eps_delta
+from dpmic_dask.accounting import PrivacyCost, privacy_statement
+from dpmic_dask.conversion import rho_from_eps_delta
 from dpmic_dask.results import PairwiseResult, PrivacyReport
 
 
