@@ -17,13 +17,33 @@ def test_every_grid_read_off_the_refinement_equals_direct_binning(B, c):
     xb, yb = (-2.5, 2.5), (-6.0, 6.0)
     counts = pair_counts(x, y, xb, yb, family)
     for g, grid in enumerate(family.grids):
-        fixed, other = (x, y) if grid.orientation == "x" else (y, x)
-        fb, ob = (xb, yb) if grid.orientation == "x" else (yb, xb)
-        cols = counting.bins(fixed, fb, grid.fixed_bins)
-        rows = counting.bins(other, ob, grid.master_rows)
-        direct = np.zeros((grid.master_rows, grid.fixed_bins), np.int64)
-        np.add.at(direct, (rows, cols), 1)
-        np.testing.assert_array_equal(grid_block(counts, family, g), direct)
+        np.testing.assert_array_equal(grid_block(counts, family, g),
+                                      direct_grid_counts(x, y, xb, yb, grid))
+
+
+def direct_grid_counts(x, y, xb, yb, grid) -> np.ndarray:
+    fixed, other = (x, y) if grid.orientation == "x" else (y, x)
+    fb, ob = (xb, yb) if grid.orientation == "x" else (yb, xb)
+    cols = counting.bins(fixed, fb, grid.fixed_bins)
+    rows = counting.bins(other, ob, grid.master_rows)
+    direct = np.zeros((grid.master_rows, grid.fixed_bins), np.int64)
+    np.add.at(direct, (rows, cols), 1)
+    return direct
+
+
+@pytest.mark.parametrize("B,c", [(12, 2), (40, 5), (150, 5)])
+def test_values_on_every_boundary_count_like_direct_binning(B, c):
+    """Each value is binned once into the joint refinement of both axes; values on,
+    and just below, every boundary of either refinement (and the bounds, and
+    beyond them) land in the same cell of every grid as direct binning puts them."""
+    family = master_grid_family(B, c)
+    edges = np.concatenate([family.fixed_boundaries, family.row_boundaries])
+    x = np.concatenate([edges / 2.0**32, (edges - 1) / 2.0**32, [0.0, 1.0, -0.5, 2.0]])
+    y = np.random.default_rng(B * c).permutation(x)  # test data only
+    counts = pair_counts(x, y, (0.0, 1.0), (0.0, 1.0), family)
+    for g, grid in enumerate(family.grids):
+        np.testing.assert_array_equal(grid_block(counts, family, g),
+                                      direct_grid_counts(x, y, (0.0, 1.0), (0.0, 1.0), grid))
 
 
 @settings(max_examples=40, deadline=None)
