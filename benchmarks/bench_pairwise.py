@@ -20,11 +20,16 @@ The Parquet files are generated once into ``--data-dir`` (default
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from workers import peak_rss_bytes  # noqa: E402
 
 COLUMNS = [f"c{i}" for i in range(10)]
 ROWS_PER_FILE = 500_000
@@ -49,14 +54,6 @@ def write_table(path: Path, rows: int) -> Path:
         pd.DataFrame(data).to_parquet(target / f"part-{k:05d}.parquet", index=False)
     (target / "_done").touch()
     return target
-
-
-def peak_rss_bytes() -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 def timed(fn) -> float:

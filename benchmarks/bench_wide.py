@@ -21,11 +21,16 @@ Run: ``python benchmarks/bench_wide.py [--cases 10x1000000,30x1000000,100x100000
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from workers import peak_rss_bytes  # noqa: E402
 
 ROWS_PER_FILE = 250_000
 
@@ -49,14 +54,6 @@ def write_table(root: Path, columns: int, rows: int) -> Path:
         pd.DataFrame(data).to_parquet(target / f"part-{k:05d}.parquet", index=False)
     (target / "_done").touch()
     return target
-
-
-def peak_rss_bytes() -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 def measure(path: Path, columns: int, rows: int) -> dict:

@@ -42,6 +42,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from relationships import FUNCTIONS, Relationship  # noqa: E402
+from workers import peak_rss_bytes  # noqa: E402
 
 COLUMNS = [f"c{k:03d}" for k in range(100)]
 PLANTED = [(COLUMNS[2 * i], COLUMNS[2 * i + 1]) for i in range(10)]
@@ -82,14 +83,6 @@ def write_table(root: Path, n: int, relationships) -> Path:
         pd.DataFrame(data).to_parquet(target / f"part-{part:04d}.parquet", index=False)
     (target / "_done").touch()
     return target
-
-
-def peak_rss_bytes() -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 def repetitions(exact, screen, n, B, c, reps):
