@@ -12,7 +12,9 @@
   :class:`TaskErrorRedactor` rewrites such records to name the task and the
   exception type only. It is installed in this process and, through
   :class:`RedactionPlugin`, on every worker of a cluster the package starts
-  or attaches to (workers that join later get it too).
+  or attaches to (workers that join later get it too). The Dask backend calls
+  :func:`attach` on whatever ``distributed`` client runs its graphs -- a
+  client the analyst created too -- before the first task is submitted.
 * **No dashboard unless asked.** A local cluster's scheduler and workers serve
   no HTTP routes and bind their (empty) HTTP servers to a random loopback port.
 """
@@ -23,6 +25,7 @@ import asyncio
 import logging
 import re
 import socket
+import weakref
 from contextlib import ExitStack
 from urllib.parse import urlparse
 
@@ -184,10 +187,38 @@ def probe_scheduler(address: str, timeout: float = DEFAULT_TIMEOUT) -> None:
         raise ClusterError(f"cannot use {address} as the Dask scheduler: {reason}")
 
 
+#: Clients whose workers already have the redaction, with the scheduler address
+#: it was registered at (a client that reconnects elsewhere registers it again).
+_ATTACHED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def attach(client) -> None:
-    """Install the log redaction on every worker of ``client``'s cluster."""
+    """Install the log redaction in this process and on every worker of
+    ``client``'s cluster, including workers that join later.
+
+    Idempotent and cheap to repeat: the plugin is registered under one name
+    (the scheduler keeps a single copy), and each client is registered once per
+    scheduler. Raises :class:`ClusterError` (naming the exception type only) if
+    the workers cannot install it, so that no task runs on a cluster whose logs
+    could quote data values.
+    """
     install_redaction()
-    client.register_plugin(_redaction_plugin())
+    address = getattr(getattr(client, "scheduler", None), "address", None)
+    try:
+        if _ATTACHED.get(client) == address:
+            return
+    except TypeError:  # pragma: no cover - an unhashable client: register every time
+        pass
+    try:
+        client.register_plugin(_redaction_plugin())
+    except Exception as exc:  # noqa: BLE001 - distributed raises many kinds
+        raise ClusterError(
+            "cannot install the log redaction on the Dask workers "
+            f"({type(exc).__name__}); nothing was computed") from None
+    try:
+        _ATTACHED[client] = address
+    except TypeError:  # pragma: no cover
+        pass
 
 
 def local_cluster_options(workers: int) -> dict:

@@ -45,14 +45,28 @@ DEFAULT_SPLIT_EVERY = 8
 
 
 def _active_client():
+    """The ``distributed`` client that will run our graphs, if any, with the
+    worker-log redaction attached (:func:`dpmic_dask.cluster.attach`, once per
+    client): a client the caller created runs tasks whose failures would
+    otherwise be logged with cell values."""
     try:
         from distributed import default_client
     except ImportError:  # pragma: no cover - distributed is a dependency
         return None
     try:
-        return default_client()
+        client = default_client()
     except ValueError:
         return None
+    from ..cluster import attach
+
+    attach(client)
+    return client
+
+
+def _persist(root):
+    """``dask.persist`` on the active client (redaction attached first), or locally."""
+    _active_client()
+    return dask.persist(root)
 
 
 def run(graph, *, progress: bool | None = None, columns=()):
@@ -166,7 +180,7 @@ class DaskBackend(Backend):
             return LocalAggregate(spec, 0, partial.missing, partial)
         group = _group(rows, len(parts), len(spec.columns), task_memory, 1)
         root = _counted(parts, spec, group, split_every)
-        (root,) = guarded(spec.columns, dask.persist, root)
+        (root,) = guarded(spec.columns, _persist, root)
         rows, missing = run(dask.delayed(_summary, pure=True)(root), progress=progress,
                             columns=spec.columns)
         return DaskAggregate(spec, int(rows), np.asarray(missing), root)

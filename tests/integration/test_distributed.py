@@ -2,8 +2,14 @@
 started from the command line (``dask scheduler`` + two ``dask worker``) on
 127.0.0.1, one of whose workers is killed mid-job."""
 
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from distributed import Client, LocalCluster
 
 from dpmic_dask.backends import count_frame
@@ -66,3 +72,50 @@ def test_cli_cluster_survives_a_killed_worker(cli_cluster, tmp_path):
     assert not psutil.pid_exists(killed) or psutil.Process(killed).status() == "zombie"
     assert got.rows == want.rows
     np.testing.assert_array_equal(got.counts, want.counts)
+
+
+PLANTED = "SECRET-alice"
+
+#: An analyst's notebook session: their own LocalCluster of worker processes
+#: (whose stderr is this script's stderr) and Client, a CSV with a text cell in
+#: a numeric column; the script prints the raised error and every log the
+#: cluster kept.
+USER_SESSION = textwrap.dedent("""
+    import sys
+
+    import dask.dataframe as dd
+    from distributed import Client, LocalCluster
+
+    import dpmic_dask as dm
+
+    if __name__ == "__main__":
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster, Client(cluster) as client:
+            ddf = dd.read_csv(sys.argv[1], blocksize=None, dtype={"a": float})
+            try:
+                ddf.dpmic.pairwise(1.0, bounds={"a": (0, 100), "b": (0, 10)}, B=8, c=2,
+                                   progress=False)
+            except dm.DataReadError as exc:
+                print("raised:", exc)
+            print("worker logs:", client.get_worker_logs())
+            print("scheduler logs:", client.get_scheduler_logs())
+            print("plugins:", list(client.run_on_scheduler(
+                lambda dask_scheduler: sorted(dask_scheduler.worker_plugins))))
+""")
+
+
+def test_a_users_own_local_cluster_never_logs_a_cell_value(tmp_path):
+    frame = pd.DataFrame({"a": [str(i % 100) for i in range(400)], "b": [i % 10 for i in range(400)]})
+    frame.loc[300, "a"] = PLANTED
+    frame.to_csv(tmp_path / "cells.csv", index=False)
+    (tmp_path / "session.py").write_text(USER_SESSION)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, str(tmp_path / "session.py"),
+                           str(tmp_path / "cells.csv")], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=tmp_path)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-3000:]
+    assert "raised: reading or counting column(s) ['a', 'b'] failed with ValueError" in output
+    assert "Compute Failed" in output and "withheld" in output  # the failure was logged
+    assert PLANTED not in output and "alice" not in output
+    assert output.count("dpmic-redact-task-errors") >= 1
