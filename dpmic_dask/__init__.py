@@ -18,6 +18,7 @@ from .errors import (
     LedgerError,
     MissingValuesError,
     PrivacyLeakWarning,
+    ReleaseIncompleteError,
     RunClaimedError,
     UnavailableError,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "PairwiseResult",
     "PrivacyLeakWarning",
     "PrivacyReport",
+    "ReleaseIncompleteError",
     "RunClaimedError",
     "UnavailableError",
     "Release",

@@ -32,8 +32,10 @@ import numpy as np
 from .errors import InvalidParameterError
 
 #: Half-octave exponents of the signed log grid: bin ``e`` holds magnitudes in
-#: ``[2**(e/2), 2**((e+1)/2))``; ``E_MIN`` is the smallest normal double.
-E_MIN, E_MAX = -2044, 2047
+#: ``[2**(e/2), 2**((e+1)/2))``; ``E_MIN`` is the smallest normal double, and the
+#: outermost edges are ``+-2**1022``, so that bounds read off the grid always have
+#: a finite width ``hi - lo`` (larger magnitudes are counted in the outermost bins).
+E_MIN, E_MAX = -2044, 2043
 #: Probability that some empty bin's noisy count passes the threshold.
 BETA = 1e-3
 #: Bins of a public ``domain`` grid.
@@ -61,7 +63,8 @@ class BoundsGrid:
     def edges(self) -> np.ndarray:
         """``size + 1`` increasing bin edges; bin ``i`` is ``[edges[i], edges[i+1])``
         (the last bin also holds its upper edge and, like the first, everything
-        beyond). The log grid's outermost edges are the largest finite doubles."""
+        beyond). The log grid's outermost edges are ``+-2**1022``: any two edges
+        are then valid public bounds (``hi - lo`` is finite)."""
         return self._edges.copy()
 
     @cached_property
@@ -70,8 +73,7 @@ class BoundsGrid:
             lo, hi = self.domain
             return np.linspace(lo, hi, DOMAIN_BINS + 1)
         exps = np.arange(E_MIN, E_MAX + 2, dtype=np.float64) / 2.0
-        with np.errstate(over="ignore"):
-            magnitudes = np.minimum(np.exp2(exps), np.finfo(np.float64).max)
+        magnitudes = np.exp2(exps)  # up to 2**1022: no overflow
         return np.concatenate((-magnitudes[::-1], magnitudes))
 
     def index(self, values: np.ndarray) -> np.ndarray:

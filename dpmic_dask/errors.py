@@ -60,6 +60,14 @@ class RunClaimedError(DPMICError):
     that died after charging); nothing is charged again."""
 
 
+class ReleaseIncompleteError(DPMICError):
+    """The budget was charged, but a later pass over the data failed (the data
+    changed or became unreadable between the passes of a release of several
+    steps). Every check that can refuse runs before the charge; this is raised
+    only for what no check can foresee. The charge stays recorded: the message
+    says so and names it, and never claims that nothing was charged."""
+
+
 class PrivacyLeakWarning(UserWarning):
     """Something was requested that weakens or voids the privacy guarantee."""
 

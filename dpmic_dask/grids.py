@@ -14,6 +14,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
+from .errors import InvalidParameterError
 from .kernels.binning import POSITION_BITS, TABLE_SHIFT
 from .validation import check_clump_factor, check_max_cells
 
@@ -318,7 +319,9 @@ def _tau_family(B: int, c: int) -> TauFamily:
     base = _family(B, c)
     m = tau_bins(base)
     if m < 2:
-        raise ValueError(f"B = {B}, c = {c} has no common equipartition for the tau grid")
+        raise InvalidParameterError(
+            f"B = {B}, c = {c} has no common equipartition for Kendall's tau grid; choose "
+            "another B or c (nothing was charged)")
     fields = {name: getattr(base, name) for name in base.__dataclass_fields__}
     return TauFamily(**fields, tau_size=m)
 

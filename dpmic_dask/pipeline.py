@@ -17,6 +17,7 @@ import dataclasses
 import logging
 import time
 import warnings
+from contextlib import contextmanager
 from functools import partial
 
 import numpy as np
@@ -27,10 +28,12 @@ from .counting import CountSpec, pair_counts
 from .defaults import default_parameters
 from .errors import (
     BudgetExceededError,
+    DPMICError,
     InvalidDataError,
     InvalidParameterError,
     MissingValuesError,
     PrivacyLeakWarning,
+    ReleaseIncompleteError,
 )
 from .limits import (
     DEFAULT_SPLIT_EVERY,
@@ -115,6 +118,38 @@ def grid_parameters(request: ReleaseRequest, n: int, eps_per_value: float | None
     return B, c
 
 
+def check_plan(request: ReleaseRequest, n: int) -> tuple[int, int]:
+    """Every data-independent check of releasing every pair of ``n`` rows, run
+    before the charge: the grid for ``n`` (defaults from ``n`` and ``eps``), the
+    count layout of every statistic at it, and every statistic's noise
+    (calibrated at the number of values published). Returns ``(B, c)``."""
+    if n < MIN_ROWS:
+        raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
+    B, c = grid_parameters(request, n)
+    if request.statistic.mergeable:
+        request.layout(B, c)
+    for mechanism in (request.mechanism, *request.companions):
+        mechanism.calibrate(n=n, pairs=request.n_pairs, B=B, c=c)
+    return B, c
+
+
+@contextmanager
+def after_charge(charge):
+    """Around what runs after the charge of a release of several passes: a failure
+    no check could foresee (the data changed or became unreadable between the
+    passes) says that the budget was charged, and which charge."""
+    try:
+        yield
+    except DPMICError as exc:
+        reason = str(exc).replace(" (nothing was charged)", "").replace(
+            "; nothing was charged", "")
+        raise ReleaseIncompleteError(
+            f"the budget was charged (charge {charge.charge_id}) but the release could not be "
+            f"completed: {reason}. The data changed or became unreadable between the "
+            "passes of this release; nothing was released, and a new attempt is a new "
+            "release that is charged again") from None
+
+
 def block_size(request: ReleaseRequest, B: int, c: int) -> int:
     """Pairs counted together: all of them for count noise (their counts go to the
     driver), else as many as fit the request's public ``task_memory``."""
@@ -154,12 +189,16 @@ def run_pairwise(frame, eps, *, bounds, columns=None, delta=0.0, mechanism="auto
     return release_pairs(frame, request, ledger=ledger, dataset=dataset, progress=progress)
 
 
-def _checked(counted, request: ReleaseRequest, start: float):
-    """Refuse too few rows or unexpected missing values (before any charge)."""
+def _checked(counted, request: ReleaseRequest, start: float, rows: int | None = None):
+    """Refuse too few rows, a row count other than the one the release was planned
+    for, or unexpected missing values (before any charge)."""
     log.info("counted %d rows of %d columns in %.2f s", counted.rows, len(request.columns),
              time.perf_counter() - start)
     if counted.rows < MIN_ROWS:
         raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
+    if rows is not None and counted.rows != rows:
+        raise InvalidDataError("the number of rows changed between two passes over the data; "
+                               "release from data that does not change (nothing was charged)")
     if request.fill is None and counted.missing.any():
         names = [c for c, m in zip(request.columns, counted.missing) if m]
         raise MissingValuesError(
@@ -174,7 +213,7 @@ def _count(frame, backend, request: ReleaseRequest, layout, rows, progress):
     start = time.perf_counter()
     agg = backend.count(frame, spec, split_every=request.split_every, progress=progress,
                         rows=rows, task_memory=request.task_memory)
-    return _checked(agg, request, start)
+    return _checked(agg, request, start, rows)
 
 
 def _evaluate(frame, backend, request: ReleaseRequest, layout, rows, B, c, fn, progress):
@@ -187,7 +226,7 @@ def _evaluate(frame, backend, request: ReleaseRequest, layout, rows, B, c, fn, p
     evaluation = backend.evaluate(frame, spec, fn, pairs_per_block=block,
                                   split_every=request.split_every, progress=progress,
                                   rows=rows, task_memory=request.task_memory)
-    return _checked(evaluation, request, start)
+    return _checked(evaluation, request, start, rows)
 
 
 def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, progress=None,
@@ -203,9 +242,7 @@ def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, 
              request.n_pairs, mech.label, request.eps)
     precheck_budget(ledger, dataset, request.cost)
     n_rows = backend.row_count(frame, request.columns)
-    if n_rows < MIN_ROWS:
-        raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
-    B, c = grid_parameters(request, n_rows)
+    B, c = check_plan(request, n_rows)
     layout = request.layout(B, c)
     if request.companions:
         statistics = (statistic, *(m.statistic for m in request.companions))
@@ -229,16 +266,24 @@ def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, 
     else:
         exact = counted.values[list(chosen)]
         labels = "+".join(m.label for m in (mech, *request.companions))
+        plans = [m.calibrate(n=counted.rows, pairs=len(chosen), B=B, c=c)
+                 for m in request.companions]
         charge = charge_budget(request.cost, ledger, dataset, description=description,
                                mechanism=labels, columns=request.columns)
         if request.companions:
             values = mech.randomise(exact[:, 0], plan)
             companions = tuple(
-                companion(m, exact[:, k + 1], counted.rows, len(chosen), B, c)
+                companion(m, exact[:, k + 1], len(chosen), plans[k])
                 for k, m in enumerate(request.companions))
         else:
             values = mech.randomise(exact, plan)
     log.info("released %d values (%s)", len(chosen), mech.label)
+    order = selection.order(values)  # post-processing of the released values
+    chosen = tuple(chosen[i] for i in order)
+    values = np.asarray(values)[order]
+    if request.companions:
+        companions = tuple(dataclasses.replace(
+            part, values=tuple(part.values[i] for i in order)) for part in companions)
     pairs = [request.pairs[p] for p in chosen]
     report = _report(request, plan, charge, selection, len(chosen), request.n_pairs)
     if request.companions:
@@ -257,9 +302,9 @@ def values_of(counts, *, statistics, layout) -> tuple[float, ...]:
     return tuple(s.value(counts, layout) for s in statistics)
 
 
-def companion(mechanism, exact, n: int, pairs: int, B, c) -> Companion:
-    """Noise on a further statistic's exact values (after the charge)."""
-    plan = mechanism.calibrate(n=n, pairs=max(1, pairs), B=B, c=c)
+def companion(mechanism, exact, pairs: int, plan) -> Companion:
+    """Noise of ``plan`` (calibrated before the charge) on a further statistic's
+    exact values (after the charge)."""
     values = mechanism.randomise(exact, plan) if pairs else np.zeros(0)
     return Companion(statistic=mechanism.statistic.name, mechanism=mechanism.label,
                      values=tuple(float(v) for v in values), noise_scale=plan.noise_scale,

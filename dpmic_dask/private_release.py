@@ -9,6 +9,7 @@ charge. The mechanism is in :mod:`dpmic_dask.bounds`; the proof in
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 from functools import partial
@@ -30,20 +31,23 @@ from .errors import InvalidDataError, InvalidParameterError, MissingValuesError
 from .limits import DEFAULT_SPLIT_EVERY
 from .mechanisms.base import check_noise_units
 from .noise import active_sampler
-from .pipeline import charge_budget, precheck_budget, release_pairs
+from .pipeline import after_charge, charge_budget, check_plan, precheck_budget, release_pairs
 from .request import pairwise_request
 from .results import BoundsRelease, PairwiseResult
-from .selected import release_selected, selection_request
+from .selected import check_selected_plan, release_selected, selection_request
 from .selection import check_share
 from .sensitivity import safe_down, safe_up
-from .validation import MIN_ROWS, check_frame_request
+from .validation import MIN_ROWS, check_bounds, check_frame_request
 
 #: Default share of ``eps`` spent on private bounds inside a release.
 DEFAULT_BOUNDS_SHARE = 0.1
 
 
-def _bounds_partition(frame, *, columns, grid, fill):
-    """One partition's exact histograms, row count and missing-value flags."""
+def _bounds_partition(frame, *, columns, grid, fill, counted):
+    """One partition's exact histograms of the ``counted`` columns, its row count,
+    and every column's missing-value flag. Every column is converted (a cell that
+    is not a number is refused here), so a release that reads more columns later
+    has nothing left to find."""
     values, missing = [], np.zeros(len(columns), dtype=bool)
     for k, name in enumerate(columns):
         v = column_values(frame, name)
@@ -51,7 +55,8 @@ def _bounds_partition(frame, *, columns, grid, fill):
         if nan.any():
             missing[k] = True
             v = np.where(nan, fill[k], v) if fill is not None else v[~nan]
-        values.append(v)
+        if counted[k]:
+            values.append(v)
     return column_histograms(values, grid), len(frame), missing
 
 
@@ -62,11 +67,21 @@ def _add_histograms(a, b):
 def noisy_histograms(counts, eps_column: float):
     """Every column's histogram with exact discrete Laplace noise of scale
     ``2 / eps_column`` on each count (replacing one row moves one count down and
-    one up: L1 sensitivity 2 per column). Call only after the charge."""
+    one up: L1 sensitivity 2 per column). Call only after the charge.
+
+    The sums are exact int64: counts lie in ``[0, n]``, and a draw is held within
+    ``n`` of the int64 limit, as a saturating sampler holds it at the limit (a
+    draw that large has probability below ``exp(-2**10)`` at the largest scale
+    allowed, :data:`~dpmic_dask.mechanisms.base.MAX_NOISE_UNITS`)."""
     scale = histogram_scale(eps_column)
     sampler = active_sampler()
-    noisy = [row.astype(np.float64) + sampler.discrete_laplace(scale, row.size).astype(np.float64)
-             for row in counts]
+    limit = np.iinfo(np.int64).max
+    noisy = []
+    for row in counts:
+        row = np.asarray(row, dtype=np.int64)
+        z = np.asarray(sampler.discrete_laplace(scale, row.size), dtype=np.int64)
+        top = limit - int(row.max(initial=0))
+        noisy.append(row + np.clip(z, -top, top))
     return noisy, scale
 
 
@@ -94,9 +109,11 @@ def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, nulls="ra
     See :mod:`dpmic_dask.bounds` for the mechanism; ``docs/privacy.md`` for the proof.
     """
     backend = backend_for(frame)
-    plan = _bounds_plan(backend.schema(frame), eps, columns, coverage, domain, nulls, fill)
+    plan = _bounds_plan(backend.schema(frame), columns, coverage, domain, nulls, fill,
+                        eps=check_epsilon(eps))
     precheck_budget(ledger, dataset, PrivacyCost(plan.eps))
-    counts, rows = _bounds_counts(frame, backend, plan, split_every, progress)
+    counts, rows = _bounds_counts(frame, backend, plan, plan.columns, plan.fill, split_every,
+                                  progress)
     charge = charge_budget(PrivacyCost(plan.eps), ledger, dataset,
                            description=label or "private bounds", mechanism="bounds-hist",
                            columns=plan.columns)
@@ -105,16 +122,28 @@ def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, nulls="ra
 
 @dataclass(frozen=True)
 class _BoundsPlan:
+    """The bounds step: its columns, fixed grid and noise. ``eps`` is the sum of the
+    columns' epsilons (its pure-DP cost); ``rho`` its zCDP cost when it is part of
+    a zCDP release (the columns' ``eps_column**2 / 2`` added up), else ``None``."""
+
     columns: tuple
     eps: float
     eps_column: float
     coverage: float
     grid: BoundsGrid
     fill: tuple | None
+    rho: float | None = None
+
+    def describe(self) -> str:
+        amount = (f"epsilon {self.eps:.4g}" if self.rho is None else
+                  f"rho {self.rho:.4g}, epsilon {self.eps_column:.4g} per column")
+        return f"private bounds for {list(self.columns)}: {amount}"
 
 
-def _bounds_plan(schema, eps, columns, coverage, domain, nulls, fill) -> _BoundsPlan:
-    eps = check_epsilon(eps)
+def _bounds_plan(schema, columns, coverage, domain, nulls, fill, *, eps: float | None = None,
+                 rho: float | None = None) -> _BoundsPlan:
+    """The bounds step of ``eps`` (pure DP: ``eps / C`` per column) or of ``rho``
+    (zCDP: the largest ``eps_column`` with ``C eps_column**2 / 2 <= rho``)."""
     if isinstance(columns, str) or not columns:
         raise InvalidParameterError("columns must name the columns to estimate bounds for")
     names = list(columns)
@@ -124,19 +153,36 @@ def _bounds_plan(schema, eps, columns, coverage, domain, nulls, fill) -> _Bounds
     checked_columns, _, fills = check_frame_request(schema, bounds=dict.fromkeys(names, wide),
                                                     columns=names, nulls=nulls, fill=fill,
                                                     min_columns=1)
-    eps_column = safe_down(eps / len(checked_columns))
+    k = len(checked_columns)
+    if rho is None:
+        assert eps is not None
+        eps_column = safe_down(eps / k)
+        rho_spent = None
+    else:
+        eps_column = safe_down(math.sqrt(2.0 * rho / k))
+        while k * eps_column ** 2 / 2.0 > rho:
+            eps_column = safe_down(eps_column)
+        rho_spent = rho
     histogram_scale(eps_column)  # a scale that cannot be sampled is refused now
-    return _BoundsPlan(tuple(checked_columns), eps, eps_column, check_coverage(coverage),
-                       grid, fills)
+    total = safe_up(k * eps_column) if eps is None else eps
+    return _BoundsPlan(tuple(checked_columns), total, eps_column,
+                       check_coverage(coverage), grid, fills, rho_spent)
 
 
-def _bounds_counts(frame, backend, plan: _BoundsPlan, split_every, progress):
+def _bounds_counts(frame, backend, plan: _BoundsPlan, columns, fill, split_every, progress):
+    """One pass over ``columns`` (the bounds' columns and every other column of the
+    release): the bounds' exact histograms and the row count, after refusing
+    missing values without a fill, cells that are not numbers, and too few rows --
+    everything about the data that a later pass could find, found before the charge."""
+    columns = tuple(columns)
+    counted = tuple(name in plan.columns for name in columns)
     counts, rows, missing = backend.reduce(
-        frame, plan.columns,
-        partial(_bounds_partition, columns=plan.columns, grid=plan.grid, fill=plan.fill),
+        frame, columns,
+        partial(_bounds_partition, columns=columns, grid=plan.grid, fill=fill,
+                counted=counted),
         _add_histograms, split_every=split_every, progress=progress)
-    if plan.fill is None and missing.any():
-        names = [c for c, m in zip(plan.columns, missing) if m]
+    if fill is None and missing.any():
+        names = [c for c, m in zip(columns, missing) if m]
         raise MissingValuesError(
             f"column(s) {names} contain missing values; pass nulls='fill' with public "
             "fill values (nothing was charged)")
@@ -145,9 +191,22 @@ def _bounds_counts(frame, backend, plan: _BoundsPlan, split_every, progress):
     return counts, int(rows)
 
 
+def _valid_bounds(found, name) -> tuple[float, float] | None:
+    """``found`` if it is valid public bounds (finite, ``lo < hi``, finite width)."""
+    if found is None:
+        return None
+    try:
+        return check_bounds(found, name)
+    except InvalidParameterError:
+        return None
+
+
 def _bounds_release(counts, rows, plan: _BoundsPlan, charge_id: str) -> BoundsRelease:
+    """The released bounds (post-processing of the noisy histograms; never refuses:
+    a column whose bounds cannot be read off falls back and is marked unresolved)."""
     eps_column = plan.eps_column
     found, scale = _noisy_bounds(counts, plan.grid, eps_column, plan.coverage)
+    found = [_valid_bounds(b, c) for c, b in zip(plan.columns, found)]
     fallback = plan.grid.domain or (-1.0, 1.0)
     unresolved = tuple(c for c, b in zip(plan.columns, found) if b is None)
     if unresolved:
@@ -166,12 +225,19 @@ def run_with_private_bounds(frame, eps, *, bounds, columns=None, delta=0.0, boun
                             fill=None, ledger=None, dataset=None, progress=None, label=None,
                             select: dict | None = None, **release) -> PairwiseResult:
     """``pairwise`` where some bounds are ``"private"``: one charge covers the bounds
-    (``bounds_share`` of ``eps``, pure DP) and the release (the rest; Gaussian
-    with ``delta > 0``). Order: precheck, the bounds' histograms (one pass),
-    the charge, the bounds' noise, then the release's counting and noise.
-    ``select`` (the arguments of :func:`selection_request` after ``rule``, with
-    ``rule``) makes the release a private selection (``top_pairs``,
-    ``pairs_above``) instead of every pair."""
+    (``bounds_share`` of ``eps``, or of ``rho`` under zCDP) and the release (the
+    rest; Gaussian with ``delta > 0``). ``select`` (the arguments of
+    :func:`selection_request` after ``rule``, with ``rule``) makes the release a
+    private selection (``top_pairs``, ``pairs_above``) instead of every pair.
+
+    Order: the request and its budget split (nothing read); the precheck; one
+    pass over every column of the release (the bounds' histograms, the row count,
+    and every check of the data); every check of the release planned at that row
+    count (:func:`~dpmic_dask.pipeline.check_plan`,
+    :func:`~dpmic_dask.selected.check_selected_plan`); the one charge; then only
+    noise and post-processing, and the release's own pass over the data at the
+    released bounds (which can fail only if the data changed between the passes:
+    :class:`~dpmic_dask.errors.ReleaseIncompleteError`, naming the charge)."""
     import dataclasses as dc
 
     from .accounting import PrepaidLedger
@@ -189,11 +255,12 @@ def run_with_private_bounds(frame, eps, *, bounds, columns=None, delta=0.0, boun
     if any(b != "private" for b in spec.values() if isinstance(b, str)):
         raise InvalidParameterError('a column\'s bounds must be (lo, hi) or "private"')
     backend = backend_for(frame)
-    plan = _bounds_plan(backend.schema(frame), safe_down(share * eps), private, coverage,
-                        domain, nulls, {c: fill[c] for c in private if c in fill}
-                        if fill else None)
-    # the release's part, and the whole
+    schema = backend.schema(frame)
+    private_fill = {c: fill[c] for c in private if c in fill} if fill else None
+    # the budget split: the bounds' part, the release's part, and the whole
     if delta == 0:
+        plan = _bounds_plan(schema, private, coverage, domain, nulls, private_fill,
+                            eps=safe_down(share * eps))
         total = PrivacyCost(eps)
         part = PrivacyCost(safe_down(eps - plan.eps))
         release_eps, release_mechanism = part.epsilon, mechanism
@@ -202,7 +269,10 @@ def run_with_private_bounds(frame, eps, *, bounds, columns=None, delta=0.0, boun
             raise InvalidParameterError("with private bounds and delta > 0 the release is "
                                         "micr-gauss (mechanism='auto' or 'micr-gauss')")
         rho = rho_from_eps_delta(eps, delta)
-        rest = safe_down(rho - plan.eps ** 2 / 2.0)
+        plan = _bounds_plan(schema, private, coverage, domain, nulls, private_fill,
+                            rho=safe_down(share * rho))
+        assert plan.rho is not None
+        rest = safe_down(rho - plan.rho)
         if not rest > 0:
             raise InvalidParameterError("bounds_share leaves no budget for the release")
         release_eps = eps_from_rho(rest, delta)
@@ -217,7 +287,7 @@ def run_with_private_bounds(frame, eps, *, bounds, columns=None, delta=0.0, boun
                    for c in spec}
     selection_plan = None
     if select is None:
-        request = pairwise_request(backend.schema(frame), eps=release_eps, bounds=placeholder,
+        request = pairwise_request(schema, eps=release_eps, bounds=placeholder,
                                    columns=columns or list(spec), delta=delta,
                                    mechanism=release_mechanism, nulls=nulls, fill=fill,
                                    label=label, **release)
@@ -225,19 +295,26 @@ def run_with_private_bounds(frame, eps, *, bounds, columns=None, delta=0.0, boun
     else:
         options = dict(select)
         request, selection_plan = selection_request(
-            backend.schema(frame), options.pop("rule"), eps=release_eps, delta=delta,
+            schema, options.pop("rule"), eps=release_eps, delta=delta,
             bounds=placeholder, columns=columns or list(spec), nulls=nulls, fill=fill,
             label=label, **options, **release)
         inner_cost = selection_plan.total
     if not PrepaidLedger(None, part)._fits(inner_cost):  # type: ignore[arg-type]
         raise InvalidParameterError("the release does not fit its share")  # pragma: no cover
     precheck_budget(ledger, dataset, total)
-    counts, rows = _bounds_counts(frame, backend, plan, request.split_every, progress)
+    read = tuple(dict.fromkeys((*request.columns, *plan.columns)))
+    read_fill = _fills_for(read, request, plan)
+    counts, rows = _bounds_counts(frame, backend, plan, read, read_fill, request.split_every,
+                                  progress)
+    # every check of the release at this row count, before the charge
+    if selection_plan is None:
+        check_plan(request, rows)
+    else:
+        check_selected_plan(request, selection_plan, rows)
     spent = f"epsilon {part.epsilon:.4g}" if part.rho is None else f"rho {part.rho:.4g}"
     inner = (request.mechanism.label if selection_plan is None
              else f"{selection_plan.selection.description} and the chosen values")
-    parts = f"private bounds for {list(plan.columns)}: epsilon {plan.eps:.4g}; release: " \
-            f"{inner} with {spent}"
+    parts = f"{plan.describe()}; release: {inner} with {spent}"
     charge = charge_budget(total, ledger, dataset,
                            description=f"{label or 'pairwise'} ({parts})",
                            mechanism=f"bounds-hist+{request.mechanism.label}",
@@ -247,15 +324,26 @@ def run_with_private_bounds(frame, eps, *, bounds, columns=None, delta=0.0, boun
     request = dc.replace(request, bounds=tuple(tuple(map(float, final[c]))
                                                for c in request.columns))
     prepaid = PrepaidLedger(charge, part)
-    if selection_plan is None:
-        result = release_pairs(frame, request, ledger=prepaid, dataset=dataset,
-                               progress=progress)
-    else:
-        result = release_selected(frame, request, selection_plan, ledger=prepaid,
-                                  dataset=dataset, progress=progress)
+    with after_charge(charge):
+        if selection_plan is None:
+            result = release_pairs(frame, request, ledger=prepaid, dataset=dataset,
+                                   progress=progress)
+        else:
+            result = release_selected(frame, request, selection_plan, ledger=prepaid,
+                                      dataset=dataset, progress=progress)
     privacy = dc.replace(
         result.privacy, epsilon=total.epsilon, delta=total.delta, rho=total.rho, parts=parts,
         release_cost=part,
         statement=privacy_statement(total, max(1, len(result.pairs)),
                                     detail=f"bounds and release together; {parts}"))
     return dc.replace(result, privacy=privacy, private_bounds=found)
+
+
+def _fills_for(read, request, plan: _BoundsPlan) -> tuple | None:
+    """Fill values of the columns read by the first pass (``None``: no fills)."""
+    if request.fill is None:
+        return None
+    fills = dict(zip(request.columns, request.fill))
+    if plan.fill is not None:
+        fills.update(zip(plan.columns, plan.fill))
+    return tuple(fills[name] for name in read)

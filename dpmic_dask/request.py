@@ -170,8 +170,11 @@ def pairwise_request(schema, *, eps, bounds, columns=None, delta=0.0, mechanism=
         return ReleaseRequest(columns, checked, fills, eps, delta, mech, B, c, split_every,
                               label, task_memory)
     main, *others = split_mechanism(mech, statistics)
-    return ReleaseRequest(columns, checked, fills, eps, delta, main, B, c, split_every, label,
-                          task_memory, tuple(others), mech.cost)
+    request = ReleaseRequest(columns, checked, fills, eps, delta, main, B, c, split_every,
+                             label, task_memory, tuple(others), mech.cost)
+    if B is not None and c is not None:
+        request.layout(int(B), c)  # refuses a (B, c) without a tau grid, before any read
+    return request
 
 
 def pair_request(*, eps, x_bounds, y_bounds, mechanism="auto", delta=0.0, B=None,

@@ -22,6 +22,7 @@ from .limits import DEFAULT_SPLIT_EVERY, DEFAULT_TASK_MEMORY, check_micr_grid
 from .mechanisms import check_statistics
 from .noise import active_sampler
 from .pipeline import (
+    after_charge,
     block_size,
     charge_budget,
     companion,
@@ -33,7 +34,7 @@ from .pipeline import (
 )
 from .request import API_NAMES, ArgumentNames, ReleaseRequest, pairwise_request
 from .results import PairwiseResult, PrivacyReport
-from .selection import SelectionPlan, check_share, plan_selection
+from .selection import EveryPairRanked, SelectionPlan, check_share, plan_selection
 from .validation import MIN_ROWS, check_max_cells
 
 #: ``screen_B="auto"`` scores candidates on this grid (when ``B`` is larger), then
@@ -58,6 +59,15 @@ def selection_request(schema, rule: str, *, eps, delta=0.0, share=0.5, k=None,
                                task_memory=task_memory, names=names)
     if rule == "top-k":
         k = check_count(k, names.k)
+        if k >= request.n_pairs:
+            # every pair is published: choosing costs nothing, the values get it all
+            request = pairwise_request(
+                schema, eps=eps, bounds=bounds, columns=columns, delta=delta,
+                mechanism=request.mechanism.label, B=B, c=c, nulls=nulls, fill=fill,
+                split_every=split_every, label=label, task_memory=task_memory,
+                statistics=statistics, names=names)
+            return request, SelectionPlan(request.cost, EveryPairRanked(k, request.n_pairs),
+                                          request.mechanism, None, request.companions)
     else:
         threshold = check_threshold(threshold, names.threshold)
         max_pairs = check_count(max_pairs, names.max_pairs)
@@ -84,27 +94,21 @@ def check_threshold(value, name: str = "threshold") -> float:
     return float(value)
 
 
-def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *, ledger=None,
-                     dataset=None, progress=None) -> PairwiseResult:
-    """Choose pairs privately, then release the chosen pairs' values with fresh noise.
-
-    One precheck before any data is read; every pair's exact value computed on
-    the cluster (at ``plan.screen_B`` when given, a smaller grid for speed -- the MICr
-    sensitivity does not depend on ``B``); one charge of ``plan.total``; the
-    selection's noise; when screening, the chosen pairs counted again at ``B``;
-    the release's noise. Nothing is drawn before the charge.
-    """
-    backend = backend_for(frame)
-    release, selection = plan.release, plan.selection
-    statistic = release.statistic  # type: ignore[attr-defined]
-    log.info("validated: %d columns, %d candidate pairs, %s", len(request.columns),
-             request.n_pairs, selection.description)
-    precheck_budget(ledger, dataset, plan.total)
-    n_rows = backend.row_count(frame, request.columns)
-    if n_rows < MIN_ROWS:
+def check_selected_plan(request: ReleaseRequest, plan: SelectionPlan,
+                        n: int) -> tuple[int, int, int]:
+    """Every data-independent check of a select-then-release of ``n`` rows, run
+    before the charge: the release grid for ``n``, the screening grid, the count
+    layouts of every statistic at both, the selection's noise at the scores'
+    sensitivity, and every released statistic's noise calibrated to the most
+    pairs the rule can publish. Returns ``(B, c, screen_B)``."""
+    if plan.selection.cost is None:
+        B, c = pipeline.check_plan(request, n)
+        return B, c, B
+    if n < MIN_ROWS:
         raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
+    release, selection = plan.release, plan.selection
     most = selection.most(request.n_pairs)
-    B, c = grid_parameters(request, n_rows, release.epsilon / most)  # type: ignore[attr-defined]
+    B, c = grid_parameters(request, n, release.epsilon / most)  # type: ignore[attr-defined]
     if plan.screen_B == "auto":
         screen = min(B, SCREEN_B_DEFAULT)
     else:
@@ -112,24 +116,55 @@ def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *, led
     if screen != B:
         check_micr_grid(screen, c, min(request.n_pairs, block_size(request, screen, c)),
                         request.split_every)
+    for grid_B in {screen, B}:
+        selection_layout(request, plan, grid_B, c)
+    selection.prepare(release.statistic.sensitivity(n, screen))  # type: ignore[attr-defined]
+    for part in (release, *plan.companions):
+        part.calibrate(n=n, pairs=most, B=B, c=c)
+    return B, c, screen
+
+
+def selection_layout(request: ReleaseRequest, plan: SelectionPlan, B: int, c: int):
+    """The count layout holding every statistic the selection releases."""
+    if plan.companions:
+        return plan.companions[0].statistic.layout(B, c)
+    return request.layout(B, c)
+
+
+def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *, ledger=None,
+                     dataset=None, progress=None) -> PairwiseResult:
+    """Choose pairs privately, then release the chosen pairs' values with fresh noise.
+
+    One precheck before any data is read; every check of the plan
+    (:func:`check_selected_plan`); every pair's exact value computed on the
+    cluster (at the screening grid when it is smaller -- the MICr sensitivity
+    does not depend on ``B``); one charge of ``plan.total``; the selection's
+    noise; when screening, the chosen pairs counted again at ``B``; the
+    release's noise. Nothing is drawn before the charge.
+    """
+    if plan.selection.cost is None:  # a choice that reads no data: every pair, ranked
+        return pipeline.release_pairs(frame, request, ledger=ledger, dataset=dataset,
+                                      progress=progress, selection=plan.selection)
+    backend = backend_for(frame)
+    release, selection = plan.release, plan.selection
+    statistic = release.statistic  # type: ignore[attr-defined]
+    log.info("validated: %d columns, %d candidate pairs, %s", len(request.columns),
+             request.n_pairs, selection.description)
+    precheck_budget(ledger, dataset, plan.total)
+    n_rows = backend.row_count(frame, request.columns)
+    B, c, screen = check_selected_plan(request, plan, n_rows)
     statistics = (statistic, *(m.statistic for m in plan.companions))
 
     def layout_and_values(grid_B):
+        layout = selection_layout(request, plan, grid_B, c)
         if plan.companions:
-            layout = plan.companions[0].statistic.layout(grid_B, c)
             return layout, partial(values_of, statistics=statistics, layout=layout)
-        layout = statistic.layout(grid_B, c)
         return layout, partial(statistic.value, layout=layout)
 
     layout, fn = layout_and_values(screen)
     scores = pipeline._evaluate(frame, backend, request, layout, n_rows, screen, c, fn, progress)
     warn_if_delta_large(request.delta, scores.rows)
     sensitivity = statistic.sensitivity(scores.rows, screen)
-    # every noise this release may draw must be sampleable: refuse now, not after
-    # the charge (the release calibrated to the most pairs it can publish)
-    selection.prepare(sensitivity)
-    for part in (release, *plan.companions):
-        part.calibrate(n=scores.rows, pairs=most, B=B, c=c)
     labels = "+".join(m.label for m in (release, *plan.companions))
     charge = charge_budget(
         plan.total, ledger, dataset,
@@ -142,25 +177,29 @@ def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *, led
         layout, fn = layout_and_values(B)
         spec = CountSpec(request.columns, request.bounds, request.fill, layout,
                          tuple(request.pairs[p] for p in chosen))
-        exact = _values_of_pairs(backend, frame, spec, request, B, c, fn, n_rows, progress)
+        with after_charge(charge):
+            exact = _values_of_pairs(backend, frame, spec, request, B, c, fn, n_rows,
+                                     progress)
     else:
         exact = scores.values[list(chosen)]
-    noise = release.calibrate(n=scores.rows, pairs=max(1, len(chosen)), B=B, c=c)  # type: ignore[attr-defined]
+    published = max(1, len(chosen))
+    noise = release.calibrate(n=scores.rows, pairs=published, B=B, c=c)  # type: ignore[attr-defined]
     main = exact[:, 0] if plan.companions else exact
     values = release.randomise(main, noise) if chosen else np.zeros(0)  # type: ignore[attr-defined]
-    companions = tuple(companion(m, exact[:, k + 1] if chosen else np.zeros(0), scores.rows,
-                                 len(chosen), B, c)
-                       for k, m in enumerate(plan.companions))
+    companions = tuple(
+        companion(m, exact[:, k + 1] if chosen else np.zeros(0), len(chosen),
+                  m.calibrate(n=scores.rows, pairs=published, B=B, c=c))
+        for k, m in enumerate(plan.companions))
     pairs = [request.pairs[p] for p in chosen]
     report = PrivacyReport(
         mechanism=noise.mechanism, statistic=noise.statistic, epsilon=plan.total.epsilon,
         delta=plan.total.delta, rho=plan.total.rho, noise_scale=noise.noise_scale,
         ci95=noise.ci95, sensitivity=noise.sensitivity, n=noise.n, B=B, c=c,
         charge_id=charge.charge_id, seeded=not active_sampler().secure,
-        statement=privacy_statement(plan.total, max(1, len(chosen)),
+        statement=privacy_statement(plan.total, published,
                                     detail="selection and release together"),
         released=len(chosen), candidates=request.n_pairs, selection=selection.description,
-        parts=plan.parts(), release_cost=release.cost)  # type: ignore[attr-defined]
+        parts=plan.parts(chosen=len(chosen)), release_cost=release.cost)  # type: ignore[attr-defined]
     return PairwiseResult(
         columns=request.columns,
         pairs=tuple((request.columns[i], request.columns[j]) for i, j in pairs),

@@ -46,6 +46,11 @@ class Selection(ABC):
         faithfully at this ``sensitivity`` (nothing for rules without noise)."""
         return None
 
+    def order(self, released: np.ndarray) -> np.ndarray:
+        """The order in which the published pairs are reported, from their released
+        (noisy) values only: post-processing. As selected, by default."""
+        return np.arange(len(released))
+
     @abstractmethod
     def select(self, n_pairs: int, scores=None,
                sensitivity: float | None = None) -> tuple[int, ...]:
@@ -68,6 +73,33 @@ class AllPairs(Selection):
     def select(self, n_pairs: int, scores=None,
                sensitivity: float | None = None) -> tuple[int, ...]:
         return tuple(range(n_pairs))
+
+
+@dataclass(frozen=True)
+class EveryPairRanked(Selection):
+    """``top_pairs(k)`` with ``k`` at least the number of pairs: every pair is
+    published, so choosing reads no data and costs nothing -- the whole budget
+    goes to the values. The pairs are reported strongest first, ordered by their
+    released values (post-processing)."""
+
+    k: int
+    candidates: int
+
+    @property
+    def description(self) -> str:  # type: ignore[override]
+        return (f"all {self.candidates} pairs (top {self.k} asked; every pair is published, "
+                "so nothing is spent on choosing), ordered by released value")
+
+    @property
+    def cost(self) -> PrivacyCost | None:
+        return None
+
+    def select(self, n_pairs: int, scores=None,
+               sensitivity: float | None = None) -> tuple[int, ...]:
+        return tuple(range(n_pairs))
+
+    def order(self, released: np.ndarray) -> np.ndarray:
+        return np.argsort(-np.asarray(released, dtype=np.float64), kind="stable")
 
 
 # ------------------------------------------------------------- private selection
@@ -252,14 +284,19 @@ class SelectionPlan:
     screen_B: int | str | None = None
     companions: tuple = ()  # further statistics' mechanisms (equal shares of the release)
 
-    def parts(self) -> str:
-        """The parts in words, for the ledger and the report."""
+    def parts(self, chosen: int | None = None) -> str:
+        """The parts in words, for the ledger and the report; with ``chosen = 0``
+        (nothing passed), that the release's share was charged but not spent."""
         def spent(mechanism) -> str:
             cost = mechanism.cost
             amount = f"epsilon {cost.epsilon:.4g}" if cost.rho is None else f"rho {cost.rho:.4g}"
             return f"{mechanism.label} with {amount}"
 
         released = ", ".join(spent(m) for m in (self.release, *self.companions))
+        if chosen == 0:
+            released += (" -- no pair was chosen, so nothing was released: this share was "
+                         "charged with the selection (one charge, made before the outcome "
+                         "was known) but not spent")
         return f"selection: {self.selection.description}; release: {released}"
 
 

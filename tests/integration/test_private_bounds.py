@@ -135,7 +135,16 @@ def test_private_bounds_with_delta_use_zcdp_shares():
     (charge,) = ledger.charges()
     assert charge.cost.rho == rho_from_eps_delta(1.0, 1e-7)
     assert result.mechanism == "micr-gauss"
-    assert 0.1 ** 2 / 2 + result.privacy.release_cost.rho <= charge.cost.rho
+    # the bounds' C = 2 histograms compose to C eps_column**2 / 2 = bounds_share of rho
+    # (not eps_b**2 / 2, which would take 25% of rho here): the release keeps the rest
+    rho = charge.cost.rho
+    eps_column = result.private_bounds.epsilon_per_column
+    bounds_rho = 2 * eps_column ** 2 / 2
+    assert bounds_rho <= 0.1 * rho
+    assert bounds_rho == pytest.approx(0.1 * rho, rel=1e-9)
+    assert bounds_rho + result.privacy.release_cost.rho <= rho
+    assert result.privacy.release_cost.rho == pytest.approx(0.9 * rho, rel=1e-9)
+    assert "rho" in result.privacy.parts and "per column" in result.privacy.parts
     with pytest.raises(dm.InvalidParameterError, match="micr-gauss"):
         frame.dpmic.pairwise(1.0, delta=1e-7, bounds="private", columns=["a", "b"],
                              mechanism="micr-lap", ledger=ledger)
