@@ -35,12 +35,16 @@ class Exit(IntEnum):
     BUDGET = 3  #: the budget cannot pay for the release; nothing was released
     LEDGER = 4  #: the ledger is missing, unreachable, uninitialised or corrupt
     UNAVAILABLE = 5  #: the Dask scheduler or a SQL server did not answer in time
-    RUN_CLAIMED = 6  #: the run id already charged (running elsewhere, or lost)
+    RUN_CLAIMED = 6  #: the run already charged without kept values, or is charging now
+    OUTPUT = 7  #: released and journaled, but the output could not be written
 
 
 def exit_code(exc: BaseException) -> Exit:
     """The exit code for a library error."""
-    for kind, code in ((BudgetExceededError, Exit.BUDGET), (LedgerError, Exit.LEDGER),
+    from .joboutput import DeliveryError
+
+    for kind, code in ((DeliveryError, Exit.OUTPUT),
+                       (BudgetExceededError, Exit.BUDGET), (LedgerError, Exit.LEDGER),
                        (UnavailableError, Exit.UNAVAILABLE), (RunClaimedError, Exit.RUN_CLAIMED),
                        (DPMICError, Exit.INVALID)):
         if isinstance(exc, kind):
@@ -200,12 +204,14 @@ def validate(job_file, debug):
                f"dataset {job.dataset!r}, ledger {job.ledger_url})")
 
 
+run_id_help = ("Idempotency key (e.g. the schedule's logical date), per dataset and job: "
+               "a run id that already charged is never charged again; its journaled "
+               "values are delivered if they were not. 1-128 letters, digits and ._:+-")
+
+
 @main.command()
 @click.argument("job_file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--run-id", default=None, callback=check_run_id,
-              help="Idempotency key (e.g. the schedule's logical date): a run id that "
-                   "already wrote its rows is not released again, and one that already "
-                   "charged is never charged again. 1-128 letters, digits and ._:+-")
+@click.option("--run-id", default=None, callback=check_run_id, help=run_id_help)
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar (default: only on a terminal).")
 @click.option("--debug", is_flag=True,
@@ -214,10 +220,12 @@ def validate(job_file, debug):
 def run(job_file, run_id, progress, debug):
     """Run JOB_FILE: one private release, charged to the job's ledger.
 
-    Order: check the job, the run id, the output and the ledger (budget, run id
-    not yet charged) -- nothing is charged and no cluster is started if any of
-    these fails; start or reach the cluster; read and count the input; charge
-    once (claiming the run id); add noise; write the rows atomically.
+    Order: check the job, the run id and that the ledger can be written; if this
+    job already charged this run id, deliver its journaled values (if not yet
+    delivered) and stop; check the output and the budget -- nothing is charged
+    and no cluster is started if any of these fails; start or reach the
+    cluster; read and count the input; charge once, committed together with the
+    released values (the ledger's journal); write them to the output.
 
     \b
     Example:
@@ -225,56 +233,35 @@ def run(job_file, run_id, progress, debug):
     """
     import uuid
 
-    from .accounting import PrivacyCost
-    from .backends import backend_for
-    from .cluster import open_cluster
-    from .conversion import rho_from_eps_delta
-    from .jobio import check_output_writable, load_input, output_has_run, result_rows, write_output
-    from .jobplan import job_plan, job_selection, private_columns
+    from .batch import run_job
     from .jobs import load_job
-    from .ledger import SQLLedger
-    from .pipeline import precheck_budget, release_pairs
-    from .private_release import run_with_private_bounds
-    from .request import numeric_schema
-    from .selected import release_selected
 
     job = load_job(job_file)
-    run_id = run_id or uuid.uuid4().hex
-    ledger = SQLLedger(job.ledger_url)
-    check_output_writable(job)
-    if output_has_run(job, run_id):
-        click.echo(f"run {run_id} already released; nothing to do")
-        return
-    run_ledger = ledger.for_run(run_id)
-    request, plan = job_plan(job, numeric_schema(job.bounds))
-    cost = request.cost if plan is None else plan.total
-    if private_columns(job):
-        cost = PrivacyCost(job.eps) if job.delta == 0 else PrivacyCost(
-            job.eps, job.delta, rho_from_eps_delta(job.eps, job.delta))
-    precheck_budget(run_ledger, job.dataset, cost)  # before any cluster starts
-    with open_cluster(scheduler=job.scheduler, workers=job.workers, timeout=job.timeout):
-        frame = load_input(job)
-        request, plan = job_plan(job, backend_for(frame).schema(frame))
-        if private_columns(job):
-            selection = job_selection(job)
-            extra = {} if selection else {"B": job.B, "c": job.c,
-                                          "task_memory": job.task_memory,
-                                          "statistics": job.statistics}
-            result = run_with_private_bounds(
-                frame, job.eps, bounds=job.bounds, columns=list(job.bounds), delta=job.delta,
-                bounds_share=job.bounds_share, mechanism=job.mechanism, nulls=job.nulls,
-                fill=job.fill, ledger=run_ledger, dataset=job.dataset, progress=progress,
-                label=job.name, select=selection, **extra)
-        elif plan is None:
-            result = release_pairs(frame, request, ledger=run_ledger, dataset=job.dataset,
-                                   progress=progress)
-        else:
-            result = release_selected(frame, request, plan, ledger=run_ledger,
-                                      dataset=job.dataset, progress=progress)
-    where = write_output(job, result_rows(result, run_id=run_id, job=job), run_id)
-    click.echo(f"run {run_id}: released {len(result.pairs)} pairs "
-               f"({result.mechanism}, eps={result.epsilon:g}) to {where}")
-    click.echo(f"remaining budget of {job.dataset!r}: {ledger.remaining(job.dataset)}")
+    run_job(job, run_id or uuid.uuid4().hex, progress=progress, echo=click.echo)
+
+
+@main.command()
+@click.argument("job_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--run-id", required=True, callback=check_run_id,
+              help="The run whose journaled values to write.")
+@debug_option
+@handles_errors
+def deliver(job_file, run_id, debug):
+    """Write the journaled values of a charged run of JOB_FILE to its output.
+
+    Use it after 'dpmic run' exited 7 (the output could not be written), or to
+    write a release again (a file is rewritten with the same rows; a SQL table
+    that holds the run's rows is left as it is). Nothing is computed and nothing
+    is charged: the values are those released and kept with the charge.
+
+    \b
+    Example:
+      dpmic deliver jobs/daily.toml --run-id 2026-11-22
+    """
+    from .batch import deliver_job
+    from .jobs import load_job
+
+    deliver_job(load_job(job_file), run_id, echo=click.echo)
 
 
 @main.group()
@@ -358,15 +345,23 @@ def budget_show(ledger_url, dataset, debug):
 def budget_history(ledger_url, dataset, as_json, debug):
     """List DATASET's releases, oldest first.
 
+    A batch run's release is "delivered" (written to its output), "undelivered"
+    (its values are kept in the ledger's journal: 'dpmic deliver' writes them)
+    or "lost" (charged, but its values were not kept).
+
     \b
     Example:
       dpmic budget history --ledger sqlite:///ledger.db --dataset sales --json
     """
     import json
 
+    from .journal import release_status
     from .ledger import SQLLedger, describe
 
-    rows = [describe(r) for r in SQLLedger(ledger_url).history(dataset)]
+    ledger = SQLLedger(ledger_url)
+    records = ledger.history(dataset)
+    status = release_status(ledger, dataset)
+    rows = [{**describe(r), "release": status.get(r.charge_id)} for r in records]
     if as_json:
         for row in rows:
             click.echo(json.dumps(row))
@@ -377,8 +372,54 @@ def budget_history(ledger_url, dataset, as_json, debug):
         click.echo(f"{row['time']}  {row['amount']:>12}  eps={row['epsilon']:g} "
                    f"delta={row['delta']:g}  {row['mechanism'] or '-'}  {row['job']}  "
                    f"columns={','.join(row['columns'])}  "
-                   + (f"run={row['run_id']}  " if row["run_id"] else "")
+                   + (f"run={row['run_id']} ({row['release']})  " if row["run_id"] else "")
                    + f"[{row['charge_id']}]")
+
+
+@budget.command("forecast")
+@ledger_option
+@click.option("--dataset", default=None, help="Dataset id (default: the job's).")
+@click.option("--eps", type=click.FloatRange(min=0, min_open=True),
+              help="What one run spends (or give --job).")
+@click.option("--delta", default=0.0, show_default=True, type=float,
+              help="With --eps: the delta of one (Gaussian) run.")
+@click.option("--job", "job_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="A job file: one run of it (its ledger and dataset unless given).")
+@debug_option
+@handles_errors
+def budget_forecast(ledger_url, dataset, eps, delta, job_file, debug):
+    """How many more runs DATASET's remaining budget pays for.
+
+    \b
+    Example:
+      dpmic budget forecast --job jobs/daily.toml
+      dpmic budget forecast --ledger sqlite:///ledger.db --dataset sales --eps 0.5
+    """
+    from .accounting import PrivacyCost
+    from .batch import forecast
+    from .conversion import rho_from_eps_delta
+    from .ledger import SQLLedger
+
+    if (eps is None) == (job_file is None):
+        raise click.UsageError("give exactly one of --eps, --job")
+    if job_file is not None:
+        from .jobplan import job_cost
+        from .jobs import load_job
+
+        job = load_job(job_file)
+        ledger_url, dataset = job.ledger_url, dataset or job.dataset
+        cost, what = job_cost(job), f"one run of job {job.name!r}"
+    else:
+        if dataset is None:
+            raise click.UsageError("--eps needs --dataset")
+        cost = PrivacyCost(eps) if delta == 0 else PrivacyCost(
+            eps, delta, rho_from_eps_delta(eps, delta))
+        what = f"eps={eps:g}" + (f", delta={delta:g}" if delta else "")
+    plan = forecast(SQLLedger(ledger_url), dataset, cost)
+    click.echo(f"dataset:   {dataset}")
+    click.echo(f"remaining: {plan.remaining} {plan.unit}")
+    click.echo(f"per run:   {plan.per_run} {plan.unit} ({what})")
+    click.echo(f"runs left: {plan.runs}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,21 +1,14 @@
-"""Inputs and outputs of batch jobs.
+"""Inputs of batch jobs, and the SQL and folder plumbing outputs share.
 
 Inputs: Parquet or CSV files (paths, globs, fsspec URLs) read by Dask, or a
-SQL table/query read through SQLAlchemy on the driver.
-
-Outputs are append-only and atomic. A file output is a folder that gains one
-file per run (``run-<run id>.parquet`` or ``.csv``), written under a hidden
-temporary name and renamed into place, so readers never see a partial file. A
-SQL output gains one transaction's worth of rows per run. Every row carries the
-run id, the release time, the job, the dataset and the budget spent; a run id
-already present is never written twice.
+SQL table/query read through SQLAlchemy on the driver. Outputs (where released
+rows go) are :mod:`dpmic_dask.joboutput`.
 """
 
 from __future__ import annotations
 
 import glob
 import os
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -229,79 +222,3 @@ def _read_sql(url, table, query, columns, limit=None, timeout=SQL_TIMEOUT,
         statement = statement.limit(limit)
     with sql_engine(url, timeout).connect() as conn:
         return pd.read_sql_query(statement, conn)
-
-
-def result_rows(result, *, run_id: str, job) -> pd.DataFrame:
-    """The rows a run writes: the tidy table plus run id, time, job, dataset, charge."""
-    table = result.to_pandas()
-    table.insert(0, "run_id", run_id)
-    table.insert(1, "released_at", datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    table.insert(2, "job", job.name)
-    table.insert(3, "dataset", job.dataset)
-    table["charge_id"] = result.charge_id
-    return table
-
-
-def _run_file(job, run_id: str) -> Path:
-    folder = Path(job.output_path)
-    path = folder / f"run-{run_id}.{job.output_format}"
-    if path.parent != folder:  # run ids are validated; this is a second line of defence
-        raise JobIOError("the run id would write outside the output folder")
-    return path
-
-
-def output_has_run(job, run_id: str) -> bool:
-    """Whether a previous run with this id already wrote its rows."""
-    if job.output_path:
-        return _run_file(job, run_id).exists()
-    from sqlalchemy import column, inspect, literal, select, table
-    from sqlalchemy.exc import SQLAlchemyError
-
-    failure = None
-    try:
-        engine = sql_engine(job.output_sql_url, job.output_timeout)
-        with engine.connect() as conn:
-            if not inspect(conn).has_table(job.output_sql_table):
-                return False
-            # The table name is quoted by SQLAlchemy, never interpolated.
-            statement = (select(literal(1)).select_from(table(job.output_sql_table))
-                         .where(column("run_id") == run_id).limit(1))
-            return conn.execute(statement).first() is not None
-    except SQLAlchemyError as exc:
-        failure = _sql_failure(exc, "output")
-    raise failure
-
-
-def check_output_writable(job) -> None:
-    """Fail before any budget is spent if the output cannot be written."""
-    if job.output_path:
-        prepare_folder(job.output_path, "output folder")
-    else:
-        output_has_run(job, "probe")
-
-
-def write_output(job, rows: pd.DataFrame, run_id: str) -> str:
-    """Append a run's rows atomically; returns where they went."""
-    if job.output_path:
-        final = _run_file(job, run_id)
-        tmp = final.with_name(f".{final.name}.tmp")
-        if job.output_format == "csv":
-            rows.to_csv(tmp, index=False)
-        else:
-            rows.to_parquet(tmp, index=False)
-        with open(tmp, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, final)
-        return str(final)
-    from sqlalchemy.exc import SQLAlchemyError
-
-    failure = None
-    try:
-        engine = sql_engine(job.output_sql_url, job.output_timeout)
-        with engine.begin() as conn:  # one transaction: all rows or none
-            rows.to_sql(job.output_sql_table, conn, if_exists="append", index=False)
-    except SQLAlchemyError as exc:
-        failure = _sql_failure(exc, "output")
-    if failure is not None:
-        raise failure
-    return f"{job.output_sql_table} (SQL)"

@@ -63,3 +63,18 @@ def job_plan(job: Job, schema):
         bounds=checked_bounds(job), columns=list(job.bounds), B=job.B, c=job.c, nulls=job.nulls,
         fill=job.fill, label=job.name, task_memory=job.task_memory, names=JobFileNames(),
         screen_B=job.screen_B, statistics=job.statistics)
+
+
+def job_cost(job: Job):
+    """What one run of ``job`` is charged (no data read): the release, the total
+    of a selection, or the whole ``eps`` (and ``delta``) with private bounds."""
+    from .accounting import PrivacyCost
+    from .conversion import rho_from_eps_delta
+    from .request import numeric_schema
+
+    if private_columns(job):
+        if job.delta == 0:
+            return PrivacyCost(job.eps)
+        return PrivacyCost(job.eps, job.delta, rho_from_eps_delta(job.eps, job.delta))
+    request, plan = job_plan(job, numeric_schema(job.bounds))
+    return request.cost if plan is None else plan.total

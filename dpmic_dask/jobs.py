@@ -8,8 +8,9 @@ one line naming the key, never a data value.
 Example (TOML)::
 
     [job]
-    name = "daily-dependence"
-    dataset = "sales"                      # ledger dataset id
+    name = "daily-dependence"              # default: the file's name ("daily" for daily.toml)
+    dataset = "sales"                      # ledger dataset id; runs are keyed by
+                                           # (dataset, name, run id)
 
     [input]
     paths = ["data/sales-*.parquet"]       # Parquet or CSV files/globs, fsspec URLs
@@ -271,10 +272,15 @@ def load_job(path) -> Job:
     ledger = _section(data, "ledger", src)
 
     kw: dict[str, Any] = {"source": src}
+    if "dataset" not in job:
+        raise JobError(f"{src}: missing job.dataset")
+    # A run is keyed by (dataset, job name, run id). Without a name, the job file's
+    # name without its extension stands in ("daily" for daily.toml).
+    named = {"dataset": job["dataset"], "name": job.get("name", path.stem)}
     for key in ("name", "dataset"):
-        if key not in job:
-            raise JobError(f"{src}: missing job.{key}")
-        kw[key] = _typed(job[key], str, f"job.{key}", src, "a string")
+        kw[key] = _typed(named[key], str, f"job.{key}", src, "a string")
+        if not kw[key].strip():
+            raise JobError(f"{src}: job.{key} must be a non-empty string")
 
     if "paths" in inp and ("sql_url" in inp):
         raise JobError(f"{src}: input takes either paths or sql_url, not both")

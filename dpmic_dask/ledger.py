@@ -13,17 +13,20 @@ A ledger that is missing, unreachable or corrupt raises :class:`LedgerError`,
 and the release is refused before any data is read. Rows that do not parse
 (a tampered amount, columns that are not JSON) are reported as a corrupt ledger.
 
-A charge may carry a *run id* (batch jobs): it is claimed in the same
-transaction as the charge, and a second charge for the same dataset and run id
-is refused with :class:`RunClaimedError` -- so two overlapping runs with one id
-never both charge, and a retry of a run that charged but died never charges
-again. Schema version 1 ledgers (no run ids) are upgraded in place on first use.
+A charge may carry a *run id* and a *job* (batch jobs): the run id is claimed
+per dataset and job in the same transaction as the charge, and a second charge
+for the same key is refused with :class:`RunClaimedError` -- so two overlapping
+runs with one id never both charge, and a retry never charges again. A batch
+run keeps its released values with its charge, in the same transaction
+(:meth:`SQLLedger.open_charge`; the release journal is :mod:`dpmic_dask.journal`).
+Older ledgers (version 1: no run ids; 2: no jobs, no journal) are upgraded in
+place on first use. A ledger that can be read but not written is reported as
+read-only (:meth:`SQLLedger.check_writable`, before a run starts anything).
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 import uuid
 from dataclasses import dataclass
@@ -34,10 +37,22 @@ from urllib.parse import urlparse
 
 from .accounting import Budget, Charge, PrivacyCost, check_charge, unknown_dataset
 from .errors import DPMICError, InvalidParameterError, LedgerError, RunClaimedError
+from .ledgerdb import PostgresDB, SQLiteDB
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
+_META = "CREATE TABLE IF NOT EXISTS dpmic_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+#: Version 3 adds the release journal: the released (noisy) rows of a batch run,
+#: written in the transaction of its charge, and the deliveries of those rows.
+_JOURNAL = [
+    """CREATE TABLE IF NOT EXISTS dpmic_release_journal (
+        charge_id TEXT PRIMARY KEY REFERENCES dpmic_charges(charge_id),
+        dataset TEXT NOT NULL, job TEXT NOT NULL, run_id TEXT NOT NULL,
+        created_at TEXT NOT NULL, payload TEXT)""",
+    """CREATE TABLE IF NOT EXISTS dpmic_journal_deliveries (
+        charge_id TEXT NOT NULL REFERENCES dpmic_charges(charge_id),
+        delivered_at TEXT NOT NULL, destination TEXT NOT NULL)""",
+]
 _SCHEMA = [
-    """CREATE TABLE IF NOT EXISTS dpmic_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS dpmic_budgets (
         dataset TEXT PRIMARY KEY, epsilon TEXT NOT NULL, delta TEXT NOT NULL,
         created_at TEXT NOT NULL)""",
@@ -45,15 +60,31 @@ _SCHEMA = [
         charge_id TEXT PRIMARY KEY, dataset TEXT NOT NULL REFERENCES dpmic_budgets(dataset),
         created_at TEXT NOT NULL, amount TEXT NOT NULL, epsilon TEXT NOT NULL,
         delta TEXT NOT NULL, rho TEXT, description TEXT NOT NULL, mechanism TEXT NOT NULL,
-        columns TEXT NOT NULL, run_id TEXT)""",
-    """CREATE UNIQUE INDEX IF NOT EXISTS dpmic_charges_run ON dpmic_charges (dataset, run_id)""",
+        columns TEXT NOT NULL, run_id TEXT, job TEXT)""",
+    """CREATE UNIQUE INDEX IF NOT EXISTS dpmic_charges_job_run
+        ON dpmic_charges (dataset, job, run_id)""",
+    *_JOURNAL,
 ]
-#: Version 1 -> 2: charges gain a run id, unique per dataset (NULLs never clash).
-_MIGRATE_1_TO_2 = [
-    "ALTER TABLE dpmic_charges ADD COLUMN run_id TEXT",
-    "CREATE UNIQUE INDEX IF NOT EXISTS dpmic_charges_run ON dpmic_charges (dataset, run_id)",
-    "UPDATE dpmic_meta SET value = '2' WHERE key = 'schema'",
-]
+#: Upgrades, by the version they start from. 1 -> 2: charges gain a run id.
+#: 2 -> 3: a run id is claimed per (dataset, job) instead of per dataset (NULLs
+#: never clash: charges without a job keep their own check), and the journal.
+_UPGRADES = {
+    "1": ["ALTER TABLE dpmic_charges ADD COLUMN run_id TEXT"],
+    "2": ["DROP INDEX IF EXISTS dpmic_charges_run",
+          "ALTER TABLE dpmic_charges ADD COLUMN job TEXT",
+          """CREATE UNIQUE INDEX IF NOT EXISTS dpmic_charges_job_run
+              ON dpmic_charges (dataset, job, run_id)""",
+          *_JOURNAL],
+}
+
+
+def _upgrade_statements(version: str) -> list[str]:
+    """Statements that bring a ledger of ``version`` to :data:`SCHEMA_VERSION`."""
+    steps = []
+    while version != SCHEMA_VERSION:
+        steps += _UPGRADES[version]
+        version = str(int(version) + 1)
+    return [*steps, f"UPDATE dpmic_meta SET value = '{SCHEMA_VERSION}' WHERE key = 'schema'"]
 
 
 def _now() -> str:
@@ -72,6 +103,7 @@ class ChargeRecord:
     mechanism: str
     columns: tuple
     run_id: str | None = None
+    job: str | None = None
 
 
 def _corrupt(what: str) -> LedgerError:
@@ -94,7 +126,7 @@ def _record_from_row(r) -> ChargeRecord:
         return ChargeRecord(
             r[0], r[1], _amount(r[2], "this"),
             PrivacyCost(float(r[3]), float(r[4]), None if r[5] is None else float(r[5])),
-            r[6], r[7], tuple(str(c) for c in columns), r[9])
+            r[6], r[7], tuple(str(c) for c in columns), r[9], r[10])
     except Exception:  # noqa: BLE001 - any unparsable value
         raise _corrupt(f"charge {str(r[0])[:64]!r}") from None
 
@@ -109,67 +141,6 @@ def _amount(text, dataset: str) -> Decimal:
     return value
 
 
-class _SQLite:
-    placeholder = "?"
-
-    def __init__(self, path: Path):
-        self.path = path
-
-    def connect(self, create: bool):
-        if not create and not self.path.exists():
-            raise LedgerError(
-                f"ledger file {str(self.path)!r} does not exist; create it with "
-                "'dpmic budget init'"
-            )
-        try:
-            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA journal_mode = WAL")
-        except sqlite3.Error as exc:
-            raise LedgerError(f"cannot open ledger {str(self.path)!r}: {exc}") from None
-        return conn
-
-    def begin_write(self, cur, dataset: str | None):
-        cur.execute("BEGIN IMMEDIATE")
-
-    errors = (sqlite3.Error,)
-
-
-class _Postgres:
-    placeholder = "%s"
-
-    def __init__(self, url: str):
-        self.url = url
-
-    def connect(self, create: bool):
-        try:
-            import psycopg
-        except ImportError:
-            raise LedgerError("a PostgreSQL ledger needs psycopg: pip install "
-                              "'dpmic_dask[postgres]'") from None
-        try:
-            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
-        except psycopg.Error as exc:
-            raise LedgerError(
-                f"cannot reach the PostgreSQL ledger: {exc.__class__.__name__}") from None
-        return conn
-
-    def begin_write(self, cur, dataset: str | None):
-        # Explicit READ COMMITTED: under a server default of REPEATABLE READ or
-        # SERIALIZABLE the snapshot would be taken before the row lock is granted,
-        # and the sum of charges read after the wait would miss the charge that the
-        # lock holder just committed. READ COMMITTED takes a fresh snapshot for every
-        # statement, so the SELECT of charges after FOR UPDATE sees every commit.
-        cur.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
-        cur.execute("SELECT dataset FROM dpmic_budgets WHERE dataset = %s FOR UPDATE", (dataset,))
-
-    @property
-    def errors(self):
-        import psycopg
-
-        return (psycopg.Error,)
-
-
 class SQLLedger:
     """A persistent ledger at ``url``: ``sqlite:///path/to/file.db`` or
     ``postgresql://user:password@host:port/dbname``."""
@@ -177,20 +148,26 @@ class SQLLedger:
     def __init__(self, url: str):
         self.url = url
         parsed = urlparse(url)
-        self._db: _SQLite | _Postgres
+        self._db: SQLiteDB | PostgresDB
         if parsed.scheme == "sqlite":
             path = url[len("sqlite:///"):] if url.startswith("sqlite:///") else ""
             if not path:
                 raise InvalidParameterError("a SQLite ledger URL looks like sqlite:///path/ledger.db")
-            self._db = _SQLite(Path(path))
+            self._db = SQLiteDB(Path(path))
         elif parsed.scheme in ("postgresql", "postgres"):
-            self._db = _Postgres(url)
+            self._db = PostgresDB(url)
         else:
             raise InvalidParameterError("ledger URL must start with sqlite:/// or postgresql://")
 
     # -- plumbing ---------------------------------------------------------------
     def _sql(self, text: str) -> str:
         return text.replace("?", self._db.placeholder)
+
+    def _failure(self, exc) -> LedgerError:
+        """A database error as a ledger error: read-only or busy, else corrupt."""
+        return self._db.classify(exc) or LedgerError(
+            f"ledger error ({exc.__class__.__name__}): the ledger is unreadable or corrupt; "
+            "nothing was charged")
 
     def _run(self, fn, *, create: bool = False):
         conn = self._db.connect(create)
@@ -202,8 +179,7 @@ class SQLLedger:
         except DPMICError:
             raise
         except self._db.errors as exc:
-            raise LedgerError(f"ledger error ({exc.__class__.__name__}): the ledger is "
-                              "unreadable or corrupt; nothing was charged") from None
+            raise self._failure(exc) from None
         finally:
             conn.close()
 
@@ -214,42 +190,49 @@ class SQLLedger:
         except self._db.errors:
             raise LedgerError("the ledger is not initialised or is corrupt; run "
                               "'dpmic budget init'") from None
-        if row is not None and row[0] == "1":
+        if row is not None and row[0] in _UPGRADES:
             self._migrate(cur)
         elif row is None or row[0] != SCHEMA_VERSION:
             raise LedgerError("the ledger has no or an unknown schema version")
 
     def _migrate(self, cur) -> None:
-        """Upgrade a version-1 ledger in place (once, under the write lock)."""
+        """Upgrade an older ledger in place (once, under the write lock)."""
         self._db.begin_write(cur, None)
         try:
             if self._db.placeholder == "%s":  # PostgreSQL: one migration at a time
                 cur.execute("LOCK TABLE dpmic_meta IN ACCESS EXCLUSIVE MODE")
             cur.execute(self._sql("SELECT value FROM dpmic_meta WHERE key = ?"), ("schema",))
-            if cur.fetchone()[0] == "1":
-                for statement in _MIGRATE_1_TO_2:
+            version = cur.fetchone()[0]
+            if version in _UPGRADES:
+                for statement in _upgrade_statements(version):
                     cur.execute(statement)
             cur.execute("COMMIT")
         except BaseException:
             cur.execute("ROLLBACK")
             raise
 
+    def check_writable(self) -> None:
+        """Refuse a ledger that could be read but not written (permissions, a
+        read-only directory, file system or server): a run checks this first,
+        before any cluster starts or data is read."""
+        self._run(self._db.probe_write)
+
     # -- administration ---------------------------------------------------------
     def init(self, dataset: str, budget: Budget) -> None:
         """Create the tables if needed and set ``dataset``'s cap (once)."""
         def work(cur):
             cur.execute("BEGIN")
-            for statement in _SCHEMA:
-                cur.execute(statement)
+            cur.execute(_META)
             cur.execute(self._sql("SELECT value FROM dpmic_meta WHERE key = ?"), ("schema",))
             found = cur.fetchone()
             if found is None:
+                for statement in _SCHEMA:
+                    cur.execute(statement)
                 cur.execute(self._sql("INSERT INTO dpmic_meta (key, value) VALUES (?, ?)"),
                             ("schema", SCHEMA_VERSION))
-            elif found[0] == "1":
-                for statement in _MIGRATE_1_TO_2[:-1]:
+            elif found[0] in _UPGRADES:
+                for statement in _upgrade_statements(found[0]):
                     cur.execute(statement)
-                cur.execute("UPDATE dpmic_meta SET value = '2' WHERE key = 'schema'")
             elif found[0] != SCHEMA_VERSION:
                 cur.execute("ROLLBACK")
                 raise LedgerError("the ledger has an unknown schema version")
@@ -285,17 +268,23 @@ class SQLLedger:
         cur.execute(self._sql("SELECT amount FROM dpmic_charges WHERE dataset = ?"), (dataset,))
         return sum((_amount(r[0], dataset) for r in cur.fetchall()), Decimal(0))
 
-    def _require_unclaimed(self, cur, dataset: str, run_id: str | None) -> None:
+    def _require_unclaimed(self, cur, dataset: str, run_id: str | None,
+                           job: str | None = None) -> None:
+        """Refuse a run id already charged for ``dataset`` and ``job`` (a charge of
+        the same run id without a job, from before runs had jobs, counts too)."""
         if run_id is None:
             return
+        same_job = "job IS NULL" if job is None else "(job = ? OR job IS NULL)"
         cur.execute(self._sql("SELECT charge_id FROM dpmic_charges WHERE dataset = ? AND "
-                              "run_id = ?"), (dataset, run_id))
+                              f"run_id = ? AND {same_job}"),
+                    (dataset, run_id) if job is None else (dataset, run_id, job))
         row = cur.fetchone()
         if row is not None:
+            of_job = "" if job is None else f" of job {job!r}"
             raise RunClaimedError(
-                f"run {run_id!r} of dataset {dataset!r} already charged (charge {row[0]}): "
-                "it is still running, or it died after charging and its release is lost; "
-                "nothing was charged again (use a new run id to release again)")
+                f"run {run_id!r}{of_job} on dataset {dataset!r} already charged (charge "
+                f"{row[0]}) by another run, which is still running or failed after its "
+                "charge; nothing was charged again")
 
     def spent(self, dataset: str) -> Decimal:
         def work(cur):
@@ -309,49 +298,63 @@ class SQLLedger:
             return budget.cap - self._spent(cur, dataset)
         return self._run(work)
 
-    def check(self, dataset: str, cost: PrivacyCost, *, run_id: str | None = None) -> None:
+    def check(self, dataset: str, cost: PrivacyCost, *, run_id: str | None = None,
+              job: str | None = None) -> None:
         """Raise now what :meth:`charge` would raise, without recording anything
         (the precheck that runs before any data is read)."""
         def work(cur):
             budget = self._require_budget(cur, dataset)
-            self._require_unclaimed(cur, dataset, run_id)
+            self._require_unclaimed(cur, dataset, run_id, job)
             check_charge(dataset, budget, self._spent(cur, dataset), cost)
         self._run(work)
 
-    def for_run(self, run_id: str) -> RunLedger:
-        """The view of this ledger for one batch run: its charges carry ``run_id``."""
-        return RunLedger(self, run_id)
+    def for_run(self, run_id: str, job: str | None = None) -> RunLedger:
+        """The view of this ledger for one batch run: its charges carry ``run_id``
+        (and ``job``), each committed at once. ``dpmic run`` charges through
+        :class:`dpmic_dask.journal.JournaledRun` instead, which commits the charge
+        with the released values."""
+        return RunLedger(self, run_id, job)
 
     def history(self, dataset: str) -> list[ChargeRecord]:
         def work(cur):
             self._require_budget(cur, dataset)
             cur.execute(self._sql(
                 "SELECT charge_id, created_at, amount, epsilon, delta, rho, description, "
-                "mechanism, columns, run_id FROM dpmic_charges WHERE dataset = ? "
+                "mechanism, columns, run_id, job FROM dpmic_charges WHERE dataset = ? "
                 "ORDER BY created_at, charge_id"), (dataset,))
             return [_record_from_row(r) for r in cur.fetchall()]
         return self._run(work)
 
     # -- the one write that matters -----------------------------------------------
+    def _insert_charge(self, cur, dataset: str, cost: PrivacyCost, *, description: str = "",
+                       mechanism: str = "", columns=(), run_id: str | None = None,
+                       job: str | None = None) -> Charge:
+        """Check and append a charge inside the caller's write transaction."""
+        budget = self._require_budget(cur, dataset)
+        self._require_unclaimed(cur, dataset, run_id, job)
+        need = check_charge(dataset, budget, self._spent(cur, dataset), cost)
+        record = Charge(uuid.uuid4().hex, dataset, cost, description, time.time(),
+                        mechanism, tuple(columns))
+        cur.execute(self._sql(
+            "INSERT INTO dpmic_charges (charge_id, dataset, created_at, amount, epsilon, "
+            "delta, rho, description, mechanism, columns, run_id, job) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+            (record.charge_id, dataset, _now(), str(need), repr(cost.epsilon),
+             repr(cost.delta), None if cost.rho is None else repr(cost.rho), description,
+             mechanism, json.dumps([str(c) for c in columns]), run_id, job))
+        return record
+
     def charge(self, dataset: str, cost: PrivacyCost, *, description: str = "",
-               mechanism: str = "", columns=(), run_id: str | None = None) -> Charge:
+               mechanism: str = "", columns=(), run_id: str | None = None,
+               job: str | None = None) -> Charge:
         """Atomically check the cap (and that ``run_id`` has not charged) and append a
         charge, or raise :class:`BudgetExceededError` / :class:`RunClaimedError`."""
         def work(cur):
             self._db.begin_write(cur, dataset)
             try:
-                budget = self._require_budget(cur, dataset)
-                self._require_unclaimed(cur, dataset, run_id)
-                need = check_charge(dataset, budget, self._spent(cur, dataset), cost)
-                record = Charge(uuid.uuid4().hex, dataset, cost, description, time.time(),
-                                mechanism, tuple(columns))
-                cur.execute(self._sql(
-                    "INSERT INTO dpmic_charges (charge_id, dataset, created_at, amount, epsilon, "
-                    "delta, rho, description, mechanism, columns, run_id) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
-                    (record.charge_id, dataset, _now(), str(need), repr(cost.epsilon),
-                     repr(cost.delta), None if cost.rho is None else repr(cost.rho), description,
-                     mechanism, json.dumps([str(c) for c in columns]), run_id))
+                record = self._insert_charge(cur, dataset, cost, description=description,
+                                             mechanism=mechanism, columns=columns,
+                                             run_id=run_id, job=job)
                 cur.execute("COMMIT")
                 return record
             except BaseException:
@@ -359,20 +362,64 @@ class SQLLedger:
                 raise
         return self._run(work)
 
+    def open_charge(self, dataset: str, cost: PrivacyCost, **details) -> OpenCharge:
+        """Check and append a charge like :meth:`charge`, but leave its transaction
+        open (holding the write lock): the caller adds to it and commits with
+        :meth:`OpenCharge.commit`. If the process dies first, nothing was charged."""
+        conn = self._db.connect(False)
+        try:
+            cur = conn.cursor()
+            self._check_schema(cur)
+            self._db.begin_write(cur, dataset)
+            try:
+                record = self._insert_charge(cur, dataset, cost, **details)
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+        except BaseException as exc:
+            conn.close()
+            if isinstance(exc, self._db.errors):
+                raise self._failure(exc) from None
+            raise
+        return OpenCharge(self, conn, cur, record)
+
+
+class OpenCharge:
+    """A charge inserted in a write transaction that is still open."""
+
+    def __init__(self, ledger: SQLLedger, conn, cur, record: Charge):
+        self.ledger, self._conn, self.cur, self.record = ledger, conn, cur, record
+
+    def sql(self, text: str) -> str:
+        """``text`` with this database's placeholders."""
+        return self.ledger._sql(text)
+
+    def commit(self) -> None:
+        """Commit the charge and what was added to its transaction, then close."""
+        try:
+            self.cur.execute("COMMIT")
+        except self.ledger._db.errors as exc:
+            problem = self.ledger._failure(exc)
+            raise LedgerError(f"the charge could not be committed, so nothing was charged "
+                              f"and nothing is released: {problem}") from None
+        finally:
+            self._conn.close()
+
 
 class RunLedger:
     """A :class:`SQLLedger` bound to one batch run: :meth:`check` and :meth:`charge`
-    also claim the run id, so one run id charges at most once per dataset."""
+    also claim the run id, so one run id charges at most once per dataset and job."""
 
-    def __init__(self, ledger: SQLLedger, run_id: str):
+    def __init__(self, ledger: SQLLedger, run_id: str, job: str | None = None):
         self.ledger = ledger
         self.run_id = run_id
+        self.job = job
 
     def check(self, dataset: str, cost: PrivacyCost) -> None:
-        self.ledger.check(dataset, cost, run_id=self.run_id)
+        self.ledger.check(dataset, cost, run_id=self.run_id, job=self.job)
 
     def charge(self, dataset: str, cost: PrivacyCost, **kwargs) -> Charge:
-        return self.ledger.charge(dataset, cost, run_id=self.run_id, **kwargs)
+        return self.ledger.charge(dataset, cost, run_id=self.run_id, job=self.job, **kwargs)
 
 
 def describe(record: ChargeRecord) -> dict:
@@ -388,5 +435,6 @@ def describe(record: ChargeRecord) -> dict:
         "mechanism": record.mechanism,
         "columns": list(record.columns),
         "run_id": record.run_id,
+        "job_name": record.job,
     }
 

@@ -297,13 +297,13 @@ def test_overlapping_runs_with_one_run_id_charge_once(env):
     gate = tmp_path / "gate"
     script = f"""
 import os, sys, time
-import dpmic_dask.jobio as jobio
-real = jobio.write_output
+import dpmic_dask.joboutput as joboutput
+real = joboutput.deliver
 def slow(*args, **kwargs):
     while not os.path.exists({str(gate)!r}):
         time.sleep(0.1)
     return real(*args, **kwargs)
-jobio.write_output = slow
+joboutput.deliver = slow
 from dpmic_dask.cli import main
 sys.argv = ["dpmic", "run", {job()!r}, "--run-id", "daily"]
 main()
@@ -316,16 +316,37 @@ main()
         while not SQLLedger(ledger).history("d") and time.monotonic() < deadline:
             time.sleep(0.2)
         assert len(SQLLedger(ledger).history("d")) == 1  # the first run has charged
+        # the second finds the release in the journal and writes it: no new charge
         second = invoke("run", job(), "--run-id", "daily")
-        assert second.exit_code == documented_exit("the run id already charged")
-        assert "already charged" in second.output
+        assert second.exit_code == documented_exit("released (or"), second.output
+        assert "delivered its journaled values" in second.output
         assert len(SQLLedger(ledger).history("d")) == 1
     finally:
         gate.write_text("go")
         out, err = first.communicate(timeout=240)
     assert first.returncode == 0, err[-2000:]
-    assert len(pd.read_parquet(tmp_path / "out" / "run-daily.parquet")) == 3
+    (record,) = SQLLedger(ledger).history("d")
+    out = pd.read_parquet(tmp_path / "out" / "run-daily--nightly.parquet")
+    assert len(out) == 3 and (out.charge_id == record.charge_id).all()
+
+
+def test_a_failure_after_the_charge_keeps_it_and_the_retry_says_so(env, monkeypatch):
+    tmp_path, ledger, job = env
+
+    def broken(rows):
+        raise RuntimeError("after the charge")
+
+    monkeypatch.setattr("dpmic_dask.journal.encode_rows", broken)
+    failed = invoke("run", job(), "--run-id", "r")
+    assert failed.exit_code == Exit.UNEXPECTED
+    assert len(SQLLedger(ledger).history("d")) == 1  # charged, never refunded
+    monkeypatch.undo()
+    again = invoke("run", job(), "--run-id", "r")
+    assert again.exit_code == documented_exit("the run already charged")
+    assert "values were not kept" in again.output
     assert len(SQLLedger(ledger).history("d")) == 1
+    history = invoke("budget", "history", "--ledger", ledger, "--dataset", "d")
+    assert "run=r (lost)" in history.output
 
 
 # ---------------------------------------------------------------- tampered ledgers
@@ -377,6 +398,8 @@ def test_a_version_one_ledger_is_upgraded_in_place(tmp_path):
     with pytest.raises(dm.RunClaimedError):
         ledger.for_run("r1").charge("d", PrivacyCost(0.25))
     assert ledger.remaining("d") == Decimal("0.5")
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT value FROM dpmic_meta").fetchone() == ("3",)
 
 
 # ---------------------------------------------------------------- smaller ones

@@ -152,31 +152,50 @@ def test_run_failures_charge_nothing(setup):
     assert not list((tmp_path / "out").glob("run-*"))
 
 
-def test_killed_between_charge_and_write_keeps_charge_and_no_output(setup):
-    tmp_path, ledger, job = setup
+def _run_and_die(job, run_id, module, owner, name):
+    """``dpmic run`` in a process that dies (exit 9) when ``module.owner.name`` (or
+    ``module.name`` when ``owner`` is empty) is called."""
+    where = f"where.{owner}" if owner else "where"
     script = textwrap.dedent(f"""
         import os, sys
-        import dpmic_dask.jobio as jobio
+        import {module} as where
         def die(*a, **k):
             os._exit(9)
-        jobio.write_output = die
+        setattr({where}, {name!r}, die)
         from dpmic_dask.cli import main
-        sys.argv = ["dpmic", "run", {str(job())!r}, "--run-id", "crash"]
+        sys.argv = ["dpmic", "run", {str(job)!r}, "--run-id", {run_id!r}]
         main()
     """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=300, env={**os.environ, "PYTHONPATH": os.getcwd()})
+
+
+def test_killed_between_charge_and_write_keeps_charge_and_delivers_on_retry(setup):
+    tmp_path, ledger, job = setup
+    proc = _run_and_die(job(), "crash", "dpmic_dask.joboutput", "", "deliver")
     assert proc.returncode == 9, proc.stderr[-2000:]
     assert len(SQLLedger(ledger).history("d")) == 1  # charged, never refunded
-    assert not list((tmp_path / "out").glob("run-*"))  # no partial output
-    # a retry with the same run id is refused before anything is read or charged:
-    # the release of that run is lost (budget, never privacy)
+    assert not list((tmp_path / "out").glob("*"))  # no partial output
+    # the retry writes the values kept with the charge: nothing read or charged again
     rerun = invoke("run", job(), "--run-id", "crash")
-    assert rerun.exit_code == Exit.RUN_CLAIMED and "already charged" in rerun.output
+    assert rerun.exit_code == 0, rerun.output
+    assert "delivered its journaled values" in rerun.output
+    (record,) = SQLLedger(ledger).history("d")
+    out = pd.read_parquet(tmp_path / "out")
+    assert len(out) == 3 and (out.charge_id == record.charge_id).all()
+
+
+def test_killed_before_the_charge_commits_charges_nothing(setup):
+    tmp_path, ledger, job = setup
+    # dies after the charge's row is inserted and the noise drawn, before the
+    # transaction that keeps both commits: nothing charged, nothing released
+    proc = _run_and_die(job(), "early", "dpmic_dask.journal", "JournaledRun", "keep")
+    assert proc.returncode == 9, proc.stderr[-2000:]
+    assert SQLLedger(ledger).history("d") == []
+    assert not list((tmp_path / "out").glob("*"))
+    again = invoke("run", job(), "--run-id", "early")
+    assert again.exit_code == 0, again.output
     assert len(SQLLedger(ledger).history("d")) == 1
-    fresh = invoke("run", job(), "--run-id", "crash-retry")
-    assert fresh.exit_code == 0, fresh.output
-    assert len(pd.read_parquet(tmp_path / "out")) == 3
 
 
 def test_csv_input_and_output(setup, tmp_path):
@@ -187,7 +206,7 @@ def test_csv_input_and_output(setup, tmp_path):
                   f'path = "{tmp_path / "out"}"': f'path = "{tmp_path / "csvout"}"\nformat = "csv"'})
     result = invoke("run", path, "--run-id", "r1")
     assert result.exit_code == 0, result.output
-    assert len(pd.read_csv(tmp_path / "csvout" / "run-r1.csv")) == 3
+    assert len(pd.read_csv(tmp_path / "csvout" / "run-r1--nightly.csv")) == 3
 
 
 def test_run_as_a_real_process(setup):
@@ -197,7 +216,7 @@ def test_run_as_a_real_process(setup):
                           env={**os.environ, "PYTHONPATH": os.getcwd()})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "run p1: released 3 pairs" in proc.stdout
-    assert len(pd.read_parquet(tmp_path / "out" / "run-p1.parquet")) == 3
+    assert len(pd.read_parquet(tmp_path / "out" / "run-p1--nightly.parquet")) == 3
 
 
 def test_unexpected_failures_name_the_type_only(setup, monkeypatch):
@@ -314,4 +333,4 @@ def test_private_bounds_in_a_job_file(setup):
     assert ran.exit_code == 0, ran.output
     record = SQLLedger(ledger).history("d")[-1]
     assert record.mechanism == "bounds-hist+micr-lap" and "top 1 by MICr" in record.description
-    assert len(pd.read_parquet(tmp_path / "out" / "run-pb-2.parquet")) == 1
+    assert len(pd.read_parquet(tmp_path / "out" / "run-pb-2--nightly.parquet")) == 1

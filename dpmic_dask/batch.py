@@ -1,0 +1,167 @@
+"""What ``dpmic run``, ``dpmic deliver`` and ``dpmic budget forecast`` do.
+
+A run is keyed by ``(dataset, job name, run id)``. Order of ``dpmic run``:
+
+1. the ledger can be written (a read-only ledger is refused first);
+2. the journal: a run that already charged is settled from it -- its values
+   are delivered if they were not, and nothing is computed or charged;
+3. the output can take this job's rows (folder probe, SQL table columns);
+4. the budget precheck; then the cluster, the data, the one charge, the noise;
+5. the charge commits together with the released rows (the journal);
+6. the rows are delivered from the journal, and the delivery recorded.
+
+A failure in 6 keeps the release in the journal (:class:`DeliveryError`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Callable
+
+from .errors import InvalidParameterError, LedgerError, RunClaimedError
+from .journal import JournaledRun, JournalEntry, find_run, record_delivery
+from .ledger import SQLLedger
+
+Echo = Callable[..., None]
+
+
+def open_ledger(url: str) -> SQLLedger:
+    """The ledger at ``url``, refused now if it cannot record a charge."""
+    ledger = SQLLedger(url)
+    ledger.check_writable()
+    return ledger
+
+
+def _lost(job, entry: JournalEntry) -> RunClaimedError:
+    return RunClaimedError(
+        f"run {entry.run_id!r} of job {job.name!r} on dataset {job.dataset!r} was charged "
+        f"(charge {entry.charge_id}) but its values were not kept: its release failed "
+        "after the charge, or it ran before the ledger kept a journal. Nothing was charged "
+        "again; use a new run id to release again")
+
+
+def _deliver(job, ledger: SQLLedger, entry: JournalEntry, echo: Echo) -> str:
+    from .joboutput import check_output, deliver
+
+    check_output(job)
+    where = deliver(job, entry.rows(), entry.run_id)
+    try:
+        record_delivery(ledger, entry.charge_id, where)
+    except LedgerError as exc:
+        echo(f"warning: delivered, but the delivery could not be recorded in the ledger: "
+             f"{exc}", err=True)
+    return where
+
+
+def run_job(job, run_id: str, *, progress=None, echo: Echo) -> None:
+    """``dpmic run``: release once per key, or settle a run already charged."""
+    from .joboutput import check_output, result_rows
+    from .jobplan import job_cost
+    from .pipeline import precheck_budget
+
+    ledger = open_ledger(job.ledger_url)  # before any cluster starts or data is read
+    entry = find_run(ledger, job.dataset, job.name, run_id)
+    if entry is not None:
+        if not entry.kept:
+            raise _lost(job, entry)
+        if entry.delivered:
+            echo(f"run {run_id} already released and delivered to {entry.deliveries[-1][1]}; "
+                 "nothing to do")
+            return
+        where = _deliver(job, ledger, entry, echo)
+        echo(f"run {run_id} already released (charge {entry.charge_id}); delivered its "
+             f"journaled values to {where}; nothing was charged")
+        return
+    check_output(job)
+    cost = job_cost(job)
+    journaled = JournaledRun(ledger, run_id, job.name)
+    precheck_budget(journaled, job.dataset, cost)  # before any cluster starts
+    try:
+        result = _release(job, journaled, progress)
+        entry = journaled.keep(result_rows(result, run_id=run_id, job=job))
+    except BaseException:
+        journaled.abandon()  # a failure after the charge keeps the charge
+        raise
+    where = _deliver(job, ledger, entry, echo)
+    echo(f"run {run_id}: released {len(result.pairs)} pairs "
+         f"({result.mechanism}, eps={result.epsilon:g}) to {where}")
+    echo(f"remaining budget of {job.dataset!r}: {ledger.remaining(job.dataset)}")
+    echo(forecast(ledger, job.dataset, cost).sentence(f"of job {job.name!r}"))
+
+
+def deliver_job(job, run_id: str, *, echo: Echo) -> None:
+    """``dpmic deliver``: write a charged run's journaled values (again)."""
+    ledger = open_ledger(job.ledger_url)
+    entry = find_run(ledger, job.dataset, job.name, run_id)
+    if entry is None:
+        raise InvalidParameterError(
+            f"run {run_id!r} of job {job.name!r} on dataset {job.dataset!r} was never "
+            "charged: there is nothing to deliver")
+    if not entry.kept:
+        raise _lost(job, entry)
+    where = _deliver(job, ledger, entry, echo)
+    echo(f"run {run_id}: delivered the journaled values of charge {entry.charge_id} to "
+         f"{where}; nothing was charged")
+
+
+def _release(job, ledger: JournaledRun, progress):
+    """Start or reach the cluster, read the input and release (one charge)."""
+    from . import jobio
+    from .backends import backend_for
+    from .cluster import open_cluster
+    from .jobplan import job_plan, job_selection, private_columns
+    from .pipeline import release_pairs
+    from .private_release import run_with_private_bounds
+    from .selected import release_selected
+
+    with open_cluster(scheduler=job.scheduler, workers=job.workers, timeout=job.timeout):
+        frame = jobio.load_input(job)
+        request, plan = job_plan(job, backend_for(frame).schema(frame))
+        if private_columns(job):
+            selection = job_selection(job)
+            extra = {} if selection else {"B": job.B, "c": job.c,
+                                          "task_memory": job.task_memory,
+                                          "statistics": job.statistics}
+            return run_with_private_bounds(
+                frame, job.eps, bounds=job.bounds, columns=list(job.bounds), delta=job.delta,
+                bounds_share=job.bounds_share, mechanism=job.mechanism, nulls=job.nulls,
+                fill=job.fill, ledger=ledger, dataset=job.dataset, progress=progress,
+                label=job.name, select=selection, **extra)
+        if plan is None:
+            return release_pairs(frame, request, ledger=ledger, dataset=job.dataset,
+                                 progress=progress)
+        return release_selected(frame, request, plan, ledger=ledger, dataset=job.dataset,
+                                progress=progress)
+
+
+# ---------------------------------------------------------------- planning
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """How many more runs of one cost a dataset's remaining budget pays for."""
+
+    remaining: Decimal
+    per_run: Decimal
+    unit: str
+    runs: int
+
+    def sentence(self, what: str = "") -> str:
+        """One line for a report."""
+        runs = f"{self.runs} more run{'s' if self.runs != 1 else ''}"
+        return (f"the remaining budget pays for {runs}{' ' + what if what else ''} "
+                f"({self.per_run} {self.unit} each)")
+
+
+def forecast(ledger: SQLLedger, dataset: str, cost) -> Forecast:
+    """The number of further releases costing ``cost`` that ``dataset`` can pay."""
+    from .accounting import unknown_dataset
+
+    budget = ledger.budget_for(dataset)
+    if budget is None:
+        raise unknown_dataset(dataset)
+    per_run = budget.amount(cost)
+    remaining = ledger.remaining(dataset)
+    runs = int(remaining // per_run) if remaining > 0 else 0
+    return Forecast(remaining=remaining, per_run=per_run, unit=budget.unit, runs=runs)

@@ -1,0 +1,227 @@
+"""The life of a nightly job after its charge: the release journal, run ids per
+job, read-only ledgers and outputs, and budget forecasts."""
+
+import errno
+import json
+import os
+import subprocess
+from contextlib import contextmanager
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from dpmic_dask.accounting import Budget
+from dpmic_dask.cli import Exit, main
+from dpmic_dask.ledger import SQLLedger
+from tests.integration.test_jobs import JOB, write_input
+
+
+@pytest.fixture
+def env(tmp_path):
+    """Parquet input, a SQLite ledger with a budget of 5, and job files."""
+    write_input(tmp_path / "in")
+    ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
+    SQLLedger(ledger).init("d", Budget(5.0))
+
+    def job(name="job.toml", eps=1.0, **replace):
+        text = JOB.format(input=tmp_path / "in", output=tmp_path / "out", ledger=ledger, eps=eps)
+        for old, new in replace.items():
+            assert old in text, old
+            text = text.replace(old, new)
+        path = tmp_path / name
+        path.write_text(text)
+        return path
+
+    return tmp_path, ledger, job
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def history(ledger):
+    result = invoke("budget", "history", "--ledger", ledger, "--dataset", "d", "--json")
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in result.output.splitlines()]
+
+
+def every_file(folder):
+    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
+# ---------------------------------------------------------------- 1. the journal
+
+
+def test_a_full_disk_keeps_the_release_and_a_retry_writes_it(env, monkeypatch):
+    tmp_path, ledger, job = env
+    real = pd.DataFrame.to_parquet
+
+    def disk_full(self, path, *args, **kwargs):
+        with open(path, "wb") as handle:  # a partial file, then no space left
+            handle.write(b"PAR1")
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", disk_full)
+    failed = invoke("run", job(), "--run-id", "2026-11-22")
+    assert failed.exit_code == Exit.OUTPUT, failed.output
+    lines = failed.output.strip().splitlines()
+    assert len(lines) == 1 and "No space left on device" in lines[0]
+    assert f"output folder {str(tmp_path / 'out')!r}" in lines[0]
+    assert every_file(tmp_path / "out") == []  # no temporary file left behind
+    (row,) = history(ledger)
+    assert row["release"] == "undelivered" and row["run_id"] == "2026-11-22"
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", real)  # space is available again
+    again = invoke("run", job(), "--run-id", "2026-11-22")
+    assert again.exit_code == 0, again.output
+    assert "delivered its journaled values" in again.output
+    (row,) = history(ledger)
+    assert row["release"] == "delivered"
+    written = pd.read_parquet(tmp_path / "out")
+    assert len(written) == 3 and (written.charge_id == row["charge_id"]).all()
+    # delivered on demand: the same values again, never recomputed, never charged
+    (tmp_path / "out" / "run-2026-11-22--nightly.parquet").unlink()
+    delivered = invoke("deliver", job(), "--run-id", "2026-11-22")
+    assert delivered.exit_code == 0, delivered.output
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "out"), written)
+    assert len(history(ledger)) == 1
+    done = invoke("run", job(), "--run-id", "2026-11-22")
+    assert done.exit_code == 0 and "already released and delivered" in done.output
+    assert len(history(ledger)) == 1
+
+
+def test_deliver_refuses_a_run_that_never_charged(env):
+    _, ledger, job = env
+    result = invoke("deliver", job(), "--run-id", "never")
+    assert result.exit_code == Exit.INVALID and "never charged" in result.output
+
+
+def test_an_unwritable_output_folder_is_refused_before_the_charge(env):
+    tmp_path, ledger, job = env
+    (tmp_path / "out").mkdir()
+    with read_only(tmp_path / "out"):
+        result = invoke("run", job(), "--run-id", "r")
+    assert result.exit_code == Exit.INVALID, result.output
+    assert "output folder" in result.output
+    assert history(ledger) == []
+
+
+# ---------------------------------------------------------------- 2. run ids per job
+
+
+def test_two_jobs_with_one_run_id_both_run(env):
+    tmp_path, ledger, job = env
+    first = job("first.toml", **{'name = "nightly"': 'name = "first"'})
+    second = job("second.toml", **{'name = "nightly"': 'name = "second"'})
+    for path in (first, second):  # one dataset, one output folder, one run id
+        result = invoke("run", path, "--run-id", "2026-11-22")
+        assert result.exit_code == 0, result.output
+        assert "released 3 pairs" in result.output
+    assert every_file(tmp_path / "out") == ["run-2026-11-22--first.parquet",
+                                            "run-2026-11-22--second.parquet"]
+    rows = history(ledger)
+    assert [r["job_name"] for r in rows] == ["first", "second"]
+    again = invoke("run", second, "--run-id", "2026-11-22")
+    assert again.exit_code == 0 and "already released and delivered" in again.output
+    assert len(history(ledger)) == 2
+
+
+def test_without_a_name_the_job_is_named_after_its_file(env):
+    tmp_path, ledger, job = env
+    path = job("nightly-export.toml", **{'name = "nightly"\n': ""})
+    result = invoke("run", path, "--run-id", "r")
+    assert result.exit_code == 0, result.output
+    assert every_file(tmp_path / "out") == ["run-r--nightly-export.parquet"]
+
+
+# ---------------------------------------------------------------- 5. read-only ledgers
+
+
+@contextmanager
+def read_only(path):
+    """Make ``path`` (a file or folder) read-only for this process, even as root."""
+    if os.geteuid() == 0:  # root ignores permission bits, not the immutable flag
+        made = subprocess.run(["chattr", "+i", str(path)], capture_output=True)
+        if made.returncode != 0:
+            pytest.skip("running as root without the immutable flag (chattr +i)")
+        try:
+            yield
+        finally:
+            subprocess.run(["chattr", "-i", str(path)], check=True)
+    else:
+        mode = path.stat().st_mode
+        path.chmod(0o555 if path.is_dir() else 0o444)
+        try:
+            yield
+        finally:
+            path.chmod(mode)
+
+
+@pytest.mark.parametrize("what", ["file", "folder"])
+def test_a_read_only_ledger_is_refused_as_such_before_the_cluster(env, monkeypatch, what):
+    tmp_path, ledger, job = env
+    target = tmp_path / "ledger.db" if what == "file" else tmp_path / "ledgers"
+    if what == "folder":
+        target.mkdir()
+        ledger = f"sqlite:///{target / 'ledger.db'}"
+        SQLLedger(ledger).init("d", Budget(5.0))
+
+    def no_cluster(**kwargs):
+        raise AssertionError("a cluster was started for a refused run")
+
+    def no_data(job):
+        raise AssertionError("data were read for a refused run")
+
+    monkeypatch.setattr("dpmic_dask.cluster.open_cluster", no_cluster)
+    monkeypatch.setattr("dpmic_dask.jobio.load_input", no_data)
+    path = job(**{f'url = "sqlite:///{tmp_path / "ledger.db"}"': f'url = "{ledger}"'})
+    with read_only(target):
+        result = invoke("run", path, "--run-id", "r")
+        shown = invoke("budget", "show", "--ledger", ledger, "--dataset", "d")
+    assert result.exit_code == Exit.LEDGER, result.output
+    assert "read-only" in result.output and "corrupt" not in result.output
+    assert "do not restore" in result.output
+    if what == "file":
+        assert shown.exit_code == 0  # reading a read-only file is fine
+    else:  # SQLite cannot open a WAL file for reading where it cannot add its index
+        assert shown.exit_code == Exit.LEDGER and "read-only" in shown.output
+
+
+# ---------------------------------------------------------------- 9. forecasts
+
+
+def test_forecast_counts_the_runs_the_budget_pays_for(tmp_path, env):
+    _, _, job = env
+    ledger = f"sqlite:///{tmp_path / 'thirty.db'}"
+    SQLLedger(ledger).init("d", Budget(30.0))
+    by_eps = invoke("budget", "forecast", "--ledger", ledger, "--dataset", "d", "--eps", "0.5")
+    assert by_eps.exit_code == 0, by_eps.output
+    assert "runs left: 60" in by_eps.output and "per run:   0.5 epsilon" in by_eps.output
+    path = job(eps=0.5, **{f'url = "sqlite:///{tmp_path / "ledger.db"}"': f'url = "{ledger}"'})
+    by_job = invoke("budget", "forecast", "--job", path)
+    assert by_job.exit_code == 0 and "runs left: 60" in by_job.output
+    ran = invoke("run", path, "--run-id", "night-1")
+    assert ran.exit_code == 0, ran.output
+    assert "the remaining budget pays for 59 more runs of job 'nightly'" in ran.output
+    odd = invoke("budget", "forecast", "--ledger", ledger, "--dataset", "d", "--eps", "0.7")
+    assert "runs left: 42" in odd.output  # 29.5 / 0.7 = 42.1
+    both = invoke("budget", "forecast", "--ledger", ledger, "--dataset", "d")
+    assert both.exit_code == 2 and "exactly one of --eps, --job" in both.output
+
+
+# ---------------------------------------------------------------- the docs a scheduler reads
+
+
+def test_deploy_readme_and_cron_file_list_every_exit_code():
+    from pathlib import Path
+
+    deploy = Path(__file__).resolve().parents[2] / "deploy"
+    readme = (deploy / "README.md").read_text()
+    paragraph = readme.split("Exit codes for schedulers", 1)[1].split("\n\n", 1)[0]
+    cron = "\n".join(line for line in (deploy / "cron" / "dpmic.cron").read_text().splitlines()
+                     if line.startswith("#"))
+    for code in Exit:
+        assert f"{int(code)} " in paragraph, code
+        assert f"{int(code)} " in cron.split("Exit codes:", 1)[1], code
+    assert "releases once more" not in readme  # a retry never releases twice
