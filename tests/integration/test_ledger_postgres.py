@@ -50,3 +50,31 @@ def test_race_is_exact_whatever_the_server_default_isolation(postgres_url, isola
     assert outcomes.count("ok") == 10 and outcomes.count("refused") == 30
     ledger = SQLLedger(postgres_url)
     assert len(ledger.history("d")) == 10 and ledger.spent("d") == Decimal("1.0")
+
+
+def test_a_read_only_postgres_ledger_is_reported_as_read_only(postgres_url):
+    import uuid
+
+    import psycopg
+
+    SQLLedger(postgres_url).init("d", Budget(1.0))
+    ledger = SQLLedger(postgres_url)
+    ledger.check_writable()  # the owner may write
+    reader = "reader_" + uuid.uuid4().hex[:8]
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {reader} LOGIN")
+        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {reader}")
+    reading = SQLLedger(postgres_url.replace("//dpmic@", f"//{reader}@"))
+    assert reading.remaining("d") == Decimal("1.0")  # reading is allowed
+    with pytest.raises(LedgerError, match="read-only .*may not write") as caught:
+        reading.check_writable()
+    assert "corrupt" not in str(caught.value)
+    with pytest.raises(LedgerError, match="read-only") as caught:
+        reading.charge("d", PrivacyCost(0.1))
+    assert "corrupt" not in str(caught.value)
+    # a server (or session) in read-only mode, whatever the user may do
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        database = postgres_url.rsplit("/", 1)[1]
+        conn.execute(f"ALTER DATABASE {database} SET default_transaction_read_only = on")
+    with pytest.raises(LedgerError, match="read-only .*server or this session"):
+        SQLLedger(postgres_url).check_writable()

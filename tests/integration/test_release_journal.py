@@ -91,6 +91,39 @@ def test_a_full_disk_keeps_the_release_and_a_retry_writes_it(env, monkeypatch):
     assert len(history(ledger)) == 1
 
 
+@pytest.fixture
+def small_file_system(tmp_path):
+    """A 64 KiB tmpfs (root only) with one free page: room for the output check's
+    probe file, none for the release."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)],
+                          capture_output=True)
+    if made.returncode != 0:
+        pytest.skip("mounting a tmpfs needs root (the injected OSError test covers this)")
+    try:
+        (mount / "out").mkdir()
+        with open(mount / "filler", "wb") as handle:
+            handle.write(b"\0" * (60 * 1024))
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_real_full_file_system_keeps_the_release(env, small_file_system):
+    tmp_path, ledger, job = env
+    out = small_file_system / "out"
+    path = job(**{f'path = "{tmp_path / "out"}"': f'path = "{out}"'})
+    failed = invoke("run", path, "--run-id", "night")
+    assert failed.exit_code == Exit.OUTPUT, failed.output
+    assert "No space left on device" in failed.output and every_file(out) == []
+    (small_file_system / "filler").unlink()
+    again = invoke("run", path, "--run-id", "night")
+    assert again.exit_code == 0, again.output
+    assert every_file(out) == ["run-night--nightly.parquet"]
+    assert [r["release"] for r in history(ledger)] == ["delivered"]
+
+
 def test_deliver_refuses_a_run_that_never_charged(env):
     _, ledger, job = env
     result = invoke("deliver", job(), "--run-id", "never")
