@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Callable
 
-from .errors import InvalidParameterError, LedgerError, RunClaimedError
+from .errors import DPMICError, InvalidParameterError, LedgerError, RunClaimedError
 from .journal import JournaledRun, JournalEntry, find_run, record_delivery
 from .ledger import SQLLedger
 
@@ -42,9 +42,12 @@ def _lost(job, entry: JournalEntry) -> RunClaimedError:
 
 
 def _deliver(job, ledger: SQLLedger, entry: JournalEntry, echo: Echo) -> str:
-    from .joboutput import check_output, deliver
+    from .joboutput import check_output, deliver, undeliverable
 
-    check_output(job)
+    try:
+        check_output(job)  # again: the output may have changed since the charge
+    except DPMICError as exc:  # the release is kept: this is a failure to deliver
+        raise undeliverable(job, entry.run_id, str(exc)) from None
     where = deliver(job, entry.rows(), entry.run_id)
     try:
         record_delivery(ledger, entry.charge_id, where)

@@ -181,7 +181,8 @@ def _check_table(job) -> None:
 # ---------------------------------------------------------------- after the charge
 
 
-def _undeliverable(job, run_id: str, reason: str) -> DeliveryError:
+def undeliverable(job, run_id: str, reason: str) -> DeliveryError:
+    """The error of a kept release that could not be written (one line)."""
     return DeliveryError(
         f"cannot write run {run_id!r} to {describe_output(job)}: {reason}. The released "
         f"values are kept in the ledger's journal; once the output can be written, run "
@@ -212,7 +213,7 @@ def _write_file(job, rows: pd.DataFrame, run_id: str) -> str:
             tmp.unlink(missing_ok=True)
         except OSError:
             pass
-        raise _undeliverable(job, run_id, exc.strerror or type(exc).__name__) from None
+        raise undeliverable(job, run_id, exc.strerror or type(exc).__name__) from None
     return str(final)
 
 
@@ -239,5 +240,5 @@ def _write_table(job, rows: pd.DataFrame, run_id: str) -> str:
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
     if reason is not None:
-        raise _undeliverable(job, run_id, reason)
+        raise undeliverable(job, run_id, reason)
     return f"{name} (SQL)"

@@ -117,7 +117,12 @@ def test_a_real_full_file_system_keeps_the_release(env, small_file_system):
     failed = invoke("run", path, "--run-id", "night")
     assert failed.exit_code == Exit.OUTPUT, failed.output
     assert "No space left on device" in failed.output and every_file(out) == []
-    (small_file_system / "filler").unlink()
+    with open(small_file_system / "last-page", "wb") as handle:
+        handle.write(b"\0" * 4096)
+    full = invoke("run", path, "--run-id", "night")  # not even the probe file fits now
+    assert full.exit_code == Exit.OUTPUT and "kept in the ledger's journal" in full.output
+    for name in ("filler", "last-page"):
+        (small_file_system / name).unlink()
     again = invoke("run", path, "--run-id", "night")
     assert again.exit_code == 0, again.output
     assert every_file(out) == ["run-night--nightly.parquet"]
