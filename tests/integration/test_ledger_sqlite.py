@@ -173,3 +173,60 @@ def test_crash_after_charge_keeps_the_charge(tmp_path, url):
     history = SQLLedger(url).history("t")
     assert len(history) == 1 and history[0].amount == Decimal("2.0")
     assert SQLLedger(url).remaining("t") == Decimal("3.0")
+
+
+def _version_two_ledger(path):
+    """A ledger as version 2 wrote it: run ids claimed per dataset, no jobs, no journal."""
+    import sqlite3
+
+    with sqlite3.connect(path) as conn:
+        conn.executescript("""
+            CREATE TABLE dpmic_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE dpmic_budgets (dataset TEXT PRIMARY KEY, epsilon TEXT NOT NULL,
+                delta TEXT NOT NULL, created_at TEXT NOT NULL);
+            CREATE TABLE dpmic_charges (charge_id TEXT PRIMARY KEY, dataset TEXT NOT NULL,
+                created_at TEXT NOT NULL, amount TEXT NOT NULL, epsilon TEXT NOT NULL,
+                delta TEXT NOT NULL, rho TEXT, description TEXT NOT NULL,
+                mechanism TEXT NOT NULL, columns TEXT NOT NULL, run_id TEXT);
+            CREATE UNIQUE INDEX dpmic_charges_run ON dpmic_charges (dataset, run_id);
+            INSERT INTO dpmic_meta VALUES ('schema', '2');
+            INSERT INTO dpmic_budgets VALUES ('d', '5.0', '0.0', 'then');
+            INSERT INTO dpmic_charges VALUES ('c1', 'd', 'then', '1.0', '1.0', '0.0', NULL,
+                'nightly', 'micr-lap', '["a", "b", "c"]', '2026-11-21');
+        """)
+
+
+def test_a_version_two_ledger_is_upgraded_and_its_run_ids_stay_claimed(tmp_path):
+    from click.testing import CliRunner
+
+    from dpmic_dask.cli import Exit, main
+    from tests.integration.test_jobs import JOB, write_input
+
+    path = tmp_path / "v2.db"
+    _version_two_ledger(path)
+    url = f"sqlite:///{path}"
+    write_input(tmp_path / "in")
+    job = tmp_path / "job.toml"
+    job.write_text(JOB.format(input=tmp_path / "in", output=tmp_path / "out", ledger=url,
+                              eps=1.0))
+    run = lambda run_id: CliRunner().invoke(main, ["run", str(job), "--run-id", run_id])  # noqa: E731
+    # charged before the ledger kept values: never charged again, and said so
+    old = run("2026-11-21")
+    assert old.exit_code == Exit.RUN_CLAIMED and "before the ledger kept a journal" in old.output
+    new = run("2026-11-22")
+    assert new.exit_code == 0, new.output
+    ledger = SQLLedger(url)
+    assert sorted((h.run_id, str(h.job)) for h in ledger.history("d")) == [
+        ("2026-11-21", "None"), ("2026-11-22", "nightly")]
+    assert ledger.remaining("d") == Decimal("3.0")
+    ledger.init("e", Budget(1.0))  # init on an upgraded ledger
+    assert SQLLedger(url).remaining("e") == Decimal("1.0")
+
+
+def test_init_upgrades_a_version_two_ledger(tmp_path):
+    path = tmp_path / "v2.db"
+    _version_two_ledger(path)
+    ledger = SQLLedger(f"sqlite:///{path}")
+    ledger.init("e", Budget(1.0))
+    assert ledger.for_run("r", "job").charge("e", PrivacyCost(0.5)).charge_id
+    assert [h.job for h in ledger.history("e")] == ["job"]
