@@ -56,6 +56,8 @@ class SQLiteDB:
         """A ledger error for a failure that is not corruption, else ``None``."""
         name = getattr(exc, "sqlite_errorname", "") or ""
         where = repr(str(self.path))
+        if name == "SQLITE_CANTOPEN" and not self.path.parent.is_dir():
+            return LedgerError(f"cannot open ledger {where}: its folder does not exist")
         if name.startswith("SQLITE_READONLY") or name in ("SQLITE_PERM", "SQLITE_CANTOPEN"):
             return read_only(where, "the file, its folder or its file system cannot be "
                                     "written")

@@ -48,11 +48,16 @@ def test_budget_errors_have_exit_codes(tmp_path):
     assert r.exit_code == Exit.INVALID and "sqlite:///" in r.output
     r = invoke("budget", "init", "--ledger", missing, "--dataset", "x")
     assert r.exit_code == 2 and "--eps" in r.output  # click's usage error
+    nowhere = f"sqlite:///{tmp_path / 'no' / 'such' / 'folder.db'}"
+    r = invoke("budget", "init", "--ledger", nowhere, "--dataset", "x", "--eps", "1")
+    assert r.exit_code == Exit.LEDGER and "its folder does not exist" in r.output
+    assert "read-only" not in r.output
 
 
 def test_budget_commands_have_help_with_examples():
     for args in (["budget", "--help"], ["budget", "init", "--help"], ["budget", "show", "--help"],
-                 ["budget", "history", "--help"]):
+                 ["budget", "history", "--help"], ["budget", "forecast", "--help"],
+                 ["deliver", "--help"]):
         r = invoke(*args)
         assert r.exit_code == 0 and "Example" in r.output
 
