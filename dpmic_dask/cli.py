@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+import signal
 import sys
 import time
 from enum import IntEnum
@@ -53,11 +54,23 @@ def exit_code(exc: BaseException) -> Exit:
 
 
 def handles_errors(command):
-    """Map library errors to one line on stderr and an :class:`Exit` code."""
+    """Map library errors to one line on stderr and an :class:`Exit` code.
+
+    SIGINT and SIGTERM end the command the same way (after the cluster is
+    closed): one line saying whether the budget may have been charged, and exit
+    code 130 or 143 (``128 + signal``); see :mod:`dpmic_dask.interrupts`.
+    """
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
+        from .interrupts import Interrupted, message, signals_as_exceptions
+
         try:
-            return command(*args, **kwargs)
+            with signals_as_exceptions():
+                return command(*args, **kwargs)
+        except Interrupted as exc:
+            failure, code = message(exc), exc.exit_code
+        except KeyboardInterrupt:  # a SIGINT outside the main thread's handler
+            failure, code = message(Interrupted(signal.SIGINT)), 128 + signal.SIGINT
         except DPMICError as exc:
             failure = f"error: {exc}"
             code = exit_code(exc)
@@ -111,7 +124,8 @@ def main(verbose):
     Exit codes: 0 success, 1 unexpected failure, 2 invalid job, input or
     argument, 3 budget exceeded (nothing released), 4 ledger missing,
     unreachable or corrupt, 5 Dask scheduler or SQL server did not answer in
-    time (nothing charged), 6 run id already charged.
+    time (nothing charged), 6 run id already charged. SIGINT (Ctrl-C) and
+    SIGTERM end a command with one line and exit code 130 or 143.
 
     \b
     Example:
@@ -270,7 +284,7 @@ def budget():
 
     \b
     Example:
-      dpmic budget init --ledger sqlite:///ledger.db --dataset sales --epsilon 10
+      dpmic budget init --ledger sqlite:///ledger.db --dataset sales --eps 10
       dpmic budget show --ledger sqlite:///ledger.db --dataset sales
     """
 

@@ -15,6 +15,10 @@
   or attaches to (workers that join later get it too). The Dask backend calls
   :func:`attach` on whatever ``distributed`` client runs its graphs -- a
   client the analyst created too -- before the first task is submitted.
+* **Bounded start-up.** A local cluster has at most :data:`WORKERS_PER_CORE`
+  worker processes per CPU core, and all of them must have started within the
+  timeout; a cluster that fails or is interrupted while it starts is closed
+  quietly before the error goes on.
 * **No dashboard unless asked.** A local cluster's scheduler and workers serve
   no HTTP routes and bind their (empty) HTTP servers to a random loopback port.
 """
@@ -23,13 +27,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 import socket
 import weakref
 from contextlib import ExitStack
 from urllib.parse import urlparse
 
-from .errors import ClusterError
+from .errors import ClusterError, InvalidParameterError
 
 DEFAULT_TIMEOUT = 30.0
 #: Loggers whose records may carry task exceptions (a handler filter covers
@@ -221,11 +226,42 @@ def attach(client) -> None:
         pass
 
 
+#: Worker processes a local cluster may have per CPU core of this machine: more
+#: only slow start-up down (500 workers on 2 cores took minutes to start).
+WORKERS_PER_CORE = 4
+
+
+def max_local_workers() -> int:
+    """The most worker processes a local cluster may start on this machine."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return WORKERS_PER_CORE * max(1, cores)
+
+
+def check_local_workers(workers, name: str = "cluster.workers") -> int:
+    """The number of worker processes of a local cluster: an integer from 1 to
+    :func:`max_local_workers` (raises :class:`InvalidParameterError` otherwise)."""
+    limit = max_local_workers()
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= limit:
+        raise InvalidParameterError(
+            f"{name} must be an integer from 1 to {limit} ({WORKERS_PER_CORE} per CPU core "
+            "of this machine) for a local cluster; name a scheduler for a larger cluster")
+    return workers
+
+
 def local_cluster_options(workers: int) -> dict:
-    """Options of a quiet local cluster: no dashboard, no HTTP routes, loopback only."""
+    """Options of a quiet local cluster: no dashboard, no HTTP routes, loopback only;
+    worker processes ignore SIGINT (the command that started them closes them)."""
+    import dask
+
+    configured = dask.config.get("distributed.worker.preload", None) or []
+    configured = [configured] if isinstance(configured, str) else list(configured)
     return dict(n_workers=workers, threads_per_worker=1, processes=True,
                 host="127.0.0.1", dashboard_address="127.0.0.1:0",
-                worker_dashboard_address=None, scheduler_kwargs={"dashboard": False})
+                worker_dashboard_address=None, scheduler_kwargs={"dashboard": False},
+                preload=[*configured, "dpmic_dask.localworker"])
 
 
 def _quiet_http_config():
@@ -235,30 +271,111 @@ def _quiet_http_config():
                             "distributed.worker.http.routes": []})
 
 
+def _closing(resource, wait: float):
+    """An exit callback closing ``resource`` (a client or cluster). After a failure
+    or an interruption it closes quietly: ``distributed`` logs nothing, errors of
+    a half-started cluster are dropped, and the cluster is not closed again at
+    exit (its worker processes are daemons, ended with this process)."""
+    def close(exc_type, exc, tb):
+        if exc_type is None:
+            resource.close()
+            return False
+        _close_quietly(resource, wait)
+        return False
+
+    return close
+
+
+def _close_quietly(resource, wait: float) -> None:
+    from .interrupts import noisy_loggers_silenced
+
+    with noisy_loggers_silenced():
+        try:
+            if hasattr(resource, "scale"):
+                _end_worker_processes(resource)
+                resource.close(timeout=wait)
+            else:
+                resource.close()
+        except Exception:  # noqa: BLE001, S110 - a half-started cluster; nothing to add
+            pass
+    if getattr(resource, "status", None) is not None and hasattr(resource, "shutdown_on_close"):
+        from distributed.core import Status
+
+        if resource.status != Status.closed:
+            resource.shutdown_on_close = False  # distributed's exit hook would retry, loudly
+
+
+def _end_worker_processes(cluster) -> None:
+    """SIGTERM to the worker processes of ``cluster``'s nannies, started or still
+    starting (a worker blocked in its start-up would hold the cluster's close)."""
+    import signal
+
+    nannies = [*getattr(cluster, "_created", ()), *getattr(cluster, "workers", {}).values()]
+    for nanny in nannies:
+        process = getattr(getattr(nanny, "process", None), "process", None)
+        pid = getattr(process, "pid", None)
+        if isinstance(pid, int) and pid > 0:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except OSError:
+                pass
+
+
+def _start_local(stack: ExitStack, workers: int, timeout: float):
+    """A client on a new local cluster whose ``workers`` processes all started
+    within ``timeout`` seconds (else :class:`ClusterError`)."""
+    from distributed import Client, LocalCluster
+
+    stack.enter_context(_quiet_http_config())
+    cluster = LocalCluster(**local_cluster_options(0))  # the scheduler only: quick
+    stack.push(_closing(cluster, timeout))
+    client = Client(cluster, timeout=f"{timeout}s")
+    stack.push(_closing(client, timeout))
+    cluster.scale(workers)
+    try:
+        client.wait_for_workers(workers, timeout=timeout)
+    except (TimeoutError, asyncio.TimeoutError):
+        raise ClusterError(
+            f"the local Dask cluster did not start its {workers} worker process(es) within "
+            f"{timeout:g} s (cluster.timeout); nothing was charged") from None
+    return client
+
+
 def open_cluster(*, scheduler: str | None, workers: int = 2,
                  timeout: float = DEFAULT_TIMEOUT) -> ExitStack:
     """A context holding a Dask client: on ``scheduler`` if given (probed first,
-    under ``timeout``), else on a new quiet local cluster of ``workers`` processes.
-    Task-failure logs are redacted on every process involved."""
-    from distributed import Client, LocalCluster
+    under ``timeout``), else on a new quiet local cluster of ``workers`` processes
+    (at most :func:`max_local_workers`) that must start within ``timeout``.
+    Task-failure logs are redacted on every process involved. A failure or an
+    interruption (:class:`~dpmic_dask.interrupts.Interrupted`) while it starts
+    closes what was started, quietly, before the error propagates."""
+    from distributed import Client
 
+    from .interrupts import note_charge_possible
+
+    timeout = check_timeout(timeout, "cluster.timeout")
+    if not scheduler:
+        check_local_workers(workers, "workers")
     install_redaction()
     stack = ExitStack()
     try:
         if scheduler:
             probe_scheduler(scheduler, timeout)
-            client = stack.enter_context(Client(scheduler, timeout=f"{timeout}s"))
+            client = Client(scheduler, timeout=f"{timeout}s")
+            stack.push(_closing(client, timeout))
         else:
-            stack.enter_context(_quiet_http_config())
-            cluster = stack.enter_context(LocalCluster(**local_cluster_options(workers)))
-            client = stack.enter_context(Client(cluster))
+            client = _start_local(stack, workers, timeout)
         attach(client)
-    except ClusterError:
-        stack.close()
+    except ClusterError as exc:
+        stack.__exit__(type(exc), exc, None)
         raise
     except Exception as exc:  # noqa: BLE001 - distributed raises many kinds
-        stack.close()
+        stack.__exit__(type(exc), exc, None)
         kind = type(exc).__name__
         where = scheduler or "a local cluster"
         raise ClusterError(f"cannot start or reach the Dask cluster ({where}): {kind}") from None
+    except BaseException as exc:  # an interruption: close what started, then go on
+        stack.__exit__(type(exc), exc, None)
+        raise
+    note_charge_possible()
     return stack

@@ -35,7 +35,9 @@ Example (TOML)::
 
     [cluster]
     scheduler = "tcp://scheduler:8786"     # default: $DASK_SCHEDULER_ADDRESS, else a local cluster
-    timeout = 30                           # seconds for the scheduler to answer
+    timeout = 30                           # seconds for the scheduler to answer (or for
+                                           #   a local cluster's workers to start)
+    # workers = 2                          # local cluster: 1 to 4 per CPU core
     task_memory = "256 MiB"                # counts and input one task holds (sets block sizes)
     [ledger]
     url = "sqlite:///ledger.db"            # default: $DPMIC_LEDGER, else sqlite:///dpmic-ledger.db
@@ -47,8 +49,10 @@ Example (TOML)::
 
 from __future__ import annotations
 
+import functools
 import math
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,18 +124,39 @@ class Job:
     ledger_url: str = "sqlite:///dpmic-ledger.db"
 
 
+#: Floats with an exponent and no dot or no exponent sign (``1e-1``, ``2.5e3``):
+#: numbers in YAML 1.2, strings in YAML 1.1, which PyYAML follows.
+_YAML_EXPONENT_FLOAT = re.compile(
+    r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)[eE][-+]?[0-9]+$")
+
+
+@functools.cache
+def _yaml_loader():
+    """PyYAML's safe loader, reading ``1e-1`` as the number YAML 1.2 says it is."""
+    import yaml
+
+    class JobLoader(yaml.SafeLoader):
+        pass
+
+    JobLoader.add_implicit_resolver("tag:yaml.org,2002:float", _YAML_EXPONENT_FLOAT,
+                                    list("-+0123456789."))
+    return JobLoader
+
+
 def _read(path: Path) -> dict:
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8-sig")  # a leading byte-order mark is dropped
     except OSError as exc:
         raise JobError(f"{path}: cannot read the job file ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise JobError(f"{path}: the job file is not UTF-8 text; save it as UTF-8") from None
     # A job file is configuration, not data: its parser's position and reason
     # are safe to show.
     if path.suffix in (".yaml", ".yml"):
         import yaml
 
         try:
-            data = yaml.safe_load(text)
+            data = yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a safe loader
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown place"
@@ -405,7 +430,7 @@ def _check_parameters(job: Job) -> Job:
     """Run the library's own checks that need no data, with the job file's names:
     the very request ``dpmic run`` builds, on a schema in which every column is
     numeric (the input's real dtypes are checked when it is opened)."""
-    from .cluster import check_address
+    from .cluster import check_address, check_local_workers
     from .errors import DPMICError
     from .jobplan import job_plan
     from .ledger import SQLLedger
@@ -417,6 +442,8 @@ def _check_parameters(job: Job) -> Job:
         job_plan(job, numeric_schema(job.bounds))
         if job.scheduler:
             check_address(job.scheduler)
+        else:  # a local cluster: a worker count this machine can start
+            check_local_workers(job.workers)
         SQLLedger(job.ledger_url)  # URL shape only; nothing is opened
     except JobError:
         raise

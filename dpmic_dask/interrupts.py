@@ -1,0 +1,143 @@
+"""SIGINT and SIGTERM in the command line: one line, a conventional exit code.
+
+While a command runs under :func:`signals_as_exceptions`, the first SIGINT or
+SIGTERM raises :class:`Interrupted` in the main thread; later ones are ignored
+while the command unwinds (the cluster is closed on the way out). From the
+first signal on, the log records of ``distributed``, ``tornado`` and
+``asyncio`` in this process are dropped: a cluster torn down mid-start or
+mid-computation logs tracebacks that say nothing useful to the operator.
+
+Whether the budget may have been charged is tracked conservatively: a release
+charges only on a running cluster, so :func:`note_charge_possible` is called
+once a cluster is up (:func:`dpmic_dask.cluster.open_cluster`); before that an
+interruption certainly charged nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from contextlib import contextmanager
+
+#: Loggers silenced once the process is interrupted.
+NOISY_LOGGERS = ("distributed", "tornado", "asyncio")
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Interrupted(BaseException):
+    """The process received SIGINT or SIGTERM (a ``BaseException``, like
+    :class:`KeyboardInterrupt`, so that ``except Exception`` does not swallow it).
+
+    Parameters
+    ----------
+    signum : int
+        The signal received.
+    """
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = int(signum)
+
+    @property
+    def exit_code(self) -> int:
+        """``128 + signum``: 130 for SIGINT, 143 for SIGTERM."""
+        return 128 + self.signum
+
+    @property
+    def name(self) -> str:
+        try:
+            return signal.Signals(self.signum).name
+        except ValueError:  # pragma: no cover - only SIGINT and SIGTERM are handled
+            return f"signal {self.signum}"
+
+
+class _State:
+    interrupted: int | None = None
+    charge_possible: bool = False
+
+
+_STATE = _State()
+
+
+def note_charge_possible() -> None:
+    """Record that the command reached a point from which a release may charge."""
+    _STATE.charge_possible = True
+
+
+def charge_possible() -> bool:
+    """Whether the budget may have been charged by this process's command."""
+    return _STATE.charge_possible
+
+
+def interrupted() -> bool:
+    """Whether a SIGINT or SIGTERM arrived during the current command."""
+    return _STATE.interrupted is not None
+
+
+def message(exc: Interrupted) -> str:
+    """The one line printed for an interruption, truthful about the budget."""
+    if not charge_possible():
+        return f"interrupted ({exc.name}); nothing was charged"
+    return (f"interrupted ({exc.name}) while the release ran; if it reached its charge, the "
+            "budget was charged ('dpmic budget history' shows it; a retry with the same "
+            "--run-id never charges twice)")
+
+
+def _noisy_loggers() -> list[logging.Logger]:
+    names = [name for name in list(logging.root.manager.loggerDict)
+             if name.split(".", 1)[0] in NOISY_LOGGERS]
+    return [logging.getLogger(name) for name in sorted({*names, *NOISY_LOGGERS})]
+
+
+def silence_noisy_loggers() -> None:
+    """Drop every record of :data:`NOISY_LOGGERS` (and their children) from now on."""
+    for logger in _noisy_loggers():
+        logger.disabled = True
+
+
+@contextmanager
+def noisy_loggers_silenced():
+    """Drop the records of :data:`NOISY_LOGGERS` within the block only (after an
+    interruption they stay dropped)."""
+    loggers = _noisy_loggers()
+    before = [logger.disabled for logger in loggers]
+    for logger in loggers:
+        logger.disabled = True
+    try:
+        yield
+    finally:
+        if not interrupted():
+            for logger, disabled in zip(loggers, before):
+                logger.disabled = disabled
+
+
+def _handler(signum, frame):
+    if _STATE.interrupted is not None:
+        return  # already unwinding: let the clean-up finish
+    _STATE.interrupted = signum
+    silence_noisy_loggers()
+    raise Interrupted(signum)
+
+
+@contextmanager
+def signals_as_exceptions():
+    """Within the block, SIGINT and SIGTERM raise :class:`Interrupted` (once).
+
+    Outside the main thread (where signal handlers cannot be set) it does nothing.
+    The previous handlers are restored on exit.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _STATE.interrupted = None
+    _STATE.charge_possible = False
+    previous = {signum: signal.getsignal(signum) for signum in SIGNALS}
+    for signum in SIGNALS:
+        signal.signal(signum, _handler)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            if handler is not None:  # None: set outside Python, cannot be restored
+                signal.signal(signum, handler)

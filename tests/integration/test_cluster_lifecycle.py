@@ -1,0 +1,198 @@
+"""The local cluster of ``dpmic run``: a bounded size, a bounded start-up, and a
+clean end on SIGINT (Ctrl-C in a terminal: the whole process group) or SIGTERM
+(a scheduler stopping the job: the main process only).
+
+Worker start-up and counting are held up deterministically by worker preloads
+(``DASK_DISTRIBUTED__WORKER__PRELOAD``): one blocks the worker's start, the other
+blocks the first counting task; each writes a marker file once it holds.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import psutil
+import pytest
+from click.testing import CliRunner
+
+from dpmic_dask.accounting import Budget
+from dpmic_dask.cli import Exit, main
+from dpmic_dask.cluster import max_local_workers
+from dpmic_dask.ledger import SQLLedger
+
+ROOT = Path(__file__).resolve().parents[2]
+
+JOB = """
+[job]
+name = "nightly"
+dataset = "d"
+
+[input]
+paths = ["{folder}/in/*.parquet"]
+
+[columns]
+a = {{ bounds = [0, 1] }}
+b = {{ bounds = [-1.5, 1.5] }}
+
+[privacy]
+eps = 1.0
+
+[output]
+path = "{folder}/out"
+
+[cluster]
+{cluster}
+
+[ledger]
+url = "sqlite:///{folder}/ledger.db"
+"""
+
+#: Worker preloads: hold the worker's start-up, or its first counting task.
+HOLD_START = """
+import os, time
+open(os.environ["DPMIC_TEST_MARKER"], "a").write("held\\n")
+time.sleep(600)
+"""
+HOLD_COUNT = """
+import os, time
+import dpmic_dask.counting as counting
+
+def held(*args, **kwargs):
+    open(os.environ["DPMIC_TEST_MARKER"], "a").write("held\\n")
+    time.sleep(600)
+
+counting.bin_partition = held
+"""
+
+
+def make_job(folder: Path, cluster: str = "workers = 1") -> Path:
+    gen = np.random.default_rng(0)  # test data only
+    a = gen.random(2000)
+    (folder / "in").mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"a": a, "b": np.sin(6 * a)}).to_parquet(folder / "in" / "part-0.parquet")
+    SQLLedger(f"sqlite:///{folder}/ledger.db").init("d", Budget(5.0))
+    job = folder / "job.toml"
+    job.write_text(JOB.format(folder=folder, cluster=cluster))
+    return job
+
+
+def start_run(folder: Path, job: Path, hold: str) -> subprocess.Popen:
+    """``dpmic run`` in its own session (so that the test can signal its group),
+    with a worker preload that holds it in start-up or counting."""
+    preload = folder / f"hold_{hold}.py"
+    preload.write_text(HOLD_START if hold == "start" else HOLD_COUNT)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DPMIC_TEST_MARKER": str(folder / "held"),
+           "DASK_DISTRIBUTED__WORKER__PRELOAD": f'["{preload}"]'}
+    return subprocess.Popen([sys.executable, "-m", "dpmic_dask", "run", str(job)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+
+
+def finish(proc: subprocess.Popen, timeout: float = 180) -> tuple[str, str]:
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"dpmic run did not end within {timeout} s:\n{err[-3000:]}")
+
+
+def wait_for(path: Path, proc: subprocess.Popen, timeout: float = 180) -> None:
+    """Until ``path`` exists (a worker holds); fails if the run ends first."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if proc.poll() is not None:
+            out, err = proc.communicate()
+            pytest.fail(f"dpmic run ended before the hold (exit {proc.returncode}):\n"
+                        f"{err[-3000:]}")
+        if time.monotonic() > deadline:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            pytest.fail("the worker never reached the hold")
+        time.sleep(0.1)
+
+
+# ---------------------------------------------------------------- size and start-up
+
+
+def test_validate_refuses_more_local_workers_than_this_machine_can_start(tmp_path):
+    limit = max_local_workers()
+    job = make_job(tmp_path, f"workers = {limit + 1}")
+    result = CliRunner().invoke(main, ["validate", str(job)])
+    assert result.exit_code == Exit.INVALID, result.output
+    line = f"cluster.workers must be an integer from 1 to {limit}"
+    assert line in result.output and len(result.output.strip().splitlines()) == 1
+    assert CliRunner().invoke(main, ["validate", str(make_job(tmp_path / "ok",
+                                                                f"workers = {limit}"))]
+                              ).exit_code == Exit.OK
+    # the size of a cluster the job only connects to is not this machine's business
+    remote = make_job(tmp_path / "remote", f'workers = {limit + 1}\nscheduler = "tcp://h:8786"')
+    assert CliRunner().invoke(main, ["validate", str(remote)]).exit_code == Exit.OK
+
+
+def test_a_local_cluster_that_does_not_start_in_time_fails_with_exit_5(tmp_path):
+    job = make_job(tmp_path, "workers = 1\ntimeout = 3")
+    proc = start_run(tmp_path, job, "start")
+    out, err = finish(proc)
+    assert proc.returncode == Exit.UNAVAILABLE, err[-3000:]
+    assert err.strip().splitlines() == [
+        "error: the local Dask cluster did not start its 1 worker process(es) within 3 s "
+        "(cluster.timeout); nothing was charged"]
+    assert (tmp_path / "held").exists()  # the worker was held, not refused for another reason
+    assert SQLLedger(f"sqlite:///{tmp_path}/ledger.db").history("d") == []
+
+
+# ---------------------------------------------------------------- signals
+
+
+@pytest.mark.parametrize("hold, signum, group", [
+    ("start", signal.SIGINT, True),    # Ctrl-C in a terminal while the cluster starts
+    ("count", signal.SIGINT, True),    # Ctrl-C while the workers count
+    ("start", signal.SIGTERM, False),  # a scheduler stops the job
+    ("count", signal.SIGTERM, False),
+])
+def test_a_signal_ends_the_run_with_one_line_and_a_closed_cluster(tmp_path, hold, signum,
+                                                                   group):
+    job = make_job(tmp_path)
+    proc = start_run(tmp_path, job, hold)
+    wait_for(tmp_path / "held", proc)
+    children = psutil.Process(proc.pid).children(recursive=True)
+    (os.killpg if group else os.kill)(proc.pid, signum)
+    out, err = finish(proc)
+    assert proc.returncode == 128 + signum, err[-3000:]
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err[-3000:]  # no traceback, no leaked-semaphore warning
+    name = signal.Signals(signum).name
+    if hold == "start":
+        assert lines[0] == f"interrupted ({name}); nothing was charged"
+    else:  # the cluster was up: the line may not promise that nothing was charged
+        assert lines[0].startswith(f"interrupted ({name}) while the release ran")
+        assert "nothing was charged" not in lines[0]
+    assert SQLLedger(f"sqlite:///{tmp_path}/ledger.db").history("d") == []
+    psutil.wait_procs(children, timeout=30)
+    assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_interrupt_messages_say_whether_the_budget_may_have_been_charged():
+    from dpmic_dask import interrupts
+
+    with interrupts.signals_as_exceptions():
+        assert interrupts.message(interrupts.Interrupted(signal.SIGINT)) == (
+            "interrupted (SIGINT); nothing was charged")
+        interrupts.note_charge_possible()
+        assert "budget was charged" in interrupts.message(interrupts.Interrupted(signal.SIGTERM))
+    assert interrupts.Interrupted(signal.SIGTERM).exit_code == 143
+
+
+def test_a_small_job_still_runs_on_its_local_cluster(tmp_path):
+    job = make_job(tmp_path)
+    result = subprocess.run([sys.executable, "-m", "dpmic_dask", "run", str(job)],
+                            capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == Exit.OK, result.stderr[-3000:]
+    assert len(SQLLedger(f"sqlite:///{tmp_path}/ledger.db").history("d")) == 1
