@@ -32,7 +32,9 @@ def finite_real(value, name: str, what: str = "a finite number") -> float:
 def check_bounds(bounds, name: str) -> tuple[float, float]:
     """Return public bounds ``(lo, hi)`` as floats after checking them.
 
-    Bounds must be two finite real numbers with ``lo < hi`` and a finite width.
+    Bounds must be two finite real numbers with ``lo < hi`` and a finite width;
+    a pair of booleans counts as 0 and 1, so ``(False, True)`` bounds a boolean
+    column.
     """
     try:
         lo, hi = bounds
@@ -40,6 +42,10 @@ def check_bounds(bounds, name: str) -> tuple[float, float]:
         raise InvalidParameterError(
             f"{name} must be a pair (lo, hi) of public bounds"
         ) from None
+    # (False, True) bounds a boolean column: a pair of booleans counts as 0 and 1
+    # (a boolean beside a number, like (True, 2), is more likely a slip: refused)
+    if all(isinstance(v, (bool, np.bool_)) for v in (lo, hi)):
+        lo, hi = float(lo), float(hi)
     lo = finite_real(lo, name, "a pair of two finite real numbers")
     hi = finite_real(hi, name, "a pair of two finite real numbers")
     if not lo < hi:

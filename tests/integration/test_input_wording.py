@@ -1,0 +1,154 @@
+"""Small input cases that used to end in an unhelpful error: YAML exponent
+floats, a byte-order mark, boolean bounds, a ledger of the wrong type, and the
+deprecated ``--epsilon`` in the help."""
+
+import textwrap
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import dpmic_dask as dm
+from dpmic_dask.cli import Exit, main
+from dpmic_dask.jobs import JobError, load_job
+
+TOML = """
+[job]
+name = "nightly"
+dataset = "d"
+
+[input]
+paths = ["in/*.parquet"]
+
+[columns]
+a = { bounds = [0, 1] }
+b = { bounds = [-1.5, 1.5] }
+
+[privacy]
+eps = 0.5
+
+[output]
+path = "out"
+
+[ledger]
+url = "sqlite:///ledger.db"
+"""
+
+
+def yaml_job(eps: str) -> str:
+    return textwrap.dedent(f"""
+        job: {{name: nightly, dataset: d}}
+        input: {{paths: ["in/*.parquet"]}}
+        columns:
+          a: {{bounds: [0, 1]}}
+          b: {{bounds: [-1.5, 1.5]}}
+        privacy: {{eps: {eps}, delta: 1e-6}}
+        output: {{path: out}}
+        ledger: {{url: "sqlite:///ledger.db"}}
+    """)
+
+
+def validate(path):
+    return CliRunner().invoke(main, ["validate", str(path)])
+
+
+# ---------------------------------------------------------------- job files
+
+
+@pytest.mark.parametrize("written, value", [("1e-1", 0.1), ("2E0", 2.0), ("1.5e+1", 15.0),
+                                            (".5e1", 5.0), ("0.1", 0.1), ("1", 1)])
+def test_yaml_exponent_floats_are_numbers(tmp_path, written, value):
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml_job(written))
+    job = load_job(path)
+    assert job.eps == value and job.delta == 1e-6
+    assert validate(path).exit_code == Exit.OK
+
+
+def test_yaml_strings_stay_strings(tmp_path):
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml_job('"1e-1"'))  # quoted: the author asked for a string
+    with pytest.raises(JobError, match="privacy.eps must be a number"):
+        load_job(path)
+
+
+@pytest.mark.parametrize("name, text", [("job.toml", TOML), ("job.yaml", yaml_job("0.5"))])
+def test_a_byte_order_mark_is_accepted(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8-sig")
+    assert path.read_bytes().startswith(b"\xef\xbb\xbf")
+    assert load_job(path).eps == 0.5
+    result = validate(path)
+    assert result.exit_code == Exit.OK, result.output
+
+
+def test_a_job_file_that_is_not_utf8_gets_a_hint(tmp_path):
+    path = tmp_path / "job.toml"
+    path.write_bytes(TOML.replace('"nightly"', '"n\xe4chtlich"').encode("latin-1"))
+    result = validate(path)
+    assert result.exit_code == Exit.INVALID
+    assert result.output.strip() == f"error: {path}: the job file is not UTF-8 text; save it as UTF-8"
+
+
+# ---------------------------------------------------------------- boolean columns
+
+
+def test_false_true_bounds_a_boolean_column():
+    gen = np.random.default_rng(3)  # test data only
+    x = gen.random(4000)
+    frame = pd.DataFrame({"flag": x + 0.2 * gen.random(4000) > 0.6, "x": x})
+    ddf = dd.from_pandas(frame, npartitions=3)
+    for data in (frame, ddf):
+        as_bool = data.dpmic.pairwise_nonprivate(bounds={"flag": (False, True), "x": (0, 1)},
+                                                 B=16, c=2)
+        as_int = data.dpmic.pairwise_nonprivate(bounds={"flag": (0, 1), "x": (0, 1)}, B=16, c=2)
+        pd.testing.assert_frame_equal(as_bool, as_int)
+        assert as_bool.micr.iloc[0] > 0.3
+        result = data.dpmic.pairwise(1.0, bounds={"flag": (False, True), "x": (0, 1)},
+                                     ledger=dm.InMemoryLedger(uncapped=True))
+        assert result.n == 4000
+    with pytest.raises(dm.InvalidParameterError, match="lo < hi"):
+        frame.dpmic.pairwise(1.0, bounds={"flag": (True, False), "x": (0, 1)})
+    with pytest.raises(dm.InvalidParameterError, match="two finite real numbers"):
+        frame.dpmic.pairwise(1.0, bounds={"flag": (False, 1), "x": (0, 1)})  # mixed: a slip
+
+
+# ---------------------------------------------------------------- ledger argument
+
+
+def _unreadable_frame():
+    """A Dask frame whose only partition fails when read: reading it at all would
+    raise DataReadError, not the error under test."""
+    def part():
+        raise RuntimeError("the data must not be read")
+
+    meta = pd.DataFrame({"a": pd.Series([], dtype=float), "b": pd.Series([], dtype=float)})
+    return dd.from_delayed([dask.delayed(part)()], meta=meta, verify_meta=False)
+
+
+@pytest.mark.parametrize("ledger", [{}, "sqlite:///ledger.db", 3, object()])
+@pytest.mark.parametrize("call", [
+    lambda f, ledger: f.dpmic.pairwise(1.0, bounds={"a": (0, 1), "b": (0, 1)}, ledger=ledger),
+    lambda f, ledger: f.dpmic.pairwise(1.0, bounds="private", ledger=ledger),
+    lambda f, ledger: f.dpmic.top_pairs(1, 1.0, bounds={"a": (0, 1), "b": (0, 1)},
+                                        ledger=ledger),
+    lambda f, ledger: f.dpmic.pairs_above(0.3, 1.0, bounds={"a": (0, 1), "b": (0, 1)},
+                                          max_pairs=1, ledger=ledger),
+])
+def test_a_ledger_of_the_wrong_type_is_refused_before_any_data_is_read(ledger, call):
+    with pytest.raises(dm.InvalidParameterError, match="ledger must be a ledger") as info:
+        call(_unreadable_frame(), ledger)
+    assert type(ledger).__name__ in str(info.value)
+
+
+# ---------------------------------------------------------------- help
+
+
+def test_budget_help_shows_eps_only():
+    for args in (["budget", "--help"], ["budget", "init", "--help"]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 0 and "--eps" in result.output
+        assert "--epsilon" not in result.output, args
