@@ -282,9 +282,10 @@ class SQLLedger:
         if row is not None:
             of_job = "" if job is None else f" of job {job!r}"
             raise RunClaimedError(
-                f"run {run_id!r}{of_job} on dataset {dataset!r} already charged (charge "
-                f"{row[0]}) by another run, which is still running or failed after its "
-                "charge; nothing was charged again")
+                f"run {run_id!r}{of_job} on dataset {dataset!r} was charged (charge "
+                f"{row[0]}) by another run with this id, while this one ran; nothing was "
+                "charged again ('dpmic budget history' shows whether that release was "
+                "delivered)")
 
     def spent(self, dataset: str) -> Decimal:
         def work(cur):
