@@ -253,7 +253,9 @@ def check_local_workers(workers, name: str = "cluster.workers") -> int:
 
 def local_cluster_options(workers: int) -> dict:
     """Options of a quiet local cluster: no dashboard, no HTTP routes, loopback only;
-    worker processes ignore SIGINT (the command that started them closes them)."""
+    worker processes ignore SIGINT (the command that started them closes them).
+    The package's preload runs first, then any configured in
+    ``distributed.worker.preload``."""
     import dask
 
     configured = dask.config.get("distributed.worker.preload", None) or []
@@ -261,7 +263,7 @@ def local_cluster_options(workers: int) -> dict:
     return dict(n_workers=workers, threads_per_worker=1, processes=True,
                 host="127.0.0.1", dashboard_address="127.0.0.1:0",
                 worker_dashboard_address=None, scheduler_kwargs={"dashboard": False},
-                preload=[*configured, "dpmic_dask.localworker"])
+                preload=["dpmic_dask.localworker", *configured])
 
 
 def _quiet_http_config():

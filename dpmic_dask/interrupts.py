@@ -79,9 +79,8 @@ def message(exc: Interrupted) -> str:
     """The one line printed for an interruption, truthful about the budget."""
     if not charge_possible():
         return f"interrupted ({exc.name}); nothing was charged"
-    return (f"interrupted ({exc.name}) while the release ran; if it reached its charge, the "
-            "budget was charged ('dpmic budget history' shows it; a retry with the same "
-            "--run-id never charges twice)")
+    return (f"interrupted ({exc.name}) while the release ran: if it reached its charge, the "
+            "budget was charged ('dpmic budget history' shows it)")
 
 
 def _noisy_loggers() -> list[logging.Logger]:
