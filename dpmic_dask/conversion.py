@@ -171,3 +171,39 @@ def eps_from_rho(rho: float, delta: float) -> float:
             return candidate
         bump *= 2.0
     return classic
+
+
+def eps_within_rho(rho: float, delta: float) -> float:
+    """The largest ``eps`` (to a relative ``1e-12``, never above) whose zCDP budget
+    ``rho_from_eps_delta(eps, delta)`` is at most ``rho``: the guarantee to ask of a
+    part of a release that must fit in ``rho``.
+
+    :func:`eps_from_rho` is not its inverse (it rounds the other way, and below
+    ``rho`` of about ``1e-11`` the two conversions differ by more than rounding),
+    so the part is found by bisection on ``eps``, where ``rho_from_eps_delta`` is
+    increasing. Raises :class:`InvalidParameterError` when no ``eps`` fits."""
+    def fits(eps: float) -> bool:
+        try:
+            return rho_from_eps_delta(eps, delta) <= rho
+        except InvalidParameterError:  # rho underflows: too small to be a budget
+            return False
+
+    high = eps_from_rho(rho, delta)
+    if fits(high):
+        return high
+    low = high
+    for _ in range(64):
+        low /= 2.0
+        if fits(low):
+            break
+    else:
+        raise InvalidParameterError("this share of the budget is too small to release anything")
+    for _ in range(200):
+        if high - low <= 1e-12 * high:
+            break
+        mid = (low + high) / 2.0
+        if fits(mid):
+            low = mid
+        else:
+            high = mid
+    return low

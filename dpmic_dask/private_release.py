@@ -241,7 +241,7 @@ def run_with_private_bounds(frame, eps, *, bounds, columns=None, delta=0.0, boun
     import dataclasses as dc
 
     from .accounting import PrepaidLedger
-    from .conversion import eps_from_rho, rho_from_eps_delta
+    from .conversion import eps_within_rho, rho_from_eps_delta
 
     eps = check_epsilon(eps)
     share = check_share(DEFAULT_BOUNDS_SHARE if bounds_share is None else bounds_share,
@@ -275,9 +275,7 @@ def run_with_private_bounds(frame, eps, *, bounds, columns=None, delta=0.0, boun
         rest = safe_down(rho - plan.rho)
         if not rest > 0:
             raise InvalidParameterError("bounds_share leaves no budget for the release")
-        release_eps = eps_from_rho(rest, delta)
-        while rho_from_eps_delta(release_eps, delta) > rest:
-            release_eps = safe_down(release_eps)
+        release_eps = eps_within_rho(rest, delta)
         total = PrivacyCost(eps, delta, rho)
         part = PrivacyCost(release_eps, delta, rest)
         release_mechanism = "micr-gauss"

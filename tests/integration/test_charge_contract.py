@@ -169,3 +169,23 @@ def test_a_failure_after_the_charge_names_the_charge_and_never_says_nothing_was_
     message = str(info.value)
     assert charge.charge_id in message and "charged" in message
     assert "nothing was charged" not in message
+
+
+@pytest.mark.parametrize("eps, delta", [(1e-6, 1e-6), (1e-3, 1e-9), (1.0, 1e-6), (50.0, 1e-5)])
+def test_the_release_part_under_zcdp_is_the_largest_eps_that_fits(eps, delta):
+    """The release's part of a zCDP budget: found by bisection (at tiny rho the two
+    conversions are not inverses, and stepping down one ulp at a time never ended)."""
+    from dpmic_dask.conversion import eps_within_rho, rho_from_eps_delta
+
+    rest = 0.9 * rho_from_eps_delta(eps, delta)
+    part = eps_within_rho(rest, delta)
+    assert rho_from_eps_delta(part, delta) <= rest
+    assert rho_from_eps_delta(part * (1 + 1e-8), delta) > rest
+
+
+def test_a_tiny_zcdp_budget_with_private_bounds_is_refused_before_the_charge():
+    ledger = dm.InMemoryLedger(uncapped=True)
+    with pytest.raises(dm.InvalidParameterError, match="sampling limit"):
+        _table().dpmic.pairwise(1e-6, delta=1e-6, bounds="private", columns=["a", "b", "c"],
+                                ledger=ledger)
+    assert ledger.charges() == []
