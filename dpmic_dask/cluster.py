@@ -245,9 +245,11 @@ def check_local_workers(workers, name: str = "cluster.workers") -> int:
     :func:`max_local_workers` (raises :class:`InvalidParameterError` otherwise)."""
     limit = max_local_workers()
     if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= limit:
+        hint = "; set cluster.scheduler to use a larger cluster" if name.startswith(
+            "cluster.") else ""
         raise InvalidParameterError(
             f"{name} must be an integer from 1 to {limit} ({WORKERS_PER_CORE} per CPU core "
-            "of this machine) for a local cluster; name a scheduler for a larger cluster")
+            f"of this machine) for a local cluster{hint}")
     return workers
 
 
