@@ -22,6 +22,7 @@ from .errors import (
     BudgetExceededError,
     DPMICError,
     LedgerError,
+    ReleaseIncompleteError,
     RunClaimedError,
     UnavailableError,
 )
@@ -47,6 +48,7 @@ def exit_code(exc: BaseException) -> Exit:
     for kind, code in ((DeliveryError, Exit.OUTPUT),
                        (BudgetExceededError, Exit.BUDGET), (LedgerError, Exit.LEDGER),
                        (UnavailableError, Exit.UNAVAILABLE), (RunClaimedError, Exit.RUN_CLAIMED),
+                       (ReleaseIncompleteError, Exit.RUN_CLAIMED),
                        (DPMICError, Exit.INVALID)):
         if isinstance(exc, kind):
             return code
