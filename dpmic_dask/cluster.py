@@ -30,8 +30,9 @@ import logging
 import os
 import re
 import socket
+import time
 import weakref
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from urllib.parse import urlparse
 
 from .errors import ClusterError, InvalidParameterError
@@ -335,14 +336,46 @@ def _start_local(stack: ExitStack, workers: int, timeout: float):
     stack.push(_closing(cluster, timeout))
     client = Client(cluster, timeout=f"{timeout}s")
     stack.push(_closing(client, timeout))
-    cluster.scale(workers)
-    try:
-        client.wait_for_workers(workers, timeout=timeout)
-    except (TimeoutError, asyncio.TimeoutError):
-        raise ClusterError(
-            f"the local Dask cluster did not start its {workers} worker process(es) within "
-            f"{timeout:g} s (cluster.timeout); nothing was charged") from None
+    # tornado would log the failure of the background start as a second traceback
+    with _logger_silenced("tornado.application"):
+        cluster.scale(workers)
+        _wait_for_workers(cluster, client, workers, timeout)
     return client
+
+
+@contextmanager
+def _logger_silenced(name: str):
+    logger = logging.getLogger(name)
+    before, logger.disabled = logger.disabled, True
+    try:
+        yield
+    finally:
+        logger.disabled = before
+
+
+def _wait_for_workers(cluster, client, workers: int, timeout: float) -> None:
+    """Until ``workers`` workers are up; :class:`ClusterError` after ``timeout``
+    seconds, or as soon as one of them failed to start."""
+    from distributed.core import Status
+
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ClusterError(
+                f"the local Dask cluster did not start its {workers} worker process(es) "
+                f"within {timeout:g} s (cluster.timeout); nothing was charged")
+        try:
+            client.wait_for_workers(workers, timeout=min(0.5, left))
+            return
+        except (TimeoutError, asyncio.TimeoutError):
+            pass
+        if any(getattr(w, "status", None) == Status.failed
+               for w in list(cluster.workers.values())):
+            raise ClusterError(
+                "the local Dask cluster could not start its worker processes (see the "
+                "workers' log above, e.g. a failing distributed.worker.preload); nothing "
+                "was charged")
 
 
 def open_cluster(*, scheduler: str | None, workers: int = 2,

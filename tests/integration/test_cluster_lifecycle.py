@@ -147,6 +147,20 @@ def test_a_local_cluster_that_does_not_start_in_time_fails_with_exit_5(tmp_path)
     assert SQLLedger(f"sqlite:///{tmp_path}/ledger.db").history("d") == []
 
 
+def test_a_worker_that_fails_to_start_fails_the_run_at_once(tmp_path):
+    job = make_job(tmp_path, "workers = 1\ntimeout = 600")  # no waiting for the timeout
+    (tmp_path / "hold_fail.py").write_text("raise RuntimeError('a broken worker set-up')\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT),
+           "DASK_DISTRIBUTED__WORKER__PRELOAD": f'["{tmp_path / "hold_fail.py"}"]'}
+    result = subprocess.run([sys.executable, "-m", "dpmic_dask", "run", str(job)],
+                            capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == Exit.UNAVAILABLE, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        "error: the local Dask cluster could not start its worker processes")
+    assert "Exception in callback" not in result.stderr  # no second traceback from tornado
+    assert SQLLedger(f"sqlite:///{tmp_path}/ledger.db").history("d") == []
+
+
 # ---------------------------------------------------------------- signals
 
 
