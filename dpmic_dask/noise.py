@@ -158,3 +158,45 @@ def active_sampler():
     if _DEFAULT is None:
         _DEFAULT = OpenDPSampler()
     return _DEFAULT
+
+
+# ------------------------------------------------------------------ noise laws
+
+
+class NoiseLaw:
+    """An integer noise distribution a mechanism declares (its type, not a name):
+    :meth:`draw` takes ``size`` exact draws at ``scale`` (in integer units) from
+    the sampler in force. A new law is a subclass with its own ``draw``."""
+
+    name = ""
+
+    def draw(self, scale: float, size: int) -> np.ndarray:
+        raise NotImplementedError(f"{type(self).__name__} does not say how to draw")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class DiscreteLaplace(NoiseLaw):
+    """``P(z) ∝ exp(-|z| / scale)`` on the integers (two-sided geometric)."""
+
+    name = "laplace"
+
+    def draw(self, scale: float, size: int) -> np.ndarray:
+        return active_sampler().discrete_laplace(scale, size)
+
+
+class DiscreteGaussian(NoiseLaw):
+    """``P(z) ∝ exp(-z**2 / (2 scale**2))`` on the integers."""
+
+    name = "gaussian"
+
+    def draw(self, scale: float, size: int) -> np.ndarray:
+        return active_sampler().discrete_gaussian(scale, size)
+
+
+LAPLACE = DiscreteLaplace()
+GAUSSIAN = DiscreteGaussian()

@@ -29,6 +29,7 @@ from .base import (
     MAX_NOISE_UNITS,
     Mechanism,
     NoisePlan,
+    check_law,
     noisy_counts,
     noisy_values,
 )
@@ -43,6 +44,7 @@ _RELEASES: dict[str, tuple[str, type[Mechanism]]] = {}
 def register(name: str, statistic: str, mechanism: type[Mechanism]) -> None:
     """Make ``name`` a public release: ``statistic`` noised by ``mechanism``."""
     get_statistic(statistic)  # must exist
+    check_law(mechanism)  # must say which noise it draws
     _RELEASES[name] = (statistic, mechanism)
 
 

@@ -31,7 +31,7 @@ import numpy as np
 from ..accounting import PrivacyCost
 from ..conversion import check_delta, check_epsilon
 from ..errors import InvalidParameterError
-from ..noise import active_sampler
+from ..noise import NoiseLaw
 
 #: Real outputs are rounded to multiples of this before integer noise is added.
 LATTICE = 2.0 ** -40
@@ -48,6 +48,7 @@ GAUSS_CI95 = 1.959963984540054
 class NoisePlan:
     """Noise for one release of ``pairs`` values, from public quantities only.
 
+    ``law`` is the integer noise the mechanism draws (its type picks the sampler).
     ``noise_scale`` is per value: the Laplace scale ``b`` or Gaussian ``sigma`` on
     the statistic's scale, or for count noise the per-cell two-sided geometric
     scale in counts. ``ci95`` is the half-width of the central 95% interval of the
@@ -56,7 +57,7 @@ class NoisePlan:
     """
 
     mechanism: str
-    distribution: str
+    law: NoiseLaw
     n: int
     pairs: int
     B: float
@@ -87,14 +88,6 @@ def check_noise_units(units: float, what: str) -> None:
         )
 
 
-def draw_integer_noise(plan: NoisePlan, size: int, scale_in_units: float) -> np.ndarray:
-    """``size`` exact integer draws of the plan's distribution (secure sampler)."""
-    sampler = active_sampler()
-    if plan.distribution == "gaussian":
-        return sampler.discrete_gaussian(scale_in_units, size)
-    return sampler.discrete_laplace(scale_in_units, size)
-
-
 def noisy_values(exact: np.ndarray, plan: NoisePlan) -> np.ndarray:
     """Noisy, clamped releases of exact values in ``[plan.low, plan.high]`` (``[0, 1]``
     for MIC, ``[-1, 1]`` for a correlation), one per pair."""
@@ -103,7 +96,7 @@ def noisy_values(exact: np.ndarray, plan: NoisePlan) -> np.ndarray:
     on_lattice = np.rint(exact / gamma).astype(np.int64)  # in [low / gamma, high / gamma]
     # lossless: |z| >= (high - low) / gamma clamps to the same end anyway
     limit = 2 * int(round((plan.high - plan.low) / gamma))
-    z = np.clip(draw_integer_noise(plan, exact.size, plan.noise_scale / gamma), -limit, limit)
+    z = np.clip(plan.law.draw(plan.noise_scale / gamma, exact.size), -limit, limit)
     return np.clip((on_lattice + z) * gamma, plan.low, plan.high)
 
 
@@ -111,8 +104,15 @@ def noisy_counts(counts: np.ndarray, plan: NoisePlan) -> np.ndarray:
     """TruncGeom counts: ``clamp(a + Z, 0, n)`` independently for every cell."""
     counts = np.asarray(counts, dtype=np.int64)
     limit = plan.n + 1  # lossless: |z| >= n clamps anyway for counts in [0, n]
-    z = np.clip(draw_integer_noise(plan, counts.size, plan.noise_scale), -limit, limit)
+    z = np.clip(plan.law.draw(plan.noise_scale, counts.size), -limit, limit)
     return np.clip(counts + z.reshape(counts.shape), 0, plan.n)
+
+
+def check_law(cls) -> None:
+    """A mechanism class must declare the noise it draws as a :class:`NoiseLaw`
+    (never a name that could fall through to another sampler)."""
+    if not isinstance(getattr(cls, "law", None), NoiseLaw):
+        raise TypeError(f"{cls.__name__} must declare law = a NoiseLaw instance")
 
 
 class Mechanism(ABC):
@@ -130,13 +130,15 @@ class Mechanism(ABC):
         The public name of the release (``micr-lap``, ...).
     """
 
-    #: What the noise is called in the registry, and whether it noises values or counts.
-    noise: str = ""
+    #: The integer noise law the mechanism draws (its type decides the sampler),
+    #: and whether it noises values or counts.
+    law: NoiseLaw
     acts_on: str = "values"
-    distribution: str = ""
     needs_delta: bool = False
 
+
     def __init__(self, *, epsilon, delta=0.0, statistic, label: str):
+        check_law(type(self))
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta(delta)
         if self.needs_delta and self.delta == 0.0:

@@ -7,6 +7,7 @@ import math
 from ..accounting import PrivacyCost
 from ..conversion import rho_from_eps_delta
 from ..errors import InvalidParameterError
+from ..noise import GAUSSIAN
 from ..sensitivity import safe_up
 from .base import GAUSS_CI95, LATTICE, Mechanism, NoisePlan, check_noise_units
 
@@ -16,8 +17,7 @@ class GaussianMechanism(Mechanism):
     per value (L2 sensitivity ``sqrt(P)`` times the widened ``Delta``), with
     ``rho = rho_from_eps_delta(eps, delta)``."""
 
-    noise = "gaussian"
-    distribution = "gaussian"
+    law = GAUSSIAN
     needs_delta = True
 
     def __init__(self, *, rho: float | None = None, **kwargs):
@@ -41,6 +41,6 @@ class GaussianMechanism(Mechanism):
         sigma = safe_up(math.sqrt(pairs) * widened / math.sqrt(2.0 * cost.as_rho()))
         check_noise_units(sigma / LATTICE, "Gaussian")
         low, high = self.statistic.value_range
-        return NoisePlan(self.label, self.distribution, n, pairs, B, c, self.epsilon, self.delta,
+        return NoisePlan(self.label, self.law, n, pairs, B, c, self.epsilon, self.delta,
                          sens, sigma, GAUSS_CI95 * sigma, LATTICE, cost, self.statistic.name,
                          low, high)

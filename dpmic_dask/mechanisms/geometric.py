@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from ..accounting import PrivacyCost
+from ..noise import LAPLACE
 from ..sensitivity import safe_up
 from .base import Mechanism, NoisePlan, check_noise_units
 
@@ -15,9 +16,8 @@ class GeometricCountsMechanism(Mechanism):
     row changes two cells of a grid by one), so the whole release is ``eps``-DP.
     The published per-cell ``eps / 2`` is ``G eps``-DP (docs/privacy.md)."""
 
-    noise = "geometric-counts"
+    law = LAPLACE  # two-sided geometric: the discrete Laplace on counts
     acts_on = "counts"
-    distribution = "geometric-counts"
 
     @property
     def cost(self) -> PrivacyCost:
@@ -27,5 +27,5 @@ class GeometricCountsMechanism(Mechanism):
         grids = 2 * (int(B) // 2 - 1)
         scale = safe_up(2.0 * grids * pairs / self.epsilon)
         check_noise_units(scale, "count")
-        return NoisePlan(self.label, self.distribution, n, pairs, B, c, self.epsilon, 0.0, 2.0,
+        return NoisePlan(self.label, self.law, n, pairs, B, c, self.epsilon, 0.0, 2.0,
                          scale, math.nan, 1.0, self.cost, self.statistic.name)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..accounting import PrivacyCost
+from ..noise import LAPLACE
 from ..sensitivity import safe_up
 from .base import LAPLACE_CI95, LATTICE, Mechanism, NoisePlan, check_noise_units
 
@@ -11,8 +12,7 @@ class LaplaceMechanism(Mechanism):
     """Discrete Laplace on the lattice: scale ``P (Delta + gamma) / eps`` per value
     (the L1 sensitivity of ``P`` values, each widened by the lattice step)."""
 
-    noise = "laplace"
-    distribution = "laplace"
+    law = LAPLACE
 
     @property
     def cost(self) -> PrivacyCost:
@@ -24,6 +24,6 @@ class LaplaceMechanism(Mechanism):
         scale = safe_up(pairs * widened / self.epsilon)
         check_noise_units(scale / LATTICE, "Laplace")
         low, high = self.statistic.value_range
-        return NoisePlan(self.label, self.distribution, n, pairs, B, c, self.epsilon, 0.0,
+        return NoisePlan(self.label, self.law, n, pairs, B, c, self.epsilon, 0.0,
                          sens, scale, LAPLACE_CI95 * scale, LATTICE, self.cost,
                          self.statistic.name, low, high)

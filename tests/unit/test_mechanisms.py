@@ -107,3 +107,30 @@ def test_statistics_registry():
     assert get_statistic("micr").mergeable and not get_statistic("mice").mergeable
     with pytest.raises(KeyError, match="known"):
         get_statistic("pearson")
+
+
+def test_a_mechanism_must_declare_the_noise_it_draws():
+    """The sampler is chosen by the mechanism's noise law (a type), never by a name
+    with a fall-through: a mechanism without one cannot be registered or built."""
+    from dpmic_dask.mechanisms import register
+    from dpmic_dask.mechanisms.base import Mechanism
+    from dpmic_dask.noise import GAUSSIAN, DiscreteGaussian
+    from dpmic_dask.statistics import get_statistic
+
+    class Nameless(Mechanism):
+        distribution = "gaussian-counts"  # a name alone says nothing
+
+        @property
+        def cost(self):  # pragma: no cover - never built
+            raise AssertionError
+
+        def calibrate(self, *, n, pairs, B, c):  # pragma: no cover
+            raise AssertionError
+
+    with pytest.raises(TypeError, match="NoiseLaw"):
+        register("micr-nameless", "micr", Nameless)
+    with pytest.raises(TypeError, match="NoiseLaw"):
+        Nameless(epsilon=1.0, statistic=get_statistic("micr"), label="micr-nameless")
+    plan = build_mechanism("micr-gauss", eps=1.0, delta=1e-6, pairs=3).calibrate(
+        n=1000, pairs=3, B=40, c=5)
+    assert isinstance(plan.law, DiscreteGaussian) and plan.law is GAUSSIAN

@@ -38,7 +38,7 @@ class SaturatedSampler:
 @pytest.fixture
 def saturated(monkeypatch):
     def use(draws):
-        monkeypatch.setattr("dpmic_dask.mechanisms.base.active_sampler", lambda: SaturatedSampler(draws))
+        monkeypatch.setattr("dpmic_dask.noise.active_sampler", lambda: SaturatedSampler(draws))
     return use
 
 

@@ -81,7 +81,7 @@ def test_refused_release_draws_no_noise(data, monkeypatch):
         raise AssertionError("noise drawn for a refused release")
 
     monkeypatch.setattr(noise, "active_sampler", no_noise)
-    monkeypatch.setattr("dpmic_dask.mechanisms.base.active_sampler", no_noise)
+    monkeypatch.setattr("dpmic_dask.noise.active_sampler", no_noise)
     with pytest.raises(dm.BudgetExceededError):
         dm.private_mic(x, y, eps=1.0, ledger=ledger, dataset="d", **BOUNDS)
     assert ledger.charges("d") == []
