@@ -18,9 +18,11 @@ import math
 
 import numpy as np
 
-# (n, (c, B) at eps=1, (c, B) at eps=0.1), from Table 2.
+# (n, (c, B) at eps=1, (c, B) at eps=0.1), from Table 2, by the kind of grid a
+# mechanism needs: ``"values"`` (noise on the released value: MICr-Lap, and
+# MICr-Gauss by the same table), ``"counts"`` (noise on every count: MICr-Geom).
 TABLE2 = {
-    "micr-lap": [
+    "values": [
         (25, (5, 8), (5, 6)),
         (250, (5, 40), (5, 40)),
         (500, (5, 60), (5, 80)),
@@ -28,7 +30,7 @@ TABLE2 = {
         (5000, (5, 150), (5, 125)),
         (10000, (5, 150), (5, 150)),
     ],
-    "micr-geom": [
+    "counts": [
         (25, (2, 12), (2, 6)),
         (250, (1, 40), (2, 10)),
         (500, (1, 40), (2, 20)),
@@ -37,16 +39,17 @@ TABLE2 = {
         (10000, (1, 150), (1, 80)),
     ],
 }
-TABLE2["micr-gauss"] = TABLE2["micr-lap"]
-#: Largest default B per mechanism (compute and memory per pair grow like B**2).
-B_CAP = {"micr-lap": 200, "micr-gauss": 200, "micr-geom": 150}
+#: Largest default B per kind (compute and memory per pair grow like B**2).
+B_CAP = {"values": 200, "counts": 150}
+#: The kinds of default grid: ``"ranks"`` is MICe's (the rows in memory).
+GRID_KINDS = ("values", "counts", "ranks")
 GROWTH_EXPONENT = 0.4
 MICE_ALPHA = 0.6
 MICE_C = 15
 
 
-def _interpolate(mechanism: str, n: int, eps: float) -> tuple[float, float]:
-    table = TABLE2[mechanism]
+def _interpolate(kind: str, n: int, eps: float) -> tuple[float, float]:
+    table = TABLE2[kind]
     ns = np.array([row[0] for row in table], dtype=float)
     weight = min(max(math.log10(eps) + 1.0, 0.0), 1.0)  # 0 at eps=0.1, 1 at eps=1
     c_col = [(1 - weight) * row[2][0] + weight * row[1][0] for row in table]
@@ -55,15 +58,23 @@ def _interpolate(mechanism: str, n: int, eps: float) -> tuple[float, float]:
     return float(np.interp(n_clamped, ns, c_col)), float(np.interp(n_clamped, ns, b_col))
 
 
-def default_parameters(mechanism: str, n: int, eps: float) -> tuple[float, int]:
-    """``(B, c)`` for a resolved mechanism, from public ``n`` and per-release ``eps``.
-
-    ``mice-lap`` uses the paper's MICe settings: ``B = max(n**0.6, 4)``, ``c = 15``.
-    """
-    if mechanism == "mice-lap":
+def grid_defaults(kind: str, n: int, eps: float) -> tuple[float, int]:
+    """``(B, c)`` for a kind of grid (:data:`GRID_KINDS`), from public ``n`` and
+    per-value ``eps``. ``"ranks"`` (MICe) uses the paper's MICe settings:
+    ``B = max(n**0.6, 4)``, ``c = 15``."""
+    if kind == "ranks":
         return max(n ** MICE_ALPHA, 4.0), MICE_C
-    c, B = _interpolate(mechanism, n, eps)
+    c, B = _interpolate(kind, n, eps)
     if n > 10_000:
         B = B * (n / 10_000) ** GROWTH_EXPONENT
-    B = min(B, B_CAP[mechanism])
+    B = min(B, B_CAP[kind])
     return max(4, int(round(B))), max(1, int(round(c)))
+
+
+def default_parameters(mechanism: str, n: int, eps: float) -> tuple[float, int]:
+    """``(B, c)`` for a registered mechanism name (``micr-lap``, ...): the defaults
+    of the kind of grid that mechanism declares (``Mechanism.grid_kind``)."""
+    from .mechanisms import build_mechanism
+
+    built = build_mechanism(mechanism, eps=1.0, delta=1e-6, pairs=1)
+    return grid_defaults(built.grid_kind, n, eps)

@@ -25,7 +25,6 @@ import numpy as np
 from .accounting import PrivacyCost, default_ledger, privacy_statement
 from .backends import backend_for
 from .counting import CountSpec, pair_counts
-from .defaults import default_parameters
 from .errors import (
     BudgetExceededError,
     DPMICError,
@@ -106,7 +105,7 @@ def grid_parameters(request: ReleaseRequest, n: int, eps_per_value: float | None
     mech = request.mechanism
     if eps_per_value is None:
         eps_per_value = request.eps / request.n_pairs
-    default_B, default_c = default_parameters(mech.label, n, eps_per_value)
+    default_B, default_c = mech.default_grid(n, eps_per_value)
     B = default_B if request.B is None else request.B
     c = default_c if request.c is None else request.c
     if mech.statistic.mergeable:

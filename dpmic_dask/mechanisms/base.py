@@ -30,6 +30,7 @@ import numpy as np
 
 from ..accounting import PrivacyCost
 from ..conversion import check_delta, check_epsilon
+from ..defaults import grid_defaults
 from ..errors import InvalidParameterError
 from ..noise import NoiseLaw
 
@@ -154,6 +155,19 @@ class Mechanism(ABC):
     @abstractmethod
     def calibrate(self, *, n: int, pairs: int, B: float, c: int) -> NoisePlan:
         """The noise for ``pairs`` values from ``n`` rows (public quantities only)."""
+
+    @property
+    def grid_kind(self) -> str:
+        """The kind of default grid this mechanism needs (``dpmic_dask.defaults``),
+        from what it is, not from its name: MICe's ranks, noise on counts, or
+        noise on values."""
+        if not self.statistic.mergeable:
+            return "ranks"
+        return "counts" if self.acts_on == "counts" else "values"
+
+    def default_grid(self, n: int, eps_per_value: float) -> tuple[float, int]:
+        """Default ``(B, c)`` for ``n`` rows and ``eps`` per released value."""
+        return grid_defaults(self.grid_kind, n, eps_per_value)
 
     def randomise(self, data: np.ndarray, plan: NoisePlan) -> np.ndarray:
         """Draw the noise of ``plan`` on exact ``data`` (values, or counts for count

@@ -2,10 +2,12 @@ import pytest
 
 from dpmic_dask.defaults import B_CAP, TABLE2, default_parameters
 
+KIND = {"micr-lap": "values", "micr-gauss": "values", "micr-geom": "counts"}
+
 
 @pytest.mark.parametrize("mechanism", ["micr-lap", "micr-geom"])
 def test_table_points_are_reproduced(mechanism):
-    for n, at1, at01 in TABLE2[mechanism]:
+    for n, at1, at01 in TABLE2[KIND[mechanism]]:
         assert default_parameters(mechanism, n, 1.0) == (at1[1], at1[0])
         assert default_parameters(mechanism, n, 0.1) == (at01[1], at01[0])
 
@@ -25,9 +27,31 @@ def test_extrapolation_grows_then_caps():
     assert bigger == round(150 * 2 ** 0.4)
     assert bigger > small
     for mechanism in ("micr-lap", "micr-gauss", "micr-geom"):
-        assert default_parameters(mechanism, 10**9, 1.0)[0] == B_CAP[mechanism]
+        assert default_parameters(mechanism, 10**9, 1.0)[0] == B_CAP[KIND[mechanism]]
 
 
 def test_mice_lap_defaults():
     B, c = default_parameters("mice-lap", 5000, 1.0)
     assert B == pytest.approx(5000 ** 0.6) and c == 15
+
+
+def test_a_mechanism_gets_its_default_grid_from_what_it_is_not_its_name():
+    """A newly registered mechanism needs no row keyed by its name (a missing row
+    was a KeyError after every partition was read)."""
+    from dpmic_dask.mechanisms import register
+    from dpmic_dask.mechanisms.laplace import LaplaceMechanism
+    from dpmic_dask.statistics import get_statistic
+
+    class Renamed(LaplaceMechanism):
+        pass
+
+    from dpmic_dask.mechanisms import _RELEASES
+
+    register("micr-renamed", "micr", Renamed)
+    try:
+        built = Renamed(epsilon=1.0, statistic=get_statistic("micr"), label="micr-renamed")
+        assert built.grid_kind == "values"
+        assert default_parameters("micr-renamed", 5000, 1.0) == default_parameters(
+            "micr-lap", 5000, 1.0)
+    finally:
+        del _RELEASES["micr-renamed"]
