@@ -1,9 +1,9 @@
 """Privacy accounting: the one place where budgets are checked and charged.
 
-* :class:`PrivacyCost`, what a release spends (each mechanism in
-  :mod:`dpmic_dask.mechanisms` answers its own cost), and its statement in
-  words; the parameter checks and zCDP conversions it uses are in
-  :mod:`dpmic_dask.conversion`.
+* What a release spends, :class:`~dpmic_dask.costs.PrivacyCost`, is typed in
+  :mod:`dpmic_dask.costs` (each mechanism in :mod:`dpmic_dask.mechanisms`
+  answers its own cost); here its statement in words. The parameter checks and
+  zCDP conversions are in :mod:`dpmic_dask.conversion`.
 * Budgets and ledgers: pure ``eps`` composes by addition; approximate DP is
   tracked as zero-concentrated DP (``rho`` adds; an ``eps``-DP release costs
   ``eps**2 / 2``). A ledger checks and records a charge atomically *before* any
@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import contextvars
-import math
 import threading
 import time
 import uuid
@@ -23,6 +22,7 @@ from decimal import Decimal
 from typing import Protocol, runtime_checkable
 
 from .conversion import check_delta, check_epsilon, rho_from_eps_delta
+from .costs import PURE_DP, PrivacyCost, measure_for
 from .errors import (
     BudgetExceededError,
     BudgetMismatchError,
@@ -30,31 +30,6 @@ from .errors import (
     LedgerError,
 )
 from .sensitivity import safe_up
-
-
-@dataclass(frozen=True)
-class PrivacyCost:
-    """What one release spends: ``epsilon`` (and ``delta``); ``rho`` when the
-    release is a zCDP mechanism (Gaussian), else ``None`` (pure ``epsilon``-DP)."""
-
-    epsilon: float
-    delta: float = 0.0
-    rho: float | None = None
-
-    def __post_init__(self):
-        # A cost reaches a ledger: it must be a real, positive amount, never NaN.
-        check_epsilon(self.epsilon, "cost epsilon")
-        check_delta(self.delta, "cost delta")
-        if self.rho is not None and not (math.isfinite(self.rho) and self.rho > 0):
-            raise InvalidParameterError("cost rho must be a finite number > 0")
-
-    @property
-    def is_pure(self) -> bool:
-        return self.rho is None
-
-    def as_rho(self) -> float:
-        """ZCDP cost: ``rho`` itself, or ``eps**2 / 2`` for a pure ``eps``-DP release."""
-        return self.rho if self.rho is not None else self.epsilon * self.epsilon / 2.0
 
 
 def mutual_information_bound_nats(eps: float) -> float:
@@ -69,7 +44,7 @@ def privacy_statement(cost: PrivacyCost, pairs: int, detail: str | None = None) 
     ``detail`` replaces the per-pair split in parentheses (releases that select
     pairs first spend their budget in parts, not per pair)."""
     plural = "s" if pairs != 1 else ""
-    if cost.is_pure:
+    if cost.measure is PURE_DP:
         bound = mutual_information_bound_nats(cost.epsilon)
         split = detail or f"{cost.epsilon / pairs:g} per pair over {pairs} pair{plural}"
         return (
@@ -90,9 +65,8 @@ def privacy_statement(cost: PrivacyCost, pairs: int, detail: str | None = None) 
 
 def value_cost(cost: PrivacyCost, pairs: int) -> tuple[float, str]:
     """What each of ``pairs`` released values cost, and the unit it is counted in."""
-    if cost.is_pure:
-        return cost.epsilon / pairs, "epsilon"
-    return cost.as_rho() / pairs, "rho (zCDP)"
+    unit = cost.measure.unit
+    return cost.amount() / pairs, unit if cost.measure is PURE_DP else f"{unit} (zCDP)"
 
 
 # --------------------------------------------------------------------------- budget
@@ -121,12 +95,17 @@ class Budget:
         self.cap  # noqa: B018  (refuses a budget whose rho underflows, at creation)
 
     @property
+    def measure(self):
+        """How releases charged to this budget compose (pure DP or zCDP)."""
+        return measure_for(self.delta)
+
+    @property
     def is_pure(self) -> bool:
-        return self.delta == 0.0
+        return self.measure is PURE_DP
 
     @property
     def unit(self) -> str:
-        return "epsilon" if self.is_pure else "rho"
+        return self.measure.unit
 
     @property
     def cap(self) -> Decimal:
@@ -319,9 +298,7 @@ class PrepaidLedger:
         self._lock = threading.Lock()
 
     def _fits(self, cost: PrivacyCost) -> bool:
-        if self._part.is_pure:
-            return cost.is_pure and cost.epsilon <= self._part.epsilon
-        return cost.rho is not None and cost.rho <= self._part.as_rho()
+        return self._part.measure.fits(cost, self._part)
 
     def check(self, dataset: str, cost: PrivacyCost) -> None:
         if not self._fits(cost) or self._used:

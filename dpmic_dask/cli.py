@@ -411,9 +411,8 @@ def budget_forecast(ledger_url, dataset, eps, delta, job_file, debug):
       dpmic budget forecast --job jobs/daily.toml
       dpmic budget forecast --ledger sqlite:///ledger.db --dataset sales --eps 0.5
     """
-    from .accounting import PrivacyCost
     from .batch import forecast
-    from .conversion import rho_from_eps_delta
+    from .costs import measure_for
     from .ledger import SQLLedger
 
     if (eps is None) == (job_file is None):
@@ -428,8 +427,7 @@ def budget_forecast(ledger_url, dataset, eps, delta, job_file, debug):
     else:
         if dataset is None:
             raise click.UsageError("--eps needs --dataset")
-        cost = PrivacyCost(eps) if delta == 0 else PrivacyCost(
-            eps, delta, rho_from_eps_delta(eps, delta))
+        cost = measure_for(delta).total(eps, delta)
         what = f"eps={eps:g}" + (f", delta={delta:g}" if delta else "")
     plan = forecast(SQLLedger(ledger_url), dataset, cost)
     click.echo(f"dataset:   {dataset}")

@@ -50,10 +50,11 @@ def job_plan(job: Job, schema):
     ``[select]`` section the budget is split between choosing and releasing."""
     if job.select_rule is None:
         return job_request(job, schema), None
+    from .costs import measure_for
     from .request import JobFileNames
     from .selected import selection_request
 
-    if job.mechanism not in ("auto", "micr-lap" if job.delta == 0 else "micr-gauss"):
+    if job.mechanism not in ("auto", f"micr-{measure_for(job.delta).noise}"):
         raise InvalidParameterError(
             "with [select], privacy.mechanism must be auto: the release is micr-lap when "
             "delta = 0 and micr-gauss when delta > 0")
@@ -68,13 +69,10 @@ def job_plan(job: Job, schema):
 def job_cost(job: Job):
     """What one run of ``job`` is charged (no data read): the release, the total
     of a selection, or the whole ``eps`` (and ``delta``) with private bounds."""
-    from .accounting import PrivacyCost
-    from .conversion import rho_from_eps_delta
+    from .costs import measure_for
     from .request import numeric_schema
 
     if private_columns(job):
-        if job.delta == 0:
-            return PrivacyCost(job.eps)
-        return PrivacyCost(job.eps, job.delta, rho_from_eps_delta(job.eps, job.delta))
+        return measure_for(job.delta).total(job.eps, job.delta)
     request, plan = job_plan(job, numeric_schema(job.bounds))
     return request.cost if plan is None else plan.total

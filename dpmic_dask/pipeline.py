@@ -313,9 +313,7 @@ def companion(mechanism, exact, pairs: int, plan) -> Companion:
 def _with_parts(report: PrivacyReport, request: ReleaseRequest, released: int) -> PrivacyReport:
     """The report of a release of several statistics: the total, and each share."""
     def share(m) -> str:
-        spent = (f"epsilon {m.cost.epsilon:.4g}" if m.cost.rho is None
-                 else f"rho {m.cost.rho:.4g}")
-        return f"{m.statistic.name}: {spent} over {released} pairs ({m.label})"
+        return f"{m.statistic.name}: {m.cost.describe()} over {released} pairs ({m.label})"
 
     total = request.cost
     parts = "; ".join(share(m) for m in (request.mechanism, *request.companions))

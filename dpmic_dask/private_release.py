@@ -26,6 +26,7 @@ from .bounds import (
     column_histograms,
 )
 from .conversion import check_epsilon
+from .costs import PURE_DP, ZCDP, measure_for
 from .counting import column_values
 from .errors import InvalidDataError, InvalidParameterError, MissingValuesError
 from .limits import DEFAULT_SPLIT_EVERY
@@ -110,7 +111,7 @@ def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, nulls="ra
     """
     backend = backend_for(frame)
     plan = _bounds_plan(backend.schema(frame), columns, coverage, domain, nulls, fill,
-                        eps=check_epsilon(eps))
+                        PrivacyCost(check_epsilon(eps)))
     precheck_budget(ledger, dataset, PrivacyCost(plan.eps))
     counts, rows = _bounds_counts(frame, backend, plan, plan.columns, plan.fill, split_every,
                                   progress)
@@ -140,10 +141,11 @@ class _BoundsPlan:
         return f"private bounds for {list(self.columns)}: {amount}"
 
 
-def _bounds_plan(schema, columns, coverage, domain, nulls, fill, *, eps: float | None = None,
-                 rho: float | None = None) -> _BoundsPlan:
-    """The bounds step of ``eps`` (pure DP: ``eps / C`` per column) or of ``rho``
-    (zCDP: the largest ``eps_column`` with ``C eps_column**2 / 2 <= rho``)."""
+def _bounds_plan(schema, columns, coverage, domain, nulls, fill,
+                 part: PrivacyCost) -> _BoundsPlan:
+    """The bounds step paid by ``part``: pure DP, ``eps / C`` per column; or, in
+    zCDP, the largest ``eps_column`` with ``C eps_column**2 / 2 <= rho`` (each
+    column's histogram is ``eps_column``-DP, hence ``eps_column**2 / 2``-zCDP)."""
     if isinstance(columns, str) or not columns:
         raise InvalidParameterError("columns must name the columns to estimate bounds for")
     names = list(columns)
@@ -154,17 +156,16 @@ def _bounds_plan(schema, columns, coverage, domain, nulls, fill, *, eps: float |
                                                     columns=names, nulls=nulls, fill=fill,
                                                     min_columns=1)
     k = len(checked_columns)
-    if rho is None:
-        assert eps is not None
-        eps_column = safe_down(eps / k)
-        rho_spent = None
+    if part.measure is PURE_DP:
+        eps_column = safe_down(part.epsilon / k)
+        total, rho_spent = part.epsilon, None
     else:
+        rho = part.amount()
         eps_column = safe_down(math.sqrt(2.0 * rho / k))
         while k * eps_column ** 2 / 2.0 > rho:
             eps_column = safe_down(eps_column)
-        rho_spent = rho
+        total, rho_spent = safe_up(k * eps_column), rho
     histogram_scale(eps_column)  # a scale that cannot be sampled is refused now
-    total = safe_up(k * eps_column) if eps is None else eps
     return _BoundsPlan(tuple(checked_columns), total, eps_column,
                        check_coverage(coverage), grid, fills, rho_spent)
 
@@ -241,7 +242,6 @@ def run_with_private_bounds(frame, eps, *, bounds, columns=None, delta=0.0, boun
     import dataclasses as dc
 
     from .accounting import PrepaidLedger
-    from .conversion import eps_within_rho, rho_from_eps_delta
 
     eps = check_epsilon(eps)
     share = check_share(DEFAULT_BOUNDS_SHARE if bounds_share is None else bounds_share,
@@ -258,27 +258,18 @@ def run_with_private_bounds(frame, eps, *, bounds, columns=None, delta=0.0, boun
     schema = backend.schema(frame)
     private_fill = {c: fill[c] for c in private if c in fill} if fill else None
     # the budget split: the bounds' part, the release's part, and the whole
-    if delta == 0:
-        plan = _bounds_plan(schema, private, coverage, domain, nulls, private_fill,
-                            eps=safe_down(share * eps))
-        total = PrivacyCost(eps)
-        part = PrivacyCost(safe_down(eps - plan.eps))
+    measure = measure_for(delta)
+    if measure is ZCDP and mechanism not in ("auto", "micr-gauss"):
+        raise InvalidParameterError("with private bounds and delta > 0 the release is "
+                                    "micr-gauss (mechanism='auto' or 'micr-gauss')")
+    total = measure.total(eps, delta)
+    (bounds_part,) = measure.split(total, (share,))
+    plan = _bounds_plan(schema, private, coverage, domain, nulls, private_fill, bounds_part)
+    part = measure.rest(total, bounds_part.amount())
+    if measure is PURE_DP:
         release_eps, release_mechanism = part.epsilon, mechanism
     else:
-        if mechanism not in ("auto", "micr-gauss"):
-            raise InvalidParameterError("with private bounds and delta > 0 the release is "
-                                        "micr-gauss (mechanism='auto' or 'micr-gauss')")
-        rho = rho_from_eps_delta(eps, delta)
-        plan = _bounds_plan(schema, private, coverage, domain, nulls, private_fill,
-                            rho=safe_down(share * rho))
-        assert plan.rho is not None
-        rest = safe_down(rho - plan.rho)
-        if not rest > 0:
-            raise InvalidParameterError("bounds_share leaves no budget for the release")
-        release_eps = eps_within_rho(rest, delta)
-        total = PrivacyCost(eps, delta, rho)
-        part = PrivacyCost(release_eps, delta, rest)
-        release_mechanism = "micr-gauss"
+        release_eps, release_mechanism = ZCDP.within(part.amount(), delta), "micr-gauss"
     # private columns are checked against a wide placeholder (fill values included);
     # the released bounds replace it before anything is counted
     placeholder = {c: (spec[c] if c not in private else (plan.grid.domain or (-1e300, 1e300)))
@@ -309,7 +300,7 @@ def run_with_private_bounds(frame, eps, *, bounds, columns=None, delta=0.0, boun
         check_plan(request, rows)
     else:
         check_selected_plan(request, selection_plan, rows)
-    spent = f"epsilon {part.epsilon:.4g}" if part.rho is None else f"rho {part.rho:.4g}"
+    spent = part.describe()
     inner = (request.mechanism.label if selection_plan is None
              else f"{selection_plan.selection.description} and the chosen values")
     parts = f"{plan.describe()}; release: {inner} with {spent}"

@@ -16,6 +16,7 @@ import numpy as np
 from . import pipeline
 from .accounting import privacy_statement
 from .backends import backend_for
+from .costs import measure_for
 from .counting import CountSpec
 from .errors import InvalidDataError, InvalidParameterError
 from .limits import DEFAULT_SPLIT_EVERY, DEFAULT_TASK_MEMORY, check_micr_grid
@@ -54,7 +55,7 @@ def selection_request(schema, rule: str, *, eps, delta=0.0, share=0.5, k=None,
     (:func:`~dpmic_dask.selection.plan_selection`). Messages name the arguments as
     ``names`` spells them."""
     request = pairwise_request(schema, eps=eps, bounds=bounds, columns=columns, delta=delta,
-                               mechanism="micr-lap" if delta == 0 else "micr-gauss", B=B, c=c,
+                               mechanism=f"micr-{measure_for(delta).noise}", B=B, c=c,
                                nulls=nulls, fill=fill, split_every=split_every, label=label,
                                task_memory=task_memory, names=names)
     if rule == "top-k":

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .accounting import PrivacyCost
-from .conversion import eps_from_rho
+from .costs import PURE_DP, ZCDP, measure_for
 from .errors import InvalidParameterError
-from .mechanisms.base import LATTICE, check_noise_units
+from .mechanisms.base import LATTICE, Mechanism, check_noise_units
 from .noise import active_sampler
 from .sensitivity import safe_down, safe_up
 
@@ -164,7 +164,7 @@ class NoisyTopK(Selection):
 
     @property
     def zcdp(self) -> bool:
-        return self.delta > 0
+        return measure_for(self.delta) is ZCDP
 
     @property
     def description(self) -> str:  # type: ignore[override]
@@ -173,9 +173,7 @@ class NoisyTopK(Selection):
 
     @property
     def cost(self) -> PrivacyCost | None:
-        if self.zcdp:
-            return PrivacyCost(eps_from_rho(self.budget, self.delta), self.delta, self.budget)
-        return PrivacyCost(self.budget)
+        return measure_for(self.delta).cost(self.budget, self.delta)
 
     def most(self, n_pairs: int) -> int:
         return min(self.k, n_pairs)
@@ -288,9 +286,7 @@ class SelectionPlan:
         """The parts in words, for the ledger and the report; with ``chosen = 0``
         (nothing passed), that the release's share was charged but not spent."""
         def spent(mechanism) -> str:
-            cost = mechanism.cost
-            amount = f"epsilon {cost.epsilon:.4g}" if cost.rho is None else f"rho {cost.rho:.4g}"
-            return f"{mechanism.label} with {amount}"
+            return f"{mechanism.label} with {mechanism.cost.describe()}"
 
         released = ", ".join(spent(m) for m in (self.release, *self.companions))
         if chosen == 0:
@@ -325,25 +321,17 @@ def plan_selection(rule: str, *, eps: float, delta: float, share: float, statist
     release's). ``statistics=("mic", "tau")``: the release
     part is split equally between MIC and Kendall's tau of the chosen pairs.
     """
-    from .conversion import rho_from_eps_delta
-    from .mechanisms import GaussianMechanism, LaplaceMechanism
+    from .mechanisms import value_mechanism
 
     share = check_share(share)
-    release: object
-    if delta == 0:
-        total = PrivacyCost(eps)
-        budget = safe_down(share * eps)
-        rest = safe_down(eps - budget)
-        release = LaplaceMechanism(epsilon=rest, statistic=statistic, label="micr-lap")
-        svt_eps = budget
-    else:
-        rho = rho_from_eps_delta(eps, delta)
-        total = PrivacyCost(eps, delta, rho)
-        budget = safe_down(share * rho)
-        rest = safe_down(rho - budget)
-        release = GaussianMechanism(epsilon=eps_from_rho(rest, delta), delta=delta, rho=rest,
-                                    statistic=statistic, label="micr-gauss")
-        svt_eps = safe_down(math.sqrt(2.0 * budget))
+    measure = measure_for(delta)
+    total = measure.total(eps, delta)
+    (choosing,) = measure.split(total, (share,))
+    release: Mechanism = value_mechanism(measure.rest(total, choosing.amount()), statistic,
+                                         "micr")
+    budget = choosing.amount()
+    # the sparse vector is pure DP: inside zCDP its eps is sqrt(2 rho_s)
+    svt_eps = budget if measure is PURE_DP else safe_down(math.sqrt(2.0 * budget))
     selection: Selection
     if rule == "top-k":
         assert k is not None

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 
 from ..conversion import check_delta, check_epsilon, rho_from_eps_delta
+from ..costs import PURE_DP, measure_for
 from ..errors import InvalidParameterError
 from ..statistics import get_statistic
 from .base import (
@@ -87,7 +88,7 @@ def resolve_mechanism(mechanism: str, eps: float, delta: float, pairs: int) -> s
         if _RELEASES[mechanism][1].needs_delta and delta == 0:
             raise InvalidParameterError(f"mechanism {mechanism!r} needs delta > 0")
         return mechanism
-    if delta == 0:
+    if measure_for(delta) is PURE_DP:
         return "micr-lap"
     return "micr-gauss" if gaussian_beats_laplace(eps, delta, pairs) else "micr-lap"
 
@@ -107,6 +108,19 @@ def build_mechanism(mechanism: str, *, eps: float, delta: float, pairs: int) -> 
 STATISTIC_NAMES = {"mic": "micr", "tau": "tau"}
 
 
+def value_mechanism(cost, statistic, name: str) -> Mechanism:
+    """The value mechanism that spends ``cost`` on ``statistic``, chosen by the
+    cost's measure: Laplace for a pure part, Gaussian for a zCDP part (labelled
+    ``name-lap`` / ``name-gauss``)."""
+    from ..costs import ZCDP
+
+    label = f"{name}-{cost.measure.noise}"
+    if cost.measure is ZCDP:
+        return GaussianMechanism(epsilon=cost.epsilon, delta=cost.delta, rho=cost.rho,
+                                 statistic=statistic, label=label)
+    return LaplaceMechanism(epsilon=cost.epsilon, statistic=statistic, label=label)
+
+
 def split_mechanism(mechanism: Mechanism, statistics: tuple[str, ...]) -> tuple[Mechanism, ...]:
     """One mechanism per released statistic, each with an equal share of
     ``mechanism``'s budget (``eps / k`` under pure DP, ``rho / k`` under zCDP, both
@@ -114,28 +128,17 @@ def split_mechanism(mechanism: Mechanism, statistics: tuple[str, ...]) -> tuple[
 
     The first statistic must be ``"mic"``; ``mechanism`` must add noise to values.
     """
-    from ..conversion import eps_from_rho
-    from ..sensitivity import safe_down
-
     if mechanism.acts_on != "values":
         raise InvalidParameterError(
             f"mechanism {mechanism.label!r} adds noise to counts; a second statistic needs "
             "value noise (micr-lap or micr-gauss)")
-    k = len(statistics)
     cost = mechanism.cost
-    parts: list[Mechanism] = []
-    for name in statistics:
+    parts = cost.measure.split(cost, [1.0 / len(statistics)] * len(statistics))
+    out = []
+    for name, part in zip(statistics, parts):
         statistic = get_statistic(STATISTIC_NAMES[name])
-        label = f"{statistic.name}-{'gauss' if cost.rho is not None else 'lap'}"
-        if cost.rho is not None:
-            rho = safe_down(cost.rho / k)
-            parts.append(GaussianMechanism(epsilon=eps_from_rho(rho, cost.delta),
-                                           delta=cost.delta, rho=rho, statistic=statistic,
-                                           label=label))
-        else:
-            parts.append(LaplaceMechanism(epsilon=safe_down(cost.epsilon / k),
-                                          statistic=statistic, label=label))
-    return tuple(parts)
+        out.append(value_mechanism(part, statistic, statistic.name))
+    return tuple(out)
 
 
 def check_statistics(statistics) -> tuple[str, ...]:
@@ -166,4 +169,5 @@ __all__ = [
     "STATISTIC_NAMES", "build_mechanism", "check_mechanism", "check_statistics",
     "gaussian_beats_laplace", "mechanism_names", "split_mechanism",
     "noisy_counts", "noisy_values", "plan_release", "register", "resolve_mechanism",
+    "value_mechanism",
 ]
