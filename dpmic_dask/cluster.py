@@ -311,12 +311,17 @@ def _close_quietly(resource, wait: float) -> None:
 
 
 def _end_worker_processes(cluster) -> None:
-    """SIGTERM to the worker processes of ``cluster``'s nannies, started or still
-    starting (a worker blocked in its start-up would hold the cluster's close)."""
+    """SIGTERM to the worker processes of ``cluster``'s nannies that are still
+    starting: a worker blocked in its start-up would hold the cluster's close
+    (running workers are closed by their nannies)."""
     import signal
+
+    from distributed.core import Status
 
     nannies = [*getattr(cluster, "_created", ()), *getattr(cluster, "workers", {}).values()]
     for nanny in nannies:
+        if getattr(nanny, "status", None) not in (Status.init, Status.starting):
+            continue
         process = getattr(getattr(nanny, "process", None), "process", None)
         pid = getattr(process, "pid", None)
         if isinstance(pid, int) and pid > 0:
