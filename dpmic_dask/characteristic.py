@@ -7,11 +7,47 @@ see a pair's flat master-count vector (:mod:`dpmic_dask.counts`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from .grids import GridFamily
-from .kernels.optimize import family_scores
+from .kernels.optimize import family_max, family_scores, xlog2x_table
+
+#: Largest ``v log2 v`` table kept per process (entries; 8 MiB of float64). Counts
+#: above it are evaluated directly, with the same result.
+TABLE_LIMIT = 1 << 20
+
+_table = np.zeros(0)
+
+
+def xlog2x_lookup(total: int) -> np.ndarray:
+    """A ``v log2 v`` table covering ``0 .. total`` (or :data:`TABLE_LIMIT` entries),
+    shared by every call in the process and grown on demand."""
+    global _table
+    need = min(int(total) + 1, TABLE_LIMIT)
+    table = _table
+    if table.size < need:
+        table = xlog2x_table(min(max(need, 2 * table.size), TABLE_LIMIT))
+        table.setflags(write=False)
+        _table = table
+    return table
+
+
+@lru_cache(maxsize=64)
+def _layout(family: GridFamily) -> tuple[np.ndarray, ...]:
+    """``family.grid_arrays()``, built once per family (families are cached too)."""
+    arrays = family.grid_arrays()
+    for a in arrays:
+        a.setflags(write=False)
+    return arrays
+
+
+def _table_for(counts: np.ndarray, family: GridFamily) -> np.ndarray:
+    """The ``v log2 v`` table sized by the first grid's total (the number of rows for
+    exact counts). Any size gives the same scores; larger values are evaluated."""
+    first = family.grids[0]
+    return xlog2x_lookup(int(counts[first.offset:first.offset + first.n_cells].sum()))
 
 
 @dataclass(frozen=True)
@@ -41,9 +77,10 @@ class CharacteristicMatrix:
 def grid_scores(counts: np.ndarray, family: GridFamily) -> np.ndarray:
     """Score table float64[G, kmax_max + 1]: ``[g, k]`` = normalised MI of grid ``g`` with
     ``k`` groups (NaN where ``k`` is not allowed for that grid)."""
-    offsets, rows, fixed, kmax = family.grid_arrays()
+    offsets, rows, fixed, kmax = _layout(family)
+    counts = np.ascontiguousarray(counts, dtype=np.int64)
     out = np.full((family.n_grids, int(kmax.max()) + 1), np.nan)
-    family_scores(np.ascontiguousarray(counts, dtype=np.int64), offsets, rows, fixed, kmax, out)
+    family_scores(counts, offsets, rows, fixed, kmax, out, _table_for(counts, family))
     return out
 
 
@@ -69,5 +106,9 @@ def characteristic_matrix(counts: np.ndarray, family: GridFamily) -> Characteris
 
 
 def micr_from_counts(counts: np.ndarray, family: GridFamily) -> float:
-    """MICr of one pair from its flat master counts (non-private)."""
-    return characteristic_matrix(counts, family).mic
+    """MICr of one pair from its flat master counts (non-private): the largest entry
+    of :func:`characteristic_matrix`, reduced in the kernel."""
+    counts = np.ascontiguousarray(counts, dtype=np.int64)
+    offsets, rows, fixed, kmax = _layout(family)
+    best = family_max(counts, offsets, rows, fixed, kmax, _table_for(counts, family))
+    return float(min(max(best, 0.0), 1.0))

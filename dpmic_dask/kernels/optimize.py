@@ -1,4 +1,22 @@
-"""OptimizeAxis: exact dynamic program over contiguous groupings of master rows."""
+"""OptimizeAxis: exact dynamic program over contiguous groupings of master rows.
+
+Three things keep the per-pair cost down without changing what is computed:
+
+* master rows with no mass are dropped before the dynamic program and so are fixed
+  columns with no mass (a zero column adds ``0 log 0 = 0`` to every group; a zero
+  row joined to a neighbouring group changes no group's counts, so the best
+  grouping into ``k`` groups of the remaining rows is the best into ``k`` groups of
+  all rows, and into ``R'`` groups when ``k`` exceeds the ``R'`` rows left);
+* ``v log2 v`` of an integer count is read from a table (:func:`xlog2x_table`)
+  built with the same expression, so table and direct evaluation agree bit for bit;
+* one set of work arrays serves every grid of a family, and a family's MICr is
+  reduced in the kernel (:func:`family_max`).
+
+Every group's gain is the same floating-point sum, over the same columns in the
+same order, as when it is evaluated on the full matrix, so the scores equal those
+of the plain dynamic program up to the order in which group gains are added
+(the unit tests compare both to 1e-12).
+"""
 
 from __future__ import annotations
 
@@ -15,19 +33,122 @@ def xlog2x(v):
 
 
 @njit(nogil=True, cache=True)
-def _group_gain(cum, s, t):
-    """``F(s..t) = sum_j g(q_j) - g(q)`` for master rows ``s .. t-1``.
+def xlog2x_table(size):
+    """float64[size]: entry ``v`` is ``xlog2x(float(v))``."""
+    out = np.empty(size)
+    for v in range(size):
+        out[v] = xlog2x(float(v))
+    return out
 
-    ``cum`` is int64[R+1, L] of row prefix sums; ``q_j`` is the group's mass in
-    fixed column j and ``q`` its total; ``g(x) = x log2 x``.
+
+@njit(nogil=True, cache=True, inline="always")
+def _phi(v, table):
+    """``xlog2x(float(v))`` for an integer ``v``, from ``table`` when it covers ``v``."""
+    if 0 <= v < table.shape[0]:
+        return table[v]
+    return xlog2x(float(v))
+
+
+@njit(nogil=True, cache=True)
+def _compress(counts, cum, tot):
+    """Prefix sums over the non-empty rows and columns of ``counts``.
+
+    Writes ``cum[r, j]`` (int64, rows ``0 .. R'``, columns ``0 .. L'-1``) and the
+    row totals' prefix ``tot[r]``; returns ``(R', L', col_term)`` where
+    ``col_term = sum_j xlog2x(s_j)`` over the column masses (all columns, in order).
     """
-    total = 0
+    n_rows, n_cols = counts.shape
+    cols = np.empty(n_cols, dtype=np.int64)
+    n_keep_cols = 0
+    col_term = 0.0
+    for j in range(n_cols):
+        s = 0
+        for r in range(n_rows):
+            s += counts[r, j]
+        col_term += xlog2x(float(s))
+        if s != 0:
+            cols[n_keep_cols] = j
+            n_keep_cols += 1
+    kept = 0
+    tot[0] = 0
+    for j in range(n_keep_cols):
+        cum[0, j] = 0
+    for r in range(n_rows):
+        mass = 0
+        for j in range(n_keep_cols):
+            mass += counts[r, cols[j]]
+        if mass == 0:  # counts are non-negative: an empty row
+            continue
+        for j in range(n_keep_cols):
+            cum[kept + 1, j] = cum[kept, j] + counts[r, cols[j]]
+        tot[kept + 1] = tot[kept] + mass
+        kept += 1
+    return kept, n_keep_cols, col_term
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _gain(cum, tot, s, t, n_cols, table):
+    """``F(s..t) = sum_j g(q_j) - g(q)`` for compressed rows ``s .. t-1``."""
     acc = 0.0
-    for j in range(cum.shape[1]):
-        q = cum[t, j] - cum[s, j]
-        total += q
-        acc += xlog2x(float(q))
-    return acc - xlog2x(float(total))
+    for j in range(n_cols):
+        acc += _phi(cum[t, j] - cum[s, j], table)
+    return acc - _phi(tot[t] - tot[s], table)
+
+
+@njit(nogil=True, cache=True)
+def _optimize_into(counts, max_groups, table, out, cum, tot, gain, prev, cur):
+    """:func:`optimize_axis` writing into ``out[0 : max_groups + 1]`` with caller-owned
+    work arrays (``cum`` int64[>= R+1, >= L], ``tot`` int64[>= R+1], ``gain``
+    float64[>= R+1, >= R+1], ``prev`` and ``cur`` float64[>= R+1])."""
+    for k in range(max_groups + 1):
+        out[k] = 0.0
+    n_rows, n_cols, col_term = _compress(counts, cum, tot)
+    n = tot[n_rows]
+    if n == 0 or n_rows < 2 or n_cols < 2:
+        # One non-empty row or column: every grouping has zero information.
+        return
+    nf = float(n)
+    # H(columns) in bits; I = H(columns) + sum over groups of F / n.
+    h_cols = np.log2(nf) - col_term / nf
+    top = min(max_groups, n_rows)
+
+    # Level 1: one group covering rows 0 .. t-1.
+    prev[0] = -np.inf
+    for t in range(1, n_rows + 1):
+        prev[t] = _gain(cum, tot, 0, t, n_cols, table)
+
+    if top == 2:
+        # Only the full prefix is needed at level 2: O(R * L) work, no table.
+        best = -np.inf
+        for s in range(1, n_rows):
+            v = prev[s] + _gain(cum, tot, s, n_rows, n_cols, table)
+            if v > best:
+                best = v
+        out[2] = h_cols + best / nf
+    else:
+        # gain[t, s] = F(s..t): the dynamic program reads a row of it per end point.
+        for s in range(1, n_rows):
+            for t in range(s + 1, n_rows + 1):
+                gain[t, s] = _gain(cum, tot, s, t, n_cols, table)
+        for k in range(2, top + 1):
+            for t in range(n_rows + 1):
+                cur[t] = -np.inf
+            t_first = n_rows if k == top else k
+            for t in range(t_first, n_rows + 1):
+                best = -np.inf
+                for s in range(k - 1, t):
+                    v = prev[s] + gain[t, s]
+                    if v > best:
+                        best = v
+                cur[t] = best
+            out[k] = h_cols + cur[n_rows] / nf
+            for t in range(n_rows + 1):
+                prev[t] = cur[t]
+    for k in range(top + 1, max_groups + 1):
+        out[k] = out[top]
+    for k in range(2, max_groups + 1):
+        if out[k] < 0.0:  # rounding below an exact zero
+            out[k] = 0.0
 
 
 @njit(nogil=True, cache=True)
@@ -38,7 +159,7 @@ def optimize_axis(counts, max_groups):
     ----------
     counts : int64[R, L]
         Master count matrix: ``R`` master rows (the axis being grouped, in order)
-        by ``L`` fixed columns.
+        by ``L`` fixed columns, non-negative.
     max_groups : int
         Largest number of groups ``kmax`` (>= 2).
 
@@ -53,66 +174,52 @@ def optimize_axis(counts, max_groups):
     """
     n_rows, n_cols = counts.shape
     out = np.zeros(max_groups + 1)
-    cum = np.zeros((n_rows + 1, n_cols), dtype=np.int64)
-    for r in range(n_rows):
-        for j in range(n_cols):
-            cum[r + 1, j] = cum[r, j] + counts[r, j]
-    n = 0
-    col_term = 0.0
-    for j in range(n_cols):
-        n += cum[n_rows, j]
-        col_term += xlog2x(float(cum[n_rows, j]))
-    if n == 0 or n_rows < 2:
-        return out
-    nf = float(n)
-    # H(columns) in bits; I = H(columns) + sum over groups of F / n.
-    h_cols = np.log2(nf) - col_term / nf
-    top = min(max_groups, n_rows)
-
-    # Level 1: one group covering rows 0 .. t-1.
-    prev = np.empty(n_rows + 1)
-    prev[0] = -np.inf
-    for t in range(1, n_rows + 1):
-        prev[t] = _group_gain(cum, 0, t)
-
-    if top == 2:
-        # Only the full prefix is needed at level 2: O(R * L) work, no table.
-        best = -np.inf
-        for s in range(1, n_rows):
-            v = prev[s] + _group_gain(cum, s, n_rows)
-            if v > best:
-                best = v
-        out[2] = h_cols + best / nf
-    else:
-        gain = np.empty((n_rows + 1, n_rows + 1))
-        for s in range(n_rows):
-            for t in range(s + 1, n_rows + 1):
-                gain[s, t] = _group_gain(cum, s, t)
-        cur = np.empty(n_rows + 1)
-        for k in range(2, top + 1):
-            for t in range(n_rows + 1):
-                cur[t] = -np.inf
-            t_first = n_rows if k == top else k
-            for t in range(t_first, n_rows + 1):
-                best = -np.inf
-                for s in range(k - 1, t):
-                    v = prev[s] + gain[s, t]
-                    if v > best:
-                        best = v
-                cur[t] = best
-            out[k] = h_cols + cur[n_rows] / nf
-            for t in range(n_rows + 1):
-                prev[t] = cur[t]
-    for k in range(top + 1, max_groups + 1):
-        out[k] = out[top]
-    for k in range(2, max_groups + 1):
-        if out[k] < 0.0:  # rounding below an exact zero
-            out[k] = 0.0
+    size = n_rows + 1
+    _optimize_into(counts, max_groups, np.zeros(0), out,
+                   np.empty((size, max(n_cols, 1)), dtype=np.int64),
+                   np.empty(size, dtype=np.int64), np.empty((size, size)),
+                   np.empty(size), np.empty(size))
     return out
 
 
 @njit(nogil=True, cache=True)
-def family_scores(flat_counts, offsets, master_rows, fixed_bins, max_groups, out):
+def _family_pass(flat_counts, offsets, master_rows, fixed_bins, max_groups, table, out):
+    """Shared loop of :func:`family_scores` and :func:`family_max`: scores of grid
+    ``g`` go to ``out[g]`` when ``out`` has a row per grid, else the family's
+    largest score is returned."""
+    n_grids = offsets.shape[0]
+    rows_top = 1
+    cols_top = 1
+    k_top = 2
+    for g in range(n_grids):
+        rows_top = max(rows_top, master_rows[g])
+        cols_top = max(cols_top, fixed_bins[g])
+        k_top = max(k_top, max_groups[g])
+    size = rows_top + 1
+    cum = np.empty((size, cols_top), dtype=np.int64)
+    tot = np.empty(size, dtype=np.int64)
+    gain = np.empty((size, size))
+    prev = np.empty(size)
+    cur = np.empty(size)
+    info = np.empty(k_top + 1)
+    keep = out.shape[0] == n_grids
+    best = -1.0
+    for g in range(n_grids):
+        size_g = master_rows[g] * fixed_bins[g]
+        block = flat_counts[offsets[g]:offsets[g] + size_g].reshape(
+            (master_rows[g], fixed_bins[g]))
+        _optimize_into(block, max_groups[g], table, info, cum, tot, gain, prev, cur)
+        for k in range(2, max_groups[g] + 1):
+            score = min(info[k] / np.log2(float(k)), 1.0)
+            if keep:
+                out[g, k] = score
+            if score > best:
+                best = score
+    return best
+
+
+@njit(nogil=True, cache=True)
+def family_scores(flat_counts, offsets, master_rows, fixed_bins, max_groups, out, table):
     """Run :func:`optimize_axis` on every master grid of a family.
 
     Parameters
@@ -125,12 +232,15 @@ def family_scores(flat_counts, offsets, master_rows, fixed_bins, max_groups, out
         Filled with normalised scores: ``out[g, k] = I_k / log2(k)`` for
         ``2 <= k <= max_groups[g]`` (``k <= fixed_bins[g]`` always, so ``log2 k``
         is ``log2 min(k, l)``); other entries are left untouched.
+    table : float64[V]
+        :func:`xlog2x_table` of any size (0 evaluates every logarithm).
     """
-    for g in range(offsets.shape[0]):
-        size = master_rows[g] * fixed_bins[g]
-        block = flat_counts[offsets[g]:offsets[g] + size].reshape(
-            (master_rows[g], fixed_bins[g]))
-        info = optimize_axis(block, max_groups[g])
-        for k in range(2, max_groups[g] + 1):
-            score = info[k] / np.log2(float(k))
-            out[g, k] = min(score, 1.0)
+    _family_pass(flat_counts, offsets, master_rows, fixed_bins, max_groups, table, out)
+
+
+@njit(nogil=True, cache=True)
+def family_max(flat_counts, offsets, master_rows, fixed_bins, max_groups, table):
+    """The largest normalised score of :func:`family_scores` over every grid and
+    ``k`` (``-1.0`` for an empty family), without the score table."""
+    return _family_pass(flat_counts, offsets, master_rows, fixed_bins, max_groups, table,
+                        np.empty((0, 0)))
