@@ -92,7 +92,7 @@ def test_validate_good_and_bad_jobs(setup, tmp_path):
         assert result.exit_code == Exit.INVALID, (old, result.output)
         assert message in result.output and len(result.output.strip().splitlines()) == 1
     missing = invoke("validate", tmp_path / "nope.toml")
-    assert missing.exit_code != 0
+    assert missing.exit_code == 2 and "nope.toml" in missing.output
 
 
 def test_yaml_jobs_are_equivalent(setup, tmp_path):

@@ -98,10 +98,6 @@ def test_pairwise_gaussian_auto_and_geom(df):
     assert geom.mechanism == "micr-geom" and np.isnan(geom.ci95)
 
 
-class Unreadable:
-    """Stands in for a frame whose data must not be read."""
-
-
 def exploding_frame(df):
     def boom():
         raise AssertionError("data was read")

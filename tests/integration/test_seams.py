@@ -68,7 +68,9 @@ def test_accessor_is_registered_on_pandas_and_dask_and_never_raises_on_init():
     assert isinstance(pd.DataFrame({"a": [1.0]}).dpmic, DPMICAccessor)
     assert isinstance(dd.from_pandas(pd.DataFrame({"a": [1.0]}), npartitions=1).dpmic,
                       DPMICAccessor)
-    DPMICAccessor(object())  # stores anything; problems surface when it is used
+    odd = DPMICAccessor(object())  # stores anything; problems surface when it is used
+    with pytest.raises(dm.InvalidDataError, match="pandas or Dask"):
+        odd.pairwise(1.0, bounds={"a": (0, 1), "b": (0, 1)})
 
 
 def test_public_names_are_exported():

@@ -53,8 +53,7 @@ def test_mice_lap_and_geom_plans():
     p = plan_release(mechanism="mice-lap", n=5000, eps=1.0, delta=0.0, pairs=1, B=165.7, c=15)
     assert p.noise_scale == pytest.approx(mice_sensitivity(5000, 165.7) + 2 ** -40)
     g = plan_release(mechanism="micr-geom", n=5000, eps=2.0, delta=0.0, pairs=3, B=150, c=1)
-    assert g.noise_scale == pytest.approx(2 * 148 * 3 / 2.0)
-    assert math.isnan(g.ci95)
+    assert math.isnan(g.ci95)  # count noise has no interval on the value's scale
 
 
 def test_auto_and_crossover():

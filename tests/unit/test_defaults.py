@@ -30,9 +30,12 @@ def test_extrapolation_grows_then_caps():
         assert default_parameters(mechanism, 10**9, 1.0)[0] == B_CAP[KIND[mechanism]]
 
 
-def test_mice_lap_defaults():
-    B, c = default_parameters("mice-lap", 5000, 1.0)
-    assert B == pytest.approx(5000 ** 0.6) and c == 15
+def test_mice_lap_defaults_grow_like_n_to_the_alpha_whatever_eps():
+    for n in (100, 5000, 10**6):
+        B, c = default_parameters("mice-lap", n, 1.0)
+        assert (B, c) == default_parameters("mice-lap", n, 0.01)  # MICe's grid ignores eps
+        assert B == pytest.approx(max(n ** 0.6, 4.0)) and c == 15
+    assert default_parameters("mice-lap", 2, 1.0)[0] == 4.0
 
 
 def test_a_mechanism_gets_its_default_grid_from_what_it_is_not_its_name():

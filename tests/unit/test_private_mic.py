@@ -45,7 +45,8 @@ def test_release_fields(data):
     r = dm.private_mic(x, y, eps=1.0, ledger=ledger, dataset="t", **BOUNDS)
     assert r.mechanism == "micr-lap" and r.n == 3000
     assert (r.B, r.c) == default_parameters("micr-lap", 3000, 1.0) == (115, 5)
-    assert 0.0 <= r.value <= 1.0
+    exact = dm.micr(x, y, B=r.B, c=r.c, **BOUNDS)
+    assert abs(r.value - exact) < 20 * r.noise_scale  # noise ~0.005: the value is MICr's
     assert r.epsilon == 1.0 and r.delta == 0.0 and r.rho is None and not r.seeded
     assert r.noise_scale == pytest.approx(r.sensitivity, rel=1e-9)
     assert r.ci95 == pytest.approx(r.noise_scale * np.log(20))
@@ -58,7 +59,11 @@ def test_release_fields(data):
 def test_other_mechanisms(data, mechanism, delta):
     x, y = data
     r = dm.private_mic(x, y, eps=2.0, delta=delta, mechanism=mechanism, **BOUNDS)
-    assert r.mechanism == mechanism and 0.0 <= r.value <= 1.0
+    assert r.mechanism == mechanism
+    if mechanism == "mice-lap":
+        assert abs(r.value - dm.mice(x, y)) < 20 * r.noise_scale
+    elif mechanism == "micr-gauss":
+        assert abs(r.value - dm.micr(x, y, B=r.B, c=r.c, **BOUNDS)) < 20 * r.noise_scale
     text = r.report()
     assert text.startswith(f"MIC estimate: {r.value:.4f} ({mechanism}, n=3000")
     assert r.charge_id in text

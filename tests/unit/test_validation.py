@@ -73,10 +73,16 @@ def test_nan_is_refused_without_quoting_values():
         assert "987654" not in message and "nan" not in message.lower().replace("(nan)", "")
 
 
-def test_errors_are_value_and_type_errors():
-    assert issubclass(dm.InvalidParameterError, ValueError)
-    assert issubclass(dm.InvalidDataError, TypeError)
-    assert issubclass(dm.MissingValuesError, ValueError)
+def test_errors_can_be_caught_as_value_and_type_errors():
+    """Callers may catch the built-in kinds: what the library raises for a bad
+    argument, a bad type and missing values is caught by them."""
+    frame = pd.DataFrame({"a": [0.1, np.nan] * 10, "b": ["x", "y"] * 10, "c": [0.5] * 20})
+    with pytest.raises(ValueError):
+        frame.dpmic.pairwise(-1.0, bounds={"a": (0, 1), "c": (0, 1)})
+    with pytest.raises(TypeError):
+        frame.dpmic.pairwise(1.0, bounds={"b": (0, 1), "c": (0, 1)})
+    with pytest.raises(ValueError):
+        frame.dpmic.pairwise(1.0, bounds={"a": (0, 1), "c": (0, 1)})
 
 
 def test_accepts_integers_booleans_and_pandas():
