@@ -336,11 +336,15 @@ def _start_local(stack: ExitStack, workers: int, timeout: float):
     within ``timeout`` seconds (else :class:`ClusterError`)."""
     from distributed import Client, LocalCluster
 
+    from .interrupts import deferred
+
     stack.enter_context(_quiet_http_config())
-    cluster = LocalCluster(**local_cluster_options(0))  # the scheduler only: quick
-    stack.push(_closing(cluster, timeout))
-    client = Client(cluster, timeout=f"{timeout}s")
-    stack.push(_closing(client, timeout))
+    with deferred():  # a signal waits until the new object is registered for closing
+        cluster = LocalCluster(**local_cluster_options(0))  # the scheduler only: quick
+        stack.push(_closing(cluster, timeout))
+    with deferred():
+        client = Client(cluster, timeout=f"{timeout}s")
+        stack.push(_closing(client, timeout))
     # tornado would log the failure of the background start as a second traceback
     with _logger_silenced("tornado.application"):
         cluster.scale(workers)
@@ -393,7 +397,7 @@ def open_cluster(*, scheduler: str | None, workers: int = 2,
     closes what was started, quietly, before the error propagates."""
     from distributed import Client
 
-    from .interrupts import note_charge_possible
+    from .interrupts import deferred, note_charge_possible
 
     timeout = check_timeout(timeout, "cluster.timeout")
     if not scheduler:
@@ -403,8 +407,9 @@ def open_cluster(*, scheduler: str | None, workers: int = 2,
     try:
         if scheduler:
             probe_scheduler(scheduler, timeout)
-            client = Client(scheduler, timeout=f"{timeout}s")
-            stack.push(_closing(client, timeout))
+            with deferred():
+                client = Client(scheduler, timeout=f"{timeout}s")
+                stack.push(_closing(client, timeout))
         else:
             client = _start_local(stack, workers, timeout)
         attach(client)

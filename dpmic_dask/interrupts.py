@@ -6,6 +6,8 @@ while the command unwinds (the cluster is closed on the way out). From the
 first signal on, the log records of ``distributed``, ``tornado`` and
 ``asyncio`` in this process are dropped: a cluster torn down mid-start or
 mid-computation logs tracebacks that say nothing useful to the operator.
+Steps that must not be cut in half (creating a cluster object and registering
+it for clean-up) run under :func:`deferred`: a signal then waits for the step.
 
 Whether the budget may have been charged is tracked conservatively: a release
 charges only on a running cluster, so :func:`note_charge_possible` is called
@@ -55,6 +57,8 @@ class Interrupted(BaseException):
 class _State:
     interrupted: int | None = None
     charge_possible: bool = False
+    deferring: int = 0
+    pending: int | None = None
 
 
 _STATE = _State()
@@ -112,11 +116,33 @@ def noisy_loggers_silenced():
 
 
 def _handler(signum, frame):
-    if _STATE.interrupted is not None:
-        return  # already unwinding: let the clean-up finish
+    if _STATE.interrupted is not None or _STATE.pending is not None:
+        return  # already unwinding (or about to): let the clean-up finish
+    if _STATE.deferring:
+        _STATE.pending = signum
+        return
+    _interrupt(signum)
+
+
+def _interrupt(signum):
     _STATE.interrupted = signum
     silence_noisy_loggers()
     raise Interrupted(signum)
+
+
+@contextmanager
+def deferred():
+    """Within the block, a signal is held and raised when the block ends: for
+    steps that must not be cut in half (an object that holds processes or
+    threads, created but not yet registered for clean-up)."""
+    _STATE.deferring += 1
+    try:
+        yield
+    finally:
+        _STATE.deferring -= 1
+        if not _STATE.deferring and _STATE.pending is not None:
+            signum, _STATE.pending = _STATE.pending, None
+            _interrupt(signum)
 
 
 @contextmanager
@@ -131,12 +157,14 @@ def signals_as_exceptions():
         return
     _STATE.interrupted = None
     _STATE.charge_possible = False
+    _STATE.pending = None
     previous = {signum: signal.getsignal(signum) for signum in SIGNALS}
     for signum in SIGNALS:
         signal.signal(signum, _handler)
     try:
         yield
     finally:
+        _STATE.interrupted = _STATE.pending = None  # (charge_possible stays for the message)
         for signum, handler in previous.items():
             if handler is not None:  # None: set outside Python, cannot be restored
                 signal.signal(signum, handler)
