@@ -90,7 +90,7 @@ class DPMICAccessor:
         >>> 0.0 <= res.values[0] <= 1.0
         True
         """
-        _check_ledger(ledger)
+        pipeline.check_ledger(ledger)
         if _has_private_bounds(bounds):
             return private_release.run_with_private_bounds(
                 self._frame, eps, bounds=bounds, columns=columns, delta=delta,
@@ -150,7 +150,7 @@ class DPMICAccessor:
             The chosen pairs in selection order (strongest first) and their private
             values; ``report()`` and ``privacy`` state the selection and both parts.
         """
-        _check_ledger(ledger)
+        pipeline.check_ledger(ledger)
         if _has_private_bounds(bounds):
             return private_release.run_with_private_bounds(
                 self._frame, eps, bounds=bounds, columns=columns, delta=delta,
@@ -191,7 +191,7 @@ class DPMICAccessor:
             Stop after this many pairs above the threshold.
         eps, delta, select_share, screen_B, bounds, ... : as for :meth:`top_pairs`.
         """
-        _check_ledger(ledger)
+        pipeline.check_ledger(ledger)
         if _has_private_bounds(bounds):
             return private_release.run_with_private_bounds(
                 self._frame, eps, bounds=bounds, columns=columns, delta=delta,
@@ -221,16 +221,6 @@ class DPMICAccessor:
             self._frame, bounds=bounds, B=B, c=c, columns=columns, nulls=nulls, fill=fill,
             split_every=split_every, progress=progress, task_memory=task_memory,
         )
-
-
-def _check_ledger(ledger) -> None:
-    """``None`` or a ledger (an object with ``check`` and ``charge``): refused now,
-    before any data is read, with the argument's type only."""
-    if ledger is None or all(callable(getattr(ledger, m, None)) for m in ("check", "charge")):
-        return
-    raise InvalidParameterError(
-        "ledger must be a ledger (dpmic_dask.SQLLedger, dpmic_dask.InMemoryLedger, ...) or "
-        f"None, not a {type(ledger).__name__}")
 
 
 def _has_private_bounds(bounds) -> bool:

@@ -397,7 +397,7 @@ def open_cluster(*, scheduler: str | None, workers: int = 2,
     closes what was started, quietly, before the error propagates."""
     from distributed import Client
 
-    from .interrupts import deferred, note_charge_possible
+    from .interrupts import deferred
 
     timeout = check_timeout(timeout, "cluster.timeout")
     if not scheduler:
@@ -424,5 +424,4 @@ def open_cluster(*, scheduler: str | None, workers: int = 2,
     except BaseException as exc:  # an interruption: close what started, then go on
         stack.__exit__(type(exc), exc, None)
         raise
-    note_charge_possible()
     return stack

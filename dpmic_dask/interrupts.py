@@ -9,9 +9,9 @@ mid-computation logs tracebacks that say nothing useful to the operator.
 Steps that must not be cut in half (creating a cluster object and registering
 it for clean-up) run under :func:`deferred`: a signal then waits for the step.
 
-Whether the budget may have been charged is tracked conservatively: a release
-charges only on a running cluster, so :func:`note_charge_possible` is called
-once a cluster is up (:func:`dpmic_dask.cluster.open_cluster`); before that an
+Whether the budget may have been charged is tracked conservatively:
+:func:`note_charge_possible` is called just before a release asks the ledger to
+charge (:func:`dpmic_dask.pipeline.charge_budget`); before that an
 interruption certainly charged nothing.
 """
 

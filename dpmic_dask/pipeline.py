@@ -63,7 +63,19 @@ def session_ledger():
     return default_ledger()
 
 
+def check_ledger(ledger) -> None:
+    """``None`` or a ledger (an object with ``check`` and ``charge``); anything else
+    is refused with its type only, before any data is read."""
+    if ledger is None or all(callable(getattr(ledger, m, None)) for m in ("check", "charge")):
+        return
+    raise InvalidParameterError(
+        "ledger must be a ledger (dpmic_dask.SQLLedger, dpmic_dask.InMemoryLedger, ...) or "
+        f"None, not a {type(ledger).__name__}")
+
+
 def _ledger(ledger):
+    """``ledger``, or the default (the precheck comes through here before any read)."""
+    check_ledger(ledger)
     return default_ledger() if ledger is None else ledger
 
 
@@ -83,6 +95,9 @@ def precheck_budget(ledger, dataset, cost: PrivacyCost) -> None:
 def charge_budget(cost: PrivacyCost, ledger, dataset, *, description: str, mechanism: str,
                   columns=()):
     """The one budget charge of a release; raises before any noise if over budget."""
+    from .interrupts import note_charge_possible
+
+    note_charge_possible()  # an interruption from here on may follow the charge
     charge = _ledger(ledger).charge(dataset or DEFAULT_DATASET, cost, description=description,
                                     mechanism=mechanism, columns=tuple(columns))
     log.info("charged %s to dataset %r (charge %s)", mechanism, dataset or DEFAULT_DATASET,

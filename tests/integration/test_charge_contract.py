@@ -189,3 +189,15 @@ def test_a_tiny_zcdp_budget_with_private_bounds_is_refused_before_the_charge():
         _table().dpmic.pairwise(1e-6, delta=1e-6, bounds="private", columns=["a", "b", "c"],
                                 ledger=ledger)
     assert ledger.charges() == []
+
+
+def test_a_ledger_of_the_wrong_type_is_refused_by_every_release_before_reading():
+    frame = _table()
+    bounds = {"a": (0, 1), "b": (-2, 2), "c": (0, 1)}
+    x, y = frame["a"].to_numpy(), frame["c"].to_numpy()
+    for call in (lambda: frame.dpmic.pairwise(1.0, bounds=bounds, ledger={}),
+                 lambda: dm.private_bounds(frame, 1.0, columns=["a"], ledger={}),
+                 lambda: dm.private_mic(x, y, eps=1.0, x_bounds=(0, 1), y_bounds=(0, 1),
+                                        ledger={})):
+        with pytest.raises(dm.InvalidParameterError, match="not a dict"):
+            call()
