@@ -26,8 +26,9 @@ import pytest
 from scipy import stats
 
 import dpmic_dask as dm
+from dpmic_dask.mechanisms import _RELEASES, STATISTIC_NAMES, mechanism_names
 from dpmic_dask.mechanisms.geometric import GeometricCountsMechanism
-from dpmic_dask.noise import _ACTIVE
+from dpmic_dask.noise import _ACTIVE, GAUSSIAN, LAPLACE, DiscreteGaussian
 from dpmic_dask.statistics import get_statistic
 from tests.statistical.helpers import ALPHA, chi_square_pvalue, discrete_laplace_pmf
 
@@ -35,6 +36,9 @@ pytestmark = pytest.mark.slow
 
 N, COLUMNS, B, C = 1000, 60, 40, 5
 EPS = 5000.0  # over 1,770 pairs: a noise scale near 0.01, far from the [0, 1] clamp
+#: The sparse vector under zCDP stops at max_pairs = 1,770 positives, so its noise
+#: is large: a larger budget lets well over 1,000 of the 1,770 pairs pass.
+SCAN_EPS = 10 * EPS
 DELTA = 1e-6
 BAND = 0.12  # scale estimate within 12% (relative s.e. ~2.5-3.2% at >= 1,000 samples)
 MIN_SAMPLES = 1000
@@ -104,7 +108,12 @@ def assert_noise_at_stated_scale(residuals, scale, law):
 
 
 def law_of(mechanism: str) -> str:
-    return "gauss" if mechanism.endswith("gauss") else "laplace"
+    """The law a released statistic's noise follows, from its mechanism's type."""
+    if mechanism in _RELEASES:
+        law = _RELEASES[mechanism][1].law
+    else:  # a companion statistic's part: named after its measure's noise
+        law = GAUSSIAN if mechanism.endswith("-gauss") else LAPLACE
+    return "gauss" if isinstance(law, DiscreteGaussian) else "laplace"
 
 
 def residuals(values, exact, scale, low=0.0, high=1.0):
@@ -156,8 +165,10 @@ def private_bounds_path(delta=0.0, select=None):
             frame.dpmic.top_pairs if "k" in kw else frame.dpmic.pairs_above)
         args = () if select is None else ((kw.pop("k"),) if "k" in kw
                                           else (kw.pop("threshold"),))
-        result = call(*args, eps=EPS, bounds="private", columns=list(frame.columns),
-                      delta=delta, B=B, c=C, bounds_share=0.5, **kw)
+        share = kw.pop("bounds_share", 0.5)
+        eps = SCAN_EPS if delta and "threshold" in (select or {}) else EPS
+        result = call(*args, eps=eps, bounds="private", columns=list(frame.columns),
+                      delta=delta, B=B, c=C, bounds_share=share, **kw)
         released = result.private_bounds.bounds  # the exact values at these bounds
         mic, _ = exact_pairwise(frame, released, delta=delta,
                                 mechanism="micr-gauss" if delta else "micr-lap")
@@ -176,9 +187,9 @@ def selection_path(rule, delta=0.0, statistics=("mic",)):
             result = frame.dpmic.top_pairs(pairs - 1, EPS, bounds=bounds, delta=delta, B=B,
                                            c=C, **kw)
         else:
-            # under zCDP most of rho to the scan, so that most pairs pass (more samples)
-            result = frame.dpmic.pairs_above(0.0, EPS, bounds=bounds, max_pairs=pairs,
-                                             delta=delta, B=B, c=C,
+            # under zCDP more budget, most of it to the scan: most pairs pass
+            result = frame.dpmic.pairs_above(0.0, SCAN_EPS if delta else EPS, bounds=bounds,
+                                             max_pairs=pairs, delta=delta, B=B, c=C,
                                              select_share=0.9 if delta else 0.5, **kw)
         assert len(result.pairs) > MIN_SAMPLES
         return value_parts(result, mic, tau if kw else None)
@@ -232,25 +243,44 @@ def job_run_path(tmp_path_factory):
     return run
 
 
-VALUE_PATHS = {
-    "pairwise micr-lap": pairwise_path("micr-lap"),
-    "pairwise micr-gauss": pairwise_path("micr-gauss", DELTA),
-    "pairwise mic+tau lap": pairwise_path("micr-lap", statistics=("mic", "tau")),
-    "pairwise mic+tau gauss": pairwise_path("micr-gauss", DELTA, ("mic", "tau")),
-    "pairwise private bounds": private_bounds_path(),
-    "pairwise private bounds zCDP": private_bounds_path(DELTA),
-    "top_pairs": selection_path("top-k"),
-    "top_pairs zCDP": selection_path("top-k", DELTA),
-    "top_pairs mic+tau": selection_path("top-k", statistics=("mic", "tau")),
-    "top_pairs private bounds": private_bounds_path(select={"k": 1500}),
-    "pairs_above": selection_path("above"),
-    "pairs_above zCDP": selection_path("above", DELTA),
-    "pairs_above private bounds": private_bounds_path(select={"threshold": 0.0,
-                                                              "max_pairs": 1770}),
-    "private_mic micr-lap": private_mic_path("micr-lap"),
-    "private_mic micr-gauss": private_mic_path("micr-gauss", DELTA),
-    "private_mic mice-lap": private_mic_path("mice-lap"),
-}
+def value_paths():
+    """Every path the registries can build: each registered mechanism (its own
+    measure: Gaussian ones with ``delta > 0``), each further statistic beside MIC,
+    each selection rule under each measure, public and private bounds. A new
+    mechanism, statistic or rule is covered without editing this test."""
+    paths = {}
+    companions = [s for s in STATISTIC_NAMES if s != "mic"]
+    for name in mechanism_names()[1:]:
+        statistic, cls = _RELEASES[name]
+        delta = DELTA if cls.needs_delta else 0.0
+        if cls.acts_on == "counts":
+            continue  # count noise: checked where it is drawn (below)
+        paths[f"private_mic {name}"] = private_mic_path(name, delta)
+        if not get_statistic(statistic).mergeable:
+            continue  # ranks: in memory only
+        paths[f"pairwise {name}"] = pairwise_path(name, delta)
+        for other in companions:
+            paths[f"pairwise {name} mic+{other}"] = pairwise_path(name, delta, ("mic", other))
+    for delta, measure in ((0.0, "pure"), (DELTA, "zCDP")):
+        paths[f"pairwise private bounds {measure}"] = private_bounds_path(delta)
+        for rule in ("top-k", "above"):
+            paths[f"{rule} {measure}"] = selection_path(rule, delta)
+            for other in companions:
+                paths[f"{rule} {measure} mic+{other}"] = selection_path(rule, delta,
+                                                                        ("mic", other))
+        paths[f"top-k private bounds {measure}"] = private_bounds_path(delta, {"k": 1500})
+        paths[f"above private bounds {measure}"] = private_bounds_path(
+            delta, {"threshold": 0.0, "max_pairs": 1770,
+                    **({"select_share": 0.9, "bounds_share": 0.2} if delta else {})})
+    return paths
+
+
+VALUE_PATHS = value_paths()
+
+
+def test_every_registered_mechanism_has_a_path():
+    covered = " ".join(VALUE_PATHS) + " micr-geom"  # count noise: its own tests below
+    assert all(name in covered for name in mechanism_names()[1:])
 
 
 @pytest.mark.parametrize("path", list(VALUE_PATHS))

@@ -1,0 +1,179 @@
+"""A short mutation run over the privacy core: does the test suite notice?
+
+Each mutant breaks one privacy property on purpose (drops noise, shrinks it,
+skips the charge, accounts a Gaussian release as pure DP, ...), applied as a
+pytest plugin that patches the package when the tests import it. The privacy
+tests then run with ``-x``; a mutant is *killed* when some test fails, and
+*survives* when all pass. Survivors are listed, and ``docs/architecture.md``
+says why each one that survives is acceptable (or it is a gap to close).
+
+    python tools/mutants.py                 # every mutant
+    python tools/mutants.py drop-gauss      # one by name
+    python tools/mutants.py --list
+
+Nothing here is imported by the package or collected by pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: The tests that guard the privacy core (a mutant must fail at least one).
+PRIVACY_TESTS = [
+    "tests/statistical/test_release_noise_paths.py",
+    "tests/integration/test_charge_contract.py",
+    "tests/unit/test_mechanisms.py",
+    "tests/unit/test_accounting.py",
+    "tests/unit/test_costs.py",
+    "tests/statistical/test_mechanism_noise.py",
+    "tests/statistical/test_privacy_loss.py",
+    "tests/statistical/test_selection.py",
+    "tests/integration/test_private_bounds.py",
+    "tests/integration/test_selection_release.py",
+]
+
+#: name -> (what it breaks, the patch applied when the package is imported)
+MUTANTS = {
+    "drop-all-value-noise": ("every released value goes out exact", """
+        from dpmic_dask.mechanisms import base
+        def randomise(self, data, plan):
+            if self.acts_on == "counts":
+                return np.asarray(data)
+            return np.clip(np.rint(np.asarray(data, float) / plan.lattice) * plan.lattice,
+                           plan.low, plan.high)
+        base.Mechanism.randomise = randomise
+    """),
+    "drop-all-but-laplace": ("exact values for every mechanism but micr-lap", """
+        from dpmic_dask.mechanisms import base
+        original = base.Mechanism.randomise
+        def randomise(self, data, plan):
+            if self.label == "micr-lap":
+                return original(self, data, plan)
+            if self.acts_on == "counts":
+                return np.asarray(data)
+            return np.clip(np.rint(np.asarray(data, float) / plan.lattice) * plan.lattice,
+                           plan.low, plan.high)
+        base.Mechanism.randomise = randomise
+    """),
+    "drop-gauss": ("Gaussian draws are zero", """
+        from dpmic_dask import noise
+        noise.DiscreteGaussian.draw = lambda self, scale, size: np.zeros(size, np.int64)
+    """),
+    "halve-value-noise": ("value noise drawn at half the stated scale", """
+        import dataclasses
+        from dpmic_dask.mechanisms import base
+        original = base.noisy_values
+        def noisy_values(exact, plan):
+            return original(exact, dataclasses.replace(plan, noise_scale=plan.noise_scale / 2))
+        base.noisy_values = noisy_values
+    """),
+    "halve-count-noise": ("count noise drawn at half the stated scale", """
+        import dataclasses
+        from dpmic_dask.mechanisms import base
+        original = base.noisy_counts
+        def noisy_counts(counts, plan):
+            return original(counts, dataclasses.replace(plan, noise_scale=plan.noise_scale / 2))
+        base.noisy_counts = noisy_counts
+    """),
+    "drop-histogram-noise": ("private bounds read off exact histograms", """
+        from dpmic_dask import private_release
+        def noisy_histograms(counts, eps_column):
+            return ([np.asarray(r, np.int64) for r in counts],
+                    private_release.histogram_scale(eps_column))
+        private_release.noisy_histograms = noisy_histograms
+    """),
+    "skip-the-charge": ("releases are never charged", """
+        from dpmic_dask import accounting, pipeline
+        def charge_budget(cost, ledger, dataset, *, description, mechanism, columns=()):
+            return accounting.Charge("mutant", dataset or "default", cost, description,
+                                     0.0, mechanism, tuple(columns))
+        pipeline.charge_budget = charge_budget
+        import dpmic_dask.selected, dpmic_dask.private_release
+        dpmic_dask.selected.charge_budget = charge_budget
+        dpmic_dask.private_release.charge_budget = charge_budget
+    """),
+    "gauss-costs-pure": ("a Gaussian release is accounted as pure epsilon-DP", """
+        from dpmic_dask.costs import PrivacyCost
+        from dpmic_dask.mechanisms.gaussian import GaussianMechanism
+        GaussianMechanism.cost = property(lambda self: PrivacyCost(self.epsilon))
+    """),
+    "halve-micr-sensitivity": ("noise calibrated to half MICr's sensitivity", """
+        from dpmic_dask import sensitivity
+        from dpmic_dask.statistics import micr
+        original = sensitivity.micr_sensitivity
+        micr.micr_sensitivity = lambda n: original(n) / 2
+    """),
+    "exact-top-k": ("top-k picks by exact scores, no selection noise", """
+        from dpmic_dask import selection
+        def select(self, n_pairs, scores=None, sensitivity=None):
+            order = np.argsort(-np.asarray(scores, float), kind="stable")
+            return tuple(int(i) for i in order[:min(self.k, n_pairs)])
+        selection.NoisyTopK.select = select
+    """),
+    "charge-after-noise-refusal": ("the release part is calibrated only after the charge",
+                                   """
+        from dpmic_dask import pipeline
+        pipeline.check_plan = lambda request, n: pipeline.grid_parameters(request, n)
+        import dpmic_dask.private_release as pr
+        pr.check_plan = pipeline.check_plan
+    """),
+}
+
+
+def plugin_source(patch: str) -> str:
+    """A pytest plugin module that applies ``patch`` once the tests configure."""
+    return "import numpy as np\n\n\ndef pytest_configure(config):\n" + textwrap.indent(
+        textwrap.dedent(patch).strip() + "\n", "    ")
+
+
+def run(name: str, tests: list[str]) -> tuple[bool, float, str]:
+    """``(killed, seconds, first failing test)`` of one mutant."""
+    _, patch = MUTANTS[name]
+    with tempfile.TemporaryDirectory() as folder:
+        Path(folder, "mutant_plugin.py").write_text(plugin_source(patch))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([folder, str(ROOT)])}
+        start = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+             "-p", "mutant_plugin", *tests], cwd=ROOT, env=env, capture_output=True, text=True)
+        seconds = time.perf_counter() - start
+    failed = next((line.split()[1] for line in done.stdout.splitlines()
+                   if line.startswith(("FAILED", "ERROR"))), "")
+    return done.returncode != 0, seconds, failed
+
+
+def main() -> int:
+    """Run the mutants named on the command line (all by default)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="mutants to run (default: all)")
+    parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    args = parser.parse_args()
+    if args.list:
+        for name, (what, _) in MUTANTS.items():
+            print(f"{name:28s} {what}")
+        return 0
+    unknown = [n for n in args.names if n not in MUTANTS]
+    if unknown:
+        parser.error(f"unknown mutant(s): {', '.join(unknown)}")
+    survivors = []
+    for name in args.names or list(MUTANTS):
+        killed, seconds, failed = run(name, PRIVACY_TESTS)
+        verdict = "killed " if killed else "SURVIVED"
+        print(f"{verdict} {name:28s} {seconds:6.1f} s  {failed or MUTANTS[name][0]}", flush=True)
+        if not killed:
+            survivors.append(name)
+    print(f"{len(survivors)} survivor(s)" + (f": {', '.join(survivors)}" if survivors else ""))
+    return 1 if survivors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
