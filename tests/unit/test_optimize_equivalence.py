@@ -14,6 +14,7 @@ from dpmic_dask.counting import pair_counts
 from dpmic_dask.grids import master_grid_family
 from dpmic_dask.kernels.optimize import family_max, family_scores, optimize_axis, xlog2x_table
 from tests import legacy_optimize as legacy
+from tests import reference
 
 TOL = 1e-12
 
@@ -109,3 +110,18 @@ def test_micr_and_characteristic_matrix_equal_legacy(B, c, n):
         mic = micr_from_counts(counts, family)
         assert abs(mic - legacy.legacy_micr_from_counts(counts, family)) <= TOL, k
         assert abs(characteristic_matrix(counts, family).mic - mic) <= TOL
+
+
+def test_optimal_split_point_is_not_monotone():
+    """Why the dynamic program scans every split point: the best place to cut a
+    prefix into two groups can move left when the prefix grows by one row, so
+    the monotone-split speed-ups (Knuth, SMAWK) do not apply to this objective."""
+    m = [[1, 0, 5], [0, 3, 0], [1, 2, 2], [2, 0, 0], [0, 0, 4], [3, 3, 1], [3, 4, 2]]
+
+    def best_cut(rows):
+        scores = {cut: reference.mutual_information(reference.merge_rows(rows, [cut]))
+                  for cut in range(1, len(rows))}
+        return max(scores, key=scores.get)
+
+    assert best_cut(m[:5]) == 4
+    assert best_cut(m[:6]) == 1
