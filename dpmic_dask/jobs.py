@@ -49,16 +49,14 @@ Example (TOML)::
 
 from __future__ import annotations
 
-import functools
 import math
 import os
-import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import InvalidParameterError
+from .jobfile import JobError, read_job_file
 from .limits import DEFAULT_TASK_MEMORY
 
 SECTIONS = {
@@ -74,10 +72,6 @@ SECTIONS = {
 }
 COLUMN_KEYS = {"bounds", "fill"}
 FORMATS = ("parquet", "csv")
-
-
-class JobError(InvalidParameterError):
-    """A job file is malformed; the message names the file and the key."""
 
 
 @dataclass(frozen=True)
@@ -122,56 +116,6 @@ class Job:
     select_share: float = 0.5
     screen_B: int | str | None = "auto"
     ledger_url: str = "sqlite:///dpmic-ledger.db"
-
-
-#: Floats with an exponent and no dot or no exponent sign (``1e-1``, ``2.5e3``):
-#: numbers in YAML 1.2, strings in YAML 1.1, which PyYAML follows.
-_YAML_EXPONENT_FLOAT = re.compile(
-    r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)[eE][-+]?[0-9]+$")
-
-
-@functools.cache
-def _yaml_loader():
-    """PyYAML's safe loader, reading ``1e-1`` as the number YAML 1.2 says it is."""
-    import yaml
-
-    class JobLoader(yaml.SafeLoader):
-        pass
-
-    JobLoader.add_implicit_resolver("tag:yaml.org,2002:float", _YAML_EXPONENT_FLOAT,
-                                    list("-+0123456789."))
-    return JobLoader
-
-
-def _read(path: Path) -> dict:
-    try:
-        text = path.read_text(encoding="utf-8-sig")  # a leading byte-order mark is dropped
-    except OSError as exc:
-        raise JobError(f"{path}: cannot read the job file ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise JobError(f"{path}: the job file is not UTF-8 text; save it as UTF-8") from None
-    # A job file is configuration, not data: its parser's position and reason
-    # are safe to show.
-    if path.suffix in (".yaml", ".yml"):
-        import yaml
-
-        try:
-            data = yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a safe loader
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown place"
-            reason = exc.problem or exc.context
-            raise JobError(f"{path}: not valid YAML at {where}: {reason}") from None
-        except yaml.YAMLError as exc:
-            raise JobError(f"{path}: not valid YAML ({exc.__class__.__name__})") from None
-    else:
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise JobError(f"{path}: not valid TOML: {exc}") from None
-    if not isinstance(data, dict):
-        raise JobError(f"{path}: a job file must be a table of sections")
-    return data
 
 
 def _section(data, name, src, required=False) -> dict:
@@ -284,7 +228,7 @@ def load_job(path) -> Job:
     """Parse and check a job file; raise :class:`JobError` with one clear line."""
     path = Path(path)
     src = str(path)
-    data = _read(path)
+    data = read_job_file(path)
     unknown = sorted(set(data) - set(SECTIONS))
     if unknown:
         raise JobError(f"{src}: unknown section [{unknown[0]}] (allowed: {', '.join(SECTIONS)})")
