@@ -50,50 +50,39 @@ def _phi(v, table):
 
 
 @njit(nogil=True, cache=True)
-def _compress(counts, cum, tot, colsum, cols):
+def _compress(counts, cum, tot, cols):
     """Prefix sums over the non-empty rows and columns of ``counts``.
 
     Writes ``cum[r, j]`` (int64, rows ``0 .. R'``, columns ``0 .. L'-1``) and the
     row totals' prefix ``tot[r]``; returns ``(R', L', col_term)`` where
     ``col_term = sum_j xlog2x(s_j)`` over the column masses (all columns, in order).
-    ``colsum`` and ``cols`` are int64 work arrays of at least ``L`` entries.
+    ``cols`` is an int64 work array of at least ``L`` entries.
     """
     n_rows, n_cols = counts.shape
+    tot[0] = 0
     for j in range(n_cols):
-        colsum[j] = 0
+        cum[0, j] = 0
+    kept = 0
     for r in range(n_rows):
+        mass = 0
         for j in range(n_cols):
-            colsum[j] += counts[r, j]
+            v = counts[r, j]
+            cum[kept + 1, j] = cum[kept, j] + v
+            mass += v
+        if mass != 0:  # counts are non-negative: a row without mass is dropped
+            tot[kept + 1] = tot[kept] + mass
+            kept += 1
     n_keep = 0
     col_term = 0.0
     for j in range(n_cols):
-        col_term += xlog2x(float(colsum[j]))
-        if colsum[j] != 0:
+        col_term += xlog2x(float(cum[kept, j]))
+        if cum[kept, j] != 0:
             cols[n_keep] = j
             n_keep += 1
-    kept = 0
-    tot[0] = 0
-    for j in range(n_keep):
-        cum[0, j] = 0
-    dense = n_keep == n_cols
-    for r in range(n_rows):
-        mass = 0
-        if dense:
-            for j in range(n_cols):
-                mass += counts[r, j]
-        else:
+    if n_keep < n_cols:
+        for r in range(1, kept + 1):
             for j in range(n_keep):
-                mass += counts[r, cols[j]]
-        if mass == 0:  # counts are non-negative: an empty row
-            continue
-        if dense:
-            for j in range(n_cols):
-                cum[kept + 1, j] = cum[kept, j] + counts[r, j]
-        else:
-            for j in range(n_keep):
-                cum[kept + 1, j] = cum[kept, j] + counts[r, cols[j]]
-        tot[kept + 1] = tot[kept] + mass
-        kept += 1
+                cum[r, j] = cum[r, cols[j]]
     return kept, n_keep, col_term
 
 
@@ -107,14 +96,14 @@ def _gain(cum, tot, s, t, n_cols, table):
 
 
 @njit(nogil=True, cache=True)
-def _optimize_into(counts, max_groups, table, out, cum, tot, colsum, cols, gain, prev, cur):
+def _optimize_into(counts, max_groups, table, out, cum, tot, cols, gain, prev, cur):
     """:func:`optimize_axis` writing into ``out[0 : max_groups + 1]`` with caller-owned
-    work arrays (``cum`` int64[>= R+1, >= L], ``tot`` int64[>= R+1], ``colsum`` and
-    ``cols`` int64[>= L], ``gain`` float64[>= R+1, >= R+1], ``prev`` and ``cur``
+    work arrays (``cum`` int64[>= R+1, >= L], ``tot`` int64[>= R+1], ``cols``
+    int64[>= L], ``gain`` float64[>= R+1, >= R+1], ``prev`` and ``cur``
     float64[>= R+1])."""
     for k in range(max_groups + 1):
         out[k] = 0.0
-    n_rows, n_cols, col_term = _compress(counts, cum, tot, colsum, cols)
+    n_rows, n_cols, col_term = _compress(counts, cum, tot, cols)
     n = tot[n_rows]
     if n == 0 or n_rows < 2 or n_cols < 2:
         # One non-empty row or column: every grouping has zero information.
@@ -216,7 +205,7 @@ def optimize_axis(counts, max_groups):
     width = max(n_cols, 1)
     _optimize_into(counts, max_groups, np.zeros(0), out,
                    np.empty((size, width), dtype=np.int64), np.empty(size, dtype=np.int64),
-                   np.empty(width, dtype=np.int64), np.empty(width, dtype=np.int64),
+                   np.empty(width, dtype=np.int64),
                    np.empty((size, size)), np.empty(size), np.empty(size))
     return out
 
@@ -237,7 +226,6 @@ def _family_pass(flat_counts, offsets, master_rows, fixed_bins, max_groups, tabl
     size = rows_top + 1
     cum = np.empty((size, cols_top), dtype=np.int64)
     tot = np.empty(size, dtype=np.int64)
-    colsum = np.empty(cols_top, dtype=np.int64)
     cols = np.empty(cols_top, dtype=np.int64)
     gain = np.empty((size, size))
     prev = np.empty(size)
@@ -249,8 +237,7 @@ def _family_pass(flat_counts, offsets, master_rows, fixed_bins, max_groups, tabl
         size_g = master_rows[g] * fixed_bins[g]
         block = flat_counts[offsets[g]:offsets[g] + size_g].reshape(
             (master_rows[g], fixed_bins[g]))
-        _optimize_into(block, max_groups[g], table, info, cum, tot, colsum, cols, gain, prev,
-                       cur)
+        _optimize_into(block, max_groups[g], table, info, cum, tot, cols, gain, prev, cur)
         for k in range(2, max_groups[g] + 1):
             score = min(info[k] / np.log2(float(k)), 1.0)
             if keep:
