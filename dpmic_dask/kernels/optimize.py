@@ -1,6 +1,6 @@
 """OptimizeAxis: exact dynamic program over contiguous groupings of master rows.
 
-Three things keep the per-pair cost down without changing what is computed:
+These keep the per-pair cost down without changing what is computed:
 
 * master rows with no mass are dropped before the dynamic program and so are fixed
   columns with no mass (a zero column adds ``0 log 0 = 0`` to every group; a zero
@@ -10,7 +10,8 @@ Three things keep the per-pair cost down without changing what is computed:
 * ``v log2 v`` of an integer count is read from a table (:func:`xlog2x_table`)
   built with the same expression, so table and direct evaluation agree bit for bit;
 * one set of work arrays serves every grid of a family, and a family's MICr is
-  reduced in the kernel (:func:`family_max`).
+  reduced in the kernel (:func:`family_max`);
+* the best split point is found with four independent running maxima.
 
 Every group's gain is the same floating-point sum, over the same columns in the
 same order, as when it is evaluated on the full matrix, so the scores equal those
