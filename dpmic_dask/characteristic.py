@@ -44,6 +44,14 @@ def _layout(family: GridFamily) -> tuple[np.ndarray, ...]:
     return arrays
 
 
+def _as_counts(counts) -> np.ndarray:
+    """Contiguous int32 or int64 counts for the kernels (a task's exact int32 counts
+    are read as they are, not copied to int64)."""
+    counts = np.asarray(counts)
+    dtype = counts.dtype if counts.dtype in (np.int32, np.int64) else np.int64
+    return np.ascontiguousarray(counts, dtype=dtype)
+
+
 def _table_for(counts: np.ndarray, family: GridFamily) -> np.ndarray:
     """The ``v log2 v`` table sized by the first grid's total (the number of rows for
     exact counts). Any size gives the same scores; larger values are evaluated."""
@@ -79,7 +87,7 @@ def grid_scores(counts: np.ndarray, family: GridFamily) -> np.ndarray:
     """Score table float64[G, kmax_max + 1]: ``[g, k]`` = normalised MI of grid ``g`` with
     ``k`` groups (NaN where ``k`` is not allowed for that grid)."""
     offsets, rows, fixed, kmax = _layout(family)
-    counts = np.ascontiguousarray(counts, dtype=np.int64)
+    counts = _as_counts(counts)
     out = np.full((family.n_grids, int(kmax.max()) + 1), np.nan)
     family_scores(counts, offsets, rows, fixed, kmax, out, _table_for(counts, family))
     return out
@@ -109,7 +117,7 @@ def characteristic_matrix(counts: np.ndarray, family: GridFamily) -> Characteris
 def micr_from_counts(counts: np.ndarray, family: GridFamily) -> float:
     """MICr of one pair from its flat master counts (non-private): the largest entry
     of :func:`characteristic_matrix`, reduced in the kernel."""
-    counts = np.ascontiguousarray(counts, dtype=np.int64)
+    counts = _as_counts(counts)
     offsets, rows, fixed, kmax = _layout(family)
     best = family_max(counts, offsets, rows, fixed, kmax, _table_for(counts, family))
     return float(min(max(best, 0.0), 1.0))

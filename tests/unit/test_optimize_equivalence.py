@@ -110,6 +110,8 @@ def test_micr_and_characteristic_matrix_equal_legacy(B, c, n):
         mic = micr_from_counts(counts, family)
         assert abs(mic - legacy.legacy_micr_from_counts(counts, family)) <= TOL, k
         assert abs(characteristic_matrix(counts, family).mic - mic) <= TOL
+        # a task's exact int32 counts are read without a copy, with the same result
+        assert micr_from_counts(counts.astype(np.int32), family) == mic
 
 
 def test_optimal_split_point_is_not_monotone():
