@@ -36,6 +36,7 @@ PRIVACY_TESTS = [
     "tests/unit/test_costs.py",
     "tests/statistical/test_mechanism_noise.py",
     "tests/statistical/test_privacy_loss.py",
+    "tests/statistical/test_sensitivity.py",
     "tests/statistical/test_selection.py",
     "tests/integration/test_private_bounds.py",
     "tests/integration/test_selection_release.py",
