@@ -20,6 +20,7 @@ from decimal import Decimal
 from typing import Callable
 
 from .errors import DPMICError, InvalidParameterError, LedgerError, RunClaimedError
+from .interrupts import Interrupted, note_nothing_charged
 from .journal import JournaledRun, JournalEntry, find_run, record_delivery
 from .ledger import SQLLedger
 
@@ -83,6 +84,12 @@ def run_job(job, run_id: str, *, progress=None, echo: Echo) -> None:
     try:
         result = _release(job, journaled, progress)
         entry = journaled.keep(result_rows(result, run_id=run_id, job=job))
+    except Interrupted:
+        # SIGINT / SIGTERM before the values were kept: as for a killed process,
+        # the open charge is undone (no value left the process)
+        if journaled.rollback():
+            note_nothing_charged()
+        raise
     except BaseException:
         journaled.abandon()  # a failure after the charge keeps the charge
         raise

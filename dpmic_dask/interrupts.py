@@ -69,6 +69,12 @@ def note_charge_possible() -> None:
     _STATE.charge_possible = True
 
 
+def note_nothing_charged() -> None:
+    """Record that a charge this command opened was undone (an interrupted batch
+    run rolls back its open charge): the interruption then charged nothing."""
+    _STATE.charge_possible = False
+
+
 def charge_possible() -> bool:
     """Whether the budget may have been charged by this process's command."""
     return _STATE.charge_possible

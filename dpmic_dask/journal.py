@@ -182,3 +182,13 @@ class JournaledRun:
         """After a failure following the charge: commit the charge, without values."""
         if self._open is not None:
             self._commit(None)
+
+    def rollback(self) -> bool:
+        """After an interruption (SIGINT, SIGTERM) before the values were kept: undo
+        the open charge, as a killed process's would be undone -- nothing left the
+        process, so nothing was released. ``True`` if a charge was undone."""
+        if self._open is None:
+            return False
+        opened, self._open = self._open, None
+        opened.rollback()
+        return True

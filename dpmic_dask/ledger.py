@@ -406,6 +406,15 @@ class OpenCharge:
         finally:
             self._conn.close()
 
+    def rollback(self) -> None:
+        """Undo the charge (nothing was released from it), then close."""
+        try:
+            self.cur.execute("ROLLBACK")
+        except self.ledger._db.errors:  # the connection is gone: the server rolls back
+            pass
+        finally:
+            self._conn.close()
+
 
 class RunLedger:
     """A :class:`SQLLedger` bound to one batch run: :meth:`check` and :meth:`charge`
