@@ -207,3 +207,25 @@ def test_a_small_job_still_runs_on_its_local_cluster(tmp_path):
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.returncode == Exit.OK, result.stderr[-3000:]
     assert len(SQLLedger(f"sqlite:///{tmp_path}/ledger.db").history("d")) == 1
+
+
+def test_sigterm_after_the_charge_rolls_it_back_and_the_retry_releases_once(tmp_path):
+    """Private bounds charge after their first pass; the hold is in the second pass,
+    so the charge's transaction is open. SIGTERM (an eviction) then undoes it, as
+    a kill -9 would: nothing left the process, nothing is charged, the run id is
+    free, and the retry releases once."""
+    job = make_job(tmp_path)
+    job.write_text(job.read_text().replace("a = { bounds = [0, 1] }", 'a = { bounds = "private" }'))
+    proc = start_run(tmp_path, job, "count")
+    wait_for(tmp_path / "held", proc)
+    proc.send_signal(signal.SIGTERM)
+    out, err = finish(proc)
+    assert proc.returncode == 143, err[-3000:]
+    assert err.strip().splitlines() == ["interrupted (SIGTERM); nothing was charged"]
+    ledger = SQLLedger(f"sqlite:///{tmp_path}/ledger.db")
+    assert ledger.history("d") == []
+    retry = subprocess.run([sys.executable, "-m", "dpmic_dask", "run", str(job)],
+                           capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert retry.returncode == 0, retry.stderr[-3000:]
+    assert [r.cost.epsilon for r in ledger.history("d")] == [1.0]
