@@ -159,9 +159,9 @@ def after_charge(charge):
             "; nothing was charged", "")
         raise ReleaseIncompleteError(
             f"the budget was charged (charge {charge.charge_id}) but the release could not be "
-            f"completed: {reason}. The data changed or became unreadable between the "
-            "passes of this release; nothing was released, and a new attempt is a new "
-            "release that is charged again") from None
+            f"completed: {reason}. A step after the charge failed (the data changed or became "
+            "unreadable between the passes of this release, or the cluster failed); nothing "
+            "was released, and a new attempt is a new release that is charged again") from None
 
 
 def block_size(request: ReleaseRequest, B: int, c: int) -> int:
@@ -276,7 +276,8 @@ def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, 
         charge = charge_budget(mech.cost, ledger, dataset, description=description,
                                mechanism=mech.label, columns=request.columns)
         noisy = np.stack([mech.randomise(cell_counts, plan) for cell_counts in counts])
-        values = backend.map_counts(noisy, value_of)
+        with after_charge(charge):  # the statistic of the noisy counts, on the cluster
+            values = backend.map_counts(noisy, value_of)
     else:
         exact = counted.values[list(chosen)]
         labels = "+".join(m.label for m in (mech, *request.companions))

@@ -201,3 +201,21 @@ def test_a_ledger_of_the_wrong_type_is_refused_by_every_release_before_reading()
                                         ledger={})):
         with pytest.raises(dm.InvalidParameterError, match="not a dict"):
             call()
+
+
+def test_a_cluster_failure_after_a_count_noise_charge_names_the_charge(monkeypatch):
+    """micr-geom computes MICr of the noisy counts on the cluster after the charge;
+    a failure there is reported as what it is: charged, nothing released."""
+    from dpmic_dask.backends.dask import DaskBackend
+
+    def broken(self, counts, fn):
+        raise dm.DataReadError("reading or counting column(s) [] failed with OSError")
+
+    monkeypatch.setattr(DaskBackend, "map_counts", broken)
+    ddf = dd.from_pandas(_table(), npartitions=2)
+    ledger = dm.InMemoryLedger(uncapped=True)
+    with dask.config.set(scheduler="sync"), pytest.raises(ReleaseIncompleteError) as info:
+        ddf.dpmic.pairwise(10.0, bounds={"a": (0, 1), "b": (-2, 2), "c": (0, 1)},
+                           mechanism="micr-geom", B=8, c=1, ledger=ledger)
+    (charge,) = ledger.charges()
+    assert charge.charge_id in str(info.value)
