@@ -377,3 +377,57 @@ def test_the_count_check_fails_when_no_noise_is_drawn(path, table, noised_counts
         result, released = path(table)
     z, scale = check_count_noise(noised_counts, result, released)
     assert chi_square_pvalue(z, lambda s: discrete_laplace_pmf(scale, s)) < ALPHA
+
+
+# ------------------------------------------------------------------ selection noise
+
+
+def selection_law(scores, scale, zcdp):
+    """P(each pair is chosen) by noisy top-1 over exact ``scores``: the maximum of
+    ``s_i + Exp(scale)`` (pure DP) or of ``s_i + Gumbel(scale)`` (zCDP: the
+    exponential mechanism, a softmax of ``s / scale``)."""
+    from scipy import integrate
+
+    s = np.asarray(scores, dtype=np.float64)
+    if zcdp:
+        z = np.exp((s - s.max()) / scale)
+        return z / z.sum()
+
+    def density(x, i):
+        others = [stats.expon(loc=s[j], scale=scale).cdf(x) for j in range(s.size) if j != i]
+        return stats.expon(loc=s[i], scale=scale).pdf(x) * np.prod(others)
+
+    return np.array([integrate.quad(density, s[i], s[i] + 60 * scale, args=(i,),
+                                    limit=200)[0] for i in range(s.size)])
+
+
+@pytest.mark.parametrize("delta, eps", [(0.0, 1.0), (DELTA, 3.0)])
+def test_top_pairs_chooses_with_the_selection_noise_of_its_budget(delta, eps):
+    """top_pairs(1) through the public function, 3,000 times on a table whose
+    pairs' exact MICr differ by about the noise scale: the frequencies of the
+    chosen pairs follow the law of noisy top-1 at the scale its selection budget
+    sets, and not at 0.7x or 1.3x of it (an exact top-k would always choose one)."""
+    from dpmic_dask.costs import measure_for
+    from dpmic_dask.selection import _widened, top_k_scale
+    from dpmic_dask.sensitivity import micr_sensitivity
+
+    gen = np.random.default_rng(5)  # test data only
+    n, grid, clumps, runs = 300, 20, 2, 3000
+    a = gen.uniform(0, 1, n)
+    frame = pd.DataFrame({"a": a, "b": a + gen.normal(0, 0.15, n),
+                          "c": a + gen.normal(0, 0.2, n)})
+    bounds = {name: (-0.5, 1.5) for name in frame.columns}
+    exact = frame.dpmic.pairwise_nonprivate(bounds=bounds, B=grid, c=clumps)
+    pairs = list(zip(exact["x"], exact["y"]))
+    measure = measure_for(delta)
+    (choosing,) = measure.split(measure.total(eps, delta), (0.5,))
+    scale = top_k_scale(1, _widened(micr_sensitivity(n)), choosing.amount(), bool(delta))
+    chosen = np.zeros(len(pairs))
+    for _ in range(runs):
+        result = frame.dpmic.top_pairs(1, eps, delta=delta, bounds=bounds, B=grid, c=clumps,
+                                       screen_B=None)
+        chosen[pairs.index(result.pairs[0])] += 1
+    law = lambda factor: selection_law(exact["micr"], factor * scale, bool(delta))  # noqa: E731
+    assert stats.chisquare(chosen, law(1.0) * runs).pvalue > ALPHA
+    for wrong in (0.7, 1.3):
+        assert stats.chisquare(chosen, law(wrong) * runs).pvalue < ALPHA
