@@ -1,7 +1,8 @@
 """The ``.dpmic`` accessor on pandas and Dask DataFrames (registered on import).
 
-A thin facade: it stores the frame, builds one checked request and hands it to
-:mod:`dpmic_dask.pipeline`. Its ``__init__`` never raises.
+A thin facade: it stores the frame, builds one release plan from the arguments
+(:func:`dpmic_dask.release.plan_release`) and runs it
+(:func:`dpmic_dask.release.run_release`). Its ``__init__`` never raises.
 """
 
 from __future__ import annotations
@@ -9,10 +10,9 @@ from __future__ import annotations
 import dask.dataframe as dd
 import pandas as pd
 
-from . import pipeline, private_release, selected
+from . import pipeline
 from .backends import backend_for
-from .errors import InvalidParameterError
-from .request import pairwise_request
+from .release import plan_release, run_release
 
 
 class DPMICAccessor:
@@ -90,23 +90,18 @@ class DPMICAccessor:
         >>> 0.0 <= res.values[0] <= 1.0
         True
         """
+        return self._release(eps, ledger=ledger, dataset=dataset, progress=progress,
+                             bounds=bounds, columns=columns, delta=delta, mechanism=mechanism,
+                             B=B, c=c, nulls=nulls, fill=fill, split_every=split_every,
+                             label=label, task_memory=task_memory, statistics=statistics,
+                             bounds_share=bounds_share, coverage=coverage, domain=domain)
+
+    def _release(self, eps, *, ledger, dataset, progress, **arguments):
+        """Plan the release from the arguments and the frame's schema, then run it."""
         pipeline.check_ledger(ledger)
-        if _has_private_bounds(bounds):
-            return private_release.run_with_private_bounds(
-                self._frame, eps, bounds=bounds, columns=columns, delta=delta,
-                bounds_share=bounds_share, coverage=coverage, domain=domain,
-                mechanism=mechanism, nulls=nulls, fill=fill, ledger=ledger, dataset=dataset,
-                progress=progress, label=label, B=B, c=c, split_every=split_every,
-                task_memory=task_memory, statistics=statistics)
-        if bounds_share is not None:
-            raise InvalidParameterError('bounds_share applies to bounds="private" only')
-        request = pairwise_request(
-            backend_for(self._frame).schema(self._frame), eps=eps, bounds=bounds,
-            columns=columns, delta=delta, mechanism=mechanism, B=B, c=c, nulls=nulls,
-            fill=fill, split_every=split_every, label=label, task_memory=task_memory,
-            statistics=statistics)
-        return pipeline.release_pairs(self._frame, request, ledger=ledger, dataset=dataset,
-                                      progress=progress)
+        plan = plan_release(self._schema(), eps, **arguments)
+        return run_release(self._frame, plan, ledger=ledger, dataset=dataset,
+                           progress=progress)
 
     def top_pairs(self, k, eps, *, bounds, columns=None, delta=0.0, select_share=0.5,
                   screen_B="auto", B=None, c=None, nulls="raise", fill=None, ledger=None,
@@ -150,22 +145,13 @@ class DPMICAccessor:
             The chosen pairs in selection order (strongest first) and their private
             values; ``report()`` and ``privacy`` state the selection and both parts.
         """
-        pipeline.check_ledger(ledger)
-        if _has_private_bounds(bounds):
-            return private_release.run_with_private_bounds(
-                self._frame, eps, bounds=bounds, columns=columns, delta=delta,
-                bounds_share=bounds_share, coverage=coverage, domain=domain, nulls=nulls,
-                fill=fill, ledger=ledger, dataset=dataset, progress=progress, label=label,
-                select={"rule": "top-k", "k": k, "share": select_share, "screen_B": screen_B,
-                        "B": B, "c": c, "split_every": split_every,
-                        "task_memory": task_memory, "statistics": statistics})
-        request, plan = selected.selection_request(
-            self._schema(), "top-k", eps=eps, delta=delta, share=select_share, k=k,
-            bounds=bounds, columns=columns, B=B, c=c, nulls=nulls, fill=fill,
-            split_every=split_every, label=label, task_memory=task_memory, screen_B=screen_B,
-            statistics=statistics)
-        return selected.release_selected(self._frame, request, plan, ledger=ledger,
-                                         dataset=dataset, progress=progress)
+        return self._release(
+            eps, ledger=ledger, dataset=dataset, progress=progress, bounds=bounds,
+            columns=columns, delta=delta, B=B, c=c, nulls=nulls, fill=fill,
+            split_every=split_every, label=label, task_memory=task_memory,
+            statistics=statistics, bounds_share=bounds_share, coverage=coverage,
+            domain=domain,
+            select={"rule": "top-k", "k": k, "share": select_share, "screen_B": screen_B})
 
     def pairs_above(self, threshold, eps, *, bounds, max_pairs, columns=None, delta=0.0,
                     select_share=0.5, screen_B="auto", B=None, c=None, nulls="raise",
@@ -191,23 +177,14 @@ class DPMICAccessor:
             Stop after this many pairs above the threshold.
         eps, delta, select_share, screen_B, bounds, ... : as for :meth:`top_pairs`.
         """
-        pipeline.check_ledger(ledger)
-        if _has_private_bounds(bounds):
-            return private_release.run_with_private_bounds(
-                self._frame, eps, bounds=bounds, columns=columns, delta=delta,
-                bounds_share=bounds_share, coverage=coverage, domain=domain, nulls=nulls,
-                fill=fill, ledger=ledger, dataset=dataset, progress=progress, label=label,
-                select={"rule": "above", "threshold": threshold, "max_pairs": max_pairs,
-                        "share": select_share, "screen_B": screen_B, "B": B, "c": c,
-                        "split_every": split_every, "task_memory": task_memory,
-                        "statistics": statistics})
-        request, plan = selected.selection_request(
-            self._schema(), "above", eps=eps, delta=delta, share=select_share,
-            threshold=threshold, max_pairs=max_pairs, bounds=bounds, columns=columns, B=B,
-            c=c, nulls=nulls, fill=fill, split_every=split_every, label=label,
-            task_memory=task_memory, screen_B=screen_B, statistics=statistics)
-        return selected.release_selected(self._frame, request, plan, ledger=ledger,
-                                         dataset=dataset, progress=progress)
+        return self._release(
+            eps, ledger=ledger, dataset=dataset, progress=progress, bounds=bounds,
+            columns=columns, delta=delta, B=B, c=c, nulls=nulls, fill=fill,
+            split_every=split_every, label=label, task_memory=task_memory,
+            statistics=statistics, bounds_share=bounds_share, coverage=coverage,
+            domain=domain,
+            select={"rule": "above", "threshold": threshold, "max_pairs": max_pairs,
+                    "share": select_share, "screen_B": screen_B})
 
     def pairwise_nonprivate(self, *, bounds, B, c, columns=None, nulls="raise", fill=None,
                             split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None,
@@ -221,12 +198,6 @@ class DPMICAccessor:
             self._frame, bounds=bounds, B=B, c=c, columns=columns, nulls=nulls, fill=fill,
             split_every=split_every, progress=progress, task_memory=task_memory,
         )
-
-
-def _has_private_bounds(bounds) -> bool:
-    if isinstance(bounds, str):
-        return True
-    return isinstance(bounds, dict) and any(isinstance(v, str) for v in bounds.values())
 
 
 dd.extensions.register_dataframe_accessor("dpmic")(DPMICAccessor)

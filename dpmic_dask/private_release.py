@@ -33,10 +33,10 @@ from .limits import DEFAULT_SPLIT_EVERY
 from .mechanisms.base import check_noise_units
 from .noise import active_sampler
 from .pipeline import after_charge, charge_budget, check_plan, precheck_budget, release_pairs
-from .request import pairwise_request
+from .request import ReleaseRequest, pairwise_request
 from .results import BoundsRelease, PairwiseResult
 from .selected import check_selected_plan, release_selected, selection_request
-from .selection import check_share
+from .selection import SelectionPlan, check_share
 from .sensitivity import safe_down, safe_up
 from .validation import MIN_ROWS, check_bounds, check_frame_request
 
@@ -221,26 +221,39 @@ def _bounds_release(counts, rows, plan: _BoundsPlan, charge_id: str) -> BoundsRe
                          seeded=not active_sampler().secure)
 
 
-def run_with_private_bounds(frame, eps, *, bounds, columns=None, delta=0.0, bounds_share=None,
-                            coverage=0.99, domain=None, mechanism="auto", nulls="raise",
-                            fill=None, ledger=None, dataset=None, progress=None, label=None,
-                            select: dict | None = None, **release) -> PairwiseResult:
-    """``pairwise`` where some bounds are ``"private"``: one charge covers the bounds
-    (``bounds_share`` of ``eps``, or of ``rho`` under zCDP) and the release (the
-    rest; Gaussian with ``delta > 0``). ``select`` (the arguments of
-    :func:`selection_request` after ``rule``, with ``rule``) makes the release a
-    private selection (``top_pairs``, ``pairs_above``) instead of every pair.
+@dataclass(frozen=True)
+class PrivateBoundsPlan:
+    """A release with a private-bounds step in front, planned (nothing read):
+    the bounds step, the release it pays for (``request``, and ``selection`` when
+    the release chooses pairs privately), the release's prepaid ``part`` and the
+    ``total`` charged once. ``spec`` is every column's bounds as asked
+    (``(lo, hi)`` or ``"private"``); ``placeholder`` stands in for the private
+    ones until they are released."""
 
-    Order: the request and its budget split (nothing read); the precheck; one
-    pass over every column of the release (the bounds' histograms, the row count,
-    and every check of the data); every check of the release planned at that row
-    count (:func:`~dpmic_dask.pipeline.check_plan`,
-    :func:`~dpmic_dask.selected.check_selected_plan`); the one charge; then only
-    noise and post-processing, and the release's own pass over the data at the
-    released bounds (which can fail only if the data changed between the passes:
-    :class:`~dpmic_dask.errors.ReleaseIncompleteError`, naming the charge)."""
-    import dataclasses as dc
+    bounds: _BoundsPlan
+    request: ReleaseRequest
+    selection: SelectionPlan | None
+    total: PrivacyCost
+    part: PrivacyCost
+    spec: dict
+    placeholder: dict
 
+    def parts(self) -> str:
+        """The two parts in words, for the ledger and the report."""
+        inner = (self.request.mechanism.label if self.selection is None
+                 else f"{self.selection.selection.description} and the chosen values")
+        return f"{self.bounds.describe()}; release: {inner} with {self.part.describe()}"
+
+
+def plan_private_bounds(schema, eps, *, bounds, columns=None, delta=0.0, bounds_share=None,
+                        coverage=0.99, domain=None, mechanism="auto", nulls="raise",
+                        fill=None, label=None, select: dict | None = None,
+                        **release) -> PrivateBoundsPlan:
+    """Check a release whose bounds are ``"private"`` (some or all) and split its
+    budget: ``bounds_share`` of ``eps`` (or of ``rho`` under zCDP) to the bounds,
+    the rest to the release (Gaussian with ``delta > 0``). ``select`` (the
+    arguments of :func:`selection_request` after ``rule``, with ``rule``) makes the
+    release a private selection instead of every pair. Nothing is read."""
     from .accounting import PrepaidLedger
 
     eps = check_epsilon(eps)
@@ -254,8 +267,6 @@ def run_with_private_bounds(frame, eps, *, bounds, columns=None, delta=0.0, boun
     private = [c for c, b in spec.items() if isinstance(b, str)]
     if any(b != "private" for b in spec.values() if isinstance(b, str)):
         raise InvalidParameterError('a column\'s bounds must be (lo, hi) or "private"')
-    backend = backend_for(frame)
-    schema = backend.schema(frame)
     private_fill = {c: fill[c] for c in private if c in fill} if fill else None
     # the budget split: the bounds' part, the release's part, and the whole
     measure = measure_for(delta)
@@ -290,42 +301,68 @@ def run_with_private_bounds(frame, eps, *, bounds, columns=None, delta=0.0, boun
         inner_cost = selection_plan.total
     if not PrepaidLedger(None, part)._fits(inner_cost):  # type: ignore[arg-type]
         raise InvalidParameterError("the release does not fit its share")  # pragma: no cover
+    return PrivateBoundsPlan(plan, request, selection_plan, total, part, spec, placeholder)
+
+
+def run_private_bounds(frame, planned: PrivateBoundsPlan, *, ledger=None, dataset=None,
+                       progress=None) -> PairwiseResult:
+    """Run a planned release with private bounds, charged once.
+
+    Order: the precheck; one pass over every column of the release (the bounds'
+    histograms, the row count, and every check of the data); every check of the
+    release planned at that row count (:func:`~dpmic_dask.pipeline.check_plan`,
+    :func:`~dpmic_dask.selected.check_selected_plan`); the one charge; then only
+    noise and post-processing, and the release's own pass over the data at the
+    released bounds (which can fail only if the data changed between the passes:
+    :class:`~dpmic_dask.errors.ReleaseIncompleteError`, naming the charge)."""
+    import dataclasses as dc
+
+    from .accounting import PrepaidLedger
+
+    backend = backend_for(frame)
+    plan, request, total = planned.bounds, planned.request, planned.total
     precheck_budget(ledger, dataset, total)
     read = tuple(dict.fromkeys((*request.columns, *plan.columns)))
     read_fill = _fills_for(read, request, plan)
     counts, rows = _bounds_counts(frame, backend, plan, read, read_fill, request.split_every,
                                   progress)
     # every check of the release at this row count, before the charge
-    if selection_plan is None:
+    if planned.selection is None:
         check_plan(request, rows)
     else:
-        check_selected_plan(request, selection_plan, rows)
-    spent = part.describe()
-    inner = (request.mechanism.label if selection_plan is None
-             else f"{selection_plan.selection.description} and the chosen values")
-    parts = f"{plan.describe()}; release: {inner} with {spent}"
+        check_selected_plan(request, planned.selection, rows)
+    parts = planned.parts()
     charge = charge_budget(total, ledger, dataset,
-                           description=f"{label or 'pairwise'} ({parts})",
+                           description=f"{request.label or 'pairwise'} ({parts})",
                            mechanism=f"bounds-hist+{request.mechanism.label}",
                            columns=request.columns)
     found = _bounds_release(counts, rows, plan, charge.charge_id)
-    final = {c: found.bounds.get(c, placeholder[c]) for c in spec}
+    final = {c: found.bounds.get(c, planned.placeholder[c]) for c in planned.spec}
     request = dc.replace(request, bounds=tuple(tuple(map(float, final[c]))
                                                for c in request.columns))
-    prepaid = PrepaidLedger(charge, part)
+    prepaid = PrepaidLedger(charge, planned.part)
     with after_charge(charge):
-        if selection_plan is None:
+        if planned.selection is None:
             result = release_pairs(frame, request, ledger=prepaid, dataset=dataset,
                                    progress=progress)
         else:
-            result = release_selected(frame, request, selection_plan, ledger=prepaid,
+            result = release_selected(frame, request, planned.selection, ledger=prepaid,
                                       dataset=dataset, progress=progress)
     privacy = dc.replace(
         result.privacy, epsilon=total.epsilon, delta=total.delta, rho=total.rho, parts=parts,
-        release_cost=part,
+        release_cost=planned.part,
         statement=privacy_statement(total, max(1, len(result.pairs)),
                                     detail=f"bounds and release together; {parts}"))
     return dc.replace(result, privacy=privacy, private_bounds=found)
+
+
+def run_with_private_bounds(frame, eps, *, ledger=None, dataset=None, progress=None,
+                            **arguments) -> PairwiseResult:
+    """:func:`plan_private_bounds` on ``frame``'s schema, then
+    :func:`run_private_bounds`: one charge for the bounds and the release."""
+    planned = plan_private_bounds(backend_for(frame).schema(frame), eps, **arguments)
+    return run_private_bounds(frame, planned, ledger=ledger, dataset=dataset,
+                              progress=progress)
 
 
 def _fills_for(read, request, plan: _BoundsPlan) -> tuple | None:
