@@ -21,10 +21,7 @@ from .private_release import PrivateBoundsPlan, plan_private_bounds, run_private
 from .request import API_NAMES, ArgumentNames, ReleaseRequest, pairwise_request
 from .results import PairwiseResult
 from .selected import release_selected, selection_request
-from .selection import SelectionPlan
-
-#: The selection rules a plan can put before the values, by their public names.
-RULES = ("top-k", "above")
+from .selection import SelectionPlan, selection_rule
 
 
 @dataclass(frozen=True)
@@ -71,8 +68,8 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
     private-bounds step first (``bounds_share``, ``coverage``, ``domain``).
     ``sizing``: ``split_every``, ``task_memory``.
     """
-    if select is not None and select.get("rule") not in RULES:
-        raise InvalidParameterError(f"unknown selection rule {select.get('rule')!r}")
+    if select is not None:
+        selection_rule(select.get("rule"))  # a registered rule, or refused now
     if has_private_bounds(bounds):
         if select is None:
             inner: dict = {"B": B, "c": c, "statistics": statistics, **sizing}
@@ -114,4 +111,4 @@ def run_release(frame, plan: ReleasePlan, *, ledger=None, dataset=None,
                          progress=progress)
 
 
-__all__ = ["RULES", "ReleasePlan", "has_private_bounds", "plan_release", "run_release"]
+__all__ = ["ReleasePlan", "has_private_bounds", "plan_release", "run_release"]

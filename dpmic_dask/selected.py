@@ -35,7 +35,13 @@ from .pipeline import (
 )
 from .request import API_NAMES, ArgumentNames, ReleaseRequest, pairwise_request
 from .results import PairwiseResult, PrivacyReport
-from .selection import EveryPairRanked, SelectionPlan, check_share, plan_selection
+from .selection import (
+    EveryPairRanked,
+    SelectionPlan,
+    check_share,
+    plan_selection,
+    selection_rule,
+)
 from .validation import MIN_ROWS, check_max_cells
 
 #: ``screen_B="auto"`` scores candidates on this grid (when ``B`` is larger), then
@@ -45,54 +51,42 @@ from .validation import MIN_ROWS, check_max_cells
 SCREEN_B_DEFAULT = 40
 
 
-def selection_request(schema, rule: str, *, eps, delta=0.0, share=0.5, k=None,
-                      threshold=None, max_pairs=None, bounds, columns=None, B=None, c=None,
-                      nulls="raise", fill=None, split_every=DEFAULT_SPLIT_EVERY, label=None,
+def selection_request(schema, rule: str, *, eps, delta=0.0, share=0.5, bounds, columns=None,
+                      B=None, c=None, nulls="raise", fill=None,
+                      split_every=DEFAULT_SPLIT_EVERY, label=None,
                       task_memory=DEFAULT_TASK_MEMORY, screen_B="auto", statistics=("mic",),
-                      names: ArgumentNames = API_NAMES):
+                      names: ArgumentNames = API_NAMES, **options):
     """Check a select-then-release request against ``schema`` (nothing read, nothing
-    charged): the checked columns and grid, and the budget split
+    charged): the checked columns and grid, the rule's ``options`` (``k`` for
+    ``"top-k"``; ``threshold`` and ``max_pairs`` for ``"above"``: see
+    :func:`~dpmic_dask.selection.selection_rule`), and the budget split
     (:func:`~dpmic_dask.selection.plan_selection`). Messages name the arguments as
     ``names`` spells them."""
+    chosen = selection_rule(rule)
     request = pairwise_request(schema, eps=eps, bounds=bounds, columns=columns, delta=delta,
                                mechanism=f"micr-{measure_for(delta).noise}", B=B, c=c,
                                nulls=nulls, fill=fill, split_every=split_every, label=label,
                                task_memory=task_memory, names=names)
-    if rule == "top-k":
-        k = check_count(k, names.k)
-        if k >= request.n_pairs:
-            # every pair is published: choosing costs nothing, the values get it all
-            request = pairwise_request(
-                schema, eps=eps, bounds=bounds, columns=columns, delta=delta,
-                mechanism=request.mechanism.label, B=B, c=c, nulls=nulls, fill=fill,
-                split_every=split_every, label=label, task_memory=task_memory,
-                statistics=statistics, names=names)
-            return request, SelectionPlan(request.cost, EveryPairRanked(k, request.n_pairs),
-                                          request.mechanism, None, request.companions)
-    else:
-        threshold = check_threshold(threshold, names.threshold)
-        max_pairs = check_count(max_pairs, names.max_pairs)
+    unknown = sorted(k for k, v in options.items() if k not in chosen.options and v is not None)
+    if unknown:
+        raise InvalidParameterError(f"selection rule {rule!r} takes no {', '.join(unknown)}")
+    checked = chosen.check(options, names)
+    asked = chosen.free(checked, request.n_pairs)
+    if asked is not None:
+        # every pair is published: choosing costs nothing, the values get it all
+        request = pairwise_request(
+            schema, eps=eps, bounds=bounds, columns=columns, delta=delta,
+            mechanism=request.mechanism.label, B=B, c=c, nulls=nulls, fill=fill,
+            split_every=split_every, label=label, task_memory=task_memory,
+            statistics=statistics, names=names)
+        return request, SelectionPlan(request.cost, EveryPairRanked(asked, request.n_pairs),
+                                      request.mechanism, None, request.companions)
     if screen_B is not None and screen_B != "auto":
         screen_B = check_max_cells(screen_B, names.screen_B)
     plan = plan_selection(rule, eps=request.eps, delta=request.delta,
                           share=check_share(share, names.share), statistic=request.statistic,
-                          k=k, threshold=threshold, max_pairs=max_pairs, screen_B=screen_B,
-                          statistics=check_statistics(statistics))
+                          screen_B=screen_B, statistics=check_statistics(statistics), **checked)
     return request, plan
-
-
-def check_count(value, name: str) -> int:
-    """A positive integer argument (``k``, ``max_pairs``)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise InvalidParameterError(f"{name} must be an integer >= 1")
-    return int(value)
-
-
-def check_threshold(value, name: str = "threshold") -> float:
-    """A public threshold on MICr, in [0, 1]."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        raise InvalidParameterError(f"{name} must be a number in [0, 1]")
-    return float(value)
 
 
 def check_selected_plan(request: ReleaseRequest, plan: SelectionPlan,

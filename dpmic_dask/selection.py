@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -82,12 +83,12 @@ class EveryPairRanked(Selection):
     goes to the values. The pairs are reported strongest first, ordered by their
     released values (post-processing)."""
 
-    k: int
+    asked: str
     candidates: int
 
     @property
     def description(self) -> str:  # type: ignore[override]
-        return (f"all {self.candidates} pairs (top {self.k} asked; every pair is published, "
+        return (f"all {self.candidates} pairs ({self.asked} asked; every pair is published, "
                 "so nothing is spent on choosing), ordered by released value")
 
     @property
@@ -303,12 +304,87 @@ def check_share(share, name: str = "select_share") -> float:
     return float(share)
 
 
+# ------------------------------------------------------------- the rule registry
+
+
+def check_count(value, name: str) -> int:
+    """A positive integer argument (``k``, ``max_pairs``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise InvalidParameterError(f"{name} must be an integer >= 1")
+    return int(value)
+
+
+def check_threshold(value, name: str = "threshold") -> float:
+    """A public threshold on MICr, in [0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise InvalidParameterError(f"{name} must be a number in [0, 1]")
+    return float(value)
+
+
+def pure_epsilon(part: PrivacyCost) -> float:
+    """The epsilon a pure-DP rule may use inside ``part``: its epsilon, or inside
+    zCDP ``sqrt(2 rho)`` (pure ``eps``-DP is ``eps**2 / 2``-zCDP), rounded down."""
+    if part.measure is PURE_DP:
+        return part.epsilon
+    return safe_down(math.sqrt(2.0 * part.amount()))
+
+
+@dataclass(frozen=True)
+class SelectionRule:
+    """A selection rule as the planner knows it: its public ``name``, the options
+    it takes (checked by ``check``, which names them as the caller spells them),
+    and ``build``, which makes the :class:`Selection` that spends a budget part.
+    ``free(options, n_pairs)``: when the rule would publish every pair, what was
+    asked in words (choosing then reads no data and costs nothing: the whole
+    budget goes to the values); else ``None``."""
+
+    name: str
+    options: tuple[str, ...]
+    check: Callable[[dict, object], dict]
+    build: Callable[[PrivacyCost, dict], Selection]
+    free: Callable[[dict, int], str | None] = lambda options, n_pairs: None
+
+
+_RULES: dict[str, SelectionRule] = {}
+
+
+def register_rule(rule: SelectionRule) -> None:
+    """Make ``rule`` available to releases by its name (``select={"rule": name}``)."""
+    _RULES[rule.name] = rule
+
+
+def selection_rule(name) -> SelectionRule:
+    """The registered rule called ``name``."""
+    if name not in _RULES:
+        raise InvalidParameterError(
+            "the selection rule must be one of " + ", ".join(repr(r) for r in _RULES))
+    return _RULES[name]
+
+
+def rule_names() -> tuple[str, ...]:
+    """Every registered selection rule's name."""
+    return tuple(_RULES)
+
+
+register_rule(SelectionRule(
+    "top-k", ("k",),
+    check=lambda o, names: {"k": check_count(o.get("k"), names.k)},  # type: ignore[attr-defined]
+    build=lambda part, o: NoisyTopK(o["k"], part.amount(), part.delta),
+    free=lambda o, n_pairs: f"top {o['k']}" if o["k"] >= n_pairs else None))
+register_rule(SelectionRule(
+    "above", ("threshold", "max_pairs"),
+    check=lambda o, names: {
+        "threshold": check_threshold(o.get("threshold"), names.threshold),  # type: ignore[attr-defined]
+        "max_pairs": check_count(o.get("max_pairs"), names.max_pairs)},  # type: ignore[attr-defined]
+    build=lambda part, o: AboveThreshold(o["threshold"], o["max_pairs"], pure_epsilon(part))))
+
+
 def plan_selection(rule: str, *, eps: float, delta: float, share: float, statistic,
-                   k: int | None = None, threshold: float | None = None,
-                   max_pairs: int | None = None, screen_B: int | str | None = None,
-                   statistics: tuple[str, ...] = ("mic",)) -> SelectionPlan:
-    """Split ``(eps, delta)``: ``share`` to the selection ``rule`` (``"top-k"`` or
-    ``"above"``), the rest to releasing the chosen pairs with fresh noise.
+                   screen_B: int | str | None = None, statistics: tuple[str, ...] = ("mic",),
+                   **options) -> SelectionPlan:
+    """Split ``(eps, delta)``: ``share`` to the selection ``rule`` (a registered
+    name: ``"top-k"`` with ``k``, ``"above"`` with ``threshold`` and
+    ``max_pairs``), the rest to releasing the chosen pairs with fresh noise.
 
     ``delta == 0``: pure DP; selection by noisy top-k with exponential noise or by
     the sparse vector, release with Laplace noise; epsilons add. ``delta > 0``:
@@ -321,30 +397,18 @@ def plan_selection(rule: str, *, eps: float, delta: float, share: float, statist
     release's). ``statistics=("mic", "tau")``: the release
     part is split equally between MIC and Kendall's tau of the chosen pairs.
     """
-    from .mechanisms import value_mechanism
+    from .mechanisms import split_mechanism, value_mechanism
 
+    chosen_rule = selection_rule(rule)
     share = check_share(share)
     measure = measure_for(delta)
     total = measure.total(eps, delta)
     (choosing,) = measure.split(total, (share,))
     release: Mechanism = value_mechanism(measure.rest(total, choosing.amount()), statistic,
                                          "micr")
-    budget = choosing.amount()
-    # the sparse vector is pure DP: inside zCDP its eps is sqrt(2 rho_s)
-    svt_eps = budget if measure is PURE_DP else safe_down(math.sqrt(2.0 * budget))
-    selection: Selection
-    if rule == "top-k":
-        assert k is not None
-        selection = NoisyTopK(k, budget, delta)
-    elif rule == "above":
-        assert threshold is not None and max_pairs is not None
-        selection = AboveThreshold(threshold, max_pairs, svt_eps)
-    else:
-        raise InvalidParameterError(f"unknown selection rule {rule!r}")
+    selection = chosen_rule.build(choosing, options)
     companions: tuple = ()
     if len(statistics) > 1:
-        from .mechanisms import split_mechanism
-
         release, *others = split_mechanism(release, statistics)
         companions = tuple(others)
     return SelectionPlan(total, selection, release, screen_B, companions)
