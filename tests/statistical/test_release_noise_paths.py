@@ -278,9 +278,12 @@ def value_paths():
 VALUE_PATHS = value_paths()
 
 
-def test_every_registered_mechanism_has_a_path():
+def test_every_registered_mechanism_and_rule_has_a_path():
+    from dpmic_dask.selection import rule_names
+
     covered = " ".join(VALUE_PATHS) + " micr-geom"  # count noise: its own tests below
     assert all(name in covered for name in mechanism_names()[1:])
+    assert all(f"{rule} " in covered for rule in rule_names())  # a new rule needs a path
 
 
 @pytest.mark.parametrize("path", list(VALUE_PATHS))
