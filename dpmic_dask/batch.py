@@ -42,44 +42,83 @@ def _lost(job, entry: JournalEntry) -> RunClaimedError:
         "again; use a new run id to release again")
 
 
+def _other_job(job, entry: JournalEntry) -> InvalidParameterError:
+    return InvalidParameterError(
+        f"run {entry.run_id!r} of job {job.name!r} on dataset {job.dataset!r} was charged "
+        f"(charge {entry.charge_id}) by a different job with the same name (its input, "
+        "columns, privacy parameters or output differ from this file's): nothing was "
+        "charged or written. Give each job file its own [job] name, or use a new run id")
+
+
 def _deliver(job, ledger: SQLLedger, entry: JournalEntry, echo: Echo) -> str:
-    from .joboutput import check_output, deliver, undeliverable
+    from .joboutput import check_output, deliver, destination, undeliverable
 
     try:
-        check_output(job)  # again: the output may have changed since the charge
+        check_output(job, entry.run_id)  # again: the output may have changed since the charge
     except DPMICError as exc:  # the release is kept: this is a failure to deliver
         raise undeliverable(job, entry.run_id, str(exc)) from None
     where = deliver(job, entry.rows(), entry.run_id)
     try:
-        record_delivery(ledger, entry.charge_id, where)
+        record_delivery(ledger, entry.charge_id, destination(job, entry.run_id))
     except LedgerError as exc:
         echo(f"warning: delivered, but the delivery could not be recorded in the ledger: "
              f"{exc}", err=True)
     return where
 
 
+def _settle(job, ledger: SQLLedger, entry: JournalEntry, fingerprint: str,
+            echo: Echo) -> None:
+    """A run of this key already charged: refuse another job's run, report a run
+    whose values were lost, else deliver the kept values to this job's output
+    unless they were delivered there already. Nothing is computed or charged."""
+    from .joboutput import destination
+
+    if not entry.same_job(fingerprint):
+        raise _other_job(job, entry)
+    if not entry.kept:
+        raise _lost(job, entry)
+    here = destination(job, entry.run_id)
+    if entry.delivered_to(here):
+        echo(f"run {entry.run_id} already released and delivered to {here}; nothing to do")
+        return
+    where = _deliver(job, ledger, entry, echo)
+    echo(f"run {entry.run_id} already released (charge {entry.charge_id}); delivered its "
+         f"journaled values to {where}; nothing was charged")
+
+
 def run_job(job, run_id: str, *, progress=None, echo: Echo) -> None:
-    """``dpmic run``: release once per key, or settle a run already charged."""
+    """``dpmic run``: release once per key, or settle a run already charged.
+
+    A run that loses the race for its key to a concurrent run of the same job
+    (:class:`RunClaimedError` at the charge: nothing of its own was charged)
+    settles from the winner's journal entry like a retry."""
+    from .jobplan import job_fingerprint
+
+    ledger = open_ledger(job.ledger_url)  # before any cluster starts or data is read
+    fingerprint = job_fingerprint(job)
+    entry = find_run(ledger, job.dataset, job.name, run_id)
+    if entry is not None:
+        _settle(job, ledger, entry, fingerprint, echo)
+        return
+    try:
+        _release_once(job, run_id, ledger, fingerprint, progress=progress, echo=echo)
+    except RunClaimedError:
+        entry = find_run(ledger, job.dataset, job.name, run_id)
+        if entry is None:
+            raise
+        _settle(job, ledger, entry, fingerprint, echo)
+
+
+def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, progress,
+                  echo: Echo) -> None:
+    """The first run of a key: check, charge once, keep, deliver."""
     from .joboutput import check_output, result_rows
     from .jobplan import job_cost
     from .pipeline import precheck_budget
 
-    ledger = open_ledger(job.ledger_url)  # before any cluster starts or data is read
-    entry = find_run(ledger, job.dataset, job.name, run_id)
-    if entry is not None:
-        if not entry.kept:
-            raise _lost(job, entry)
-        if entry.delivered:
-            echo(f"run {run_id} already released and delivered to {entry.deliveries[-1][1]}; "
-                 "nothing to do")
-            return
-        where = _deliver(job, ledger, entry, echo)
-        echo(f"run {run_id} already released (charge {entry.charge_id}); delivered its "
-             f"journaled values to {where}; nothing was charged")
-        return
-    check_output(job)
+    check_output(job, run_id)
     cost = job_cost(job)
-    journaled = JournaledRun(ledger, run_id, job.name)
+    journaled = JournaledRun(ledger, run_id, job.name, fingerprint)
     precheck_budget(journaled, job.dataset, cost)  # before any cluster starts
     try:
         result = _release(job, journaled, progress)
@@ -110,6 +149,10 @@ def deliver_job(job, run_id: str, *, echo: Echo) -> None:
             "charged: there is nothing to deliver")
     if not entry.kept:
         raise _lost(job, entry)
+    from .jobplan import job_fingerprint
+
+    if not entry.same_job(job_fingerprint(job)):
+        raise _other_job(job, entry)
     where = _deliver(job, ledger, entry, echo)
     echo(f"run {run_id}: delivered the journaled values of charge {entry.charge_id} to "
          f"{where}; nothing was charged")

@@ -76,3 +76,39 @@ def job_cost(job: Job):
         return measure_for(job.delta).total(job.eps, job.delta)
     request, plan = job_plan(job, numeric_schema(job.bounds))
     return request.cost if plan is None else plan.total
+
+
+def job_fingerprint(job: Job) -> str:
+    """A hash of what one run of ``job`` releases and where it goes: the dataset,
+    the input, the columns with their bounds and fills, the privacy parameters,
+    the statistics, the selection and the output. Two job files that share a
+    run key ``(dataset, name, run id)`` but differ in any of these have different
+    fingerprints. The job's name, cluster and ledger are not part of it. Paths
+    are made absolute (the same relative path from another folder is another
+    input or output)."""
+    import hashlib
+    import json
+    import os
+
+    def local(path):
+        return path if path is None or "://" in path else os.path.abspath(path)
+
+    content = {
+        "dataset": job.dataset,
+        "input": {"paths": [local(p) for p in job.input_paths], "format": job.input_format,
+                  "sql_url": job.sql_url, "sql_table": job.sql_table,
+                  "sql_query": job.sql_query, "partition_column": job.partition_column,
+                  "partition_bounds": job.partition_bounds, "partitions": job.partitions},
+        "columns": {name: {"bounds": bounds, "fill": (job.fill or {}).get(name)}
+                    for name, bounds in job.bounds.items()},
+        "column_order": list(job.bounds),
+        "privacy": {"eps": job.eps, "delta": job.delta, "mechanism": job.mechanism,
+                    "B": job.B, "c": job.c, "nulls": job.nulls,
+                    "bounds_share": job.bounds_share},
+        "statistics": list(job.statistics),
+        "select": job_selection(job),
+        "output": {"path": local(job.output_path), "format": job.output_format,
+                   "sql_url": job.output_sql_url, "sql_table": job.output_sql_table},
+    }
+    text = json.dumps(content, sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()

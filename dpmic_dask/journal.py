@@ -6,7 +6,11 @@ ledger in one transaction (:class:`JournaledRun`). Where the rows then go (a
 folder, a SQL table) is a *delivery*, recorded separately and repeatable: a
 retry of a charged run, or ``dpmic deliver``, writes the journaled rows again,
 never recomputes them, and never charges again. The key of a run is
-``(dataset, job, run id)``.
+``(dataset, job, run id)``; the journal also keeps a fingerprint of what the
+job releases, so that two different jobs sharing a key (two files with one
+name) are refused rather than settled with each other's rows, and the
+destinations a release was delivered to, so that "delivered" means delivered
+to this job's output.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ class JournalEntry:
     run_id: str
     payload: str | None = None
     deliveries: tuple = field(default=())
+    fingerprint: str | None = None
 
     @property
     def kept(self) -> bool:
@@ -61,6 +66,15 @@ class JournalEntry:
     @property
     def delivered(self) -> bool:
         return bool(self.deliveries)
+
+    def delivered_to(self, destination: str) -> bool:
+        """Whether the rows were recorded as written to ``destination``."""
+        return any(where == destination for _, where in self.deliveries)
+
+    def same_job(self, fingerprint: str) -> bool:
+        """Whether this run was charged by a job releasing the same thing
+        (``True`` for runs journaled before fingerprints were kept)."""
+        return self.fingerprint is None or self.fingerprint == fingerprint
 
     def rows(self) -> pd.DataFrame:
         """The journaled rows (only when :attr:`kept`)."""
@@ -75,7 +89,7 @@ def find_run(ledger: SQLLedger, dataset: str, job: str, run_id: str) -> JournalE
     counts as this run's, without values)."""
     def work(cur):
         cur.execute(ledger._sql(
-            "SELECT c.charge_id, c.job, r.payload FROM dpmic_charges c LEFT JOIN "
+            "SELECT c.charge_id, c.job, r.payload, r.fingerprint FROM dpmic_charges c LEFT JOIN "
             "dpmic_release_journal r ON r.charge_id = c.charge_id WHERE c.dataset = ? AND "
             "c.run_id = ? AND (c.job = ? OR c.job IS NULL) ORDER BY c.created_at"),
             (dataset, run_id, job))
@@ -85,7 +99,7 @@ def find_run(ledger: SQLLedger, dataset: str, job: str, run_id: str) -> JournalE
         cur.execute(ledger._sql("SELECT delivered_at, destination FROM dpmic_journal_deliveries "
                                 "WHERE charge_id = ? ORDER BY delivered_at"), (row[0],))
         deliveries = tuple((r[0], r[1]) for r in cur.fetchall())
-        return JournalEntry(row[0], dataset, row[1], run_id, row[2], deliveries)
+        return JournalEntry(row[0], dataset, row[1], run_id, row[2], deliveries, row[3])
     return ledger._run(work)
 
 
@@ -130,8 +144,10 @@ class JournaledRun:
     released, since rows leave the process only from the journal.
     """
 
-    def __init__(self, ledger: SQLLedger, run_id: str, job: str):
+    def __init__(self, ledger: SQLLedger, run_id: str, job: str,
+                 fingerprint: str | None = None):
         self.ledger, self.run_id, self.job = ledger, run_id, job
+        self.fingerprint = fingerprint
         self._open: OpenCharge | None = None
         self._dataset: str | None = None
 
@@ -160,19 +176,26 @@ class JournaledRun:
             cur.execute("SAVEPOINT dpmic_journal")
             cur.execute(opened.sql(
                 "INSERT INTO dpmic_release_journal (charge_id, dataset, job, run_id, created_at, "
-                "payload) VALUES (?, ?, ?, ?, ?, ?)"),
+                "payload, fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?)"),
                 (opened.record.charge_id, self._dataset, self.job, self.run_id, _now(),
-                 payload))
+                 payload, self.fingerprint))
         except BaseException as exc:
             # the charge stays even if its values cannot be kept (never refunded)
             cur.execute("ROLLBACK TO SAVEPOINT dpmic_journal")
             opened.commit()
             if isinstance(exc, opened.ledger._db.errors):
+                if opened.ledger._db.is_full(exc):
+                    raise LedgerError(
+                        "the ledger's file system is full or failing: charge "
+                        f"{opened.record.charge_id} was recorded, but its released values "
+                        "could not be kept, so nothing was released; the ledger is intact "
+                        "(do not restore it): free space, then release again with a new "
+                        "run id") from None
                 raise opened.ledger._failure(exc) from None
             raise
         opened.commit()
         return JournalEntry(opened.record.charge_id, self._dataset, self.job, self.run_id,
-                            payload)
+                            payload, fingerprint=self.fingerprint)
 
     def keep(self, rows: pd.DataFrame) -> JournalEntry:
         """Commit the charge together with the released ``rows``."""

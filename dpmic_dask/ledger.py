@@ -19,7 +19,8 @@ for the same key is refused with :class:`RunClaimedError` -- so two overlapping
 runs with one id never both charge, and a retry never charges again. A batch
 run keeps its released values with its charge, in the same transaction
 (:meth:`SQLLedger.open_charge`; the release journal is :mod:`dpmic_dask.journal`).
-Older ledgers (version 1: no run ids; 2: no jobs, no journal) are upgraded in
+Older ledgers (version 1: no run ids; 2: no jobs, no journal; 3: no job
+fingerprints) are upgraded in
 place on first use. A ledger that can be read but not written is reported as
 read-only (:meth:`SQLLedger.check_writable`, before a run starts anything).
 """
@@ -39,7 +40,7 @@ from .accounting import Budget, Charge, PrivacyCost, check_charge, unknown_datas
 from .errors import DPMICError, InvalidParameterError, LedgerError, RunClaimedError
 from .ledgerdb import PostgresDB, SQLiteDB
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 _META = "CREATE TABLE IF NOT EXISTS dpmic_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 #: Version 3 adds the release journal: the released (noisy) rows of a batch run,
 #: written in the transaction of its charge, and the deliveries of those rows.
@@ -52,6 +53,10 @@ _JOURNAL = [
         charge_id TEXT NOT NULL REFERENCES dpmic_charges(charge_id),
         delivered_at TEXT NOT NULL, destination TEXT NOT NULL)""",
 ]
+#: Version 4: a journaled run keeps the fingerprint of what its job releases
+#: (:func:`dpmic_dask.jobplan.job_fingerprint`), so two different jobs that share
+#: a run key are told apart (NULL for runs journaled before).
+_FINGERPRINT = ["ALTER TABLE dpmic_release_journal ADD COLUMN fingerprint TEXT"]
 _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS dpmic_budgets (
         dataset TEXT PRIMARY KEY, epsilon TEXT NOT NULL, delta TEXT NOT NULL,
@@ -64,10 +69,12 @@ _SCHEMA = [
     """CREATE UNIQUE INDEX IF NOT EXISTS dpmic_charges_job_run
         ON dpmic_charges (dataset, job, run_id)""",
     *_JOURNAL,
+    *_FINGERPRINT,
 ]
 #: Upgrades, by the version they start from. 1 -> 2: charges gain a run id.
 #: 2 -> 3: a run id is claimed per (dataset, job) instead of per dataset (NULLs
 #: never clash: charges without a job keep their own check), and the journal.
+#: 3 -> 4: the journal's fingerprint column.
 _UPGRADES = {
     "1": ["ALTER TABLE dpmic_charges ADD COLUMN run_id TEXT"],
     "2": ["DROP INDEX IF EXISTS dpmic_charges_run",
@@ -75,6 +82,7 @@ _UPGRADES = {
           """CREATE UNIQUE INDEX IF NOT EXISTS dpmic_charges_job_run
               ON dpmic_charges (dataset, job, run_id)""",
           *_JOURNAL],
+    "3": _FINGERPRINT,
 }
 
 

@@ -1,0 +1,281 @@
+"""Settling a run key: two different jobs that share one, deliveries per
+destination, empty releases, concurrent writers, a full ledger disk, a closed
+standard output and the loser of a race for a key."""
+
+import sqlite3
+import subprocess
+import sys
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from sqlalchemy import create_engine, inspect
+
+from dpmic_dask import batch, joboutput
+from dpmic_dask.accounting import Budget
+from dpmic_dask.cli import Exit
+from dpmic_dask.jobs import load_job
+from dpmic_dask.journal import find_run
+from dpmic_dask.ledger import SQLLedger
+from dpmic_dask.ledgerdb import SQLiteDB
+from tests.integration.test_jobs import JOB, write_input
+from tests.integration.test_release_journal import every_file, history, invoke
+
+SELECT_NOTHING = "[select]\nthreshold = 1.0\nmax_pairs = 2\n"
+
+
+@pytest.fixture
+def env(tmp_path):
+    """Parquet input, a SQLite ledger with a budget of 5, and job files."""
+    write_input(tmp_path / "in")
+    ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
+    SQLLedger(ledger).init("d", Budget(5.0))
+
+    def job(name="job.toml", **replace):
+        text = JOB.format(input=tmp_path / "in", output=tmp_path / "out", ledger=ledger,
+                          eps=1.0)
+        for old, new in replace.items():
+            assert old in text, old
+            text = text.replace(old, new)
+        path = tmp_path / name
+        path.write_text(text)
+        return path
+
+    return tmp_path, ledger, job
+
+
+def two_teams(tmp_path, job):
+    """teamA/nightly.toml and teamB/nightly.toml: no [job] name, one dataset, other
+    columns and outputs."""
+    for team in ("teamA", "teamB"):
+        (tmp_path / team).mkdir()
+    a = job("teamA/nightly.toml", **{'name = "nightly"\n': "",
+                                     "c = { bounds = [0, 1] }\n": "",
+                                     f'{tmp_path / "out"}': f'{tmp_path / "outA"}'})
+    b = job("teamB/nightly.toml", **{'name = "nightly"\n': "",
+                                     f'{tmp_path / "out"}': f'{tmp_path / "outB"}'})
+    return a, b
+
+
+# ---------------------------------------------------------------- one key, two jobs
+
+
+def test_another_job_with_the_same_key_is_refused_not_settled(env):
+    tmp_path, ledger, job = env
+    a, b = two_teams(tmp_path, job)
+    first = invoke("run", a, "--run-id", "2026-11-23")
+    assert first.exit_code == 0, first.output
+    second = invoke("run", b, "--run-id", "2026-11-23")
+    assert second.exit_code == Exit.INVALID, second.output
+    line, = second.output.strip().splitlines()
+    assert "different job" in line and "[job] name" in line and "nothing was charged" in line
+    assert every_file(tmp_path / "outB") == []
+    delivered = invoke("deliver", b, "--run-id", "2026-11-23")
+    assert delivered.exit_code == Exit.INVALID and "different job" in delivered.output
+    assert every_file(tmp_path / "outB") == []
+    assert len(history(ledger)) == 1
+    again = invoke("run", a, "--run-id", "2026-11-23")  # the job that charged: settled
+    assert again.exit_code == 0 and "already released and delivered" in again.output
+
+
+def test_another_job_never_writes_an_undelivered_release(env, monkeypatch):
+    tmp_path, ledger, job = env
+    a, b = two_teams(tmp_path, job)
+    real = pd.DataFrame.to_parquet
+
+    def full(self, path, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", full)
+    assert invoke("run", a, "--run-id", "r").exit_code == Exit.OUTPUT
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", real)
+    for command in ("run", "deliver"):
+        result = invoke(command, b, "--run-id", "r")
+        assert result.exit_code == Exit.INVALID, result.output
+        assert every_file(tmp_path / "outB") == []
+    assert invoke("deliver", a, "--run-id", "r").exit_code == 0
+    assert every_file(tmp_path / "outA") == ["run-r--nightly.parquet"]
+
+
+def test_a_kept_release_is_delivered_to_this_destination_if_it_was_not(env):
+    """'Delivered' is per destination: a release journaled before fingerprints
+    were kept and delivered elsewhere is still written to this job's output."""
+    tmp_path, ledger, job = env
+    path = job()
+    assert invoke("run", path, "--run-id", "r").exit_code == 0
+    with sqlite3.connect(tmp_path / "ledger.db") as conn:  # as an older version left it
+        conn.execute("UPDATE dpmic_release_journal SET fingerprint = NULL")
+        conn.execute("UPDATE dpmic_journal_deliveries SET destination = '/elsewhere/x'")
+    (tmp_path / "out" / "run-r--nightly.parquet").unlink()
+    again = invoke("run", path, "--run-id", "r")
+    assert again.exit_code == 0, again.output
+    assert "delivered its journaled values" in again.output
+    assert every_file(tmp_path / "out") == ["run-r--nightly.parquet"]
+    done = invoke("run", path, "--run-id", "r")
+    assert done.exit_code == 0 and "already released and delivered" in done.output
+
+
+# ---------------------------------------------------------------- empty releases
+
+
+def test_an_empty_release_writes_string_columns(env):
+    tmp_path, ledger, job = env
+    sql = f"sqlite:///{tmp_path / 'out.db'}"
+    empty = job("empty.toml", **{'name = "nightly"': 'name = "empty"',
+                                 "[cluster]": SELECT_NOTHING + "[cluster]"})
+    result = invoke("run", empty, "--run-id", "r1")
+    assert result.exit_code == 0, result.output
+    schema = pq.read_schema(tmp_path / "out" / "run-r1--empty.parquet")
+    assert str(schema.field("x").type) == "string" and str(schema.field("n").type) == "int64"
+    to_sql = job("sql.toml", **{'name = "nightly"': 'name = "empty-sql"',
+                                "[cluster]": SELECT_NOTHING + "[cluster]",
+                                f'path = "{tmp_path / "out"}"':
+                                f'sql_url = "{sql}"\nsql_table = "rel"'})
+    assert invoke("run", to_sql, "--run-id", "r1").exit_code == 0
+    types = {c["name"]: c["type"].python_type for c in
+             inspect(create_engine(sql)).get_columns("rel")}
+    assert types["x"] is str and types["y"] is str
+    plain = job("plain.toml", **{'name = "nightly"': 'name = "plain"',
+                                 f'path = "{tmp_path / "out"}"':
+                                 f'sql_url = "{sql}"\nsql_table = "rel"'})
+    later = invoke("run", plain, "--run-id", "r1")  # a release with pairs, same table
+    assert later.exit_code == 0, later.output
+    assert len(pd.read_sql_table("rel", create_engine(sql))) == 3
+
+
+# ---------------------------------------------------------------- concurrent writers
+
+
+def test_each_file_delivery_writes_its_own_temporary_file(env, monkeypatch):
+    tmp_path, ledger, job = env
+    path = job()
+    assert invoke("run", path, "--run-id", "r").exit_code == 0
+    loaded = load_job(path)
+    entry = find_run(SQLLedger(ledger), "d", "nightly", "r")
+    names = []
+    real = pd.DataFrame.to_parquet
+
+    def spy(self, target, *args, **kwargs):
+        names.append(str(target))
+        return real(self, target, *args, **kwargs)
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", spy)
+    for _ in range(2):
+        joboutput.deliver(loaded, entry.rows(), "r")
+    assert len(set(names)) == 2 and all(n.endswith(".tmp") for n in names)
+    assert every_file(tmp_path / "out") == ["run-r--nightly.parquet"]
+
+
+# ---------------------------------------------------------------- a full ledger disk
+
+
+class FullDisk:
+    """A ledger cursor whose commit fails as SQLite's does on a full file system."""
+
+    def __init__(self, cur):
+        self.cur = cur
+
+    def execute(self, statement, *args):
+        if statement == "COMMIT":
+            self.cur.execute("ROLLBACK")
+            error = sqlite3.OperationalError("database or disk is full")
+            error.sqlite_errorname = "SQLITE_FULL"
+            raise error
+        return self.cur.execute(statement, *args)
+
+    def __getattr__(self, name):
+        return getattr(self.cur, name)
+
+
+def test_a_full_ledger_file_system_is_not_called_corrupt(env, monkeypatch):
+    """The charge's commit fails with SQLITE_FULL (the audit's full tmpfs):
+    intact, nothing charged, and not called corrupt."""
+    tmp_path, ledger, job = env
+    real = SQLLedger.open_charge
+
+    def full(self, *args, **kwargs):
+        opened = real(self, *args, **kwargs)
+        opened.cur = FullDisk(opened.cur)
+        return opened
+
+    monkeypatch.setattr(SQLLedger, "open_charge", full)
+    result = invoke("run", job(), "--run-id", "r")
+    assert result.exit_code == Exit.LEDGER, result.output
+    line, = result.output.strip().splitlines()
+    assert "full or failing" in line and "corrupt" not in line
+    assert "nothing was charged" in line
+    monkeypatch.setattr(SQLLedger, "open_charge", real)
+    assert history(ledger) == []
+    assert invoke("run", job(), "--run-id", "r").exit_code == 0
+
+
+def test_sqlite_full_and_io_errors_are_classified():
+    db = SQLiteDB(__import__("pathlib").Path("/tmp/ledger.db"))
+    for name in ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_IOERR_WRITE"):
+        error = sqlite3.OperationalError("database or disk is full")
+        error.sqlite_errorname = name
+        problem = db.classify(error)
+        assert problem is not None and "full or failing" in str(problem)
+        assert "corrupt" not in str(problem)
+
+
+# ---------------------------------------------------------------- stdout, races
+
+
+def test_a_closed_stdout_after_delivery_is_done(env, monkeypatch):
+    tmp_path, ledger, job = env
+    import click
+
+    real = click.echo
+
+    def closed(message=None, err=False, **kwargs):
+        if not err:
+            raise BrokenPipeError(32, "Broken pipe")
+        return real(message, err=err, **kwargs)
+
+    monkeypatch.setattr(click, "echo", closed)
+    result = invoke("run", job(), "--run-id", "r")
+    assert result.exit_code == 0, result.output
+    assert "unexpected" not in result.output
+    monkeypatch.setattr(click, "echo", real)
+    assert [r["release"] for r in history(ledger)] == ["delivered"]
+
+
+def test_a_real_closed_pipe_exits_0(env):
+    tmp_path, ledger, job = env
+    path = job()
+    proc = subprocess.Popen([sys.executable, "-m", "dpmic_dask.cli", "run", str(path),
+                             "--run-id", "r"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=tmp_path)
+    proc.stdout.close()  # the reader went away before the first line
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    assert proc.wait() == 0, err
+    assert "BrokenPipe" not in err and "Exception ignored" not in err
+    assert [r["release"] for r in history(ledger)] == ["delivered"]
+
+
+@pytest.mark.parametrize("delivered", [True, False])
+def test_the_loser_of_a_race_for_a_key_settles_from_the_winner(env, monkeypatch, delivered):
+    """The winner charged between the loser's look at the journal and its own
+    charge (simulated: the loser's first look finds nothing)."""
+    tmp_path, ledger, job = env
+    path = job()
+    assert invoke("run", path, "--run-id", "r").exit_code == 0
+    if not delivered:
+        with sqlite3.connect(tmp_path / "ledger.db") as conn:
+            conn.execute("DELETE FROM dpmic_journal_deliveries")
+        (tmp_path / "out" / "run-r--nightly.parquet").unlink()
+    real, looks = batch.find_run, []
+
+    def late(*args):
+        looks.append(args)
+        return None if len(looks) == 1 else real(*args)
+
+    monkeypatch.setattr(batch, "find_run", late)
+    loser = invoke("run", path, "--run-id", "r")
+    assert loser.exit_code == 0, loser.output
+    assert len(history(ledger)) == 1
+    assert every_file(tmp_path / "out") == ["run-r--nightly.parquet"]
+    expected = "already released and delivered" if delivered else "delivered its journaled"
+    assert expected in loser.output
