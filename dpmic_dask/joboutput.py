@@ -56,6 +56,19 @@ def expected_columns(job) -> dict:
     return columns
 
 
+#: pandas dtypes of the column kinds (an empty column would otherwise be float64).
+_DTYPES = {str: "object", float: "float64", int: "int64"}
+
+
+def declared(rows: pd.DataFrame, job) -> pd.DataFrame:
+    """``rows`` with every column of an empty release given its declared kind (a
+    release that passed no pair still writes ``x`` and ``y`` as strings)."""
+    if len(rows):
+        return rows
+    kinds = expected_columns(job)
+    return rows.astype({name: _DTYPES[kinds[name]] for name in rows.columns if name in kinds})
+
+
 def result_rows(result, *, run_id: str, job) -> pd.DataFrame:
     """The rows a run writes: the tidy table plus run id, time, job, dataset, charge."""
     table = result.to_pandas()
@@ -64,7 +77,27 @@ def result_rows(result, *, run_id: str, job) -> pd.DataFrame:
     table.insert(2, "job", job.name)
     table.insert(3, "dataset", job.dataset)
     table["charge_id"] = result.charge_id
-    return table
+    return declared(table, job)
+
+
+def _sql_types(rows: pd.DataFrame, job) -> dict:
+    """SQL types of the declared columns, for a table the delivery creates."""
+    from sqlalchemy import BigInteger, Float, Text
+
+    types: dict[type, Any] = {str: Text(), int: BigInteger(), float: Float(precision=53)}
+    kinds = expected_columns(job)
+    return {name: types[kinds[name]] for name in rows.columns if name in kinds}
+
+
+def _arrow_schema(rows: pd.DataFrame, job):
+    """The Parquet schema of ``rows``: declared kinds, whatever the row count."""
+    import pyarrow as pa
+
+    types = {str: pa.string(), int: pa.int64(), float: pa.float64()}
+    kinds = expected_columns(job)
+    inferred = pa.Schema.from_pandas(rows, preserve_index=False)
+    return pa.schema([pa.field(f.name, types[kinds[f.name]]) if f.name in kinds else f
+                      for f in inferred])
 
 
 def job_slug(name: str) -> str:
@@ -87,6 +120,20 @@ def run_file(job, run_id: str) -> Path:
     return path
 
 
+def destination(job, run_id: str) -> str:
+    """Where a run of ``job`` is delivered, as the journal records it: the run's
+    file (absolute path), or the SQL table and its server (no password)."""
+    if job.output_path:
+        return os.path.abspath(run_file(job, run_id))
+    try:
+        from sqlalchemy.engine import make_url
+
+        server = make_url(job.output_sql_url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - an unparsable URL is refused when used
+        server = "?"
+    return f"SQL table {job.output_sql_table!r} at {server}"
+
+
 def describe_output(job) -> str:
     """The destination, as messages name it."""
     if job.output_path:
@@ -97,12 +144,12 @@ def describe_output(job) -> str:
 # ---------------------------------------------------------------- before the charge
 
 
-def check_output(job) -> None:
+def check_output(job, run_id: str | None = None) -> None:
     """Fail before any budget is spent if the output cannot take this job's rows."""
     if job.output_path:
         _probe_folder(job.output_path)
     else:
-        _check_table(job)
+        _check_table(job, run_id)
 
 
 def _probe_folder(folder) -> None:
@@ -140,7 +187,55 @@ def _fits(kind, declared) -> bool:
     return declared is float or (kind is int and declared is int)
 
 
-def _check_table(job) -> None:
+def probe_row(job, run_id: str | None = None) -> dict:
+    """A row as wide as this job's rows can be: its longest column name as ``x``
+    and ``y``, its names and run id, and the extreme values of each numeric kind
+    (no data value)."""
+    longest = max(job.bounds, key=len) if job.bounds else "x"
+    texts = {"run_id": run_id or uuid.uuid4().hex, "released_at": "2026-01-01T00:00:00+00:00",
+             "job": job.name, "dataset": job.dataset, "x": longest, "y": longest,
+             "mechanism": max((job.mechanism, "micr-gauss"), key=len),
+             "statistic": max(job.statistics, key=len), "cost_unit": "epsilon",
+             "charge_id": uuid.uuid4().hex}
+    extreme = {int: 2**63 - 1, float: 1.7976931348623157e308}
+    return {name: texts.get(name, "") if kind is str else extreme[kind]
+            for name, kind in expected_columns(job).items()}
+
+
+def _probe_insert(conn, table: str, job, run_id: str | None) -> None:
+    """Insert :func:`probe_row` into the existing ``table`` and roll it back; refuse
+    naming the first column that cannot take its value (width, precision, range)."""
+    from sqlalchemy import column, insert
+    from sqlalchemy import table as sql_table
+    from sqlalchemy.exc import DBAPIError
+
+    from .jobio import JobIOError
+
+    row = probe_row(job, run_id)
+    target = sql_table(table, *[column(name) for name in row])
+
+    def fits(values) -> bool:
+        savepoint = conn.begin_nested()
+        try:
+            conn.execute(insert(target).values(values))
+        except DBAPIError:
+            return False
+        finally:
+            savepoint.rollback()
+        return True
+
+    if fits(row):
+        return
+    plain = {name: "a" if isinstance(value, str) else 0 for name, value in row.items()}
+    for name in row:
+        if not fits({**plain, name: row[name]}):
+            raise JobIOError(
+                f"SQL table {table!r}: column {name!r} cannot hold this job's values "
+                "(its width, precision or range is too small); nothing was charged")
+    raise JobIOError(f"SQL table {table!r} cannot take this job's rows; nothing was charged")
+
+
+def _check_table(job, run_id: str | None = None) -> None:
     from sqlalchemy import BigInteger, Float, Text, inspect, text
     from sqlalchemy.exc import SQLAlchemyError
 
@@ -172,6 +267,9 @@ def _check_table(job) -> None:
                     sql_type = types[kind].compile(dialect=conn.dialect)
                     conn.execute(text(f"ALTER TABLE {quote(table)} ADD COLUMN "
                                       f"{quote(name)} {sql_type}"))
+            _probe_insert(conn, table, job, run_id)
+    except DPMICError as exc:
+        failure = exc
     except SQLAlchemyError as exc:
         failure = _sql_failure(exc, "output")
     if failure is not None:
@@ -199,12 +297,14 @@ def deliver(job, rows: pd.DataFrame, run_id: str) -> str:
 
 def _write_file(job, rows: pd.DataFrame, run_id: str) -> str:
     final = run_file(job, run_id)
-    tmp = final.with_name(f".{final.name}.tmp")
+    # one temporary name per writer: concurrent deliveries never share a file
+    tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex[:12]}.tmp")
+    rows = declared(rows, job)
     try:
         if job.output_format == "csv":
             rows.to_csv(tmp, index=False)
         else:
-            rows.to_parquet(tmp, index=False)
+            rows.to_parquet(tmp, index=False, schema=_arrow_schema(rows, job))
         with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, final)
@@ -217,6 +317,21 @@ def _write_file(job, rows: pd.DataFrame, run_id: str) -> str:
     return str(final)
 
 
+def _lock_table(conn, name: str) -> None:
+    """Serialise deliveries to table ``name`` until the transaction ends, so that
+    the check for a run's rows and their insertion are one step (PostgreSQL: a
+    transaction advisory lock keyed by the table name; SQLite: the write lock)."""
+    from sqlalchemy import text
+
+    backend = conn.dialect.name
+    if backend == "postgresql":
+        key = int.from_bytes(hashlib.sha256(f"dpmic-output:{name}".encode()).digest()[:8],
+                             "big", signed=True)
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+    elif backend == "sqlite":
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
 def _write_table(job, rows: pd.DataFrame, run_id: str) -> str:
     from sqlalchemy import column, inspect, literal, select, table
     from sqlalchemy.exc import SQLAlchemyError
@@ -224,9 +339,11 @@ def _write_table(job, rows: pd.DataFrame, run_id: str) -> str:
     from .jobio import sql_engine
 
     name = job.output_sql_table
+    rows = declared(rows, job)
     reason = None
     try:
         with sql_engine(job.output_sql_url, job.output_timeout).begin() as conn:
+            _lock_table(conn, name)
             if inspect(conn).has_table(name):
                 # The table name is quoted by SQLAlchemy, never interpolated.
                 present = (select(literal(1)).select_from(table(name))
@@ -234,7 +351,8 @@ def _write_table(job, rows: pd.DataFrame, run_id: str) -> str:
                                   column("dataset") == job.dataset).limit(1))
                 if conn.execute(present).first() is not None:
                     return f"{name} (SQL; its rows were there already)"
-            rows.to_sql(name, conn, if_exists="append", index=False)
+            rows.to_sql(name, conn, if_exists="append", index=False,
+                        dtype=_sql_types(rows, job))
     except SQLAlchemyError as exc:
         reason = type(getattr(exc, "orig", None) or exc).__name__
     except OSError as exc:

@@ -51,3 +51,94 @@ def test_a_newer_job_adds_its_columns_to_the_output_table(postgres_url, tmp_path
     strict = run(_job(tmp_path, postgres_url, "v4.toml", "strict"), "day-4")
     assert strict.exit_code == Exit.INVALID and "'owner' is NOT NULL" in strict.output
     assert len(SQLLedger(postgres_url).history("d")) == 2
+
+
+def test_a_narrow_column_is_refused_before_the_charge(postgres_url, tmp_path):
+    write_input(tmp_path / "in")
+    SQLLedger(postgres_url).init("d", Budget(5.0))
+    run = lambda path, run_id: CliRunner().invoke(main, ["run", str(path), "--run-id", run_id])  # noqa: E731
+    for table, column in (("narrow", "job VARCHAR(3)"), ("small", "n SMALLINT")):
+        with sql_engine(postgres_url).begin() as conn:
+            conn.execute(text(f"CREATE TABLE {table} (run_id TEXT, {column})"))
+        refused = run(_job(tmp_path, postgres_url, f"{table}.toml", table), "day-1")
+        assert refused.exit_code == Exit.INVALID, refused.output
+        line, = refused.output.strip().splitlines()
+        name = column.split()[0]
+        assert f"SQL table {table!r}: column {name!r}" in line
+        assert SQLLedger(postgres_url).history("d") == []
+        with sql_engine(postgres_url).connect() as conn:  # the probe row was rolled back
+            assert conn.execute(text(f"SELECT count(*) FROM {table}")).scalar() == 0
+    with sql_engine(postgres_url).begin() as conn:
+        conn.execute(text("CREATE TABLE wide (run_id VARCHAR(64), x VARCHAR(8), n INTEGER)"))
+    # wide enough for this job's names, though not for every integer: refused too
+    # (n is a row count, written as a 64-bit integer)
+    fits = run(_job(tmp_path, postgres_url, "wide.toml", "wide"), "day-1")
+    assert fits.exit_code == Exit.INVALID and "column 'n'" in fits.output
+
+
+def test_an_empty_release_creates_string_columns(postgres_url, tmp_path):
+    write_input(tmp_path / "in")
+    SQLLedger(postgres_url).init("d", Budget(5.0))
+    run = lambda path, run_id: CliRunner().invoke(main, ["run", str(path), "--run-id", run_id])  # noqa: E731
+    empty = _job(tmp_path, postgres_url, "empty.toml", "rel")
+    empty.write_text(empty.read_text().replace("[cluster]", "[select]\nthreshold = 1.0\n"
+                                               "max_pairs = 2\n\n[cluster]"))
+    first = run(empty, "r1")
+    assert first.exit_code == 0, first.output
+    with sql_engine(postgres_url).connect() as conn:
+        kinds = dict(conn.execute(text(
+            "SELECT column_name, data_type FROM information_schema.columns "
+            "WHERE table_name = 'rel'")).all())
+    assert kinds["x"] == "text" and kinds["y"] == "text" and kinds["n"] == "bigint"
+    later = run(_job(tmp_path, postgres_url, "plain.toml", "rel"), "r2")
+    assert later.exit_code == 0, later.output
+
+
+def test_concurrent_deliveries_to_one_table_write_the_rows_once(postgres_url, tmp_path,
+                                                                monkeypatch):
+    """The first delivery stops after its check for the run's rows; the second
+    must wait for it (a lock held until the first commits), not insert too."""
+    import threading
+
+    from dpmic_dask import joboutput
+    from dpmic_dask.jobs import load_job
+    from dpmic_dask.journal import find_run
+
+    write_input(tmp_path / "in")
+    SQLLedger(postgres_url).init("d", Budget(5.0))
+    path = _job(tmp_path, postgres_url, "job.toml", "rel")
+    assert CliRunner().invoke(main, ["run", str(path), "--run-id", "r"]).exit_code == 0
+    with sql_engine(postgres_url).begin() as conn:
+        conn.execute(text("DELETE FROM rel"))
+    job = load_job(path)
+    rows = find_run(SQLLedger(postgres_url), "d", job.name, "r").rows()
+    inside, go = threading.Event(), threading.Event()
+    real, calls = pd.DataFrame.to_sql, []
+
+    def paused(self, *args, **kwargs):
+        calls.append(threading.current_thread().name)
+        if len(calls) == 1:
+            inside.set()
+            go.wait()
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(pd.DataFrame, "to_sql", paused)
+    results = []
+    first = threading.Thread(target=lambda: results.append(joboutput.deliver(job, rows, "r")))
+    first.start()
+    inside.wait()
+    second = threading.Thread(target=lambda: results.append(joboutput.deliver(job, rows, "r")))
+    second.start()
+    # until the second delivery is done, or waits for a lock another session holds
+    with sql_engine(postgres_url).connect() as conn:
+        waiting = 0
+        while second.is_alive() and not waiting:
+            waiting = conn.execute(text(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND datname = current_database()")).scalar()
+    go.set()
+    first.join()
+    second.join()
+    assert len(results) == 2
+    with sql_engine(postgres_url).connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM rel")).scalar() == len(rows)
