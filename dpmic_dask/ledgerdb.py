@@ -25,6 +25,14 @@ def read_only(where: str, why: str) -> LedgerError:
         "writable for this user (do not restore it)")
 
 
+def full_or_failing(where: str) -> LedgerError:
+    """The error of a ledger whose file system is full or failing (not corrupt)."""
+    return LedgerError(
+        f"the ledger {where}'s file system is full or failing (no space left, or an I/O "
+        "error); the ledger is intact and nothing was charged: free space (or repair the "
+        "disk) and retry. Do not restore the ledger from a backup")
+
+
 class SQLiteDB:
     """A ledger in one SQLite file (WAL mode: it and its folder must be writable)."""
 
@@ -52,6 +60,13 @@ class SQLiteDB:
     def begin_write(self, cur, dataset: str | None):
         cur.execute("BEGIN IMMEDIATE")
 
+    @staticmethod
+    def is_full(exc) -> bool:
+        """Whether ``exc`` is a full (``SQLITE_FULL``) or failing (``SQLITE_IOERR``)
+        file system, not a damaged ledger."""
+        name = getattr(exc, "sqlite_errorname", "") or ""
+        return name == "SQLITE_FULL" or name.startswith("SQLITE_IOERR")
+
     def classify(self, exc) -> LedgerError | None:
         """A ledger error for a failure that is not corruption, else ``None``."""
         name = getattr(exc, "sqlite_errorname", "") or ""
@@ -61,6 +76,8 @@ class SQLiteDB:
         if name.startswith("SQLITE_READONLY") or name in ("SQLITE_PERM", "SQLITE_CANTOPEN"):
             return read_only(where, "the file, its folder or its file system cannot be "
                                     "written")
+        if self.is_full(exc):
+            return full_or_failing(where)
         if name.startswith("SQLITE_BUSY"):
             return LedgerError(f"the ledger {where} is busy: another run held its write lock "
                                "for longer than 60 s; nothing was charged (retry later)")
@@ -121,6 +138,13 @@ class PostgresDB:
 
         return (psycopg.Error,)
 
+    @staticmethod
+    def is_full(exc) -> bool:
+        """Whether ``exc`` is the server's disk full (``DiskFull``) or an I/O error."""
+        from psycopg import errors
+
+        return isinstance(exc, (errors.DiskFull, errors.IoError))
+
     def classify(self, exc) -> LedgerError | None:
         from psycopg import errors
 
@@ -128,6 +152,8 @@ class PostgresDB:
             return read_only("database", "the server or this session is read-only")
         if isinstance(exc, errors.InsufficientPrivilege):
             return read_only("database", "its user may not write the ledger's tables")
+        if self.is_full(exc):
+            return full_or_failing("database")
         return None
 
     def probe_write(self, cur) -> None:
