@@ -9,6 +9,7 @@ command was given ``--debug``.
 from __future__ import annotations
 
 import functools
+import os
 import re
 import signal
 import sys
@@ -53,6 +54,28 @@ def exit_code(exc: BaseException) -> Exit:
         if isinstance(exc, kind):
             return code
     return Exit.UNEXPECTED
+
+
+def stdout_echo(message=None, err: bool = False, **kwargs) -> None:
+    """``click.echo`` that treats a closed standard output (a reader such as
+    ``| head -1`` that went away) as done: the line and later ones are dropped
+    quietly; the command's outcome and exit code do not change."""
+    try:
+        click.echo(message, err=err, **kwargs)
+    except BrokenPipeError:
+        if err:
+            raise
+        _drop_stdout()
+
+
+def _drop_stdout() -> None:
+    """Point standard output at /dev/null (no error when Python flushes it at exit)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a real file (tests): nothing to do
+        pass
 
 
 def handles_errors(command):
@@ -126,8 +149,10 @@ def main(verbose):
     Exit codes: 0 success, 1 unexpected failure, 2 invalid job, input or
     argument, 3 budget exceeded (nothing released), 4 ledger missing,
     unreachable or corrupt, 5 Dask scheduler or SQL server did not answer in
-    time (nothing charged), 6 run id already charged. SIGINT (Ctrl-C) and
-    SIGTERM end a command with one line and exit code 130 or 143.
+    time (nothing charged), 6 run id already charged without kept values, or
+    charging now, 7 released and journaled but the output could not be written
+    (retry, or 'dpmic deliver'), 130 interrupted by SIGINT (Ctrl-C), 143 ended by
+    SIGTERM (each with one line saying whether anything was charged).
 
     \b
     Example:
@@ -253,7 +278,7 @@ def run(job_file, run_id, progress, debug):
     from .jobs import load_job
 
     job = load_job(job_file)
-    run_job(job, run_id or uuid.uuid4().hex, progress=progress, echo=click.echo)
+    run_job(job, run_id or uuid.uuid4().hex, progress=progress, echo=stdout_echo)
 
 
 @main.command()
@@ -277,7 +302,7 @@ def deliver(job_file, run_id, debug):
     from .batch import deliver_job
     from .jobs import load_job
 
-    deliver_job(load_job(job_file), run_id, echo=click.echo)
+    deliver_job(load_job(job_file), run_id, echo=stdout_echo)
 
 
 @main.group()
