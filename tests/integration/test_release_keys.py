@@ -279,3 +279,11 @@ def test_the_loser_of_a_race_for_a_key_settles_from_the_winner(env, monkeypatch,
     assert every_file(tmp_path / "out") == ["run-r--nightly.parquet"]
     expected = "already released and delivered" if delivered else "delivered its journaled"
     assert expected in loser.output
+
+
+def test_help_lists_every_exit_code():
+    text = " ".join(invoke("--help").output.split())
+    for code in ("0 success", "1 unexpected", "2 invalid", "3 budget", "4 ledger",
+                 "5 Dask", "6 run id", "7 released and journaled", "130 interrupted",
+                 "143 ended by SIGTERM"):
+        assert code in text, code
