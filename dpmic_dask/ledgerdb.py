@@ -28,8 +28,8 @@ def read_only(where: str, why: str) -> LedgerError:
 def full_or_failing(where: str) -> LedgerError:
     """The error of a ledger whose file system is full or failing (not corrupt)."""
     return LedgerError(
-        f"the ledger {where}'s file system is full or failing (no space left, or an I/O "
-        "error); the ledger is intact and nothing was charged: free space (or repair the "
+        f"the file system of the ledger {where} is full or failing (no space left, or an "
+        "I/O error); the ledger is intact and nothing was charged: free space (or repair the "
         "disk) and retry. Do not restore the ledger from a backup")
 
 
