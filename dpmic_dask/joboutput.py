@@ -80,13 +80,21 @@ def result_rows(result, *, run_id: str, job) -> pd.DataFrame:
     return declared(table, job)
 
 
+def _fixed(rows: pd.DataFrame, job) -> dict:
+    """The declared kinds a written table or file takes: every column's when
+    ``rows`` is empty; else the string columns' (numbers keep their inferred
+    type, so a value is never cast)."""
+    kinds = expected_columns(job)
+    return {name: kinds[name] for name in rows.columns
+            if name in kinds and (not len(rows) or kinds[name] is str)}
+
+
 def _sql_types(rows: pd.DataFrame, job) -> dict:
     """SQL types of the declared columns, for a table the delivery creates."""
     from sqlalchemy import BigInteger, Float, Text
 
     types: dict[type, Any] = {str: Text(), int: BigInteger(), float: Float(precision=53)}
-    kinds = expected_columns(job)
-    return {name: types[kinds[name]] for name in rows.columns if name in kinds}
+    return {name: types[kind] for name, kind in _fixed(rows, job).items()}
 
 
 def _arrow_schema(rows: pd.DataFrame, job):
@@ -94,7 +102,7 @@ def _arrow_schema(rows: pd.DataFrame, job):
     import pyarrow as pa
 
     types = {str: pa.string(), int: pa.int64(), float: pa.float64()}
-    kinds = expected_columns(job)
+    kinds = _fixed(rows, job)
     inferred = pa.Schema.from_pandas(rows, preserve_index=False)
     return pa.schema([pa.field(f.name, types[kinds[f.name]]) if f.name in kinds else f
                       for f in inferred])
