@@ -10,7 +10,9 @@ Example (TOML)::
     [job]
     name = "daily-dependence"              # default: the file's name ("daily" for daily.toml)
     dataset = "sales"                      # ledger dataset id; runs are keyed by
-                                           # (dataset, name, run id)
+                                           # (dataset, name, run id): give every job
+                                           # its own name (a key charged by another
+                                           # job is refused, exit 2)
 
     [input]
     paths = ["data/sales-*.parquet"]       # Parquet or CSV files/globs, fsspec URLs

@@ -217,6 +217,14 @@ def test_sqlite_full_and_io_errors_are_classified():
         problem = db.classify(error)
         assert problem is not None and "full or failing" in str(problem)
         assert "corrupt" not in str(problem)
+    pytest.importorskip("psycopg")
+    from psycopg import errors
+
+    from dpmic_dask.ledgerdb import PostgresDB
+
+    for error in (errors.DiskFull("no space"), errors.IoError("io")):
+        problem = PostgresDB("postgresql://x").classify(error)
+        assert problem is not None and "full or failing" in str(problem)
 
 
 # ---------------------------------------------------------------- stdout, races
