@@ -295,3 +295,26 @@ def test_help_lists_every_exit_code():
                  "5 Dask", "6 run id", "7 released and journaled", "130 interrupted",
                  "143 ended by SIGTERM"):
         assert code in text, code
+
+
+def test_a_sqlite_delivery_checks_for_its_rows_under_the_write_lock(env):
+    """The check for a run's rows and their insertion are one step: while another
+    writer holds the output database's write lock, a delivery waits for it (here
+    it gives up after the output's 1 s timeout) instead of deciding from a read."""
+    tmp_path, ledger, job = env
+    out = tmp_path / "out.db"
+    path = job(**{f'path = "{tmp_path / "out"}"':
+                  f'sql_url = "sqlite:///{out}"\nsql_table = "rel"\ntimeout = 1'})
+    assert invoke("run", path, "--run-id", "r").exit_code == 0
+    loaded = load_job(path)
+    rows = find_run(SQLLedger(ledger), "d", "nightly", "r").rows()
+    holder = sqlite3.connect(out, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        with pytest.raises(joboutput.DeliveryError):
+            joboutput.deliver(loaded, rows, "r")
+        holder.execute("ROLLBACK")
+    finally:
+        holder.close()
+    assert "there already" in joboutput.deliver(loaded, rows, "r")
+    assert len(pd.read_sql_table("rel", create_engine(f"sqlite:///{out}"))) == 3
