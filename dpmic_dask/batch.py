@@ -3,8 +3,10 @@
 A run is keyed by ``(dataset, job name, run id)``. Order of ``dpmic run``:
 
 1. the ledger can be written (a read-only ledger is refused first);
-2. the journal: a run that already charged is settled from it -- its values
-   are delivered if they were not, and nothing is computed or charged;
+2. the journal: a run that already charged is settled from it -- refused if a
+   different job (another fingerprint, :func:`~dpmic_dask.jobplan.job_fingerprint`)
+   charged the key, else its values are delivered to this job's output if they
+   were not delivered there, and nothing is computed or charged;
 3. the output can take this job's rows (folder probe, SQL table columns);
 4. the budget precheck; then the cluster, the data, the one charge, the noise;
 5. the charge commits together with the released rows (the journal);

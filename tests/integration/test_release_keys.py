@@ -22,6 +22,8 @@ from tests.integration.test_jobs import JOB, write_input
 from tests.integration.test_release_journal import every_file, history, invoke
 
 SELECT_NOTHING = "[select]\nthreshold = 1.0\nmax_pairs = 2\n"
+#: Two independent columns released with little noise: no noisy MIC reaches 1.
+QUIET = {"b = { bounds = [-1.5, 1.5] }\n": "", "eps = 1.0": "eps = 200.0"}
 
 
 @pytest.fixture
@@ -29,7 +31,7 @@ def env(tmp_path):
     """Parquet input, a SQLite ledger with a budget of 5, and job files."""
     write_input(tmp_path / "in")
     ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
-    SQLLedger(ledger).init("d", Budget(5.0))
+    SQLLedger(ledger).init("d", Budget(1000.0))
 
     def job(name="job.toml", **replace):
         text = JOB.format(input=tmp_path / "in", output=tmp_path / "out", ledger=ledger,
@@ -122,19 +124,21 @@ def test_an_empty_release_writes_string_columns(env):
     tmp_path, ledger, job = env
     sql = f"sqlite:///{tmp_path / 'out.db'}"
     empty = job("empty.toml", **{'name = "nightly"': 'name = "empty"',
-                                 "[cluster]": SELECT_NOTHING + "[cluster]"})
+                                 "[cluster]": SELECT_NOTHING + "[cluster]", **QUIET})
     result = invoke("run", empty, "--run-id", "r1")
     assert result.exit_code == 0, result.output
     schema = pq.read_schema(tmp_path / "out" / "run-r1--empty.parquet")
     assert str(schema.field("x").type) == "string" and str(schema.field("n").type) == "int64"
+    assert pd.read_parquet(tmp_path / "out" / "run-r1--empty.parquet").empty
     to_sql = job("sql.toml", **{'name = "nightly"': 'name = "empty-sql"',
-                                "[cluster]": SELECT_NOTHING + "[cluster]",
+                                "[cluster]": SELECT_NOTHING + "[cluster]", **QUIET,
                                 f'path = "{tmp_path / "out"}"':
                                 f'sql_url = "{sql}"\nsql_table = "rel"'})
     assert invoke("run", to_sql, "--run-id", "r1").exit_code == 0
     types = {c["name"]: c["type"].python_type for c in
              inspect(create_engine(sql)).get_columns("rel")}
     assert types["x"] is str and types["y"] is str
+    assert pd.read_sql_table("rel", create_engine(sql)).empty
     plain = job("plain.toml", **{'name = "nightly"': 'name = "plain"',
                                  f'path = "{tmp_path / "out"}"':
                                  f'sql_url = "{sql}"\nsql_table = "rel"'})
