@@ -195,7 +195,9 @@ class SQLLedger:
         try:
             cur.execute(self._sql("SELECT value FROM dpmic_meta WHERE key = ?"), ("schema",))
             row = cur.fetchone()
-        except self._db.errors:
+        except self._db.errors as exc:
+            if self._db.is_full(exc):  # a failing disk is not an uninitialised ledger
+                raise self._failure(exc) from None
             raise LedgerError("the ledger is not initialised or is corrupt; run "
                               "'dpmic budget init'") from None
         if row is not None and row[0] in _UPGRADES:

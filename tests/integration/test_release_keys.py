@@ -322,3 +322,38 @@ def test_a_sqlite_delivery_checks_for_its_rows_under_the_write_lock(env):
         holder.close()
     assert "there already" in joboutput.deliver(loaded, rows, "r")
     assert len(pd.read_sql_table("rel", create_engine(f"sqlite:///{out}"))) == 3
+
+
+class FailingReads:
+    """A ledger connection whose reads fail as SQLite's do on a failing disk."""
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def cursor(self):
+        cur = self.conn.cursor()
+
+        class Cursor:
+            def execute(self, statement, *args):
+                if statement.startswith("SELECT"):
+                    error = sqlite3.OperationalError("disk I/O error")
+                    error.sqlite_errorname = "SQLITE_IOERR_READ"
+                    raise error
+                return cur.execute(statement, *args)
+
+            def __getattr__(self, name):
+                return getattr(cur, name)
+
+        return Cursor()
+
+    def __getattr__(self, name):
+        return getattr(self.conn, name)
+
+
+def test_a_failing_ledger_disk_is_not_called_uninitialised_or_corrupt(env, monkeypatch):
+    tmp_path, ledger, job = env
+    real = SQLiteDB.connect
+    monkeypatch.setattr(SQLiteDB, "connect", lambda self, create: FailingReads(real(self, create)))
+    result = invoke("budget", "history", "--ledger", ledger, "--dataset", "d")
+    assert result.exit_code == Exit.LEDGER, result.output
+    assert "full or failing" in result.output and "corrupt" not in result.output
