@@ -357,3 +357,13 @@ def test_a_failing_ledger_disk_is_not_called_uninitialised_or_corrupt(env, monke
     result = invoke("budget", "history", "--ledger", ledger, "--dataset", "d")
     assert result.exit_code == Exit.LEDGER, result.output
     assert "full or failing" in result.output and "corrupt" not in result.output
+
+
+def test_the_failure_table_documents_these_outcomes():
+    from tests.integration.test_batch_faults import documented_exit
+
+    assert documented_exit("the run key") == Exit.INVALID
+    assert documented_exit("SQL output table with a column too narrow") == Exit.INVALID
+    assert documented_exit("the ledger's file system") == Exit.LEDGER
+    assert documented_exit("standard output closed") == Exit.OK
+    assert documented_exit("concurrent deliveries") == Exit.OK
