@@ -161,33 +161,19 @@ def deliver_job(job, run_id: str, *, echo: Echo) -> None:
 
 
 def _release(job, ledger: JournaledRun, progress):
-    """Start or reach the cluster, read the input and release (one charge)."""
+    """Start or reach the cluster, read the input, plan and run the release (one
+    charge)."""
     from . import jobio
     from .backends import backend_for
     from .cluster import open_cluster
-    from .jobplan import job_plan, job_selection, private_columns
-    from .pipeline import release_pairs
-    from .private_release import run_with_private_bounds
-    from .selected import release_selected
+    from .jobplan import job_release_plan
+    from .release import run_release
 
     with open_cluster(scheduler=job.scheduler, workers=job.workers, timeout=job.timeout):
         frame = jobio.load_input(job)
-        request, plan = job_plan(job, backend_for(frame).schema(frame))
-        if private_columns(job):
-            selection = job_selection(job)
-            extra = {} if selection else {"B": job.B, "c": job.c,
-                                          "task_memory": job.task_memory,
-                                          "statistics": job.statistics}
-            return run_with_private_bounds(
-                frame, job.eps, bounds=job.bounds, columns=list(job.bounds), delta=job.delta,
-                bounds_share=job.bounds_share, mechanism=job.mechanism, nulls=job.nulls,
-                fill=job.fill, ledger=ledger, dataset=job.dataset, progress=progress,
-                label=job.name, select=selection, **extra)
-        if plan is None:
-            return release_pairs(frame, request, ledger=ledger, dataset=job.dataset,
-                                 progress=progress)
-        return release_selected(frame, request, plan, ledger=ledger, dataset=job.dataset,
-                                progress=progress)
+        plan = job_release_plan(job, backend_for(frame).schema(frame))
+        return run_release(frame, plan, ledger=ledger, dataset=job.dataset,
+                           progress=progress)
 
 
 # ---------------------------------------------------------------- planning

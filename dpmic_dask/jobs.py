@@ -378,14 +378,14 @@ def _check_parameters(job: Job) -> Job:
     numeric (the input's real dtypes are checked when it is opened)."""
     from .cluster import check_address, check_local_workers
     from .errors import DPMICError
-    from .jobplan import job_plan
+    from .jobplan import job_release_plan
     from .ledger import SQLLedger
     from .request import numeric_schema
 
     try:
         if job.mechanism == "mice-lap":
             raise InvalidParameterError("privacy.mechanism 'mice-lap' is in-memory only")
-        job_plan(job, numeric_schema(job.bounds))
+        job_release_plan(job, numeric_schema(job.bounds))
         if job.scheduler:
             check_address(job.scheduler)
         else:  # a local cluster: a worker count this machine can start

@@ -105,18 +105,18 @@ def test_partition_keys_are_refused_for_files(tmp_path):
 
 
 def test_task_memory_in_the_job_file_reaches_the_request(warehouse):
-    from dpmic_dask.jobplan import job_request
+    from dpmic_dask.jobplan import job_release_plan
     from dpmic_dask.limits import DEFAULT_TASK_MEMORY
 
     tmp_path, url, _ = warehouse
     job = job_file(tmp_path, url, 'sql_table = "facts"', "")
     schema = pd.Series({"a": np.dtype("float64"), "b": np.dtype("float64")})
-    assert job_request(job, schema).task_memory == DEFAULT_TASK_MEMORY
+    assert job_release_plan(job, schema).request.task_memory == DEFAULT_TASK_MEMORY
     text = (tmp_path / "job.toml").read_text() + '\n[cluster]\ntask_memory = "64 MiB"\n'
     (tmp_path / "job.toml").write_text(text)
     job = load_job(tmp_path / "job.toml")
     assert job.task_memory == 64 * 2**20
-    assert job_request(job, schema).task_memory == 64 * 2**20
+    assert job_release_plan(job, schema).request.task_memory == 64 * 2**20
 
 
 def test_each_computation_reads_only_the_columns_it_needs(warehouse, monkeypatch):
