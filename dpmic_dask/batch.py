@@ -73,7 +73,7 @@ def _settle(job, ledger: SQLLedger, entry: JournalEntry, fingerprint: str,
     """A run of this key already charged: refuse another job's run, report a run
     whose values were lost, else deliver the kept values to this job's output
     unless they were delivered there already. Nothing is computed or charged."""
-    from .joboutput import destination
+    from .joboutput import destination, shown
 
     if not entry.same_job(fingerprint):
         raise _other_job(job, entry)
@@ -81,7 +81,8 @@ def _settle(job, ledger: SQLLedger, entry: JournalEntry, fingerprint: str,
         raise _lost(job, entry)
     here = destination(job, entry.run_id)
     if entry.delivered_to(here):
-        echo(f"run {entry.run_id} already released and delivered to {here}; nothing to do")
+        echo(f"run {entry.run_id} already released and delivered to {shown(here)}; "
+             "nothing to do")
         return
     where = _deliver(job, ledger, entry, echo)
     echo(f"run {entry.run_id} already released (charge {entry.charge_id}); delivered its "

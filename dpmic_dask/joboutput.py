@@ -128,6 +128,16 @@ def run_file(job, run_id: str) -> Path:
     return path
 
 
+def shown(where: str) -> str:
+    """A destination as a person reads it: a file below the working folder
+    relative to it, anything else as recorded."""
+    if os.path.isabs(where):
+        relative = os.path.relpath(where)
+        if not relative.startswith(os.pardir):
+            return relative
+    return where
+
+
 def destination(job, run_id: str) -> str:
     """Where a run of ``job`` is delivered, as the journal records it: the run's
     file (absolute path), or the SQL table and its server (no password)."""
