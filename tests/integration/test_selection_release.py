@@ -184,3 +184,29 @@ def test_noise_that_cannot_be_sampled_is_refused_before_the_charge(table, call):
     with pytest.raises(dm.InvalidParameterError):
         call(table, ledger)
     assert ledger.charges() == []
+
+
+def test_the_chosen_pairs_are_counted_again_from_their_own_columns_only():
+    """After screening, only the chosen pairs' columns are read and binned again
+    (a wide table's recount after the charge must not read every column)."""
+    from dpmic_dask.request import pairwise_request
+    from dpmic_dask.selected import chosen_pairs_spec
+    from dpmic_dask.statistics import get_statistic
+
+    schema = {f"c{k}": np.dtype("float64") for k in range(6)}
+    request = pairwise_request(schema, eps=1.0, bounds={n: (k, k + 1.0) for k, n in
+                                                        enumerate(schema)})
+    layout = get_statistic("micr").layout(20, 2)
+    spec = chosen_pairs_spec(request, layout, [(1, 4), (0, 4)])
+    assert spec.columns == ("c0", "c1", "c4")
+    assert spec.bounds == ((0.0, 1.0), (1.0, 2.0), (4.0, 5.0))
+    assert spec.pairs == ((1, 2), (0, 2))  # the same pairs, by their new positions
+    gen = np.random.default_rng(2)  # test data only
+    a = gen.uniform(0, 1, 4000)
+    frame = pd.DataFrame({"a": a, "b": gen.uniform(0, 1, 4000), "c": np.cos(5 * a),
+                          "d": gen.uniform(0, 1, 4000)})
+    bounds = {"a": (0, 1), "b": (0, 1), "c": (-1, 1), "d": (0, 1)}
+    top = frame.dpmic.top_pairs(1, 50.0, bounds=bounds, B=60, c=3, screen_B=12)
+    assert top.pairs == (("a", "c"),)
+    exact = dm.micr(frame["a"], frame["c"], x_bounds=(0, 1), y_bounds=(-1, 1), B=60, c=3)
+    assert abs(top.values[0] - exact) < 20 * top.privacy.noise_scale
