@@ -165,3 +165,60 @@ class PostgresDB:
         cur.execute(f"SELECT {checks}, has_table_privilege('dpmic_budgets', 'UPDATE')")
         if not all(cur.fetchone()):
             raise read_only("database", "its user may not write the ledger's tables")
+
+
+# ---------------------------------------------------------------- the schema
+
+SCHEMA_VERSION = "4"
+_META = "CREATE TABLE IF NOT EXISTS dpmic_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+#: Version 3 adds the release journal: the released (noisy) rows of a batch run,
+#: written in the transaction of its charge, and the deliveries of those rows.
+_JOURNAL = [
+    """CREATE TABLE IF NOT EXISTS dpmic_release_journal (
+        charge_id TEXT PRIMARY KEY REFERENCES dpmic_charges(charge_id),
+        dataset TEXT NOT NULL, job TEXT NOT NULL, run_id TEXT NOT NULL,
+        created_at TEXT NOT NULL, payload TEXT)""",
+    """CREATE TABLE IF NOT EXISTS dpmic_journal_deliveries (
+        charge_id TEXT NOT NULL REFERENCES dpmic_charges(charge_id),
+        delivered_at TEXT NOT NULL, destination TEXT NOT NULL)""",
+]
+#: Version 4: a journaled run keeps the fingerprint of what its job releases
+#: (:func:`dpmic_dask.jobplan.job_fingerprint`), so two different jobs that share
+#: a run key are told apart (NULL for runs journaled before).
+_FINGERPRINT = ["ALTER TABLE dpmic_release_journal ADD COLUMN fingerprint TEXT"]
+_SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS dpmic_budgets (
+        dataset TEXT PRIMARY KEY, epsilon TEXT NOT NULL, delta TEXT NOT NULL,
+        created_at TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS dpmic_charges (
+        charge_id TEXT PRIMARY KEY, dataset TEXT NOT NULL REFERENCES dpmic_budgets(dataset),
+        created_at TEXT NOT NULL, amount TEXT NOT NULL, epsilon TEXT NOT NULL,
+        delta TEXT NOT NULL, rho TEXT, description TEXT NOT NULL, mechanism TEXT NOT NULL,
+        columns TEXT NOT NULL, run_id TEXT, job TEXT)""",
+    """CREATE UNIQUE INDEX IF NOT EXISTS dpmic_charges_job_run
+        ON dpmic_charges (dataset, job, run_id)""",
+    *_JOURNAL,
+    *_FINGERPRINT,
+]
+#: Upgrades, by the version they start from. 1 -> 2: charges gain a run id.
+#: 2 -> 3: a run id is claimed per (dataset, job) instead of per dataset (NULLs
+#: never clash: charges without a job keep their own check), and the journal.
+#: 3 -> 4: the journal's fingerprint column.
+_UPGRADES = {
+    "1": ["ALTER TABLE dpmic_charges ADD COLUMN run_id TEXT"],
+    "2": ["DROP INDEX IF EXISTS dpmic_charges_run",
+          "ALTER TABLE dpmic_charges ADD COLUMN job TEXT",
+          """CREATE UNIQUE INDEX IF NOT EXISTS dpmic_charges_job_run
+              ON dpmic_charges (dataset, job, run_id)""",
+          *_JOURNAL],
+    "3": _FINGERPRINT,
+}
+
+
+def _upgrade_statements(version: str) -> list[str]:
+    """Statements that bring a ledger of ``version`` to :data:`SCHEMA_VERSION`."""
+    steps = []
+    while version != SCHEMA_VERSION:
+        steps += _UPGRADES[version]
+        version = str(int(version) + 1)
+    return [*steps, f"UPDATE dpmic_meta SET value = '{SCHEMA_VERSION}' WHERE key = 'schema'"]
