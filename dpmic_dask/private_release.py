@@ -1,10 +1,11 @@
 """Releases with private bounds: estimate bounds first, in the same charge.
 
-:func:`private_bounds` releases bounds alone; :func:`run_with_private_bounds`
-estimates the ``"private"`` columns' bounds, charges the total once, and runs
-the release (every pair, or a private selection) on a prepaid part of that
-charge. The mechanism is in :mod:`dpmic_dask.bounds`; the proof in
-``docs/privacy.md``.
+:func:`private_bounds` releases bounds alone. :func:`plan_private_bounds`
+plans a release with a private-bounds step in front (nothing read), and
+:func:`run_private_bounds` estimates the ``"private"`` columns' bounds, charges
+the total once, and runs the release (every pair, or a private selection) on a
+prepaid part of that charge; :mod:`dpmic_dask.release` builds and runs them.
+The mechanism is in :mod:`dpmic_dask.bounds`; the proof in ``docs/privacy.md``.
 """
 
 from __future__ import annotations
@@ -354,15 +355,6 @@ def run_private_bounds(frame, planned: PrivateBoundsPlan, *, ledger=None, datase
         statement=privacy_statement(total, max(1, len(result.pairs)),
                                     detail=f"bounds and release together; {parts}"))
     return dc.replace(result, privacy=privacy, private_bounds=found)
-
-
-def run_with_private_bounds(frame, eps, *, ledger=None, dataset=None, progress=None,
-                            **arguments) -> PairwiseResult:
-    """:func:`plan_private_bounds` on ``frame``'s schema, then
-    :func:`run_private_bounds`: one charge for the bounds and the release."""
-    planned = plan_private_bounds(backend_for(frame).schema(frame), eps, **arguments)
-    return run_private_bounds(frame, planned, ledger=ledger, dataset=dataset,
-                              progress=progress)
 
 
 def _fills_for(read, request, plan: _BoundsPlan) -> tuple | None:

@@ -17,12 +17,12 @@ from dpmic_dask.ledger import SQLLedger
 from tests.integration.test_jobs import JOB, write_input
 
 
-@pytest.fixture
-def env(tmp_path):
-    """Parquet input, a SQLite ledger with a budget of 5, and job files."""
+def job_env(tmp_path, budget: float):
+    """Parquet input, a SQLite ledger with ``budget`` for dataset d, and a writer
+    of job files (``job(name, eps, **{old: new})``)."""
     write_input(tmp_path / "in")
     ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
-    SQLLedger(ledger).init("d", Budget(5.0))
+    SQLLedger(ledger).init("d", Budget(budget))
 
     def job(name="job.toml", eps=1.0, **replace):
         text = JOB.format(input=tmp_path / "in", output=tmp_path / "out", ledger=ledger, eps=eps)
@@ -34,6 +34,12 @@ def env(tmp_path):
         return path
 
     return tmp_path, ledger, job
+
+
+@pytest.fixture
+def env(tmp_path):
+    """Parquet input, a SQLite ledger with a budget of 5, and job files."""
+    return job_env(tmp_path, 5.0)
 
 
 def invoke(*args):

@@ -12,14 +12,12 @@ import pytest
 from sqlalchemy import create_engine, inspect
 
 from dpmic_dask import batch, joboutput
-from dpmic_dask.accounting import Budget
 from dpmic_dask.cli import Exit
 from dpmic_dask.jobs import load_job
 from dpmic_dask.journal import find_run
 from dpmic_dask.ledger import SQLLedger
 from dpmic_dask.ledgerdb import SQLiteDB
-from tests.integration.test_jobs import JOB, write_input
-from tests.integration.test_release_journal import every_file, history, invoke
+from tests.integration.test_release_journal import every_file, history, invoke, job_env
 
 SELECT_NOTHING = "[select]\nthreshold = 1.0\nmax_pairs = 2\n"
 #: Two independent columns released with little noise: no noisy MIC reaches 1.
@@ -28,22 +26,8 @@ QUIET = {"b = { bounds = [-1.5, 1.5] }\n": "", "eps = 1.0": "eps = 200.0"}
 
 @pytest.fixture
 def env(tmp_path):
-    """Parquet input, a SQLite ledger with a budget of 5, and job files."""
-    write_input(tmp_path / "in")
-    ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
-    SQLLedger(ledger).init("d", Budget(1000.0))
-
-    def job(name="job.toml", **replace):
-        text = JOB.format(input=tmp_path / "in", output=tmp_path / "out", ledger=ledger,
-                          eps=1.0)
-        for old, new in replace.items():
-            assert old in text, old
-            text = text.replace(old, new)
-        path = tmp_path / name
-        path.write_text(text)
-        return path
-
-    return tmp_path, ledger, job
+    """Parquet input, a SQLite ledger with a budget of 1,000, and job files."""
+    return job_env(tmp_path, 1000.0)
 
 
 def two_teams(tmp_path, job):
