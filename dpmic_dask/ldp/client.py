@@ -1,0 +1,248 @@
+"""The local randomizer: every row becomes one eps-LDP report.
+
+Report design (public, decided before any data is seen, and shipped with the
+reports in ``reports.attrs["dpmic_ldp"]``):
+
+- every column is binned on its public bounds into ``bins`` equal-width bins
+  (the package's exact fixed-point rule, SPEC section 2; values outside the bounds
+  are clamped), so a pair's joint cell is one of ``k = bins**2`` values;
+- each person draws ONE of the ``P`` pairs uniformly, with the secure source, and
+  reports only that pair's joint cell through a pure protocol at the full ``eps``
+  (GRR on small domains, else OLH; OUE on request). The drawn pair does not depend
+  on the data, so it costs nothing; the protocol's ratio bound is the whole row's.
+
+Why one pair per person and not every pair, or every column at ``eps / d``: the
+benchmark (``benchmarks/results-local-dp.txt``) measures the alternatives; splitting
+the budget multiplies the variance by a factor exponential in the split, sampling
+divides the reports by ``P`` (linear).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+
+import numpy as np
+import pandas as pd
+
+from dpmic_dask.checks import check_bounds, check_max_cells, finite_real
+from dpmic_dask.errors import InvalidDataError, InvalidParameterError, MissingValuesError
+from dpmic_dask.ldp.bits import ByteSource, active_source
+from dpmic_dask.ldp.protocols import Protocol, make_protocol
+from dpmic_dask.stats.counting import bins as equal_width_bins
+
+ATTR = "dpmic_ldp"
+DESIGN_VERSION = 1
+#: per-axis bins when not given (chosen from benchmarks/results-local-dp.txt)
+DEFAULT_BINS = 6
+#: largest joint domain a report can encode
+MAX_CELLS = 1024
+
+
+def default_bins(eps: float) -> int:
+    """Bins per axis from ``eps`` alone (public): 4 below eps = 1, 6 up to 4, 8 above."""
+    if eps < 1.0:
+        return 4
+    if eps <= 4.0:
+        return DEFAULT_BINS
+    return 8
+
+
+def make_design(eps, *, bounds, columns=None, bins=None, B=None, c=2, protocol="auto",
+                pairs=None) -> dict:
+    """The public report design (a JSON-able dict); nothing in it depends on data."""
+    eps = finite_real(eps, "eps", "a finite number > 0")
+    if eps <= 0:
+        raise InvalidParameterError("eps must be a finite number > 0")
+    if not isinstance(bounds, dict) or not bounds:
+        raise InvalidParameterError("bounds must be a dict {column: (lo, hi)} of public bounds")
+    names = list(bounds) if columns is None else list(columns)
+    if len(names) < 2 or len(set(names)) != len(names):
+        raise InvalidParameterError("the design needs at least two distinct columns")
+    checked = {}
+    for name in names:
+        if name not in bounds:
+            raise InvalidParameterError(f"no public bounds for column {name!r}")
+        checked[str(name)] = list(check_bounds(bounds[name], f"bounds[{name!r}]"))
+    m = default_bins(eps) if bins is None else bins
+    if isinstance(m, bool) or not isinstance(m, numbers.Integral) or not 2 <= m <= 32:
+        raise InvalidParameterError("bins must be an integer in [2, 32]")
+    m = int(m)
+    if m * m > MAX_CELLS:
+        raise InvalidParameterError(f"bins**2 must be at most {MAX_CELLS}")
+    grid_b = check_max_cells(m * m if B is None else B)
+    if isinstance(c, bool) or not isinstance(c, numbers.Integral) or c < 1:
+        raise InvalidParameterError("c must be an integer >= 1")
+    if pairs is None:
+        chosen = [[a, b] for i, a in enumerate(names) for b in names[i + 1:]]
+    else:
+        chosen = []
+        for pair in pairs:
+            a, b = (str(v) for v in pair)
+            if a == b or a not in checked or b not in checked:
+                raise InvalidParameterError("pairs must join two different design columns")
+            chosen.append([a, b])
+        if not chosen:
+            raise InvalidParameterError("pairs must not be empty")
+    proto = make_protocol(protocol, eps, m * m)
+    return {
+        "version": DESIGN_VERSION,
+        "model": "local",
+        "epsilon": eps,
+        "columns": list(checked),
+        "bounds": checked,
+        "bins": m,
+        "B": grid_b,
+        "c": int(c),
+        "pairs": chosen,
+        "protocol": proto.to_dict(),
+        "seeded": False,
+    }
+
+
+def design_protocol(design: dict) -> Protocol:
+    """The protocol a design names, checked to be eps-LDP as stated."""
+    proto = Protocol.from_dict(design["protocol"])
+    if abs(proto.eps - float(design["epsilon"])) > 0 or proto.k != design["bins"] ** 2:
+        raise InvalidParameterError("the report design's protocol does not match its eps/grid")
+    return proto
+
+
+def _column(frame: pd.DataFrame, name: str, fill) -> np.ndarray:
+    if name not in frame.columns:
+        raise InvalidDataError(f"the frame has no column {name!r}")
+    try:
+        values = frame[name].to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError):
+        raise InvalidDataError(f"column {name!r} holds values that are not numbers") from None
+    if np.isnan(values).any():
+        if fill is None or name not in fill:
+            raise MissingValuesError(
+                f"column {name!r} has missing values; pass fill={{column: value}} "
+                "(a public value) or drop them on the device")
+        values = np.where(np.isnan(values), finite_real(fill[name], f"fill[{name!r}]"), values)
+    return values
+
+
+def randomize_with(frame: pd.DataFrame, design: dict, source: ByteSource, *,
+                   fill=None) -> pd.DataFrame:
+    """Reports of ``frame``'s rows under ``design`` with randomness from ``source``."""
+    proto = design_protocol(design)
+    m = design["bins"]
+    binned = {name: equal_width_bins(_column(frame, name, fill), tuple(design["bounds"][name]),
+                                     m) for name in design["columns"]}
+    n = len(frame)
+    n_pairs = len(design["pairs"])
+    pair = (source.below(n_pairs, n) if n_pairs > 1 else np.zeros(n, dtype=np.int64))
+    cell = np.zeros(n, dtype=np.int64)
+    for j, (a, b) in enumerate(design["pairs"]):
+        sel = pair == j
+        cell[sel] = binned[a][sel] * m + binned[b][sel]
+    fields = proto.encode(cell, source)
+    out = pd.DataFrame({"pair": pair.astype(np.int16 if n_pairs < 2**15 else np.int32),
+                        **fields})
+    design = dict(design, seeded=not source.secure, rows=n)
+    out.attrs[ATTR] = design
+    return out
+
+
+def randomize(df, eps, *, bounds, columns=None, B=None, bins=None, c=2, protocol="auto",
+              pairs=None, fill=None) -> pd.DataFrame:
+    """Randomize every row of ``df`` into one eps-LDP report (the client side).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The rows of the people reporting (on a device: usually one row).
+    eps : float > 0
+        Local privacy parameter of each report: for any two rows ``r, r'`` and any
+        report ``z``, ``P(z | r) <= e^eps P(z | r')``.
+    bounds : dict {column: (lo, hi)}
+        Public bounds; values outside are clamped.
+    columns : list of column names, optional (default: the keys of ``bounds``).
+    B, c : the MICr grid parameters the server uses (default ``B = bins**2``, ``c = 2``).
+    bins : int, optional
+        Equal-width bins per column (default from ``eps``: see :func:`default_bins`).
+    protocol : ``"auto"`` (GRR or OLH by variance), ``"grr"``, ``"olh"`` or ``"oue"``.
+    pairs : list of (column, column), optional (default: every pair).
+    fill : dict {column: value}, optional
+        Public replacement for missing values (else missing values are refused).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One report per row: ``pair`` (index into the design's pairs) and the
+        protocol's fields; the public design is in ``.attrs["dpmic_ldp"]`` (write it
+        along with the reports with :func:`write_reports`).
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise InvalidDataError("randomize takes a pandas DataFrame (one row per person)")
+    design = make_design(eps, bounds=bounds, columns=columns, bins=bins, B=B, c=c,
+                         protocol=protocol, pairs=pairs)
+    for name in design["columns"]:
+        if name not in df.columns:
+            raise InvalidDataError(f"the frame has no column {name!r}")
+    return randomize_with(df, design, active_source(), fill=fill)
+
+
+def randomize_not_private_seeded(df, eps, *, seed: int, **kwargs) -> pd.DataFrame:
+    """:func:`randomize` with reproducible randomness: NOT private, tests only.
+
+    Runs inside :func:`dpmic_dask.testing.seeded_noise` (which needs
+    ``DPMIC_DASK_ALLOW_SEEDED_NOISE=1`` and warns); the reports' design says
+    ``seeded = True`` and every report built from them says NOT PRIVATE.
+    """
+    from dpmic_dask.testing import seeded_noise
+
+    with seeded_noise(seed, not_private=True):
+        return randomize(df, eps, **kwargs)
+
+
+# ------------------------------------------------------------------ storage
+
+
+def design_of(reports) -> dict:
+    """The design carried by a report frame (pandas or Dask)."""
+    for holder in (reports, getattr(reports, "_meta", None)):
+        attrs = getattr(holder, "attrs", None)
+        if attrs and ATTR in attrs:
+            design = attrs[ATTR]
+            return json.loads(design) if isinstance(design, (str, bytes)) else dict(design)
+    raise InvalidParameterError(
+        "the reports carry no design: pass design=... or read them with read_reports")
+
+
+def write_reports(reports: pd.DataFrame, path, design: dict | None = None) -> None:
+    """Write reports to Parquet with their design in the file's metadata."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    design = design_of(reports) if design is None else design
+    table = pa.Table.from_pandas(reports, preserve_index=False)
+    meta = dict(table.schema.metadata or {})
+    meta[ATTR.encode()] = json.dumps(design).encode()
+    pq.write_table(table.replace_schema_metadata(meta), path)
+
+
+def read_design(path) -> dict:
+    """The design stored in a reports Parquet file (or a directory of them)."""
+    import pyarrow.parquet as pq
+
+    meta = pq.read_schema(path).metadata or {}
+    raw = meta.get(ATTR.encode())
+    if raw is None:
+        raise InvalidParameterError("this Parquet file carries no report design")
+    return json.loads(raw)
+
+
+def read_reports(path) -> pd.DataFrame:
+    """Read reports written by :func:`write_reports`, design in ``.attrs``."""
+    frame = pd.read_parquet(path)
+    frame.attrs = {ATTR: read_design(path)}
+    return frame
+
+
+def expected_reports_per_pair(design: dict) -> float:
+    """Rows per pair on average (``rows / P``)."""
+    return design.get("rows", math.nan) / max(1, len(design["pairs"]))

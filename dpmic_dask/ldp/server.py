@@ -1,0 +1,134 @@
+"""The server side: sum the reports' support counts, estimate every pair.
+
+Counting is exact integer arithmetic per partition (support counts ``int64[P, k]``
+and reports per pair ``int64[P]``), merged by addition in any order, like the
+central engine's master grids. Everything after the counts is post-processing of
+eps-LDP reports: nothing is charged to any ledger (the guarantee is each client's).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dpmic_dask.errors import InvalidDataError, InvalidParameterError
+from dpmic_dask.ldp.client import design_of, design_protocol
+from dpmic_dask.ldp.estimate import estimate_pair
+from dpmic_dask.ldp.protocols import Protocol
+from dpmic_dask.ldp.result import LocalPairwiseResult, LocalReport
+from dpmic_dask.stats.grids import master_grid_family
+
+#: bootstrap replicates per pair when not given
+DEFAULT_REPLICATES = 200
+#: reports handled at once when counting a pandas frame
+CHUNK = 1 << 20
+
+
+def partition_supports(frame: pd.DataFrame, design: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Support counts ``int64[P, k]`` and reports per pair ``int64[P]`` of one partition."""
+    proto = design_protocol(design)
+    n_pairs = len(design["pairs"])
+    supports = np.zeros((n_pairs, proto.k), dtype=np.int64)
+    counts = np.zeros(n_pairs, dtype=np.int64)
+    for start in range(0, len(frame), CHUNK):
+        part = frame.iloc[start:start + CHUNK]
+        pair, fields = _checked_fields(part, proto, n_pairs)
+        supports += proto.supports(fields, pair, n_pairs)
+        counts += np.bincount(pair, minlength=n_pairs)
+    return supports, counts
+
+
+def _checked_fields(frame: pd.DataFrame, proto: Protocol, n_pairs: int):
+    missing = [f for f in ("pair",) + proto.fields() if f not in frame.columns]
+    if missing:
+        raise InvalidDataError(f"the reports lack the design's fields {missing}")
+    pair = frame["pair"].to_numpy(dtype=np.int64)
+    fields = {f: frame[f].to_numpy() for f in proto.fields()}
+    bad = (pair < 0) | (pair >= n_pairs)
+    if proto.name == "grr":
+        y = fields["y"].astype(np.int64)
+        bad |= (y < 0) | (y >= proto.k)
+    elif proto.name == "olh":
+        y, seed = fields["y"].astype(np.int64), fields["seed"].astype(np.int64)
+        bad |= (y < 0) | (y >= proto.g) | (seed < 0) | (seed >= proto.g ** proto.w)
+    if bad.any():
+        raise InvalidDataError("some reports are malformed for this design (out of range)")
+    return pair, fields
+
+
+def _add(a, b):
+    return a[0] + b[0], a[1] + b[1]
+
+
+def count_reports(reports, design: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Total support counts and reports per pair of a pandas or Dask frame."""
+    if isinstance(reports, pd.DataFrame):
+        return partition_supports(reports, design)
+    try:
+        import dask
+        import dask.dataframe as dd
+    except ImportError:  # pragma: no cover - dask is a dependency
+        dd = None
+    if dd is None or not isinstance(reports, dd.DataFrame):
+        raise InvalidDataError("reports must be a pandas or Dask DataFrame")
+    parts = [dask.delayed(partition_supports)(p, design) for p in reports.to_delayed()]
+    if not parts:
+        proto = design_protocol(design)
+        n_pairs = len(design["pairs"])
+        return np.zeros((n_pairs, proto.k), np.int64), np.zeros(n_pairs, np.int64)
+    while len(parts) > 1:  # a tree of exact integer additions
+        parts = [dask.delayed(_add)(parts[i], parts[i + 1]) if i + 1 < len(parts)
+                 else parts[i] for i in range(0, len(parts), 2)]
+    (total,) = dask.compute(parts[0])
+    return total
+
+
+def pairwise(reports, *, design: dict | None = None, replicates: int = DEFAULT_REPLICATES,
+             B: int | None = None, c: int | None = None) -> LocalPairwiseResult:
+    """MIC of every pair of the design from local-model reports (the server side).
+
+    Parameters
+    ----------
+    reports : pandas or Dask DataFrame
+        Reports made by :func:`dpmic_dask.ldp.randomize` (any number of partitions).
+    design : dict, optional
+        The public report design (default: the one the reports carry in
+        ``.attrs["dpmic_ldp"]``; a Dask frame read from Parquet needs
+        ``design=read_design(path)``).
+    replicates : int
+        Parametric bootstrap replicates per pair (bias correction and ``ci95``).
+    B, c : int, optional
+        MICr grid parameters (default: the design's).
+
+    Returns
+    -------
+    LocalPairwiseResult
+        ``to_pandas()`` with ``x, y, mic, ci95`` (and ``raw_mic``, ``bias``,
+        ``reports``), ``report()``, ``plot()``. Nothing is charged: the privacy
+        guarantee is the clients' (each report is eps-LDP).
+    """
+    design = design_of(reports) if design is None else dict(design)
+    proto = design_protocol(design)
+    if isinstance(replicates, bool) or not isinstance(replicates, (int, np.integer)) \
+            or replicates < 0:
+        raise InvalidParameterError("replicates must be an integer >= 0")
+    family = master_grid_family(int(design["B"] if B is None else B),
+                                int(design["c"] if c is None else c))
+    supports, counts = count_reports(reports, design)
+    population = int(counts.sum())
+    m = int(design["bins"])
+    estimates = tuple(
+        estimate_pair(supports[j], int(counts[j]), population, proto, m, family,
+                      int(replicates))
+        for j in range(len(design["pairs"])))
+    privacy = LocalReport(
+        epsilon=float(design["epsilon"]), protocol=proto.name, k=proto.k, bins=m,
+        g=proto.g, n=population, B=family.B, c=family.c, replicates=int(replicates),
+        seeded=bool(design.get("seeded", False)), pairs_per_person=1,
+        design_pairs=len(design["pairs"]))
+    return LocalPairwiseResult(
+        columns=tuple(design["columns"]),
+        pairs=tuple(tuple(p) for p in design["pairs"]),
+        estimates=estimates,
+        privacy=privacy,
+    )
