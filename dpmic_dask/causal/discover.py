@@ -1,0 +1,378 @@
+"""Private causal discovery: the PC algorithm with private independence tests.
+
+:func:`causal_graph` runs, in order:
+
+1. every check of the arguments (columns, public bounds or categories, bins,
+   ``eps``, ``delta``, ``alpha``, shares, the worst-case table memory) and the
+   budget precheck -- no data read;
+2. the first pass (level 0: every pair's table), which also gives the public
+   row count and refuses missing values;
+3. the row-count check and the noise calibration of every part
+   (:class:`~dpmic_dask.causal.decide.CausalBudget`);
+4. **the one charge** of the whole budget, fixed in advance;
+5. per level: private decisions (noise), then the next level's pass;
+6. the released statistics of the final edges, and the CPDAG (post-processing).
+
+Nothing after the charge can refuse; a failure no check could foresee (the data
+changed or became unreadable between passes) is reported as a charged but
+incomplete release.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+
+from dpmic_dask.backends import backend_for
+from dpmic_dask.causal.citests import check_test, statistic_range
+from dpmic_dask.causal.decide import CausalBudget, check_shares, sensitivity
+from dpmic_dask.causal.orient import cpdag
+from dpmic_dask.causal.result import CausalGraph, CausalReport
+from dpmic_dask.causal.skeleton import Margins, exact_decision, pc_skeleton
+from dpmic_dask.causal.tables import (
+    ColumnCoding,
+    LevelCounts,
+    LevelTables,
+    TableKey,
+    combine_counts,
+    count_partition,
+)
+from dpmic_dask.checks import MIN_ROWS, check_bounds, finite_real
+from dpmic_dask.errors import InvalidDataError, InvalidParameterError, MissingValuesError
+from dpmic_dask.privacy.accounting import privacy_statement
+from dpmic_dask.privacy.conversion import check_delta, check_epsilon
+from dpmic_dask.privacy.costs import measure_for
+from dpmic_dask.release.pipeline import (
+    DEFAULT_SPLIT_EVERY,
+    after_charge,
+    charge_budget,
+    check_ledger,
+    precheck_budget,
+    warn_if_delta_large,
+)
+
+#: Default number of bins of a bounded column (a range equipartition).
+DEFAULT_BINS = 5
+MAX_BINS = 16
+MAX_CATEGORIES = 254
+#: Public limit on the cells one level may count (int64 each), at its worst case.
+MAX_LEVEL_CELLS = 2**26
+
+
+@dataclass(frozen=True)
+class CausalRequest:
+    """A validated request (no data read)."""
+
+    codings: tuple[ColumnCoding, ...]
+    alpha: float
+    max_condition_size: int
+    bins: int
+    test: str
+
+    @property
+    def names(self) -> tuple:
+        return tuple(c.name for c in self.codings)
+
+    @property
+    def pairs(self) -> int:
+        p = len(self.codings)
+        return p * (p - 1) // 2
+
+    @property
+    def levels(self) -> int:
+        return self.max_condition_size + 1
+
+
+def _integer(value, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
+            or not low <= value <= high:
+        raise InvalidParameterError(f"{name} must be an integer in [{low}, {high}]")
+    return int(value)
+
+
+def _categories(values, name) -> tuple:
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise InvalidParameterError(f"categories[{name!r}] must be a list of public values")
+    cats = tuple(values)
+    if not 1 <= len(cats) <= MAX_CATEGORIES:
+        raise InvalidParameterError(
+            f"categories[{name!r}] must list 1 to {MAX_CATEGORIES} public values")
+    if any(c != c for c in cats) or len(set(cats)) != len(cats):
+        raise InvalidParameterError(f"categories[{name!r}] must list distinct values, no NaN")
+    return cats
+
+
+def check_request(dtypes, *, columns, alpha, max_condition_size, bounds, categories, bins,
+                  test) -> CausalRequest:
+    """Every check of the arguments against the frame's schema (no data read)."""
+    names = list(dtypes.index) if hasattr(dtypes, "index") else list(dtypes)
+    bounds = {} if bounds is None else bounds
+    categories = {} if categories is None else categories
+    for what, mapping in (("bounds", bounds), ("categories", categories)):
+        if not isinstance(mapping, Mapping):
+            raise InvalidParameterError(f"{what} must be a mapping {{column: ...}}")
+        unknown = [c for c in mapping if c not in names]
+        if unknown:
+            raise InvalidParameterError(f"{what} given for unknown column(s): {unknown}")
+    both = [c for c in bounds if c in categories]
+    if both:
+        raise InvalidParameterError(f"column(s) {both} have both bounds and categories")
+    if columns is None:
+        selected = [c for c in names if c in bounds or c in categories]
+    else:
+        if isinstance(columns, str) or not hasattr(columns, "__iter__"):
+            raise InvalidParameterError("columns must be a list of column names")
+        selected = list(columns)
+        missing = [c for c in selected if c not in names]
+        if missing:
+            raise InvalidParameterError(f"unknown column(s) selected: {missing}")
+        if len(set(selected)) != len(selected):
+            raise InvalidParameterError("columns must not repeat a column")
+        public = [c for c in selected if c not in bounds and c not in categories]
+        if public:
+            raise InvalidParameterError(
+                f"public bounds or categories are missing for column(s) {public}; they must "
+                "come from domain knowledge, never from the data")
+    if len(selected) < 2:
+        raise InvalidParameterError("at least two columns with bounds or categories are needed")
+    if any(names.count(c) > 1 for c in selected):
+        raise InvalidDataError("a selected column label appears more than once in the frame")
+    bins = _integer(bins, "bins", 2, MAX_BINS)
+    non_numeric = [c for c in selected
+                   if c in bounds and getattr(dtypes[c], "kind", "O") not in "biuf"]
+    if non_numeric:
+        raise InvalidDataError(f"column(s) {non_numeric} are not numeric; give them public "
+                               "categories instead of bounds")
+    codings = []
+    for c in selected:
+        if c in bounds:
+            codings.append(ColumnCoding(c, bins, bounds=check_bounds(bounds[c],
+                                                                     f"bounds[{c!r}]")))
+        else:
+            cats = _categories(categories[c], c)
+            codings.append(ColumnCoding(c, len(cats) + 1, categories=cats))
+    alpha = finite_real(alpha, "alpha", "a number in (0, 1)")
+    if not 0.0 < alpha < 1.0:
+        raise InvalidParameterError("alpha must be a number in (0, 1)")
+    max_condition_size = _integer(max_condition_size, "max_condition_size", 0,
+                                  max(0, len(selected) - 2))
+    request = CausalRequest(tuple(codings), alpha, max_condition_size, bins, check_test(test))
+    return request
+
+
+def _blocks(layout_keys, codings) -> list[tuple]:
+    """``keys`` in consecutive blocks of at most :data:`MAX_LEVEL_CELLS` counts (one
+    block, one pass, unless a level needs more memory than that)."""
+    blocks, block, cells = [], [], 0
+    for key in layout_keys:
+        size = LevelTables(codings, (key,)).cells
+        if block and cells + size > MAX_LEVEL_CELLS:
+            blocks.append(tuple(block))
+            block, cells = [], 0
+        block.append(key)
+        cells += size
+    return blocks + ([tuple(block)] if block else [])
+
+
+def _counter(frame, request: CausalRequest, backend, split_every, progress, passes):
+    """``count(keys) -> (layout, summed)``: every table of ``keys`` in one pass (more
+    only when they exceed :data:`MAX_LEVEL_CELLS`), ``passes`` counting them."""
+    def count_level(keys):
+        summed = None
+        for block in _blocks(keys, request.codings):
+            layout = LevelTables(request.codings, block)
+            part = backend.reduce(frame, request.names, partial(count_partition, layout=layout),
+                                  combine_counts, split_every=split_every, progress=progress)
+            passes.append(len(block))
+            if summed is None:
+                summed = part
+            else:
+                summed = LevelCounts(np.concatenate([summed.counts, part.counts]),
+                                     summed.missing | part.missing, summed.rows)
+        return LevelTables(request.codings, keys), summed
+    return count_level
+
+
+def _check_rows(n: int) -> int:
+    if n < MIN_ROWS:
+        raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
+    return n
+
+
+def _refuse_missing(summed, request: CausalRequest) -> None:
+    if summed.missing.any():
+        cols = [request.names[j] for j in np.flatnonzero(summed.missing)]
+        raise MissingValuesError(f"column(s) {cols} contain missing values; fill them with "
+                                 "public values or drop the rows first (nothing was charged)")
+
+
+def _run(frame, request, n, backend, split_every, progress, decide, first, passes,
+         causallearn=False):
+    """PC on ``frame`` with ``first`` (level 0's layout and counts) already counted."""
+    count = _counter(frame, request, backend, split_every, progress, passes)
+    pending = [first]
+
+    def count_level(keys):
+        if pending:
+            return pending.pop()
+        layout, summed = count(keys)
+        _refuse_missing(summed, request)
+        return layout, summed.counts
+
+    margins = partial(Margins, n=n, test=request.test, alpha=request.alpha,
+                      causallearn=causallearn)
+
+    def read(layout, counts):
+        return margins(layout, counts)
+
+    return pc_skeleton(len(request.codings), count_level=count_level, decide=decide,
+                       max_level=request.max_condition_size, margins=read)
+
+
+def _first_level(frame, request, backend, split_every, progress, passes):
+    """Level 0's pass (every pair's table), before any charge: it also gives the
+    public row count and refuses missing values. Returns ``(rows, (layout, counts))``."""
+    p = len(request.codings)
+    keys = tuple(TableKey(i, j, ()) for i in range(p) for j in range(i + 1, p))
+    layout, summed = _counter(frame, request, backend, split_every, progress, passes)(keys)
+    _refuse_missing(summed, request)
+    return _check_rows(int(summed.rows)), (layout, summed.counts)
+
+
+def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_condition_size=2,
+                 bounds=None, categories=None, bins=DEFAULT_BINS, test="tau",
+                 statistic_share=0.1, level_shares=None, ledger=None, dataset=None,
+                 label=None, split_every=DEFAULT_SPLIT_EVERY, progress=None) -> CausalGraph:
+    """Release a differentially private CPDAG of ``frame``'s columns, once.
+
+    The PC algorithm (PC-stable skeleton, v-structures, Meek's rules R1-R3) with
+    every independence decision made privately. The whole ``(eps, delta)`` is
+    charged once, before any noise is drawn, and does not depend on what the data
+    make PC do: each level ``0 .. max_condition_size`` gets its share and pays for
+    a decision on every one of the ``P = p (p - 1) / 2`` pairs (its worst case),
+    see ``docs/causal.md``.
+
+    Parameters
+    ----------
+    frame : pandas or Dask DataFrame
+    eps : float > 0
+        Total privacy budget of the release.
+    delta : float in [0, 1)
+        ``0``: pure ``eps``-DP. ``> 0``: zCDP accounting (Gumbel-noise decisions,
+        Gaussian statistics), which is several times more accurate for many columns.
+    columns : list, optional
+        Columns to use (default: every column with bounds or categories).
+    alpha : float
+        Level of each independence test (its threshold without noise).
+    max_condition_size : int
+        Largest conditioning set (PC's depth); sets the number of levels paid for.
+    bounds : dict {column: (lo, hi)}
+        Public bounds of numeric columns, binned into ``bins`` equal-width bins
+        (values outside are clamped).
+    categories : dict {column: [values...]}
+        Public category lists (booleans, codes, strings); any other value falls in
+        one extra "other" bin.
+    bins : int
+        Bins per bounded column (default 5).
+    test : {"tau", "g"}
+        Conditional Kendall's tau z-score (default; best for ordered data) or the
+        G-test (for unordered categories).
+    statistic_share : float in [0, 1)
+        Share of the budget spent on releasing each final edge's statistic (``0``:
+        the column is NaN and the whole budget goes to the decisions).
+    level_shares : list of floats, optional
+        Relative weights of the levels (default equal).
+    ledger, dataset, label
+        Where the one charge is recorded, and under which name.
+
+    Returns
+    -------
+    CausalGraph
+        ``.edges``, ``.separating_sets``, ``.adjacency()``, ``.report()``,
+        ``.plot()``, ``.to_dot()``.
+    """
+    eps = check_epsilon(eps)
+    delta = check_delta(delta)
+    check_ledger(ledger)
+    backend = backend_for(frame)
+    request = check_request(backend.schema(frame), columns=columns, alpha=alpha,
+                            max_condition_size=max_condition_size, bounds=bounds,
+                            categories=categories, bins=bins, test=test)
+    shares = check_shares(level_shares, request.levels, statistic_share)
+    precheck_budget(ledger, dataset, measure_for(delta).total(eps, delta))
+    passes: list[int] = []
+    n, first = _first_level(frame, request, backend, split_every, progress, passes)
+    warn_if_delta_large(delta, n)
+    budget = CausalBudget.plan(eps, delta, shares=shares, pairs=request.pairs,
+                               test=request.test, n=n)
+    largest = max(c.size for c in request.codings)
+    high = statistic_range(request.test, n, (1, largest, largest))
+    budget.check(high)
+    charge = charge_budget(budget.total, ledger, dataset,
+                           description=label or f"causal graph of {len(request.codings)} columns",
+                           mechanism=f"causal-pc-{request.test}", columns=request.names)
+    with after_charge(charge):
+        skeleton = _run(frame, request, n, backend, split_every, progress, budget.decide,
+                        first, passes)
+    edges = sorted(skeleton.last_statistic)
+    if budget.value_part is not None and edges:
+        exact = np.array([min(skeleton.last_statistic[e], high) for e in edges])
+        noisy = budget.release_values(exact, high)
+        statistic = dict(zip(edges, (float(v) for v in noisy)))
+    else:
+        statistic = {e: math.nan for e in edges}
+    report = _private_report(request, n, budget, skeleton, high, len(passes))
+    return _result(request, n, skeleton, statistic, report)
+
+
+def causal_graph_exact(frame, *, columns=None, alpha=0.05, max_condition_size=2, bounds=None,
+                       categories=None, bins=DEFAULT_BINS, test="tau", split_every=DEFAULT_SPLIT_EVERY,
+                       progress=None) -> CausalGraph:
+    """NOT PRIVATE: the same PC search with exact decisions (for references).
+
+    With ``test="g"`` each decision is causal-learn's ``gsq`` test (degrees of
+    freedom without empty rows and columns, independence when ``p > alpha``), so
+    the skeleton equals causal-learn's ``pc(..., indep_test="gsq", stable=True)``
+    on the binned data. With ``test="tau"`` it is the private release's decision
+    without noise. Charges nothing.
+    """
+    backend = backend_for(frame)
+    request = check_request(backend.schema(frame), columns=columns, alpha=alpha,
+                            max_condition_size=max_condition_size, bounds=bounds,
+                            categories=categories, bins=bins, test=test)
+    passes: list[int] = []
+    n, first = _first_level(frame, request, backend, split_every, progress, passes)
+    skeleton = _run(frame, request, n, backend, split_every, progress, exact_decision, first,
+                    passes, causallearn=request.test == "g")
+    report = CausalReport(False, request.test, request.alpha, n, request.bins,
+                          request.max_condition_size, levels=tuple(skeleton.levels),
+                          passes=len(passes))
+    return _result(request, n, skeleton, dict(skeleton.last_statistic), report)
+
+
+def _private_report(request, n, budget: CausalBudget, skeleton, high, passes) -> CausalReport:
+    parts = []
+    for level, part in enumerate(budget.level_parts):
+        parts.append((f"level {level} ({request.pairs} edge decisions)", part.describe(),
+                      budget.decision_scale(level)))
+    if budget.value_part is not None:
+        parts.append((f"edge statistics ({request.pairs} values)", budget.value_part.describe(),
+                      budget.value_scale(high)))
+    detail = (f"{len(budget.level_parts)} levels of {request.pairs} report-noisy-max "
+              "decisions each" + (" and the edges' statistics" if budget.value_part else ""))
+    statement = privacy_statement(budget.total, request.pairs, detail)
+    return CausalReport(
+        True, request.test, request.alpha, n, request.bins, request.max_condition_size,
+        epsilon=budget.total.epsilon, delta=budget.total.delta, statement=statement,
+        parts=tuple(parts), levels=tuple(skeleton.levels), passes=passes,
+        sensitivities=tuple(sensitivity(request.test, n, d) for d in range(request.levels)))
+
+
+def _result(request, n, skeleton, statistic, report) -> CausalGraph:
+    graph = cpdag(skeleton.adjacency, skeleton.separating_sets)
+    return CausalGraph(request.names, graph, dict(skeleton.separating_sets), statistic, report)

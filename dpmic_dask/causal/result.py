@@ -1,0 +1,151 @@
+"""The result of a causal-discovery release: a CPDAG with its report.
+
+Plain numbers only: nothing here can read the data again or redraw noise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class CausalReport:
+    """What a causal graph release spent and how (all public)."""
+
+    private: bool
+    test: str
+    alpha: float
+    rows: int
+    bins: int
+    max_condition_size: int
+    epsilon: float = math.nan
+    delta: float = 0.0
+    statement: str = ""
+    parts: tuple = ()  # (name, amount in words, noise scale) per part
+    levels: tuple = ()  # LevelRecord per level run
+    passes: int = 0
+    sensitivities: tuple = ()
+
+    @property
+    def tests(self) -> int:
+        return sum(r.tests for r in self.levels)
+
+    def __str__(self) -> str:
+        lines = [f"causal graph ({'private' if self.private else 'NOT PRIVATE: exact'}), "
+                 f"test {self.test!r}, alpha {self.alpha:g}, {self.rows} rows, "
+                 f"{self.bins} bins per bounded column, conditioning on at most "
+                 f"{self.max_condition_size} columns"]
+        if self.private:
+            lines.append(self.statement)
+            lines.append("budget, fixed before any data was read and charged once:")
+            for name, amount, scale in self.parts:
+                lines.append(f"  {name}: {amount}, noise scale {scale:.4g}")
+            lines.append("sparse vector: not used (every level is paid for its worst case, "
+                         "one decision per possible edge)")
+        for r in self.levels:
+            lines.append(f"  level {r.level}: {r.edges_tested} edges tested with {r.tests} "
+                         f"tests, {r.removed} removed")
+        lines.append(f"{self.tests} tests in {self.passes} passes over the data")
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, printer, cycle):  # pragma: no cover - IPython display
+        printer.text(str(self))
+
+
+@dataclass(frozen=True)
+class CausalGraph:
+    """A CPDAG over ``columns``.
+
+    ``graph[i, j] and graph[j, i]``: undirected edge; ``graph[i, j]`` alone:
+    ``columns[i] -> columns[j]``. ``statistic`` holds, per edge ``(i, j)`` with
+    ``i < j``, the statistic of its last level's weakest test (noisy in a private
+    release; NaN when no share was spent on it).
+    """
+
+    columns: tuple
+    graph: np.ndarray
+    separating_pairs: dict
+    statistic: dict
+    privacy: CausalReport
+    _extra: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def edges(self) -> pd.DataFrame:
+        """One row per edge: ``source``, ``target``, ``directed`` (an undirected edge
+        lists its columns in the frame's order) and ``statistic``."""
+        rows = []
+        p = len(self.columns)
+        for i in range(p):
+            for j in range(i + 1, p):
+                if not (self.graph[i, j] or self.graph[j, i]):
+                    continue
+                directed = not (self.graph[i, j] and self.graph[j, i])
+                a, b = (i, j) if self.graph[i, j] else (j, i)
+                rows.append((self.columns[a], self.columns[b], directed,
+                             self.statistic.get((i, j), math.nan)))
+        return pd.DataFrame(rows, columns=["source", "target", "directed", "statistic"])
+
+    @property
+    def separating_sets(self) -> dict:
+        """``{(a, b): (columns...)}`` for every pair the search separated."""
+        c = self.columns
+        return {(c[i], c[j]): tuple(c[k] for k in s)
+                for (i, j), s in sorted(self.separating_pairs.items())}
+
+    @property
+    def skeleton(self) -> set:
+        """The undirected edges as frozensets of two column names."""
+        return {frozenset((a, b)) for a, b in zip(self.edges.source, self.edges.target)}
+
+    def adjacency(self) -> pd.DataFrame:
+        """The CPDAG as a 0/1 matrix (row -> column marks)."""
+        return pd.DataFrame(self.graph.astype(int), index=list(self.columns),
+                            columns=list(self.columns))
+
+    def report(self) -> CausalReport:
+        """The privacy report: budget, split per level, noise, tests and passes."""
+        return self.privacy
+
+    def to_dot(self) -> str:
+        """The CPDAG in Graphviz DOT (``--`` lines carry ``dir=none``)."""
+        lines = ["digraph cpdag {"]
+        for name in self.columns:
+            lines.append(f'  "{_dot(name)}";')
+        for row in self.edges.itertuples(index=False):
+            style = "" if row.directed else " [dir=none]"
+            lines.append(f'  "{_dot(row.source)}" -> "{_dot(row.target)}"{style};')
+        lines.append("}")
+        return "\n".join(lines)
+
+    def plot(self, ax=None, *, title: str | None = None):
+        """Draw the CPDAG on a circle (matplotlib; arrows for directed edges)."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots(figsize=(6, 6))
+        p = len(self.columns)
+        angles = np.pi / 2 - 2 * np.pi * np.arange(p) / max(p, 1)
+        pos = {c: (math.cos(a), math.sin(a)) for c, a in zip(self.columns, angles)}
+        for row in self.edges.itertuples(index=False):
+            (x0, y0), (x1, y1) = pos[row.source], pos[row.target]
+            ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
+                        arrowprops=dict(arrowstyle="-|>" if row.directed else "-",
+                                        color="0.25", lw=1.4, shrinkA=14, shrinkB=14,
+                                        mutation_scale=14))
+        for name, (x, y) in pos.items():
+            ax.text(x, y, str(name), ha="center", va="center", fontsize=9,
+                    bbox=dict(boxstyle="round,pad=0.3", fc="white", ec="0.4"))
+        ax.set_xlim(-1.3, 1.3)
+        ax.set_ylim(-1.3, 1.3)
+        ax.set_aspect("equal")
+        ax.axis("off")
+        ax.set_title(title or ("private CPDAG" if self.privacy.private else "CPDAG (exact)"))
+        return ax
+
+
+def _dot(name) -> str:
+    return str(name).replace("\\", "\\\\").replace('"', '\\"')

@@ -1,0 +1,150 @@
+"""The PC-stable skeleton search, one counting pass per level.
+
+Level ``d`` tests every edge ``(i, j)`` still present at the level's start against
+every conditioning set of ``d`` columns drawn from ``adj(i) - {j}`` or from
+``adj(j) - {i}``, with the adjacencies frozen at the level's start (PC-stable:
+the order of the tests cannot change the result). So every table a level needs
+is known before the level reads any data, and one pass counts them all.
+
+An edge is removed when some set separates it. How that is decided is the
+``decider``'s business: exactly (the smallest margin is negative) or privately
+(one report-noisy-max per edge, :mod:`dpmic_dask.causal.decide`). Removals are
+applied at the end of the level.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import combinations
+
+import numpy as np
+
+from dpmic_dask.causal.citests import (
+    g_public_df,
+    g_pvalue_causallearn,
+    g_statistic,
+    g_threshold,
+    tau_threshold,
+    tau_z,
+)
+from dpmic_dask.causal.tables import LevelTables, TableKey
+
+
+@dataclass(frozen=True)
+class LevelRecord:
+    """What one level did (all of it a function of the released graph sequence)."""
+
+    level: int
+    edges_tested: int
+    tests: int
+    removed: int
+
+
+@dataclass
+class Skeleton:
+    """The skeleton (a symmetric boolean adjacency matrix), the separating set of
+    every removed pair, and per kept edge the statistic of its last level's weakest
+    test (exact; released only through noise)."""
+
+    adjacency: np.ndarray
+    separating_sets: dict = field(default_factory=dict)
+    last_statistic: dict = field(default_factory=dict)
+    last_shape: dict = field(default_factory=dict)
+    levels: list = field(default_factory=list)
+
+
+def levels_to_run(adjacency: np.ndarray, level: int) -> bool:
+    """Whether PC goes on to ``level``: some column has ``level`` neighbours besides
+    the other end of one of its edges (causal-learn's ``max_degree - 1 > depth``)."""
+    return bool(adjacency.sum(axis=1).max(initial=0) >= level + 1)
+
+
+def candidate_sets(adjacency: np.ndarray, i: int, j: int, level: int) -> list[tuple[int, ...]]:
+    """Sorted distinct conditioning sets of size ``level`` for the edge ``(i, j)``."""
+    sets = set()
+    for a, b in ((i, j), (j, i)):
+        others = [k for k in np.flatnonzero(adjacency[a]) if k != b]
+        sets.update(tuple(sorted(int(k) for k in s)) for s in combinations(others, level))
+    return sorted(sets)
+
+
+class Margins:
+    """Margins ``statistic - threshold`` of a level's tests (negative: read as
+    independent), and the statistics themselves, from the level's summed counts."""
+
+    def __init__(self, layout: LevelTables, counts: np.ndarray, n: int, test: str,
+                 alpha: float, causallearn: bool = False):
+        self.margin: dict[TableKey, float] = {}
+        self.statistic: dict[TableKey, float] = {}
+        self.shape: dict[TableKey, tuple[int, int, int]] = {}
+        groups: dict[tuple[int, int, int], list[int]] = {}
+        for t, key in enumerate(layout.keys):
+            groups.setdefault(layout.shape(key), []).append(t)
+        for shape, members in groups.items():
+            stacked = np.stack([layout.table(counts, t) for t in members])
+            if test == "tau":
+                stats = np.abs(tau_z(stacked, n))
+                thresholds = np.full(len(members), tau_threshold(alpha))
+            else:
+                stats = g_statistic(stacked)
+                thresholds = np.full(len(members), g_threshold(alpha, g_public_df(shape)))
+            for t, s, th in zip(members, stats, thresholds):
+                key = layout.keys[t]
+                self.statistic[key] = float(s)
+                self.shape[key] = shape
+                if causallearn:  # p > alpha is independence: margin alpha - p
+                    self.margin[key] = alpha - g_pvalue_causallearn(layout.table(counts, t))
+                else:
+                    self.margin[key] = float(s - th)
+
+
+def pc_skeleton(columns: int, *, count_level, decide, max_level: int, margins) -> Skeleton:
+    """Run PC-stable on ``columns`` columns.
+
+    ``count_level(keys) -> (layout, counts)`` counts every table of a level in one
+    pass; ``margins(layout, counts) -> Margins``; ``decide(level, margins) -> index
+    of the separating set or None`` (keep) for one edge's margins, in the order of
+    :func:`candidate_sets`.
+    """
+    adjacency = ~np.eye(columns, dtype=bool)
+    result = Skeleton(adjacency)
+    for level in range(max_level + 1):
+        if not levels_to_run(adjacency, level):
+            break
+        edges = [(i, j) for i in range(columns) for j in range(i + 1, columns)
+                 if adjacency[i, j]]
+        tests = {}
+        for i, j in edges:
+            sets = candidate_sets(adjacency, i, j, level)
+            if sets:
+                tests[(i, j)] = [TableKey(i, j, s) for s in sets]
+        keys = sorted({k for ks in tests.values() for k in ks},
+                      key=lambda k: (k.x, k.y, k.cond))
+        if not keys:
+            break
+        layout, counts = count_level(tuple(keys))
+        read = margins(layout, counts)
+        removed = []
+        for (i, j), ks in tests.items():
+            values = [read.margin[k] for k in ks]
+            chosen = decide(level, values)
+            if chosen is None:
+                weakest = ks[int(np.argmin(values))]
+                result.last_statistic[(i, j)] = read.statistic[weakest]
+                result.last_shape[(i, j)] = read.shape[weakest]
+            else:
+                removed.append((i, j))
+                result.separating_sets[(i, j)] = ks[chosen].cond
+        for i, j in removed:
+            adjacency[i, j] = adjacency[j, i] = False
+            result.last_statistic.pop((i, j), None)
+            result.last_shape.pop((i, j), None)
+        result.levels.append(LevelRecord(level, len(tests), len(keys), len(removed)))
+    return result
+
+
+def exact_decision(level: int, margins: list[float]) -> int | None:
+    """The non-private decision: the first set with the smallest margin separates
+    the pair when that margin is negative."""
+    best = int(np.argmin(margins))
+    return best if margins[best] < 0 else None
