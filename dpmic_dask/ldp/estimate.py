@@ -12,11 +12,15 @@ Steps for one pair, on its ``m x m`` public grid (``k = m * m`` joint cells):
    counts on the public grid and scored with the package's exact MICr
    (:func:`dpmic_dask.stats.characteristic.micr_from_counts`);
 4. a parametric bootstrap from the normal approximation: ``R`` draws
-   ``f* ~ N(f_hat, Sigma)``, each projected and scored the same way. Noise makes a
-   plug-in MIC too large (mutual information of a noisy table is biased upward, by
-   roughly the noise's own chi-square); the bootstrap estimates that bias as
-   ``mean(MIC*) - MIC(f_hat)`` and the released value is ``MIC(f_hat)`` minus it,
-   clamped to ``[0, 1]``. ``ci95`` is ``1.96`` times the bootstrap standard deviation.
+   ``f* ~ N(f~, Sigma)`` around the projected estimate ``f~`` (the fitted model),
+   each projected and scored the same way. Noise biases the plug-in MIC: upward for
+   unrelated pairs (mutual information of a noisy table is about the noise's own
+   chi-square), downward for strong ones (the projection keeps the positive part
+   of the noise on empty cells and smears the relationship). The bootstrap
+   estimates that bias as ``mean(MIC*) - MIC(f~)``; the value is ``MIC(f~)`` minus
+   it, clamped to ``[0, 1]``. ``ci95`` is ``1.96`` times the bootstrap standard
+   deviation plus ``|bias|``: the correction is computed at ``f~``, not at the
+   truth, so it can be off by about its own size, and the interval says so.
 
 The bootstrap's normal draws are not privacy noise (the reports are already
 private): they come from a SHAKE-256 stream keyed by the counts themselves, so the
@@ -142,8 +146,9 @@ def estimate_pair(supports: np.ndarray, n: int, population: int, proto: Protocol
     root = vecs * np.sqrt(np.clip(vals, 0.0, None))
     key = supports.tobytes() + np.int64(n).tobytes() + np.int64(population).tobytes()
     z = normal_draws(key, replicates * k).reshape(replicates, k)
-    draws = project_simplex(f_hat[None, :] + z @ root.T)
+    draws = project_simplex(f_proj[None, :] + z @ root.T)
     boot = np.array([mic_of_joint(d, m, family) for d in draws])
     bias = float(boot.mean() - raw)
     mic = float(min(max(raw - bias, 0.0), 1.0))
-    return PairEstimate(mic, float(1.96 * boot.std(ddof=1)), raw, bias, f_hat, cov, n)
+    ci95 = 1.96 * float(boot.std(ddof=1)) + abs(bias)
+    return PairEstimate(mic, ci95, raw, bias, f_hat, cov, n)

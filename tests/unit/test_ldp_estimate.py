@@ -1,0 +1,120 @@
+"""Local model, server pieces: simplex projection, MICr of a joint table, support
+counting against the protocol's definition, partition merging."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpmic_dask.errors import InvalidDataError
+from dpmic_dask.ldp import make_design, randomize
+from dpmic_dask.ldp.bits import ByteSource
+from dpmic_dask.ldp.estimate import mic_of_joint, normal_draws, project_simplex
+from dpmic_dask.ldp.protocols import make_protocol, unpack_bits, value_digits
+from dpmic_dask.ldp.server import pairwise, partition_supports
+from dpmic_dask.stats.counting import bins as equal_width_bins
+from dpmic_dask.stats.exact import micr
+from dpmic_dask.stats.grids import master_grid_family
+
+
+def test_projection_is_the_closest_point_of_the_simplex():
+    gen = np.random.default_rng(0)  # test data only
+    for _ in range(50):
+        v = gen.normal(0.1, 0.3, size=9)
+        w = project_simplex(v)
+        assert w.min() >= 0 and abs(w.sum() - 1) < 1e-12
+        # optimality: no random point of the simplex is closer
+        others = gen.dirichlet(np.ones(9), size=2000)
+        assert np.linalg.norm(v - w) <= np.linalg.norm(v - others, axis=1).min() + 1e-12
+    p = np.array([0.2, 0.3, 0.5])
+    assert np.allclose(project_simplex(p), p)
+
+
+def test_mic_of_joint_matches_micr_of_the_coarsened_data():
+    """On a grid whose bins every equipartition of the family respects (bins = 12,
+    B = 9: sizes 2, 3, 4), MICr of the estimated table is MICr of the data itself."""
+    gen = np.random.default_rng(1)  # test data only
+    x = gen.uniform(0, 1, 5000)
+    y = np.clip(x + gen.normal(0, 0.15, 5000), 0, 1)
+    m, B, c = 12, 9, 1
+    family = master_grid_family(B, c)
+    i = equal_width_bins(x, (0.0, 1.0), m)
+    j = equal_width_bins(y, (0.0, 1.0), m)
+    joint = np.bincount(i * m + j, minlength=m * m) / x.size
+    # data moved to its cell's centre: the same MICr
+    value = mic_of_joint(joint, m, family)
+    assert value > 0.3
+    assert abs(value - micr((i + 0.5) / m, (j + 0.5) / m, x_bounds=(0, 1), y_bounds=(0, 1),
+                            B=B, c=c)) < 1e-6
+    # a function is 1, independence is 0
+    diag = np.eye(m).ravel() / m
+    assert abs(mic_of_joint(diag, m, master_grid_family(m * m, 2)) - 1.0) < 1e-9
+    flat = np.full(m * m, 1.0 / (m * m))
+    assert mic_of_joint(flat, m, master_grid_family(m * m, 2)) < 1e-9
+
+
+@pytest.mark.parametrize("name", ["grr", "olh", "oue"])
+def test_support_counts_follow_the_definition(name):
+    proto = make_protocol(name, 1.5, 12)
+    values = np.arange(600) % 12
+    reports = proto.encode(values, ByteSource())
+    pair = np.arange(600) % 3
+    got = proto.supports(reports, pair, 3)
+    want = np.zeros((3, 12), dtype=np.int64)
+    for r in range(600):
+        for v in range(12):
+            if name == "grr":
+                hit = reports["y"][r] == v
+            elif name == "olh":
+                a = value_digits(np.array([reports["seed"][r]]), proto.g, proto.w)[0]
+                d = value_digits(np.array([v]), proto.g, proto.w)[0]
+                hit = (a * d).sum() % proto.g == reports["y"][r]
+            else:
+                hit = unpack_bits({k: v_[r:r + 1] for k, v_ in reports.items()}, 12)[0, v]
+            want[pair[r], v] += int(hit)
+    assert np.array_equal(got, want)
+
+
+def test_partitions_merge_exactly():
+    df = pd.DataFrame({"a": np.linspace(0, 1, 3000), "b": np.linspace(1, 0, 3000) ** 2,
+                       "c": np.cos(np.arange(3000))})
+    reports = randomize(df, 1.0, bounds={"a": (0, 1), "b": (0, 1), "c": (-1, 1)})
+    design = reports.attrs["dpmic_ldp"]
+    whole = partition_supports(reports, design)
+    parts = [partition_supports(reports.iloc[s:s + 700], design) for s in range(0, 3000, 700)]
+    assert np.array_equal(whole[0], sum(p[0] for p in parts))
+    assert np.array_equal(whole[1], sum(p[1] for p in parts))
+    assert whole[1].sum() == 3000
+
+
+def test_malformed_reports_refused():
+    df = pd.DataFrame({"a": [0.1] * 20, "b": [0.2] * 20})
+    reports = randomize(df, 1.0, bounds={"a": (0, 1), "b": (0, 1)}, protocol="grr")
+    bad = reports.copy()
+    bad.loc[0, "y"] = 10_000
+    bad.attrs = reports.attrs
+    with pytest.raises(InvalidDataError):
+        pairwise(bad)
+    with pytest.raises(InvalidDataError):
+        pairwise(reports.drop(columns=["y"]), design=reports.attrs["dpmic_ldp"])
+
+
+def test_bootstrap_draws_are_deterministic_and_standard_normal():
+    a = normal_draws(b"key", 20000)
+    assert np.array_equal(a, normal_draws(b"key", 20000))
+    assert not np.array_equal(a, normal_draws(b"other", 20000))
+    assert abs(a.mean()) < 0.03 and abs(a.std() - 1) < 0.03
+
+
+def test_same_reports_same_result():
+    df = pd.DataFrame({"a": np.linspace(0, 1, 2000), "b": np.sin(np.linspace(0, 6, 2000))})
+    reports = randomize(df, 2.0, bounds={"a": (0, 1), "b": (-1, 1)})
+    one = pairwise(reports, replicates=30).to_pandas()
+    two = pairwise(reports, replicates=30).to_pandas()
+    pd.testing.assert_frame_equal(one, two)
+
+
+def test_design_defaults():
+    design = make_design(1.0, bounds={"a": (0, 1), "b": (0, 1)})
+    assert design["B"] == design["bins"] ** 2
