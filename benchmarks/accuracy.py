@@ -3,7 +3,7 @@
 For each of the 21 relationships at the paper's nine noise levels (189
 distributions, ``relationships.py``), each ``n`` and ``eps``, draws ``--reps`` datasets and releases one value per
 mechanism through the package's own release path (default B, c from
-``dpmic_dask.defaults``; secure OpenDP noise). Per mechanism, ``n`` and ``eps`` it
+``dpmic_dask.stats.defaults``; secure OpenDP noise). Per mechanism, ``n`` and ``eps`` it
 prints, over the distributions, the median and IQR of the *bias* (each
 distribution's mean signed error over its repetitions) and the median absolute
 error, against
@@ -51,13 +51,13 @@ def proxy_mic(rel, seed: int) -> float:
 
 def evaluate(task):
     """All releases for one relationship: rows of (mech, n, eps, exact, released, proxy)."""
-    from dpmic_dask.characteristic import micr_from_counts
-    from dpmic_dask.counting import pair_counts
-    from dpmic_dask.defaults import default_parameters
-    from dpmic_dask.grids import master_grid_family
-    from dpmic_dask.mechanisms import noisy_counts, noisy_values, plan_release
-    from dpmic_dask.mice import mice_on_distinct_ranks
-    from dpmic_dask.noise import active_sampler
+    from dpmic_dask.privacy.mechanisms import noisy_counts, noisy_values, plan_release
+    from dpmic_dask.privacy.noise import active_sampler
+    from dpmic_dask.stats.characteristic import micr_from_counts
+    from dpmic_dask.stats.counting import pair_counts
+    from dpmic_dask.stats.defaults import default_parameters
+    from dpmic_dask.stats.grids import master_grid_family
+    from dpmic_dask.stats.mice import mice_on_distinct_ranks
 
     rel, ns, epss, reps, seed, mice_max_n, geom_reps = task
     proxy = proxy_mic(rel, seed)
@@ -93,11 +93,11 @@ def tau_accuracy(rels, reps: int, seed: int, n: int = 10_000, eps: float = 1.0) 
     per release, budget split between MIC and tau as ``pairwise`` does)."""
     from scipy import stats
 
-    from dpmic_dask.counting import CountSpec, count_columns
-    from dpmic_dask.defaults import default_parameters
-    from dpmic_dask.grids import tau_family
-    from dpmic_dask.mechanisms import build_mechanism, split_mechanism
-    from dpmic_dask.statistics import get_statistic
+    from dpmic_dask.privacy.mechanisms import build_mechanism, split_mechanism
+    from dpmic_dask.stats.counting import CountSpec, count_columns
+    from dpmic_dask.stats.defaults import default_parameters
+    from dpmic_dask.stats.grids import tau_family
+    from dpmic_dask.stats.statistics import get_statistic
 
     tau = get_statistic("tau")
     B, c = default_parameters("micr-lap", n, eps)

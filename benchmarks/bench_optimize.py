@@ -32,10 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from dpmic_dask.characteristic import _layout, micr_from_counts  # noqa: E402
-from dpmic_dask.counting import pair_counts  # noqa: E402
-from dpmic_dask.grids import master_grid_family  # noqa: E402
-from dpmic_dask.kernels.optimize import family_max  # noqa: E402
+from dpmic_dask.stats.characteristic import _layout, micr_from_counts  # noqa: E402
+from dpmic_dask.stats.counting import pair_counts  # noqa: E402
+from dpmic_dask.stats.grids import master_grid_family  # noqa: E402
+from dpmic_dask.stats.kernels.optimize import family_max  # noqa: E402
 from tests.legacy_optimize import legacy_micr_from_counts  # noqa: E402
 
 

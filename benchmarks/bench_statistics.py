@@ -27,9 +27,9 @@ import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
 import dpmic_dask as dm  # noqa: E402
-from dpmic_dask.characteristic import characteristic_matrix  # noqa: E402
-from dpmic_dask.counting import bin_values, master_counts, pair_counts, refinement_histograms  # noqa: E402
-from dpmic_dask.grids import master_grid_family  # noqa: E402
+from dpmic_dask.stats.characteristic import characteristic_matrix  # noqa: E402
+from dpmic_dask.stats.counting import bin_values, master_counts, pair_counts, refinement_histograms  # noqa: E402
+from dpmic_dask.stats.grids import master_grid_family  # noqa: E402
 
 
 def best_time(fn, repeat: int) -> float:
@@ -98,7 +98,7 @@ def count_each_grid(xpos, ypos, fixed_x, rows_y, offsets, out):
 
 
 def per_row_table(repeat: int) -> None:
-    from dpmic_dask.counting import positions
+    from dpmic_dask.stats.counting import positions
 
     small, large = 200_000, 2_000_000
     x, y, xb, yb = synthetic_pair(large)

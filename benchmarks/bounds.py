@@ -59,7 +59,7 @@ def central(values):
 
 def main() -> None:
     import dpmic_dask as dm
-    from dpmic_dask.defaults import default_parameters
+    from dpmic_dask.stats.defaults import default_parameters
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=20)

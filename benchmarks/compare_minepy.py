@@ -1,4 +1,4 @@
-"""Compare ``dpmic_dask.mice`` with minepy's ``mic_e`` side by side.
+"""Compare ``dpmic_dask.stats.mice`` with minepy's ``mic_e`` side by side.
 
 minepy is GPL-licensed and is never a dependency of dpmic_dask. This script runs
 only where it is installed by hand (version 1.2.6 builds on Python 3.11 with

@@ -87,9 +87,9 @@ def write_table(root: Path, n: int, relationships) -> Path:
 
 def repetitions(exact, screen, n, B, c, reps):
     """Precision, error, recall and false positives over ``reps`` noise draws."""
-    from dpmic_dask.mechanisms import build_mechanism
-    from dpmic_dask.selection import plan_selection
-    from dpmic_dask.statistics import get_statistic
+    from dpmic_dask.privacy.mechanisms import build_mechanism
+    from dpmic_dask.privacy.selection import plan_selection
+    from dpmic_dask.stats.statistics import get_statistic
 
     micr = get_statistic("micr")
     pairs = list(exact.index)
@@ -164,8 +164,8 @@ def measure(path: Path, n: int, reps: int) -> dict:
 def calibration_lines() -> list[str]:
     import math
 
-    from dpmic_dask.conversion import rho_from_eps_delta
-    from dpmic_dask.mechanisms import build_mechanism
+    from dpmic_dask.privacy.conversion import rho_from_eps_delta
+    from dpmic_dask.privacy.mechanisms import build_mechanism
 
     lines = []
     for pairs in (45, 4950):

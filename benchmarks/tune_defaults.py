@@ -1,4 +1,4 @@
-"""The error surface behind the default B and c (``dpmic_dask.defaults``).
+"""The error surface behind the default B and c (``dpmic_dask.stats.defaults``).
 
 For each mechanism, ``n`` and ``eps``, evaluates every ``(B, c)`` of a grid on the
 21 relationships at the paper's nine noise levels (189 distributions; ``--levels``
@@ -39,10 +39,10 @@ def interval_weights(values: np.ndarray) -> np.ndarray:
 
 
 def errors_for(task):
-    from dpmic_dask.characteristic import micr_from_counts
-    from dpmic_dask.counting import pair_counts
-    from dpmic_dask.grids import master_grid_family
-    from dpmic_dask.mechanisms import noisy_counts, noisy_values, plan_release
+    from dpmic_dask.privacy.mechanisms import noisy_counts, noisy_values, plan_release
+    from dpmic_dask.stats.characteristic import micr_from_counts
+    from dpmic_dask.stats.counting import pair_counts
+    from dpmic_dask.stats.grids import master_grid_family
 
     rel, mech, ns, epss, Bs, cs, reps, seed = task
     proxy = proxy_mic(rel, seed)
@@ -66,7 +66,7 @@ def errors_for(task):
 
 
 def main() -> None:
-    from dpmic_dask.defaults import default_parameters
+    from dpmic_dask.stats.defaults import default_parameters
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mechanism", default="micr-lap", choices=["micr-lap", "micr-geom"])

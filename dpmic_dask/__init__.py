@@ -4,10 +4,7 @@ The non-private statistics (:func:`micr`, :func:`mice`) carry no privacy
 guarantee; their names and docstrings say so.
 """
 
-from . import accessor as _accessor  # noqa: F401  (registers frame.dpmic)
-from .accounting import Budget, InMemoryLedger, using_ledger
-from .characteristic import CharacteristicMatrix
-from .errors import (
+from dpmic_dask.errors import (
     BudgetExceededError,
     BudgetMismatchError,
     ClusterError,
@@ -22,11 +19,14 @@ from .errors import (
     RunClaimedError,
     UnavailableError,
 )
-from .exact import mice, micr, micr_characteristic
-from .ledger import SQLLedger
-from .pipeline import private_mic, session_ledger
-from .private_release import private_bounds
-from .results import BoundsRelease, PairwiseResult, PrivacyReport, Release
+from dpmic_dask.privacy.accounting import Budget, InMemoryLedger, using_ledger
+from dpmic_dask.privacy.ledger import SQLLedger
+from dpmic_dask.release import accessor as _accessor  # noqa: F401  (registers frame.dpmic)
+from dpmic_dask.release.pipeline import private_mic, session_ledger
+from dpmic_dask.release.private_bounds import private_bounds
+from dpmic_dask.release.results import BoundsRelease, PairwiseResult, PrivacyReport, Release
+from dpmic_dask.stats.characteristic import CharacteristicMatrix
+from dpmic_dask.stats.exact import mice, micr, micr_characteristic
 
 __all__ = [
     "BoundsRelease",
@@ -59,4 +59,4 @@ __all__ = [
     "using_ledger",
 ]
 
-from ._version import __version__ as __version__  # noqa: E402
+from dpmic_dask._version import __version__ as __version__  # noqa: E402

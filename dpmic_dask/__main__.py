@@ -1,3 +1,3 @@
-from .cli import main
+from dpmic_dask.batch.cli import main
 
 main()

@@ -13,8 +13,8 @@ import os
 import warnings
 from contextlib import contextmanager
 
-from .errors import InvalidParameterError, PrivacyLeakWarning
-from .noise import _ACTIVE, _seeded_sampler
+from dpmic_dask.errors import InvalidParameterError, PrivacyLeakWarning
+from dpmic_dask.privacy.noise import _ACTIVE, _seeded_sampler
 
 ENV_FLAG = "DPMIC_DASK_ALLOW_SEEDED_NOISE"
 

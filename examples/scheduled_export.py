@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 
 import dpmic_dask as dm
-from dpmic_dask.accounting import Budget
-from dpmic_dask.ledger import SQLLedger
+from dpmic_dask.privacy.accounting import Budget
+from dpmic_dask.privacy.ledger import SQLLedger
 
 gen = np.random.default_rng(5)  # example data only
 x = gen.uniform(0, 1, 20_000)

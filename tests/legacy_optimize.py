@@ -1,7 +1,7 @@
 """The OptimizeAxis kernel and MICr read-out as they were before the faster kernel.
 
 Kept as it was (apart from this docstring, ``cache=False`` and the read-out helpers at
-the end) as the reference the faster kernel in :mod:`dpmic_dask.kernels.optimize` is compared with:
+the end) as the reference the faster kernel in :mod:`dpmic_dask.stats.kernels.optimize` is compared with:
 every score must agree with these to 1e-12.
 """
 

@@ -45,7 +45,7 @@ PRIVACY_TESTS = [
 #: name -> (what it breaks, the patch applied when the package is imported)
 MUTANTS = {
     "drop-all-value-noise": ("every released value goes out exact", """
-        from dpmic_dask.mechanisms import base
+        from dpmic_dask.privacy.mechanisms import base
         def randomise(self, data, plan):
             if self.acts_on == "counts":
                 return np.asarray(data)
@@ -54,7 +54,7 @@ MUTANTS = {
         base.Mechanism.randomise = randomise
     """),
     "drop-all-but-laplace": ("exact values for every mechanism but micr-lap", """
-        from dpmic_dask.mechanisms import base
+        from dpmic_dask.privacy.mechanisms import base
         original = base.Mechanism.randomise
         def randomise(self, data, plan):
             if self.label == "micr-lap":
@@ -71,7 +71,7 @@ MUTANTS = {
     """),
     "halve-value-noise": ("value noise drawn at half the stated scale", """
         import dataclasses
-        from dpmic_dask.mechanisms import base
+        from dpmic_dask.privacy.mechanisms import base
         original = base.noisy_values
         def noisy_values(exact, plan):
             return original(exact, dataclasses.replace(plan, noise_scale=plan.noise_scale / 2))
@@ -79,7 +79,7 @@ MUTANTS = {
     """),
     "halve-count-noise": ("count noise drawn at half the stated scale", """
         import dataclasses
-        from dpmic_dask.mechanisms import base
+        from dpmic_dask.privacy.mechanisms import base
         original = base.noisy_counts
         def noisy_counts(counts, plan):
             return original(counts, dataclasses.replace(plan, noise_scale=plan.noise_scale / 2))
@@ -98,18 +98,18 @@ MUTANTS = {
             return accounting.Charge("mutant", dataset or "default", cost, description,
                                      0.0, mechanism, tuple(columns))
         pipeline.charge_budget = charge_budget
-        import dpmic_dask.selected, dpmic_dask.private_release
-        dpmic_dask.selected.charge_budget = charge_budget
-        dpmic_dask.private_release.charge_budget = charge_budget
+        import dpmic_dask.release.selected, dpmic_dask.release.private_bounds
+        dpmic_dask.release.selected.charge_budget = charge_budget
+        dpmic_dask.release.private_bounds.charge_budget = charge_budget
     """),
     "gauss-costs-pure": ("a Gaussian release is accounted as pure epsilon-DP", """
-        from dpmic_dask.costs import PrivacyCost
-        from dpmic_dask.mechanisms.gaussian import GaussianMechanism
+        from dpmic_dask.privacy.costs import PrivacyCost
+        from dpmic_dask.privacy.mechanisms.gaussian import GaussianMechanism
         GaussianMechanism.cost = property(lambda self: PrivacyCost(self.epsilon))
     """),
     "halve-micr-sensitivity": ("noise calibrated to half MICr's sensitivity", """
         from dpmic_dask import sensitivity
-        from dpmic_dask.statistics import micr
+        from dpmic_dask.stats.statistics import micr
         original = sensitivity.micr_sensitivity
         micr.micr_sensitivity = lambda n: original(n) / 2
     """),
@@ -124,7 +124,7 @@ MUTANTS = {
                                    """
         from dpmic_dask import pipeline
         pipeline.check_plan = lambda request, n: pipeline.grid_parameters(request, n)
-        import dpmic_dask.private_release as pr
+        import dpmic_dask.release.private_bounds as pr
         pr.check_plan = pipeline.check_plan
     """),
 }

@@ -9,7 +9,7 @@ itself. A new frame type is one module with a :class:`Backend` subclass and a
 
 from __future__ import annotations
 
-from .base import Aggregate, Backend, LocalAggregate, guarded
+from dpmic_dask.backends.base import Aggregate, Backend, LocalAggregate, guarded
 
 _BACKENDS: dict[type, Backend] = {}
 
@@ -25,7 +25,7 @@ def register(frame_type: type):
 
 def backend_for(frame) -> Backend:
     """The backend registered for ``type(frame)`` or its nearest base class."""
-    from ..errors import InvalidDataError
+    from dpmic_dask.errors import InvalidDataError
 
     _load_builtin()
     for kind in type(frame).__mro__:
@@ -36,12 +36,12 @@ def backend_for(frame) -> Backend:
 
 
 def _load_builtin() -> None:
-    from . import dask, pandas  # noqa: F401  (register on import)
+    from dpmic_dask.backends import dask, pandas  # noqa: F401  (register on import)
 
 
 def count_frame(frame, spec, *, split_every: int = 8, progress: bool | None = None):
     """Exact counts of a whole frame, brought to the driver (tests, references)."""
-    from ..counting import PartialCounts
+    from dpmic_dask.stats.counting import PartialCounts
 
     agg = backend_for(frame).count(frame, spec, split_every=split_every, progress=progress)
     return PartialCounts(agg.counts(), agg.rows, agg.missing)

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..counting import Block, CountSpec, PartialCounts
-from ..errors import DataReadError, DPMICError
-from ..limits import DEFAULT_TASK_MEMORY
+from dpmic_dask.errors import DataReadError, DPMICError
+from dpmic_dask.stats.counting import Block, CountSpec, PartialCounts
+from dpmic_dask.stats.limits import DEFAULT_TASK_MEMORY
 
 
 def guarded(columns, work, *args, **kwargs):
@@ -116,7 +116,7 @@ class Backend(ABC):
         """Exact counts of ``frame`` for ``spec`` (partition-invariant).
 
         ``rows`` (the public row count, when known) and ``task_memory`` size the
-        counting tasks only (:func:`~dpmic_dask.limits.partitions_per_task`); the
+        counting tasks only (:func:`~dpmic_dask.stats.limits.partitions_per_task`); the
         counts do not depend on them."""
 
     @abstractmethod

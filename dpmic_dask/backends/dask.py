@@ -21,17 +21,8 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from ..counting import (
-    CountSpec,
-    PartialCounts,
-    bin_partition,
-    combine_partials,
-    count_binned_partitions,
-    empty_partial,
-)
-from ..limits import DEFAULT_TASK_MEMORY, partitions_per_task
-from . import register
-from .base import (
+from dpmic_dask.backends import register
+from dpmic_dask.backends.base import (
     Aggregate,
     Backend,
     Evaluation,
@@ -40,13 +31,22 @@ from .base import (
     evaluate_partial,
     guarded,
 )
+from dpmic_dask.stats.counting import (
+    CountSpec,
+    PartialCounts,
+    bin_partition,
+    combine_partials,
+    count_binned_partitions,
+    empty_partial,
+)
+from dpmic_dask.stats.limits import DEFAULT_TASK_MEMORY, partitions_per_task
 
 DEFAULT_SPLIT_EVERY = 8
 
 
 def _active_client():
     """The ``distributed`` client that will run our graphs, if any, with the
-    worker-log redaction attached (:func:`dpmic_dask.cluster.attach`, once per
+    worker-log redaction attached (:func:`dpmic_dask.batch.cluster.attach`, once per
     client): a client the caller created runs tasks whose failures would
     otherwise be logged with cell values."""
     try:
@@ -57,7 +57,7 @@ def _active_client():
         client = default_client()
     except ValueError:
         return None
-    from ..cluster import attach
+    from dpmic_dask.backends.redaction import attach
 
     attach(client)
     return client
@@ -124,7 +124,7 @@ def _group(rows, parts: int, columns: int, task_memory: int, blocks: int) -> int
 
 
 def _binned(frame, spec: CountSpec) -> list:
-    """One delayed :class:`~dpmic_dask.counting.BinnedChunk` per partition of
+    """One delayed :class:`~dpmic_dask.stats.counting.BinnedChunk` per partition of
     ``frame``'s ``spec.columns``. Binning is a per-partition map, which Dask fuses
     into the task that reads (or computes) the partition: its float64 values are
     freed as soon as they are binned, and only two bytes per value wait for the

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..counting import partition_counts
-from . import register
-from .base import Backend, Evaluation, LocalAggregate, assemble, evaluate_partial, guarded
+from dpmic_dask.backends import register
+from dpmic_dask.backends.base import (
+    Backend,
+    Evaluation,
+    LocalAggregate,
+    assemble,
+    evaluate_partial,
+    guarded,
+)
+from dpmic_dask.stats.counting import partition_counts
 
 
 @register(pd.DataFrame)

@@ -352,7 +352,8 @@ def causal_graph_exact(frame, *, columns=None, alpha=0.05, max_condition_size=2,
     report = CausalReport(False, request.test, request.alpha, n, request.bins,
                           request.max_condition_size, levels=tuple(skeleton.levels),
                           passes=len(passes))
-    return _result(request, n, skeleton, dict(skeleton.last_statistic), report)
+    return _result(request, n, skeleton, dict(skeleton.last_statistic), report,
+                   colliders=skeleton.separating_union)
 
 
 def _private_report(request, n, budget: CausalBudget, skeleton, high, passes) -> CausalReport:
@@ -373,6 +374,9 @@ def _private_report(request, n, budget: CausalBudget, skeleton, high, passes) ->
         sensitivities=tuple(sensitivity(request.test, n, d) for d in range(request.levels)))
 
 
-def _result(request, n, skeleton, statistic, report) -> CausalGraph:
-    graph = cpdag(skeleton.adjacency, skeleton.separating_sets)
+def _result(request, n, skeleton, statistic, report, colliders=None) -> CausalGraph:
+    """The CPDAG: a v-structure ``i -> k <- j`` when ``k`` is outside the released
+    separating set of ``(i, j)`` (exact: outside every set of the level that
+    separated them, as causal-learn decides)."""
+    graph = cpdag(skeleton.adjacency, skeleton.separating_sets if colliders is None else colliders)
     return CausalGraph(request.names, graph, dict(skeleton.separating_sets), statistic, report)

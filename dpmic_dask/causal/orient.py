@@ -27,14 +27,15 @@ def v_structures(adjacency: np.ndarray, separating_sets: dict) -> list[tuple[int
 
 
 def orient_colliders(adjacency: np.ndarray, separating_sets: dict) -> np.ndarray:
-    """Orient every v-structure ``i -> k <- j``. An edge already oriented by an
-    earlier v-structure (in sorted order) keeps its direction: conflicting
-    colliders never make an edge bidirected."""
+    """Orient every v-structure ``i -> k <- j``, in sorted order, unless an earlier
+    one already oriented ``k -> i`` or ``k -> j`` (existing colliders first, like
+    causal-learn's ``uc_priority=2``): conflicting colliders never make an edge
+    bidirected."""
     g = adjacency.copy()
     for i, k, j in v_structures(adjacency, separating_sets):
-        for a in (i, j):
-            if g[a, k] and g[k, a]:
-                g[k, a] = False
+        if _directed(g, k, i) or _directed(g, k, j):
+            continue
+        g[k, i] = g[k, j] = False
     return g
 
 

@@ -43,11 +43,13 @@ class LevelRecord:
 @dataclass
 class Skeleton:
     """The skeleton (a symmetric boolean adjacency matrix), the separating set of
-    every removed pair, and per kept edge the statistic of its last level's weakest
+    every removed pair (and, for exact decisions, the union of every set of its
+    level that separated it), and per kept edge the statistic of its last level's weakest
     test (exact; released only through noise)."""
 
     adjacency: np.ndarray
     separating_sets: dict = field(default_factory=dict)
+    separating_union: dict = field(default_factory=dict)
     last_statistic: dict = field(default_factory=dict)
     last_shape: dict = field(default_factory=dict)
     levels: list = field(default_factory=list)
@@ -135,6 +137,8 @@ def pc_skeleton(columns: int, *, count_level, decide, max_level: int, margins) -
             else:
                 removed.append((i, j))
                 result.separating_sets[(i, j)] = ks[chosen].cond
+                result.separating_union[(i, j)] = tuple(sorted(
+                    {c for k, m in zip(ks, values) if m < 0 for c in k.cond}))
         for i, j in removed:
             adjacency[i, j] = adjacency[j, i] = False
             result.last_statistic.pop((i, j), None)

@@ -65,10 +65,12 @@ def make_design(eps, *, bounds, columns=None, bins=None, B=None, c=2, protocol="
         if name not in bounds:
             raise InvalidParameterError(f"no public bounds for column {name!r}")
         checked[str(name)] = list(check_bounds(bounds[name], f"bounds[{name!r}]"))
-    m = default_bins(eps) if bins is None else bins
-    if isinstance(m, bool) or not isinstance(m, numbers.Integral) or not 2 <= m <= 32:
+    m_raw = default_bins(eps) if bins is None else bins
+    if isinstance(m_raw, bool) or not isinstance(m_raw, numbers.Integral):
         raise InvalidParameterError("bins must be an integer in [2, 32]")
-    m = int(m)
+    m = int(m_raw)
+    if not 2 <= m <= 32:
+        raise InvalidParameterError("bins must be an integer in [2, 32]")
     if m * m > MAX_CELLS:
         raise InvalidParameterError(f"bins**2 must be at most {MAX_CELLS}")
     grid_b = check_max_cells(m * m if B is None else B)

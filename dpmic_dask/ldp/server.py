@@ -64,12 +64,10 @@ def count_reports(reports, design: dict) -> tuple[np.ndarray, np.ndarray]:
     """Total support counts and reports per pair of a pandas or Dask frame."""
     if isinstance(reports, pd.DataFrame):
         return partition_supports(reports, design)
-    try:
-        import dask
-        import dask.dataframe as dd
-    except ImportError:  # pragma: no cover - dask is a dependency
-        dd = None
-    if dd is None or not isinstance(reports, dd.DataFrame):
+    import dask
+    import dask.dataframe as dd
+
+    if not isinstance(reports, dd.DataFrame):
         raise InvalidDataError("reports must be a pandas or Dask DataFrame")
     parts = [dask.delayed(partition_supports)(p, design) for p in reports.to_delayed()]
     if not parts:

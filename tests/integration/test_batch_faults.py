@@ -20,9 +20,9 @@ import pytest
 from click.testing import CliRunner
 
 import dpmic_dask as dm
-from dpmic_dask.accounting import Budget, PrivacyCost
-from dpmic_dask.cli import Exit, main
-from dpmic_dask.ledger import SQLLedger
+from dpmic_dask.batch.cli import Exit, main
+from dpmic_dask.privacy.accounting import Budget, PrivacyCost
+from dpmic_dask.privacy.ledger import SQLLedger
 from tests.integration.test_jobs import JOB, write_input
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,7 +128,7 @@ def test_worker_logs_of_an_external_cluster_are_redacted(env, cli_cluster):
 def test_redactor_keeps_the_key_and_type_only():
     import logging
 
-    from dpmic_dask.cluster import TaskErrorRedactor
+    from dpmic_dask.batch.cluster import TaskErrorRedactor
 
     record = logging.LogRecord(
         "distributed.worker", logging.ERROR, __file__, 1,
@@ -241,8 +241,8 @@ def test_api_refuses_huge_grids_before_reading_data():
 
 
 def test_limit_estimates_match_the_real_family():
-    from dpmic_dask.grids import master_grid_family
-    from dpmic_dask.limits import micr_grid_cost
+    from dpmic_dask.stats.grids import master_grid_family
+    from dpmic_dask.stats.limits import micr_grid_cost
 
     for B, c in [(4, 1), (40, 5), (150, 5), (333, 2)]:
         family = master_grid_family(B, c)
@@ -297,14 +297,14 @@ def test_overlapping_runs_with_one_run_id_charge_once(env):
     gate = tmp_path / "gate"
     script = f"""
 import os, sys, time
-import dpmic_dask.joboutput as joboutput
+import dpmic_dask.batch.joboutput as joboutput
 real = joboutput.deliver
 def slow(*args, **kwargs):
     while not os.path.exists({str(gate)!r}):
         time.sleep(0.1)
     return real(*args, **kwargs)
 joboutput.deliver = slow
-from dpmic_dask.cli import main
+from dpmic_dask.batch.cli import main
 sys.argv = ["dpmic", "run", {job()!r}, "--run-id", "daily"]
 main()
 """
@@ -336,7 +336,7 @@ def test_a_failure_after_the_charge_keeps_it_and_the_retry_says_so(env, monkeypa
     def broken(rows):
         raise RuntimeError("after the charge")
 
-    monkeypatch.setattr("dpmic_dask.journal.encode_rows", broken)
+    monkeypatch.setattr("dpmic_dask.batch.journal.encode_rows", broken)
     failed = invoke("run", job(), "--run-id", "r")
     assert failed.exit_code == Exit.UNEXPECTED
     assert len(SQLLedger(ledger).history("d")) == 1  # charged, never refunded
@@ -456,7 +456,7 @@ def test_job_file_syntax_errors_give_line_and_column(tmp_path, name, text, where
 
 
 def test_sql_input_without_psycopg_gives_the_install_hint(env, monkeypatch):
-    from dpmic_dask.jobio import sql_engine
+    from dpmic_dask.batch.jobio import sql_engine
 
     monkeypatch.setitem(sys.modules, "psycopg", None)
     with pytest.raises(dm.DPMICError, match=r"dpmic_dask\[postgres\]"):
@@ -499,7 +499,7 @@ def test_budget_refusal_comes_before_any_cluster(env, monkeypatch):
     def no_cluster(**kwargs):
         raise AssertionError("a cluster was started for a refused run")
 
-    monkeypatch.setattr("dpmic_dask.cluster.open_cluster", no_cluster)
+    monkeypatch.setattr("dpmic_dask.batch.cluster.open_cluster", no_cluster)
     start = time.monotonic()
     result = invoke("run", job(), "--run-id", "r")
     assert result.exit_code == documented_exit("budget exhausted") and "no data was read" in result.output
@@ -520,7 +520,7 @@ def test_local_cluster_serves_no_dashboard():
 
     from distributed import default_client
 
-    from dpmic_dask.cluster import open_cluster
+    from dpmic_dask.batch.cluster import open_cluster
 
     with open_cluster(scheduler=None, workers=1):
         client = default_client()

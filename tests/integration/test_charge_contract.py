@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 import dpmic_dask as dm
+from dpmic_dask.checks import check_bounds
 from dpmic_dask.errors import ReleaseIncompleteError
-from dpmic_dask.private_release import noisy_histograms
+from dpmic_dask.release.private_bounds import noisy_histograms
 from dpmic_dask.testing import seeded_noise
-from dpmic_dask.validation import check_bounds
 
 
 def _table(n=2000, seed=0):
@@ -112,7 +112,7 @@ def test_noisy_histograms_add_in_exact_integers():
     with pytest.warns(dm.PrivacyLeakWarning), seeded_noise(5, not_private=True):
         (noisy,), scale = noisy_histograms(counts, 1.0)
     with pytest.warns(dm.PrivacyLeakWarning), seeded_noise(5, not_private=True):
-        from dpmic_dask.noise import active_sampler
+        from dpmic_dask.privacy.noise import active_sampler
         z = active_sampler().discrete_laplace(scale, 4)
     assert noisy.dtype == np.int64
     assert noisy.tolist() == [int(a) + int(b) for a, b in zip(counts[0], z)]
@@ -175,7 +175,7 @@ def test_a_failure_after_the_charge_names_the_charge_and_never_says_nothing_was_
 def test_the_release_part_under_zcdp_is_the_largest_eps_that_fits(eps, delta):
     """The release's part of a zCDP budget: found by bisection (at tiny rho the two
     conversions are not inverses, and stepping down one ulp at a time never ended)."""
-    from dpmic_dask.conversion import eps_within_rho, rho_from_eps_delta
+    from dpmic_dask.privacy.conversion import eps_within_rho, rho_from_eps_delta
 
     rest = 0.9 * rho_from_eps_delta(eps, delta)
     part = eps_within_rho(rest, delta)

@@ -5,8 +5,8 @@ import sys
 import pandas as pd
 from click.testing import CliRunner
 
-from dpmic_dask.cli import main
-from dpmic_dask.demo import DEMO_BOUNDS, demo_partition
+from dpmic_dask.batch.cli import main
+from dpmic_dask.batch.demo import DEMO_BOUNDS, demo_partition
 
 
 def test_demo_command_writes_results(tmp_path):

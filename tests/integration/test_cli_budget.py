@@ -5,9 +5,9 @@ import sys
 
 from click.testing import CliRunner
 
-from dpmic_dask.accounting import PrivacyCost
-from dpmic_dask.cli import Exit, main
-from dpmic_dask.ledger import SQLLedger
+from dpmic_dask.batch.cli import Exit, main
+from dpmic_dask.privacy.accounting import PrivacyCost
+from dpmic_dask.privacy.ledger import SQLLedger
 
 
 def invoke(*args):

@@ -20,10 +20,10 @@ import psutil
 import pytest
 from click.testing import CliRunner
 
-from dpmic_dask.accounting import Budget
-from dpmic_dask.cli import Exit, main
-from dpmic_dask.cluster import max_local_workers
-from dpmic_dask.ledger import SQLLedger
+from dpmic_dask.batch.cli import Exit, main
+from dpmic_dask.batch.cluster import max_local_workers
+from dpmic_dask.privacy.accounting import Budget
+from dpmic_dask.privacy.ledger import SQLLedger
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,7 +60,7 @@ time.sleep(600)
 """
 HOLD_COUNT = """
 import os, time
-import dpmic_dask.counting as counting
+import dpmic_dask.stats.counting as counting
 
 def held(*args, **kwargs):
     open(os.environ["DPMIC_TEST_MARKER"], "a").write("held\\n")
@@ -190,7 +190,7 @@ def test_a_signal_ends_the_run_with_one_line_and_a_closed_cluster(tmp_path, hold
 
 
 def test_interrupt_messages_say_whether_the_budget_may_have_been_charged():
-    from dpmic_dask import interrupts
+    from dpmic_dask.batch import interrupts
 
     with interrupts.signals_as_exceptions():
         assert interrupts.message(interrupts.Interrupted(signal.SIGINT)) == (

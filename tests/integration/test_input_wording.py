@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 import dpmic_dask as dm
-from dpmic_dask.cli import Exit, main
-from dpmic_dask.jobs import JobError, load_job
+from dpmic_dask.batch.cli import Exit, main
+from dpmic_dask.batch.jobs import JobError, load_job
 
 TOML = """
 [job]

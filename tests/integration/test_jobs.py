@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from dpmic_dask.accounting import Budget
-from dpmic_dask.cli import Exit, main
-from dpmic_dask.jobs import JobError, load_job
-from dpmic_dask.ledger import SQLLedger
+from dpmic_dask.batch.cli import Exit, main
+from dpmic_dask.batch.jobs import JobError, load_job
+from dpmic_dask.privacy.accounting import Budget
+from dpmic_dask.privacy.ledger import SQLLedger
 
 
 def write_input(folder, rows=4000):
@@ -162,7 +162,7 @@ def _run_and_die(job, run_id, module, owner, name):
         def die(*a, **k):
             os._exit(9)
         setattr({where}, {name!r}, die)
-        from dpmic_dask.cli import main
+        from dpmic_dask.batch.cli import main
         sys.argv = ["dpmic", "run", {str(job)!r}, "--run-id", {run_id!r}]
         main()
     """)
@@ -172,7 +172,7 @@ def _run_and_die(job, run_id, module, owner, name):
 
 def test_killed_between_charge_and_write_keeps_charge_and_delivers_on_retry(setup):
     tmp_path, ledger, job = setup
-    proc = _run_and_die(job(), "crash", "dpmic_dask.joboutput", "", "deliver")
+    proc = _run_and_die(job(), "crash", "dpmic_dask.batch.joboutput", "", "deliver")
     assert proc.returncode == 9, proc.stderr[-2000:]
     assert len(SQLLedger(ledger).history("d")) == 1  # charged, never refunded
     assert not list((tmp_path / "out").glob("*"))  # no partial output
@@ -189,7 +189,7 @@ def test_killed_before_the_charge_commits_charges_nothing(setup):
     tmp_path, ledger, job = setup
     # dies after the charge's row is inserted and the noise drawn, before the
     # transaction that keeps both commits: nothing charged, nothing released
-    proc = _run_and_die(job(), "early", "dpmic_dask.journal", "JournaledRun", "keep")
+    proc = _run_and_die(job(), "early", "dpmic_dask.batch.journal", "JournaledRun", "keep")
     assert proc.returncode == 9, proc.stderr[-2000:]
     assert SQLLedger(ledger).history("d") == []
     assert not list((tmp_path / "out").glob("*"))
@@ -221,7 +221,7 @@ def test_run_as_a_real_process(setup):
 
 def test_unexpected_failures_name_the_type_only(setup, monkeypatch):
     tmp_path, ledger, job = setup
-    import dpmic_dask.jobio as jobio
+    import dpmic_dask.batch.jobio as jobio
 
     def broken(*args, **kwargs):
         raise RuntimeError("secret value 987654 leaked into a message")
@@ -238,7 +238,7 @@ def test_unexpected_failures_name_the_type_only(setup, monkeypatch):
 
 def test_sql_query_input_and_sql_output_on_sqlite(setup, tmp_path):
     _, ledger, _ = setup
-    from dpmic_dask.jobio import sql_engine
+    from dpmic_dask.batch.jobio import sql_engine
 
     db = f"sqlite:///{tmp_path / 'warehouse.db'}"
     frame = write_input(tmp_path / "unused").drop(columns=["note"])

@@ -5,10 +5,10 @@ import numpy as np
 import pandas as pd
 from click.testing import CliRunner
 
-from dpmic_dask.accounting import Budget
-from dpmic_dask.cli import Exit, main
-from dpmic_dask.jobio import sql_engine
-from dpmic_dask.ledger import SQLLedger
+from dpmic_dask.batch.cli import Exit, main
+from dpmic_dask.batch.jobio import sql_engine
+from dpmic_dask.privacy.accounting import Budget
+from dpmic_dask.privacy.ledger import SQLLedger
 
 
 def test_postgres_job_on_a_real_cluster(postgres_url, cli_cluster, tmp_path):

@@ -5,9 +5,9 @@ from decimal import Decimal
 import pytest
 
 import dpmic_dask as dm
-from dpmic_dask.accounting import Budget, PrivacyCost
 from dpmic_dask.errors import LedgerError
-from dpmic_dask.ledger import SQLLedger
+from dpmic_dask.privacy.accounting import Budget, PrivacyCost
+from dpmic_dask.privacy.ledger import SQLLedger
 from tests.integration.test_ledger_sqlite import race_for_budget
 
 

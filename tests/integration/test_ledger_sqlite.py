@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 import dpmic_dask as dm
-from dpmic_dask.accounting import Budget, PrivacyCost
-from dpmic_dask.conversion import rho_from_eps_delta
 from dpmic_dask.errors import LedgerError
-from dpmic_dask.ledger import SQLLedger
+from dpmic_dask.privacy.accounting import Budget, PrivacyCost
+from dpmic_dask.privacy.conversion import rho_from_eps_delta
+from dpmic_dask.privacy.ledger import SQLLedger
 
 
 @pytest.fixture
@@ -158,10 +158,10 @@ def test_crash_after_charge_keeps_the_charge(tmp_path, url):
     script = textwrap.dedent(f"""
         import os, numpy as np, pandas as pd
         import dpmic_dask
-        from dpmic_dask.ledger import SQLLedger
+        from dpmic_dask.privacy.ledger import SQLLedger
         def crash(*args, **kwargs):
             os._exit(17)  # the process dies between the charge and the noise
-        import dpmic_dask.mechanisms.base as base
+        import dpmic_dask.privacy.mechanisms.base as base
         base.noisy_values = crash
         df = pd.DataFrame({{"a": np.linspace(0, 1, 100), "b": np.linspace(1, 0, 100)}})
         df.dpmic.pairwise(2.0, bounds={{"a": (0, 1), "b": (0, 1)}},
@@ -199,7 +199,7 @@ def _version_two_ledger(path):
 def test_a_version_two_ledger_is_upgraded_and_its_run_ids_stay_claimed(tmp_path):
     from click.testing import CliRunner
 
-    from dpmic_dask.cli import Exit, main
+    from dpmic_dask.batch.cli import Exit, main
     from tests.integration.test_jobs import JOB, write_input
 
     path = tmp_path / "v2.db"

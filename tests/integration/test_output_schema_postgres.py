@@ -5,10 +5,10 @@ import pandas as pd
 from click.testing import CliRunner
 from sqlalchemy import text
 
-from dpmic_dask.accounting import Budget
-from dpmic_dask.cli import Exit, main
-from dpmic_dask.jobio import sql_engine
-from dpmic_dask.ledger import SQLLedger
+from dpmic_dask.batch.cli import Exit, main
+from dpmic_dask.batch.jobio import sql_engine
+from dpmic_dask.privacy.accounting import Budget
+from dpmic_dask.privacy.ledger import SQLLedger
 from tests.integration.test_jobs import JOB, write_input
 
 
@@ -103,9 +103,9 @@ def test_concurrent_deliveries_to_one_table_write_the_rows_once(postgres_url, tm
     must wait for it (a lock held until the first commits), not insert too."""
     import threading
 
-    from dpmic_dask import joboutput
-    from dpmic_dask.jobs import load_job
-    from dpmic_dask.journal import find_run
+    from dpmic_dask.batch import joboutput
+    from dpmic_dask.batch.jobs import load_job
+    from dpmic_dask.batch.journal import find_run
 
     write_input(tmp_path / "in")
     SQLLedger(postgres_url).init("d", Budget(5.0))

@@ -4,10 +4,10 @@ import pandas as pd
 import pytest
 
 import dpmic_dask as dm
-from dpmic_dask.accounting import Budget, InMemoryLedger
 from dpmic_dask.backends import count_frame
-from dpmic_dask.counting import CountSpec
-from dpmic_dask.grids import master_grid_family
+from dpmic_dask.privacy.accounting import Budget, InMemoryLedger
+from dpmic_dask.stats.counting import CountSpec
+from dpmic_dask.stats.grids import master_grid_family
 from tests.integration.frames import BOUNDS, split_with_empties, table
 
 COLS = ["a", "b", "c", "d"]

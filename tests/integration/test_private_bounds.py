@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 import dpmic_dask as dm
-from dpmic_dask.accounting import PrepaidLedger, PrivacyCost
-from dpmic_dask.bounds import BoundsGrid, bounds_from_noisy, column_histograms
-from dpmic_dask.private_release import noisy_histograms
+from dpmic_dask.privacy.accounting import PrepaidLedger, PrivacyCost
+from dpmic_dask.privacy.bounds import BoundsGrid, bounds_from_noisy, column_histograms
+from dpmic_dask.release.private_bounds import noisy_histograms
 from tests.statistical.helpers import ALPHA, chi_square_pvalue, discrete_laplace_pmf
 
 
@@ -125,7 +125,7 @@ def test_pairwise_with_private_bounds_charges_once_for_both_parts():
 
 
 def test_private_bounds_with_delta_use_zcdp_shares():
-    from dpmic_dask.conversion import rho_from_eps_delta
+    from dpmic_dask.privacy.conversion import rho_from_eps_delta
 
     gen = np.random.default_rng(6)
     frame = pd.DataFrame({"a": gen.normal(size=20_000), "b": gen.normal(size=20_000)})

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from dpmic_dask.accounting import Budget
-from dpmic_dask.cli import Exit, main
-from dpmic_dask.ledger import SQLLedger
+from dpmic_dask.batch.cli import Exit, main
+from dpmic_dask.privacy.accounting import Budget
+from dpmic_dask.privacy.ledger import SQLLedger
 from tests.integration.test_jobs import JOB, write_input
 
 
@@ -217,8 +217,8 @@ def test_a_read_only_ledger_is_refused_as_such_before_the_cluster(env, monkeypat
     def no_data(job):
         raise AssertionError("data were read for a refused run")
 
-    monkeypatch.setattr("dpmic_dask.cluster.open_cluster", no_cluster)
-    monkeypatch.setattr("dpmic_dask.jobio.load_input", no_data)
+    monkeypatch.setattr("dpmic_dask.batch.cluster.open_cluster", no_cluster)
+    monkeypatch.setattr("dpmic_dask.batch.jobio.load_input", no_data)
     path = job(**{f'url = "sqlite:///{tmp_path / "ledger.db"}"': f'url = "{ledger}"'})
     with read_only(target):
         result = invoke("run", path, "--run-id", "r")

@@ -11,12 +11,13 @@ import pyarrow.parquet as pq
 import pytest
 from sqlalchemy import create_engine, inspect
 
-from dpmic_dask import batch, joboutput
-from dpmic_dask.cli import Exit
-from dpmic_dask.jobs import load_job
-from dpmic_dask.journal import find_run
-from dpmic_dask.ledger import SQLLedger
-from dpmic_dask.ledgerdb import SQLiteDB
+from dpmic_dask.batch import joboutput
+from dpmic_dask.batch import runner as batch
+from dpmic_dask.batch.cli import Exit
+from dpmic_dask.batch.jobs import load_job
+from dpmic_dask.batch.journal import find_run
+from dpmic_dask.privacy.ledger import SQLLedger
+from dpmic_dask.privacy.ledgerdb import SQLiteDB
 from tests.integration.test_release_journal import every_file, history, invoke, job_env
 
 SELECT_NOTHING = "[select]\nthreshold = 1.0\nmax_pairs = 2\n"
@@ -208,7 +209,7 @@ def test_sqlite_full_and_io_errors_are_classified():
     pytest.importorskip("psycopg")
     from psycopg import errors
 
-    from dpmic_dask.ledgerdb import PostgresDB
+    from dpmic_dask.privacy.ledgerdb import PostgresDB
 
     for error in (errors.DiskFull("no space"), errors.IoError("io")):
         problem = PostgresDB("postgresql://x").classify(error)
@@ -240,7 +241,7 @@ def test_a_closed_stdout_after_delivery_is_done(env, monkeypatch):
 def test_a_real_closed_pipe_exits_0(env):
     tmp_path, ledger, job = env
     path = job()
-    proc = subprocess.Popen([sys.executable, "-m", "dpmic_dask.cli", "run", str(path),
+    proc = subprocess.Popen([sys.executable, "-m", "dpmic_dask.batch.cli", "run", str(path),
                              "--run-id", "r"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, cwd=tmp_path)
     proc.stdout.close()  # the reader went away before the first line

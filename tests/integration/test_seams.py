@@ -8,10 +8,10 @@ import pytest
 from distributed import Client, LocalCluster
 
 import dpmic_dask as dm
-from dpmic_dask.accessor import DPMICAccessor
 from dpmic_dask.backends import backend_for
 from dpmic_dask.backends.dask import DaskBackend
 from dpmic_dask.backends.pandas import PandasBackend
+from dpmic_dask.release.accessor import DPMICAccessor
 from tests.integration.frames import BOUNDS, table
 
 COLS = ["a", "b", "c", "d"]
@@ -101,10 +101,10 @@ def test_stage_log_records_carry_no_data(caplog):
 
 
 def test_a_selection_with_a_cost_is_refused_not_left_uncharged():
-    from dpmic_dask.accounting import PrivacyCost
-    from dpmic_dask.pipeline import release_pairs
-    from dpmic_dask.request import pairwise_request
-    from dpmic_dask.selection import AllPairs
+    from dpmic_dask.privacy.accounting import PrivacyCost
+    from dpmic_dask.privacy.selection import AllPairs
+    from dpmic_dask.release.pipeline import release_pairs
+    from dpmic_dask.release.request import pairwise_request
 
     class CostlyAll(AllPairs):
         @property

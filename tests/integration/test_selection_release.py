@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import dpmic_dask as dm
-from dpmic_dask.conversion import rho_from_eps_delta
+from dpmic_dask.privacy.conversion import rho_from_eps_delta
 
 COLUMNS = [f"c{k}" for k in range(7)]
 BOUNDS = {name: (-2.0, 2.0) for name in COLUMNS}
@@ -63,8 +63,8 @@ def test_top_pairs_finds_the_planted_pairs_with_one_charge(table, delta):
 
 
 def test_parts_never_exceed_the_charged_total():
-    from dpmic_dask.selection import plan_selection
-    from dpmic_dask.statistics import get_statistic
+    from dpmic_dask.privacy.selection import plan_selection
+    from dpmic_dask.stats.statistics import get_statistic
 
     micr = get_statistic("micr")
     for eps in (1e-3, 0.3, 1.0, 7.0):
@@ -125,15 +125,15 @@ def test_screening_recounts_the_chosen_pairs_at_full_B(table, scheduler):
 ])
 def test_bad_arguments_are_refused_before_anything_happens(table, call, message):
     ledger = dm.InMemoryLedger(uncapped=True)
-    with dm.accounting.using_ledger(ledger), pytest.raises(dm.InvalidParameterError,
+    with dm.using_ledger(ledger), pytest.raises(dm.InvalidParameterError,
                                                           match=message):
         call(table)
     assert ledger.charges() == []
 
 
 def test_top_pairs_can_release_tau_of_the_chosen_pairs(table):
-    from dpmic_dask.grids import tau_family
-    from dpmic_dask.statistics import get_statistic
+    from dpmic_dask.stats.grids import tau_family
+    from dpmic_dask.stats.statistics import get_statistic
 
     ledger = dm.InMemoryLedger(uncapped=True)
     result = table.dpmic.top_pairs(2, 1e6, bounds=BOUNDS, B=40, c=5, ledger=ledger,
@@ -152,7 +152,7 @@ def test_top_pairs_can_release_tau_of_the_chosen_pairs(table):
 
 
 def test_auto_screening_scores_on_a_small_grid_and_releases_at_B(table, monkeypatch):
-    import dpmic_dask.pipeline as pipeline
+    import dpmic_dask.release.pipeline as pipeline
 
     exact = exact_micr(table, B=60, c=5)
     grids = []
@@ -189,9 +189,9 @@ def test_noise_that_cannot_be_sampled_is_refused_before_the_charge(table, call):
 def test_the_chosen_pairs_are_counted_again_from_their_own_columns_only():
     """After screening, only the chosen pairs' columns are read and binned again
     (a wide table's recount after the charge must not read every column)."""
-    from dpmic_dask.request import pairwise_request
-    from dpmic_dask.selected import chosen_pairs_spec
-    from dpmic_dask.statistics import get_statistic
+    from dpmic_dask.release.request import pairwise_request
+    from dpmic_dask.release.selected import chosen_pairs_spec
+    from dpmic_dask.stats.statistics import get_statistic
 
     schema = {f"c{k}": np.dtype("float64") for k in range(6)}
     request = pairwise_request(schema, eps=1.0, bounds={n: (k, k + 1.0) for k, n in

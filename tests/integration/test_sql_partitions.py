@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpmic_dask.jobio import load_input, sql_engine, sql_ranges
-from dpmic_dask.jobs import JobError, load_job
+from dpmic_dask.batch.jobio import load_input, sql_engine, sql_ranges
+from dpmic_dask.batch.jobs import JobError, load_job
 
 
 @pytest.fixture
@@ -105,8 +105,8 @@ def test_partition_keys_are_refused_for_files(tmp_path):
 
 
 def test_task_memory_in_the_job_file_reaches_the_request(warehouse):
-    from dpmic_dask.jobplan import job_release_plan
-    from dpmic_dask.limits import DEFAULT_TASK_MEMORY
+    from dpmic_dask.batch.jobplan import job_release_plan
+    from dpmic_dask.stats.limits import DEFAULT_TASK_MEMORY
 
     tmp_path, url, _ = warehouse
     job = job_file(tmp_path, url, 'sql_table = "facts"', "")
@@ -124,7 +124,7 @@ def test_each_computation_reads_only_the_columns_it_needs(warehouse, monkeypatch
     held for the whole run)."""
     import dask
 
-    import dpmic_dask.jobio as jobio
+    import dpmic_dask.batch.jobio as jobio
 
     tmp_path, url, frame = warehouse
     job = job_file(tmp_path, url, 'sql_table = "facts"',

@@ -12,9 +12,9 @@ import pytest
 
 import dpmic_dask as dm
 from dpmic_dask.backends import backend_for
-from dpmic_dask.counting import BinnedChunk, CountSpec, bin_chunk, count_binned, count_chunks
-from dpmic_dask.grids import master_grid_family
-from dpmic_dask.limits import micr_grid_cost, pairs_per_block, partitions_per_task
+from dpmic_dask.stats.counting import BinnedChunk, CountSpec, bin_chunk, count_binned, count_chunks
+from dpmic_dask.stats.grids import master_grid_family
+from dpmic_dask.stats.limits import micr_grid_cost, pairs_per_block, partitions_per_task
 
 COLUMNS = [f"c{k:02d}" for k in range(12)]
 BOUNDS = {name: (-3.0, 3.0) for name in COLUMNS}

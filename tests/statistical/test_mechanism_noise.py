@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpmic_dask.mechanisms import noisy_counts, noisy_values, plan_release
+from dpmic_dask.privacy.mechanisms import noisy_counts, noisy_values, plan_release
 from tests.statistical.helpers import ALPHA, chi_square_pvalue, ks_pvalue
 
 SAMPLES = 20_000
@@ -77,7 +77,7 @@ def test_geom_chi_square_helper_sees_scale():
 def test_tau_release_has_the_planned_noise_and_signed_range(mechanism, delta):
     """Tau's share of a pairwise budget: noise at 4/n (+ lattice) over its epsilon (or
     its rho), clamped to [-1, 1] -- and the test sees 0.7x and 1.3x."""
-    from dpmic_dask.mechanisms import build_mechanism, split_mechanism
+    from dpmic_dask.privacy.mechanisms import build_mechanism, split_mechanism
 
     whole = build_mechanism(mechanism, eps=1.0, delta=delta, pairs=6)
     _, tau = split_mechanism(whole, ("mic", "tau"))

@@ -14,9 +14,9 @@ import pytest
 from scipy import stats
 
 import dpmic_dask as dm
-from dpmic_dask.mice import distinct_ranks, mice_on_distinct_ranks, mice_statistic
-from dpmic_dask.noise import OpenDPSampler
-from dpmic_dask.sensitivity import mice_sensitivity
+from dpmic_dask.privacy.noise import OpenDPSampler
+from dpmic_dask.stats.mice import distinct_ranks, mice_on_distinct_ranks, mice_statistic
+from dpmic_dask.stats.sensitivity import mice_sensitivity
 
 N = 1000
 EPS = 1.0

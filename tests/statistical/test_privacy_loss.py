@@ -13,11 +13,11 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from dpmic_dask.characteristic import micr_from_counts
-from dpmic_dask.grids import master_grid_family
-from dpmic_dask.kernels.optimize import optimize_axis
-from dpmic_dask.mechanisms import noisy_values, plan_release
-from dpmic_dask.sensitivity import micr_sensitivity
+from dpmic_dask.privacy.mechanisms import noisy_values, plan_release
+from dpmic_dask.stats.characteristic import micr_from_counts
+from dpmic_dask.stats.grids import master_grid_family
+from dpmic_dask.stats.kernels.optimize import optimize_axis
+from dpmic_dask.stats.sensitivity import micr_sensitivity
 from tests.statistical.test_mechanism_noise import truncgeom_pmf
 from tests.statistical.test_sensitivity import compositions
 
@@ -129,7 +129,7 @@ def test_gaussian_release_empirical_privacy_on_worst_neighbours():
 
 
 def test_mice_lap_release_empirical_privacy_on_worst_neighbours():
-    from dpmic_dask.sensitivity import mice_sensitivity
+    from dpmic_dask.stats.sensitivity import mice_sensitivity
 
     n, eps = 10**6, 1.0
     B = n ** 0.6

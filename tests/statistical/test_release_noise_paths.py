@@ -26,10 +26,10 @@ import pytest
 from scipy import stats
 
 import dpmic_dask as dm
-from dpmic_dask.mechanisms import _RELEASES, STATISTIC_NAMES, mechanism_names
-from dpmic_dask.mechanisms.geometric import GeometricCountsMechanism
-from dpmic_dask.noise import _ACTIVE, GAUSSIAN, LAPLACE, DiscreteGaussian
-from dpmic_dask.statistics import get_statistic
+from dpmic_dask.privacy.mechanisms import _RELEASES, STATISTIC_NAMES, mechanism_names
+from dpmic_dask.privacy.mechanisms.geometric import GeometricCountsMechanism
+from dpmic_dask.privacy.noise import _ACTIVE, GAUSSIAN, LAPLACE, DiscreteGaussian
+from dpmic_dask.stats.statistics import get_statistic
 from tests.statistical.helpers import ALPHA, chi_square_pvalue, discrete_laplace_pmf
 
 pytestmark = pytest.mark.slow
@@ -217,7 +217,7 @@ def job_run_path(tmp_path_factory):
     def run(frame):
         from click.testing import CliRunner
 
-        from dpmic_dask.cli import main
+        from dpmic_dask.batch.cli import main
 
         folder = tmp_path_factory.mktemp("job")
         frame.to_parquet(folder / "data.parquet")
@@ -279,7 +279,7 @@ VALUE_PATHS = value_paths()
 
 
 def test_every_registered_mechanism_and_rule_has_a_path():
-    from dpmic_dask.selection import rule_names
+    from dpmic_dask.privacy.selection import rule_names
 
     covered = " ".join(VALUE_PATHS) + " micr-geom"  # count noise: its own tests below
     assert all(name in covered for name in mechanism_names()[1:])
@@ -410,9 +410,9 @@ def test_top_pairs_chooses_with_the_selection_noise_of_its_budget(delta, eps):
     pairs' exact MICr differ by about the noise scale: the frequencies of the
     chosen pairs follow the law of noisy top-1 at the scale its selection budget
     sets, and not at 0.7x or 1.3x of it (an exact top-k would always choose one)."""
-    from dpmic_dask.costs import measure_for
-    from dpmic_dask.selection import _widened, top_k_scale
-    from dpmic_dask.sensitivity import micr_sensitivity
+    from dpmic_dask.privacy.costs import measure_for
+    from dpmic_dask.privacy.selection import _widened, top_k_scale
+    from dpmic_dask.stats.sensitivity import micr_sensitivity
 
     gen = np.random.default_rng(5)  # test data only
     n, grid, clumps, runs = 300, 20, 2, 3000

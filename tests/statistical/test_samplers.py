@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpmic_dask.noise import OpenDPSampler, _seeded_sampler
+from dpmic_dask.privacy.noise import OpenDPSampler, _seeded_sampler
 from tests.statistical.helpers import (
     ALPHA,
     chi_square_pvalue,

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import dpmic_dask as dm
-from dpmic_dask.grids import master_grid_family
-from dpmic_dask.sensitivity import micr_sensitivity, micr_sensitivity_published
-from dpmic_dask.statistics import get_statistic
+from dpmic_dask.stats.grids import master_grid_family
+from dpmic_dask.stats.sensitivity import micr_sensitivity, micr_sensitivity_published
+from dpmic_dask.stats.statistics import get_statistic
 
 
 def compositions(total: int, parts: int) -> np.ndarray:

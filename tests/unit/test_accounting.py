@@ -5,15 +5,15 @@ from decimal import Decimal
 
 import pytest
 
-from dpmic_dask.accounting import Budget, InMemoryLedger, PrivacyCost
-from dpmic_dask.conversion import eps_from_rho, rho_from_eps_delta
 from dpmic_dask.errors import (
     BudgetExceededError,
     BudgetMismatchError,
     InvalidParameterError,
 )
-from dpmic_dask.mechanisms import gaussian_beats_laplace, plan_release, resolve_mechanism
-from dpmic_dask.sensitivity import f_gain, mice_sensitivity, micr_sensitivity
+from dpmic_dask.privacy.accounting import Budget, InMemoryLedger, PrivacyCost
+from dpmic_dask.privacy.conversion import eps_from_rho, rho_from_eps_delta
+from dpmic_dask.privacy.mechanisms import gaussian_beats_laplace, plan_release, resolve_mechanism
+from dpmic_dask.stats.sensitivity import f_gain, mice_sensitivity, micr_sensitivity
 
 
 def test_sensitivity_formulas():

@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpmic_dask import counting, grids
-from dpmic_dask.counting import bin_values
-from dpmic_dask.grids import master_grid_family
+from dpmic_dask.stats import counting, grids
+from dpmic_dask.stats.counting import bin_values
+from dpmic_dask.stats.grids import master_grid_family
 from tests import reference
 
 finite = st.floats(allow_nan=False, allow_infinity=True, width=64)

@@ -12,17 +12,17 @@ from decimal import Decimal, getcontext
 
 import pytest
 
-from dpmic_dask.accounting import Budget, InMemoryLedger, PrivacyCost
-from dpmic_dask.conversion import (
+from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.privacy.accounting import Budget, InMemoryLedger, PrivacyCost
+from dpmic_dask.privacy.conversion import (
     _best_alpha,
     cdp_log_delta,
     check_delta,
     eps_from_rho,
     rho_from_eps_delta,
 )
-from dpmic_dask.errors import InvalidParameterError
-from dpmic_dask.mechanisms import plan_release
-from dpmic_dask.sensitivity import f_gain, mice_sensitivity, micr_sensitivity
+from dpmic_dask.privacy.mechanisms import plan_release
+from dpmic_dask.stats.sensitivity import f_gain, mice_sensitivity, micr_sensitivity
 
 getcontext().prec = 60
 LN2 = Decimal(2).ln()

@@ -2,7 +2,7 @@
 
 import pytest
 
-from dpmic_dask.cluster import attach, check_local_workers, max_local_workers
+from dpmic_dask.batch.cluster import attach, check_local_workers, max_local_workers
 from dpmic_dask.errors import ClusterError, InvalidParameterError
 
 

@@ -5,11 +5,11 @@ import math
 
 import pytest
 
-from dpmic_dask.conversion import rho_from_eps_delta
-from dpmic_dask.costs import PURE_DP, ZCDP, PrivacyCost, measure_for
 from dpmic_dask.errors import InvalidParameterError
-from dpmic_dask.mechanisms import GaussianMechanism, LaplaceMechanism, value_mechanism
-from dpmic_dask.statistics import get_statistic
+from dpmic_dask.privacy.conversion import rho_from_eps_delta
+from dpmic_dask.privacy.costs import PURE_DP, ZCDP, PrivacyCost, measure_for
+from dpmic_dask.privacy.mechanisms import GaussianMechanism, LaplaceMechanism, value_mechanism
+from dpmic_dask.stats.statistics import get_statistic
 
 
 def test_delta_chooses_the_measure_in_one_place():

@@ -3,9 +3,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpmic_dask import counting
-from dpmic_dask.counting import grid_block, pair_counts
-from dpmic_dask.grids import master_grid_family
+from dpmic_dask.stats import counting
+from dpmic_dask.stats.counting import grid_block, pair_counts
+from dpmic_dask.stats.grids import master_grid_family
 
 
 @pytest.mark.parametrize("B,c", [(4, 1), (12, 2), (40, 5), (150, 5)])
@@ -68,7 +68,7 @@ def test_counts_of_any_split_sum_to_counts_of_whole(seed, pieces):
 def test_partition_partials_are_int32_and_sums_widen_to_int64():
     import pandas as pd
 
-    from dpmic_dask.counting import CountSpec, combine_partials, partition_counts
+    from dpmic_dask.stats.counting import CountSpec, combine_partials, partition_counts
 
     family = master_grid_family(8, 1)
     spec = CountSpec(("a", "b"), ((0.0, 1.0), (0.0, 1.0)), None, family)

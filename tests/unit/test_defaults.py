@@ -1,6 +1,7 @@
 import pytest
 
-from dpmic_dask.defaults import B_CAP, TABLE2, default_parameters
+from dpmic_dask.privacy.mechanisms import default_parameters
+from dpmic_dask.stats.defaults import B_CAP, TABLE2
 
 KIND = {"micr-lap": "values", "micr-gauss": "values", "micr-geom": "counts"}
 
@@ -41,14 +42,14 @@ def test_mice_lap_defaults_grow_like_n_to_the_alpha_whatever_eps():
 def test_a_mechanism_gets_its_default_grid_from_what_it_is_not_its_name():
     """A newly registered mechanism needs no row keyed by its name (a missing row
     was a KeyError after every partition was read)."""
-    from dpmic_dask.mechanisms import register
-    from dpmic_dask.mechanisms.laplace import LaplaceMechanism
-    from dpmic_dask.statistics import get_statistic
+    from dpmic_dask.privacy.mechanisms import register
+    from dpmic_dask.privacy.mechanisms.laplace import LaplaceMechanism
+    from dpmic_dask.stats.statistics import get_statistic
 
     class Renamed(LaplaceMechanism):
         pass
 
-    from dpmic_dask.mechanisms import _RELEASES
+    from dpmic_dask.privacy.mechanisms import _RELEASES
 
     register("micr-renamed", "micr", Renamed)
     try:

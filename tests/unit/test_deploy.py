@@ -11,8 +11,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from dpmic_dask.cli import main
-from dpmic_dask.jobs import load_job
+from dpmic_dask.batch.cli import main
+from dpmic_dask.batch.jobs import load_job
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from dpmic_dask.errors import InvalidParameterError
-from dpmic_dask.grids import equipartition_boundaries, master_grid_family, max_groups
+from dpmic_dask.stats.grids import equipartition_boundaries, master_grid_family, max_groups
 
 
 @pytest.mark.parametrize("B", [4, 5, 9, 16, 40, 150, 151])

@@ -57,7 +57,7 @@ def find_cycles(graph: dict[str, set[str]]) -> list[str]:
 
 def test_module_level_imports_have_no_cycle():
     graph = module_imports()
-    assert "dpmic_dask.release" in graph and "dpmic_dask.accessor" in graph["dpmic_dask"]
+    assert "dpmic_dask.release.plan" in graph and "dpmic_dask.release.accessor" in graph["dpmic_dask"]
     assert find_cycles(graph) == []
 
 
@@ -70,3 +70,78 @@ def test_the_cycle_check_sees_a_cycle(tmp_path, monkeypatch):
     (package / "two.py").write_text("from . import one\nx = 1\n")
     monkeypatch.setattr(__import__(__name__, fromlist=["PACKAGE"]), "PACKAGE", package)
     assert find_cycles(module_imports()) == ["dpmic_dask.one -> dpmic_dask.two -> dpmic_dask.one"]
+
+
+def stated_wings() -> list[set[str]]:
+    """The wings in the order ``docs/architecture.md`` states (its ``wings``
+    block, leaf first): each line names the top-level modules or packages of
+    one wing before a colon."""
+    text = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    block = text.split("```wings\n", 1)[1].split("```", 1)[0]
+    return [set(line.split(":", 1)[0].split()) for line in block.splitlines() if line.strip()]
+
+
+def every_import(path: Path, name: str, paths: set[str]) -> set[str]:
+    """Package modules ``path`` imports anywhere (module level or in a function)."""
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = package.split(".")[:len(package.split(".")) - node.level + 1] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else []))
+            found.update(f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in paths)
+            if target in paths:
+                found.add(target)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name in paths)
+    return found
+
+
+def wing_violations() -> list[str]:
+    """Every import that points up the stated order of wings (or leaves them)."""
+    wings = stated_wings()
+
+    def rank(module: str) -> int:
+        parts = module.split(".")
+        if len(parts) == 1:
+            return len(wings)  # the package itself sits on top of every wing
+        for i, wing in enumerate(wings):
+            if parts[1] in wing:
+                return i
+        return len(wings)  # top-level modules outside the wings (testing, __main__)
+
+    paths = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        paths[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    bad = []
+    for name, path in sorted(paths.items()):
+        for dep in sorted(every_import(path, name, set(paths))):
+            if dep != "dpmic_dask" and rank(dep) > rank(name):
+                bad.append(f"{name} -> {dep}")
+    return bad
+
+
+def test_imports_point_down_the_wings_architecture_md_states():
+    wings = stated_wings()
+    assert {"stats", "privacy", "backends", "release", "batch"} <= set().union(*wings)
+    for wing in set().union(*wings):
+        assert (PACKAGE / wing).is_dir() or (PACKAGE / f"{wing}.py").is_file(), wing
+    assert wing_violations() == []
+
+
+def test_the_wing_check_sees_an_upward_import(tmp_path, monkeypatch):
+    """The test above can fail: a statistic importing the privacy wing is found."""
+    package = tmp_path / "dpmic_dask"
+    (package / "stats").mkdir(parents=True)
+    (package / "privacy").mkdir()
+    for init in ("__init__.py", "stats/__init__.py", "privacy/__init__.py"):
+        (package / init).write_text("")
+    (package / "privacy" / "noise.py").write_text("x = 1\n")
+    (package / "stats" / "grids.py").write_text("def f():\n    from ..privacy import noise\n")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "architecture.md").write_text("```wings\nstats: exact\nprivacy: noise\n```\n")
+    monkeypatch.setattr(__import__(__name__, fromlist=["PACKAGE"]), "PACKAGE", package)
+    assert wing_violations() == ["dpmic_dask.stats.grids -> dpmic_dask.privacy",
+                                "dpmic_dask.stats.grids -> dpmic_dask.privacy.noise"]

@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from dpmic_dask import interrupts
+from dpmic_dask.batch import interrupts
 
 
 def test_a_signal_raises_interrupted_once_and_handlers_are_restored():

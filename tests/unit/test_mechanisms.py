@@ -9,7 +9,7 @@ import opendp.prelude as dp
 import pytest
 
 from dpmic_dask.errors import InvalidParameterError
-from dpmic_dask.mechanisms import (
+from dpmic_dask.privacy.mechanisms import (
     LATTICE,
     GaussianMechanism,
     GeometricCountsMechanism,
@@ -17,7 +17,7 @@ from dpmic_dask.mechanisms import (
     build_mechanism,
     mechanism_names,
 )
-from dpmic_dask.statistics import MICr, get_statistic
+from dpmic_dask.stats.statistics import MICr, get_statistic
 
 dp.enable_features("contrib")
 I64 = dp.vector_domain(dp.atom_domain(T="i64"))
@@ -112,10 +112,10 @@ def test_statistics_registry():
 def test_a_mechanism_must_declare_the_noise_it_draws():
     """The sampler is chosen by the mechanism's noise law (a type), never by a name
     with a fall-through: a mechanism without one cannot be registered or built."""
-    from dpmic_dask.mechanisms import register
-    from dpmic_dask.mechanisms.base import Mechanism
-    from dpmic_dask.noise import GAUSSIAN, DiscreteGaussian
-    from dpmic_dask.statistics import get_statistic
+    from dpmic_dask.privacy.mechanisms import register
+    from dpmic_dask.privacy.mechanisms.base import Mechanism
+    from dpmic_dask.privacy.noise import GAUSSIAN, DiscreteGaussian
+    from dpmic_dask.stats.statistics import get_statistic
 
     class Nameless(Mechanism):
         distribution = "gaussian-counts"  # a name alone says nothing

@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpmic_dask as dm
-from dpmic_dask.mice import mice_max_cells
+from dpmic_dask.stats.mice import mice_max_cells
 from tests import reference
 
 tie_heavy = st.one_of(

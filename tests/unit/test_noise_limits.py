@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import dpmic_dask as dm
-from dpmic_dask import noise
-from dpmic_dask.mechanisms import MAX_NOISE_UNITS, noisy_counts, noisy_values, plan_release
+from dpmic_dask.privacy import noise
+from dpmic_dask.privacy.mechanisms import MAX_NOISE_UNITS, noisy_counts, noisy_values, plan_release
 
 INT64_MAX = np.iinfo(np.int64).max
 INT64_MIN = np.iinfo(np.int64).min
@@ -38,7 +38,7 @@ class SaturatedSampler:
 @pytest.fixture
 def saturated(monkeypatch):
     def use(draws):
-        monkeypatch.setattr("dpmic_dask.noise.active_sampler", lambda: SaturatedSampler(draws))
+        monkeypatch.setattr("dpmic_dask.privacy.noise.active_sampler", lambda: SaturatedSampler(draws))
     return use
 
 

@@ -3,7 +3,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from dpmic_dask.kernels.optimize import optimize_axis
+from dpmic_dask.stats.kernels.optimize import optimize_axis
 from tests import reference
 
 

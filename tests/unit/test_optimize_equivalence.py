@@ -9,10 +9,10 @@ tables of several sizes (including none).
 import numpy as np
 import pytest
 
-from dpmic_dask.characteristic import characteristic_matrix, grid_scores, micr_from_counts
-from dpmic_dask.counting import pair_counts
-from dpmic_dask.grids import master_grid_family
-from dpmic_dask.kernels.optimize import family_max, family_scores, optimize_axis, xlog2x_table
+from dpmic_dask.stats.characteristic import characteristic_matrix, grid_scores, micr_from_counts
+from dpmic_dask.stats.counting import pair_counts
+from dpmic_dask.stats.grids import master_grid_family
+from dpmic_dask.stats.kernels.optimize import family_max, family_scores, optimize_axis, xlog2x_table
 from tests import legacy_optimize as legacy
 from tests import reference
 

@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 
 import dpmic_dask as dm
-from dpmic_dask import noise
-from dpmic_dask.accounting import Budget, InMemoryLedger
-from dpmic_dask.defaults import default_parameters
+from dpmic_dask.privacy import noise
+from dpmic_dask.privacy.accounting import Budget, InMemoryLedger
+from dpmic_dask.privacy.mechanisms import default_parameters
 from dpmic_dask.testing import ENV_FLAG, seeded_noise
 
 BOUNDS = dict(x_bounds=(0, 1), y_bounds=(-1.5, 1.5))
@@ -86,7 +86,7 @@ def test_refused_release_draws_no_noise(data, monkeypatch):
         raise AssertionError("noise drawn for a refused release")
 
     monkeypatch.setattr(noise, "active_sampler", no_noise)
-    monkeypatch.setattr("dpmic_dask.noise.active_sampler", no_noise)
+    monkeypatch.setattr("dpmic_dask.privacy.noise.active_sampler", no_noise)
     with pytest.raises(dm.BudgetExceededError):
         dm.private_mic(x, y, eps=1.0, ledger=ledger, dataset="d", **BOUNDS)
     assert ledger.charges("d") == []

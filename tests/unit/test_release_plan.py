@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import dpmic_dask as dm
-from dpmic_dask.costs import ZCDP
-from dpmic_dask.release import plan_release
+from dpmic_dask.privacy.costs import ZCDP
+from dpmic_dask.release.plan import plan_release
 
 SCHEMA = {name: np.dtype("float64") for name in ("a", "b", "c")}
 BOUNDS = {"a": (0, 1), "b": (0, 1), "c": (0, 1)}
@@ -44,8 +44,8 @@ def test_a_registered_selection_rule_is_planned_and_run_like_the_built_in_ones()
     selection it builds from its budget part; plans and runs need no change."""
     import pandas as pd
 
-    from dpmic_dask.release import run_release
-    from dpmic_dask.selection import _RULES, NoisyTopK, SelectionRule, register_rule
+    from dpmic_dask.privacy.selection import _RULES, NoisyTopK, SelectionRule, register_rule
+    from dpmic_dask.release.plan import run_release
 
     register_rule(SelectionRule(
         "strongest", ("count",),

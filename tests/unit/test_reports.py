@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from dpmic_dask.accounting import PrivacyCost, privacy_statement
-from dpmic_dask.conversion import rho_from_eps_delta
-from dpmic_dask.results import PairwiseResult, PrivacyReport
+from dpmic_dask.privacy.accounting import PrivacyCost, privacy_statement
+from dpmic_dask.privacy.conversion import rho_from_eps_delta
+from dpmic_dask.release.results import PairwiseResult, PrivacyReport
 
 
 def result(values, *, eps=1.0, delta=0.0, rho=None, ci95=0.05, mechanism="micr-lap"):
@@ -71,7 +71,7 @@ def test_heatmap_of_noise_on_counts_has_no_interval():
 def test_heatmap_of_many_columns_is_grouped_and_has_no_cell_text():
     from itertools import combinations
 
-    from dpmic_dask.results import spectral_order
+    from dpmic_dask.release.results import spectral_order
 
     # 60 columns: 30 "a" columns strongly related among themselves, 30 "b" ones
     names = [f"{'ab'[k % 2]}{k:02d}" for k in range(60)]
@@ -96,7 +96,7 @@ def test_heatmap_of_many_columns_is_grouped_and_has_no_cell_text():
 def test_heatmap_of_tau_is_signed_and_marks_small_magnitudes():
     import dataclasses
 
-    from dpmic_dask.results import Companion
+    from dpmic_dask.release.results import Companion
 
     tau = Companion(statistic="tau", mechanism="tau-lap", values=(-0.02, 0.7, -0.6),
                     noise_scale=0.01, ci95=0.03, sensitivity=0.004, cost=PrivacyCost(0.5))

@@ -10,10 +10,10 @@ import pytest
 from scipy import stats
 
 import dpmic_dask as dm
-from dpmic_dask.counting import CountSpec, bins, count_columns
-from dpmic_dask.grids import master_grid_family, tau_family
-from dpmic_dask.statistics import get_statistic
-from dpmic_dask.statistics.tau import tau_a, tau_sensitivity
+from dpmic_dask.stats.counting import CountSpec, bins, count_columns
+from dpmic_dask.stats.grids import master_grid_family, tau_family
+from dpmic_dask.stats.statistics import get_statistic
+from dpmic_dask.stats.statistics.tau import tau_a, tau_sensitivity
 
 
 def brute_force_tau(bx, by) -> float:

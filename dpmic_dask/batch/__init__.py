@@ -1,0 +1,1 @@
+"""Batch jobs: the ``dpmic`` command line, job files, inputs and outputs, clusters."""

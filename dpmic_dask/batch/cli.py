@@ -1,0 +1,212 @@
+"""The ``dpmic`` command line. Thin: it parses options and calls the library.
+
+Every command runs under :func:`~dpmic_dask.batch.clibase.handles_errors`, the one
+place where library errors become exit codes and one-line messages; the
+``budget`` commands are in :mod:`dpmic_dask.batch.clibudget`.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import click
+
+from dpmic_dask.batch.clibase import (  # noqa: F401  (Exit and exit_code: the codes of this command line)
+    Exit,
+    debug_option,
+    exit_code,
+    handles_errors,
+    stdout_echo,
+)
+from dpmic_dask.batch.clibudget import budget
+
+#: Run ids name output files and ledger claims: letters, digits and ``._:+-``,
+#: starting with a letter or digit, at most 128 characters.
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+-]{0,127}$")
+
+
+def check_run_id(ctx, param, value):
+    """Click callback: a valid run id, or ``None`` when none was given."""
+    if value is None:
+        return None
+    if not RUN_ID.match(value) or ".." in value:
+        raise click.BadParameter(
+            "use 1-128 letters, digits and . _ : + - (starting with a letter or digit, "
+            "no '..'), e.g. 2026-11-22", ctx=ctx, param=param)
+    return value
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="dpmic_dask")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Log the stages of each release (validated, counted, charged, released) "
+                   "to stderr; log lines never carry data values.")
+def main(verbose):
+    """Differentially private Maximal Information Coefficients on Dask.
+
+    Exit codes: 0 success, 1 unexpected failure, 2 invalid job, input or
+    argument, 3 budget exceeded (nothing released), 4 ledger missing,
+    unreachable or corrupt, 5 Dask scheduler or SQL server did not answer in
+    time (nothing charged), 6 run id already charged without kept values, or
+    charging now, 7 released and journaled but the output could not be written
+    (retry, or 'dpmic deliver'), 130 interrupted by SIGINT (Ctrl-C), 143 ended by
+    SIGTERM (each with one line saying whether anything was charged).
+
+    \b
+    Example:
+      dpmic demo --rows 1000000 --eps 1
+    """
+    if verbose:
+        import logging
+
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s"))
+        logger = logging.getLogger("dpmic_dask")
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+
+
+@main.command()
+@click.option("--rows", default=1_000_000, show_default=True, type=click.IntRange(min=4),
+              help="Rows of generated data.")
+@click.option("--partitions", default=8, show_default=True, type=click.IntRange(min=1))
+@click.option("--eps", default=1.0, show_default=True,
+              type=click.FloatRange(min=0, min_open=True, max=1e6),
+              help="Total privacy budget of the release (> 0).")
+@click.option("--workers", default=2, show_default=True, type=click.IntRange(min=1),
+              help="Worker processes of the local Dask cluster.")
+@click.option("--out", "out_dir", default="dpmic-demo-output", show_default=True,
+              type=click.Path(file_okay=False, path_type=Path),
+              help="Where the table, heatmap and report are written.")
+@debug_option
+@handles_errors
+def demo(rows, partitions, eps, workers, out_dir, debug):
+    """Generate a table and release the private MIC of every column pair.
+
+    Starts a local Dask cluster, generates ROWS rows with nonlinear, linear,
+    discrete and independent columns on the workers, runs
+    ddf.dpmic.pairwise(eps) once, and writes results.csv, heatmap.png and
+    report.txt into OUT.
+
+    \b
+    Example:
+      dpmic demo --rows 200000 --eps 0.5 --out /tmp/demo
+    """
+    from dpmic_dask.batch.cluster import open_cluster
+    from dpmic_dask.batch.demo import DEMO_BOUNDS, demo_frame
+    from dpmic_dask.batch.jobio import prepare_folder
+
+    prepare_folder(out_dir, "--out")
+    start = time.perf_counter()
+    click.echo(f"Starting a local Dask cluster with {workers} worker process(es)...")
+    with open_cluster(scheduler=None, workers=workers):
+        ddf = demo_frame(rows, partitions)
+        click.echo(f"Releasing private MIC for {len(DEMO_BOUNDS)} columns "
+                   f"({len(DEMO_BOUNDS) * (len(DEMO_BOUNDS) - 1) // 2} pairs) of "
+                   f"{rows:,} generated rows at eps = {eps:g}...")
+        result = ddf.dpmic.pairwise(eps, bounds=DEMO_BOUNDS, dataset="demo")
+    table = result.to_pandas().sort_values("mic", ascending=False)
+    table.to_csv(out_dir / "results.csv", index=False)
+    (out_dir / "report.txt").write_text(result.report() + "\n")
+    click.echo("")
+    click.echo(table[["x", "y", "mic", "ci95"]].to_string(index=False, float_format="%.3f"))
+    click.echo("")
+    click.echo(result.report())
+    try:
+        result.plot(path=out_dir / "heatmap.png")
+        wrote = "results.csv, heatmap.png, report.txt"
+    except ImportError:
+        wrote = "results.csv, report.txt (install 'dpmic_dask[plot]' for heatmap.png)"
+    click.echo(f"\nWrote {wrote} to {out_dir}/ in {time.perf_counter() - start:.1f} s.")
+
+
+@main.command()
+@click.argument("job_file", type=click.Path(dir_okay=False, path_type=Path))
+@debug_option
+@handles_errors
+def validate(job_file, debug):
+    """Check JOB_FILE without reading data, connecting or touching the budget.
+
+    It runs every check 'dpmic run' makes before reading data: keys and types,
+    bounds and fill values, the mechanism and its budget kind, grid-size limits,
+    addresses and URLs. Whether the input has the columns is checked by 'run'.
+
+    \b
+    Example:
+      dpmic validate jobs/daily.toml
+    """
+    from dpmic_dask.batch.jobs import load_job
+
+    job = load_job(job_file)
+    pairs = len(job.bounds) * (len(job.bounds) - 1) // 2
+    click.echo(f"{job_file}: ok ({len(job.bounds)} columns, {pairs} pairs, eps={job.eps:g}, "
+               f"dataset {job.dataset!r}, ledger {job.ledger_url})")
+
+
+run_id_help = ("Idempotency key (e.g. the schedule's logical date), per dataset and job: "
+               "a run id that already charged is never charged again; its journaled "
+               "values are delivered if they were not. 1-128 letters, digits and ._:+-")
+
+
+@main.command()
+@click.argument("job_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--run-id", default=None, callback=check_run_id, help=run_id_help)
+@click.option("--progress/--no-progress", default=None,
+              help="Progress bar (default: only on a terminal).")
+@click.option("--debug", is_flag=True,
+              help="Show the full traceback of an unexpected failure (it may quote data).")
+@handles_errors
+def run(job_file, run_id, progress, debug):
+    """Run JOB_FILE: one private release, charged to the job's ledger.
+
+    Order: check the job, the run id and that the ledger can be written; if this
+    job already charged this run id, deliver its journaled values (if not yet
+    delivered) and stop; check the output and the budget -- nothing is charged
+    and no cluster is started if any of these fails; start or reach the
+    cluster; read and count the input; charge once, committed together with the
+    released values (the ledger's journal); write them to the output.
+
+    \b
+    Example:
+      dpmic run jobs/daily.toml --run-id 2026-11-22
+    """
+    import uuid
+
+    from dpmic_dask.batch.jobs import load_job
+    from dpmic_dask.batch.runner import run_job
+
+    job = load_job(job_file)
+    run_job(job, run_id or uuid.uuid4().hex, progress=progress, echo=stdout_echo)
+
+
+@main.command()
+@click.argument("job_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--run-id", required=True, callback=check_run_id,
+              help="The run whose journaled values to write.")
+@debug_option
+@handles_errors
+def deliver(job_file, run_id, debug):
+    """Write the journaled values of a charged run of JOB_FILE to its output.
+
+    Use it after 'dpmic run' exited 7 (the output could not be written), or to
+    write a release again (a file is rewritten with the same rows; a SQL table
+    that holds the run's rows is left as it is). Nothing is computed and nothing
+    is charged: the values are those released and kept with the charge.
+
+    \b
+    Example:
+      dpmic deliver jobs/daily.toml --run-id 2026-11-22
+    """
+    from dpmic_dask.batch.jobs import load_job
+    from dpmic_dask.batch.runner import deliver_job
+
+    deliver_job(load_job(job_file), run_id, echo=stdout_echo)
+
+
+main.add_command(budget)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,166 @@
+"""``dpmic budget``: a dataset's budget in a persistent ledger (init, show,
+history, forecast)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from dpmic_dask.batch.clibase import dataset_option, debug_option, handles_errors, ledger_option
+from dpmic_dask.errors import LedgerError
+
+
+@click.group()
+def budget():
+    """Create and inspect a dataset's privacy budget in a persistent ledger.
+
+    \b
+    Example:
+      dpmic budget init --ledger sqlite:///ledger.db --dataset sales --eps 10
+      dpmic budget show --ledger sqlite:///ledger.db --dataset sales
+    """
+
+
+@budget.command("init")
+@ledger_option
+@dataset_option
+@click.option("--eps", "epsilon", type=float, help="Total epsilon the dataset may spend.")
+@click.option("--epsilon", "old_epsilon", type=float, hidden=True,
+              help="Deprecated spelling of --eps.")
+@click.option("--delta", default=0.0, show_default=True, type=float,
+              help="> 0 tracks the budget as zCDP (for Gaussian releases).")
+@debug_option
+@handles_errors
+def budget_init(ledger_url, dataset, epsilon, old_epsilon, delta, debug):
+    """Create the ledger if needed and set DATASET's cap (once; never changed).
+
+    \b
+    Example:
+      dpmic budget init --ledger sqlite:///ledger.db --dataset sales --eps 10
+    """
+    from dpmic_dask.privacy.accounting import Budget
+    from dpmic_dask.privacy.ledger import SQLLedger
+
+    if old_epsilon is not None:
+        click.echo("warning: --epsilon is deprecated; use --eps", err=True)
+        if epsilon is not None:
+            raise click.UsageError("give --eps only once (--epsilon is its old spelling)")
+        epsilon = old_epsilon
+    if epsilon is None:
+        raise click.UsageError("Missing option '--eps'.")
+    cap = Budget(epsilon, delta)
+    SQLLedger(ledger_url).init(dataset, cap)
+    unit = "epsilon" if cap.is_pure else "rho (zCDP)"
+    click.echo(f"dataset {dataset!r}: budget {cap.cap} {unit} "
+               f"(epsilon={epsilon:g}, delta={delta:g})")
+
+
+@budget.command("show")
+@ledger_option
+@dataset_option
+@debug_option
+@handles_errors
+def budget_show(ledger_url, dataset, debug):
+    """Print DATASET's cap, spent and remaining budget.
+
+    \b
+    Example:
+      dpmic budget show --ledger sqlite:///ledger.db --dataset sales
+    """
+    from dpmic_dask.privacy.ledger import SQLLedger
+
+    ledger = SQLLedger(ledger_url)
+    cap = ledger.budget_for(dataset)
+    if cap is None:
+        raise LedgerError(f"dataset {dataset!r} has no budget in this ledger")
+    spent, left = ledger.spent(dataset), ledger.remaining(dataset)
+    releases = len(ledger.history(dataset))
+    unit = "epsilon" if cap.is_pure else "rho"
+    click.echo(f"dataset:   {dataset}")
+    click.echo(f"cap:       {cap.cap} {unit} (epsilon={cap.epsilon:g}, delta={cap.delta:g})")
+    click.echo(f"spent:     {spent} {unit} in {releases} release(s)")
+    click.echo(f"remaining: {left} {unit}")
+
+
+@budget.command("history")
+@ledger_option
+@dataset_option
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@debug_option
+@handles_errors
+def budget_history(ledger_url, dataset, as_json, debug):
+    """List DATASET's releases, oldest first.
+
+    A batch run's release is "delivered" (written to its output), "undelivered"
+    (its values are kept in the ledger's journal: 'dpmic deliver' writes them)
+    or "lost" (charged, but its values were not kept).
+
+    \b
+    Example:
+      dpmic budget history --ledger sqlite:///ledger.db --dataset sales --json
+    """
+    from dpmic_dask.batch.journal import release_status
+    from dpmic_dask.privacy.ledger import SQLLedger, describe
+
+    ledger = SQLLedger(ledger_url)
+    records = ledger.history(dataset)
+    status = release_status(ledger, dataset)
+    rows = [{**describe(r), "release": status.get(r.charge_id)} for r in records]
+    if as_json:
+        for row in rows:
+            click.echo(json.dumps(row))
+        return
+    if not rows:
+        click.echo("no releases yet")
+    for row in rows:
+        click.echo(f"{row['time']}  {row['amount']:>12}  eps={row['epsilon']:g} "
+                   f"delta={row['delta']:g}  {row['mechanism'] or '-'}  {row['job']}  "
+                   f"columns={','.join(row['columns'])}  "
+                   + (f"run={row['run_id']} ({row['release']})  " if row["run_id"] else "")
+                   + f"[{row['charge_id']}]")
+
+
+@budget.command("forecast")
+@ledger_option
+@click.option("--dataset", default=None, help="Dataset id (default: the job's).")
+@click.option("--eps", type=click.FloatRange(min=0, min_open=True),
+              help="What one run spends (or give --job).")
+@click.option("--delta", default=0.0, show_default=True, type=float,
+              help="With --eps: the delta of one (Gaussian) run.")
+@click.option("--job", "job_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="A job file: one run of it (its ledger and dataset unless given).")
+@debug_option
+@handles_errors
+def budget_forecast(ledger_url, dataset, eps, delta, job_file, debug):
+    """How many more runs DATASET's remaining budget pays for.
+
+    \b
+    Example:
+      dpmic budget forecast --job jobs/daily.toml
+      dpmic budget forecast --ledger sqlite:///ledger.db --dataset sales --eps 0.5
+    """
+    from dpmic_dask.batch.runner import forecast
+    from dpmic_dask.privacy.costs import measure_for
+    from dpmic_dask.privacy.ledger import SQLLedger
+
+    if (eps is None) == (job_file is None):
+        raise click.UsageError("give exactly one of --eps, --job")
+    if job_file is not None:
+        from dpmic_dask.batch.jobplan import job_cost
+        from dpmic_dask.batch.jobs import load_job
+
+        job = load_job(job_file)
+        ledger_url, dataset = job.ledger_url, dataset or job.dataset
+        cost, what = job_cost(job), f"one run of job {job.name!r}"
+    else:
+        if dataset is None:
+            raise click.UsageError("--eps needs --dataset")
+        cost = measure_for(delta).total(eps, delta)
+        what = f"eps={eps:g}" + (f", delta={delta:g}" if delta else "")
+    plan = forecast(SQLLedger(ledger_url), dataset, cost)
+    click.echo(f"dataset:   {dataset}")
+    click.echo(f"remaining: {plan.remaining} {plan.unit}")
+    click.echo(f"per run:   {plan.per_run} {plan.unit} ({what})")
+    click.echo(f"runs left: {plan.runs}")

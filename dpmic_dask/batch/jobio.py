@@ -1,0 +1,224 @@
+"""Inputs of batch jobs, and the SQL and folder plumbing outputs share.
+
+Inputs: Parquet or CSV files (paths, globs, fsspec URLs) read by Dask, or a
+SQL table/query read through SQLAlchemy on the driver. Outputs (where released
+rows go) are :mod:`dpmic_dask.batch.joboutput`.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dpmic_dask.errors import DPMICError, UnavailableError
+
+SQL_TIMEOUT = 30.0
+
+
+class JobIOError(DPMICError):
+    """An input or output of a job cannot be read or written (one line, no values)."""
+
+
+def sql_engine(url: str, timeout: float = SQL_TIMEOUT):
+    """SQLAlchemy engine with a connect timeout; plain ``postgresql://`` URLs use
+    the psycopg 3 driver."""
+    import math
+
+    from sqlalchemy import create_engine
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+    from sqlalchemy.pool import NullPool
+
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            url = "postgresql+psycopg://" + url[len(prefix):]
+    try:
+        backend = make_url(url).get_backend_name()
+        connect_args = {
+            "postgresql": {"connect_timeout": max(1, math.ceil(timeout))},
+            "mysql": {"connect_timeout": max(1, math.ceil(timeout))},
+            "sqlite": {"timeout": timeout},
+        }.get(backend, {})
+        # No pool: every connection closes when released (a job opens a few, once).
+        return create_engine(url, connect_args=connect_args, poolclass=NullPool)
+    except ImportError as exc:
+        hint = ("pip install 'dpmic_dask[postgres]'" if "psycopg" in str(exc)
+                else "install the database driver")
+        raise JobIOError(
+            f"the SQL URL needs a database driver that is not installed: {hint}") from None
+    except (ArgumentError, NoSuchModuleError, ValueError):
+        raise JobIOError("the SQL URL is not a valid database URL") from None
+
+
+def _sql_failure(exc, what: str) -> DPMICError:
+    """A SQL error as a package error: unreachable servers are UnavailableError."""
+    from sqlalchemy.exc import OperationalError
+    from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+    kind = type(getattr(exc, "orig", None) or exc).__name__
+    if isinstance(exc, (OperationalError, PoolTimeout)):
+        return UnavailableError(f"cannot reach the SQL {what}: {kind} (server down, wrong "
+                                "address, or no answer within the timeout)")
+    return JobIOError(f"cannot use the SQL {what}: {kind}")
+
+
+def prepare_folder(folder, name: str) -> Path:
+    """Create ``folder`` if needed and check that it is a writable folder."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise JobIOError(f"{name} {str(folder)!r} is not a folder (a file is in the way)") from None
+    except OSError as exc:
+        raise JobIOError(f"cannot create {name} {str(folder)!r}: "
+                         f"{exc.strerror or type(exc).__name__}") from None
+    if not os.access(folder, os.W_OK):
+        raise JobIOError(f"{name} {str(folder)!r} is not writable")
+    return folder
+
+
+def load_input(job):
+    """The job's table as a Dask DataFrame (schema only until computed)."""
+    import dask.dataframe as dd
+
+    columns = list(job.bounds)
+    if job.input_paths:
+        for pattern in job.input_paths:
+            if "://" not in pattern and not glob.glob(pattern):
+                raise JobIOError(f"cannot open input {pattern!r}: no such file")
+        failure = None
+        try:
+            if job.input_format == "csv":
+                frame = dd.read_csv(list(job.input_paths), blocksize="64MB")
+            else:
+                frame = dd.read_parquet(list(job.input_paths))
+        except Exception as exc:  # noqa: BLE001 - readers raise many types; report the kind only
+            failure = exc.__class__.__name__
+        if failure is not None:
+            raise JobIOError(f"cannot open input {list(job.input_paths)}: {failure} "
+                             "(check the paths and the format)")
+        _require_columns(list(frame.columns), columns)
+        return frame[columns]
+    from sqlalchemy.exc import SQLAlchemyError
+
+    problem: DPMICError | None = None
+    try:
+        meta = _sql_meta(job.sql_url, job.sql_table, job.sql_query, columns, job.input_timeout)
+    except SQLAlchemyError as exc:
+        problem = _sql_failure(exc, "input")
+    except (ValueError, OSError) as exc:
+        problem = JobIOError(f"cannot read the SQL input: {exc.__class__.__name__}")
+    if problem is not None:
+        raise problem
+    # Rows are read lazily, inside the graph, after every check has passed: one
+    # task per range of the partition column, or one task for the whole input.
+    # The reader is column-projectable, so each block of pairs reads its own
+    # columns and no partition stays in memory for the whole run.
+    reader = SQLRangeReader(job.sql_url, job.sql_table, job.sql_query, tuple(columns),
+                            job.input_timeout)
+    ranges = sql_ranges(job.partition_column, job.partition_bounds, job.partitions)
+    return dd.from_map(reader, ranges, meta=meta, enforce_metadata=False)
+
+
+class SQLRangeReader:
+    """Reads one range of a SQL input. Dask passes ``columns=`` when a computation
+    needs only some columns (column projection), and only those are selected."""
+
+    def __init__(self, url, table, query, columns, timeout=SQL_TIMEOUT):
+        self.url, self.table, self.query = url, table, query
+        self.all_columns = tuple(columns)
+        self.timeout = timeout
+
+    def __dask_tokenize__(self):
+        return (type(self).__name__, self.url, self.table, self.query, self.all_columns,
+                self.timeout)
+
+    def __call__(self, where, columns=None):
+        """One partition: exactly the wanted columns (a query may return more)."""
+        wanted = list(self.all_columns if columns is None else columns)
+        frame = _read_sql(self.url, self.table, self.query, wanted, timeout=self.timeout,
+                          where=where)
+        return frame[wanted]
+
+
+def sql_ranges(column, bounds, partitions):
+    """The ranges one SQL input is read in: ``(column, lo, hi)`` per partition.
+
+    The public ``bounds`` are split into ``partitions`` equal ranges; the first is
+    open below (and takes NULLs), the last open above, so every row is read by
+    exactly one range whatever its value (``lo`` or ``hi`` is ``None`` when open).
+    Without a partition column: one range, the whole input.
+    """
+    if column is None or partitions <= 1:
+        return [None] if column is None else [(column, None, None)]
+    lo, hi = bounds
+    cuts = [lo + (hi - lo) * k / partitions for k in range(1, partitions)]
+    edges = [None, *cuts, None]
+    return [(column, edges[k], edges[k + 1]) for k in range(partitions)]
+
+
+def _require_columns(available, wanted) -> None:
+    """Name the job's columns the input lacks (names come from the job file)."""
+    missing = [c for c in wanted if c not in available]
+    if missing:
+        raise JobIOError(f"the input has no column(s) {missing} named in [columns]")
+
+
+def _sql_meta(url, table, query, columns, timeout=SQL_TIMEOUT) -> pd.DataFrame:
+    """An empty frame with the input's columns and dtypes, from the schema only.
+
+    Table columns take their declared type (numeric -> float64, else object, which
+    the schema check refuses). A query's columns are assumed numeric; a value that
+    is not is reported by column name when the data is counted.
+    """
+    if table:
+        from sqlalchemy import inspect
+
+        with sql_engine(url, timeout).connect() as conn:
+            declared = {c["name"]: c["type"] for c in inspect(conn).get_columns(table)}
+        _require_columns(list(declared), columns)
+        dtypes = {}
+        for name in columns:
+            try:
+                numeric = declared[name].python_type in (int, float) or \
+                    declared[name].python_type.__name__ == "Decimal"
+            except (KeyError, NotImplementedError):
+                numeric = False
+            dtypes[name] = "float64" if numeric else "object"
+        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in dtypes.items()})
+    empty = _read_sql(url, None, query, columns, limit=0, timeout=timeout)
+    _require_columns(list(empty.columns), columns)
+    return empty[columns].astype("float64")
+
+
+def _read_sql(url, table, query, columns, limit=None, timeout=SQL_TIMEOUT,
+              where=None) -> pd.DataFrame:
+    """Rows of a SQL table (selected columns) or query; ``limit`` caps the rows;
+    ``where`` is a range ``(column, lo, hi)`` of :func:`sql_ranges` (or ``None``)."""
+    from sqlalchemy import column, literal_column, or_, select, text
+    from sqlalchemy import table as sql_table
+
+    statement: Any
+    if table:
+        statement = select(*[column(c) for c in columns]).select_from(sql_table(table))
+    else:
+        statement = select(literal_column("*")).select_from(
+            text(f"({query}) AS dpmic_input"))
+    if where is not None:
+        name, lo, hi = where
+        key: Any = column(name)
+        if lo is None:
+            if hi is not None:
+                statement = statement.where(or_(key < hi, key.is_(None)))
+        else:
+            statement = statement.where(key >= lo)
+            if hi is not None:
+                statement = statement.where(key < hi)
+    if limit is not None:
+        statement = statement.limit(limit)
+    with sql_engine(url, timeout).connect() as conn:
+        return pd.read_sql_query(statement, conn)

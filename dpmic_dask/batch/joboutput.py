@@ -1,0 +1,380 @@
+"""Where a batch run's released rows go: a folder or a SQL table.
+
+Outputs are append-only and atomic. A file output is a folder that gains one
+file per job and run (``run-<run id>--<job>.parquet`` or ``.csv``), written
+under a hidden temporary name and renamed into place, so readers never see a
+partial file and a failed write leaves nothing behind. A SQL output gains one
+transaction's worth of rows per run. Every row carries the run id, the release
+time, the job, the dataset and the charge.
+
+:func:`check_output` runs before the charge: the folder must take a probe file,
+and an existing SQL table must be able to take this job's columns (missing
+columns are added, nullable; a column of the wrong kind is refused).
+:func:`deliver` writes rows from the release journal; it can be repeated (a
+file is rewritten with the same rows, a SQL table that holds the run's rows is
+left as it is). A failure to write is a :class:`DeliveryError`, one line naming
+the destination.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dpmic_dask.errors import DPMICError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+#: Columns of every released row, in order, with their kind.
+BASE_COLUMNS = {
+    "run_id": str, "released_at": str, "job": str, "dataset": str, "x": str, "y": str,
+    "mic": float, "ci95": float, "noise_scale": float, "mechanism": str, "statistic": str,
+    "release_epsilon": float, "release_delta": float, "value_cost": float, "cost_unit": str,
+    "n": int, "B": int, "c": int,
+}
+
+
+class DeliveryError(DPMICError):
+    """Released rows could not be written to the output. They are kept in the
+    ledger's release journal; the message names the destination, never a value."""
+
+
+def expected_columns(job) -> dict:
+    """The columns (name -> kind) a run of ``job`` writes."""
+    columns = dict(BASE_COLUMNS)
+    for name in job.statistics[1:]:
+        columns.update({name: float, f"{name}_ci95": float, f"{name}_noise_scale": float})
+    if "tau" in job.statistics:
+        columns["nonlinearity"] = float
+    columns["charge_id"] = str
+    return columns
+
+
+#: pandas dtypes of the column kinds (an empty column would otherwise be float64).
+_DTYPES = {str: "object", float: "float64", int: "int64"}
+
+
+def declared(rows: pd.DataFrame, job) -> pd.DataFrame:
+    """``rows`` with every column of an empty release given its declared kind (a
+    release that passed no pair still writes ``x`` and ``y`` as strings)."""
+    if len(rows):
+        return rows
+    kinds = expected_columns(job)
+    return rows.astype({name: _DTYPES[kinds[name]] for name in rows.columns if name in kinds})
+
+
+def result_rows(result, *, run_id: str, job) -> pd.DataFrame:
+    """The rows a run writes: the tidy table plus run id, time, job, dataset, charge."""
+    table = result.to_pandas()
+    table.insert(0, "run_id", run_id)
+    table.insert(1, "released_at", datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    table.insert(2, "job", job.name)
+    table.insert(3, "dataset", job.dataset)
+    table["charge_id"] = result.charge_id
+    return declared(table, job)
+
+
+def _fixed(rows: pd.DataFrame, job) -> dict:
+    """The declared kinds a written table or file takes: every column's when
+    ``rows`` is empty; else the string columns' (numbers keep their inferred
+    type, so a value is never cast)."""
+    kinds = expected_columns(job)
+    return {name: kinds[name] for name in rows.columns
+            if name in kinds and (not len(rows) or kinds[name] is str)}
+
+
+def _sql_types(rows: pd.DataFrame, job) -> dict:
+    """SQL types of the declared columns, for a table the delivery creates."""
+    from sqlalchemy import BigInteger, Float, Text
+
+    types: dict[type, Any] = {str: Text(), int: BigInteger(), float: Float(precision=53)}
+    return {name: types[kind] for name, kind in _fixed(rows, job).items()}
+
+
+def _arrow_schema(rows: pd.DataFrame, job):
+    """The Parquet schema of ``rows``: declared kinds, whatever the row count."""
+    import pyarrow as pa
+
+    types = {str: pa.string(), int: pa.int64(), float: pa.float64()}
+    kinds = _fixed(rows, job)
+    inferred = pa.Schema.from_pandas(rows, preserve_index=False)
+    return pa.schema([pa.field(f.name, types[kinds[f.name]]) if f.name in kinds else f
+                      for f in inferred])
+
+
+def job_slug(name: str) -> str:
+    """A file-name part for a job name: the name itself when it is made of
+    letters, digits and ``._-``, else a cleaned name and a hash of the real one."""
+    clean = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip(".-")[:64]
+    if clean == name:
+        return name
+    return f"{clean or 'job'}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+
+
+def run_file(job, run_id: str) -> Path:
+    """The file a run of ``job`` writes in its output folder."""
+    from dpmic_dask.batch.jobio import JobIOError
+
+    folder = Path(job.output_path)
+    path = folder / f"run-{run_id}--{job_slug(job.name)}.{job.output_format}"
+    if path.parent != folder:  # run ids are validated; this is a second line of defence
+        raise JobIOError("the run id would write outside the output folder")
+    return path
+
+
+def shown(where: str) -> str:
+    """A destination as a person reads it: a file below the working folder
+    relative to it, anything else as recorded."""
+    if os.path.isabs(where):
+        relative = os.path.relpath(where)
+        if not relative.startswith(os.pardir):
+            return relative
+    return where
+
+
+def destination(job, run_id: str) -> str:
+    """Where a run of ``job`` is delivered, as the journal records it: the run's
+    file (absolute path), or the SQL table and its server (no password)."""
+    if job.output_path:
+        return os.path.abspath(run_file(job, run_id))
+    try:
+        from sqlalchemy.engine import make_url
+
+        server = make_url(job.output_sql_url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - an unparsable URL is refused when used
+        server = "?"
+    return f"SQL table {job.output_sql_table!r} at {server}"
+
+
+def describe_output(job) -> str:
+    """The destination, as messages name it."""
+    if job.output_path:
+        return f"output folder {job.output_path!r}"
+    return f"SQL table {job.output_sql_table!r}"
+
+
+# ---------------------------------------------------------------- before the charge
+
+
+def check_output(job, run_id: str | None = None) -> None:
+    """Fail before any budget is spent if the output cannot take this job's rows."""
+    if job.output_path:
+        _probe_folder(job.output_path)
+    else:
+        _check_table(job, run_id)
+
+
+def _probe_folder(folder) -> None:
+    from dpmic_dask.batch.jobio import JobIOError, prepare_folder
+
+    path = prepare_folder(folder, "output folder")
+    probe = path / f".dpmic-probe-{uuid.uuid4().hex}"
+    try:
+        with open(probe, "x") as handle:
+            handle.write("probe")
+        probe.unlink()
+    except OSError as exc:
+        try:
+            probe.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise JobIOError(f"output folder {str(folder)!r} cannot take a file: "
+                         f"{exc.strerror or type(exc).__name__}") from None
+
+
+def _kind_of(sql_type):
+    try:
+        python = sql_type.python_type
+    except (NotImplementedError, AttributeError):
+        return None
+    return float if python.__name__ == "Decimal" else python
+
+
+def _fits(kind, declared) -> bool:
+    """Whether a column declared as ``declared`` takes values of ``kind``."""
+    if declared is None:
+        return True  # a type SQLAlchemy cannot map: left to the database
+    if kind is str:
+        return declared is str
+    return declared is float or (kind is int and declared is int)
+
+
+def probe_row(job, run_id: str | None = None) -> dict:
+    """A row as wide as this job's rows can be: its longest column name as ``x``
+    and ``y``, its names and run id, and the extreme values of each numeric kind
+    (no data value)."""
+    longest = max(job.bounds, key=len) if job.bounds else "x"
+    texts = {"run_id": run_id or uuid.uuid4().hex, "released_at": "2026-01-01T00:00:00+00:00",
+             "job": job.name, "dataset": job.dataset, "x": longest, "y": longest,
+             "mechanism": max((job.mechanism, "micr-gauss"), key=len),
+             "statistic": max(job.statistics, key=len), "cost_unit": "epsilon",
+             "charge_id": uuid.uuid4().hex}
+    extreme = {int: 2**63 - 1, float: 1.7976931348623157e308}
+    return {name: texts.get(name, "") if kind is str else extreme[kind]
+            for name, kind in expected_columns(job).items()}
+
+
+def _probe_insert(conn, table: str, job, run_id: str | None) -> None:
+    """Insert :func:`probe_row` into the existing ``table`` and roll it back; refuse
+    naming the first column that cannot take its value (width, precision, range)."""
+    from sqlalchemy import column, insert
+    from sqlalchemy import table as sql_table
+    from sqlalchemy.exc import DBAPIError
+
+    from dpmic_dask.batch.jobio import JobIOError
+
+    row = probe_row(job, run_id)
+    target = sql_table(table, *[column(name) for name in row])
+
+    def fits(values) -> bool:
+        savepoint = conn.begin_nested()
+        try:
+            conn.execute(insert(target).values(values))
+        except DBAPIError:
+            return False
+        finally:
+            savepoint.rollback()
+        return True
+
+    if fits(row):
+        return
+    plain = {name: "a" if isinstance(value, str) else 0 for name, value in row.items()}
+    for name in row:
+        if not fits({**plain, name: row[name]}):
+            raise JobIOError(
+                f"SQL table {table!r}: column {name!r} cannot hold this job's values "
+                "(its width, precision or range is too small); nothing was charged")
+    raise JobIOError(f"SQL table {table!r} cannot take this job's rows; nothing was charged")
+
+
+def _check_table(job, run_id: str | None = None) -> None:
+    from sqlalchemy import BigInteger, Float, Text, inspect, text
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from dpmic_dask.batch.jobio import JobIOError, _sql_failure, sql_engine
+
+    table, wanted = job.output_sql_table, expected_columns(job)
+    failure: DPMICError | None = None
+    try:
+        with sql_engine(job.output_sql_url, job.output_timeout).begin() as conn:
+            inspector = inspect(conn)
+            if not inspector.has_table(table):
+                return
+            found = {c["name"]: c for c in inspector.get_columns(table)}
+            for name, kind in wanted.items():
+                if name in found and not _fits(kind, _kind_of(found[name]["type"])):
+                    raise JobIOError(
+                        f"SQL table {table!r}: column {name!r} is {found[name]['type']}, "
+                        f"which cannot hold this job's {kind.__name__} values")
+            for name, column in found.items():
+                if name not in wanted and not column.get("nullable", True) \
+                        and column.get("default") is None:
+                    raise JobIOError(f"SQL table {table!r}: column {name!r} is NOT NULL "
+                                     "without a default, and this job does not write it")
+            quote = conn.dialect.identifier_preparer.quote
+            types: dict[type, Any] = {str: Text(), int: BigInteger(),
+                                      float: Float(precision=53)}
+            for name, kind in wanted.items():
+                if name not in found:  # a newer job's column: added, nullable
+                    sql_type = types[kind].compile(dialect=conn.dialect)
+                    conn.execute(text(f"ALTER TABLE {quote(table)} ADD COLUMN "
+                                      f"{quote(name)} {sql_type}"))
+            _probe_insert(conn, table, job, run_id)
+    except DPMICError as exc:
+        failure = exc
+    except SQLAlchemyError as exc:
+        failure = _sql_failure(exc, "output")
+    if failure is not None:
+        raise failure
+
+
+# ---------------------------------------------------------------- after the charge
+
+
+def undeliverable(job, run_id: str, reason: str) -> DeliveryError:
+    """The error of a kept release that could not be written (one line)."""
+    return DeliveryError(
+        f"cannot write run {run_id!r} to {describe_output(job)}: {reason}. The released "
+        f"values are kept in the ledger's journal; once the output can be written, run "
+        f"the same 'dpmic run' again or 'dpmic deliver {job.source} --run-id {run_id}' "
+        "(nothing more is charged)")
+
+
+def deliver(job, rows: pd.DataFrame, run_id: str) -> str:
+    """Write a run's journaled ``rows``; returns where they went."""
+    if job.output_path:
+        return _write_file(job, rows, run_id)
+    return _write_table(job, rows, run_id)
+
+
+def _write_file(job, rows: pd.DataFrame, run_id: str) -> str:
+    final = run_file(job, run_id)
+    # one temporary name per writer: concurrent deliveries never share a file
+    tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex[:12]}.tmp")
+    rows = declared(rows, job)
+    try:
+        if job.output_format == "csv":
+            rows.to_csv(tmp, index=False)
+        else:
+            rows.to_parquet(tmp, index=False, schema=_arrow_schema(rows, job))
+        with open(tmp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, final)
+    except OSError as exc:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise undeliverable(job, run_id, exc.strerror or type(exc).__name__) from None
+    return str(final)
+
+
+def _lock_table(conn, name: str) -> None:
+    """Serialise deliveries to table ``name`` until the transaction ends, so that
+    the check for a run's rows and their insertion are one step (PostgreSQL: a
+    transaction advisory lock keyed by the table name; SQLite: the write lock)."""
+    from sqlalchemy import text
+
+    backend = conn.dialect.name
+    if backend == "postgresql":
+        key = int.from_bytes(hashlib.sha256(f"dpmic-output:{name}".encode()).digest()[:8],
+                             "big", signed=True)
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+    elif backend == "sqlite":
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _write_table(job, rows: pd.DataFrame, run_id: str) -> str:
+    from sqlalchemy import column, inspect, literal, select, table
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from dpmic_dask.batch.jobio import sql_engine
+
+    name = job.output_sql_table
+    rows = declared(rows, job)
+    reason = None
+    try:
+        with sql_engine(job.output_sql_url, job.output_timeout).begin() as conn:
+            _lock_table(conn, name)
+            if inspect(conn).has_table(name):
+                # The table name is quoted by SQLAlchemy, never interpolated.
+                present = (select(literal(1)).select_from(table(name))
+                           .where(column("run_id") == run_id, column("job") == job.name,
+                                  column("dataset") == job.dataset).limit(1))
+                if conn.execute(present).first() is not None:
+                    return f"{name} (SQL; its rows were there already)"
+            rows.to_sql(name, conn, if_exists="append", index=False,
+                        dtype=_sql_types(rows, job))
+    except SQLAlchemyError as exc:
+        reason = type(getattr(exc, "orig", None) or exc).__name__
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+    if reason is not None:
+        raise undeliverable(job, run_id, reason)
+    return f"{name} (SQL)"

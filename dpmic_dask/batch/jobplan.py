@@ -1,0 +1,95 @@
+"""What a checked job (:mod:`dpmic_dask.batch.jobs`) releases: its release plan
+(:func:`dpmic_dask.release.plan.plan_release`: private bounds, the ``[select]`` step,
+the values) and its cost. The same translation serves ``dpmic validate`` (on a
+schema in which every column is numeric) and ``dpmic run`` (on the input's).
+"""
+
+from __future__ import annotations
+
+from dpmic_dask.batch.jobs import Job
+from dpmic_dask.errors import InvalidParameterError
+
+
+def private_columns(job: Job) -> list[str]:
+    """Columns whose bounds the job estimates privately (``bounds = "private"``)."""
+    return [name for name, b in job.bounds.items() if b == "private"]
+
+
+def job_release_plan(job: Job, schema):
+    """The :class:`~dpmic_dask.release.plan.ReleasePlan` of ``job`` against ``schema``
+    (messages spell the job file's keys): its private-bounds step, its
+    ``[select]`` step, its values. Nothing is read."""
+    from dpmic_dask.privacy.costs import measure_for
+    from dpmic_dask.release.plan import plan_release
+    from dpmic_dask.release.request import JobFileNames
+
+    select = None
+    if job.select_rule is not None:
+        if job.mechanism not in ("auto", f"micr-{measure_for(job.delta).noise}"):
+            raise InvalidParameterError(
+                "with [select], privacy.mechanism must be auto: the release is micr-lap when "
+                "delta = 0 and micr-gauss when delta > 0")
+        options = {"k": job.select_k, "threshold": job.select_threshold,
+                   "max_pairs": job.select_max_pairs}
+        select = {"rule": job.select_rule, "share": job.select_share,
+                  "screen_B": job.screen_B,
+                  **{key: value for key, value in options.items() if value is not None}}
+    private = {"bounds_share": job.bounds_share} if private_columns(job) else {}
+    return plan_release(schema, job.eps, bounds=dict(job.bounds), columns=list(job.bounds),
+                        delta=job.delta, mechanism=job.mechanism, select=select,
+                        nulls=job.nulls, fill=job.fill, label=job.name,
+                        statistics=job.statistics, B=job.B, c=job.c,
+                        task_memory=job.task_memory, names=JobFileNames(), **private)
+
+
+def job_cost(job: Job):
+    """What one run of ``job`` is charged (no data read): its plan's one charge."""
+    from dpmic_dask.release.request import numeric_schema
+
+    return job_release_plan(job, numeric_schema(job.bounds)).cost
+
+
+def job_selection(job: Job) -> dict | None:
+    """The ``[select]`` section as one dict (part of the job's fingerprint)."""
+    if job.select_rule is None:
+        return None
+    return {"rule": job.select_rule, "k": job.select_k, "threshold": job.select_threshold,
+            "max_pairs": job.select_max_pairs, "share": job.select_share,
+            "screen_B": job.screen_B, "B": job.B, "c": job.c, "task_memory": job.task_memory,
+            "statistics": job.statistics}
+
+
+def job_fingerprint(job: Job) -> str:
+    """A hash of what one run of ``job`` releases and where it goes: the dataset,
+    the input, the columns with their bounds and fills, the privacy parameters,
+    the statistics, the selection and the output. Two job files that share a
+    run key ``(dataset, name, run id)`` but differ in any of these have different
+    fingerprints. The job's name, cluster and ledger are not part of it. Paths
+    are made absolute (the same relative path from another folder is another
+    input or output)."""
+    import hashlib
+    import json
+    import os
+
+    def local(path):
+        return path if path is None or "://" in path else os.path.abspath(path)
+
+    content = {
+        "dataset": job.dataset,
+        "input": {"paths": [local(p) for p in job.input_paths], "format": job.input_format,
+                  "sql_url": job.sql_url, "sql_table": job.sql_table,
+                  "sql_query": job.sql_query, "partition_column": job.partition_column,
+                  "partition_bounds": job.partition_bounds, "partitions": job.partitions},
+        "columns": {name: {"bounds": bounds, "fill": (job.fill or {}).get(name)}
+                    for name, bounds in job.bounds.items()},
+        "column_order": list(job.bounds),
+        "privacy": {"eps": job.eps, "delta": job.delta, "mechanism": job.mechanism,
+                    "B": job.B, "c": job.c, "nulls": job.nulls,
+                    "bounds_share": job.bounds_share},
+        "statistics": list(job.statistics),
+        "select": job_selection(job),
+        "output": {"path": local(job.output_path), "format": job.output_format,
+                   "sql_url": job.output_sql_url, "sql_table": job.output_sql_table},
+    }
+    text = json.dumps(content, sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()

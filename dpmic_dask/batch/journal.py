@@ -1,0 +1,217 @@
+"""The release journal of batch runs: released values kept with their charge.
+
+A batch run's charge and its released rows (the noisy values and the public
+columns around them -- never an exact count or a data value) are written to the
+ledger in one transaction (:class:`JournaledRun`). Where the rows then go (a
+folder, a SQL table) is a *delivery*, recorded separately and repeatable: a
+retry of a charged run, or ``dpmic deliver``, writes the journaled rows again,
+never recomputes them, and never charges again. The key of a run is
+``(dataset, job, run id)``; the journal also keeps a fingerprint of what the
+job releases, so that two different jobs sharing a key (two files with one
+name) are refused rather than settled with each other's rows, and the
+destinations a release was delivered to, so that "delivered" means delivered
+to this job's output.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from dpmic_dask.errors import DPMICError, LedgerError
+from dpmic_dask.privacy.accounting import Charge, PrivacyCost
+from dpmic_dask.privacy.ledger import OpenCharge, SQLLedger, _now
+
+
+def encode_rows(rows: pd.DataFrame) -> str:
+    """The released rows as JSON text (column names, dtypes, values; exact floats)."""
+    columns = [{"name": str(name), "dtype": str(rows[name].dtype),
+                "values": rows[name].tolist()} for name in rows.columns]
+    return json.dumps({"columns": columns})
+
+
+def decode_rows(text: str) -> pd.DataFrame:
+    """The rows :func:`encode_rows` stored, with their dtypes."""
+    try:
+        columns = json.loads(text)["columns"]
+        return pd.DataFrame({c["name"]: pd.Series(c["values"], dtype=c["dtype"])
+                             for c in columns})
+    except Exception:  # noqa: BLE001 - any unparsable journal entry
+        raise LedgerError("the ledger is corrupt: a journaled release does not parse "
+                          "(restore the ledger from a backup)") from None
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """A charged run as the journal knows it.
+
+    ``payload`` is ``None`` when the values were not kept: the release failed
+    after its charge, or the run was charged before the ledger had a journal.
+    """
+
+    charge_id: str
+    dataset: str
+    job: str | None
+    run_id: str
+    payload: str | None = None
+    deliveries: tuple = field(default=())
+    fingerprint: str | None = None
+
+    @property
+    def kept(self) -> bool:
+        return self.payload is not None
+
+    @property
+    def delivered(self) -> bool:
+        return bool(self.deliveries)
+
+    def delivered_to(self, destination: str) -> bool:
+        """Whether the rows were recorded as written to ``destination``."""
+        return any(where == destination for _, where in self.deliveries)
+
+    def same_job(self, fingerprint: str) -> bool:
+        """Whether this run was charged by a job releasing the same thing
+        (``True`` for runs journaled before fingerprints were kept)."""
+        return self.fingerprint is None or self.fingerprint == fingerprint
+
+    def rows(self) -> pd.DataFrame:
+        """The journaled rows (only when :attr:`kept`)."""
+        if self.payload is None:
+            raise LedgerError(f"run {self.run_id!r} has no journaled values")
+        return decode_rows(self.payload)
+
+
+def find_run(ledger: SQLLedger, dataset: str, job: str, run_id: str) -> JournalEntry | None:
+    """The journal's entry of ``(dataset, job, run_id)``, or ``None`` if it never
+    charged (a charge of this run id without a job, from before runs had jobs,
+    counts as this run's, without values)."""
+    def work(cur):
+        cur.execute(ledger._sql(
+            "SELECT c.charge_id, c.job, r.payload, r.fingerprint FROM dpmic_charges c LEFT JOIN "
+            "dpmic_release_journal r ON r.charge_id = c.charge_id WHERE c.dataset = ? AND "
+            "c.run_id = ? AND (c.job = ? OR c.job IS NULL) ORDER BY c.created_at"),
+            (dataset, run_id, job))
+        row = cur.fetchone()
+        if row is None:
+            return None
+        cur.execute(ledger._sql("SELECT delivered_at, destination FROM dpmic_journal_deliveries "
+                                "WHERE charge_id = ? ORDER BY delivered_at"), (row[0],))
+        deliveries = tuple((r[0], r[1]) for r in cur.fetchall())
+        return JournalEntry(row[0], dataset, row[1], run_id, row[2], deliveries, row[3])
+    return ledger._run(work)
+
+
+def record_delivery(ledger: SQLLedger, charge_id: str, destination: str) -> None:
+    """Append that the rows of ``charge_id`` were written to ``destination``."""
+    def work(cur):
+        cur.execute("BEGIN")
+        cur.execute(ledger._sql("INSERT INTO dpmic_journal_deliveries (charge_id, delivered_at, "
+                                "destination) VALUES (?, ?, ?)"),
+                    (charge_id, _now(), destination))
+        cur.execute("COMMIT")
+    ledger._run(work)
+
+
+def release_status(ledger: SQLLedger, dataset: str) -> dict[str, str]:
+    """Per charge id of ``dataset``'s batch runs: ``"delivered"``, ``"undelivered"``
+    (values journaled, not written yet) or ``"lost"`` (charged, values not kept)."""
+    def work(cur):
+        cur.execute(ledger._sql(
+            "SELECT c.charge_id, r.charge_id, r.payload IS NOT NULL, "
+            "(SELECT COUNT(*) FROM dpmic_journal_deliveries d WHERE d.charge_id = c.charge_id) "
+            "FROM dpmic_charges c LEFT JOIN dpmic_release_journal r ON r.charge_id = c.charge_id "
+            "WHERE c.dataset = ? AND c.run_id IS NOT NULL"), (dataset,))
+        status = {}
+        for charge_id, journaled, kept, deliveries in cur.fetchall():
+            if journaled is None or not kept:
+                status[charge_id] = "lost"
+            else:
+                status[charge_id] = "delivered" if deliveries else "undelivered"
+        return status
+    return ledger._run(work)
+
+
+class JournaledRun:
+    """The ledger as one batch run charges it: the run id is claimed per dataset
+    and job, and the charge commits only together with the released rows.
+
+    :meth:`charge` leaves its transaction open; :meth:`keep` adds the rows and
+    commits both. :meth:`abandon` (any failure after the charge) commits the
+    charge without rows: budget is never refunded. If the process dies before
+    either, the transaction is rolled back: nothing was charged, and nothing was
+    released, since rows leave the process only from the journal.
+    """
+
+    def __init__(self, ledger: SQLLedger, run_id: str, job: str,
+                 fingerprint: str | None = None):
+        self.ledger, self.run_id, self.job = ledger, run_id, job
+        self.fingerprint = fingerprint
+        self._open: OpenCharge | None = None
+        self._dataset: str | None = None
+
+    def check(self, dataset: str, cost: PrivacyCost) -> None:
+        self.ledger.check(dataset, cost, run_id=self.run_id, job=self.job)
+
+    def charge(self, dataset: str, cost: PrivacyCost, **details) -> Charge:
+        if self._open is not None:
+            raise DPMICError("a batch run charges once")  # pragma: no cover
+        self._open = self.ledger.open_charge(dataset, cost, run_id=self.run_id, job=self.job,
+                                             **details)
+        self._dataset = dataset
+        return self._open.record
+
+    @property
+    def charged(self) -> bool:
+        return self._open is not None
+
+    def _commit(self, payload: str | None) -> JournalEntry:
+        if self._open is None:
+            raise DPMICError("nothing was charged")  # pragma: no cover
+        opened, self._open = self._open, None
+        assert self._dataset is not None
+        cur = opened.cur
+        try:
+            cur.execute("SAVEPOINT dpmic_journal")
+            cur.execute(opened.sql(
+                "INSERT INTO dpmic_release_journal (charge_id, dataset, job, run_id, created_at, "
+                "payload, fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?)"),
+                (opened.record.charge_id, self._dataset, self.job, self.run_id, _now(),
+                 payload, self.fingerprint))
+        except BaseException as exc:
+            # the charge stays even if its values cannot be kept (never refunded)
+            cur.execute("ROLLBACK TO SAVEPOINT dpmic_journal")
+            opened.commit()
+            if isinstance(exc, opened.ledger._db.errors):
+                if opened.ledger._db.is_full(exc):
+                    raise LedgerError(
+                        "the ledger's file system is full or failing: charge "
+                        f"{opened.record.charge_id} was recorded, but its released values "
+                        "could not be kept, so nothing was released; the ledger is intact "
+                        "(do not restore it): free space, then release again with a new "
+                        "run id") from None
+                raise opened.ledger._failure(exc) from None
+            raise
+        opened.commit()
+        return JournalEntry(opened.record.charge_id, self._dataset, self.job, self.run_id,
+                            payload, fingerprint=self.fingerprint)
+
+    def keep(self, rows: pd.DataFrame) -> JournalEntry:
+        """Commit the charge together with the released ``rows``."""
+        return self._commit(encode_rows(rows))
+
+    def abandon(self) -> None:
+        """After a failure following the charge: commit the charge, without values."""
+        if self._open is not None:
+            self._commit(None)
+
+    def rollback(self) -> bool:
+        """After an interruption (SIGINT, SIGTERM) before the values were kept: undo
+        the open charge, as a killed process's would be undone -- nothing left the
+        process, so nothing was released. ``True`` if a charge was undone."""
+        if self._open is None:
+            return False
+        opened, self._open = self._open, None
+        opened.rollback()
+        return True

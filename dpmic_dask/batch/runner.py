@@ -1,0 +1,209 @@
+"""What ``dpmic run``, ``dpmic deliver`` and ``dpmic budget forecast`` do.
+
+A run is keyed by ``(dataset, job name, run id)``. Order of ``dpmic run``:
+
+1. the ledger can be written (a read-only ledger is refused first);
+2. the journal: a run that already charged is settled from it -- refused if a
+   different job (another fingerprint, :func:`~dpmic_dask.batch.jobplan.job_fingerprint`)
+   charged the key, else its values are delivered to this job's output if they
+   were not delivered there, and nothing is computed or charged;
+3. the output can take this job's rows (folder probe, SQL table columns);
+4. the budget precheck; then the cluster, the data, the one charge, the noise;
+5. the charge commits together with the released rows (the journal);
+6. the rows are delivered from the journal, and the delivery recorded.
+
+A failure in 6 keeps the release in the journal (:class:`DeliveryError`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Callable
+
+from dpmic_dask.batch.interrupts import Interrupted, note_nothing_charged
+from dpmic_dask.batch.journal import JournaledRun, JournalEntry, find_run, record_delivery
+from dpmic_dask.errors import DPMICError, InvalidParameterError, LedgerError, RunClaimedError
+from dpmic_dask.privacy.ledger import SQLLedger
+
+Echo = Callable[..., None]
+
+
+def open_ledger(url: str) -> SQLLedger:
+    """The ledger at ``url``, refused now if it cannot record a charge."""
+    ledger = SQLLedger(url)
+    ledger.check_writable()
+    return ledger
+
+
+def _lost(job, entry: JournalEntry) -> RunClaimedError:
+    return RunClaimedError(
+        f"run {entry.run_id!r} of job {job.name!r} on dataset {job.dataset!r} was charged "
+        f"(charge {entry.charge_id}) but its values were not kept: its release failed "
+        "after the charge, or it ran before the ledger kept a journal. Nothing was charged "
+        "again; use a new run id to release again")
+
+
+def _other_job(job, entry: JournalEntry) -> InvalidParameterError:
+    return InvalidParameterError(
+        f"run {entry.run_id!r} of job {job.name!r} on dataset {job.dataset!r} was charged "
+        f"(charge {entry.charge_id}) by a different job with the same name (its input, "
+        "columns, privacy parameters or output differ from this file's): nothing was "
+        "charged or written. Give each job file its own [job] name, or use a new run id")
+
+
+def _deliver(job, ledger: SQLLedger, entry: JournalEntry, echo: Echo) -> str:
+    from dpmic_dask.batch.joboutput import check_output, deliver, destination, undeliverable
+
+    try:
+        check_output(job, entry.run_id)  # again: the output may have changed since the charge
+    except DPMICError as exc:  # the release is kept: this is a failure to deliver
+        raise undeliverable(job, entry.run_id, str(exc)) from None
+    where = deliver(job, entry.rows(), entry.run_id)
+    try:
+        record_delivery(ledger, entry.charge_id, destination(job, entry.run_id))
+    except LedgerError as exc:
+        echo(f"warning: delivered, but the delivery could not be recorded in the ledger: "
+             f"{exc}", err=True)
+    return where
+
+
+def _settle(job, ledger: SQLLedger, entry: JournalEntry, fingerprint: str,
+            echo: Echo) -> None:
+    """A run of this key already charged: refuse another job's run, report a run
+    whose values were lost, else deliver the kept values to this job's output
+    unless they were delivered there already. Nothing is computed or charged."""
+    from dpmic_dask.batch.joboutput import destination, shown
+
+    if not entry.same_job(fingerprint):
+        raise _other_job(job, entry)
+    if not entry.kept:
+        raise _lost(job, entry)
+    here = destination(job, entry.run_id)
+    if entry.delivered_to(here):
+        echo(f"run {entry.run_id} already released and delivered to {shown(here)}; "
+             "nothing to do")
+        return
+    where = _deliver(job, ledger, entry, echo)
+    echo(f"run {entry.run_id} already released (charge {entry.charge_id}); delivered its "
+         f"journaled values to {where}; nothing was charged")
+
+
+def run_job(job, run_id: str, *, progress=None, echo: Echo) -> None:
+    """``dpmic run``: release once per key, or settle a run already charged.
+
+    A run that loses the race for its key to a concurrent run of the same job
+    (:class:`RunClaimedError` at the charge: nothing of its own was charged)
+    settles from the winner's journal entry like a retry."""
+    from dpmic_dask.batch.jobplan import job_fingerprint
+
+    ledger = open_ledger(job.ledger_url)  # before any cluster starts or data is read
+    fingerprint = job_fingerprint(job)
+    entry = find_run(ledger, job.dataset, job.name, run_id)
+    if entry is not None:
+        _settle(job, ledger, entry, fingerprint, echo)
+        return
+    try:
+        _release_once(job, run_id, ledger, fingerprint, progress=progress, echo=echo)
+    except RunClaimedError:
+        entry = find_run(ledger, job.dataset, job.name, run_id)
+        if entry is None:
+            raise
+        _settle(job, ledger, entry, fingerprint, echo)
+
+
+def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, progress,
+                  echo: Echo) -> None:
+    """The first run of a key: check, charge once, keep, deliver."""
+    from dpmic_dask.batch.joboutput import check_output, result_rows
+    from dpmic_dask.batch.jobplan import job_cost
+    from dpmic_dask.release.pipeline import precheck_budget
+
+    check_output(job, run_id)
+    cost = job_cost(job)
+    journaled = JournaledRun(ledger, run_id, job.name, fingerprint)
+    precheck_budget(journaled, job.dataset, cost)  # before any cluster starts
+    try:
+        result = _release(job, journaled, progress)
+        entry = journaled.keep(result_rows(result, run_id=run_id, job=job))
+    except Interrupted:
+        # SIGINT / SIGTERM before the values were kept: as for a killed process,
+        # the open charge is undone (no value left the process)
+        if journaled.rollback():
+            note_nothing_charged()
+        raise
+    except BaseException:
+        journaled.abandon()  # a failure after the charge keeps the charge
+        raise
+    where = _deliver(job, ledger, entry, echo)
+    echo(f"run {run_id}: released {len(result.pairs)} pairs "
+         f"({result.mechanism}, eps={result.epsilon:g}) to {where}")
+    echo(f"remaining budget of {job.dataset!r}: {ledger.remaining(job.dataset)}")
+    echo(forecast(ledger, job.dataset, cost).sentence(f"of job {job.name!r}"))
+
+
+def deliver_job(job, run_id: str, *, echo: Echo) -> None:
+    """``dpmic deliver``: write a charged run's journaled values (again)."""
+    ledger = open_ledger(job.ledger_url)
+    entry = find_run(ledger, job.dataset, job.name, run_id)
+    if entry is None:
+        raise InvalidParameterError(
+            f"run {run_id!r} of job {job.name!r} on dataset {job.dataset!r} was never "
+            "charged: there is nothing to deliver")
+    if not entry.kept:
+        raise _lost(job, entry)
+    from dpmic_dask.batch.jobplan import job_fingerprint
+
+    if not entry.same_job(job_fingerprint(job)):
+        raise _other_job(job, entry)
+    where = _deliver(job, ledger, entry, echo)
+    echo(f"run {run_id}: delivered the journaled values of charge {entry.charge_id} to "
+         f"{where}; nothing was charged")
+
+
+def _release(job, ledger: JournaledRun, progress):
+    """Start or reach the cluster, read the input, plan and run the release (one
+    charge)."""
+    from dpmic_dask.backends import backend_for
+    from dpmic_dask.batch import jobio
+    from dpmic_dask.batch.cluster import open_cluster
+    from dpmic_dask.batch.jobplan import job_release_plan
+    from dpmic_dask.release.plan import run_release
+
+    with open_cluster(scheduler=job.scheduler, workers=job.workers, timeout=job.timeout):
+        frame = jobio.load_input(job)
+        plan = job_release_plan(job, backend_for(frame).schema(frame))
+        return run_release(frame, plan, ledger=ledger, dataset=job.dataset,
+                           progress=progress)
+
+
+# ---------------------------------------------------------------- planning
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """How many more runs of one cost a dataset's remaining budget pays for."""
+
+    remaining: Decimal
+    per_run: Decimal
+    unit: str
+    runs: int
+
+    def sentence(self, what: str = "") -> str:
+        """One line for a report."""
+        runs = f"{self.runs} more run{'s' if self.runs != 1 else ''}"
+        return (f"the remaining budget pays for {runs}{' ' + what if what else ''} "
+                f"({self.per_run} {self.unit} each)")
+
+
+def forecast(ledger: SQLLedger, dataset: str, cost) -> Forecast:
+    """The number of further releases costing ``cost`` that ``dataset`` can pay."""
+    from dpmic_dask.privacy.accounting import unknown_dataset
+
+    budget = ledger.budget_for(dataset)
+    if budget is None:
+        raise unknown_dataset(dataset)
+    per_run = budget.amount(cost)
+    remaining = ledger.remaining(dataset)
+    runs = int(remaining // per_run) if remaining > 0 else 0
+    return Forecast(remaining=remaining, per_run=per_run, unit=budget.unit, runs=runs)

@@ -1,0 +1,368 @@
+"""Privacy accounting: the one place where budgets are checked and charged.
+
+* What a release spends, :class:`~dpmic_dask.privacy.costs.PrivacyCost`, is typed in
+  :mod:`dpmic_dask.privacy.costs` (each mechanism in :mod:`dpmic_dask.privacy.mechanisms`
+  answers its own cost); here its statement in words. The parameter checks and
+  zCDP conversions are in :mod:`dpmic_dask.privacy.conversion`.
+* Budgets and ledgers: pure ``eps`` composes by addition; approximate DP is
+  tracked as zero-concentrated DP (``rho`` adds; an ``eps``-DP release costs
+  ``eps**2 / 2``). A ledger checks and records a charge atomically *before* any
+  noise is drawn and never refunds.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Protocol, runtime_checkable
+
+from dpmic_dask.errors import (
+    BudgetExceededError,
+    BudgetMismatchError,
+    InvalidParameterError,
+    LedgerError,
+)
+from dpmic_dask.privacy.conversion import check_delta, check_epsilon, rho_from_eps_delta
+from dpmic_dask.privacy.costs import PURE_DP, PrivacyCost, measure_for
+from dpmic_dask.stats.sensitivity import safe_up
+
+
+def mutual_information_bound_nats(eps: float) -> float:
+    """An ``eps``-DP release leaks at most ``min(eps, eps**2)`` nats of conditional
+    mutual information about any one row (Cuff & Yu 2016, Lemma 1)."""
+    return min(eps, eps * eps)
+
+
+def privacy_statement(cost: PrivacyCost, pairs: int, detail: str | None = None) -> str:
+    """One paragraph, in words, of what a release with ``cost`` guarantees.
+
+    ``detail`` replaces the per-pair split in parentheses (releases that select
+    pairs first spend their budget in parts, not per pair)."""
+    plural = "s" if pairs != 1 else ""
+    if cost.measure is PURE_DP:
+        bound = mutual_information_bound_nats(cost.epsilon)
+        split = detail or f"{cost.epsilon / pairs:g} per pair over {pairs} pair{plural}"
+        return (
+            f"This release is {cost.epsilon:g}-differentially private with respect to "
+            f"replacing any one row ({split}). This implies that it reveals at most {bound:.4g} "
+            "nats of mutual information about any one row beyond what the other rows already "
+            "reveal."
+        )
+    rho = cost.as_rho()
+    split = detail or f"{rho / pairs:.4g} per pair over {pairs} pair{plural}"
+    return (
+        f"This release is ({cost.epsilon:g}, {cost.delta:g})-differentially private "
+        f"with respect to replacing any one row. It is accounted as {rho:.6g}-zCDP "
+        f"in total ({split}); zCDP costs add up across releases, epsilons of Gaussian "
+        "releases do not."
+    )
+
+
+def value_cost(cost: PrivacyCost, pairs: int) -> tuple[float, str]:
+    """What each of ``pairs`` released values cost, and the unit it is counted in."""
+    unit = cost.measure.unit
+    return cost.amount() / pairs, unit if cost.measure is PURE_DP else f"{unit} (zCDP)"
+
+
+# --------------------------------------------------------------------------- budget
+
+
+def _exact(x: float) -> Decimal:
+    """Decimal of a float's shortest repr, so 0.1 + 0.2 + 0.3 == 0.6 as typed."""
+    return Decimal(repr(float(x)))
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A total privacy budget for one dataset.
+
+    ``delta == 0``: pure ``epsilon``-DP, releases add their ``epsilon``.
+    ``delta > 0``: tracked as zCDP with cap ``rho_from_eps_delta(epsilon, delta)``;
+    releases add their ``rho`` (``eps**2 / 2`` for a pure release).
+    """
+
+    epsilon: float
+    delta: float = 0.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "budget epsilon"))
+        object.__setattr__(self, "delta", check_delta(self.delta, "budget delta"))
+        self.cap  # noqa: B018  (refuses a budget whose rho underflows, at creation)
+
+    @property
+    def measure(self):
+        """How releases charged to this budget compose (pure DP or zCDP)."""
+        return measure_for(self.delta)
+
+    @property
+    def is_pure(self) -> bool:
+        return self.measure is PURE_DP
+
+    @property
+    def unit(self) -> str:
+        return self.measure.unit
+
+    @property
+    def cap(self) -> Decimal:
+        """The cap in the budget's own unit (epsilon, or rho)."""
+        if self.is_pure:
+            return _exact(self.epsilon)
+        return _exact(rho_from_eps_delta(self.epsilon, self.delta))
+
+    def amount(self, cost: PrivacyCost) -> Decimal:
+        """What ``cost`` uses of this budget, in its unit.
+
+        Raises :class:`BudgetMismatchError` for an approximate-DP cost on a pure
+        budget: that is a configuration problem, not an exhausted budget.
+        """
+        if self.is_pure:
+            if not cost.is_pure:
+                raise BudgetMismatchError(
+                    "a pure-DP budget (delta = 0) cannot pay for an approximate-DP "
+                    "(Gaussian) release; use a budget with delta > 0 or a pure mechanism"
+                )
+            return _exact(cost.epsilon)
+        if cost.rho is not None:
+            return _exact(cost.rho)  # the rho the release's noise was calibrated to
+        return _exact(safe_up(cost.as_rho()))  # eps**2 / 2, rounded against the ledger
+
+
+def check_charge(dataset: str, budget: Budget, spent: Decimal, cost: PrivacyCost) -> Decimal:
+    """The one check-and-record rule every ledger applies, under its own lock or
+    transaction: the amount ``cost`` takes from ``budget``, or
+    :class:`BudgetExceededError` when ``spent`` plus that amount would pass the cap."""
+    need = budget.amount(cost)
+    left = budget.cap - spent
+    if need > left:
+        raise BudgetExceededError(
+            f"release needs {need} but dataset {dataset!r} has {left} of its "
+            f"{budget.unit} budget left; nothing was released"
+        )
+    return need
+
+
+def unknown_dataset(dataset: str) -> LedgerError:
+    """The error every capped ledger raises for a dataset it holds no budget for."""
+    return LedgerError(
+        f"dataset {dataset!r} has no budget in this ledger; create one first (in-memory: "
+        "ledger.set_budget; persistent: 'dpmic budget init'); nothing was read or charged"
+    )
+
+
+@dataclass(frozen=True)
+class Charge:
+    """A recorded, non-refundable charge."""
+
+    charge_id: str
+    dataset: str
+    cost: PrivacyCost
+    description: str
+    timestamp: float
+    mechanism: str = ""
+    columns: tuple = ()
+
+
+@runtime_checkable
+class Ledger(Protocol):
+    """What every ledger offers. :meth:`check` refuses now what :meth:`charge` would
+    refuse, without recording; :meth:`charge` checks and records atomically (the
+    one rule: :func:`check_charge`; unknown datasets refused on a capped ledger)."""
+
+    def check(self, dataset: str, cost: PrivacyCost) -> None: ...
+
+    def charge(self, dataset: str, cost: PrivacyCost, *, description: str = "",
+               mechanism: str = "", columns=()) -> Charge: ...
+
+    def remaining(self, dataset: str) -> Decimal | None: ...
+
+    def history(self, dataset: str) -> list: ...
+
+
+@dataclass
+class InMemoryLedger:
+    """A ledger held in this process: per dataset a cap and the list of charges.
+
+    Thread-safe; every charge is checked and recorded under one lock before the
+    caller draws any noise, and is never removed. Like every ledger it refuses a
+    dataset it holds no budget for (:meth:`set_budget` first). Only an
+    ``uncapped=True`` ledger -- the per-process default behind
+    :func:`dpmic_dask.session_ledger` -- accepts every dataset and records charges
+    without any cap; it holds no budgets.
+    """
+
+    budgets: dict = field(default_factory=dict)
+    uncapped: bool = False
+    _charges: list = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self):
+        if self.uncapped and self.budgets:
+            raise InvalidParameterError("an uncapped ledger holds no budgets")
+
+    def budget_for(self, dataset: str) -> Budget | None:
+        with self._lock:
+            return self.budgets.get(dataset)
+
+    def set_budget(self, dataset: str, budget: Budget) -> None:
+        with self._lock:
+            if self.uncapped:
+                raise InvalidParameterError(
+                    "an uncapped ledger holds no budgets; use InMemoryLedger() for caps")
+            if dataset in self.budgets:
+                raise InvalidParameterError(f"dataset {dataset!r} already has a budget")
+            self.budgets[dataset] = budget
+
+    def spent(self, dataset: str) -> Decimal:
+        with self._lock:
+            return self._spent_locked(dataset)
+
+    def _spent_locked(self, dataset: str) -> Decimal:
+        budget = self.budgets.get(dataset)
+        total = Decimal(0)
+        for charge in self._charges:
+            if charge.dataset == dataset:
+                total += budget.amount(charge.cost) if budget else _exact(charge.cost.epsilon)
+        return total
+
+    def _budget_locked(self, dataset: str) -> Budget | None:
+        budget = self.budgets.get(dataset)
+        if budget is None and not self.uncapped:
+            raise unknown_dataset(dataset)
+        return budget
+
+    def remaining(self, dataset: str) -> Decimal | None:
+        """What is left of ``dataset``'s cap (``None`` on an uncapped ledger)."""
+        with self._lock:
+            budget = self._budget_locked(dataset)
+            if budget is None:
+                return None
+            return budget.cap - self._spent_locked(dataset)
+
+    def check(self, dataset: str, cost: PrivacyCost) -> None:
+        """Raise now what :meth:`charge` would raise, without recording anything
+        (the precheck that runs before any data is read)."""
+        with self._lock:
+            budget = self._budget_locked(dataset)
+            if budget is not None:
+                check_charge(dataset, budget, self._spent_locked(dataset), cost)
+
+    def charges(self, dataset: str | None = None) -> list[Charge]:
+        """Every recorded charge (of ``dataset``, if given), oldest first."""
+        with self._lock:
+            return [c for c in self._charges if dataset is None or c.dataset == dataset]
+
+    def history(self, dataset: str) -> list[Charge]:
+        """``dataset``'s charges, oldest first (refuses an unknown dataset when capped)."""
+        with self._lock:
+            self._budget_locked(dataset)
+        return self.charges(dataset)
+
+    def charge(self, dataset: str, cost: PrivacyCost, *, description: str = "",
+               mechanism: str = "", columns=()) -> Charge:
+        """Record ``cost`` against ``dataset`` or raise :class:`BudgetExceededError`."""
+        with self._lock:
+            budget = self._budget_locked(dataset)
+            if budget is not None:
+                check_charge(dataset, budget, self._spent_locked(dataset), cost)
+            record = Charge(uuid.uuid4().hex, dataset, cost, description, time.time(),
+                            mechanism, tuple(columns))
+            self._charges.append(record)
+            return record
+
+
+# ------------------------------------------------------------------ the default ledger
+
+_PROCESS_LEDGER = InMemoryLedger(uncapped=True)
+_DEFAULT_LEDGER: contextvars.ContextVar = contextvars.ContextVar("dpmic_default_ledger",
+                                                                 default=None)
+
+
+class PrepaidLedger:
+    """One part of a charge already recorded in a real ledger, for the one inner
+    release that spends it (a release composed of steps charges once, up front).
+
+    :meth:`charge` accepts exactly one cost that fits in ``part`` (same kind:
+    an epsilon within a pure part, a rho within a zCDP part) and returns the
+    parent charge; anything else is refused. Nothing here writes to a ledger.
+    """
+
+    def __init__(self, charge: Charge, part: PrivacyCost):
+        self._charge = charge
+        self._part = part
+        self._used = False
+        self._lock = threading.Lock()
+
+    def _fits(self, cost: PrivacyCost) -> bool:
+        return self._part.measure.fits(cost, self._part)
+
+    def check(self, dataset: str, cost: PrivacyCost) -> None:
+        if not self._fits(cost) or self._used:
+            raise InvalidParameterError("the inner release does not fit the part prepaid "
+                                        "for it (nothing more was charged)")
+
+    def charge(self, dataset: str, cost: PrivacyCost, *, description: str = "",
+               mechanism: str = "", columns=()) -> Charge:
+        with self._lock:
+            self.check(dataset, cost)
+            self._used = True
+        return self._charge
+
+    def remaining(self, dataset: str) -> Decimal | None:
+        return None
+
+    def history(self, dataset: str) -> list:
+        return [self._charge]
+
+
+class _ChargeState:
+    possible = False
+
+
+_CHARGE_STATE = _ChargeState()
+
+
+def note_charge_possible() -> None:
+    """Record that this process reached a point from which a release may charge
+    (called just before a release asks its ledger to charge)."""
+    _CHARGE_STATE.possible = True
+
+
+def note_nothing_charged() -> None:
+    """Record that no charge stands: a new command starts, or a charge this
+    command opened was undone (an interrupted batch run rolls back its open charge)."""
+    _CHARGE_STATE.possible = False
+
+
+def charge_possible() -> bool:
+    """Whether the budget may have been charged by this process's command; an
+    interruption before :func:`note_charge_possible` certainly charged nothing."""
+    return _CHARGE_STATE.possible
+
+
+def default_ledger():
+    """The ledger a release uses when it is given none.
+
+    Normally the per-process *uncapped* session ledger: it records every charge
+    and limits nothing. Inside :func:`using_ledger`, the ledger given there.
+    """
+    ledger = _DEFAULT_LEDGER.get()
+    return _PROCESS_LEDGER if ledger is None else ledger
+
+
+@contextmanager
+def using_ledger(ledger):
+    """Make ``ledger`` the default for releases in this block (and this context)::
+
+    with using_ledger(SQLLedger(url)):
+        ddf.dpmic.pairwise(1.0, bounds=..., dataset="sales")
+    """
+    token = _DEFAULT_LEDGER.set(ledger)
+    try:
+        yield ledger
+    finally:
+        _DEFAULT_LEDGER.reset(token)

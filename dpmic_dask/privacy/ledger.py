@@ -1,0 +1,414 @@
+"""Persistent privacy ledgers: SQLite (embedded default) and PostgreSQL.
+
+Per dataset, a cap (a :class:`~dpmic_dask.privacy.accounting.Budget`) and an append-
+only table of charges. :meth:`SQLLedger.charge` checks and records a charge in
+one transaction that holds a write lock (SQLite ``BEGIN IMMEDIATE``; PostgreSQL
+``SELECT ... FOR UPDATE`` on the dataset's budget row inside an explicit ``READ
+COMMITTED`` transaction), so concurrent jobs cannot overspend, whatever default
+isolation level the database server is configured with. Charges are never
+updated or deleted: a crash after the commit keeps the charge. Amounts are
+exact decimals stored as text.
+
+A ledger that is missing, unreachable or corrupt raises :class:`LedgerError`,
+and the release is refused before any data is read. Rows that do not parse
+(a tampered amount, columns that are not JSON) are reported as a corrupt ledger.
+
+A charge may carry a *run id* and a *job* (batch jobs): the run id is claimed
+per dataset and job in the same transaction as the charge, and a second charge
+for the same key is refused with :class:`RunClaimedError` -- so two overlapping
+runs with one id never both charge, and a retry never charges again. A batch
+run keeps its released values with its charge, in the same transaction
+(:meth:`SQLLedger.open_charge`; the release journal is :mod:`dpmic_dask.batch.journal`).
+Older ledgers (version 1: no run ids; 2: no jobs, no journal; 3: no job
+fingerprints) are upgraded in
+place on first use. A ledger that can be read but not written is reported as
+read-only (:meth:`SQLLedger.check_writable`, before a run starts anything).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from decimal import Decimal
+from pathlib import Path
+from urllib.parse import urlparse
+
+from dpmic_dask.errors import DPMICError, InvalidParameterError, LedgerError, RunClaimedError
+from dpmic_dask.privacy.accounting import Budget, Charge, PrivacyCost, check_charge, unknown_dataset
+from dpmic_dask.privacy.ledgerdb import (
+    _META,
+    _SCHEMA,
+    _UPGRADES,
+    SCHEMA_VERSION,
+    PostgresDB,
+    SQLiteDB,
+    _upgrade_statements,
+)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+@dataclass(frozen=True)
+class ChargeRecord:
+    """One row of a dataset's history."""
+
+    charge_id: str
+    created_at: str
+    amount: Decimal
+    cost: PrivacyCost
+    description: str
+    mechanism: str
+    columns: tuple
+    run_id: str | None = None
+    job: str | None = None
+
+
+def _corrupt(what: str) -> LedgerError:
+    return LedgerError(f"the ledger is corrupt: {what} does not parse; nothing was charged "
+                       "(restore the ledger from a backup)")
+
+
+def _budget_from_row(row, dataset: str) -> Budget:
+    try:
+        return Budget(float(row[0]), float(row[1]))
+    except Exception:  # noqa: BLE001 - any unparsable or out-of-range value
+        raise _corrupt(f"the budget of dataset {dataset!r}") from None
+
+
+def _record_from_row(r) -> ChargeRecord:
+    try:
+        columns = json.loads(r[8])
+        if not isinstance(columns, list):
+            raise TypeError
+        return ChargeRecord(
+            r[0], r[1], _amount(r[2], "this"),
+            PrivacyCost(float(r[3]), float(r[4]), None if r[5] is None else float(r[5])),
+            r[6], r[7], tuple(str(c) for c in columns), r[9], r[10])
+    except Exception:  # noqa: BLE001 - any unparsable value
+        raise _corrupt(f"charge {str(r[0])[:64]!r}") from None
+
+
+def _amount(text, dataset: str) -> Decimal:
+    try:
+        value = Decimal(text)
+    except Exception:  # noqa: BLE001
+        raise _corrupt(f"a charge amount of dataset {dataset!r}") from None
+    if not value.is_finite() or value < 0:
+        raise _corrupt(f"a charge amount of dataset {dataset!r}")
+    return value
+
+
+class SQLLedger:
+    """A persistent ledger at ``url``: ``sqlite:///path/to/file.db`` or
+    ``postgresql://user:password@host:port/dbname``."""
+
+    def __init__(self, url: str):
+        self.url = url
+        parsed = urlparse(url)
+        self._db: SQLiteDB | PostgresDB
+        if parsed.scheme == "sqlite":
+            path = url[len("sqlite:///"):] if url.startswith("sqlite:///") else ""
+            if not path:
+                raise InvalidParameterError("a SQLite ledger URL looks like sqlite:///path/ledger.db")
+            self._db = SQLiteDB(Path(path))
+        elif parsed.scheme in ("postgresql", "postgres"):
+            self._db = PostgresDB(url)
+        else:
+            raise InvalidParameterError("ledger URL must start with sqlite:/// or postgresql://")
+
+    # -- plumbing ---------------------------------------------------------------
+    def _sql(self, text: str) -> str:
+        return text.replace("?", self._db.placeholder)
+
+    def _failure(self, exc) -> LedgerError:
+        """A database error as a ledger error: read-only or busy, else corrupt."""
+        return self._db.classify(exc) or LedgerError(
+            f"ledger error ({exc.__class__.__name__}): the ledger is unreadable or corrupt; "
+            "nothing was charged")
+
+    def _run(self, fn, *, create: bool = False):
+        conn = self._db.connect(create)
+        try:
+            cur = conn.cursor()
+            if not create:
+                self._check_schema(cur)
+            return fn(cur)
+        except DPMICError:
+            raise
+        except self._db.errors as exc:
+            raise self._failure(exc) from None
+        finally:
+            conn.close()
+
+    def _check_schema(self, cur) -> None:
+        try:
+            cur.execute(self._sql("SELECT value FROM dpmic_meta WHERE key = ?"), ("schema",))
+            row = cur.fetchone()
+        except self._db.errors as exc:
+            if self._db.is_full(exc):  # a failing disk is not an uninitialised ledger
+                raise self._failure(exc) from None
+            raise LedgerError("the ledger is not initialised or is corrupt; run "
+                              "'dpmic budget init'") from None
+        if row is not None and row[0] in _UPGRADES:
+            self._migrate(cur)
+        elif row is None or row[0] != SCHEMA_VERSION:
+            raise LedgerError("the ledger has no or an unknown schema version")
+
+    def _migrate(self, cur) -> None:
+        """Upgrade an older ledger in place (once, under the write lock)."""
+        self._db.begin_write(cur, None)
+        try:
+            if self._db.placeholder == "%s":  # PostgreSQL: one migration at a time
+                cur.execute("LOCK TABLE dpmic_meta IN ACCESS EXCLUSIVE MODE")
+            cur.execute(self._sql("SELECT value FROM dpmic_meta WHERE key = ?"), ("schema",))
+            version = cur.fetchone()[0]
+            if version in _UPGRADES:
+                for statement in _upgrade_statements(version):
+                    cur.execute(statement)
+            cur.execute("COMMIT")
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+
+    def check_writable(self) -> None:
+        """Refuse a ledger that could be read but not written (permissions, a
+        read-only directory, file system or server): a run checks this first,
+        before any cluster starts or data is read."""
+        self._run(self._db.probe_write)
+
+    # -- administration ---------------------------------------------------------
+    def init(self, dataset: str, budget: Budget) -> None:
+        """Create the tables if needed and set ``dataset``'s cap (once)."""
+        def work(cur):
+            cur.execute("BEGIN")
+            cur.execute(_META)
+            cur.execute(self._sql("SELECT value FROM dpmic_meta WHERE key = ?"), ("schema",))
+            found = cur.fetchone()
+            if found is None:
+                for statement in _SCHEMA:
+                    cur.execute(statement)
+                cur.execute(self._sql("INSERT INTO dpmic_meta (key, value) VALUES (?, ?)"),
+                            ("schema", SCHEMA_VERSION))
+            elif found[0] in _UPGRADES:
+                for statement in _upgrade_statements(found[0]):
+                    cur.execute(statement)
+            elif found[0] != SCHEMA_VERSION:
+                cur.execute("ROLLBACK")
+                raise LedgerError("the ledger has an unknown schema version")
+            cur.execute(self._sql("SELECT 1 FROM dpmic_budgets WHERE dataset = ?"), (dataset,))
+            if cur.fetchone() is not None:
+                cur.execute("ROLLBACK")
+                raise InvalidParameterError(
+                    f"dataset {dataset!r} already has a budget; budgets are never changed")
+            cur.execute(self._sql(
+                "INSERT INTO dpmic_budgets (dataset, epsilon, delta, created_at) "
+                "VALUES (?, ?, ?, ?)"),
+                (dataset, repr(budget.epsilon), repr(budget.delta), _now()))
+            cur.execute("COMMIT")
+        self._run(work, create=True)
+
+    def budget_for(self, dataset: str) -> Budget | None:
+        def work(cur):
+            cur.execute(self._sql("SELECT epsilon, delta FROM dpmic_budgets WHERE dataset = ?"),
+                        (dataset,))
+            row = cur.fetchone()
+            return None if row is None else _budget_from_row(row, dataset)
+        return self._run(work)
+
+    def _require_budget(self, cur, dataset: str) -> Budget:
+        cur.execute(self._sql("SELECT epsilon, delta FROM dpmic_budgets WHERE dataset = ?"),
+                    (dataset,))
+        row = cur.fetchone()
+        if row is None:
+            raise unknown_dataset(dataset)
+        return _budget_from_row(row, dataset)
+
+    def _spent(self, cur, dataset: str) -> Decimal:
+        cur.execute(self._sql("SELECT amount FROM dpmic_charges WHERE dataset = ?"), (dataset,))
+        return sum((_amount(r[0], dataset) for r in cur.fetchall()), Decimal(0))
+
+    def _require_unclaimed(self, cur, dataset: str, run_id: str | None,
+                           job: str | None = None) -> None:
+        """Refuse a run id already charged for ``dataset`` and ``job`` (a charge of
+        the same run id without a job, from before runs had jobs, counts too)."""
+        if run_id is None:
+            return
+        same_job = "job IS NULL" if job is None else "(job = ? OR job IS NULL)"
+        cur.execute(self._sql("SELECT charge_id FROM dpmic_charges WHERE dataset = ? AND "
+                              f"run_id = ? AND {same_job}"),
+                    (dataset, run_id) if job is None else (dataset, run_id, job))
+        row = cur.fetchone()
+        if row is not None:
+            of_job = "" if job is None else f" of job {job!r}"
+            raise RunClaimedError(
+                f"run {run_id!r}{of_job} on dataset {dataset!r} was charged (charge "
+                f"{row[0]}) by another run with this id, while this one ran; nothing was "
+                "charged again ('dpmic budget history' shows whether that release was "
+                "delivered)")
+
+    def spent(self, dataset: str) -> Decimal:
+        def work(cur):
+            self._require_budget(cur, dataset)
+            return self._spent(cur, dataset)
+        return self._run(work)
+
+    def remaining(self, dataset: str) -> Decimal:
+        def work(cur):
+            budget = self._require_budget(cur, dataset)
+            return budget.cap - self._spent(cur, dataset)
+        return self._run(work)
+
+    def check(self, dataset: str, cost: PrivacyCost, *, run_id: str | None = None,
+              job: str | None = None) -> None:
+        """Raise now what :meth:`charge` would raise, without recording anything
+        (the precheck that runs before any data is read)."""
+        def work(cur):
+            budget = self._require_budget(cur, dataset)
+            self._require_unclaimed(cur, dataset, run_id, job)
+            check_charge(dataset, budget, self._spent(cur, dataset), cost)
+        self._run(work)
+
+    def for_run(self, run_id: str, job: str | None = None) -> RunLedger:
+        """The view of this ledger for one batch run: its charges carry ``run_id``
+        (and ``job``), each committed at once. ``dpmic run`` charges through
+        :class:`dpmic_dask.batch.journal.JournaledRun` instead, which commits the charge
+        with the released values."""
+        return RunLedger(self, run_id, job)
+
+    def history(self, dataset: str) -> list[ChargeRecord]:
+        def work(cur):
+            self._require_budget(cur, dataset)
+            cur.execute(self._sql(
+                "SELECT charge_id, created_at, amount, epsilon, delta, rho, description, "
+                "mechanism, columns, run_id, job FROM dpmic_charges WHERE dataset = ? "
+                "ORDER BY created_at, charge_id"), (dataset,))
+            return [_record_from_row(r) for r in cur.fetchall()]
+        return self._run(work)
+
+    # -- the one write that matters -----------------------------------------------
+    def _insert_charge(self, cur, dataset: str, cost: PrivacyCost, *, description: str = "",
+                       mechanism: str = "", columns=(), run_id: str | None = None,
+                       job: str | None = None) -> Charge:
+        """Check and append a charge inside the caller's write transaction."""
+        budget = self._require_budget(cur, dataset)
+        self._require_unclaimed(cur, dataset, run_id, job)
+        need = check_charge(dataset, budget, self._spent(cur, dataset), cost)
+        record = Charge(uuid.uuid4().hex, dataset, cost, description, time.time(),
+                        mechanism, tuple(columns))
+        cur.execute(self._sql(
+            "INSERT INTO dpmic_charges (charge_id, dataset, created_at, amount, epsilon, "
+            "delta, rho, description, mechanism, columns, run_id, job) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+            (record.charge_id, dataset, _now(), str(need), repr(cost.epsilon),
+             repr(cost.delta), None if cost.rho is None else repr(cost.rho), description,
+             mechanism, json.dumps([str(c) for c in columns]), run_id, job))
+        return record
+
+    def charge(self, dataset: str, cost: PrivacyCost, *, description: str = "",
+               mechanism: str = "", columns=(), run_id: str | None = None,
+               job: str | None = None) -> Charge:
+        """Atomically check the cap (and that ``run_id`` has not charged) and append a
+        charge, or raise :class:`BudgetExceededError` / :class:`RunClaimedError`."""
+        def work(cur):
+            self._db.begin_write(cur, dataset)
+            try:
+                record = self._insert_charge(cur, dataset, cost, description=description,
+                                             mechanism=mechanism, columns=columns,
+                                             run_id=run_id, job=job)
+                cur.execute("COMMIT")
+                return record
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+        return self._run(work)
+
+    def open_charge(self, dataset: str, cost: PrivacyCost, **details) -> OpenCharge:
+        """Check and append a charge like :meth:`charge`, but leave its transaction
+        open (holding the write lock): the caller adds to it and commits with
+        :meth:`OpenCharge.commit`. If the process dies first, nothing was charged."""
+        conn = self._db.connect(False)
+        try:
+            cur = conn.cursor()
+            self._check_schema(cur)
+            self._db.begin_write(cur, dataset)
+            try:
+                record = self._insert_charge(cur, dataset, cost, **details)
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+        except BaseException as exc:
+            conn.close()
+            if isinstance(exc, self._db.errors):
+                raise self._failure(exc) from None
+            raise
+        return OpenCharge(self, conn, cur, record)
+
+
+class OpenCharge:
+    """A charge inserted in a write transaction that is still open."""
+
+    def __init__(self, ledger: SQLLedger, conn, cur, record: Charge):
+        self.ledger, self._conn, self.cur, self.record = ledger, conn, cur, record
+
+    def sql(self, text: str) -> str:
+        """``text`` with this database's placeholders."""
+        return self.ledger._sql(text)
+
+    def commit(self) -> None:
+        """Commit the charge and what was added to its transaction, then close."""
+        try:
+            self.cur.execute("COMMIT")
+        except self.ledger._db.errors as exc:
+            problem = self.ledger._failure(exc)
+            raise LedgerError(f"the charge could not be committed, so nothing was charged "
+                              f"and nothing is released: {problem}") from None
+        finally:
+            self._conn.close()
+
+    def rollback(self) -> None:
+        """Undo the charge (nothing was released from it), then close."""
+        try:
+            self.cur.execute("ROLLBACK")
+        except self.ledger._db.errors:  # the connection is gone: the server rolls back
+            pass
+        finally:
+            self._conn.close()
+
+
+class RunLedger:
+    """A :class:`SQLLedger` bound to one batch run: :meth:`check` and :meth:`charge`
+    also claim the run id, so one run id charges at most once per dataset and job."""
+
+    def __init__(self, ledger: SQLLedger, run_id: str, job: str | None = None):
+        self.ledger = ledger
+        self.run_id = run_id
+        self.job = job
+
+    def check(self, dataset: str, cost: PrivacyCost) -> None:
+        self.ledger.check(dataset, cost, run_id=self.run_id, job=self.job)
+
+    def charge(self, dataset: str, cost: PrivacyCost, **kwargs) -> Charge:
+        return self.ledger.charge(dataset, cost, run_id=self.run_id, job=self.job, **kwargs)
+
+
+def describe(record: ChargeRecord) -> dict:
+    """A JSON-friendly view of a history row."""
+    return {
+        "charge_id": record.charge_id,
+        "time": record.created_at,
+        "amount": str(record.amount),
+        "epsilon": record.cost.epsilon,
+        "delta": record.cost.delta,
+        "rho": record.cost.rho,
+        "job": record.description,
+        "mechanism": record.mechanism,
+        "columns": list(record.columns),
+        "run_id": record.run_id,
+        "job_name": record.job,
+    }
+

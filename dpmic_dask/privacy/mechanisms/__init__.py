@@ -1,0 +1,181 @@
+"""Mechanisms as objects, and the registry of public release names.
+
+A public release name (``micr-lap``) pairs a statistic with a noise mechanism;
+``auto`` resolves to one of them from ``(eps, delta, P)`` only. Adding a
+mechanism is one module here (a :class:`Mechanism` subclass), one
+:func:`register` call and its tests.
+
+=============  ===========  ===========================  ====================
+name           statistic    noise                        guarantee
+=============  ===========  ===========================  ====================
+``micr-lap``   ``micr``     Laplace on the value         ``eps``-DP
+``micr-gauss`` ``micr``     Gaussian on the value        ``rho``-zCDP
+``mice-lap``   ``mice``     Laplace on the value         ``eps``-DP
+``micr-geom``  ``micr``     geometric on every count     ``eps``-DP
+=============  ===========  ===========================  ====================
+"""
+
+from __future__ import annotations
+
+import math
+
+from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.privacy.conversion import check_delta, check_epsilon, rho_from_eps_delta
+from dpmic_dask.privacy.costs import PURE_DP, measure_for
+from dpmic_dask.privacy.mechanisms.base import (
+    GAUSS_CI95,
+    LAPLACE_CI95,
+    LATTICE,
+    MAX_NOISE_UNITS,
+    Mechanism,
+    NoisePlan,
+    check_law,
+    noisy_counts,
+    noisy_values,
+)
+from dpmic_dask.privacy.mechanisms.gaussian import GaussianMechanism
+from dpmic_dask.privacy.mechanisms.geometric import GeometricCountsMechanism
+from dpmic_dask.privacy.mechanisms.laplace import LaplaceMechanism
+from dpmic_dask.stats.defaults import grid_defaults
+from dpmic_dask.stats.statistics import get_statistic
+
+#: public name -> (statistic name, mechanism class)
+_RELEASES: dict[str, tuple[str, type[Mechanism]]] = {}
+
+
+def register(name: str, statistic: str, mechanism: type[Mechanism]) -> None:
+    """Make ``name`` a public release: ``statistic`` noised by ``mechanism``."""
+    get_statistic(statistic)  # must exist
+    check_law(mechanism)  # must say which noise it draws
+    _RELEASES[name] = (statistic, mechanism)
+
+
+register("micr-lap", "micr", LaplaceMechanism)
+register("micr-gauss", "micr", GaussianMechanism)
+register("mice-lap", "mice", LaplaceMechanism)
+register("micr-geom", "micr", GeometricCountsMechanism)
+
+
+def mechanism_names() -> tuple[str, ...]:
+    """Every accepted ``mechanism=`` value, ``"auto"`` first."""
+    return ("auto", *_RELEASES)
+
+
+def check_mechanism(mechanism) -> str:
+    """``mechanism`` if it is a registered name or ``"auto"``."""
+    if mechanism not in mechanism_names():
+        raise InvalidParameterError(
+            "mechanism must be one of " + ", ".join(repr(m) for m in mechanism_names()))
+    return mechanism
+
+
+def gaussian_beats_laplace(eps: float, delta: float, pairs: int) -> bool:
+    """True when Gaussian noise (zCDP, L2 sensitivity ``sqrt(P) Delta``) has a smaller
+    standard deviation than Laplace (L1 sensitivity ``P Delta``) for the same budget.
+
+    The ratio sigma / (sqrt(2) b) = eps / (2 sqrt(rho P)) does not depend on ``Delta``
+    and hence not on ``n``: Gaussian wins once ``P > eps**2 / (4 rho)`` (9 pairs at
+    ``eps = 1, delta = 1e-5``; 11 at ``delta = 1e-6``).
+    """
+    rho = rho_from_eps_delta(eps, delta)
+    return eps / (2.0 * math.sqrt(rho * pairs)) < 1.0
+
+
+def resolve_mechanism(mechanism: str, eps: float, delta: float, pairs: int) -> str:
+    """``auto``: ``micr-lap`` when ``delta == 0``; otherwise whichever of ``micr-lap``
+    and ``micr-gauss`` has the smaller per-pair noise standard deviation."""
+    mechanism = check_mechanism(mechanism)
+    if mechanism != "auto":
+        if _RELEASES[mechanism][1].needs_delta and delta == 0:
+            raise InvalidParameterError(f"mechanism {mechanism!r} needs delta > 0")
+        return mechanism
+    if measure_for(delta) is PURE_DP:
+        return "micr-lap"
+    return "micr-gauss" if gaussian_beats_laplace(eps, delta, pairs) else "micr-lap"
+
+
+def build_mechanism(mechanism: str, *, eps: float, delta: float, pairs: int) -> Mechanism:
+    """The mechanism object of a release (``auto`` resolved from ``(eps, delta, P)``)."""
+    eps = check_epsilon(eps)
+    delta = check_delta(delta)
+    name = resolve_mechanism(mechanism, eps, delta, pairs)
+    statistic, cls = _RELEASES[name]
+    # A pure mechanism ignores delta: the release is then pure eps-DP.
+    return cls(epsilon=eps, delta=delta if cls.needs_delta else 0.0,
+               statistic=get_statistic(statistic), label=name)
+
+
+#: Public statistic names of ``pairwise(statistics=...)`` -> registry names.
+STATISTIC_NAMES = {"mic": "micr", "tau": "tau"}
+
+
+def value_mechanism(cost, statistic, name: str) -> Mechanism:
+    """The value mechanism that spends ``cost`` on ``statistic``, chosen by the
+    cost's measure: Laplace for a pure part, Gaussian for a zCDP part (labelled
+    ``name-lap`` / ``name-gauss``)."""
+    from dpmic_dask.privacy.costs import ZCDP
+
+    label = f"{name}-{cost.measure.noise}"
+    if cost.measure is ZCDP:
+        return GaussianMechanism(epsilon=cost.epsilon, delta=cost.delta, rho=cost.rho,
+                                 statistic=statistic, label=label)
+    return LaplaceMechanism(epsilon=cost.epsilon, statistic=statistic, label=label)
+
+
+def split_mechanism(mechanism: Mechanism, statistics: tuple[str, ...]) -> tuple[Mechanism, ...]:
+    """One mechanism per released statistic, each with an equal share of
+    ``mechanism``'s budget (``eps / k`` under pure DP, ``rho / k`` under zCDP, both
+    rounded down so the shares never add up to more), of the same noise kind.
+
+    The first statistic must be ``"mic"``; ``mechanism`` must add noise to values.
+    """
+    if mechanism.acts_on != "values":
+        raise InvalidParameterError(
+            f"mechanism {mechanism.label!r} adds noise to counts; a second statistic needs "
+            "value noise (micr-lap or micr-gauss)")
+    cost = mechanism.cost
+    parts = cost.measure.split(cost, [1.0 / len(statistics)] * len(statistics))
+    out = []
+    for name, part in zip(statistics, parts):
+        statistic = get_statistic(STATISTIC_NAMES[name])
+        out.append(value_mechanism(part, statistic, statistic.name))
+    return tuple(out)
+
+
+def check_statistics(statistics) -> tuple[str, ...]:
+    """``("mic",)`` or ``("mic", "tau")`` (a list or tuple; a string is one name)."""
+    if isinstance(statistics, str):
+        statistics = (statistics,)
+    try:
+        names = tuple(statistics)
+    except TypeError:
+        names = ()
+    if not names or names[0] != "mic" or len(set(names)) != len(names) or any(
+            n not in STATISTIC_NAMES for n in names):
+        raise InvalidParameterError(
+            "statistics must start with 'mic' and may add 'tau': ('mic',) or ('mic', 'tau')")
+    return names
+
+
+def plan_release(*, mechanism: str, n: int, eps: float, delta: float, pairs: int,
+                 B: float, c: int) -> NoisePlan:
+    """Split a total ``(eps, delta)`` over ``pairs`` values and calibrate the noise."""
+    return build_mechanism(mechanism, eps=eps, delta=delta, pairs=pairs).calibrate(
+        n=n, pairs=pairs, B=B, c=c)
+
+
+__all__ = [
+    "GAUSS_CI95", "LAPLACE_CI95", "LATTICE", "MAX_NOISE_UNITS", "GaussianMechanism",
+    "GeometricCountsMechanism", "LaplaceMechanism", "Mechanism", "NoisePlan",
+    "STATISTIC_NAMES", "build_mechanism", "check_mechanism", "check_statistics",
+    "gaussian_beats_laplace", "mechanism_names", "split_mechanism",
+    "noisy_counts", "noisy_values", "plan_release", "register", "resolve_mechanism",
+    "value_mechanism",
+]
+
+
+def default_parameters(mechanism: str, n: int, eps: float) -> tuple[float, int]:
+    """``(B, c)`` for a registered mechanism name (``micr-lap``, ...): the defaults
+    of the kind of grid that mechanism declares (``Mechanism.grid_kind``)."""
+    built = build_mechanism(mechanism, eps=1.0, delta=1e-6, pairs=1)
+    return grid_defaults(built.grid_kind, n, eps)

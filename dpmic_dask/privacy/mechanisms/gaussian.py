@@ -1,0 +1,52 @@
+"""Gaussian noise on released values: ``rho``-zCDP, hence ``(eps, delta)``-DP."""
+
+from __future__ import annotations
+
+import math
+
+from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.privacy.accounting import PrivacyCost
+from dpmic_dask.privacy.conversion import rho_from_eps_delta
+from dpmic_dask.privacy.mechanisms.base import (
+    GAUSS_CI95,
+    LATTICE,
+    Mechanism,
+    NoisePlan,
+    check_noise_units,
+)
+from dpmic_dask.privacy.noise import GAUSSIAN
+from dpmic_dask.stats.sensitivity import safe_up
+
+
+class GaussianMechanism(Mechanism):
+    """Discrete Gaussian on the lattice: ``sigma = sqrt(P) (Delta + gamma) / sqrt(2 rho)``
+    per value (L2 sensitivity ``sqrt(P)`` times the widened ``Delta``), with
+    ``rho = rho_from_eps_delta(eps, delta)``."""
+
+    law = GAUSSIAN
+    needs_delta = True
+
+    def __init__(self, *, rho: float | None = None, **kwargs):
+        """``rho``, when given, is the zCDP budget itself (a share of a larger
+        budget); ``epsilon`` then only states what it implies at ``delta``."""
+        super().__init__(**kwargs)
+        if rho is not None and not (math.isfinite(rho) and rho > 0):
+            raise InvalidParameterError("rho must be a finite number > 0")
+        self._rho = rho
+
+    @property
+    def cost(self) -> PrivacyCost:
+        rho = self._rho if self._rho is not None else rho_from_eps_delta(self.epsilon,
+                                                                         self.delta)
+        return PrivacyCost(self.epsilon, self.delta, rho)
+
+    def calibrate(self, *, n: int, pairs: int, B: float, c: int) -> NoisePlan:
+        cost = self.cost
+        sens = self.statistic.sensitivity(n, B)
+        widened = safe_up(sens + LATTICE)
+        sigma = safe_up(math.sqrt(pairs) * widened / math.sqrt(2.0 * cost.as_rho()))
+        check_noise_units(sigma / LATTICE, "Gaussian")
+        low, high = self.statistic.value_range
+        return NoisePlan(self.label, self.law, n, pairs, B, c, self.epsilon, self.delta,
+                         sens, sigma, GAUSS_CI95 * sigma, LATTICE, cost, self.statistic.name,
+                         low, high)

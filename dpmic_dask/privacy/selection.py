@@ -1,0 +1,414 @@
+"""Which pairs a release publishes: the selection step of a release plan.
+
+A release may publish every pair, or first select pairs and then publish only
+those with fresh noise. A :class:`Selection` says which pairs it keeps and what
+choosing costs; the pipeline calibrates the release's noise to the number of
+values actually published -- never to "one value per pair" by assumption.
+:class:`AllPairs` reads no data and costs nothing. :class:`NoisyTopK` and
+:class:`AboveThreshold` read every pair's exact score and cost budget; the
+pipeline charges their cost and the release's as one charge, before either
+draws noise.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.privacy.accounting import PrivacyCost
+from dpmic_dask.privacy.costs import PURE_DP, ZCDP, measure_for
+from dpmic_dask.privacy.mechanisms.base import LATTICE, Mechanism, check_noise_units
+from dpmic_dask.privacy.noise import active_sampler
+from dpmic_dask.stats.sensitivity import safe_down, safe_up
+
+
+class Selection(ABC):
+    """Chooses the pairs a release publishes."""
+
+    #: A short description for reports ("all pairs", "top 10 of 4950 by MICr", ...).
+    description: str = ""
+
+    @property
+    @abstractmethod
+    def cost(self) -> PrivacyCost | None:
+        """The privacy cost of choosing (``None`` when the choice reads no data)."""
+
+    def most(self, n_pairs: int) -> int:
+        """The largest number of pairs this rule can publish out of ``n_pairs``."""
+        return n_pairs
+
+    def prepare(self, sensitivity: float) -> None:
+        """Refuse, before the charge, a choice whose noise cannot be sampled
+        faithfully at this ``sensitivity`` (nothing for rules without noise)."""
+        return None
+
+    def order(self, released: np.ndarray) -> np.ndarray:
+        """The order in which the published pairs are reported, from their released
+        (noisy) values only: post-processing. As selected, by default."""
+        return np.arange(len(released))
+
+    @abstractmethod
+    def select(self, n_pairs: int, scores=None,
+               sensitivity: float | None = None) -> tuple[int, ...]:
+        """Indices of the pairs to publish, in the order they are reported.
+
+        Rules with a cost read the exact ``scores`` (one per pair) whose L-infinity
+        replace-one sensitivity is ``sensitivity``; call them only after the charge."""
+
+
+@dataclass(frozen=True)
+class AllPairs(Selection):
+    """Publish every pair: the choice does not depend on the data and costs nothing."""
+
+    description: str = "all pairs"
+
+    @property
+    def cost(self) -> PrivacyCost | None:
+        return None
+
+    def select(self, n_pairs: int, scores=None,
+               sensitivity: float | None = None) -> tuple[int, ...]:
+        return tuple(range(n_pairs))
+
+
+@dataclass(frozen=True)
+class EveryPairRanked(Selection):
+    """``top_pairs(k)`` with ``k`` at least the number of pairs: every pair is
+    published, so choosing reads no data and costs nothing -- the whole budget
+    goes to the values. The pairs are reported strongest first, ordered by their
+    released values (post-processing)."""
+
+    asked: str
+    candidates: int
+
+    @property
+    def description(self) -> str:  # type: ignore[override]
+        return (f"all {self.candidates} pairs ({self.asked} asked; every pair is published, "
+                "so nothing is spent on choosing), ordered by released value")
+
+    @property
+    def cost(self) -> PrivacyCost | None:
+        return None
+
+    def select(self, n_pairs: int, scores=None,
+               sensitivity: float | None = None) -> tuple[int, ...]:
+        return tuple(range(n_pairs))
+
+    def order(self, released: np.ndarray) -> np.ndarray:
+        return np.argsort(-np.asarray(released, dtype=np.float64), kind="stable")
+
+
+# ------------------------------------------------------------- private selection
+
+
+def _opendp():
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    return dp
+
+
+def _top_k_measurement(k: int, scale: float, zcdp: bool):
+    """OpenDP's exact noisy top-k over float scores whose L-infinity distance is the
+    input metric (not monotone: one row may move scores up and down at once)."""
+    dp = _opendp()
+    measure = dp.zero_concentrated_divergence() if zcdp else dp.max_divergence()
+    return dp.m.make_noisy_top_k(
+        dp.vector_domain(dp.atom_domain(T=float, nan=False)),
+        dp.linf_distance(T=float, monotonic=False), measure, k=k, scale=float(scale))
+
+
+def _widened(sensitivity: float) -> float:
+    """A value's sensitivity plus one lattice step (rounding), rounded up."""
+    return safe_up(sensitivity + LATTICE)
+
+
+def top_k_scale(k: int, sensitivity: float, budget: float, zcdp: bool) -> float:
+    """The smallest noise scale (found from OpenDP's own privacy map) at which noisy
+    top-``k`` of scores with L-infinity sensitivity ``sensitivity`` costs at most
+    ``budget`` (``epsilon``, or ``rho`` when ``zcdp``).
+
+    Closed forms give the start (``2 k Delta / eps``; ``2 Delta sqrt(k / (8 rho))``);
+    the map then decides, and the scale only grows until it agrees."""
+    if zcdp:
+        scale = 2.0 * sensitivity * math.sqrt(k / (8.0 * budget))
+    else:
+        scale = 2.0 * k * sensitivity / budget
+    scale = safe_up(scale)
+    for _ in range(64):
+        if _top_k_measurement(k, scale, zcdp).map(float(sensitivity)) <= budget:
+            return scale
+        scale = safe_up(safe_up(scale))
+    raise InvalidParameterError("cannot calibrate the selection noise")  # pragma: no cover
+
+
+@dataclass(frozen=True)
+class NoisyTopK(Selection):
+    """The ``k`` pairs with the largest noisy scores, in order (OpenDP's exact
+    report-noisy-top-k: exponential noise under pure DP, Gumbel noise -- the
+    exponential mechanism -- under zCDP).
+
+    ``budget`` is the selection's ``epsilon`` (pure) or ``rho`` (``zcdp``). The
+    scores' L-infinity sensitivity is the statistic's replace-one sensitivity:
+    one row moves every pair's value by at most that much at once.
+    """
+
+    k: int
+    budget: float
+    delta: float = 0.0
+    statistic: str = "MICr"
+
+    @property
+    def zcdp(self) -> bool:
+        return measure_for(self.delta) is ZCDP
+
+    @property
+    def description(self) -> str:  # type: ignore[override]
+        unit = "rho" if self.zcdp else "epsilon"
+        return f"top {self.k} by {self.statistic}, noisy top-k with {unit} {self.budget:.4g}"
+
+    @property
+    def cost(self) -> PrivacyCost | None:
+        return measure_for(self.delta).cost(self.budget, self.delta)
+
+    def most(self, n_pairs: int) -> int:
+        return min(self.k, n_pairs)
+
+    def prepare(self, sensitivity: float) -> None:
+        top_k_scale(self.k, _widened(sensitivity), self.budget, self.zcdp)
+
+    def select(self, n_pairs: int, scores=None, sensitivity: float | None = None):
+        if scores is None or sensitivity is None:
+            raise InvalidParameterError("noisy top-k needs the exact scores and their "
+                                        "sensitivity")
+        k = min(self.k, n_pairs)
+        # Scores on the lattice, sensitivity widened by one step: floating-point
+        # rounding of the exact values can then never exceed the bound used.
+        scale = top_k_scale(k, _widened(sensitivity), self.budget, self.zcdp)
+        on_lattice = np.rint(np.asarray(scores, dtype=np.float64) / LATTICE) * LATTICE
+        chosen = _top_k_measurement(k, scale, self.zcdp)([float(s) for s in on_lattice])
+        return tuple(int(i) for i in chosen)
+
+
+def svt_split(epsilon: float, max_pairs: int) -> tuple[float, float]:
+    """``(eps_threshold, eps_queries)`` of a sparse-vector budget: the ratio
+    ``1 : (2 c)**(2/3)`` that minimises the error for ``c`` positive answers of
+    non-monotone queries (Lyu, Su & Li 2017, Section 4.2), rounded down."""
+    ratio = (2.0 * max_pairs) ** (2.0 / 3.0)
+    eps_threshold = safe_down(epsilon / (1.0 + ratio))
+    return eps_threshold, safe_down(epsilon - eps_threshold)
+
+
+@dataclass(frozen=True)
+class AboveThreshold(Selection):
+    """The sparse vector technique: the pairs, in the request's (public) order,
+    whose noisy score passes a noisy public ``threshold``, stopping after
+    ``max_pairs`` of them -- pure ``epsilon``-DP for non-monotone queries.
+
+    Scores and threshold are put on the lattice ``gamma`` (as released values are)
+    and compared in integer units, with exact discrete Laplace noise: threshold
+    noise of scale ``Delta_u / eps_1``, query noise of scale ``2 c Delta_u / eps_2``,
+    where ``Delta_u = ceil(Delta / gamma) + 1`` lattice units covers the sensitivity
+    after rounding. The proof is in ``docs/privacy.md``.
+    """
+
+    threshold: float
+    max_pairs: int
+    epsilon: float
+    statistic: str = "MICr"
+
+    @property
+    def description(self) -> str:  # type: ignore[override]
+        return (f"{self.statistic} above {self.threshold:g} (at most {self.max_pairs}), "
+                f"sparse vector with epsilon {self.epsilon:.4g}")
+
+    @property
+    def cost(self) -> PrivacyCost | None:
+        return PrivacyCost(self.epsilon)
+
+    def most(self, n_pairs: int) -> int:
+        return min(self.max_pairs, n_pairs)
+
+    def prepare(self, sensitivity: float) -> None:
+        self.noise_units(sensitivity)
+
+    def noise_units(self, sensitivity: float) -> tuple[int, float, float]:
+        """``(Delta_u, threshold scale, query scale)`` in lattice units."""
+        units = int(math.ceil(sensitivity / LATTICE)) + 1
+        eps_threshold, eps_queries = svt_split(self.epsilon, self.max_pairs)
+        threshold_scale = safe_up(units / eps_threshold)
+        query_scale = safe_up(2.0 * self.max_pairs * units / eps_queries)
+        check_noise_units(query_scale, "sparse-vector")
+        return units, threshold_scale, query_scale
+
+    def select(self, n_pairs: int, scores=None, sensitivity: float | None = None):
+        if scores is None or sensitivity is None:
+            raise InvalidParameterError("the sparse vector needs the exact scores and their "
+                                        "sensitivity")
+        _, threshold_scale, query_scale = self.noise_units(sensitivity)
+        sampler = active_sampler()
+        # Exact integer arithmetic (Python ints): no clipping, no overflow, even for
+        # a sampler that saturates at +-(2**63 - 1).
+        scores_units = np.rint(np.clip(np.asarray(scores, dtype=np.float64), 0.0, 1.0)
+                               / LATTICE).astype(np.int64).tolist()
+        noisy_threshold = (int(round(self.threshold / LATTICE))
+                           + int(sampler.discrete_laplace(threshold_scale, 1)[0]))
+        nu = [int(v) for v in sampler.discrete_laplace(query_scale, n_pairs)]
+        above = []
+        for i in range(n_pairs):
+            if scores_units[i] + nu[i] >= noisy_threshold:
+                above.append(i)
+                if len(above) == self.max_pairs:
+                    break
+        return tuple(above)
+
+
+@dataclass(frozen=True)
+class SelectionPlan:
+    """One budget split between choosing pairs and releasing the chosen ones.
+
+    ``total`` is what the ledger is charged, once; ``selection`` and ``release``
+    (a value mechanism) each spend a part of it, and the parts never add up to
+    more: under pure DP their epsilons add, under zCDP (``delta > 0``) their rhos.
+    """
+
+    total: PrivacyCost
+    selection: Selection
+    release: object  # a Mechanism acting on values
+    screen_B: int | str | None = None
+    companions: tuple = ()  # further statistics' mechanisms (equal shares of the release)
+
+    def parts(self, chosen: int | None = None) -> str:
+        """The parts in words, for the ledger and the report; with ``chosen = 0``
+        (nothing passed), that the release's share was charged but not spent."""
+        def spent(mechanism) -> str:
+            return f"{mechanism.label} with {mechanism.cost.describe()}"
+
+        released = ", ".join(spent(m) for m in (self.release, *self.companions))
+        if chosen == 0:
+            released += (" -- no pair was chosen, so nothing was released: this share was "
+                         "charged with the selection (one charge, made before the outcome "
+                         "was known) but not spent")
+        return f"selection: {self.selection.description}; release: {released}"
+
+
+def check_share(share, name: str = "select_share") -> float:
+    """The fraction of the budget spent on selection: a number in (0, 1)."""
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share < 1:
+        raise InvalidParameterError(f"{name} must be a number between 0 and 1 (exclusive)")
+    return float(share)
+
+
+# ------------------------------------------------------------- the rule registry
+
+
+def check_count(value, name: str) -> int:
+    """A positive integer argument (``k``, ``max_pairs``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise InvalidParameterError(f"{name} must be an integer >= 1")
+    return int(value)
+
+
+def check_threshold(value, name: str = "threshold") -> float:
+    """A public threshold on MICr, in [0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise InvalidParameterError(f"{name} must be a number in [0, 1]")
+    return float(value)
+
+
+def pure_epsilon(part: PrivacyCost) -> float:
+    """The epsilon a pure-DP rule may use inside ``part``: its epsilon, or inside
+    zCDP ``sqrt(2 rho)`` (pure ``eps``-DP is ``eps**2 / 2``-zCDP), rounded down."""
+    if part.measure is PURE_DP:
+        return part.epsilon
+    return safe_down(math.sqrt(2.0 * part.amount()))
+
+
+@dataclass(frozen=True)
+class SelectionRule:
+    """A selection rule as the planner knows it: its public ``name``, the options
+    it takes (checked by ``check``, which names them as the caller spells them),
+    and ``build``, which makes the :class:`Selection` that spends a budget part.
+    ``free(options, n_pairs)``: when the rule would publish every pair, what was
+    asked in words (choosing then reads no data and costs nothing: the whole
+    budget goes to the values); else ``None``."""
+
+    name: str
+    options: tuple[str, ...]
+    check: Callable[[dict, object], dict]
+    build: Callable[[PrivacyCost, dict], Selection]
+    free: Callable[[dict, int], str | None] = lambda options, n_pairs: None
+
+
+_RULES: dict[str, SelectionRule] = {}
+
+
+def register_rule(rule: SelectionRule) -> None:
+    """Make ``rule`` available to releases by its name (``select={"rule": name}``)."""
+    _RULES[rule.name] = rule
+
+
+def selection_rule(name) -> SelectionRule:
+    """The registered rule called ``name``."""
+    if name not in _RULES:
+        raise InvalidParameterError(
+            "the selection rule must be one of " + ", ".join(repr(r) for r in _RULES))
+    return _RULES[name]
+
+
+def rule_names() -> tuple[str, ...]:
+    """Every registered selection rule's name."""
+    return tuple(_RULES)
+
+
+register_rule(SelectionRule(
+    "top-k", ("k",),
+    check=lambda o, names: {"k": check_count(o.get("k"), names.k)},  # type: ignore[attr-defined]
+    build=lambda part, o: NoisyTopK(o["k"], part.amount(), part.delta),
+    free=lambda o, n_pairs: f"top {o['k']}" if o["k"] >= n_pairs else None))
+register_rule(SelectionRule(
+    "above", ("threshold", "max_pairs"),
+    check=lambda o, names: {
+        "threshold": check_threshold(o.get("threshold"), names.threshold),  # type: ignore[attr-defined]
+        "max_pairs": check_count(o.get("max_pairs"), names.max_pairs)},  # type: ignore[attr-defined]
+    build=lambda part, o: AboveThreshold(o["threshold"], o["max_pairs"], pure_epsilon(part))))
+
+
+def plan_selection(rule: str, *, eps: float, delta: float, share: float, statistic,
+                   screen_B: int | str | None = None, statistics: tuple[str, ...] = ("mic",),
+                   **options) -> SelectionPlan:
+    """Split ``(eps, delta)``: ``share`` to the selection ``rule`` (a registered
+    name: ``"top-k"`` with ``k``, ``"above"`` with ``threshold`` and
+    ``max_pairs``), the rest to releasing the chosen pairs with fresh noise.
+
+    ``delta == 0``: pure DP; selection by noisy top-k with exponential noise or by
+    the sparse vector, release with Laplace noise; epsilons add. ``delta > 0``:
+    zCDP with ``rho = rho_from_eps_delta(eps, delta)``; top-k with Gumbel noise (the
+    exponential mechanism, ``eps**2 / 8``-zCDP per pick at ``eps = 2 Delta / scale``),
+    the sparse vector at ``epsilon = sqrt(2 rho_s)`` (pure DP is ``eps**2 / 2``-zCDP),
+    release with Gaussian noise; rhos add. Every part is rounded down, so the
+    parts never exceed the total charged. ``screen_B``: score the candidates on
+    that grid instead of the release's (``"auto"``: a small one; ``None``: the
+    release's). ``statistics=("mic", "tau")``: the release
+    part is split equally between MIC and Kendall's tau of the chosen pairs.
+    """
+    from dpmic_dask.privacy.mechanisms import split_mechanism, value_mechanism
+
+    chosen_rule = selection_rule(rule)
+    share = check_share(share)
+    measure = measure_for(delta)
+    total = measure.total(eps, delta)
+    (choosing,) = measure.split(total, (share,))
+    release: Mechanism = value_mechanism(measure.rest(total, choosing.amount()), statistic,
+                                         "micr")
+    selection = chosen_rule.build(choosing, options)
+    companions: tuple = ()
+    if len(statistics) > 1:
+        release, *others = split_mechanism(release, statistics)
+        companions = tuple(others)
+    return SelectionPlan(total, selection, release, screen_B, companions)

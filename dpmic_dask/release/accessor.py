@@ -1,0 +1,204 @@
+"""The ``.dpmic`` accessor on pandas and Dask DataFrames (registered on import).
+
+A thin facade: it stores the frame, builds one release plan from the arguments
+(:func:`dpmic_dask.release.plan.plan_release`) and runs it
+(:func:`dpmic_dask.release.plan.run_release`). Its ``__init__`` never raises.
+"""
+
+from __future__ import annotations
+
+import dask.dataframe as dd
+import pandas as pd
+
+from dpmic_dask.backends import backend_for
+from dpmic_dask.release import pipeline
+from dpmic_dask.release.plan import plan_release, run_release
+
+
+class DPMICAccessor:
+    """``frame.dpmic``: differentially private MIC for every pair of columns."""
+
+    def __init__(self, frame):
+        self._frame = frame
+
+    def _schema(self):
+        return backend_for(self._frame).schema(self._frame)
+
+    def pairwise(self, eps, *, bounds, columns=None, delta=0.0, mechanism="auto", B=None,
+                 c=None, nulls="raise", fill=None, ledger=None, dataset=None,
+                 split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None, label=None,
+                 task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",),
+                 bounds_share=None, coverage=0.99, domain=None):
+        """Release the private MIC of every pair of columns, once.
+
+        Parameters
+        ----------
+        eps : float > 0
+            Total privacy budget, split over the ``P = C (C - 1) / 2`` pairs.
+        bounds : dict {column: (lo, hi) or "private"}, or "private"
+            Public bounds (from domain knowledge, never from the data); values outside
+            are clamped. Every selected column needs bounds. ``"private"`` (for a
+            column, or for all ``columns``) estimates them with ``bounds_share`` of
+            ``eps`` (default 0.1) first, one charge covering both steps; see
+            :func:`dpmic_dask.private_bounds` for ``coverage`` and ``domain``. With
+            ``delta > 0`` the release is then ``micr-gauss``.
+        columns : list, optional
+            Columns to use; default: every column named in ``bounds``.
+        delta : float in [0, 1)
+            ``> 0`` allows Gaussian noise (zCDP), better from about a dozen pairs on.
+        mechanism : {"auto", "micr-lap", "micr-gauss", "micr-geom"}
+        B, c : int, optional
+            Grid parameters; defaults depend on the row count and ``eps`` per pair only.
+        nulls : {"raise", "fill"}
+            ``"raise"`` refuses (nothing charged) if a selected column has missing
+            values; ``"fill"`` replaces them by ``fill[column]``, a public value.
+        fill : dict {column: value}, optional
+        ledger, dataset : where the one budget charge is recorded.
+        split_every : int
+            Fan-in of the tree reduction of partition counts.
+        task_memory : int
+            Public memory budget in bytes for the counts one task holds (default 256
+            MiB): pairs are counted in blocks that fit it, so memory does not grow
+            with the number of pairs.
+        progress : bool, optional
+            Show a progress bar (default: only on an interactive terminal).
+        label : str, optional
+            A name recorded with the ledger charge (e.g. the job's name).
+        statistics : ("mic",) or ("mic", "tau")
+            ``("mic", "tau")`` also releases Kendall's tau of every pair (signed:
+            direction and monotonicity), counted in the same pass; the budget is
+            split equally between the two statistics. The result then has ``tau``
+            and ``to_pandas()`` columns ``tau``, ``tau_ci95`` and ``nonlinearity``.
+
+        Returns
+        -------
+        PairwiseResult
+            Plain numbers: calling ``pairwise`` again is a new release, charged again.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, dask.dataframe as dd
+        >>> import dpmic_dask
+        >>> gen = np.random.default_rng(0)  # example data
+        >>> age = gen.uniform(18, 90, 10_000)
+        >>> df = pd.DataFrame({"age": age, "income": 1_000 * age + gen.normal(0, 5_000, 10_000)})
+        >>> ddf = dd.from_pandas(df, npartitions=2)
+        >>> res = ddf.dpmic.pairwise(eps=1.0, bounds={"age": (0, 100), "income": (0, 2e5)})
+        >>> res.to_pandas()[["x", "y", "mechanism", "n"]]
+             x       y mechanism      n
+        0  age  income  micr-lap  10000
+        >>> 0.0 <= res.values[0] <= 1.0
+        True
+        """
+        return self._release(eps, ledger=ledger, dataset=dataset, progress=progress,
+                             bounds=bounds, columns=columns, delta=delta, mechanism=mechanism,
+                             B=B, c=c, nulls=nulls, fill=fill, split_every=split_every,
+                             label=label, task_memory=task_memory, statistics=statistics,
+                             bounds_share=bounds_share, coverage=coverage, domain=domain)
+
+    def _release(self, eps, *, ledger, dataset, progress, **arguments):
+        """Plan the release from the arguments and the frame's schema, then run it."""
+        pipeline.check_ledger(ledger)
+        plan = plan_release(self._schema(), eps, **arguments)
+        return run_release(self._frame, plan, ledger=ledger, dataset=dataset,
+                           progress=progress)
+
+    def top_pairs(self, k, eps, *, bounds, columns=None, delta=0.0, select_share=0.5,
+                  screen_B="auto", B=None, c=None, nulls="raise", fill=None, ledger=None,
+                  dataset=None, split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None,
+                  label=None, task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",),
+                  bounds_share=None, coverage=0.99, domain=None):
+        """Privately choose the ``k`` most related pairs, then release their values.
+
+        The budget does not grow with the number of pairs: the noisy top-``k``
+        selection costs the same for 10 or 44,850 candidates. ``select_share`` of
+        the budget chooses the pairs (OpenDP's exact noisy top-k over every pair's
+        MICr, whose L-infinity sensitivity is MICr's), the rest releases the chosen
+        pairs' values with fresh noise. One ledger charge covers both.
+
+        Parameters
+        ----------
+        k : int >= 1
+            How many pairs to choose (all pairs if there are fewer).
+        eps, delta : total budget. ``delta = 0``: pure DP (exponential-noise
+            selection, Laplace release). ``delta > 0``: zCDP (Gumbel selection,
+            Gaussian release), rhos adding up to ``rho(eps, delta)``.
+        select_share : float in (0, 1)
+            Fraction of the budget (of ``eps``, or of ``rho``) spent on choosing.
+        screen_B : "auto", int or None
+            Score the candidates on a smaller grid, then count the chosen pairs
+            again at ``B`` for the release (the MICr sensitivity does not depend on
+            the grid). ``"auto"`` (default): ``B = 40`` when the release's ``B`` is
+            larger -- in ``benchmarks/selection.py`` it chose the same pairs 5-10x
+            faster; ``None``: score at the release's ``B``.
+        bounds, columns, B, c, nulls, fill, ledger, dataset, split_every, progress,
+        label, task_memory : as for :meth:`pairwise`.
+        statistics : ("mic",) or ("mic", "tau")
+            Also release Kendall's tau of the chosen pairs (the release part split
+            equally); pairs are always chosen by MICr.
+        bounds_share, coverage, domain : with ``"private"`` bounds, as for
+            :meth:`pairwise` (the bounds first, then the selection and release).
+
+        Returns
+        -------
+        PairwiseResult
+            The chosen pairs in selection order (strongest first) and their private
+            values; ``report()`` and ``privacy`` state the selection and both parts.
+        """
+        return self._release(
+            eps, ledger=ledger, dataset=dataset, progress=progress, bounds=bounds,
+            columns=columns, delta=delta, B=B, c=c, nulls=nulls, fill=fill,
+            split_every=split_every, label=label, task_memory=task_memory,
+            statistics=statistics, bounds_share=bounds_share, coverage=coverage,
+            domain=domain,
+            select={"rule": "top-k", "k": k, "share": select_share, "screen_B": screen_B})
+
+    def pairs_above(self, threshold, eps, *, bounds, max_pairs, columns=None, delta=0.0,
+                    select_share=0.5, screen_B="auto", B=None, c=None, nulls="raise",
+                    fill=None, ledger=None, dataset=None,
+                    split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None, label=None,
+                    task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",),
+                    bounds_share=None, coverage=0.99, domain=None):
+        """Privately find pairs whose MICr exceeds a public ``threshold``, then release
+        their values.
+
+        The sparse vector technique (AboveThreshold, non-monotone variant) scans the
+        pairs in their public order and stops after ``max_pairs`` positive answers;
+        its cost depends on ``max_pairs``, not on the number of pairs. Answers near
+        the threshold are noisy both ways. ``select_share`` of the budget goes to the
+        scan, the rest to the values of the pairs found (fresh noise, calibrated to
+        how many were found). One ledger charge covers both.
+
+        Parameters
+        ----------
+        threshold : float in [0, 1]
+            Public MICr threshold (choose it before looking at the data).
+        max_pairs : int >= 1
+            Stop after this many pairs above the threshold.
+        eps, delta, select_share, screen_B, bounds, ... : as for :meth:`top_pairs`.
+        """
+        return self._release(
+            eps, ledger=ledger, dataset=dataset, progress=progress, bounds=bounds,
+            columns=columns, delta=delta, B=B, c=c, nulls=nulls, fill=fill,
+            split_every=split_every, label=label, task_memory=task_memory,
+            statistics=statistics, bounds_share=bounds_share, coverage=coverage,
+            domain=domain,
+            select={"rule": "above", "threshold": threshold, "max_pairs": max_pairs,
+                    "share": select_share, "screen_B": screen_B})
+
+    def pairwise_nonprivate(self, *, bounds, B, c, columns=None, nulls="raise", fill=None,
+                            split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None,
+                            task_memory=pipeline.DEFAULT_TASK_MEMORY):
+        """Exact, NON-PRIVATE MICr of every pair (for data that is not sensitive).
+
+        Gives, pair by pair, exactly :func:`dpmic_dask.micr` on the same columns.
+        Returns a pandas DataFrame with columns ``x, y, micr, n, B, c``.
+        """
+        return pipeline.run_pairwise_nonprivate(
+            self._frame, bounds=bounds, B=B, c=c, columns=columns, nulls=nulls, fill=fill,
+            split_every=split_every, progress=progress, task_memory=task_memory,
+        )
+
+
+dd.extensions.register_dataframe_accessor("dpmic")(DPMICAccessor)
+pd.api.extensions.register_dataframe_accessor("dpmic")(DPMICAccessor)

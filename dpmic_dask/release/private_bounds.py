@@ -1,0 +1,373 @@
+"""Releases with private bounds: estimate bounds first, in the same charge.
+
+:func:`private_bounds` releases bounds alone. :func:`plan_private_bounds`
+plans a release with a private-bounds step in front (nothing read), and
+:func:`run_private_bounds` estimates the ``"private"`` columns' bounds, charges
+the total once, and runs the release (every pair, or a private selection) on a
+prepaid part of that charge; :mod:`dpmic_dask.release.plan` builds and runs them.
+The mechanism is in :mod:`dpmic_dask.privacy.bounds`; the proof in ``docs/privacy.md``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+
+from dpmic_dask.backends import backend_for
+from dpmic_dask.checks import MIN_ROWS, check_bounds, check_frame_request
+from dpmic_dask.errors import InvalidDataError, InvalidParameterError, MissingValuesError
+from dpmic_dask.privacy.accounting import PrivacyCost, privacy_statement
+from dpmic_dask.privacy.bounds import (
+    BoundsGrid,
+    bounds_from_noisy,
+    check_coverage,
+    check_domain,
+    column_histograms,
+)
+from dpmic_dask.privacy.conversion import check_epsilon
+from dpmic_dask.privacy.costs import PURE_DP, ZCDP, measure_for
+from dpmic_dask.privacy.mechanisms.base import check_noise_units
+from dpmic_dask.privacy.noise import active_sampler
+from dpmic_dask.privacy.selection import SelectionPlan, check_share
+from dpmic_dask.release.pipeline import (
+    after_charge,
+    charge_budget,
+    check_plan,
+    precheck_budget,
+    release_pairs,
+)
+from dpmic_dask.release.request import ReleaseRequest, pairwise_request
+from dpmic_dask.release.results import BoundsRelease, PairwiseResult
+from dpmic_dask.release.selected import check_selected_plan, release_selected, selection_request
+from dpmic_dask.stats.counting import column_values
+from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY
+from dpmic_dask.stats.sensitivity import safe_down, safe_up
+
+#: Default share of ``eps`` spent on private bounds inside a release.
+DEFAULT_BOUNDS_SHARE = 0.1
+
+
+def _bounds_partition(frame, *, columns, grid, fill, counted):
+    """One partition's exact histograms of the ``counted`` columns, its row count,
+    and every column's missing-value flag. Every column is converted (a cell that
+    is not a number is refused here), so a release that reads more columns later
+    has nothing left to find."""
+    values, missing = [], np.zeros(len(columns), dtype=bool)
+    for k, name in enumerate(columns):
+        v = column_values(frame, name)
+        nan = np.isnan(v)
+        if nan.any():
+            missing[k] = True
+            v = np.where(nan, fill[k], v) if fill is not None else v[~nan]
+        if counted[k]:
+            values.append(v)
+    return column_histograms(values, grid), len(frame), missing
+
+
+def _add_histograms(a, b):
+    return a[0] + b[0], a[1] + b[1], a[2] | b[2]
+
+
+def noisy_histograms(counts, eps_column: float):
+    """Every column's histogram with exact discrete Laplace noise of scale
+    ``2 / eps_column`` on each count (replacing one row moves one count down and
+    one up: L1 sensitivity 2 per column). Call only after the charge.
+
+    The sums are exact int64: counts lie in ``[0, n]``, and a draw is held within
+    ``n`` of the int64 limit, as a saturating sampler holds it at the limit (a
+    draw that large has probability below ``exp(-2**10)`` at the largest scale
+    allowed, :data:`~dpmic_dask.privacy.mechanisms.base.MAX_NOISE_UNITS`)."""
+    scale = histogram_scale(eps_column)
+    sampler = active_sampler()
+    limit = np.iinfo(np.int64).max
+    noisy = []
+    for row in counts:
+        row = np.asarray(row, dtype=np.int64)
+        z = np.asarray(sampler.discrete_laplace(scale, row.size), dtype=np.int64)
+        top = limit - int(row.max(initial=0))
+        noisy.append(row + np.clip(z, -top, top))
+    return noisy, scale
+
+
+def histogram_scale(eps_column: float) -> float:
+    """The noise scale ``2 / eps_column`` (counts), refused when it cannot be sampled
+    faithfully -- checked when the request is planned, before anything is read."""
+    if not eps_column > 0:
+        raise InvalidParameterError("eps is too small to split over these columns")
+    scale = safe_up(2.0 / eps_column)
+    check_noise_units(scale, "histogram")
+    return scale
+
+
+def _noisy_bounds(counts, grid, eps_column: float, coverage: float):
+    """Noisy histograms, then the bounds read off them (post-processing)."""
+    noisy, scale = noisy_histograms(counts, eps_column)
+    return [bounds_from_noisy(row, grid, coverage, scale) for row in noisy], scale
+
+
+def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, nulls="raise",
+                   fill=None, ledger=None, dataset=None, split_every=DEFAULT_SPLIT_EVERY,
+                   progress=None, label=None) -> BoundsRelease:
+    """Estimate public-to-be bounds of ``columns`` with ``eps`` (pure DP), one charge.
+
+    See :mod:`dpmic_dask.privacy.bounds` for the mechanism; ``docs/privacy.md`` for the proof.
+    """
+    backend = backend_for(frame)
+    plan = _bounds_plan(backend.schema(frame), columns, coverage, domain, nulls, fill,
+                        PrivacyCost(check_epsilon(eps)))
+    precheck_budget(ledger, dataset, PrivacyCost(plan.eps))
+    counts, rows = _bounds_counts(frame, backend, plan, plan.columns, plan.fill, split_every,
+                                  progress)
+    charge = charge_budget(PrivacyCost(plan.eps), ledger, dataset,
+                           description=label or "private bounds", mechanism="bounds-hist",
+                           columns=plan.columns)
+    return _bounds_release(counts, rows, plan, charge.charge_id)
+
+
+@dataclass(frozen=True)
+class _BoundsPlan:
+    """The bounds step: its columns, fixed grid and noise. ``eps`` is the sum of the
+    columns' epsilons (its pure-DP cost); ``rho`` its zCDP cost when it is part of
+    a zCDP release (the columns' ``eps_column**2 / 2`` added up), else ``None``."""
+
+    columns: tuple
+    eps: float
+    eps_column: float
+    coverage: float
+    grid: BoundsGrid
+    fill: tuple | None
+    rho: float | None = None
+
+    def describe(self) -> str:
+        amount = (f"epsilon {self.eps:.4g}" if self.rho is None else
+                  f"rho {self.rho:.4g}, epsilon {self.eps_column:.4g} per column")
+        return f"private bounds for {list(self.columns)}: {amount}"
+
+
+def _bounds_plan(schema, columns, coverage, domain, nulls, fill,
+                 part: PrivacyCost) -> _BoundsPlan:
+    """The bounds step paid by ``part``: pure DP, ``eps / C`` per column; or, in
+    zCDP, the largest ``eps_column`` with ``C eps_column**2 / 2 <= rho`` (each
+    column's histogram is ``eps_column``-DP, hence ``eps_column**2 / 2``-zCDP)."""
+    if isinstance(columns, str) or not columns:
+        raise InvalidParameterError("columns must name the columns to estimate bounds for")
+    names = list(columns)
+    grid = BoundsGrid(check_domain(domain))
+    # the request checks (names, numeric types, nulls/fill) against the grid's range
+    wide = grid.domain or (-1e300, 1e300)
+    checked_columns, _, fills = check_frame_request(schema, bounds=dict.fromkeys(names, wide),
+                                                    columns=names, nulls=nulls, fill=fill,
+                                                    min_columns=1)
+    k = len(checked_columns)
+    if part.measure is PURE_DP:
+        eps_column = safe_down(part.epsilon / k)
+        total, rho_spent = part.epsilon, None
+    else:
+        rho = part.amount()
+        eps_column = safe_down(math.sqrt(2.0 * rho / k))
+        while k * eps_column ** 2 / 2.0 > rho:
+            eps_column = safe_down(eps_column)
+        total, rho_spent = safe_up(k * eps_column), rho
+    histogram_scale(eps_column)  # a scale that cannot be sampled is refused now
+    return _BoundsPlan(tuple(checked_columns), total, eps_column,
+                       check_coverage(coverage), grid, fills, rho_spent)
+
+
+def _bounds_counts(frame, backend, plan: _BoundsPlan, columns, fill, split_every, progress):
+    """One pass over ``columns`` (the bounds' columns and every other column of the
+    release): the bounds' exact histograms and the row count, after refusing
+    missing values without a fill, cells that are not numbers, and too few rows --
+    everything about the data that a later pass could find, found before the charge."""
+    columns = tuple(columns)
+    counted = tuple(name in plan.columns for name in columns)
+    counts, rows, missing = backend.reduce(
+        frame, columns,
+        partial(_bounds_partition, columns=columns, grid=plan.grid, fill=fill,
+                counted=counted),
+        _add_histograms, split_every=split_every, progress=progress)
+    if fill is None and missing.any():
+        names = [c for c, m in zip(columns, missing) if m]
+        raise MissingValuesError(
+            f"column(s) {names} contain missing values; pass nulls='fill' with public "
+            "fill values (nothing was charged)")
+    if rows < MIN_ROWS:
+        raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
+    return counts, int(rows)
+
+
+def _valid_bounds(found, name) -> tuple[float, float] | None:
+    """``found`` if it is valid public bounds (finite, ``lo < hi``, finite width)."""
+    if found is None:
+        return None
+    try:
+        return check_bounds(found, name)
+    except InvalidParameterError:
+        return None
+
+
+def _bounds_release(counts, rows, plan: _BoundsPlan, charge_id: str) -> BoundsRelease:
+    """The released bounds (post-processing of the noisy histograms; never refuses:
+    a column whose bounds cannot be read off falls back and is marked unresolved)."""
+    eps_column = plan.eps_column
+    found, scale = _noisy_bounds(counts, plan.grid, eps_column, plan.coverage)
+    found = [_valid_bounds(b, c) for c, b in zip(plan.columns, found)]
+    fallback = plan.grid.domain or (-1.0, 1.0)
+    unresolved = tuple(c for c, b in zip(plan.columns, found) if b is None)
+    if unresolved:
+        warnings.warn(f"no private bounds could be found for column(s) {list(unresolved)} "
+                      f"at this budget and row count; they fall back to {fallback}",
+                      UserWarning, stacklevel=3)
+    bounds = {c: (b if b is not None else fallback) for c, b in zip(plan.columns, found)}
+    return BoundsRelease(bounds=bounds, epsilon=plan.eps, epsilon_per_column=eps_column,
+                         coverage=plan.coverage, noise_scale=scale, rows=rows,
+                         domain=plan.grid.domain, unresolved=unresolved, charge_id=charge_id,
+                         seeded=not active_sampler().secure)
+
+
+@dataclass(frozen=True)
+class PrivateBoundsPlan:
+    """A release with a private-bounds step in front, planned (nothing read):
+    the bounds step, the release it pays for (``request``, and ``selection`` when
+    the release chooses pairs privately), the release's prepaid ``part`` and the
+    ``total`` charged once. ``spec`` is every column's bounds as asked
+    (``(lo, hi)`` or ``"private"``); ``placeholder`` stands in for the private
+    ones until they are released."""
+
+    bounds: _BoundsPlan
+    request: ReleaseRequest
+    selection: SelectionPlan | None
+    total: PrivacyCost
+    part: PrivacyCost
+    spec: dict
+    placeholder: dict
+
+    def parts(self) -> str:
+        """The two parts in words, for the ledger and the report."""
+        inner = (self.request.mechanism.label if self.selection is None
+                 else f"{self.selection.selection.description} and the chosen values")
+        return f"{self.bounds.describe()}; release: {inner} with {self.part.describe()}"
+
+
+def plan_private_bounds(schema, eps, *, bounds, columns=None, delta=0.0, bounds_share=None,
+                        coverage=0.99, domain=None, mechanism="auto", nulls="raise",
+                        fill=None, label=None, select: dict | None = None,
+                        **release) -> PrivateBoundsPlan:
+    """Check a release whose bounds are ``"private"`` (some or all) and split its
+    budget: ``bounds_share`` of ``eps`` (or of ``rho`` under zCDP) to the bounds,
+    the rest to the release (Gaussian with ``delta > 0``). ``select`` (the
+    arguments of :func:`selection_request` after ``rule``, with ``rule``) makes the
+    release a private selection instead of every pair. Nothing is read."""
+    from dpmic_dask.privacy.accounting import PrepaidLedger
+
+    eps = check_epsilon(eps)
+    share = check_share(DEFAULT_BOUNDS_SHARE if bounds_share is None else bounds_share,
+                        "bounds_share")
+    if isinstance(bounds, str) and bounds != "private":
+        raise InvalidParameterError('bounds must be a dict of (lo, hi) or "private"')
+    if isinstance(bounds, str) and not columns:
+        raise InvalidParameterError('bounds="private" needs columns=[...]')
+    spec = {name: "private" for name in columns} if isinstance(bounds, str) else dict(bounds)
+    private = [c for c, b in spec.items() if isinstance(b, str)]
+    if any(b != "private" for b in spec.values() if isinstance(b, str)):
+        raise InvalidParameterError('a column\'s bounds must be (lo, hi) or "private"')
+    private_fill = {c: fill[c] for c in private if c in fill} if fill else None
+    # the budget split: the bounds' part, the release's part, and the whole
+    measure = measure_for(delta)
+    if measure is ZCDP and mechanism not in ("auto", "micr-gauss"):
+        raise InvalidParameterError("with private bounds and delta > 0 the release is "
+                                    "micr-gauss (mechanism='auto' or 'micr-gauss')")
+    total = measure.total(eps, delta)
+    (bounds_part,) = measure.split(total, (share,))
+    plan = _bounds_plan(schema, private, coverage, domain, nulls, private_fill, bounds_part)
+    part = measure.rest(total, bounds_part.amount())
+    if measure is PURE_DP:
+        release_eps, release_mechanism = part.epsilon, mechanism
+    else:
+        release_eps, release_mechanism = ZCDP.within(part.amount(), delta), "micr-gauss"
+    # private columns are checked against a wide placeholder (fill values included);
+    # the released bounds replace it before anything is counted
+    placeholder = {c: (spec[c] if c not in private else (plan.grid.domain or (-1e300, 1e300)))
+                   for c in spec}
+    selection_plan = None
+    if select is None:
+        request = pairwise_request(schema, eps=release_eps, bounds=placeholder,
+                                   columns=columns or list(spec), delta=delta,
+                                   mechanism=release_mechanism, nulls=nulls, fill=fill,
+                                   label=label, **release)
+        inner_cost = request.cost
+    else:
+        options = dict(select)
+        request, selection_plan = selection_request(
+            schema, options.pop("rule"), eps=release_eps, delta=delta,
+            bounds=placeholder, columns=columns or list(spec), nulls=nulls, fill=fill,
+            label=label, **options, **release)
+        inner_cost = selection_plan.total
+    if not PrepaidLedger(None, part)._fits(inner_cost):  # type: ignore[arg-type]
+        raise InvalidParameterError("the release does not fit its share")  # pragma: no cover
+    return PrivateBoundsPlan(plan, request, selection_plan, total, part, spec, placeholder)
+
+
+def run_private_bounds(frame, planned: PrivateBoundsPlan, *, ledger=None, dataset=None,
+                       progress=None) -> PairwiseResult:
+    """Run a planned release with private bounds, charged once.
+
+    Order: the precheck; one pass over every column of the release (the bounds'
+    histograms, the row count, and every check of the data); every check of the
+    release planned at that row count (:func:`~dpmic_dask.release.pipeline.check_plan`,
+    :func:`~dpmic_dask.release.selected.check_selected_plan`); the one charge; then only
+    noise and post-processing, and the release's own pass over the data at the
+    released bounds (which can fail only if the data changed between the passes:
+    :class:`~dpmic_dask.errors.ReleaseIncompleteError`, naming the charge)."""
+    import dataclasses as dc
+
+    from dpmic_dask.privacy.accounting import PrepaidLedger
+
+    backend = backend_for(frame)
+    plan, request, total = planned.bounds, planned.request, planned.total
+    precheck_budget(ledger, dataset, total)
+    read = tuple(dict.fromkeys((*request.columns, *plan.columns)))
+    read_fill = _fills_for(read, request, plan)
+    counts, rows = _bounds_counts(frame, backend, plan, read, read_fill, request.split_every,
+                                  progress)
+    # every check of the release at this row count, before the charge
+    if planned.selection is None:
+        check_plan(request, rows)
+    else:
+        check_selected_plan(request, planned.selection, rows)
+    parts = planned.parts()
+    charge = charge_budget(total, ledger, dataset,
+                           description=f"{request.label or 'pairwise'} ({parts})",
+                           mechanism=f"bounds-hist+{request.mechanism.label}",
+                           columns=request.columns)
+    found = _bounds_release(counts, rows, plan, charge.charge_id)
+    final = {c: found.bounds.get(c, planned.placeholder[c]) for c in planned.spec}
+    request = dc.replace(request, bounds=tuple(tuple(map(float, final[c]))
+                                               for c in request.columns))
+    prepaid = PrepaidLedger(charge, planned.part)
+    with after_charge(charge):
+        if planned.selection is None:
+            result = release_pairs(frame, request, ledger=prepaid, dataset=dataset,
+                                   progress=progress)
+        else:
+            result = release_selected(frame, request, planned.selection, ledger=prepaid,
+                                      dataset=dataset, progress=progress)
+    privacy = dc.replace(
+        result.privacy, epsilon=total.epsilon, delta=total.delta, rho=total.rho, parts=parts,
+        release_cost=planned.part,
+        statement=privacy_statement(total, max(1, len(result.pairs)),
+                                    detail=f"bounds and release together; {parts}"))
+    return dc.replace(result, privacy=privacy, private_bounds=found)
+
+
+def _fills_for(read, request, plan: _BoundsPlan) -> tuple | None:
+    """Fill values of the columns read by the first pass (``None``: no fills)."""
+    if request.fill is None:
+        return None
+    fills = dict(zip(request.columns, request.fill))
+    if plan.fill is not None:
+        fills.update(zip(plan.columns, plan.fill))
+    return tuple(fills[name] for name in read)

@@ -1,0 +1,396 @@
+"""Result objects of private releases. They hold numbers only; nothing here can
+draw noise again."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpmic_dask.privacy.accounting import PrivacyCost
+
+#: Above this many columns the heatmap drops per-cell text and orders the columns
+#: so that related ones sit together.
+TEXT_LIMIT = 25
+
+
+def spectral_order(matrix: np.ndarray) -> np.ndarray:
+    """Column order that places strongly related columns next to each other: the
+    Fiedler vector of the graph whose weights are the released values (NaN as 0)."""
+    weights = np.nan_to_num(np.asarray(matrix, dtype=float), nan=0.0)
+    weights = (weights + weights.T) / 2.0
+    np.fill_diagonal(weights, 0.0)
+    laplacian = np.diag(weights.sum(axis=1)) - weights
+    _, vectors = np.linalg.eigh(laplacian)
+    fiedler = vectors[:, 1] if vectors.shape[1] > 1 else vectors[:, 0]
+    return np.argsort(fiedler, kind="stable")
+
+
+@dataclass(frozen=True)
+class PrivacyReport:
+    """How a release was produced and what it guarantees (shared by every result).
+
+    Attributes
+    ----------
+    mechanism : str
+        Public name of the release (``micr-lap``, ``micr-gauss``, ``mice-lap``,
+        ``micr-geom``); ``statistic`` the statistic released (``micr``, ``mice``).
+    epsilon, delta : float
+        Total privacy cost of the whole release (``delta = 0`` for pure DP);
+        ``rho`` the zCDP cost of Gaussian releases, else ``None``.
+    noise_scale : float
+        Laplace scale ``b`` or Gaussian ``sigma`` per value; for ``micr-geom`` the
+        per-cell geometric scale on counts.
+    ci95 : float
+        Half-width of the central 95% interval of the noise alone (``b ln 20`` or
+        ``1.96 sigma``); NaN for ``micr-geom``. It says how far noise alone moves a
+        value, not how far the statistic is from the population's.
+    sensitivity : float
+        Replace-one sensitivity of one value, to which the noise was calibrated.
+    n, B, c : the (public) number of rows and the grid parameters.
+    charge_id : str
+        The ledger charge paid before the noise was drawn.
+    seeded : bool
+        True only inside the test helper ``seeded_noise``: such values are NOT private.
+    statement : str
+        The privacy guarantee in words.
+    released, candidates : int
+        How many values were published, out of how many pairs considered.
+    selection : str
+        How the published pairs were chosen ("all pairs", "top 10 by MICr, ...").
+    parts : str
+        For releases that select pairs first: how the total was split between
+        the selection and the release of the chosen values ("" otherwise).
+    release_cost : PrivacyCost or None
+        The release part's cost when pairs were selected first (what the values
+        themselves cost); ``None`` when the whole budget went to the values.
+    """
+
+    mechanism: str
+    statistic: str
+    epsilon: float
+    delta: float
+    rho: float | None
+    noise_scale: float
+    ci95: float
+    sensitivity: float
+    n: int
+    B: float
+    c: int
+    charge_id: str
+    seeded: bool
+    statement: str
+    released: int = 1
+    candidates: int = 1
+    selection: str = "all pairs"
+    parts: str = ""
+    release_cost: PrivacyCost | None = None
+
+    def budget_line(self) -> str:
+        if self.parts:
+            total = (f"epsilon = {self.epsilon:g}" if self.rho is None else
+                     f"epsilon = {self.epsilon:g}, delta = {self.delta:g} (rho = "
+                     f"{self.rho:.4g} zCDP)")
+            return f"Budget: {total} in total; {self.parts}."
+        per = "pair" if self.released != 1 else "value"
+        if self.rho is None:
+            return (f"Budget: epsilon = {self.epsilon:g} in total, "
+                    f"{self.epsilon / self.released:.4g} per {per}.")
+        return (f"Budget: epsilon = {self.epsilon:g}, delta = {self.delta:g} in total, "
+                f"accounted as rho = {self.rho:.4g} zCDP ({self.rho / self.released:.4g} "
+                f"per {per}).")
+
+    def noise_line(self) -> str:
+        if self.ci95 == self.ci95:  # not NaN
+            return (f"Noise: scale {self.noise_scale:.4g} per value; 95% of the noise alone "
+                    f"lies within +/-{self.ci95:.4g}. This interval does not include the "
+                    "statistic's own estimation error.")
+        return (f"Noise: two-sided geometric noise of scale {self.noise_scale:.4g} on every "
+                "master-grid count.")
+
+    def lines(self) -> list[str]:
+        """Budget, noise, guarantee and charge, one line each."""
+        return [self.budget_line(), self.noise_line(), self.statement,
+                f"Ledger charge: {self.charge_id}."]
+
+
+class _ReportFields:
+    """Read the privacy report's fields from the result (``result.epsilon``, ...)."""
+
+    privacy: PrivacyReport
+
+    def __getattr__(self, name):
+        if name != "privacy" and name in PrivacyReport.__dataclass_fields__:
+            return getattr(self.privacy, name)
+        raise AttributeError(name)
+
+
+@dataclass(frozen=True)
+class Release(_ReportFields):
+    """One differentially private value and how it was produced.
+
+    ``value`` is the released estimate, clamped to ``[0, 1]``; everything else
+    (``mechanism``, ``epsilon``, ``ci95``, ...) is in ``privacy`` and readable on
+    the release itself.
+    """
+
+    value: float
+    privacy: PrivacyReport
+
+    def report(self) -> str:
+        """Plain-text account of what was released and what it guarantees."""
+        p = self.privacy
+        lines = [f"MIC estimate: {self.value:.4f} ({p.mechanism}, n={p.n}, B={p.B:g}, c={p.c})"]
+        lines += p.lines()
+        if p.seeded:
+            lines.insert(0, "NOT PRIVATE: this value used seeded test noise.")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class BoundsRelease:
+    """Bounds estimated with differential privacy: plain numbers to keep and reuse as
+    public bounds (``bounds[column] = (lo, hi)``), and how they were made.
+
+    ``epsilon`` was spent in total (``epsilon_per_column`` on each column's noisy
+    histogram, discrete Laplace of scale ``noise_scale`` counts); ``coverage`` is
+    the share of values the bounds aim to contain; ``unresolved`` lists columns
+    where no bin stood out of the noise (their bounds are the fallback).
+    """
+
+    bounds: dict
+    epsilon: float
+    epsilon_per_column: float
+    coverage: float
+    noise_scale: float
+    rows: int
+    domain: tuple | None
+    unresolved: tuple
+    charge_id: str
+    seeded: bool = False
+
+    def report(self) -> str:
+        lines = ["NOT PRIVATE: seeded test noise."] if self.seeded else []
+        lines.append(f"Private bounds of {len(self.bounds)} column(s), n = {self.rows} rows, "
+                     f"aiming to contain {self.coverage:.3g} of each column's values:")
+        lines += [f"  {name}: [{lo:.6g}, {hi:.6g}]" for name, (lo, hi) in self.bounds.items()]
+        grid = ("signed half-octave grid" if self.domain is None
+                else f"1024 equal bins of {self.domain}")
+        lines.append(f"Budget: epsilon = {self.epsilon:g} ({self.epsilon_per_column:.4g} per "
+                     f"column; noisy histograms on a {grid}, noise scale "
+                     f"{self.noise_scale:.4g} counts). Ledger charge: {self.charge_id}.")
+        if self.unresolved:
+            lines.append(f"No bin stood out of the noise for {list(self.unresolved)}: "
+                         "fallback bounds used; choose bounds for them yourself.")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Companion:
+    """A further statistic released beside MIC for the same pairs (same order), with
+    its own share of the budget: ``values``, the mechanism, the noise per value and
+    the half-width of the noise's central 95% interval."""
+
+    statistic: str
+    mechanism: str
+    values: tuple
+    noise_scale: float
+    ci95: float
+    sensitivity: float
+    cost: PrivacyCost
+
+
+@dataclass(frozen=True)
+class PairwiseResult(_ReportFields):
+    """Private values of pairs of columns, released together once.
+
+    All published pairs share one noise plan (``privacy``): the same mechanism,
+    noise scale and interval; ``epsilon`` and ``delta`` are the total cost of the
+    whole release. Report fields are readable on the result itself.
+    """
+
+    columns: tuple
+    pairs: tuple
+    values: tuple
+    privacy: PrivacyReport
+    companions: tuple = ()
+    private_bounds: BoundsRelease | None = None
+
+    def companion(self, statistic: str) -> Companion:
+        """The released companion statistic called ``statistic`` (e.g. ``"tau"``)."""
+        for item in self.companions:
+            if item.statistic == statistic:
+                return item
+        raise KeyError(f"this release has no {statistic!r}; pass statistics=('mic', "
+                       f"'{statistic}')")
+
+    @property
+    def tau(self) -> tuple:
+        """Private Kendall's tau of each pair (with ``statistics=("mic", "tau")``)."""
+        return self.companion("tau").values
+
+    def to_pandas(self):
+        """Tidy table: one row per pair.
+
+        Columns: ``x, y, mic, ci95, noise_scale, mechanism, statistic``; ``release_epsilon``
+        and ``release_delta``, the total cost of the whole release (every row repeats
+        it); ``value_cost`` and ``cost_unit``, what each released value cost
+        (``epsilon / P`` for pure releases, ``rho / P`` zCDP for Gaussian ones; after
+        a private selection, the release part only, over the pairs released; with
+        companion statistics, MIC's share); ``n, B, c``. With Kendall's tau: ``tau``,
+        ``tau_ci95``, ``tau_noise_scale`` and ``nonlinearity = mic - tau**2``, computed
+        from the released values only (large when the pair is related but not
+        monotonically).
+        """
+        import pandas as pd
+
+        from dpmic_dask.privacy.accounting import value_cost
+
+        p = self.privacy
+        spent = p.release_cost or PrivacyCost(self.epsilon, self.delta, self.rho)
+        cost, unit = value_cost(spent, max(1, len(self.pairs)))
+        table = pd.DataFrame({
+            "x": [a for a, _ in self.pairs],
+            "y": [b for _, b in self.pairs],
+            "mic": list(self.values),
+            "ci95": p.ci95,
+            "noise_scale": p.noise_scale,
+            "mechanism": p.mechanism,
+            "statistic": p.statistic,
+            "release_epsilon": p.epsilon,
+            "release_delta": p.delta,
+            "value_cost": cost,
+            "cost_unit": unit,
+            "n": p.n,
+            "B": p.B,
+            "c": p.c,
+        })
+        for item in self.companions:
+            table[item.statistic] = list(item.values)
+            table[f"{item.statistic}_ci95"] = item.ci95
+            table[f"{item.statistic}_noise_scale"] = item.noise_scale
+        if any(item.statistic == "tau" for item in self.companions):
+            # post-processing of released values: MIC beyond what a monotone trend explains
+            table["nonlinearity"] = table["mic"] - table["tau"] ** 2
+        return table
+
+    def matrix(self, statistic: str = "mic"):
+        """Symmetric DataFrame of released values (NaN on the diagonal: not released);
+        ``statistic="tau"`` for the released Kendall's tau."""
+        import pandas as pd
+
+        values = self.values if statistic == "mic" else self.companion(statistic).values
+
+        where = {name: k for k, name in enumerate(self.columns)}
+        grid = np.full((len(self.columns), len(self.columns)), np.nan)
+        if self.pairs:
+            i = np.array([where[a] for a, _ in self.pairs])
+            j = np.array([where[b] for _, b in self.pairs])
+            grid[i, j] = values
+            grid[j, i] = values
+        return pd.DataFrame(grid, index=list(self.columns), columns=list(self.columns))
+
+    def to_parquet(self, path) -> None:
+        """Write the tidy table to a Parquet file."""
+        self.to_pandas().to_parquet(path, index=False)
+
+    def plot(self, ax=None, *, path=None, statistic: str = "mic"):
+        """Heatmap of the released matrix (needs matplotlib: ``pip install dpmic_dask[plot]``).
+
+        The noise is shown, not hidden: the title gives the 95% interval of the noise
+        alone, and cells whose value lies within it (indistinguishable from no
+        relationship at this budget) are hatched and their text greyed. Returns the
+        matplotlib Axes; with ``path``, also saves the figure there.
+        ``statistic="tau"`` draws the signed Kendall's tau (blue negative, red
+        positive, on ``[-1, 1]``; within the noise means ``|tau|`` below it).
+        """
+        try:
+            from matplotlib.figure import Figure
+            from matplotlib.patches import Rectangle
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "plotting needs matplotlib: pip install 'dpmic_dask[plot]'"
+            ) from exc
+        signed = statistic != "mic"
+        m = self.matrix(statistic)
+        many = len(self.columns) > TEXT_LIMIT
+        if many:  # group related columns: post-processing of released values only
+            order = spectral_order(np.abs(m.to_numpy(dtype=float)))
+            m = m.iloc[order, order]
+        if ax is None:
+            size = min(max(4.0, 0.6 * len(self.columns) + 2), 16.0)
+            if path is None:  # interactive: a pyplot figure the notebook displays
+                import matplotlib.pyplot as plt
+
+                _, ax = plt.subplots(figsize=(size + 1, size))
+            else:  # off-screen: no pyplot, no change to the session's backend
+                ax = Figure(figsize=(size + 1, size)).subplots()
+        values = m.to_numpy(dtype=float)
+        image = ax.imshow(values, vmin=-1.0 if signed else 0.0, vmax=1.0,
+                          cmap="RdBu_r" if signed else "viridis")
+        tick_size = 8 if not many else max(2.0, 8 - len(self.columns) / 25)
+        ax.set_xticks(range(len(m.columns)), list(m.columns), rotation=90 if many else 45,
+                      ha="center" if many else "right", fontsize=tick_size)
+        ax.set_yticks(range(len(m.index)), list(m.index), fontsize=tick_size)
+        ci95 = self.companion(statistic).ci95 if signed else self.ci95
+        noise = ci95 if ci95 == ci95 else None  # NaN for micr-geom
+        if many:
+            if noise is not None:  # one pale veil over every cell within the noise
+                from matplotlib.colors import ListedColormap
+
+                veil = np.where(np.abs(values) <= noise, 1.0, np.nan)
+                ax.imshow(veil, vmin=0, vmax=1, cmap=ListedColormap(["white"]), alpha=0.65)
+        else:
+            for i in range(len(m.index)):
+                for j in range(len(m.columns)):
+                    v = m.iat[i, j]
+                    if v != v:
+                        continue
+                    within_noise = noise is not None and abs(v) <= noise
+                    if within_noise:
+                        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False,
+                                               hatch="///", edgecolor="0.6", linewidth=0))
+                    ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8,
+                            color="0.6" if within_noise else (
+                                "black" if signed or v >= 0.6 else "white"),
+                            style="italic" if within_noise else "normal")
+        ax.figure.colorbar(image, ax=ax, label="private Kendall's tau" if signed
+                           else "private MIC")
+        mechanism = self.companion(statistic).mechanism if signed else self.mechanism
+        title = f"{mechanism}, eps={self.epsilon:g} in total, n={self.n}" if signed else \
+            f"{self.mechanism}, eps={self.epsilon:g}, n={self.n}"
+        if noise is not None:
+            marked = "paled" if many else "hatched"
+            title += f"\nnoise alone: +/-{noise:.2g} (95%); {marked} cells lie within it"
+        else:
+            title += "\nnoise on every grid count (no interval for the value)"
+        ax.set_title(title, fontsize=9)
+        ax.figure.tight_layout()
+        if path is not None:
+            ax.figure.savefig(path, dpi=120)
+        return ax
+
+    def report(self) -> str:
+        """Plain text: what was released and what it guarantees."""
+        p = self.privacy
+        pairs = len(self.pairs)
+        lines = []
+        if p.seeded:
+            lines.append("NOT PRIVATE: these values used seeded test noise.")
+        lines += [
+            f"Released: private MIC for {pairs} pair{'s' if pairs != 1 else ''} of "
+            f"{len(self.columns)} columns ({', '.join(map(str, self.columns))}), n = {p.n} rows.",
+            f"Mechanism: {p.mechanism} (B = {p.B}, c = {p.c}).",
+        ]
+        if p.selection != "all pairs":
+            lines.append(f"Selection: {p.selection} ({pairs} of {p.candidates} pairs).")
+        if self.private_bounds is not None:
+            used = ", ".join(f"{c} [{lo:.4g}, {hi:.4g}]"
+                             for c, (lo, hi) in self.private_bounds.bounds.items())
+            lines.append(f"Private bounds used: {used}.")
+        for item in self.companions:
+            lines.append(f"Also released: {item.statistic} ({item.mechanism}); noise scale "
+                         f"{item.noise_scale:.4g} per value, 95% of the noise alone within "
+                         f"+/-{item.ci95:.4g}.")
+        lines += p.lines()
+        return "\n".join(lines)

@@ -1,0 +1,352 @@
+"""The one counting path: columns in, exact integer master-grid counts out.
+
+Per row and pair the cost is two histogram increments (one per orientation),
+whatever ``B``: each value is binned once, into the union of the common
+refinement of all fixed-axis sizes and that of all master-row sizes, and every
+master grid is read off the refinement histograms by 2-D prefix sums. Counting
+is two steps: a chunk of rows is binned (:func:`bin_chunk`, one 16-bit index
+per value) and binned chunks are counted (:func:`count_binned`); every path --
+a partition (:func:`partition_counts`), the Dask engine, an in-memory pair
+(:func:`pair_counts`) -- goes through them. Counts are exact integers, so
+counts of any split of the rows add up (:func:`combine_partials`) to the counts
+of the whole. Nothing here knows about Dask.
+
+A value ``x`` with public bounds ``[lo, hi]`` has the 32-bit position
+``q = min(floor(clamp((x - lo) / (hi - lo), 0, 1) * 2**32), 2**32 - 1)``; its bin in
+a range equipartition of ``s`` bins is ``(q * s) >> 32`` (SPEC section 2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+
+from dpmic_dask.errors import InvalidDataError
+from dpmic_dask.stats.grids import GridFamily
+from dpmic_dask.stats.kernels.binning import (
+    add_histogram_2d,
+    add_pair_histograms,
+    bin_column,
+    equipartition_bins,
+    fixed_point_positions,
+    read_off_grids,
+)
+
+
+@dataclass(frozen=True)
+class CountSpec:
+    """What to count: the columns, their public bounds and fill values, the grids.
+
+    ``fill`` maps a column to the public value that replaces its missing values,
+    or is ``None`` when missing values are to be reported (``nulls="raise"``).
+    """
+
+    columns: tuple[str, ...]
+    bounds: tuple[tuple[float, float], ...]
+    fill: tuple[float, ...] | None
+    family: GridFamily
+    pair_list: tuple[tuple[int, int], ...] | None = None
+
+    @cached_property
+    def pairs(self) -> tuple[tuple[int, int], ...]:
+        """Column index pairs ``(i, j)``, ``i < j``: ``pair_list`` if given, else every
+        pair in lexicographic order (computed once)."""
+        if self.pair_list is not None:
+            return self.pair_list
+        return tuple(combinations(range(len(self.columns)), 2))
+
+    def blocks(self, pairs_per_block: int) -> list[Block]:
+        """Split the pairs into blocks of at most ``pairs_per_block`` pairs.
+
+        Columns are cut into groups of ``g = floor(sqrt(pairs_per_block))``; a block is
+        one group with itself or with a later group, so a task reads at most ``2 g``
+        columns and holds at most ``g * g`` pairs' counts. The split depends on the
+        number of columns and the (public) budget only. One block when all fit.
+        """
+        pairs = self.pairs
+        if len(pairs) <= pairs_per_block:
+            return [Block(self, tuple(range(len(pairs))))]
+        g = max(1, int(np.sqrt(pairs_per_block)))
+        group = {col: col // g for col in range(len(self.columns))}
+        by_groups: dict[tuple[int, int], list[int]] = {}
+        for index, (i, j) in enumerate(pairs):
+            by_groups.setdefault((group[i], group[j]), []).append(index)
+        out = []
+        for key in sorted(by_groups):
+            indices = by_groups[key]
+            cols = sorted({c for p in indices for c in pairs[p]})
+            local = {c: k for k, c in enumerate(cols)}
+            spec = CountSpec(
+                tuple(self.columns[c] for c in cols), tuple(self.bounds[c] for c in cols),
+                None if self.fill is None else tuple(self.fill[c] for c in cols), self.family,
+                tuple((local[pairs[p][0]], local[pairs[p][1]]) for p in indices))
+            out.append(Block(spec, tuple(indices), tuple(cols)))
+        return out
+
+
+@dataclass(frozen=True)
+class Block:
+    """Some pairs of a :class:`CountSpec`, counted together: ``spec`` over the block's
+    own columns; ``indices`` of its pairs in the whole request's pair order;
+    ``columns`` the whole request's indices of the block's columns."""
+
+    spec: CountSpec
+    indices: tuple[int, ...]
+    columns: tuple[int, ...] | None = None
+
+    def column_indices(self) -> tuple[int, ...]:
+        return self.columns if self.columns is not None else tuple(range(len(self.spec.columns)))
+
+
+@dataclass(frozen=True)
+class PartialCounts:
+    """Exact counts of some rows: ``counts[p]`` is pair ``p``'s flat master counts
+    (int32 for one partition, int64 once summed), ``rows`` the number of rows,
+    ``missing[k]`` whether column ``k`` had a missing value (only meaningful with
+    ``nulls="raise"``)."""
+
+    counts: np.ndarray
+    rows: int
+    missing: np.ndarray
+
+    def __sizeof__(self) -> int:
+        # What a scheduler sees of an object it holds (``sys.getsizeof``).
+        return object.__sizeof__(self) + self.counts.nbytes + self.missing.nbytes
+
+
+def _kernel_input(values: np.ndarray) -> np.ndarray:
+    """float64, C-contiguous and read-only: one numba specialisation for every
+    caller (pandas often hands out read-only views, NumPy writable arrays)."""
+    values = np.ascontiguousarray(values, dtype=np.float64).view()
+    values.setflags(write=False)
+    return values
+
+
+def bin_dtype(family: GridFamily) -> np.dtype:
+    """Joint refinement indices fit 16 bits at every practical ``B`` (3,044 fixed
+    and 3,045 joint cells at ``B = 200, c = 5``): half the memory and traffic of
+    int32."""
+    return np.dtype(np.uint16 if family.joint.cells <= 2**16 else np.int32)
+
+
+def count_dtype(rows: int) -> np.dtype:
+    """Counts of fewer than ``2**31`` rows are exact in int32 (histograms, prefix
+    sums and master counts alike); sums of partials are always int64."""
+    return np.dtype(np.int32 if rows < 2**31 else np.int64)
+
+
+@dataclass(frozen=True)
+class BinnedChunk:
+    """Some rows binned for counting: ``index[k]`` holds column ``k``'s joint
+    refinement indices (:func:`bin_dtype`, ``[C, n]``), ``missing[k]`` whether it
+    had a missing value. Two bytes per value instead of the eight of a float64,
+    and all a counting task needs: a partition is binned as soon as it is read,
+    and its values are freed."""
+
+    index: np.ndarray
+    missing: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return int(self.index.shape[1])
+
+    def __sizeof__(self) -> int:
+        # What a scheduler sees of an object it holds (``sys.getsizeof``).
+        return object.__sizeof__(self) + self.index.nbytes + self.missing.nbytes
+
+
+def bin_chunk(columns, spec: CountSpec) -> BinnedChunk:
+    """Bin one chunk of float64 columns (NaN = missing; ``columns[k]`` holds the
+    values of ``spec.columns[k]``, all of one length) into the joint refinement
+    of both axes (:class:`~dpmic_dask.stats.grids.JointRefinement`).
+
+    A missing value is replaced by the column's public fill value; without one
+    the column is flagged and not binned (the release will be refused).
+    """
+    joint = spec.family.joint
+    n_cols = len(spec.columns)
+    size = len(columns[0]) if n_cols else 0
+    index = np.zeros((n_cols, size), dtype=bin_dtype(spec.family))
+    missing = np.zeros(n_cols, dtype=bool)
+    for k, values in enumerate(columns):
+        if len(values) != size:
+            raise ValueError("the columns of a chunk differ in length")
+        nan = np.isnan(values)
+        if nan.any():
+            missing[k] = True
+            if spec.fill is None:
+                continue  # the release will be refused; nothing to count
+            values = np.where(nan, spec.fill[k], values)
+        lo, hi = spec.bounds[k]
+        bin_column(_kernel_input(values), lo, hi - lo, joint.boundaries, joint.table, index[k])
+    return BinnedChunk(index, missing)
+
+
+def count_binned(chunks, spec: CountSpec) -> PartialCounts:
+    """Count binned chunks (:func:`bin_chunk`) into every master grid of every pair.
+
+    Each pair's refinement histograms take two increments per row of every chunk
+    and are read off once, whatever the number of chunks: several partitions
+    counted in one task pay the read-off (a fixed cost per pair) once, and no
+    chunk is copied.
+    """
+    chunks = list(chunks)
+    family = spec.family
+    n_cols = len(spec.columns)
+    rows = sum(chunk.size for chunk in chunks)
+    missing = np.zeros(n_cols, dtype=bool)
+    for chunk in chunks:
+        if chunk.index.shape[0] != n_cols:
+            raise ValueError("a binned chunk has the wrong number of columns")
+        missing |= chunk.missing
+    pairs = spec.pairs
+    # A task's counts fit in int32 (exactly); halving them halves the memory of
+    # partials waiting to be summed and of the histograms. Sums are int64
+    # (combine_partials).
+    exact = count_dtype(rows)
+    out = np.zeros((len(pairs), family.n_cells), dtype=exact)
+    if not (rows and pairs) or (missing.any() and spec.fill is None):
+        return PartialCounts(out, rows, missing)
+    hist = np.empty((2,) + family.refinement_shape, dtype=exact)
+    prefix = np.empty((hist.shape[1] + 1, hist.shape[2] + 1), dtype=exact)
+    layout = family.kernel_layout
+    joint = family.joint
+    for p, (a, b) in enumerate(pairs):
+        hist[:] = 0
+        for chunk in chunks:
+            add_pair_histograms(chunk.index, a, b, joint.to_row, joint.to_fixed, hist)
+        read_off_grids(hist, prefix, *layout, out[p])  # type: ignore[call-arg]
+    return PartialCounts(out, rows, missing)
+
+
+def count_chunks(chunks, spec: CountSpec) -> PartialCounts:
+    """Count chunks of float64 columns (see :func:`bin_chunk`), binning each in turn
+    so that the float64 values of one chunk at a time are needed."""
+    return count_binned([bin_chunk(chunk, spec) for chunk in chunks], spec)
+
+
+def count_columns(columns, spec: CountSpec) -> PartialCounts:
+    """Count float64 columns (NaN = missing) into every master grid of every pair.
+
+    ``columns[k]`` holds the values of ``spec.columns[k]``.
+    """
+    return count_chunks([columns], spec)
+
+
+def column_values(frame: pd.DataFrame, name: str) -> np.ndarray:
+    """A column as float64 with missing values (None, NA, NaN) as NaN.
+
+    A value that is not a number is reported by column name only.
+    """
+    try:
+        return frame[name].to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError):
+        raise InvalidDataError(f"column {name!r} holds values that are not numbers") from None
+
+
+def bin_partition(frame: pd.DataFrame, spec: CountSpec) -> BinnedChunk:
+    """Bin one partition (a pandas DataFrame) for counting."""
+    return bin_chunk([column_values(frame, name) for name in spec.columns], spec)
+
+
+def count_binned_partitions(*chunks: BinnedChunk, spec: CountSpec) -> PartialCounts:
+    """:func:`count_binned` with the chunks as arguments (a task of the engine)."""
+    return count_binned(chunks, spec)
+
+
+def partition_counts(frame: pd.DataFrame, spec: CountSpec) -> PartialCounts:
+    """Count one partition (a pandas DataFrame) into every master grid of every pair."""
+    return count_binned([bin_partition(frame, spec)], spec)
+
+
+def pair_counts(x: np.ndarray, y: np.ndarray, x_bounds, y_bounds, family: GridFamily) -> np.ndarray:
+    """Flat int64 master counts of the pair ``(x, y)`` (checked inputs, no NaN)."""
+    spec = CountSpec(("x", "y"), (tuple(x_bounds), tuple(y_bounds)), None, family)
+    return count_columns([x, y], spec).counts[0].astype(np.int64)
+
+
+def empty_partial(spec: CountSpec) -> PartialCounts:
+    """The counts of no rows (a frame without partitions)."""
+    return PartialCounts(
+        np.zeros((len(spec.pairs), spec.family.n_cells), dtype=np.int64),
+        0,
+        np.zeros(len(spec.columns), dtype=bool),
+    )
+
+
+def combine_partials(parts) -> PartialCounts:
+    """Exact sum of partial counts (any order, any grouping)."""
+    parts = list(parts)
+    counts = parts[0].counts.astype(np.int64)  # a copy, widened before any addition
+    missing = parts[0].missing.copy()
+    rows = parts[0].rows
+    for part in parts[1:]:
+        counts += part.counts
+        missing |= part.missing
+        rows += part.rows
+    return PartialCounts(counts, rows, missing)
+
+
+def grid_block(counts: np.ndarray, family: GridFamily, index: int) -> np.ndarray:
+    """View of grid ``index``'s ``master_rows x fixed_bins`` matrix in flat ``counts``."""
+    g = family.grids[index]
+    return counts[g.offset:g.offset + g.n_cells].reshape(g.master_rows, g.fixed_bins)
+
+
+# ------------------------------------------ the stages one by one (tests, benchmarks)
+
+
+def positions(values: np.ndarray, bounds: tuple[float, float]) -> np.ndarray:
+    """Fixed-point positions (int64) of float64 ``values`` within checked ``bounds``."""
+    lo, hi = bounds
+    out = np.empty(values.shape[0], dtype=np.int64)
+    fixed_point_positions(_kernel_input(values), lo, hi - lo, out)
+    return out
+
+
+def bins(values: np.ndarray, bounds: tuple[float, float], n_bins: int) -> np.ndarray:
+    """Bin index (int64) of each value in a range equipartition of ``n_bins`` bins."""
+    pos = positions(values, bounds)
+    out = np.empty_like(pos)
+    equipartition_bins(pos, n_bins, out)
+    return out
+
+
+@dataclass(frozen=True)
+class ColumnBins:
+    """One column's refinement indices: ``fixed`` and ``rows`` (int64)."""
+
+    fixed: np.ndarray
+    rows: np.ndarray
+
+
+def bin_values(values: np.ndarray, bounds: tuple[float, float], family: GridFamily) -> ColumnBins:
+    """Bin float64 ``values`` (no NaN) into both refinements of ``family`` (through
+    the joint refinement, as the engine does)."""
+    lo, hi = bounds
+    joint = family.joint
+    index = np.empty(values.shape[0], dtype=bin_dtype(family))
+    bin_column(_kernel_input(values), lo, hi - lo, joint.boundaries, joint.table, index)
+    return ColumnBins(joint.to_fixed[index], joint.to_row[index])
+
+
+def refinement_histograms(x: ColumnBins, y: ColumnBins, family: GridFamily) -> np.ndarray:
+    """Refinement histograms of a pair, int64[2, row cells, fixed cells] (orientation
+    ``"x"``: y's row cells by x's fixed cells; ``"y"``: the mirror image)."""
+    hist = np.zeros((2,) + family.refinement_shape, dtype=np.int64)
+    add_histogram_2d(y.rows, x.fixed, hist[0])
+    add_histogram_2d(x.rows, y.fixed, hist[1])
+    return hist
+
+
+def master_counts(hist: np.ndarray, family: GridFamily) -> np.ndarray:
+    """Read every master grid off a pair's refinement histograms (flat int64 counts)."""
+    rows, cols = family.refinement_shape
+    out = np.empty(family.n_cells, dtype=np.int64)
+    scratch = np.empty((rows + 1, cols + 1), dtype=np.int64)
+    read_off_grids(hist, scratch, *family.kernel_layout, out)  # type: ignore[call-arg]
+    return out

@@ -1,0 +1,185 @@
+"""Public limits on the grid family, checked before any data is read.
+
+``B`` and ``c`` set the memory and compute of every task; absurd values used to
+run for minutes and then die with ``MemoryError`` (``B = 2000`` asks for about
+22 GiB of refinement histograms, ``c = 10**6`` for over 100 GiB). The estimates
+here use ``B``, ``c`` and the number of pairs only -- public quantities -- and
+match the real family (``tests/unit/test_limits.py`` compares them):
+
+* refinement histograms of one task: ``3 x row cells x fixed cells x 8`` bytes
+  (two orientations plus the prefix-sum scratch, in int64 at worst; tasks of
+  fewer than ``2**31`` rows use int32, half that); the fixed refinement of sizes
+  ``2 .. B/2`` has one cell per distinct fraction ``j / l`` (a Farey count), the
+  row refinement at most ``sum(s - 1) + 1`` cells over the master-row sizes ``s``;
+* master counts held by one reduction task: ``pairs x cells x (4 split_every + 8)``
+  bytes (``split_every`` int32 partition partials and their int64 sum);
+* OptimizeAxis per pair: ``sum over grids of R^2 (l + kmax)`` steps.
+
+Default parameters stay far below every limit (at ``B = 200, c = 5``: 35 MiB of
+histograms, 6.5 MB of held counts per pair, 5e6 steps per pair).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpmic_dask.errors import InvalidParameterError
+
+#: Largest ``B`` and ``c`` whose cost is even estimated (far beyond any useful value).
+B_ABSOLUTE_MAX = 100_000
+C_ABSOLUTE_MAX = 1_000_000
+#: Refinement histograms plus prefix scratch of one counting task.
+MAX_HISTOGRAM_BYTES = 2 * 2**30
+#: Master counts of all pairs held by one reduction task.
+MAX_COUNT_BYTES = 8 * 2**30
+DEFAULT_SPLIT_EVERY = 8
+#: Default public memory budget for the counts one task of the engine holds: it
+#: sets how many pairs are counted together (a block), never the data.
+DEFAULT_TASK_MEMORY = 256 * 2**20
+#: OptimizeAxis steps for one pair (about a second per 1e9 on one core).
+MAX_OPTIMIZE_STEPS = 2e9
+
+
+@dataclass(frozen=True)
+class GridCost:
+    """Estimated cost of the MICr grid family for ``(B, c)`` and ``pairs`` pairs."""
+
+    B: int
+    c: int
+    pairs: int
+    cells_per_pair: int
+    fixed_cells: int
+    row_cells: int
+    histogram_bytes: int
+    count_bytes: int
+    optimize_steps: float
+
+
+def _totient_sum(m: int) -> int:
+    """``sum(phi(l) for l in 2..m)``: distinct fractions ``j / l`` in ``(0, 1)``, ``l <= m``."""
+    phi = np.arange(m + 1, dtype=np.int64)
+    for p in range(2, m + 1):
+        if phi[p] == p:  # p is prime
+            phi[p::p] -= phi[p::p] // p
+    return int(phi[2:].sum())
+
+
+def micr_grid_cost(B: int, c: int, pairs: int = 1,
+                   split_every: int = DEFAULT_SPLIT_EVERY) -> GridCost:
+    """Estimated memory and compute of the MICr family (validated ``B >= 4``, ``c >= 1``)."""
+    _absolute(B, c)
+    ls = np.arange(2, B // 2 + 1, dtype=np.int64)
+    kmax = np.where(ls * ls <= B, ls, B // ls)
+    rows = c * kmax
+    cells = 2 * int((rows * ls).sum())
+    fixed_cells = _totient_sum(B // 2) + 1
+    row_cells = int((np.unique(rows) - 1).sum()) + 1
+    steps = 2.0 * float((rows.astype(np.float64) ** 2 * (ls + kmax)).sum())
+    held = pairs * held_bytes_per_pair(cells, split_every)
+    return GridCost(B, c, pairs, cells, fixed_cells, row_cells, 3 * row_cells * fixed_cells * 8,
+                    held, steps)
+
+
+def held_bytes_per_pair(cells_per_pair: int, split_every: int = DEFAULT_SPLIT_EVERY) -> int:
+    """Counts one reduction task holds per pair: ``split_every`` int32 partials and
+    their int64 sum."""
+    return cells_per_pair * (4 * split_every + 8)
+
+
+def pairs_per_block(cells_per_pair: int, split_every: int = DEFAULT_SPLIT_EVERY,
+                    task_memory: int = DEFAULT_TASK_MEMORY) -> int:
+    """How many pairs one task counts together so that its counts fit ``task_memory``
+    (at least one)."""
+    return max(1, int(task_memory) // held_bytes_per_pair(cells_per_pair, split_every))
+
+
+#: Bytes a counting task holds per value of its input: one 16-bit joint
+#: refinement index (partitions are binned, and their float64 values freed,
+#: before they are grouped).
+BYTES_PER_INPUT_VALUE = 2
+
+
+def partitions_per_task(rows: int | None, partitions: int, columns: int,
+                        task_memory: int = DEFAULT_TASK_MEMORY, *, blocks: int = 1,
+                        min_tasks: int = 1) -> int:
+    """How many consecutive partitions one counting task bins together.
+
+    Each pair's refinement histograms are read off once per task, a fixed cost
+    (about as much as counting a quarter of a million rows), so tasks of a few
+    small partitions are much cheaper per row. Partitions are grouped while their
+    average input (``rows / partitions`` rows of ``columns`` values,
+    :data:`BYTES_PER_INPUT_VALUE` each) stays within ``task_memory``; one partition
+    per task when the row count is not known. Groups also stay small enough that
+    the ``blocks`` blocks together still have ``min_tasks`` counting tasks (one
+    per worker thread), so that grouping never idles a worker. The grouping
+    changes the work per task, never a count.
+    """
+    if not rows or partitions <= 1 or columns <= 0:
+        return 1
+    per_partition = BYTES_PER_INPUT_VALUE * columns * -(-int(rows) // partitions)
+    by_memory = int(task_memory) // per_partition
+    by_parallelism = (partitions * max(1, blocks)) // max(1, min_tasks)
+    return max(1, min(partitions, by_memory, by_parallelism))
+
+
+def mice_steps(B: float, c: int) -> float:
+    """Estimated OptimizeAxis steps of one MICe with ``B`` cells and clump factor ``c``."""
+    qs = np.arange(2, max(int(B // 2), 2) + 1, dtype=np.float64)
+    rows = c * np.floor(B / qs)
+    return 2.0 * float((rows ** 2 * (qs + np.floor(B / qs))).sum())
+
+
+def _absolute(B, c) -> None:
+    if B > B_ABSOLUTE_MAX:
+        raise InvalidParameterError(f"B = {B} is above the largest supported B "
+                                    f"({B_ABSOLUTE_MAX}); defaults are at most 200")
+    if c > C_ABSOLUTE_MAX:
+        raise InvalidParameterError(f"c = {c} is above the largest supported c "
+                                    f"({C_ABSOLUTE_MAX}); defaults are 1 to 5")
+
+
+def _gib(x: float) -> str:
+    return f"{x / 2**30:.3g} GiB"
+
+
+def check_micr_grid(B: int, c: int, pairs: int,
+                    split_every: int = DEFAULT_SPLIT_EVERY) -> GridCost:
+    """Refuse ``(B, c, pairs)`` whose estimated cost exceeds a limit; the message
+    gives the estimate and the limit."""
+    cost = micr_grid_cost(B, c, pairs, split_every)
+    if cost.histogram_bytes > MAX_HISTOGRAM_BYTES:
+        raise InvalidParameterError(
+            f"B = {B}, c = {c} needs about {_gib(cost.histogram_bytes)} of histograms per "
+            f"task, above the limit of {_gib(MAX_HISTOGRAM_BYTES)}; use a smaller B or c")
+    if cost.optimize_steps > MAX_OPTIMIZE_STEPS:
+        raise InvalidParameterError(
+            f"B = {B}, c = {c} needs about {cost.optimize_steps:.2g} OptimizeAxis steps per "
+            f"pair, above the limit of {MAX_OPTIMIZE_STEPS:.2g}; use a smaller B or c")
+    if cost.count_bytes > MAX_COUNT_BYTES:
+        raise InvalidParameterError(
+            f"{pairs} pairs at B = {B}, c = {c} need about {_gib(cost.count_bytes)} of "
+            f"counts per reduction task, above the limit of {_gib(MAX_COUNT_BYTES)}; use a "
+            "smaller B or split_every, or select fewer columns (columns=...)")
+    return cost
+
+
+def check_mice_grid(B: float, c: int) -> None:
+    """Refuse MICe parameters whose OptimizeAxis work exceeds the per-pair limit."""
+    _absolute(B, c)
+    steps = mice_steps(B, c)
+    if steps > MAX_OPTIMIZE_STEPS:
+        raise InvalidParameterError(
+            f"MICe with B = {B:g}, c = {c} needs about {steps:.2g} OptimizeAxis steps, "
+            f"above the limit of {MAX_OPTIMIZE_STEPS:.2g}; use a smaller B or c")
+
+
+def check_grid_lower_bound(B: int | None, c: int | None, pairs: int,
+                           split_every: int = DEFAULT_SPLIT_EVERY) -> None:
+    """Before ``n`` is known (defaults of ``B`` and ``c`` depend on it): refuse what
+    is over a limit even at the smallest values the defaults can take (``B = 4``,
+    ``c = 1``), so that a refusal here is certain. The full check follows once
+    the parameters are resolved."""
+    if B is not None or c is not None:
+        check_micr_grid(4 if B is None else B, 1 if c is None else c, pairs, split_every)

@@ -1,0 +1,37 @@
+"""Pair statistics behind one small protocol, and their registry.
+
+A statistic says how its counts are laid out for given parameters, how a value
+is computed from a pair's counts, and its replace-one sensitivity. The engine
+maps any registered statistic over the reduced counts of every pair; adding a
+statistic is one module here plus its tests.
+"""
+
+from __future__ import annotations
+
+from dpmic_dask.stats.statistics.base import PairStatistic
+from dpmic_dask.stats.statistics.mice import MICe
+from dpmic_dask.stats.statistics.micr import MICr
+from dpmic_dask.stats.statistics.tau import KendallTau
+
+_REGISTRY: dict[str, PairStatistic] = {}
+
+
+def register(statistic: PairStatistic) -> PairStatistic:
+    """Make ``statistic`` available under ``statistic.name``."""
+    _REGISTRY[statistic.name] = statistic
+    return statistic
+
+
+def get_statistic(name: str) -> PairStatistic:
+    """The registered statistic called ``name`` (``KeyError`` names the known ones)."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown statistic {name!r}; known: {sorted(_REGISTRY)}") from None
+
+
+register(MICr())
+register(MICe())
+register(KendallTau())
+
+__all__ = ["KendallTau", "MICe", "MICr", "PairStatistic", "get_statistic", "register"]
