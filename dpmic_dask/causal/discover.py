@@ -159,8 +159,9 @@ def check_request(dtypes, *, columns, alpha, max_condition_size, bounds, categor
     alpha = finite_real(alpha, "alpha", "a number in (0, 1)")
     if not 0.0 < alpha < 1.0:
         raise InvalidParameterError("alpha must be a number in (0, 1)")
-    max_condition_size = _integer(max_condition_size, "max_condition_size", 0,
-                                  max(0, len(selected) - 2))
+    # more than p - 2 can never be used: the levels paid for stop there
+    max_condition_size = min(_integer(max_condition_size, "max_condition_size", 0, 8),
+                             len(selected) - 2)
     request = CausalRequest(tuple(codings), alpha, max_condition_size, bins, check_test(test))
     return request
 

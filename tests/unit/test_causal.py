@@ -1,0 +1,331 @@
+"""Causal discovery: tables, statistics, the PC search, orientation, and the
+release's checks and single charge."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpmic_dask.causal import causal_graph, causal_graph_exact
+from dpmic_dask.causal import decide as decide_module
+from dpmic_dask.causal.citests import (
+    concordance,
+    g_pvalue_causallearn,
+    g_statistic,
+    tau_z,
+)
+from dpmic_dask.causal.orient import cpdag, meek
+from dpmic_dask.causal.tables import ColumnCoding, LevelTables, TableKey, count_partition
+from dpmic_dask.errors import (
+    BudgetExceededError,
+    InvalidDataError,
+    InvalidParameterError,
+    MissingValuesError,
+)
+from dpmic_dask.privacy.accounting import Budget, InMemoryLedger
+
+
+def chain_frame(n=20000, seed=0):
+    """a -> c <- b, c -> d (a collider, then a chain) on the values 0 .. 3: the
+    CPDAG orients all three edges. Bounds (0, 4) with 4 bins bin the values
+    exactly (so conditioning on c blocks the chain exactly)."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.integers(0, 4, n), rng.integers(0, 4, n)
+    c = np.clip(np.rint((a + b) / 2 + rng.normal(0, 0.5, n)), 0, 3)
+    d = np.where(rng.random(n) < 0.7, c, rng.integers(0, 4, n))
+    return pd.DataFrame({"a": a, "b": b, "c": c, "d": d}).astype(float)
+
+
+BOUNDS4 = {k: (0.0, 4.0) for k in "abcd"}
+
+
+# ------------------------------------------------------------------ tables
+
+
+def test_tables_match_crosstabs_and_partitions():
+    rng = np.random.default_rng(1)
+    n = 3000
+    frame = pd.DataFrame({"x": rng.normal(size=n), "y": rng.normal(size=n),
+                          "s": rng.integers(0, 3, n), "t": rng.choice([True, False], n)})
+    codings = (ColumnCoding("x", 4, bounds=(-2.0, 2.0)), ColumnCoding("y", 5, bounds=(-1.0, 3.0)),
+               ColumnCoding("s", 3, categories=(0, 1)), ColumnCoding("t", 3, categories=(False, True)))
+    keys = (TableKey(0, 1, ()), TableKey(0, 1, (2, 3)), TableKey(1, 3, (0,)))
+    layout = LevelTables(codings, keys)
+    counts = count_partition(frame, layout).counts
+    codes = {}
+    for c in codings:
+        codes[c.name] = c.codes(frame[c.name].to_numpy())[0].astype(int)
+    # reference: equal-width bins with clamping, categories with an "other" bin
+    assert np.array_equal(codes["x"], np.clip(np.floor((frame.x + 2) / 4 * 4), 0, 3))
+    assert np.array_equal(codes["s"], np.where(frame.s == 2, 2, frame.s))
+    for t, key in enumerate(keys):
+        table = layout.table(counts, t)
+        names = [codings[k].name for k in key.cond]
+        expected = np.zeros(table.shape, dtype=np.int64)
+        strata = [codes[m] for m in names]
+        index = np.zeros(n, dtype=int)
+        for col, m in zip(strata, names):
+            index = index * codings[[c.name for c in codings].index(m)].size + col
+        np.add.at(expected, (index, codes[codings[key.x].name], codes[codings[key.y].name]), 1)
+        assert np.array_equal(table, expected)
+    # partition invariance: the Dask sum of 1 and 5 partitions equals the pandas count
+    from dpmic_dask.backends import backend_for
+    from dpmic_dask.causal.tables import combine_counts
+
+    for parts in (1, 5):
+        ddf = dd.from_pandas(frame, npartitions=parts)
+        summed = backend_for(ddf).reduce(ddf, list(frame.columns),
+                                         lambda f: count_partition(f, layout), combine_counts,
+                                         split_every=2, progress=False)
+        assert np.array_equal(summed.counts, counts) and summed.rows == n
+
+
+def brute_concordance(x, y):
+    s = 0
+    for i, j in itertools.combinations(range(len(x)), 2):
+        s += int(np.sign(x[i] - x[j]) * np.sign(y[i] - y[j]))
+    return s
+
+
+def test_concordance_and_tau_z_against_brute_force():
+    rng = np.random.default_rng(2)
+    for _ in range(20):
+        n = int(rng.integers(2, 40))
+        x, y, z = rng.integers(0, 4, n), rng.integers(0, 3, n), rng.integers(0, 3, n)
+        table = np.zeros((3, 4, 3), dtype=np.int64)
+        np.add.at(table, (z, x, y), 1)
+        per = [brute_concordance(x[z == k], y[z == k]) for k in range(3)]
+        assert concordance(table).tolist() == per
+        expected = sum(9 * s / (2 * (z == k).sum() + 5) for k, s in enumerate(per))
+        assert tau_z(table[None], n)[0] == pytest.approx(expected / (1.5 * math.sqrt(n)))
+
+
+def test_g_statistic_and_causallearn_pvalue():
+    cit = pytest.importorskip("causallearn.utils.cit")
+    rng = np.random.default_rng(3)
+    n = 500
+    data = np.column_stack([rng.integers(0, 3, n), rng.integers(0, 4, n), rng.integers(0, 2, n)])
+    data[:, 1] = np.where(rng.random(n) < 0.3, data[:, 0], data[:, 1])
+    test = cit.CIT(data.astype(float), "gsq")
+    table = np.zeros((2, 3, 4), dtype=np.int64)
+    np.add.at(table, (data[:, 2], data[:, 0], data[:, 1]), 1)
+    assert g_pvalue_causallearn(table) == pytest.approx(test(0, 1, [2]), rel=1e-9)
+    flat = table.sum(axis=0)
+    assert g_pvalue_causallearn(flat[None]) == pytest.approx(test(0, 1, []), rel=1e-9)
+    expected = 2 * sum(a * math.log(a * n / (flat[i].sum() * flat[:, j].sum()))
+                       for (i, j), a in np.ndenumerate(flat) if a)
+    assert g_statistic(flat[None, None])[0] == pytest.approx(expected)
+
+
+# ------------------------------------------------------------------ orientation
+
+
+def test_meek_rules():
+    g = np.zeros((4, 4), dtype=bool)
+    # R1: 0 -> 1 - 2, 0 and 2 not adjacent
+    g[0, 1] = True
+    g[1, 2] = g[2, 1] = True
+    out = meek(g)
+    assert out[1, 2] and not out[2, 1]
+    # R2: 0 -> 1 -> 2 and 0 - 2
+    g = np.zeros((3, 3), dtype=bool)
+    g[0, 1] = g[1, 2] = True
+    g[0, 2] = g[2, 0] = True
+    out = meek(g)
+    assert out[0, 2] and not out[2, 0]
+    # R3: 0 - 1, 0 - 2, 0 - 3, 1 -> 3 <- 2, 1 and 2 not adjacent
+    g = np.zeros((4, 4), dtype=bool)
+    for a, b in ((0, 1), (0, 2), (0, 3)):
+        g[a, b] = g[b, a] = True
+    g[1, 3] = g[2, 3] = True
+    out = meek(g)
+    assert out[0, 3] and not out[3, 0]
+    assert out[0, 1] and out[1, 0]  # nothing else is forced
+
+
+def test_cpdag_of_collider_and_chain():
+    adjacency = np.zeros((4, 4), dtype=bool)
+    for a, b in ((0, 2), (1, 2), (2, 3)):
+        adjacency[a, b] = adjacency[b, a] = True
+    seps = {(0, 1): (), (0, 3): (2,), (1, 3): (2,)}
+    g = cpdag(adjacency, seps)
+    assert g[0, 2] and not g[2, 0] and g[1, 2] and not g[2, 1]
+    assert g[2, 3] and not g[3, 2]  # R1
+
+
+# ------------------------------------------------------------------ the search
+
+
+def test_exact_recovers_known_graph_and_private_without_noise_agrees():
+    frame = chain_frame()
+    exact = causal_graph_exact(frame, bounds=BOUNDS4, bins=4)
+    edges = {(r.source, r.target, r.directed) for r in exact.edges.itertuples()}
+    assert edges == {("a", "c", True), ("b", "c", True), ("c", "d", True)}
+    assert exact.separating_sets[("a", "b")] == ()
+    assert exact.separating_sets[("a", "d")] == ("c",)
+    # a huge budget: the private decisions are the exact ones
+    private = causal_graph(frame, 1e9, bounds=BOUNDS4, bins=4)
+    assert np.array_equal(private.graph, exact.graph)
+    assert private.separating_sets == exact.separating_sets
+    assert exact.report().passes == len(exact.report().levels) <= 3
+
+
+def causal_learn_skeleton(frame, bins, alpha, depth):
+    pc = pytest.importorskip("causallearn.search.ConstraintBased.PC").pc
+    lo, hi = -3.0, 3.0
+    u = np.clip((frame.to_numpy() - lo) / (hi - lo), 0.0, 1.0)
+    q = np.minimum(np.floor(u * 2.0**32), 2.0**32 - 1).astype(np.int64)
+    cg = pc(((q * bins) >> 32).astype(float), alpha=alpha, indep_test="gsq", stable=True,
+            show_progress=False, max_k=depth)
+    return cg.G.graph
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_exact_g_matches_causallearn(seed):
+    """The non-private path with the G-test: the same skeleton and the same CPDAG
+    as causal-learn's PC (gsq, stable=True, same alpha and depth) on the binned data."""
+    rng = np.random.default_rng(seed)
+    p, n = 6, 3000
+    weights = np.triu(rng.uniform(0.4, 1.0, (p, p)) * (rng.random((p, p)) < 0.4), 1)
+    x = np.zeros((n, p))
+    for j in range(p):
+        x[:, j] = x @ weights[:, j] + rng.standard_normal(n)
+        x[:, j] /= x[:, j].std()
+    frame = pd.DataFrame(x, columns=[f"v{j}" for j in range(p)])
+    bounds = {c: (-3.0, 3.0) for c in frame}
+    ours = causal_graph_exact(frame, bounds=bounds, bins=4, test="g", max_condition_size=3)
+    theirs = causal_learn_skeleton(frame, 4, 0.05, 3)
+    assert np.array_equal(ours.graph | ours.graph.T, theirs != 0)
+    # causal-learn: graph[j, i] == 1 and graph[i, j] == -1 is i -> j
+    directed = {(i, j) for i in range(p) for j in range(p)
+                if theirs[j, i] == 1 and theirs[i, j] == -1}
+    assert directed == {(i, j) for i in range(p) for j in range(p)
+                            if ours.graph[i, j] and not ours.graph[j, i]}
+
+
+def test_result_outputs():
+    g = causal_graph_exact(chain_frame(5000), bounds=BOUNDS4, bins=4)
+    assert list(g.edges.columns) == ["source", "target", "directed", "statistic"]
+    dot = g.to_dot()
+    assert dot.startswith("digraph") and '"a" -> "c";' in dot
+    assert "NOT PRIVATE" in str(g.report())
+    assert g.adjacency().loc["a", "c"] == 1 and g.adjacency().loc["c", "a"] == 0
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    ax = g.plot()
+    assert {t.get_text() for t in ax.texts} == {"a", "b", "c", "d", ""}
+    assert len(ax.texts) == 4 + len(g.edges)  # a label per column, an arrow per edge
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
+def test_categories_columns():
+    rng = np.random.default_rng(4)
+    n = 20000
+    smoker = rng.integers(0, 2, n)
+    age = rng.normal(size=n)
+    cough = (rng.random(n) < 0.2 + 0.5 * smoker).astype(int)
+    frame = pd.DataFrame({"smoker": smoker, "age": age, "cough": cough})
+    g = causal_graph_exact(frame, bounds={"age": (-3, 3)},
+                           categories={"smoker": [0, 1], "cough": [0, 1]})
+    assert g.skeleton == {frozenset(("smoker", "cough"))}
+
+
+# ------------------------------------------------------------------ release contract
+
+
+def capped(eps=10.0, delta=0.0):
+    ledger = InMemoryLedger()
+    ledger.set_budget("d", Budget(eps, delta))
+    return ledger
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    (dict(eps=0), InvalidParameterError),
+    (dict(eps=math.nan), InvalidParameterError),
+    (dict(delta=1.5), InvalidParameterError),
+    (dict(bounds={"a": (0, 4)}), InvalidParameterError),  # one column
+    (dict(columns=["a", "b", "zz"]), InvalidParameterError),
+    (dict(columns=["a", "b", "e"]), InvalidParameterError),  # no bounds for e
+    (dict(bounds={**BOUNDS4, "e": (0, 1)}), InvalidDataError),  # e is text
+    (dict(bounds={"a": (3, -3), "b": (0, 4)}), InvalidParameterError),
+    (dict(categories={"a": []}), InvalidParameterError),
+    (dict(categories={"a": [0, 0]}), InvalidParameterError),
+    (dict(categories={"a": [0, 1]}), InvalidParameterError),  # also has bounds
+    (dict(alpha=1.0), InvalidParameterError),
+    (dict(bins=1), InvalidParameterError),
+    (dict(bins=2.5), InvalidParameterError),
+    (dict(max_condition_size=-1), InvalidParameterError),
+    (dict(max_condition_size=9), InvalidParameterError),
+    (dict(test="fisher"), InvalidParameterError),
+    (dict(statistic_share=1.0), InvalidParameterError),
+    (dict(level_shares=[1, 1]), InvalidParameterError),
+    (dict(level_shares=[1, 0, 1]), InvalidParameterError),
+    (dict(ledger="not a ledger"), InvalidParameterError),
+    (dict(eps=11.0), BudgetExceededError),
+])
+def test_refusals_charge_nothing(kwargs, error):
+    frame = chain_frame(200).assign(e="text")
+    ledger = capped()
+    args = dict(eps=1.0, bounds=BOUNDS4, ledger=ledger, dataset="d")
+    args.update(kwargs)
+    eps = args.pop("eps")
+    with pytest.raises(error):
+        causal_graph(frame, eps, **args)
+    assert ledger.charges("d") == []
+
+
+def test_data_refusals_before_the_charge():
+    ledger = capped()
+    frame = chain_frame(200)
+    frame.loc[5, "b"] = np.nan
+    with pytest.raises(MissingValuesError) as info:
+        causal_graph(frame, 1.0, bounds=BOUNDS4, ledger=ledger, dataset="d")
+    assert "nan" not in str(info.value).lower().replace("contain missing", "")
+    with pytest.raises(InvalidDataError):
+        causal_graph(chain_frame(3), 1.0, bounds=BOUNDS4, ledger=ledger, dataset="d")
+    assert ledger.charges("d") == []
+
+
+def test_one_charge_before_any_noise(monkeypatch):
+    ledger = capped(10.0, 1e-5)
+    seen = []
+    real_decide = decide_module.CausalBudget.decide
+    real_values = decide_module.CausalBudget.release_values
+
+    def spy_decide(self, level, margins):
+        seen.append(len(ledger.charges("d")))
+        return real_decide(self, level, margins)
+
+    def spy_values(self, values, high):
+        seen.append(len(ledger.charges("d")))
+        return real_values(self, values, high)
+
+    monkeypatch.setattr(decide_module.CausalBudget, "decide", spy_decide)
+    monkeypatch.setattr(decide_module.CausalBudget, "release_values", spy_values)
+    g = causal_graph(dd.from_pandas(chain_frame(4000), npartitions=3), 2.0, delta=1e-6,
+                     bounds=BOUNDS4, ledger=ledger, dataset="d", statistic_share=0.2)
+    assert seen and set(seen) == {1}  # every draw after exactly one charge
+    (charge,) = ledger.charges("d")
+    assert charge.cost.epsilon == 2.0 and charge.cost.delta == 1e-6 and charge.cost.rho
+    assert charge.mechanism == "causal-pc-tau"
+    report = g.report()
+    assert report.private and report.epsilon == 2.0
+    assert "level 2" in str(report) and "charged once" in str(report)
+    assert report.passes == len(report.levels)
+
+
+def test_budget_split_is_public_and_adds_up():
+    plan = decide_module.CausalBudget.plan(
+        1.0, 0.0, shares=decide_module.check_shares([2, 1, 1], 3, 0.2), pairs=45,
+        test="tau", n=10_000)
+    amounts = [p.epsilon for p in plan.level_parts]
+    assert sum(amounts) + plan.value_part.epsilon <= 1.0
+    assert amounts[0] == pytest.approx(0.4) and amounts[1] == pytest.approx(0.2)
+    assert plan.per_edge(0) == pytest.approx(0.4 / 45)
