@@ -40,8 +40,7 @@ def budget_init(ledger_url, dataset, epsilon, old_epsilon, delta, debug):
     Example:
       dpmic budget init --ledger sqlite:///ledger.db --dataset sales --eps 10
     """
-    from dpmic_dask.privacy.accounting import Budget
-    from dpmic_dask.privacy.ledger import SQLLedger
+    from dpmic_dask.privacy.accounting import Budget, ledger_from_url
 
     if old_epsilon is not None:
         click.echo("warning: --epsilon is deprecated; use --eps", err=True)
@@ -51,7 +50,7 @@ def budget_init(ledger_url, dataset, epsilon, old_epsilon, delta, debug):
     if epsilon is None:
         raise click.UsageError("Missing option '--eps'.")
     cap = Budget(epsilon, delta)
-    SQLLedger(ledger_url).init(dataset, cap)
+    ledger_from_url(ledger_url).init(dataset, cap)
     unit = "epsilon" if cap.is_pure else "rho (zCDP)"
     click.echo(f"dataset {dataset!r}: budget {cap.cap} {unit} "
                f"(epsilon={epsilon:g}, delta={delta:g})")
@@ -69,9 +68,9 @@ def budget_show(ledger_url, dataset, debug):
     Example:
       dpmic budget show --ledger sqlite:///ledger.db --dataset sales
     """
-    from dpmic_dask.privacy.ledger import SQLLedger
+    from dpmic_dask.privacy.accounting import ledger_from_url
 
-    ledger = SQLLedger(ledger_url)
+    ledger = ledger_from_url(ledger_url)
     cap = ledger.budget_for(dataset)
     if cap is None:
         raise LedgerError(f"dataset {dataset!r} has no budget in this ledger")
@@ -102,11 +101,12 @@ def budget_history(ledger_url, dataset, as_json, debug):
       dpmic budget history --ledger sqlite:///ledger.db --dataset sales --json
     """
     from dpmic_dask.batch.journal import release_status
+    from dpmic_dask.privacy.accounting import ledger_from_url
     from dpmic_dask.privacy.ledger import SQLLedger, describe
 
-    ledger = SQLLedger(ledger_url)
+    ledger = ledger_from_url(ledger_url)
     records = ledger.history(dataset)
-    status = release_status(ledger, dataset)
+    status = release_status(ledger, dataset) if isinstance(ledger, SQLLedger) else {}
     rows = [{**describe(r), "release": status.get(r.charge_id)} for r in records]
     if as_json:
         for row in rows:
@@ -142,8 +142,8 @@ def budget_forecast(ledger_url, dataset, eps, delta, job_file, debug):
       dpmic budget forecast --ledger sqlite:///ledger.db --dataset sales --eps 0.5
     """
     from dpmic_dask.batch.runner import forecast
+    from dpmic_dask.privacy.accounting import ledger_from_url
     from dpmic_dask.privacy.costs import measure_for
-    from dpmic_dask.privacy.ledger import SQLLedger
 
     if (eps is None) == (job_file is None):
         raise click.UsageError("give exactly one of --eps, --job")
@@ -159,7 +159,7 @@ def budget_forecast(ledger_url, dataset, eps, delta, job_file, debug):
             raise click.UsageError("--eps needs --dataset")
         cost = measure_for(delta).total(eps, delta)
         what = f"eps={eps:g}" + (f", delta={delta:g}" if delta else "")
-    plan = forecast(SQLLedger(ledger_url), dataset, cost)
+    plan = forecast(ledger_from_url(ledger_url), dataset, cost)
     click.echo(f"dataset:   {dataset}")
     click.echo(f"remaining: {plan.remaining} {plan.unit}")
     click.echo(f"per run:   {plan.per_run} {plan.unit} ({what})")

@@ -379,7 +379,7 @@ def _check_parameters(job: Job) -> Job:
     from dpmic_dask.batch.cluster import check_address, check_local_workers
     from dpmic_dask.batch.jobplan import job_release_plan
     from dpmic_dask.errors import DPMICError
-    from dpmic_dask.privacy.ledger import SQLLedger
+    from dpmic_dask.privacy.accounting import ledger_from_url
     from dpmic_dask.release.request import numeric_schema
 
     try:
@@ -390,7 +390,7 @@ def _check_parameters(job: Job) -> Job:
             check_address(job.scheduler)
         else:  # a local cluster: a worker count this machine can start
             check_local_workers(job.workers)
-        SQLLedger(job.ledger_url)  # URL shape only; nothing is opened
+        ledger_from_url(job.ledger_url)  # URL shape only; nothing is opened
     except JobError:
         raise
     except DPMICError as exc:

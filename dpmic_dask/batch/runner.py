@@ -24,14 +24,20 @@ from typing import Callable
 from dpmic_dask.batch.interrupts import Interrupted, note_nothing_charged
 from dpmic_dask.batch.journal import JournaledRun, JournalEntry, find_run, record_delivery
 from dpmic_dask.errors import DPMICError, InvalidParameterError, LedgerError, RunClaimedError
+from dpmic_dask.privacy.accounting import PersistentLedger, ledger_from_url
 from dpmic_dask.privacy.ledger import SQLLedger
 
 Echo = Callable[..., None]
 
 
 def open_ledger(url: str) -> SQLLedger:
-    """The ledger at ``url``, refused now if it cannot record a charge."""
-    ledger = SQLLedger(url)
+    """The ledger at ``url``, refused now if it cannot record a charge or keep
+    the release journal a run writes with its charge."""
+    ledger = ledger_from_url(url)
+    if not isinstance(ledger, SQLLedger):
+        raise InvalidParameterError(
+            "dpmic run needs a ledger that keeps a release journal with its charges "
+            "(sqlite:/// or postgresql://)")
     ledger.check_writable()
     return ledger
 
@@ -196,7 +202,7 @@ class Forecast:
                 f"({self.per_run} {self.unit} each)")
 
 
-def forecast(ledger: SQLLedger, dataset: str, cost) -> Forecast:
+def forecast(ledger: PersistentLedger, dataset: str, cost) -> Forecast:
     """The number of further releases costing ``cost`` that ``dataset`` can pay."""
     from dpmic_dask.privacy.accounting import unknown_dataset
 

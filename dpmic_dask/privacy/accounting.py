@@ -16,6 +16,7 @@ import contextvars
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -183,6 +184,23 @@ class Ledger(Protocol):
     def history(self, dataset: str) -> list: ...
 
 
+@runtime_checkable
+class PersistentLedger(Ledger, Protocol):
+    """A ledger kept outside the process, built from a URL
+    (:func:`register_ledger_scheme`): the budget commands also set caps and read
+    what was spent, and a run first checks that a charge could be recorded."""
+
+    def init(self, dataset: str, budget: Budget) -> None: ...
+
+    def budget_for(self, dataset: str) -> Budget | None: ...
+
+    def spent(self, dataset: str) -> Decimal: ...
+
+    def remaining(self, dataset: str) -> Decimal: ...
+
+    def check_writable(self) -> None: ...
+
+
 @dataclass
 class InMemoryLedger:
     """A ledger held in this process: per dataset a cap and the list of charges.
@@ -344,6 +362,55 @@ def charge_possible() -> bool:
     return _CHARGE_STATE.possible
 
 
+#: URL scheme -> how a ledger at such a URL is built (:func:`register_ledger_scheme`).
+_LEDGER_SCHEMES: dict[str, Callable[[str], PersistentLedger]] = {}
+
+
+def register_ledger_scheme(*schemes: str):
+    """Class decorator (or plain call) registering a ledger for URL schemes: the
+    command line and the API's ``ledger="scheme://..."`` build it with
+    :func:`ledger_from_url`, so a new ledger is one module that registers itself::
+
+        @register_ledger_scheme("sqlite", "postgresql", "postgres")
+        class SQLLedger: ...
+
+    The class (or factory) is called with the whole URL and must refuse a
+    malformed one with :class:`InvalidParameterError` without connecting.
+    """
+    def register(factory):
+        for scheme in schemes:
+            _LEDGER_SCHEMES[scheme.lower()] = factory
+        return factory
+    return register
+
+
+def ledger_schemes() -> tuple[str, ...]:
+    """The registered URL schemes, sorted."""
+    _load_builtin_ledgers()
+    return tuple(sorted(_LEDGER_SCHEMES))
+
+
+def ledger_from_url(url) -> PersistentLedger:
+    """The ledger at ``url``, by its scheme (nothing is opened yet)."""
+    _load_builtin_ledgers()
+    if not isinstance(url, str) or "://" not in url:
+        raise InvalidParameterError(
+            "a ledger URL looks like scheme://... (e.g. sqlite:///path/ledger.db), with a "
+            f"scheme among {', '.join(sorted(_LEDGER_SCHEMES))}")
+    scheme = url.split("://", 1)[0].lower()
+    factory = _LEDGER_SCHEMES.get(scheme)
+    if factory is None:
+        raise InvalidParameterError(
+            f"no ledger is registered for URL scheme {scheme[:40]!r}; known: "
+            f"{', '.join(sorted(_LEDGER_SCHEMES))} (e.g. sqlite:///path/ledger.db)")
+    return factory(url)
+
+
+def _load_builtin_ledgers() -> None:
+    """The SQL ledger registers its schemes when its module is imported."""
+    import dpmic_dask.privacy.ledger  # noqa: F401
+
+
 def default_ledger():
     """The ledger a release uses when it is given none.
 
@@ -356,11 +423,14 @@ def default_ledger():
 
 @contextmanager
 def using_ledger(ledger):
-    """Make ``ledger`` the default for releases in this block (and this context)::
+    """Make ``ledger`` (a ledger, or a ledger URL) the default for releases in this
+    block (and this context)::
 
-    with using_ledger(SQLLedger(url)):
+    with using_ledger("sqlite:///ledger.db"):
         ddf.dpmic.pairwise(1.0, bounds=..., dataset="sales")
     """
+    if isinstance(ledger, str):
+        ledger = ledger_from_url(ledger)
     token = _DEFAULT_LEDGER.set(ledger)
     try:
         yield ledger

@@ -37,7 +37,14 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from dpmic_dask.errors import DPMICError, InvalidParameterError, LedgerError, RunClaimedError
-from dpmic_dask.privacy.accounting import Budget, Charge, PrivacyCost, check_charge, unknown_dataset
+from dpmic_dask.privacy.accounting import (
+    Budget,
+    Charge,
+    PrivacyCost,
+    check_charge,
+    register_ledger_scheme,
+    unknown_dataset,
+)
 from dpmic_dask.privacy.ledgerdb import (
     _META,
     _SCHEMA,
@@ -103,6 +110,7 @@ def _amount(text, dataset: str) -> Decimal:
     return value
 
 
+@register_ledger_scheme("sqlite", "postgresql", "postgres")
 class SQLLedger:
     """A persistent ledger at ``url``: ``sqlite:///path/to/file.db`` or
     ``postgresql://user:password@host:port/dbname``."""

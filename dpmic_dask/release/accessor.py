@@ -53,7 +53,8 @@ class DPMICAccessor:
             ``"raise"`` refuses (nothing charged) if a selected column has missing
             values; ``"fill"`` replaces them by ``fill[column]``, a public value.
         fill : dict {column: value}, optional
-        ledger, dataset : where the one budget charge is recorded.
+        ledger, dataset : where the one budget charge is recorded (a ledger object, or a
+            ledger URL such as ``"sqlite:///ledger.db"``).
         split_every : int
             Fan-in of the tree reduction of partition counts.
         task_memory : int

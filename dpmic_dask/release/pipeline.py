@@ -36,6 +36,7 @@ from dpmic_dask.errors import (
 from dpmic_dask.privacy.accounting import (
     PrivacyCost,
     default_ledger,
+    ledger_from_url,
     note_charge_possible,
     privacy_statement,
 )
@@ -69,18 +70,23 @@ def session_ledger():
 
 
 def check_ledger(ledger) -> None:
-    """``None`` or a ledger (an object with ``check`` and ``charge``); anything else
-    is refused with its type only, before any data is read."""
+    """``None``, a ledger URL or a ledger (an object with ``check`` and ``charge``);
+    anything else is refused with its type only, before any data is read."""
+    if isinstance(ledger, str):
+        ledger_from_url(ledger)
+        return
     if ledger is None or all(callable(getattr(ledger, m, None)) for m in ("check", "charge")):
         return
     raise InvalidParameterError(
-        "ledger must be a ledger (dpmic_dask.SQLLedger, dpmic_dask.InMemoryLedger, ...) or "
-        f"None, not a {type(ledger).__name__}")
+        "ledger must be a ledger (dpmic_dask.SQLLedger, dpmic_dask.InMemoryLedger, ...), a "
+        f"ledger URL or None, not a {type(ledger).__name__}")
 
 
 def _ledger(ledger):
     """``ledger``, or the default (the precheck comes through here before any read)."""
     check_ledger(ledger)
+    if isinstance(ledger, str):
+        return ledger_from_url(ledger)
     return default_ledger() if ledger is None else ledger
 
 
