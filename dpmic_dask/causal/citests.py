@@ -41,6 +41,7 @@ TESTS = ("tau", "g")
 
 
 def check_test(test) -> str:
+    """``test`` if it names a known test, else :class:`InvalidParameterError`."""
     if test not in TESTS:
         raise InvalidParameterError(f"test must be one of {list(TESTS)}")
     return test
@@ -84,6 +85,8 @@ def g_statistic(tables: np.ndarray) -> np.ndarray:
 
 
 def g_public_df(shape: tuple[int, int, int]) -> int:
+    """Degrees of freedom of the G-test of a ``(strata, kx, ky)`` table, from its
+    shape only (public)."""
     strata, kx, ky = shape
     return (kx - 1) * (ky - 1) * strata
 

@@ -79,12 +79,15 @@ class CausalBudget:
 
     @classmethod
     def plan(cls, eps: float, delta: float, *, shares, pairs: int, test: str, n: int):
+        """Split ``(eps, delta)`` by ``shares`` (from :func:`check_shares`), each part
+        rounded down, for ``pairs`` pairs and ``n`` rows (both public)."""
         measure = measure_for(delta)
         total = measure.total(eps, delta)
         value_share, *level_shares = shares
-        parts = measure.split(total, [value_share, *level_shares]) if value_share > 0 else \
-            (None, *measure.split(total, level_shares))
-        return cls(total, parts[0], tuple(parts[1:]), pairs, test, n)
+        if value_share > 0:
+            value_part, *levels = measure.split(total, [value_share, *level_shares])
+            return cls(total, value_part, tuple(levels), pairs, test, n)
+        return cls(total, None, measure.split(total, level_shares), pairs, test, n)
 
     @property
     def zcdp(self) -> bool:

@@ -90,7 +90,7 @@ class CausalRequest:
 
 def _integer(value, name: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
-            or not low <= value <= high:
+            or not low <= int(value) <= high:
         raise InvalidParameterError(f"{name} must be an integer in [{low}, {high}]")
     return int(value)
 
@@ -169,7 +169,9 @@ def check_request(dtypes, *, columns, alpha, max_condition_size, bounds, categor
 def _blocks(layout_keys, codings) -> list[tuple]:
     """``keys`` in consecutive blocks of at most :data:`MAX_LEVEL_CELLS` counts (one
     block, one pass, unless a level needs more memory than that)."""
-    blocks, block, cells = [], [], 0
+    blocks: list[tuple] = []
+    block: list = []
+    cells = 0
     for key in layout_keys:
         size = LevelTables(codings, (key,)).cells
         if block and cells + size > MAX_LEVEL_CELLS:
@@ -332,8 +334,8 @@ def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_conditi
 
 
 def causal_graph_exact(frame, *, columns=None, alpha=0.05, max_condition_size=2, bounds=None,
-                       categories=None, bins=DEFAULT_BINS, test="tau", split_every=DEFAULT_SPLIT_EVERY,
-                       progress=None) -> CausalGraph:
+                       categories=None, bins=DEFAULT_BINS, test="tau",
+                       split_every=DEFAULT_SPLIT_EVERY, progress=None) -> CausalGraph:
     """NOT PRIVATE: the same PC search with exact decisions (for references).
 
     With ``test="g"`` each decision is causal-learn's ``gsq`` test (degrees of

@@ -63,7 +63,7 @@ def levels_to_run(adjacency: np.ndarray, level: int) -> bool:
 
 def candidate_sets(adjacency: np.ndarray, i: int, j: int, level: int) -> list[tuple[int, ...]]:
     """Sorted distinct conditioning sets of size ``level`` for the edge ``(i, j)``."""
-    sets = set()
+    sets: set[tuple[int, ...]] = set()
     for a, b in ((i, j), (j, i)):
         others = [k for k in np.flatnonzero(adjacency[a]) if k != b]
         sets.update(tuple(sorted(int(k) for k in s)) for s in combinations(others, level))

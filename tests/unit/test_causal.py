@@ -329,3 +329,14 @@ def test_budget_split_is_public_and_adds_up():
     assert sum(amounts) + plan.value_part.epsilon <= 1.0
     assert amounts[0] == pytest.approx(0.4) and amounts[1] == pytest.approx(0.2)
     assert plan.per_edge(0) == pytest.approx(0.4 / 45)
+
+
+def test_accessor_method():
+    import dpmic_dask.causal  # noqa: F401  (adds frame.dpmic.causal_graph)
+
+    ledger = capped()
+    frame = dd.from_pandas(chain_frame(3000), npartitions=2)
+    g = frame.dpmic.causal_graph(1.0, bounds=BOUNDS4, bins=4, ledger=ledger, dataset="d",
+                                 max_condition_size=1)
+    assert g.report().private and len(ledger.charges("d")) == 1
+    assert g.report().max_condition_size == 1 and len(g.report().levels) <= 2
