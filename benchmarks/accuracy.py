@@ -96,12 +96,12 @@ def tau_accuracy(rels, reps: int, seed: int, n: int = 10_000, eps: float = 1.0) 
     from dpmic_dask.privacy.mechanisms import build_mechanism, split_mechanism
     from dpmic_dask.stats.counting import CountSpec, count_columns
     from dpmic_dask.stats.defaults import default_parameters
-    from dpmic_dask.stats.grids import tau_family
+    from dpmic_dask.stats.grids import tau_bins
     from dpmic_dask.stats.statistics import get_statistic
 
     tau = get_statistic("tau")
     B, c = default_parameters("micr-lap", n, eps)
-    family = tau_family(B, c)
+    family = get_statistic("tau").layout(B, c)
     _, mechanism = split_mechanism(build_mechanism("micr-lap", eps=eps, delta=0.0, pairs=1),
                                    ("mic", "tau"))
     plan = mechanism.calibrate(n=n, pairs=1, B=B, c=c)
@@ -115,7 +115,7 @@ def tau_accuracy(rels, reps: int, seed: int, n: int = 10_000, eps: float = 1.0) 
             errors.append(abs(released - exact))
         gaps.append(abs(exact - stats.kendalltau(x, y).statistic))
     median = float(np.median(errors))
-    print(f"tau (tau-lap, eps {eps / 2:g} of {eps:g}), n = {n}, B = {B}, m = {family.tau_size}: "
+    print(f"tau (tau-lap, eps {eps / 2:g} of {eps:g}), n = {n}, B = {B}, m = {tau_bins(family)}: "
           f"median |private - exact| = {median:.5f} over {len(errors)} releases "
           f"(target <= 0.01: {'ok' if median <= 0.01 else 'MISSED'}); binned vs raw tau: "
           f"median gap {np.median(gaps):.4f}, max {np.max(gaps):.4f}")

@@ -25,6 +25,7 @@ from dpmic_dask.privacy.mechanisms import (
     split_mechanism,
 )
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY, DEFAULT_TASK_MEMORY, check_grid_lower_bound
+from dpmic_dask.stats.statistics import union_layout
 
 
 @dataclass(frozen=True)
@@ -108,10 +109,9 @@ class ReleaseRequest:
         return ("mic",) + tuple(m.statistic.name for m in self.companions)
 
     def layout(self, B: int, c: int):
-        """The count layout holding every released statistic's counts."""
-        if self.companions:
-            return self.companions[0].statistic.layout(B, c)
-        return self.statistic.layout(B, c)
+        """The count layout holding every released statistic's counts (the union of
+        the grids they declare)."""
+        return union_layout((self.statistic, *(m.statistic for m in self.companions)), B, c)
 
     @cached_property
     def pairs(self) -> tuple[tuple[int, int], ...]:

@@ -43,6 +43,7 @@ from dpmic_dask.release.request import API_NAMES, ArgumentNames, ReleaseRequest,
 from dpmic_dask.release.results import PairwiseResult, PrivacyReport
 from dpmic_dask.stats.counting import CountSpec
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY, DEFAULT_TASK_MEMORY, check_micr_grid
+from dpmic_dask.stats.statistics import union_layout
 
 #: ``screen_B="auto"`` scores candidates on this grid (when ``B`` is larger), then
 #: counts the chosen pairs again at ``B``: in ``benchmarks/selection.py`` it chose
@@ -121,9 +122,7 @@ def check_selected_plan(request: ReleaseRequest, plan: SelectionPlan,
 
 def selection_layout(request: ReleaseRequest, plan: SelectionPlan, B: int, c: int):
     """The count layout holding every statistic the selection releases."""
-    if plan.companions:
-        return plan.companions[0].statistic.layout(B, c)
-    return request.layout(B, c)
+    return union_layout((request.statistic, *(m.statistic for m in plan.companions)), B, c)
 
 
 def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *, ledger=None,

@@ -261,7 +261,7 @@ def master_grid_family(B: int, c: int) -> GridFamily:
     return _family(check_max_cells(B), check_clump_factor(c))
 
 
-# ------------------------------------------------------- a signed companion's grid
+# ------------------------------------------- grids statistics declare beside the masters
 
 
 def tau_bins(family: GridFamily) -> int:
@@ -273,20 +273,22 @@ def tau_bins(family: GridFamily) -> int:
 
 
 @dataclass(frozen=True, eq=False)
-class TauFamily(GridFamily):
-    """The master grid family of ``(B, c)`` plus one ``m x m`` range-equipartition
-    grid (``m = tau_bins``; y rows by x columns) stored after the master cells.
+class CountLayout(GridFamily):
+    """The master grid family of ``(B, c)`` plus the square grids that statistics
+    declare (:meth:`~dpmic_dask.stats.statistics.PairStatistic.grids`), one
+    ``m x m`` range equipartition (y rows by x columns) per size in ``extra``,
+    stored after the master cells in that order.
 
-    The extra grid is read off the same refinement histograms in the same pass,
-    so MIC and a rank statistic of the pair come from one count vector: MICr
-    reads the master cells (``grids`` is the master family's), the rank
-    statistic reads :meth:`tau_block`.
+    Every extra grid is read off the same refinement histograms in the same
+    pass, so all statistics of a pair come from one count vector: MICr reads the
+    master cells (``grids`` is the master family's), a statistic with its own
+    grid reads :meth:`square_block`.
     """
 
-    tau_size: int = 0
+    extra: tuple[int, ...] = ()
 
     def __reduce__(self):
-        return tau_family, (self.B, self.c)
+        return count_layout, (self.B, self.c, self.extra)
 
     @property
     def master_cells(self) -> int:
@@ -295,37 +297,56 @@ class TauFamily(GridFamily):
 
     @property
     def n_cells(self) -> int:
-        return self.master_cells + self.tau_size * self.tau_size
+        return self.master_cells + sum(m * m for m in self.extra)
 
-    def tau_block(self, counts: np.ndarray) -> np.ndarray:
+    def square_block(self, counts: np.ndarray, m: int) -> np.ndarray:
         """The ``m x m`` grid (rows: y bins, columns: x bins) in a pair's counts."""
-        m = self.tau_size
-        return counts[self.master_cells:self.master_cells + m * m].reshape(m, m)
+        start = self.master_cells
+        for size in self.extra:
+            if size == m:
+                return counts[start:start + m * m].reshape(m, m)
+            start += size * size
+        raise KeyError(f"this layout has no {m} x {m} grid (it has {list(self.extra)})")
 
     @cached_property
     def kernel_layout(self) -> tuple[np.ndarray, ...]:
         (row_cuts, row_start, fixed_cuts, fixed_start, orientation, offsets, rows,
          fixed) = GridFamily.kernel_layout.func(self)  # type: ignore[attr-defined]
-        m = self.tau_size
-        cat = lambda a, b: np.ascontiguousarray(np.concatenate((a, b)), dtype=np.int64)  # noqa: E731
-        return (cat(row_cuts, self.row_cuts[m]), cat(row_start, [row_cuts.size]),
-                cat(fixed_cuts, self.fixed_cuts[m]), cat(fixed_start, [fixed_cuts.size]),
-                cat(orientation, [0]), cat(offsets, [self.master_cells]), cat(rows, [m]),
-                cat(fixed, [m]))
+        row_parts, fixed_parts = [row_cuts], [fixed_cuts]
+        row_begin, fixed_begin, begin = [], [], []
+        r, f, o = row_cuts.size, fixed_cuts.size, self.master_cells
+        for m in self.extra:
+            row_parts.append(self.row_cuts[m])
+            fixed_parts.append(self.fixed_cuts[m])
+            row_begin.append(r)
+            fixed_begin.append(f)
+            begin.append(o)
+            r, f, o = r + m + 1, f + m + 1, o + m * m
+        cat = lambda parts: np.ascontiguousarray(np.concatenate(parts), dtype=np.int64)  # noqa: E731
+        sizes = list(self.extra)
+        return (cat(row_parts), cat([row_start, row_begin]), cat(fixed_parts),
+                cat([fixed_start, fixed_begin]), cat([orientation, [0] * len(sizes)]),
+                cat([offsets, begin]), cat([rows, sizes]), cat([fixed, sizes]))
 
 
 @lru_cache(maxsize=32)
-def _tau_family(B: int, c: int) -> TauFamily:
+def _count_layout(B: int, c: int, extra: tuple[int, ...]) -> GridFamily:
     base = _family(B, c)
-    m = tau_bins(base)
-    if m < 2:
-        raise InvalidParameterError(
-            f"B = {B}, c = {c} has no common equipartition for Kendall's tau grid; choose "
-            "another B or c (nothing was charged)")
+    if not extra:
+        return base
+    for m in extra:
+        if m < 2 or m not in base.row_cuts or m not in base.fixed_cuts:
+            raise InvalidParameterError(
+                f"B = {B}, c = {c} has no {m} x {m} equipartition in both refinements; "
+                "choose another B or c (nothing was charged)")
     fields = {name: getattr(base, name) for name in base.__dataclass_fields__}
-    return TauFamily(**fields, tau_size=m)
+    return CountLayout(**fields, extra=extra)
 
 
-def tau_family(B: int, c: int) -> TauFamily:
-    """:func:`master_grid_family` plus the rank statistic's ``m x m`` grid."""
-    return _tau_family(check_max_cells(B), check_clump_factor(c))
+def count_layout(B: int, c: int, extra=()) -> GridFamily:
+    """The one count layout of ``(B, c)`` holding the master family and the square
+    grids of sizes ``extra`` (the union of what the released statistics declare,
+    :func:`~dpmic_dask.stats.statistics.union_layout`); the master family alone
+    when ``extra`` is empty, so MICr's counts do not change."""
+    sizes = tuple(sorted({int(m) for m in extra}))
+    return _count_layout(check_max_cells(B), check_clump_factor(c), sizes)

@@ -8,6 +8,7 @@ statistic is one module here plus its tests.
 
 from __future__ import annotations
 
+from dpmic_dask.stats.grids import count_layout
 from dpmic_dask.stats.statistics.base import PairStatistic
 from dpmic_dask.stats.statistics.mice import MICe
 from dpmic_dask.stats.statistics.micr import MICr
@@ -30,8 +31,15 @@ def get_statistic(name: str) -> PairStatistic:
         raise KeyError(f"unknown statistic {name!r}; known: {sorted(_REGISTRY)}") from None
 
 
+def union_layout(statistics, B: int, c: int):
+    """The one count layout holding every grid the ``statistics`` declare (the
+    master family and the union of their extra grids), counted in one pass."""
+    return count_layout(B, c, tuple(m for s in statistics for m in s.grids(B, c)))
+
+
 register(MICr())
 register(MICe())
 register(KendallTau())
 
-__all__ = ["KendallTau", "MICe", "MICr", "PairStatistic", "get_statistic", "register"]
+__all__ = ["KendallTau", "MICe", "MICr", "PairStatistic", "get_statistic", "register",
+           "union_layout"]

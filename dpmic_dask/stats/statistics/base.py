@@ -26,9 +26,21 @@ class PairStatistic(ABC):
     mergeable: bool = True
     value_range: tuple[float, float] = (0.0, 1.0)
 
+    def grids(self, B: int, c: int) -> tuple[int, ...]:
+        """The square grids this statistic reads beside the master family: sizes
+        ``m`` of ``m x m`` range equipartitions (both must be in the family's
+        refinements). One step unions what every released statistic declares
+        (:func:`~dpmic_dask.stats.statistics.union_layout`) into the one count
+        layout counted in one pass. MICr reads the master family alone: ``()``."""
+        return ()
+
     def layout(self, B: int, c: int):
-        """The count layout for parameters ``(B, c)`` (for mergeable statistics)."""
-        raise NotImplementedError(f"{self.name} is not computed from counts")
+        """The count layout of this statistic alone for ``(B, c)`` (mergeable statistics)."""
+        if not self.mergeable:
+            raise NotImplementedError(f"{self.name} is not computed from counts")
+        from dpmic_dask.stats.grids import count_layout
+
+        return count_layout(B, c, self.grids(B, c))
 
     def value(self, counts: np.ndarray, layout) -> float:
         """The statistic of one pair from its flat counts in ``layout``."""

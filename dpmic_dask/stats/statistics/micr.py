@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpmic_dask.stats.characteristic import micr_from_counts
-from dpmic_dask.stats.grids import GridFamily, master_grid_family
+from dpmic_dask.stats.grids import GridFamily
 from dpmic_dask.stats.sensitivity import micr_sensitivity
 from dpmic_dask.stats.statistics.base import PairStatistic
 
@@ -16,9 +16,6 @@ class MICr(PairStatistic):
 
     name = "micr"
     mergeable = True
-
-    def layout(self, B: int, c: int) -> GridFamily:
-        return master_grid_family(B, c)
 
     def value(self, counts: np.ndarray, layout: GridFamily) -> float:
         return micr_from_counts(counts, layout)

@@ -1,7 +1,7 @@
 """Kendall's tau-a of the binned pair: a signed rank statistic from mergeable counts.
 
 Both columns are binned into the same ``m x m`` range equipartition the master
-grids are read from (:func:`~dpmic_dask.stats.grids.tau_family`), so tau comes from
+grids are read from (it declares one ``m x m`` grid, :meth:`KendallTau.grids`), so tau comes from
 the same pass as MICr. Two rows are concordant when their bins differ in the
 same direction on both axes, discordant when in opposite directions, and tied
 (counted as 0) when they share a bin on either axis:
@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpmic_dask.stats.grids import TauFamily, tau_family
+from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.stats.grids import CountLayout, master_grid_family, tau_bins
 from dpmic_dask.stats.sensitivity import safe_up
 from dpmic_dask.stats.statistics.base import PairStatistic
 
@@ -64,11 +65,19 @@ class KendallTau(PairStatistic):
     mergeable = True
     value_range = (-1.0, 1.0)
 
-    def layout(self, B: int, c: int) -> TauFamily:
-        return tau_family(B, c)
+    def grids(self, B: int, c: int) -> tuple[int, ...]:
+        """One ``m x m`` grid, ``m = tau_bins``: the finest equipartition both of the
+        master family's refinements contain."""
+        m = tau_bins(master_grid_family(B, c))
+        if m < 2:
+            raise InvalidParameterError(
+                f"B = {B}, c = {c} has no common equipartition for Kendall's tau grid; "
+                "choose another B or c (nothing was charged)")
+        return (m,)
 
-    def value(self, counts: np.ndarray, layout: TauFamily) -> float:
-        return tau_a(layout.tau_block(counts))
+    def value(self, counts: np.ndarray, layout: CountLayout) -> float:
+        m = tau_bins(layout)
+        return tau_a(layout.square_block(counts, m))
 
     def sensitivity(self, n: int, B: float) -> float:
         return tau_sensitivity(n)
