@@ -1,0 +1,239 @@
+"""The category kind: a column whose values are names from a public list.
+
+A categorical column is mapped, row by row and by a rule fixed before any data
+is read, to integer *codes*:
+
+* the ``j``-th listed category has code ``j`` (``j = 0 .. L-1``);
+* with ``nulls="category"`` a missing value has code ``L`` (a category of its own);
+* every other value -- one not in the list -- has the last code, ``K - 1``: one
+  "other" bin, always present whether or not any value lands in it.
+
+``K`` (the number of codes) and ``k`` (the listed categories plus the null
+category: what the statistic's normaliser counts) depend on the list and the
+policy only. Codes are counted as the numbers ``code + 0.5`` inside the public
+bounds ``(0, K)``, so that the engine's exact binning puts each code in its own
+bin of every range equipartition of at least ``K`` bins
+(:func:`code_bins`); the statistic with a categorical axis is read off those bins
+(:mod:`dpmic_dask.stats.statistics.categorical`).
+
+Categories that pandas infers from the data (a ``category`` dtype's own
+categories, ``astype("category")``, the distinct values of a string column) are
+data and are never used: a categorical column must come with a list
+(:func:`check_categories`), or with ``"private"`` and a public candidate list
+released through :mod:`dpmic_dask.privacy.partition_selection`.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+from dpmic_dask.errors import InvalidDataError, InvalidParameterError
+
+#: How ``categories`` asks for a privately chosen list.
+PRIVATE = "private"
+
+#: Most categories one column may list (a table has ``K`` columns per pair; the
+#: grid budget ``B`` limits it further, see ``docs/statistics.md``).
+MAX_CATEGORIES = 10_000
+
+
+def _is_string_dtype(dtype) -> bool:
+    if isinstance(dtype, pd.CategoricalDtype):
+        return False
+    try:
+        return bool(pd.api.types.is_string_dtype(dtype))
+    except TypeError:  # pragma: no cover - exotic dtypes
+        return False
+
+
+def column_kind(dtype) -> str:
+    """``"category"`` (a pandas ``category`` dtype), ``"string"`` (str, pyarrow or
+    Python strings, ``object``), ``"integer"``, or ``"other"`` -- from the dtype only."""
+    if isinstance(dtype, pd.CategoricalDtype):
+        return "category"
+    kind = getattr(dtype, "kind", "O")
+    if kind == "O" or _is_string_dtype(dtype):
+        return "string"
+    if kind in "iu" and not pd.api.types.is_bool_dtype(dtype):
+        return "integer"
+    return "other"
+
+
+def needs_categories(dtype) -> bool:
+    """Whether a column of this dtype can only be used with a category list
+    (strings, objects and pandas ``category`` columns)."""
+    return column_kind(dtype) in ("category", "string")
+
+
+@dataclass(frozen=True)
+class CategoryAxis:
+    """One categorical column's public coding.
+
+    Attributes
+    ----------
+    name : the column.
+    categories : the public list, in code order.
+    null_category : whether a missing value is a category of its own
+        (``nulls="category"``).
+    fill : the listed category that missing values become (``nulls="fill"``),
+        or ``None``.
+    """
+
+    name: str
+    categories: tuple
+    null_category: bool = False
+    fill: object = None
+
+    @property
+    def codes(self) -> int:
+        """``K``: listed categories, the null category if any, and "other"."""
+        return len(self.categories) + int(self.null_category) + 1
+
+    @property
+    def cells(self) -> int:
+        """``k``: the categories the statistic normalises by (listed, plus null)."""
+        return len(self.categories) + int(self.null_category)
+
+    @property
+    def other_code(self) -> int:
+        return self.codes - 1
+
+    @property
+    def null_code(self) -> int | None:
+        return len(self.categories) if self.null_category else None
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """The public bounds codes are counted in: ``(0, K)``."""
+        return 0.0, float(self.codes)
+
+    @property
+    def fill_value(self) -> float | None:
+        """The number a missing value is replaced by under ``nulls="fill"``."""
+        if self.fill is None:
+            return None
+        return self.categories.index(self.fill) + 0.5
+
+    def labels(self) -> tuple[str, ...]:
+        """Every code's label, for reports (``"<null>"``, ``"<other>"``)."""
+        extra = ("<null>",) if self.null_category else ()
+        return tuple(str(c) for c in self.categories) + extra + ("<other>",)
+
+    def encode(self, values) -> np.ndarray:
+        """float64 ``code + 0.5`` of every value; NaN for a missing value unless
+        missing values are a category. A per-row map fixed by the list alone."""
+        series = values if isinstance(values, pd.Series) else pd.Series(values)
+        codes = _index(self.categories).get_indexer(series).astype(np.float64)
+        codes[codes < 0] = self.other_code
+        missing = series.isna().to_numpy(dtype=bool)
+        if missing.any():
+            codes[missing] = np.nan if self.null_code is None else self.null_code
+        return codes + 0.5
+
+    def encode_series(self, series: pd.Series) -> pd.Series:
+        """:meth:`encode` keeping the series' index and name (a Dask partition map)."""
+        return pd.Series(self.encode(series), index=series.index, name=series.name)
+
+
+@lru_cache(maxsize=256)
+def _index(categories: tuple) -> pd.Index:
+    return pd.Index(list(categories), dtype=object)
+
+
+def _check_list(name, dtype, listed) -> tuple:
+    what = f"categories[{name!r}]"
+    if isinstance(listed, (str, bytes)) or not hasattr(listed, "__iter__") or isinstance(
+            listed, Mapping):
+        raise InvalidParameterError(
+            f"{what} must be a list of public categories or {PRIVATE!r}")
+    values = tuple(listed)
+    if len(values) < 2:
+        raise InvalidParameterError(f"{what} must list at least two categories")
+    if len(values) > MAX_CATEGORIES:
+        raise InvalidParameterError(f"{what} lists more than {MAX_CATEGORIES} categories")
+    kind = column_kind(dtype)
+    is_int = lambda v: isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))  # noqa: E731
+    if kind == "integer":
+        ok, expected = all(is_int(v) for v in values), "integers"
+    elif getattr(dtype, "kind", "") == "O":
+        ok, expected = all(isinstance(v, str) or is_int(v) for v in values), "strings or integers"
+    else:
+        ok, expected = all(isinstance(v, str) for v in values), "strings"
+    if not ok:
+        raise InvalidParameterError(f"{what} must list {expected} for a column of dtype {dtype}")
+    if kind == "integer":
+        values = tuple(int(v) for v in values)
+    if len(set(values)) != len(values):
+        raise InvalidParameterError(f"{what} lists a category more than once")
+    return values
+
+
+def check_categories(schema, categories, *, nulls="raise", fill=None,
+                     selected=None) -> dict[str, CategoryAxis]:
+    """Check ``categories`` (column -> public list) against ``schema`` (column ->
+    dtype) before anything is read, and refuse every column that would need
+    categories from the data.
+
+    ``selected``: the columns the release uses (``None``: every column named in
+    ``categories``); a selected string, object or ``category`` column without a
+    list is refused with its name and dtype. ``"private"`` entries are resolved
+    by the caller (:mod:`dpmic_dask.privacy.partition_selection`) before this.
+    """
+    names = list(schema.index) if hasattr(schema, "index") else list(schema)
+    categories = {} if categories is None else categories
+    if not isinstance(categories, Mapping):
+        raise InvalidParameterError("categories must be a mapping {column: [categories]}")
+    unknown = [c for c in categories if c not in names]
+    if unknown:
+        raise InvalidParameterError(f"categories given for unknown column(s): {unknown}")
+    for column in selected or ():
+        if column in names and column not in categories and needs_categories(schema[column]):
+            dtype = schema[column]
+            origin = ("its categories come from the data" if column_kind(dtype) == "category"
+                      else "its distinct values come from the data")
+            raise InvalidDataError(
+                f"column {column!r} (dtype {dtype}) is categorical and {origin}, which is "
+                f"never public: pass categories={{{column!r}: [public list]}} (values "
+                "outside the list fall into one 'other' bin) or a private choice from a "
+                "public candidate list")
+    axes = {}
+    for column, listed in categories.items():
+        dtype = schema[column]
+        if column_kind(dtype) == "other":
+            raise InvalidDataError(
+                f"column {column!r} (dtype {dtype}) cannot be categorical: categories apply "
+                "to string, object, category and integer columns")
+        values = _check_list(column, dtype, listed)
+        fill_value = None
+        if nulls == "fill":
+            if not isinstance(fill, Mapping) or column not in fill:
+                raise InvalidParameterError(f"fill values are missing for column(s) {[column]}")
+            if fill[column] not in values:
+                raise InvalidParameterError(
+                    f"fill[{column!r}] must be one of the listed categories")
+            fill_value = fill[column]
+        axes[column] = CategoryAxis(column, values, nulls == "category", fill_value)
+    return axes
+
+
+@lru_cache(maxsize=4096)
+def code_bins(codes: int, bins: int) -> np.ndarray:
+    """Bin of each code's value ``code + 0.5`` (bounds ``(0, codes)``) in a range
+    equipartition of ``bins`` bins, computed by the engine's own exact binning
+    (int64[codes]). Distinct codes get distinct bins when ``bins >= codes``."""
+    from dpmic_dask.stats.counting import bins as equipartition
+
+    values = np.arange(codes, dtype=np.float64) + 0.5
+    out = equipartition(values, (0.0, float(codes)), bins)
+    out.setflags(write=False)
+    return out
+
+
+__all__ = ["MAX_CATEGORIES", "PRIVATE", "CategoryAxis", "check_categories", "code_bins",
+           "column_kind", "needs_categories"]
