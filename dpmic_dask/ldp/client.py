@@ -34,24 +34,37 @@ from dpmic_dask.stats.counting import bins as equal_width_bins
 
 ATTR = "dpmic_ldp"
 DESIGN_VERSION = 1
-#: per-axis bins when not given (chosen from benchmarks/results-local-dp.txt)
-DEFAULT_BINS = 6
+#: candidate bins per axis for the default, and the largest noise-to-mass ratio
+#: allowed (chosen from benchmarks/results-local-dp.txt, section 2b)
+BIN_CHOICES = (3, 4, 6, 8, 12)
+NOISE_TO_MASS = 0.25
 #: largest joint domain a report can encode
 MAX_CELLS = 1024
 
 
-def default_bins(eps: float) -> int:
-    """Bins per axis from ``eps`` alone (public): 4 below eps = 1, 6 up to 4, 8 above."""
-    if eps < 1.0:
-        return 4
-    if eps <= 4.0:
-        return DEFAULT_BINS
-    return 8
+def default_bins(eps: float, rows: int, n_pairs: int) -> int:
+    """Bins per axis from public quantities only: the largest of :data:`BIN_CHOICES`
+    whose noise per joint cell, ``sqrt(Var / (rows / P))``, is at most
+    :data:`NOISE_TO_MASS` times the mean cell mass ``1 / bins**2``. Finer grids lose
+    less to coarsening but drown in noise sooner; the benchmark's minimum error
+    over ``bins`` sits at that ratio."""
+    per_pair = max(1.0, rows / max(1, n_pairs))
+    best = BIN_CHOICES[0]
+    for m in BIN_CHOICES:
+        noise = math.sqrt(make_protocol("auto", eps, m * m).variance_factor() / per_pair)
+        if noise * m * m <= NOISE_TO_MASS:
+            best = m
+    return best
 
 
-def make_design(eps, *, bounds, columns=None, bins=None, B=None, c=2, protocol="auto",
+def make_design(eps, *, bounds, rows, columns=None, bins=None, B=None, c=2, protocol="auto",
                 pairs=None) -> dict:
-    """The public report design (a JSON-able dict); nothing in it depends on data."""
+    """The public report design (a JSON-able dict); nothing in it depends on data.
+
+    ``rows`` is the (public) number of people expected to report; it only sets the
+    default ``bins``. Devices that each randomize their own row share one design
+    made here and pass it to :func:`randomize` as ``design=``.
+    """
     eps = finite_real(eps, "eps", "a finite number > 0")
     if eps <= 0:
         raise InvalidParameterError("eps must be a finite number > 0")
@@ -65,17 +78,8 @@ def make_design(eps, *, bounds, columns=None, bins=None, B=None, c=2, protocol="
         if name not in bounds:
             raise InvalidParameterError(f"no public bounds for column {name!r}")
         checked[str(name)] = list(check_bounds(bounds[name], f"bounds[{name!r}]"))
-    m_raw = default_bins(eps) if bins is None else bins
-    if isinstance(m_raw, bool) or not isinstance(m_raw, numbers.Integral):
-        raise InvalidParameterError("bins must be an integer in [2, 32]")
-    m = int(m_raw)
-    if not 2 <= m <= 32:
-        raise InvalidParameterError("bins must be an integer in [2, 32]")
-    if m * m > MAX_CELLS:
-        raise InvalidParameterError(f"bins**2 must be at most {MAX_CELLS}")
-    grid_b = check_max_cells(m * m if B is None else B)
-    if isinstance(c, bool) or not isinstance(c, numbers.Integral) or c < 1:
-        raise InvalidParameterError("c must be an integer >= 1")
+    if isinstance(rows, bool) or not isinstance(rows, numbers.Integral) or rows < 1:
+        raise InvalidParameterError("rows must be a positive integer (people expected)")
     if pairs is None:
         chosen = [[a, b] for i, a in enumerate(names) for b in names[i + 1:]]
     else:
@@ -87,6 +91,17 @@ def make_design(eps, *, bounds, columns=None, bins=None, B=None, c=2, protocol="
             chosen.append([a, b])
         if not chosen:
             raise InvalidParameterError("pairs must not be empty")
+    m_raw = default_bins(eps, int(rows), len(chosen)) if bins is None else bins
+    if isinstance(m_raw, bool) or not isinstance(m_raw, numbers.Integral):
+        raise InvalidParameterError("bins must be an integer in [2, 32]")
+    m = int(m_raw)
+    if not 2 <= m <= 32:
+        raise InvalidParameterError("bins must be an integer in [2, 32]")
+    if m * m > MAX_CELLS:
+        raise InvalidParameterError(f"bins**2 must be at most {MAX_CELLS}")
+    grid_b = check_max_cells(m * m if B is None else B)
+    if isinstance(c, bool) or not isinstance(c, numbers.Integral) or c < 1:
+        raise InvalidParameterError("c must be an integer >= 1")
     proto = make_protocol(protocol, eps, m * m)
     return {
         "version": DESIGN_VERSION,
@@ -149,8 +164,8 @@ def randomize_with(frame: pd.DataFrame, design: dict, source: ByteSource, *,
     return out
 
 
-def randomize(df, eps, *, bounds, columns=None, B=None, bins=None, c=2, protocol="auto",
-              pairs=None, fill=None) -> pd.DataFrame:
+def randomize(df, eps=None, *, bounds=None, columns=None, B=None, bins=None, c=2,
+              protocol="auto", pairs=None, fill=None, design=None) -> pd.DataFrame:
     """Randomize every row of ``df`` into one eps-LDP report (the client side).
 
     Parameters
@@ -165,11 +180,15 @@ def randomize(df, eps, *, bounds, columns=None, B=None, bins=None, c=2, protocol
     columns : list of column names, optional (default: the keys of ``bounds``).
     B, c : the MICr grid parameters the server uses (default ``B = bins**2``, ``c = 2``).
     bins : int, optional
-        Equal-width bins per column (default from ``eps``: see :func:`default_bins`).
+        Equal-width bins per column (default from ``eps``, ``len(df)`` and the number
+        of pairs: see :func:`default_bins`).
     protocol : ``"auto"`` (GRR or OLH by variance), ``"grr"``, ``"olh"`` or ``"oue"``.
     pairs : list of (column, column), optional (default: every pair).
     fill : dict {column: value}, optional
         Public replacement for missing values (else missing values are refused).
+    design : dict, optional
+        A design made beforehand with :func:`make_design` (then ``eps``, ``bounds``
+        and the grid arguments are not given): what devices that each hold one row use.
 
     Returns
     -------
@@ -180,8 +199,16 @@ def randomize(df, eps, *, bounds, columns=None, B=None, bins=None, c=2, protocol
     """
     if not isinstance(df, pd.DataFrame):
         raise InvalidDataError("randomize takes a pandas DataFrame (one row per person)")
-    design = make_design(eps, bounds=bounds, columns=columns, bins=bins, B=B, c=c,
-                         protocol=protocol, pairs=pairs)
+    if design is None:
+        if eps is None or bounds is None:
+            raise InvalidParameterError("randomize needs eps and bounds (or a design)")
+        design = make_design(eps, bounds=bounds, rows=max(1, len(df)), columns=columns,
+                             bins=bins, B=B, c=c, protocol=protocol, pairs=pairs)
+    elif eps is not None or bounds is not None or bins is not None or B is not None:
+        raise InvalidParameterError("pass either a design or eps/bounds/bins/B, not both")
+    else:
+        design = dict(design)
+        design_protocol(design)
     for name in design["columns"]:
         if name not in df.columns:
             raise InvalidDataError(f"the frame has no column {name!r}")
@@ -243,8 +270,3 @@ def read_reports(path) -> pd.DataFrame:
     frame = pd.read_parquet(path)
     frame.attrs = {ATTR: read_design(path)}
     return frame
-
-
-def expected_reports_per_pair(design: dict) -> float:
-    """Rows per pair on average (``rows / P``)."""
-    return design.get("rows", math.nan) / max(1, len(design["pairs"]))

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpmic_dask.errors import InvalidDataError
+from dpmic_dask.errors import InvalidDataError, InvalidParameterError
 from dpmic_dask.ldp import make_design, randomize
 from dpmic_dask.ldp.bits import ByteSource
 from dpmic_dask.ldp.estimate import mic_of_joint, normal_draws, project_simplex
@@ -116,5 +116,24 @@ def test_same_reports_same_result():
 
 
 def test_design_defaults():
-    design = make_design(1.0, bounds={"a": (0, 1), "b": (0, 1)})
+    design = make_design(1.0, bounds={"a": (0, 1), "b": (0, 1)}, rows=1000)
     assert design["B"] == design["bins"] ** 2
+    # more people per pair or more eps: a finer grid (never finer with less)
+    from dpmic_dask.ldp.client import default_bins
+
+    grid = [[default_bins(eps, rows, 6) for rows in (10**4, 10**5, 10**6, 10**7)]
+            for eps in (0.5, 1.0, 2.0, 4.0, 8.0)]
+    assert all(row == sorted(row) for row in grid)
+    assert all(list(col) == sorted(col) for col in zip(*grid))
+    assert default_bins(1.0, 10**5, 6) == 4 and default_bins(8.0, 10**6, 6) == 12
+
+
+def test_devices_share_one_design():
+    design = make_design(2.0, bounds={"a": (0, 1), "b": (0, 1)}, rows=10**5)
+    rows = [pd.DataFrame({"a": [v], "b": [1 - v]}) for v in np.linspace(0, 1, 300)]
+    reports = pd.concat([randomize(r, design=design) for r in rows], ignore_index=True)
+    reports.attrs = {"dpmic_ldp": design}
+    result = pairwise(reports, replicates=10)
+    assert result.n == 300 and result.privacy.bins == design["bins"]
+    with pytest.raises(InvalidParameterError):
+        randomize(rows[0], 1.0, design=design)

@@ -185,7 +185,7 @@ def test_whole_row_ratio_is_bounded_exhaustively():
     of pair j), so P(j, z | row) = P(j) P(z | cell_j(row)). Every pair of rows and every
     report stays within e^eps."""
     eps = 1.0
-    design = make_design(eps, bounds={"a": (0, 1), "b": (0, 1), "c": (0, 1)}, bins=2,
+    design = make_design(eps, bounds={"a": (0, 1), "b": (0, 1), "c": (0, 1)}, rows=100, bins=2,
                          protocol="grr")
     proto = Protocol.from_dict(design["protocol"])
     m = design["bins"]
@@ -218,7 +218,7 @@ def test_randomize_bins_like_the_package_and_clamps():
 def test_design_is_public_and_json():
     import json
 
-    design = make_design(2.0, bounds={"a": (0, 1), "b": (-1, 1), "c": (0, 5)})
+    design = make_design(2.0, bounds={"a": (0, 1), "b": (-1, 1), "c": (0, 5)}, rows=1000)
     assert json.loads(json.dumps(design)) == design
     assert len(design["pairs"]) == 3 and design["model"] == "local"
 
@@ -262,7 +262,7 @@ def test_seeded_mode_is_guarded_reproducible_and_marked(monkeypatch):
 
 def test_secure_source_differs_between_calls():
     df = pd.DataFrame({"a": np.linspace(0, 1, 200), "b": np.linspace(1, 0, 200)})
-    design = make_design(1.0, bounds={"a": (0, 1), "b": (0, 1)}, protocol="olh")
+    design = make_design(1.0, bounds={"a": (0, 1), "b": (0, 1)}, rows=200, protocol="olh")
     one = randomize_with(df, design, ByteSource())
     two = randomize_with(df, design, ByteSource())
     assert not one.equals(two)
