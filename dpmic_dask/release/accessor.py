@@ -12,7 +12,8 @@ import pandas as pd
 
 from dpmic_dask.backends import backend_for
 from dpmic_dask.release import pipeline
-from dpmic_dask.release.plan import plan_release, run_release
+from dpmic_dask.release.plan import run_release
+from dpmic_dask.release.units import plan_unit_release
 
 
 class DPMICAccessor:
@@ -28,7 +29,8 @@ class DPMICAccessor:
                  c=None, nulls="raise", fill=None, ledger=None, dataset=None,
                  split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None, label=None,
                  task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",),
-                 bounds_share=None, coverage=0.99, domain=None):
+                 bounds_share=None, coverage=0.99, domain=None,
+                 privacy_unit=None, max_rows_per_unit=None):
         """Release the private MIC of every pair of columns, once.
 
         Parameters
@@ -53,6 +55,15 @@ class DPMICAccessor:
             ``"raise"`` refuses (nothing charged) if a selected column has missing
             values; ``"fill"`` replaces them by ``fill[column]``, a public value.
         fill : dict {column: value}, optional
+        privacy_unit : str or list of str, optional
+            The column(s) that identify one unit (a customer, a patient). Given with
+            ``max_rows_per_unit = k``, the guarantee protects all rows of one unit:
+            at most ``k`` rows per unit are kept (chosen by a keyed hash with a fresh
+            secret key), a private row count takes 5% of the budget, and every
+            sensitivity is for adding or removing one unit (docs/privacy.md, "Privacy
+            per unit"). The unit columns are never released. Default: one row.
+        max_rows_per_unit : int, optional
+            ``k`` above (see :func:`dpmic_dask.contribution_bound` to choose it).
         ledger, dataset : where the one budget charge is recorded (a ledger object, or a
             ledger URL such as ``"sqlite:///ledger.db"``).
         split_every : int
@@ -95,12 +106,14 @@ class DPMICAccessor:
                              bounds=bounds, columns=columns, delta=delta, mechanism=mechanism,
                              B=B, c=c, nulls=nulls, fill=fill, split_every=split_every,
                              label=label, task_memory=task_memory, statistics=statistics,
-                             bounds_share=bounds_share, coverage=coverage, domain=domain)
+                             bounds_share=bounds_share, coverage=coverage,
+                             privacy_unit=privacy_unit, max_rows_per_unit=max_rows_per_unit,
+                             domain=domain)
 
     def _release(self, eps, *, ledger, dataset, progress, **arguments):
         """Plan the release from the arguments and the frame's schema, then run it."""
         pipeline.check_ledger(ledger)
-        plan = plan_release(self._schema(), eps, **arguments)
+        plan = plan_unit_release(self._schema(), eps, **arguments)
         return run_release(self._frame, plan, ledger=ledger, dataset=dataset,
                            progress=progress)
 
@@ -108,7 +121,8 @@ class DPMICAccessor:
                   screen_B="auto", B=None, c=None, nulls="raise", fill=None, ledger=None,
                   dataset=None, split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None,
                   label=None, task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",),
-                  bounds_share=None, coverage=0.99, domain=None):
+                  bounds_share=None, coverage=0.99, domain=None,
+                 privacy_unit=None, max_rows_per_unit=None):
         """Privately choose the ``k`` most related pairs, then release their values.
 
         The budget does not grow with the number of pairs: the noisy top-``k``
@@ -151,6 +165,7 @@ class DPMICAccessor:
             columns=columns, delta=delta, B=B, c=c, nulls=nulls, fill=fill,
             split_every=split_every, label=label, task_memory=task_memory,
             statistics=statistics, bounds_share=bounds_share, coverage=coverage,
+            privacy_unit=privacy_unit, max_rows_per_unit=max_rows_per_unit,
             domain=domain,
             select={"rule": "top-k", "k": k, "share": select_share, "screen_B": screen_B})
 
@@ -159,7 +174,8 @@ class DPMICAccessor:
                     fill=None, ledger=None, dataset=None,
                     split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None, label=None,
                     task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",),
-                    bounds_share=None, coverage=0.99, domain=None):
+                    bounds_share=None, coverage=0.99, domain=None,
+                 privacy_unit=None, max_rows_per_unit=None):
         """Privately find pairs whose MICr exceeds a public ``threshold``, then release
         their values.
 
@@ -183,6 +199,7 @@ class DPMICAccessor:
             columns=columns, delta=delta, B=B, c=c, nulls=nulls, fill=fill,
             split_every=split_every, label=label, task_memory=task_memory,
             statistics=statistics, bounds_share=bounds_share, coverage=coverage,
+            privacy_unit=privacy_unit, max_rows_per_unit=max_rows_per_unit,
             domain=domain,
             select={"rule": "above", "threshold": threshold, "max_pairs": max_pairs,
                     "share": select_share, "screen_B": screen_B})

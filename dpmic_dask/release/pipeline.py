@@ -141,6 +141,20 @@ def grid_parameters(request: ReleaseRequest, n: int, eps_per_value: float | None
     return B, c
 
 
+def public_rows(request: ReleaseRequest, rows: int) -> int:
+    """The row count noise scales and defaults may depend on: ``rows`` itself
+    (public when neighbours replace a row), or, after ``nulls="drop"``, the
+    public ``min_rows`` -- refused, before any charge, when fewer rows are left
+    (a refusal only the caller sees; docs/privacy.md, "Dropping rows with nulls")."""
+    if request.min_rows is None:
+        return rows
+    if rows < request.min_rows:
+        raise InvalidDataError(
+            "fewer rows than min_rows are left after dropping the rows with nulls "
+            "(nothing was charged)")
+    return request.min_rows
+
+
 def check_plan(request: ReleaseRequest, n: int) -> tuple[int, int]:
     """Every data-independent check of releasing every pair of ``n`` rows, run
     before the charge: the grid for ``n`` (defaults from ``n`` and ``eps``), the
@@ -215,8 +229,12 @@ def run_pairwise(frame, eps, *, bounds, columns=None, delta=0.0, mechanism="auto
 def _checked(counted, request: ReleaseRequest, start: float, rows: int | None = None):
     """Refuse too few rows, a row count other than the one the release was planned
     for, or unexpected missing values (before any charge)."""
-    log.info("counted %d rows of %d columns in %.2f s", counted.rows, len(request.columns),
-             time.perf_counter() - start)
+    if request.min_rows is None:
+        log.info("counted %d rows of %d columns in %.2f s", counted.rows,
+                 len(request.columns), time.perf_counter() - start)
+    else:  # the rows kept after dropping nulls are not public: not logged
+        log.info("counted %d columns in %.2f s", len(request.columns),
+                 time.perf_counter() - start)
     if counted.rows < MIN_ROWS:
         raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
     if rows is not None and counted.rows != rows:
@@ -265,7 +283,7 @@ def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, 
              request.n_pairs, mech.label, request.eps)
     precheck_budget(ledger, dataset, request.cost)
     n_rows = backend.row_count(frame, request.columns)
-    B, c = check_plan(request, n_rows)
+    B, c = check_plan(request, public_rows(request, n_rows))
     layout = request.layout(B, c)
     if request.companions:
         statistics = (statistic, *(m.statistic for m in request.companions))
@@ -276,9 +294,10 @@ def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, 
         counted = _count(frame, backend, request, layout, n_rows, progress)
     else:
         counted = _evaluate(frame, backend, request, layout, n_rows, B, c, value_of, progress)
-    warn_if_delta_large(request.delta, counted.rows)
+    n_public = public_rows(request, counted.rows)
+    warn_if_delta_large(request.delta, n_public)
     chosen = selection.select(request.n_pairs)
-    plan = mech.calibrate(n=counted.rows, pairs=len(chosen), B=B, c=c)
+    plan = mech.calibrate(n=n_public, pairs=len(chosen), B=B, c=c)
     description = request.label or "pairwise"
     if mech.acts_on == "counts":
         counts = counted.counts()[list(chosen)]
@@ -290,7 +309,7 @@ def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, 
     else:
         exact = counted.values[list(chosen)]
         labels = "+".join(m.label for m in (mech, *request.companions))
-        plans = [m.calibrate(n=counted.rows, pairs=len(chosen), B=B, c=c)
+        plans = [m.calibrate(n=n_public, pairs=len(chosen), B=B, c=c)
                  for m in request.companions]
         charge = charge_budget(request.cost, ledger, dataset, description=description,
                                mechanism=labels, columns=request.columns)

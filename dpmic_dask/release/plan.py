@@ -37,10 +37,15 @@ class ReleasePlan:
     request: ReleaseRequest
     selection: SelectionPlan | None = None
     bounds: PrivateBoundsPlan | None = None
+    #: Privacy per unit (:mod:`dpmic_dask.release.units`): bounding and a private
+    #: row count in front of the release, paid from the same charge.
+    units: object | None = None
 
     @property
     def cost(self) -> PrivacyCost:
         """The one charge of the whole release."""
+        if self.units is not None:
+            return self.units.total  # type: ignore[attr-defined]
         if self.bounds is not None:
             return self.bounds.total
         return self.request.cost if self.selection is None else self.selection.total
@@ -105,6 +110,10 @@ def run_release(frame, plan: ReleasePlan, *, ledger=None, dataset=None,
     """Run a plan: one precheck, every check before one charge, noise once."""
     from dpmic_dask.release.pipeline import release_pairs
 
+    if plan.units is not None:
+        from dpmic_dask.release.units import run_units
+
+        return run_units(frame, plan, ledger=ledger, dataset=dataset, progress=progress)
     if plan.bounds is not None:
         return run_private_bounds(frame, plan.bounds, ledger=ledger, dataset=dataset,
                                   progress=progress)

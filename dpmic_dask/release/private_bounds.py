@@ -10,6 +10,7 @@ The mechanism is in :mod:`dpmic_dask.privacy.bounds`; the proof in ``docs/privac
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from dpmic_dask.release.pipeline import (
     charge_budget,
     check_plan,
     precheck_budget,
+    public_rows,
     release_pairs,
 )
 from dpmic_dask.release.request import ReleaseRequest, pairwise_request
@@ -115,9 +117,17 @@ def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, nulls="ra
     """Estimate public-to-be bounds of ``columns`` with ``eps`` (pure DP), one charge.
 
     See :mod:`dpmic_dask.privacy.bounds` for the mechanism; ``docs/privacy.md`` for the proof.
+    Columns of every kind (:mod:`dpmic_dask.stats.kinds`) are estimated on their axis
+    (times: seconds since the epoch, UTC); the report prints them in their kind.
     """
+    from dpmic_dask.stats.kinds import axis_arguments, axis_frame
+
     backend = backend_for(frame)
-    plan = _bounds_plan(backend.schema(frame), columns, coverage, domain, nulls, fill,
+    names = [columns] if isinstance(columns, str) else list(columns or ())
+    axis = axis_arguments(backend.schema(frame), bounds=dict.fromkeys(names, (0.0, 1.0)),
+                          columns=names, fill=fill)
+    frame, fill = axis_frame(frame, axis.kinds), axis.fill
+    plan = _bounds_plan(axis.schema, columns, coverage, domain, nulls, fill,
                         PrivacyCost(check_epsilon(eps)))
     precheck_budget(ledger, dataset, PrivacyCost(plan.eps))
     counts, rows = _bounds_counts(frame, backend, plan, plan.columns, plan.fill, split_every,
@@ -125,7 +135,8 @@ def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, nulls="ra
     charge = charge_budget(PrivacyCost(plan.eps), ledger, dataset,
                            description=label or "private bounds", mechanism="bounds-hist",
                            columns=plan.columns)
-    return _bounds_release(counts, rows, plan, charge.charge_id)
+    found = _bounds_release(counts, rows, plan, charge.charge_id)
+    return dataclasses.replace(found, kinds={c: k for c, k in axis.kinds.items() if k})
 
 
 @dataclass(frozen=True)
@@ -334,6 +345,7 @@ def run_private_bounds(frame, planned: PrivateBoundsPlan, *, ledger=None, datase
     counts, rows = _bounds_counts(frame, backend, plan, read, read_fill, request.split_every,
                                   progress)
     # every check of the release at this row count, before the charge
+    rows = public_rows(request, rows)  # the public minimum after nulls="drop"
     if planned.selection is None:
         check_plan(request, rows)
     else:

@@ -97,6 +97,9 @@ class ReleaseRequest:
     #: and the total cost when there are any.
     companions: tuple = ()
     total_cost: PrivacyCost | None = None
+    #: ``nulls="drop"``: the public minimum of the rows kept, which every noise
+    #: scale and default is calibrated to (the kept count itself is not public).
+    min_rows: int | None = None
 
     @property
     def cost(self) -> PrivacyCost:

@@ -85,6 +85,22 @@ class PrivacyReport:
     selection: str = "all pairs"
     parts: str = ""
     release_cost: PrivacyCost | None = None
+    #: The privacy unit (``None``: one row, the default), at most how many rows of
+    #: each unit were used, and (per unit) the released row count and its lower
+    #: confidence bound ``n0`` that the noise was calibrated to.
+    privacy_unit: str | None = None
+    max_rows_per_unit: int | None = None
+    rows_lower_bound: int | None = None
+    rows_noisy: int | None = None
+
+    def unit_line(self) -> str:
+        """The privacy unit in words (the row-level default stated as such)."""
+        if self.privacy_unit is None:
+            return ("Privacy unit: one row (the default; a person with several rows is "
+                    "protected only per row).")
+        return (f"Privacy unit: per {self.privacy_unit}, at most {self.max_rows_per_unit} "
+                f"rows each (noisy row count {self.rows_noisy}, noise calibrated to its "
+                f"lower bound n0 = {self.rows_lower_bound}).")
 
     def budget_line(self) -> str:
         if self.parts:
@@ -110,7 +126,7 @@ class PrivacyReport:
 
     def lines(self) -> list[str]:
         """Budget, noise, guarantee and charge, one line each."""
-        return [self.budget_line(), self.noise_line(), self.statement,
+        return [self.budget_line(), self.noise_line(), self.statement, self.unit_line(),
                 f"Ledger charge: {self.charge_id}."]
 
 

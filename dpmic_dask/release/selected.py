@@ -146,7 +146,7 @@ def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *, led
              request.n_pairs, selection.description)
     precheck_budget(ledger, dataset, plan.total)
     n_rows = backend.row_count(frame, request.columns)
-    B, c, screen = check_selected_plan(request, plan, n_rows)
+    B, c, screen = check_selected_plan(request, plan, pipeline.public_rows(request, n_rows))
     statistics = (statistic, *(m.statistic for m in plan.companions))
 
     def layout_and_values(grid_B):
@@ -157,8 +157,9 @@ def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *, led
 
     layout, fn = layout_and_values(screen)
     scores = pipeline._evaluate(frame, backend, request, layout, n_rows, screen, c, fn, progress)
-    warn_if_delta_large(request.delta, scores.rows)
-    sensitivity = statistic.sensitivity(scores.rows, screen)
+    n_public = pipeline.public_rows(request, scores.rows)
+    warn_if_delta_large(request.delta, n_public)
+    sensitivity = statistic.sensitivity(n_public, screen)
     labels = "+".join(m.label for m in (release, *plan.companions))
     charge = charge_budget(
         plan.total, ledger, dataset,
@@ -176,12 +177,12 @@ def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *, led
     else:
         exact = scores.values[list(chosen)]
     published = max(1, len(chosen))
-    noise = release.calibrate(n=scores.rows, pairs=published, B=B, c=c)  # type: ignore[attr-defined]
+    noise = release.calibrate(n=n_public, pairs=published, B=B, c=c)  # type: ignore[attr-defined]
     main = exact[:, 0] if plan.companions else exact
     values = release.randomise(main, noise) if chosen else np.zeros(0)  # type: ignore[attr-defined]
     companions = tuple(
         companion(m, exact[:, k + 1] if chosen else np.zeros(0), len(chosen),
-                  m.calibrate(n=scores.rows, pairs=published, B=B, c=c))
+                  m.calibrate(n=n_public, pairs=published, B=B, c=c))
         for k, m in enumerate(plan.companions))
     pairs = [request.pairs[p] for p in chosen]
     report = PrivacyReport(
