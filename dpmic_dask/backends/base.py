@@ -72,11 +72,22 @@ class Evaluation:
     values: np.ndarray
 
 
-def evaluate_partial(partial: PartialCounts, fill, fn):
+def pair_names(spec: CountSpec) -> tuple:
+    """The ``(x, y)`` column names of every pair of ``spec``, in its order."""
+    return tuple((spec.columns[i], spec.columns[j]) for i, j in spec.pairs)
+
+
+def evaluate_partial(partial: PartialCounts, fill, fn, names=None):
     """``(rows, missing, fn(counts of each pair))`` of one block's summed counts; no
-    values when a column had missing values and no fill (nothing was counted)."""
+    values when a column had missing values and no fill (nothing was counted).
+    A ``fn`` with ``for_pairs`` (a statistic that depends on the pair's columns,
+    e.g. a categorical axis) gets the block's pair ``names`` and gives one
+    function per pair."""
     if fill is None and partial.missing.any():
         values = np.full(partial.counts.shape[0], np.nan)
+    elif names is not None and hasattr(fn, "for_pairs"):
+        values = np.array([f(c) for f, c in zip(fn.for_pairs(names), partial.counts)],
+                          dtype=np.float64)
     else:
         values = np.array([fn(c) for c in partial.counts], dtype=np.float64)
     return partial.rows, partial.missing, values

@@ -30,6 +30,7 @@ from dpmic_dask.backends.base import (
     assemble,
     evaluate_partial,
     guarded,
+    pair_names,
 )
 from dpmic_dask.stats.counting import (
     CountSpec,
@@ -203,7 +204,7 @@ class DaskBackend(Backend):
             group = _group(rows, len(parts), len(block.spec.columns), task_memory,
                            len(blocks))
             root = _counted(parts, block.spec, group, split_every)
-            tasks.append(finish(root, spec.fill, fn))
+            tasks.append(finish(root, spec.fill, fn, pair_names(block.spec)))
         results = run(tasks, progress=progress, columns=spec.columns)
         return assemble(spec, blocks, results)
 

@@ -12,6 +12,7 @@ from dpmic_dask.backends.base import (
     assemble,
     evaluate_partial,
     guarded,
+    pair_names,
 )
 from dpmic_dask.stats.counting import partition_counts
 
@@ -38,6 +39,6 @@ class PandasBackend(Backend):
                  rows=None, task_memory=None) -> Evaluation:
         blocks = spec.blocks(pairs_per_block)
         results = [evaluate_partial(guarded(spec.columns, partition_counts, frame, block.spec),
-                                    spec.fill, fn)
+                                    spec.fill, fn, pair_names(block.spec))
                    for block in blocks]  # one block's counts at a time
         return assemble(spec, blocks, results)

@@ -165,6 +165,7 @@ def check_plan(request: ReleaseRequest, n: int) -> tuple[int, int]:
     B, c = grid_parameters(request, n)
     if request.statistic.mergeable:
         request.layout(B, c)
+        check_category_grids(request, B, c)
     for mechanism in (request.mechanism, *request.companions):
         mechanism.calibrate(n=n, pairs=request.n_pairs, B=B, c=c)
     return B, c
@@ -290,6 +291,7 @@ def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, 
         value_of = partial(values_of, statistics=statistics, layout=layout)
     else:
         value_of = partial(statistic.value, layout=layout)
+    value_of = pair_function(request, layout, value_of)
     if mech.acts_on == "counts":
         counted = _count(frame, backend, request, layout, n_rows, progress)
     else:
@@ -345,10 +347,45 @@ def values_of(counts, *, statistics, layout) -> tuple[float, ...]:
     return tuple(s.value(counts, layout) for s in statistics)
 
 
+def check_category_grids(request: ReleaseRequest, B: int, c: int) -> None:
+    """Refuse, before the charge, a pair whose categorical axis does not fit the
+    grid family of ``(B, c)`` (too many categories for ``B``)."""
+    if not request.categories:
+        return
+    from dpmic_dask.stats.grids import master_grid_family
+    from dpmic_dask.stats.statistics.categorical import check_pair_grid
+
+    axes = dict(request.categories)
+    family = master_grid_family(B, c)
+    names = request.columns
+    for i, j in request.pairs:
+        if names[i] in axes or names[j] in axes:
+            check_pair_grid(axes.get(names[i]), axes.get(names[j]), family)
+
+
+def pair_function(request: ReleaseRequest, layout, fn, statistics=None):
+    """``fn`` (the statistics of a pair's counts), or, with categorical columns, the
+    per-pair functions that give their pairs a categorical axis (MIC) and leave
+    Kendall's tau undefined (NaN)."""
+    if not request.categories:
+        return fn
+    from dpmic_dask.stats.statistics.categorical import PairValues
+
+    if statistics is None:
+        statistics = (request.statistic, *(m.statistic for m in request.companions))
+    return PairValues(statistics, layout, dict(request.categories), len(statistics) > 1)
+
+
 def companion(mechanism, exact, pairs: int, plan) -> Companion:
     """Noise of ``plan`` (calibrated before the charge) on a further statistic's
-    exact values (after the charge)."""
-    values = mechanism.randomise(exact, plan) if pairs else np.zeros(0)
+    exact values (after the charge). A value that is undefined (NaN: tau of a
+    pair with a categorical axis) gets noise like every other and is published
+    as NaN (post-processing)."""
+    exact = np.asarray(exact, dtype=np.float64)
+    undefined = np.isnan(exact)
+    values = mechanism.randomise(np.where(undefined, 0.0, exact), plan) if pairs else np.zeros(0)
+    if pairs and undefined.any():
+        values = np.where(undefined, np.nan, values)
     return Companion(statistic=mechanism.statistic.name, mechanism=mechanism.label,
                      values=tuple(float(v) for v in values), noise_scale=plan.noise_scale,
                      ci95=plan.ci95, sensitivity=plan.sensitivity, cost=mechanism.cost)

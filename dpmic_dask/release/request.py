@@ -100,6 +100,9 @@ class ReleaseRequest:
     #: ``nulls="drop"``: the public minimum of the rows kept, which every noise
     #: scale and default is calibrated to (the kept count itself is not public).
     min_rows: int | None = None
+    #: Categorical columns' codings, ``((column, CategoryAxis), ...)``: their pairs'
+    #: MIC has a categorical axis and their tau is undefined (NaN).
+    categories: tuple = ()
 
     @property
     def cost(self) -> PrivacyCost:

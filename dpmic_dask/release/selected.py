@@ -114,6 +114,7 @@ def check_selected_plan(request: ReleaseRequest, plan: SelectionPlan,
                         request.split_every)
     for grid_B in {screen, B}:
         selection_layout(request, plan, grid_B, c)
+        pipeline.check_category_grids(request, grid_B, c)
     selection.prepare(release.statistic.sensitivity(n, screen))  # type: ignore[attr-defined]
     for part in (release, *plan.companions):
         part.calibrate(n=n, pairs=most, B=B, c=c)
@@ -152,8 +153,10 @@ def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *, led
     def layout_and_values(grid_B):
         layout = selection_layout(request, plan, grid_B, c)
         if plan.companions:
-            return layout, partial(values_of, statistics=statistics, layout=layout)
-        return layout, partial(statistic.value, layout=layout)
+            fn = partial(values_of, statistics=statistics, layout=layout)
+        else:
+            fn = partial(statistic.value, layout=layout)
+        return layout, pipeline.pair_function(request, layout, fn, statistics)
 
     layout, fn = layout_and_values(screen)
     scores = pipeline._evaluate(frame, backend, request, layout, n_rows, screen, c, fn, progress)

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError
+from dpmic_dask.stats.kinds import ColumnKind, register_kind
 
 #: How ``categories`` asks for a privately chosen list.
 PRIVATE = "private"
@@ -97,8 +98,10 @@ class CategoryAxis:
 
     @property
     def cells(self) -> int:
-        """``k``: the categories the statistic normalises by (listed, plus null)."""
-        return len(self.categories) + int(self.null_category)
+        """``k``: the categories the statistic normalises by (listed, plus null; at
+        least 2, so that a privately chosen list of one category or none still
+        has a normaliser: the table then has at most two non-empty columns)."""
+        return max(2, len(self.categories) + int(self.null_category))
 
     @property
     def other_code(self) -> int:
@@ -129,7 +132,7 @@ class CategoryAxis:
         """float64 ``code + 0.5`` of every value; NaN for a missing value unless
         missing values are a category. A per-row map fixed by the list alone."""
         series = values if isinstance(values, pd.Series) else pd.Series(values)
-        codes = _index(self.categories).get_indexer(series).astype(np.float64)
+        codes = _index(self.categories).get_indexer(series).astype(np.float64)  # type: ignore[arg-type]
         codes[codes < 0] = self.other_code
         missing = series.isna().to_numpy(dtype=bool)
         if missing.any():
@@ -139,6 +142,72 @@ class CategoryAxis:
     def encode_series(self, series: pd.Series) -> pd.Series:
         """:meth:`encode` keeping the series' index and name (a Dask partition map)."""
         return pd.Series(self.encode(series), index=series.index, name=series.name)
+
+
+@dataclass(frozen=True)
+class CategoryKind(ColumnKind):
+    """The ``category`` column kind (:mod:`dpmic_dask.stats.kinds`): a column read as
+    its codes ``code + 0.5`` of a public list (:class:`CategoryAxis`), bounds
+    ``(0, K)`` implied by the list. Registered on import; a string or ``category``
+    column without a list is refused (its categories would come from the data)."""
+
+    name: str = "category"
+    coding: CategoryAxis | None = None
+    implied_bounds: tuple[float, float] | None = None
+
+    def detects(self, dtype) -> bool:
+        return isinstance(dtype, pd.CategoricalDtype) or (
+            _is_string_dtype(dtype) and getattr(dtype, "kind", "O") != "O")
+
+    def claims(self, dtype, bounds) -> bool:
+        return getattr(dtype, "kind", None) == "O" and (bounds is None or isinstance(
+            bounds, (list, tuple)) and all(isinstance(v, str) for v in bounds) and bool(bounds))
+
+    def resolve(self, dtype, options):
+        if self.coding is not None and not options:
+            return self
+        options = dict(options)
+        listed = options.pop("categories", None)
+        null_category = bool(options.pop("null_category", False))
+        if options:
+            raise InvalidParameterError(
+                f"kind 'category' takes only the option 'categories', not {sorted(options)}")
+        if listed is None:
+            raise InvalidDataError(
+                f"a column of dtype {dtype} is categorical and its categories would come from "
+                "the data, which is never public: give it a public category list")
+        return with_coding(CategoryAxis("", _check_list("column", dtype, listed),
+                                        null_category))
+
+    def axis(self, series):
+        if self.coding is None:  # pragma: no cover - resolve refuses this
+            raise InvalidDataError("a categorical column needs a public category list")
+        return self.coding.encode(series)
+
+    def bound(self, value, what):
+        """A fill value (a listed category) as its code's number; an axis number
+        (a float, e.g. the implied bounds) as it is."""
+        if self.coding is None or isinstance(value, float):
+            return value
+        listed = self.coding.categories
+        if any(type(value) is type(c) and value == c for c in listed):
+            return listed.index(value) + 0.5
+        raise InvalidParameterError(f"{what} must be one of the listed categories")
+
+    def format(self, number):
+        if self.coding is None or not np.isfinite(number):
+            return float(number)
+        labels = self.coding.labels()
+        return labels[min(max(int(number), 0), len(labels) - 1)]
+
+    def describe(self) -> str:
+        k = 0 if self.coding is None else len(self.coding.categories)
+        return f"category ({k} listed, one 'other' bin)"
+
+
+def with_coding(axis: CategoryAxis) -> CategoryKind:
+    """The category kind of one column coded by ``axis``."""
+    return CategoryKind(coding=axis, implied_bounds=axis.bounds)
 
 
 @lru_cache(maxsize=256)
@@ -235,5 +304,56 @@ def code_bins(codes: int, bins: int) -> np.ndarray:
     return out
 
 
-__all__ = ["MAX_CATEGORIES", "PRIVATE", "CategoryAxis", "check_categories", "code_bins",
-           "column_kind", "needs_categories"]
+register_kind(CategoryKind())
+
+__all__ = ["MAX_CATEGORIES", "PRIVATE", "CategoryAxis", "CategoryKind", "check_categories",
+           "code_bins", "column_kind", "needs_categories", "with_coding"]
+
+
+def category_kinds(schema, categories, *, bounds, columns, kinds, nulls, fill=None,
+                   mechanism="auto"):
+    """Put a request's ``categories`` into its column ``kinds`` (nothing is read).
+
+    Returns ``(kinds, columns, nulls, axes)``: ``kinds`` with each categorical
+    column's :class:`CategoryKind`; ``columns`` made explicit when categorical
+    columns are used without a ``columns`` list (every column named in
+    ``bounds`` or ``categories``, in the schema's order); ``nulls`` as the
+    numeric path knows it (``"category"`` keeps a categorical column's nulls as
+    a category of their own and refuses nulls elsewhere, like ``"raise"``); and
+    ``axes`` (column -> :class:`CategoryAxis`). Refuses a selected string,
+    object or ``category`` column without a list, naming it and its dtype.
+    """
+    names = list(schema.index) if hasattr(schema, "index") else list(schema)
+    dtypes = dict(schema.items()) if hasattr(schema, "items") else {}
+    if columns is None or isinstance(columns, str) or not hasattr(columns, "__iter__"):
+        named = set(bounds) if isinstance(bounds, Mapping) else set()
+        named |= set(categories or {})
+        selected = [c for c in names if c in named]
+    else:
+        selected = list(columns)
+    if nulls == "category" and not categories:
+        raise InvalidParameterError("nulls='category' applies to categorical columns: give "
+                                    "categories={column: [public list]}")
+    axes = check_categories(dtypes, categories, nulls=nulls, fill=fill, selected=selected)
+    if not axes:
+        return kinds, columns, nulls, {}
+    if mechanism == "micr-geom":
+        raise InvalidParameterError("mechanism 'micr-geom' does not support categorical columns")
+    if isinstance(bounds, Mapping):
+        given = [c for c in axes if c in bounds]
+        if given:
+            raise InvalidParameterError(
+                f"column(s) {given} are categorical: their bounds come from the category "
+                "list; give no bounds for them")
+    if kinds is not None and not isinstance(kinds, Mapping):
+        raise InvalidParameterError("kinds must be a mapping {column: kind}")
+    clash = [c for c in axes if kinds and c in kinds]
+    if clash:
+        raise InvalidParameterError(f"column(s) {clash} are given both a kind and categories")
+    axes = {c: CategoryAxis(c, a.categories, a.null_category) for c, a in axes.items()}
+    merged = {**(kinds or {}), **{c: with_coding(a) for c, a in axes.items()}}
+    if nulls == "category":
+        if fill is not None:
+            raise InvalidParameterError("fill is only used with nulls='fill'")
+        nulls = "raise"
+    return merged, selected, nulls, axes
