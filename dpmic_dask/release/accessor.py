@@ -29,8 +29,8 @@ class DPMICAccessor:
                  c=None, nulls="raise", fill=None, ledger=None, dataset=None,
                  split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None, label=None,
                  task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",),
-                 bounds_share=None, coverage=0.99, domain=None,
-                 privacy_unit=None, max_rows_per_unit=None):
+                 bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
+                 privacy_unit=None, max_rows_per_unit=None, categories=None):
         """Release the private MIC of every pair of columns, once.
 
         Parameters
@@ -39,7 +39,10 @@ class DPMICAccessor:
             Total privacy budget, split over the ``P = C (C - 1) / 2`` pairs.
         bounds : dict {column: (lo, hi) or "private"}, or "private"
             Public bounds (from domain knowledge, never from the data); values outside
-            are clamped. Every selected column needs bounds. ``"private"`` (for a
+            are clamped. Every selected column needs bounds, given in its own kind:
+            numbers, dates and times (``("2023-01-01", "2025-01-01")``), durations;
+            boolean columns named in ``columns`` need none (``(0, 1)`` by type).
+            ``"private"`` (for a
             column, or for all ``columns``) estimates them with ``bounds_share`` of
             ``eps`` (default 0.1) first, one charge covering both steps; see
             :func:`dpmic_dask.private_bounds` for ``coverage`` and ``domain``. With
@@ -51,9 +54,11 @@ class DPMICAccessor:
         mechanism : {"auto", "micr-lap", "micr-gauss", "micr-geom"}
         B, c : int, optional
             Grid parameters; defaults depend on the row count and ``eps`` per pair only.
-        nulls : {"raise", "fill"}
+        nulls : {"raise", "fill", "drop"}
             ``"raise"`` refuses (nothing charged) if a selected column has missing
-            values; ``"fill"`` replaces them by ``fill[column]``, a public value.
+            values; ``"fill"`` replaces them by ``fill[column]``, a public value;
+            ``"drop"`` drops every row with a missing value in any selected column
+            (listwise) and needs ``min_rows``.
         fill : dict {column: value}, optional
         privacy_unit : str or list of str, optional
             The column(s) that identify one unit (a customer, a patient). Given with
@@ -64,6 +69,24 @@ class DPMICAccessor:
             per unit"). The unit columns are never released. Default: one row.
         max_rows_per_unit : int, optional
             ``k`` above (see :func:`dpmic_dask.contribution_bound` to choose it).
+        min_rows : int, optional
+            With ``nulls="drop"``: a public minimum of the rows left (chosen without
+            looking at the data). Noise is calibrated to it; fewer rows left is
+            refused before any charge.
+        categories : dict {column: [public categories]}, optional
+            Categorical columns (strings, ``category``, objects, or integers) and
+            their public category lists; values outside a list fall into one
+            "other" bin, and ``nulls="category"`` keeps nulls as a category of their
+            own. A categorical column needs no bounds; its pairs' MIC has a
+            categorical axis (docs/statistics.md) and its Kendall's tau is NaN
+            (undefined for unordered categories). Categories inferred from the data
+            (a ``category`` dtype's own) are never used: a string or ``category``
+            column without a list is refused before anything is read.
+        kinds : dict {column: kind}, optional
+            The kind of a column whose dtype does not say it, e.g. ``{"ts":
+            "timestamp"}`` for strings, ``{"ts": {"kind": "timestamp", "unit": "s"}}``
+            for epoch numbers (:mod:`dpmic_dask.stats.kinds`: times are seconds since
+            the epoch, UTC).
         ledger, dataset : where the one budget charge is recorded (a ledger object, or a
             ledger URL such as ``"sqlite:///ledger.db"``).
         split_every : int
@@ -108,7 +131,8 @@ class DPMICAccessor:
                              label=label, task_memory=task_memory, statistics=statistics,
                              bounds_share=bounds_share, coverage=coverage,
                              privacy_unit=privacy_unit, max_rows_per_unit=max_rows_per_unit,
-                             domain=domain)
+                             domain=domain,
+                             kinds=kinds, min_rows=min_rows, categories=categories)
 
     def _release(self, eps, *, ledger, dataset, progress, **arguments):
         """Plan the release from the arguments and the frame's schema, then run it."""
@@ -121,8 +145,8 @@ class DPMICAccessor:
                   screen_B="auto", B=None, c=None, nulls="raise", fill=None, ledger=None,
                   dataset=None, split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None,
                   label=None, task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",),
-                  bounds_share=None, coverage=0.99, domain=None,
-                 privacy_unit=None, max_rows_per_unit=None):
+                  bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
+                 privacy_unit=None, max_rows_per_unit=None, categories=None):
         """Privately choose the ``k`` most related pairs, then release their values.
 
         The budget does not grow with the number of pairs: the noisy top-``k``
@@ -146,8 +170,8 @@ class DPMICAccessor:
             the grid). ``"auto"`` (default): ``B = 40`` when the release's ``B`` is
             larger -- in ``benchmarks/selection.py`` it chose the same pairs 5-10x
             faster; ``None``: score at the release's ``B``.
-        bounds, columns, B, c, nulls, fill, ledger, dataset, split_every, progress,
-        label, task_memory : as for :meth:`pairwise`.
+        bounds, columns, B, c, nulls, fill, min_rows, kinds, ledger, dataset,
+        split_every, progress, label, task_memory : as for :meth:`pairwise`.
         statistics : ("mic",) or ("mic", "tau")
             Also release Kendall's tau of the chosen pairs (the release part split
             equally); pairs are always chosen by MICr.
@@ -166,7 +190,7 @@ class DPMICAccessor:
             split_every=split_every, label=label, task_memory=task_memory,
             statistics=statistics, bounds_share=bounds_share, coverage=coverage,
             privacy_unit=privacy_unit, max_rows_per_unit=max_rows_per_unit,
-            domain=domain,
+            domain=domain, kinds=kinds, min_rows=min_rows, categories=categories,
             select={"rule": "top-k", "k": k, "share": select_share, "screen_B": screen_B})
 
     def pairs_above(self, threshold, eps, *, bounds, max_pairs, columns=None, delta=0.0,
@@ -174,8 +198,8 @@ class DPMICAccessor:
                     fill=None, ledger=None, dataset=None,
                     split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None, label=None,
                     task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",),
-                    bounds_share=None, coverage=0.99, domain=None,
-                 privacy_unit=None, max_rows_per_unit=None):
+                    bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
+                 privacy_unit=None, max_rows_per_unit=None, categories=None):
         """Privately find pairs whose MICr exceeds a public ``threshold``, then release
         their values.
 
@@ -200,20 +224,30 @@ class DPMICAccessor:
             split_every=split_every, label=label, task_memory=task_memory,
             statistics=statistics, bounds_share=bounds_share, coverage=coverage,
             privacy_unit=privacy_unit, max_rows_per_unit=max_rows_per_unit,
-            domain=domain,
+            domain=domain, kinds=kinds, min_rows=min_rows, categories=categories,
             select={"rule": "above", "threshold": threshold, "max_pairs": max_pairs,
                     "share": select_share, "screen_B": screen_B})
 
     def pairwise_nonprivate(self, *, bounds, B, c, columns=None, nulls="raise", fill=None,
                             split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None,
-                            task_memory=pipeline.DEFAULT_TASK_MEMORY):
+                            task_memory=pipeline.DEFAULT_TASK_MEMORY, kinds=None):
         """Exact, NON-PRIVATE MICr of every pair (for data that is not sensitive).
 
-        Gives, pair by pair, exactly :func:`dpmic_dask.micr` on the same columns.
-        Returns a pandas DataFrame with columns ``x, y, micr, n, B, c``.
+        Gives, pair by pair, exactly :func:`dpmic_dask.micr` on the same columns
+        (in axis values: :mod:`dpmic_dask.stats.kinds`). ``nulls="drop"`` drops rows
+        with a missing value listwise. Returns a pandas DataFrame with columns
+        ``x, y, micr, n, B, c``.
         """
+        from dpmic_dask.stats.kinds import axis_arguments, axis_frame
+
+        axis = axis_arguments(self._schema(), bounds=bounds, columns=columns, fill=fill,
+                              kinds=kinds)
+        bounds, fill = axis.bounds, axis.fill
+        frame = axis_frame(self._frame, axis.kinds,
+                           drop=list(axis.kinds) if nulls == "drop" else None)
+        nulls = "raise" if nulls == "drop" else nulls
         return pipeline.run_pairwise_nonprivate(
-            self._frame, bounds=bounds, B=B, c=c, columns=columns, nulls=nulls, fill=fill,
+            frame, bounds=bounds, B=B, c=c, columns=columns, nulls=nulls, fill=fill,
             split_every=split_every, progress=progress, task_memory=task_memory,
         )
 

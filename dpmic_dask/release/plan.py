@@ -13,8 +13,11 @@ here; neither picks between the steps itself.
 
 from __future__ import annotations
 
+import dataclasses
+import numbers
 from dataclasses import dataclass
 
+from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.privacy.selection import SelectionPlan, selection_rule
@@ -26,6 +29,8 @@ from dpmic_dask.release.private_bounds import (
 from dpmic_dask.release.request import API_NAMES, ArgumentNames, ReleaseRequest, pairwise_request
 from dpmic_dask.release.results import PairwiseResult
 from dpmic_dask.release.selected import release_selected, selection_request
+from dpmic_dask.stats.categories import category_kinds
+from dpmic_dask.stats.kinds import axis_arguments, axis_frame
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,10 @@ class ReleasePlan:
     request: ReleaseRequest
     selection: SelectionPlan | None = None
     bounds: PrivateBoundsPlan | None = None
+    #: Each used column's kind (``None``: float64 read as it is), and the columns
+    #: whose nulls drop a row (``nulls="drop"``): see :mod:`dpmic_dask.stats.kinds`.
+    kinds: dict | None = None
+    drop: tuple | None = None
     #: Privacy per unit (:mod:`dpmic_dask.release.units`): bounding and a private
     #: row count in front of the release, paid from the same charge.
     units: object | None = None
@@ -68,17 +77,87 @@ def has_private_bounds(bounds) -> bool:
 def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="auto",
                  select: dict | None = None, bounds_share=None, coverage=0.99, domain=None,
                  nulls="raise", fill=None, label=None, statistics=("mic",), B=None, c=None,
-                 names: ArgumentNames = API_NAMES, **sizing) -> ReleasePlan:
+                 names: ArgumentNames = API_NAMES, kinds=None, min_rows=None,
+                 categories=None, **sizing) -> ReleasePlan:
     """Check a release against ``schema`` and plan it (nothing read or charged).
 
     ``select``: ``None`` (every pair), or ``{"rule": "top-k", "k": ...}`` /
     ``{"rule": "above", "threshold": ..., "max_pairs": ...}`` with the rule's
     ``share`` and ``screen_B``. ``bounds`` with ``"private"`` entries puts the
     private-bounds step first (``bounds_share``, ``coverage``, ``domain``).
-    ``sizing``: ``split_every``, ``task_memory``.
+    ``sizing``: ``split_every``, ``task_memory``. ``kinds`` names the kind of
+    columns whose dtype does not say it (:mod:`dpmic_dask.stats.kinds`);
+    ``nulls="drop"`` needs ``min_rows``, a public minimum of the rows kept.
+    ``categories`` gives categorical columns their public lists
+    (:mod:`dpmic_dask.stats.categories`; ``nulls="category"`` keeps their nulls).
     """
     if select is not None:
         selection_rule(select.get("rule"))  # a registered rule, or refused now
+    # categorical columns: their public lists become their kinds (codes, bounds (0, K))
+    kinds, columns, nulls, categorical = category_kinds(
+        schema, categories, bounds=bounds, columns=columns, kinds=kinds, nulls=nulls,
+        fill=fill, mechanism=mechanism)
+    # every column in axis numbers: its kind from the schema, bounds and fill values
+    # given in the column's own kind converted (dpmic_dask.stats.kinds)
+    axis = axis_arguments(schema, bounds=bounds, columns=columns, fill=fill, kinds=kinds,
+                          bounds_name=names.bounds, fill_name=names.fill)
+    schema, bounds, fill = axis.schema, axis.bounds, axis.fill
+    drop_rows = check_drop(nulls, fill, min_rows, mechanism)
+    if drop_rows:
+        nulls = "raise"  # the frame the release reads has no nulls left
+    planned = _plan(schema, eps, bounds=bounds, columns=columns, delta=delta,
+                    mechanism=mechanism, select=select, bounds_share=bounds_share,
+                    coverage=coverage, domain=domain, nulls=nulls, fill=fill, label=label,
+                    statistics=statistics, B=B, c=c, names=names, **sizing)
+    if drop_rows:
+        planned = with_min_rows(planned, min_rows)
+    if categorical:
+        planned = with_categories(planned, categorical)
+    return dataclasses.replace(planned, kinds=axis.kinds,
+                               drop=planned.request.columns if drop_rows else None)
+
+
+def check_drop(nulls, fill, min_rows, mechanism) -> bool:
+    """Whether ``nulls="drop"`` was asked for, after checking what it needs: a
+    public ``min_rows`` (the kept row count is not public; noise is calibrated to
+    this minimum, docs/privacy.md "Dropping rows with nulls")."""
+    if nulls != "drop":
+        if min_rows is not None:
+            raise InvalidParameterError('min_rows applies to nulls="drop" only')
+        return False
+    if fill is not None:
+        raise InvalidParameterError("fill is only used with nulls='fill'")
+    if isinstance(min_rows, bool) or not isinstance(min_rows, numbers.Integral) \
+            or min_rows < MIN_ROWS:
+        raise InvalidParameterError(
+            f'nulls="drop" needs min_rows, a public minimum (an integer >= {MIN_ROWS}) of the '
+            "rows left after dropping those with nulls, chosen without looking at the data")
+    if mechanism == "micr-geom":
+        raise InvalidParameterError('mechanism "micr-geom" does not support nulls="drop"')
+    return True
+
+
+def with_min_rows(planned: ReleasePlan, min_rows: int) -> ReleasePlan:
+    """``planned`` with every request calibrated to ``min_rows`` rows."""
+    request = dataclasses.replace(planned.request, min_rows=int(min_rows))
+    bounds = planned.bounds
+    if bounds is not None:
+        bounds = dataclasses.replace(bounds, request=request)
+    return dataclasses.replace(planned, request=request, bounds=bounds)
+
+
+def with_categories(planned: ReleasePlan, axes: dict) -> ReleasePlan:
+    """``planned`` with every request knowing its categorical columns' codings
+    (their pairs' statistic has a categorical axis, ``docs/statistics.md``)."""
+    request = dataclasses.replace(planned.request, categories=tuple(axes.items()))
+    bounds = planned.bounds
+    if bounds is not None:
+        bounds = dataclasses.replace(bounds, request=request)
+    return dataclasses.replace(planned, request=request, bounds=bounds)
+
+
+def _plan(schema, eps, *, bounds, columns, delta, mechanism, select, bounds_share, coverage,
+          domain, nulls, fill, label, statistics, B, c, names, **sizing) -> ReleasePlan:
     if has_private_bounds(bounds):
         if select is None:
             inner: dict = {"B": B, "c": c, "statistics": statistics, **sizing}
@@ -110,18 +189,39 @@ def run_release(frame, plan: ReleasePlan, *, ledger=None, dataset=None,
     """Run a plan: one precheck, every check before one charge, noise once."""
     from dpmic_dask.release.pipeline import release_pairs
 
+    if plan.kinds or plan.drop:  # every column in axis numbers (dpmic_dask.stats.kinds)
+        frame = axis_frame(frame, plan.kinds or {}, drop=plan.drop)
     if plan.units is not None:
         from dpmic_dask.release.units import run_units
 
         return run_units(frame, plan, ledger=ledger, dataset=dataset, progress=progress)
     if plan.bounds is not None:
-        return run_private_bounds(frame, plan.bounds, ledger=ledger, dataset=dataset,
-                                  progress=progress)
-    if plan.selection is not None:
-        return release_selected(frame, plan.request, plan.selection, ledger=ledger,
-                                dataset=dataset, progress=progress)
-    return release_pairs(frame, plan.request, ledger=ledger, dataset=dataset,
-                         progress=progress)
+        result = run_private_bounds(frame, plan.bounds, ledger=ledger, dataset=dataset,
+                                    progress=progress)
+    elif plan.selection is not None:
+        result = release_selected(frame, plan.request, plan.selection, ledger=ledger,
+                                  dataset=dataset, progress=progress)
+    else:
+        result = release_pairs(frame, plan.request, ledger=ledger, dataset=dataset,
+                               progress=progress)
+    return _in_kinds(result, plan)
+
+
+def _in_kinds(result: PairwiseResult, plan: ReleasePlan) -> PairwiseResult:
+    """Post-processing for the reader: private bounds printed in each column's kind,
+    and, after ``nulls="drop"``, what ``n`` means."""
+    if result.private_bounds is not None and plan.kinds:
+        result = dataclasses.replace(result, private_bounds=dataclasses.replace(
+            result.private_bounds, kinds={c: k for c, k in plan.kinds.items() if k}))
+    if plan.drop:
+        note = (f" Rows with a missing value in any of the {len(plan.drop)} columns were "
+                f"dropped (nulls='drop'): n = {plan.request.min_rows} is the public minimum "
+                "min_rows that every noise scale is calibrated to; the number of rows kept "
+                "is not released. The guarantee holds for every table that keeps at least "
+                "min_rows rows (docs/privacy.md, 'Dropping rows with nulls').")
+        result = dataclasses.replace(result, privacy=dataclasses.replace(
+            result.privacy, statement=result.privacy.statement + note))
+    return result
 
 
 __all__ = ["ReleasePlan", "has_private_bounds", "plan_release", "run_release"]

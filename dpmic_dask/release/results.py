@@ -3,7 +3,7 @@ draw noise again."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -184,12 +184,21 @@ class BoundsRelease:
     unresolved: tuple
     charge_id: str
     seeded: bool = False
+    #: Each column's kind (:mod:`dpmic_dask.stats.kinds`), for printing its bounds
+    #: in that kind (dates, times); ``bounds`` themselves are axis numbers.
+    kinds: dict = field(default_factory=dict)
+
+    def formatted(self, column) -> str:
+        """``[lo, hi]`` of ``column`` in the column's own kind."""
+        from dpmic_dask.stats.kinds import format_bounds
+
+        return format_bounds(self.kinds.get(column), self.bounds[column])
 
     def report(self) -> str:
         lines = ["NOT PRIVATE: seeded test noise."] if self.seeded else []
         lines.append(f"Private bounds of {len(self.bounds)} column(s), n = {self.rows} rows, "
                      f"aiming to contain {self.coverage:.3g} of each column's values:")
-        lines += [f"  {name}: [{lo:.6g}, {hi:.6g}]" for name, (lo, hi) in self.bounds.items()]
+        lines += [f"  {name}: {self.formatted(name)}" for name in self.bounds]
         grid = ("signed half-octave grid" if self.domain is None
                 else f"1024 equal bins of {self.domain}")
         lines.append(f"Budget: epsilon = {self.epsilon:g} ({self.epsilon_per_column:.4g} per "
@@ -401,8 +410,8 @@ class PairwiseResult(_ReportFields):
         if p.selection != "all pairs":
             lines.append(f"Selection: {p.selection} ({pairs} of {p.candidates} pairs).")
         if self.private_bounds is not None:
-            used = ", ".join(f"{c} [{lo:.4g}, {hi:.4g}]"
-                             for c, (lo, hi) in self.private_bounds.bounds.items())
+            used = ", ".join(f"{c} {self.private_bounds.formatted(c)}"
+                             for c in self.private_bounds.bounds)
             lines.append(f"Private bounds used: {used}.")
         for item in self.companions:
             lines.append(f"Also released: {item.statistic} ({item.mechanism}); noise scale "

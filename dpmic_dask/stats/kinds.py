@@ -1,0 +1,567 @@
+"""Column kinds: how a column of any dtype becomes the numbers the engine bins.
+
+The engine bins float64 *axis values* (SPEC section 2). A column kind says how a
+column's values become axis values, by one documented rule, and how bounds and
+fill values given in the column's own kind become axis numbers (and back, for
+reports). The kind is decided from the schema (the dtype), never from the data;
+an ``object`` column is read by the kind its bounds are given in (numbers, or
+dates and times), or by an explicit ``kinds={column: "timestamp"}``.
+
+Built-in kinds (tried in this order; a later :func:`register_kind` goes first):
+
+``boolean``
+    ``bool``, ``boolean``, ``bool[pyarrow]``: False -> 0, True -> 1. Bounds
+    ``(0, 1)`` are implied (public by type); none need be given or paid for.
+``number``
+    every integer, unsigned and float dtype (NumPy, pandas nullable ``Int64`` /
+    ``Float64``, pyarrow-backed, ``decimal128[pyarrow]``), and ``object`` columns
+    of numbers (``Decimal`` from SQL ``numeric``) when their bounds are numbers:
+    the value itself, as an IEEE double.
+``timestamp``
+    ``datetime64`` of any unit, naive or tz-aware, pyarrow timestamps and dates,
+    ``object`` columns of ``date`` / ``datetime`` (or, cast explicitly, strings and
+    numbers in a ``unit``): **seconds since 1970-01-01 00:00:00 UTC**; a naive
+    value is taken to be UTC. Bounds: strings, ``date``, ``datetime``,
+    ``Timestamp``, ``datetime64`` (or numbers, read as seconds since the epoch).
+``timedelta``
+    ``timedelta64`` of any unit, pyarrow durations: the length in **seconds**.
+    Bounds: ``timedelta``, ``Timedelta``, strings such as ``"30 days"`` (or
+    numbers of seconds).
+
+Nulls (None, NaN, NaT, NA) become NaN, which the null policy handles.
+
+API (all a new kind needs):
+
+* :class:`ColumnKind`: subclass it; the methods to write are ``detects``,
+  ``axis`` and, if bounds in the kind's own terms are accepted, ``bound`` and
+  ``format``. ``claims`` lets a kind read ``object`` columns by the type of the
+  column's bounds; ``implied_bounds`` bounds the axis when the type does;
+  ``resolve(dtype, options)`` returns the kind specialised for one column (its
+  unit, time zone, category list...), ``options`` being the dict a user gave in
+  ``kinds={column: {...}}`` or a job file's ``columns.<name>`` (minus
+  ``bounds``/``fill``).
+* :func:`register_kind` adds a kind (tried before the built-in ones).
+* :func:`kind_named`, :func:`column_kind` (the kind of one column, or one line
+  naming the column and its dtype), :func:`axis_arguments` (a request's schema,
+  bounds and fill values in axis numbers, and each column's kind),
+  :func:`axis_frame` (a pandas or Dask frame with its kinded columns as float64
+  axis values, rows with nulls dropped on request), :func:`format_bounds`.
+
+No message here quotes a value: refusals name the column and its dtype only.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import decimal
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from dpmic_dask.errors import InvalidDataError, InvalidParameterError
+
+FLOAT64 = np.dtype(np.float64)
+
+#: Seconds per tick of a time unit (calendar units such as months have no fixed length).
+_SECONDS = {"W": 604800, "D": 86400, "h": 3600, "m": 60, "s": 1}
+_TICKS = {"ms": 10**3, "us": 10**6, "ns": 10**9}
+UNITS = tuple(_SECONDS) + tuple(_TICKS)
+
+
+class ColumnKind:
+    """One way of reading a column as axis values (subclass and :func:`register_kind`)."""
+
+    #: The kind's name, as users write it (``kinds={"ts": "timestamp"}``).
+    name: str = "kind"
+    #: Axis bounds that the type itself makes public (booleans: ``(0, 1)``), or None.
+    implied_bounds: tuple[float, float] | None = None
+
+    def detects(self, dtype) -> bool:
+        """Whether a column of ``dtype`` is of this kind (schema only)."""
+        return False
+
+    def claims(self, dtype, bounds) -> bool:
+        """Whether this kind reads an ambiguous (``object``) column whose bounds (or
+        other per-column spec) are ``bounds``; by default no."""
+        return False
+
+    def resolve(self, dtype, options: Mapping) -> ColumnKind:
+        """The kind specialised for one column of ``dtype``; ``options`` are the
+        user's per-column settings (e.g. ``{"unit": "ms"}``). Unknown options are
+        refused (one line naming the option)."""
+        if options:
+            raise InvalidParameterError(
+                f"kind {self.name!r} takes no option(s) {sorted(options)}")
+        return self
+
+    def axis(self, series: pd.Series) -> np.ndarray:
+        """The column's axis values, float64 with NaN for nulls."""
+        raise NotImplementedError
+
+    def bound(self, value, what: str):
+        """A bound or fill value given in this kind as an axis number (may be
+        returned unchecked: :func:`~dpmic_dask.checks.check_bounds` checks it)."""
+        return value
+
+    def format(self, number: float):
+        """An axis number back in this kind (for reports)."""
+        return float(number)
+
+    def describe(self) -> str:
+        return self.name
+
+
+def _column_error(column, dtype, what: str) -> InvalidDataError:
+    return InvalidDataError(f"column {column!r} (dtype {dtype}) {what}")
+
+
+def _float_axis(series: pd.Series) -> np.ndarray:
+    """float64 with NaN for nulls; a float64 NumPy column is handed out as it is."""
+    if series.dtype == FLOAT64:
+        return series.to_numpy()
+    try:
+        return series.to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError, decimal.InvalidOperation, ArithmeticError):
+        raise _column_error(series.name, series.dtype,
+                            "holds values that are not numbers") from None
+
+
+def _arrow_type(dtype):
+    return getattr(dtype, "pyarrow_dtype", None)
+
+
+class BooleanKind(ColumnKind):
+    """Booleans: False -> 0, True -> 1, bounds ``(0, 1)`` implied by the type."""
+
+    name = "boolean"
+    implied_bounds = (0.0, 1.0)
+
+    def detects(self, dtype) -> bool:
+        return getattr(dtype, "kind", None) == "b"
+
+    def axis(self, series):
+        return _float_axis(series)
+
+    def format(self, number):
+        return bool(number >= 0.5)
+
+
+class NumberKind(ColumnKind):
+    """Numbers of every dtype (and ``object`` columns of numbers): the value itself."""
+
+    name = "number"
+
+    def detects(self, dtype) -> bool:
+        if getattr(dtype, "kind", None) in ("i", "u", "f"):
+            return True
+        arrow = _arrow_type(dtype)
+        if arrow is not None:
+            import pyarrow as pa
+
+            return bool(pa.types.is_decimal(arrow))
+        return False
+
+    def claims(self, dtype, bounds) -> bool:
+        return _is_object(dtype) and _all_bounds(bounds, _is_number)
+
+    def axis(self, series):
+        return _float_axis(series)
+
+
+def _is_object(dtype) -> bool:
+    return getattr(dtype, "kind", None) == "O" and not isinstance(dtype, pd.CategoricalDtype)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (numbers.Real, decimal.Decimal)) and not isinstance(
+        value, (bool, np.bool_))
+
+
+def _all_bounds(bounds, test) -> bool:
+    if isinstance(bounds, (list, tuple)) and len(bounds) == 2:
+        return all(test(v) for v in bounds)
+    return False
+
+
+def _per_second(unit: str) -> tuple[int, int]:
+    """``(multiply, divide)``: seconds = ticks * multiply / divide."""
+    if unit in _SECONDS:
+        return _SECONDS[unit], 1
+    if unit in _TICKS:
+        return 1, _TICKS[unit]
+    raise ValueError(unit)
+
+
+def seconds_of_ticks(ticks: np.ndarray, unit: str, count: int = 1,
+                     null: np.ndarray | None = None) -> np.ndarray:
+    """int64 ``ticks`` of ``count * unit`` as float64 seconds (NaN where ``null``).
+
+    Whole seconds and the remainder are converted apart, so a nanosecond time
+    stamp keeps the precision a double has at its magnitude (about 2e-7 s now)."""
+    multiply, divide = _per_second(unit)
+    ticks = np.asarray(ticks, dtype=np.int64)
+    if null is not None and null.any():
+        ticks = np.where(null, 0, ticks)
+    if divide == 1:
+        out = ticks.astype(np.float64) * float(multiply * count)
+    else:
+        whole, rest = np.divmod(ticks, divide)
+        out = (whole.astype(np.float64) + rest.astype(np.float64) / divide) * count
+    if null is not None and null.any():
+        out[null] = np.nan
+    return out
+
+
+@dataclass(frozen=True)
+class TimeKind(ColumnKind):
+    """Times as seconds since the epoch (UTC), or durations as seconds.
+
+    ``tz`` is the column's time zone (for reports only), ``date`` whether it
+    holds dates (reports print dates), ``unit`` the unit of numbers cast to
+    times (``None``: numbers are refused; strings and dates are parsed)."""
+
+    name: str = "timestamp"  # type: ignore[misc]
+    duration: bool = False
+    tz: str | None = None
+    date: bool = False
+    unit: str | None = None
+    cast: bool = False
+
+    def detects(self, dtype) -> bool:
+        kind = getattr(dtype, "kind", None)
+        return kind == ("m" if self.duration else "M")
+
+    def claims(self, dtype, bounds) -> bool:
+        if self.duration:
+            return _is_object(dtype) and _all_bounds(
+                bounds, lambda v: isinstance(v, (_dt.timedelta, np.timedelta64)))
+        return _is_object(dtype) and _all_bounds(
+            bounds, lambda v: isinstance(v, (_dt.date, np.datetime64)) or (
+                isinstance(v, str) and _parses_as_time(v)))
+
+    def resolve(self, dtype, options):
+        options = dict(options)
+        unit = options.pop("unit", None)
+        if options:
+            raise InvalidParameterError(
+                f"kind {self.name!r} takes only the option 'unit', not {sorted(options)}")
+        if unit is not None and unit not in UNITS:
+            raise InvalidParameterError(
+                f"unit must be one of {', '.join(UNITS)} (got an unknown unit)")
+        tz = getattr(dtype, "tz", None)
+        arrow = _arrow_type(dtype)
+        date = False
+        if arrow is not None:
+            import pyarrow as pa
+
+            tz = getattr(arrow, "tz", None)
+            date = bool(pa.types.is_date(arrow))
+        cast = not self.detects(dtype)
+        return replace(self, tz=None if tz is None else str(tz), date=date, unit=unit,
+                       cast=cast)
+
+    def axis(self, series):
+        dtype = series.dtype
+        if self.detects(dtype):
+            if _arrow_type(dtype) is not None:
+                return self._arrow_axis(series)
+            unit, count = np.datetime_data(
+                dtype.base if isinstance(dtype, np.dtype) else np.dtype(f"M8[{dtype.unit}]"))
+            null = series.isna().to_numpy()
+            try:
+                return seconds_of_ticks(series.array.asi8, unit, count, null)
+            except ValueError:
+                raise _column_error(series.name, dtype,
+                                    "has a calendar unit of no fixed length") from None
+        return self._cast_axis(series)
+
+    def _arrow_axis(self, series):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        arr = pa.chunked_array([pa.Array.from_pandas(series)]) if not isinstance(
+            series.array, pd.arrays.ArrowExtensionArray) else pa.chunked_array(
+                series.array.__arrow_array__())
+        kind = arr.type
+        null = np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        if pa.types.is_date32(kind):
+            ticks, unit = pc.cast(arr, pa.int32()).cast(pa.int64()), "D"
+        elif pa.types.is_date64(kind):
+            ticks, unit = pc.cast(arr, pa.int64()), "ms"
+        else:
+            ticks, unit = pc.cast(arr, pa.int64()), kind.unit
+        ints = pc.fill_null(ticks, 0).to_numpy()
+        return seconds_of_ticks(ints, unit, 1, null)
+
+    def _cast_axis(self, series):
+        """A column that is not of a time dtype, read as times (or durations)."""
+        dtype = series.dtype
+        if self.unit is not None and (getattr(dtype, "kind", None) in "iuf" or _is_object(dtype)):
+            numbers_ = _float_axis(series)
+            multiply, divide = _per_second(self.unit)
+            return numbers_ * multiply / divide
+        try:
+            if self.duration:
+                converted = pd.to_timedelta(series)
+            else:
+                converted = pd.to_datetime(series, utc=True, format="mixed")
+        except (TypeError, ValueError, OverflowError):
+            raise _column_error(series.name, dtype,
+                                f"holds values that are not {self._plural()}") from None
+        return replace(self, cast=False).axis(converted)
+
+    def _plural(self) -> str:
+        return "durations" if self.duration else "dates or times"
+
+    def bound(self, value, what):
+        if _is_number(value):
+            return value  # already seconds (e.g. released private bounds)
+        try:
+            if self.duration:
+                if not isinstance(value, (str, _dt.timedelta, np.timedelta64)):
+                    raise TypeError
+                delta = pd.Timedelta(value)
+                if delta is pd.NaT:
+                    raise ValueError
+                return delta.value / 1e9  # Timedelta.value is in nanoseconds
+            if not isinstance(value, (str, _dt.date, np.datetime64)):
+                raise TypeError
+            stamp = pd.Timestamp(value)
+        except (TypeError, ValueError, OverflowError):
+            raise InvalidParameterError(
+                f"{what} must be a pair of {self._plural()} (or numbers of seconds) for "
+                f"a {self.name} column") from None
+        if stamp is pd.NaT:
+            raise InvalidParameterError(f"{what} must not be missing")
+        if stamp.tzinfo is None:
+            stamp = stamp.tz_localize("UTC")
+        return _stamp_seconds(stamp)
+
+    def format(self, number):
+        if not np.isfinite(number):
+            return float(number)
+        if self.duration:
+            return pd.Timedelta(seconds=float(number))
+        try:
+            stamp = pd.Timestamp(float(number), unit="s", tz="UTC")
+        except (OverflowError, ValueError):
+            return float(number)
+        if self.date:
+            return stamp.date()
+        return stamp.tz_convert(self.tz) if self.tz else stamp
+
+    def describe(self) -> str:
+        if self.duration:
+            return "timedelta (seconds)"
+        return "timestamp (seconds since the epoch, UTC)"
+
+
+def _stamp_seconds(stamp: pd.Timestamp) -> float:
+    ticks = stamp.as_unit("us").asm8.astype("datetime64[us]").view(np.int64)
+    return float(seconds_of_ticks(np.array([ticks]), "us")[0])
+
+
+def _parses_as_time(text: str) -> bool:
+    try:
+        return pd.Timestamp(text) is not pd.NaT
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+#: The registry: kinds tried in order (a registered kind goes first).
+_REGISTRY: list[ColumnKind] = [BooleanKind(), NumberKind(), TimeKind(),
+                               TimeKind(name="timedelta", duration=True)]
+
+
+def register_kind(kind: ColumnKind) -> ColumnKind:
+    """Add ``kind`` to the registry, tried before every kind registered earlier
+    (a kind of the same name is replaced). Returns ``kind``."""
+    if not isinstance(kind, ColumnKind) or not isinstance(kind.name, str):
+        raise TypeError("register_kind takes a ColumnKind instance with a name")
+    _REGISTRY[:] = [k for k in _REGISTRY if k.name != kind.name]
+    _REGISTRY.insert(0, kind)
+    return kind
+
+
+def registered_kinds() -> tuple[str, ...]:
+    """Names of the registered kinds, in the order they are tried."""
+    return tuple(k.name for k in _REGISTRY)
+
+
+def kind_named(name: str) -> ColumnKind:
+    """The registered kind called ``name`` (``"date"`` is ``"timestamp"``)."""
+    if name == "date":
+        name = "timestamp"
+    for kind in _REGISTRY:
+        if kind.name == name:
+            return kind
+    raise InvalidParameterError(
+        f"unknown column kind (known: {', '.join(registered_kinds())})")
+
+
+def column_kind(column, dtype, *, bounds=None, kind=None) -> ColumnKind:
+    """The kind of one column, resolved for it.
+
+    ``kind``: ``None`` (detect from ``dtype``, and for ``object`` columns from the
+    type of ``bounds``), a name, a dict ``{"kind": name, **options}`` or a
+    :class:`ColumnKind`. A column no kind reads is one line naming the column and
+    its dtype."""
+    options: dict = {}
+    if isinstance(kind, Mapping):
+        options = dict(kind)
+        kind = options.pop("kind", None)
+    if isinstance(kind, str):
+        chosen: ColumnKind | None = kind_named(kind)
+    elif kind is None or isinstance(kind, ColumnKind):
+        chosen = kind
+    else:
+        raise InvalidParameterError(f"kinds[{column!r}] must be a kind name or a dict")
+    if chosen is None:
+        chosen = next((k for k in _REGISTRY if k.detects(dtype)), None)
+    if chosen is None:
+        chosen = next((k for k in _REGISTRY if k.claims(dtype, bounds)), None)
+    if chosen is None:
+        hint = (" (give its bounds as numbers, or as dates and times, or name its kind)"
+                if _is_object(dtype) else "")
+        raise InvalidDataError(
+            f"column {column!r} has dtype {dtype}, which no column kind reads "
+            f"({', '.join(registered_kinds())}){hint}")
+    try:
+        return chosen.resolve(dtype, options)
+    except InvalidParameterError as exc:
+        raise InvalidParameterError(f"kinds[{column!r}]: {exc}") from None
+
+
+@dataclass(frozen=True)
+class AxisArguments:
+    """A request's arguments in axis numbers: ``schema`` (every kinded column
+    float64), ``bounds`` and ``fill`` (converted; ``"private"`` kept), and each
+    involved column's resolved ``kinds``."""
+
+    schema: dict
+    bounds: object
+    fill: object
+    kinds: dict = field(default_factory=dict)
+
+    def needs_conversion(self) -> dict:
+        """The kinds of the columns whose values are not float64 already."""
+        return {c: k for c, k in self.kinds.items() if k is not None}
+
+
+def _schema_items(schema):
+    if hasattr(schema, "items"):
+        return list(schema.items())
+    return [(name, FLOAT64) for name in schema]
+
+
+def axis_arguments(schema, *, bounds, columns=None, fill=None, kinds=None,
+                   bounds_name=None, fill_name=None) -> AxisArguments:
+    """Resolve the kinds of the columns a request uses and put its bounds and fill
+    values in axis numbers (no data is read).
+
+    A column is used when ``columns`` names it, or (without ``columns``) when
+    ``bounds`` does. A boolean column named in ``columns`` needs no bounds (its
+    ``(0, 1)`` are implied, and ``"private"`` becomes them at no cost). Columns
+    already float64 are left as they are (no conversion, no copy)."""
+    bounds_name = bounds_name or (lambda col: f"bounds[{col!r}]")
+    fill_name = fill_name or (lambda col: f"fill[{col!r}]")
+    items = _schema_items(schema)
+    dtypes = dict(items)
+    if kinds is not None and not isinstance(kinds, Mapping):
+        raise InvalidParameterError("kinds must be a mapping {column: kind}")
+    kinds = dict(kinds or {})
+    unknown = [c for c in kinds if c not in dtypes]
+    if unknown:
+        raise InvalidParameterError(f"kinds given for unknown column(s): {unknown}")
+    if isinstance(bounds, str):
+        if bounds != "private" or columns is None or isinstance(columns, str):
+            return AxisArguments(dtypes, bounds, fill)
+        bounds = dict.fromkeys(columns, "private")
+    if not isinstance(bounds, Mapping):
+        return AxisArguments(dtypes, bounds, fill)  # refused by the request's checks
+    bounds = dict(bounds)
+    if columns is None or isinstance(columns, str) or not hasattr(columns, "__iter__"):
+        used = [c for c in dtypes if c in bounds]
+    else:
+        used = [c for c in columns if c in dtypes]
+    schema_out = dict(dtypes)
+    resolved: dict = {}
+    for column in used:
+        dtype = dtypes[column]
+        given = bounds.get(column)
+        kind = column_kind(column, dtype, bounds=given, kind=kinds.get(column))
+        if kind.implied_bounds is not None and (given is None or given == "private"):
+            bounds[column] = kind.implied_bounds
+        elif given is not None and not isinstance(given, str):
+            try:
+                lo, hi = given
+            except (TypeError, ValueError):
+                pass  # refused by the request's checks, with their wording
+            else:
+                bounds[column] = (kind.bound(lo, bounds_name(column)),
+                                  kind.bound(hi, bounds_name(column)))
+        if isinstance(fill, Mapping) and column in fill:
+            fill = {**fill, column: kind.bound(fill[column], fill_name(column))}
+        if isinstance(kind, NumberKind) and dtype == FLOAT64:
+            resolved[column] = None  # read as it is
+        else:
+            resolved[column] = kind
+            schema_out[column] = FLOAT64
+    return AxisArguments(schema_out, bounds, fill, resolved)
+
+
+def _convert(series: pd.Series, kind: ColumnKind) -> pd.Series:
+    return pd.Series(kind.axis(series), index=series.index, name=series.name)
+
+
+def axis_frame(frame, kinds: Mapping, *, drop=None):
+    """``frame`` with each column of ``kinds`` (name -> resolved kind, ``None`` for
+    a float64 column left as it is) as float64 axis values, and, with ``drop``
+    (column names), without the rows that have a null in any of them (listwise).
+
+    pandas frames are converted now (a refusal comes before anything else);
+    Dask frames lazily, column by column (so a task reading some columns
+    converts only those)."""
+    todo = {c: k for c, k in kinds.items() if k is not None}
+    if not todo and not drop:
+        return frame
+    out = frame.copy() if todo else frame
+    if isinstance(frame, pd.DataFrame):
+        for column, kind in todo.items():
+            out[column] = _convert(frame[column], kind)
+    else:
+        for column, kind in todo.items():
+            meta = pd.Series([], dtype=np.float64, name=column)
+            out[column] = frame[column].map_partitions(_convert, kind, meta=meta)
+    if drop:
+        out = out.dropna(subset=list(drop))
+    return out
+
+
+def format_value(kind: ColumnKind | None, number: float) -> str:
+    """An axis number as text in the column's own kind."""
+    if kind is None:
+        return f"{number:.6g}"
+    value = kind.format(number)
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, pd.Timestamp):
+        if value.tz is not None and str(value.tz) == "UTC":
+            return value.strftime("%Y-%m-%d %H:%M:%S") + " UTC" if (
+                value.hour or value.minute or value.second) else value.strftime("%Y-%m-%d")
+        return value.isoformat()
+    return str(value)
+
+
+def format_bounds(kind: ColumnKind | None, bounds) -> str:
+    """``[lo, hi]`` in the column's own kind (dates, times, durations, numbers)."""
+    lo, hi = bounds
+    return f"[{format_value(kind, lo)}, {format_value(kind, hi)}]"
+
+
+__all__ = ["AxisArguments", "BooleanKind", "ColumnKind", "NumberKind", "TimeKind", "UNITS",
+           "axis_arguments", "axis_frame", "column_kind", "format_bounds", "format_value",
+           "kind_named", "register_kind", "registered_kinds", "seconds_of_ticks"]
