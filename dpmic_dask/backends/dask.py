@@ -140,8 +140,10 @@ def _counted(binned, spec: CountSpec, group: int, split_every: int):
     """The root of a tree summing the counts of ``binned`` (delayed binned
     partitions): ``group`` consecutive partitions counted per task, ``split_every``
     partials summed per node."""
-    count = dask.delayed(count_binned_partitions, pure=True)
-    leaves = [count(*binned[i:i + group], spec=spec) for i in range(0, len(binned), group)]
+    # The spec rides in the function, not the arguments: Dask walks a dataclass
+    # argument field by field (the grid family's 198 grids) for every task.
+    count = dask.delayed(functools.partial(count_binned_partitions, spec=spec), pure=True)
+    leaves = [count(*binned[i:i + group]) for i in range(0, len(binned), group)]
     return _tree_sum(leaves, max(2, split_every))
 
 

@@ -19,7 +19,7 @@ a range equipartition of ``s`` bins is ``(q * s) >> 32`` (SPEC section 2).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from itertools import combinations
 
 import numpy as np
@@ -29,12 +29,11 @@ from dpmic_dask.errors import InvalidDataError
 from dpmic_dask.stats.grids import GridFamily
 from dpmic_dask.stats.kernels.binning import (
     add_histogram_2d,
-    add_pair_histograms,
     bin_column,
     equipartition_bins,
     fixed_point_positions,
-    read_off_grids,
 )
+from dpmic_dask.stats.kernels.readoff import add_cells, column_cells, read_off_orientation
 
 
 @dataclass(frozen=True)
@@ -50,6 +49,13 @@ class CountSpec:
     fill: tuple[float, ...] | None
     family: GridFamily
     pair_list: tuple[tuple[int, int], ...] | None = None
+
+    def __dask_tokenize__(self):
+        # A spec is fixed by these public values; without this Dask hashes the
+        # family's arrays and every pair tuple for each task that takes the spec.
+        family = self.family
+        return ("CountSpec", self.columns, self.bounds, self.fill, type(family).__name__,
+                family.__reduce__()[1], self.pair_list)
 
     @cached_property
     def pairs(self) -> tuple[tuple[int, int], ...]:
@@ -211,16 +217,114 @@ def count_binned(chunks, spec: CountSpec) -> PartialCounts:
     out = np.zeros((len(pairs), family.n_cells), dtype=exact)
     if not (rows and pairs) or (missing.any() and spec.fill is None):
         return PartialCounts(out, rows, missing)
-    hist = np.empty((2,) + family.refinement_shape, dtype=exact)
-    prefix = np.empty((hist.shape[1] + 1, hist.shape[2] + 1), dtype=exact)
-    layout = family.kernel_layout
-    joint = family.joint
+    layout = read_off_layout(family)
+    n_rows, n_fixed = family.refinement_shape
+    hist = np.zeros((n_rows, n_fixed), dtype=exact)  # the read-off leaves it at zero
+    flat = hist.reshape(-1)
+    prefix = np.empty(n_fixed + 1, dtype=exact)
+    store = np.empty(layout.store_size, dtype=exact)
+    used = sorted({c for pair in pairs for c in pair})
+    cells = [_chunk_cells(chunk, used, family) for chunk in chunks]
     for p, (a, b) in enumerate(pairs):
-        hist[:] = 0
-        for chunk in chunks:
-            add_pair_histograms(chunk.index, a, b, joint.to_row, joint.to_fixed, hist)
-        read_off_grids(hist, prefix, *layout, out[p])  # type: ignore[call-arg]
+        for o, (row_col, fixed_col) in enumerate(((b, a), (a, b))):
+            for offsets, fixed in cells:
+                add_cells(offsets[row_col], fixed[fixed_col], flat)
+            read_off_orientation(hist, prefix, store, *layout.orientations[o], out[p])
     return PartialCounts(out, rows, missing)
+
+
+def _chunk_cells(chunk: BinnedChunk, used, family: GridFamily):
+    """Each used column's row-cell offsets (``to_row * Rf``, int32) and fixed cells
+    (uint16) in a chunk, computed once per task and shared by every pair."""
+    joint = family.joint
+    n_fixed = family.refinement_shape[1]
+    size = chunk.size
+    fixed_dtype = np.uint16 if n_fixed <= 2**16 else np.int32
+    offsets: dict[int, np.ndarray] = {}
+    fixed: dict[int, np.ndarray] = {}
+    for k in used:
+        offsets[k] = np.empty(size, dtype=np.int32)
+        fixed[k] = np.empty(size, dtype=fixed_dtype)
+        column_cells(chunk.index[k], joint.to_row, joint.to_fixed, n_fixed, offsets[k], fixed[k])
+    return offsets, fixed
+
+
+@dataclass(frozen=True, eq=False)
+class ReadOffLayout:
+    """What :func:`~dpmic_dask.stats.kernels.readoff.read_off_orientation` takes for
+    each orientation (``orientations[o]``, its arguments after ``out``'s
+    predecessors ``hist, prefix, store``), and the size of the shared store."""
+
+    store_size: int
+    orientations: tuple[tuple[np.ndarray, ...], ...]
+
+
+def _frozen(values) -> np.ndarray:
+    out = np.ascontiguousarray(values, dtype=np.int64)
+    out.setflags(write=False)
+    return out
+
+
+@lru_cache(maxsize=16)
+def read_off_layout(family: GridFamily) -> ReadOffLayout:
+    """The read-off plan of a family (built once per family, from its
+    ``kernel_layout``): grids of one orientation with the same row cuts share
+    store rows, which hold the 2-D prefix sums at those row cuts and at the union
+    of those grids' fixed cuts."""
+    (row_cuts, row_start, fixed_cuts, fixed_start, orientation, offsets, rows,
+     fixed) = family.kernel_layout
+    n_rows = family.refinement_shape[0]
+    size = 0
+    per_orientation = []
+    for o in range(2):
+        grids = [g for g in range(offsets.size) if orientation[g] == o]
+        by_rows: dict[tuple[int, ...], list[int]] = {}
+        for g in grids:
+            cuts = tuple(int(v) for v in row_cuts[row_start[g]:row_start[g] + rows[g] + 1])
+            by_rows.setdefault(cuts, []).append(g)
+        tasks: list[list[tuple[int, int, int]]] = [[] for _ in range(n_rows)]
+        store_cuts: list[np.ndarray] = []
+        zero: list[np.ndarray] = []
+        base: dict[int, int] = {}
+        widths: dict[int, int] = {}
+        columns: dict[int, np.ndarray] = {}
+        cut_start = 0
+        for cuts, members in by_rows.items():
+            union = np.unique(np.concatenate(
+                [fixed_cuts[fixed_start[g]:fixed_start[g] + fixed[g] + 1] for g in members]))
+            width = int(union.size)
+            for g in members:
+                base[g] = size
+                widths[g] = width
+                columns[g] = np.searchsorted(
+                    union, fixed_cuts[fixed_start[g]:fixed_start[g] + fixed[g] + 1])
+            zero.append(np.arange(size, size + width))
+            for i, cut in enumerate(cuts[1:], start=1):
+                tasks[cut - 1].append((size + i * width, cut_start, width))
+            store_cuts.append(union)
+            cut_start += width
+            size += len(cuts) * width
+        ptr = np.zeros(n_rows + 1, dtype=np.int64)
+        ptr[1:] = np.cumsum([len(t) for t in tasks])
+        flat_tasks = np.array([t for row in tasks for t in row], dtype=np.int64).reshape(-1, 3)
+        grid_cut_start = np.cumsum([0] + [columns[g].size for g in grids])[:-1]
+        arrays = tuple(_frozen(a) for a in (
+            ptr,
+            np.ascontiguousarray(flat_tasks[:, 0]),
+            np.ascontiguousarray(flat_tasks[:, 1]),
+            np.ascontiguousarray(flat_tasks[:, 2]),
+            np.concatenate(store_cuts) if store_cuts else np.zeros(0),
+            np.concatenate(zero) if zero else np.zeros(0),
+            offsets[grids],
+            rows[grids],
+            fixed[grids],
+            np.array([base[g] for g in grids]),
+            np.array([widths[g] for g in grids]),
+            grid_cut_start,
+            np.concatenate([columns[g] for g in grids]) if grids else np.zeros(0),
+        ))
+        per_orientation.append(arrays)
+    return ReadOffLayout(size, tuple(per_orientation))
 
 
 def count_chunks(chunks, spec: CountSpec) -> PartialCounts:
@@ -345,8 +449,11 @@ def refinement_histograms(x: ColumnBins, y: ColumnBins, family: GridFamily) -> n
 
 def master_counts(hist: np.ndarray, family: GridFamily) -> np.ndarray:
     """Read every master grid off a pair's refinement histograms (flat int64 counts)."""
-    rows, cols = family.refinement_shape
-    out = np.empty(family.n_cells, dtype=np.int64)
-    scratch = np.empty((rows + 1, cols + 1), dtype=np.int64)
-    read_off_grids(hist, scratch, *family.kernel_layout, out)  # type: ignore[call-arg]
+    layout = read_off_layout(family)
+    out = np.zeros(family.n_cells, dtype=np.int64)
+    prefix = np.empty(family.refinement_shape[1] + 1, dtype=np.int64)
+    store = np.empty(layout.store_size, dtype=np.int64)
+    for o in range(2):
+        scratch = np.array(hist[o], dtype=np.int64)  # the read-off clears its input
+        read_off_orientation(scratch, prefix, store, *layout.orientations[o], out)
     return out

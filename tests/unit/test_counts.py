@@ -80,3 +80,70 @@ def test_partition_partials_are_int32_and_sums_widen_to_int64():
     total = combine_partials([big, big, part])
     assert total.counts.dtype == np.int64
     assert total.counts.max() == 2 * (2**31 - 1) + 10
+
+
+@pytest.mark.parametrize("B,c,extra", [(4, 1, ()), (12, 2, ()), (57, 3, ()), (200, 5, ()),
+                                       (200, 5, (70,)), (40, 5, (10, 20))])
+def test_read_off_equals_plain_prefix_sums(B, c, extra):
+    """The row-at-a-time read-off (prefix sums kept at the cuts only) gives the
+    counts of plain 2-D prefix sums over the whole refinement histogram, and
+    leaves its input at zero."""
+    from dpmic_dask.stats.grids import count_layout
+    from dpmic_dask.stats.kernels.binning import read_off_grids
+    from dpmic_dask.stats.kernels.readoff import read_off_orientation
+
+    family = count_layout(B, c, extra)
+    rng = np.random.default_rng(B * 10 + c)
+    shape = (2,) + family.refinement_shape
+    for density in (0.001, 0.1, 1.0):
+        hist = np.where(rng.random(shape) < density, rng.integers(0, 1000, shape), 0)
+        plain = np.empty(family.n_cells, np.int64)
+        scratch = np.empty((shape[1] + 1, shape[2] + 1), np.int64)
+        read_off_grids(hist, scratch, *family.kernel_layout, plain)
+        np.testing.assert_array_equal(counting.master_counts(hist, family), plain)
+        layout = counting.read_off_layout(family)
+        work = hist.astype(np.int32)
+        out = np.zeros(family.n_cells, np.int32)
+        prefix = np.empty(shape[2] + 1, np.int32)
+        store = np.empty(layout.store_size, np.int32)
+        for o in range(2):
+            read_off_orientation(work[o], prefix, store, *layout.orientations[o], out)
+        np.testing.assert_array_equal(out, plain)
+        assert not work.any()
+
+
+def test_block_counts_equal_pair_by_pair_counts():
+    """A task counting many pairs over several chunks (shared histogram, cells
+    computed once per column) gives each pair's counts alone."""
+    from dpmic_dask.stats.counting import CountSpec, count_chunks
+
+    family = master_grid_family(40, 3)
+    rng = np.random.default_rng(7)
+    cols = [rng.normal(size=3000) for _ in range(5)]
+    cols[1] = cols[0] ** 2 + 0.1 * rng.normal(size=3000)
+    cols[2][:1500] = 0.25  # a heavy cell
+    spec = CountSpec(tuple("abcde"), ((-2.0, 2.0),) * 5, None, family)
+    chunks = [[col[s] for col in cols] for s in (slice(0, 1000), slice(1000, 2900),
+                                                 slice(2900, 3000))]
+    whole = count_chunks(chunks, spec)
+    for p, (a, b) in enumerate(spec.pairs):
+        alone = pair_counts(cols[a], cols[b], (-2.0, 2.0), (-2.0, 2.0), family)
+        np.testing.assert_array_equal(whole.counts[p], alone)
+
+
+def test_spec_tokens_tell_layouts_and_pairs_apart():
+    """Dask caches by token: specs that count differently never share one."""
+    from dask.base import tokenize
+
+    from dpmic_dask.stats.counting import CountSpec
+    from dpmic_dask.stats.grids import count_layout
+
+    def spec(family, pairs=None, bounds=(0.0, 1.0)):
+        return CountSpec(("a", "b", "c"), (bounds,) * 3, None, family, pairs)
+
+    base = spec(master_grid_family(40, 5))
+    assert tokenize(base) == tokenize(spec(master_grid_family(40, 5)))
+    others = [spec(count_layout(40, 5, (10,))), spec(master_grid_family(40, 4)),
+              spec(master_grid_family(40, 5), ((0, 1),)), spec(master_grid_family(40, 5),
+                                                               bounds=(0.0, 2.0))]
+    assert len({tokenize(s) for s in [base] + others}) == 1 + len(others)
