@@ -327,7 +327,8 @@ def main() -> None:
     parts = args.only.split(",")
     lines = [f"# benchmarks/local_dp.py{' --quick (smoke run)' if args.quick else ''}; "
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
-             f"{os.cpu_count()} cores visible", ""]
+             f"{os.cpu_count()} cores visible; load average at start "
+             f"{os.getloadavg()[0]:.1f} (a shared machine: throughput scales down with it)", ""]
     for name, fn in [("3", section3), ("1", section1), ("1b", section1b), ("2b", section2_bins),
                      ("2", section2)]:
         if name in parts:
