@@ -149,7 +149,11 @@ def with_min_rows(planned: ReleasePlan, min_rows: int) -> ReleasePlan:
 def with_categories(planned: ReleasePlan, axes: dict) -> ReleasePlan:
     """``planned`` with every request knowing its categorical columns' codings
     (their pairs' statistic has a categorical axis, ``docs/statistics.md``)."""
+    from dpmic_dask.release.pipeline import check_category_grids
+
     request = dataclasses.replace(planned.request, categories=tuple(axes.items()))
+    if request.B is not None and request.c is not None:
+        check_category_grids(request, int(request.B), request.c)  # before any read
     bounds = planned.bounds
     if bounds is not None:
         bounds = dataclasses.replace(bounds, request=request)

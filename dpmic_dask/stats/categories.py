@@ -53,6 +53,11 @@ def _is_string_dtype(dtype) -> bool:
         return False
 
 
+def _is_object_dtype(dtype) -> bool:
+    """A NumPy ``object`` column (any Python objects), not a pandas string dtype."""
+    return isinstance(dtype, np.dtype) and dtype.kind == "O"
+
+
 def column_kind(dtype) -> str:
     """``"category"`` (a pandas ``category`` dtype), ``"string"`` (str, pyarrow or
     Python strings, ``object``), ``"integer"``, or ``"other"`` -- from the dtype only."""
@@ -157,10 +162,10 @@ class CategoryKind(ColumnKind):
 
     def detects(self, dtype) -> bool:
         return isinstance(dtype, pd.CategoricalDtype) or (
-            _is_string_dtype(dtype) and getattr(dtype, "kind", "O") != "O")
+            _is_string_dtype(dtype) and not _is_object_dtype(dtype))
 
     def claims(self, dtype, bounds) -> bool:
-        return getattr(dtype, "kind", None) == "O" and (bounds is None or isinstance(
+        return _is_object_dtype(dtype) and (bounds is None or isinstance(
             bounds, (list, tuple)) and all(isinstance(v, str) for v in bounds) and bool(bounds))
 
     def resolve(self, dtype, options):
@@ -230,7 +235,7 @@ def _check_list(name, dtype, listed) -> tuple:
     is_int = lambda v: isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))  # noqa: E731
     if kind == "integer":
         ok, expected = all(is_int(v) for v in values), "integers"
-    elif getattr(dtype, "kind", "") == "O":
+    elif _is_object_dtype(dtype):
         ok, expected = all(isinstance(v, str) or is_int(v) for v in values), "strings or integers"
     else:
         ok, expected = all(isinstance(v, str) for v in values), "strings"

@@ -1,0 +1,286 @@
+"""Categorical columns: the coding, the refusals, and the statistic against a
+brute-force reference computed from the raw values."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpmic_dask  # noqa: F401  (registers the accessor)
+from dpmic_dask.errors import InvalidDataError, InvalidParameterError
+from dpmic_dask.privacy.accounting import InMemoryLedger
+from dpmic_dask.stats.categories import CategoryAxis, check_categories, code_bins
+from dpmic_dask.stats.counting import bins, pair_counts
+from dpmic_dask.stats.grids import master_grid_family, max_groups
+from dpmic_dask.stats.statistics.categorical import (
+    CategoricalMIC,
+    check_pair_grid,
+    mutual_information,
+)
+
+# ------------------------------------------------------------------ the coding
+
+
+@pytest.mark.parametrize("dtype", ["object", "string[pyarrow]", "str", "category"])
+def test_codes_follow_the_list_with_one_other_bin(dtype):
+    values = pd.Series(["b", "a", "zz", None, "a", "c"], dtype=dtype)
+    axis = CategoryAxis("v", ("a", "b", "c"))
+    codes = axis.encode(values)
+    assert axis.codes == 4 and axis.cells == 3 and axis.bounds == (0.0, 4.0)
+    np.testing.assert_array_equal(codes[[0, 1, 2, 4, 5]], [1.5, 0.5, 3.5, 0.5, 2.5])
+    assert np.isnan(codes[3])  # a null stays missing: the null policy decides
+
+
+def test_a_category_dtype_is_coded_by_the_list_not_by_its_own_categories():
+    # pandas' own categories (from the data) are in another order and miss one
+    values = pd.Series(["south", "north", "east"]).astype("category")
+    axis = CategoryAxis("region", ("north", "south", "west"))
+    np.testing.assert_array_equal(axis.encode(values), [1.5, 0.5, 3.5])
+
+
+def test_nulls_as_a_category_and_integer_categories():
+    axis = CategoryAxis("k", (3, 7), null_category=True)
+    values = pd.Series([7, 3, None, 5], dtype="Int64")
+    assert axis.codes == 4 and axis.null_code == 2 and axis.other_code == 3
+    np.testing.assert_array_equal(axis.encode(values), [1.5, 0.5, 2.5, 3.5])
+
+
+def test_each_code_has_its_own_bin_in_every_wide_enough_equipartition():
+    for codes in range(2, 12):
+        for size in range(codes, 90):
+            got = code_bins(codes, size)
+            assert len(set(got.tolist())) == codes
+            # the bin holds the whole code interval's midpoint
+            assert all(j * codes <= (b + 1) * codes and b * codes <= (j + 1) * size
+                       for j, b in enumerate(got.tolist()))
+
+
+def schema(**dtypes):
+    return {name: pd.api.types.pandas_dtype(d) if isinstance(d, str) else d
+            for name, d in dtypes.items()}
+
+
+def test_lists_are_checked_against_the_dtype():
+    s = schema(region="str", n="int64", x="float64", o="object")
+    with pytest.raises(InvalidParameterError, match="strings"):
+        check_categories(s, {"region": [1, 2]})
+    with pytest.raises(InvalidParameterError, match="integers"):
+        check_categories(s, {"n": ["a", "b"]})
+    with pytest.raises(InvalidParameterError, match="at least two"):
+        check_categories(s, {"region": ["a"]})
+    with pytest.raises(InvalidParameterError, match="more than once"):
+        check_categories(s, {"region": ["a", "a"]})
+    with pytest.raises(InvalidDataError, match="cannot be categorical"):
+        check_categories(s, {"x": [1.0, 2.0]})
+    with pytest.raises(InvalidParameterError, match="list of public categories"):
+        check_categories(s, {"region": "north"})
+    assert check_categories(s, {"o": ["a", 2]})["o"].categories == ("a", 2)
+
+
+def _exploding_frame(dtype):
+    def boom(part):
+        raise AssertionError("data was read")
+
+    frame = pd.DataFrame({"region": pd.Series(["a", "b"] * 4, dtype=dtype),
+                          "x": np.linspace(0, 1, 8)})
+    ddf = dd.from_pandas(frame, npartitions=2)
+    return ddf.map_partitions(boom, meta=ddf._meta)
+
+
+@pytest.mark.parametrize("dtype", ["category", "str", "string[pyarrow]", "object"])
+def test_a_categorical_column_without_a_list_is_refused_before_anything_is_read(dtype):
+    ledger = InMemoryLedger(uncapped=True)
+    with pytest.raises(InvalidDataError) as info:
+        _exploding_frame(dtype).dpmic.pairwise(eps=1.0, bounds={"x": (0, 1)},
+                                               columns=["region", "x"], ledger=ledger)
+    message = str(info.value)
+    assert "'region'" in message and "never public" in message
+    assert "'a'" not in message and "'b'" not in message  # no value quoted
+    assert not ledger.charges()
+
+
+def test_refusals_of_the_request_before_anything_is_read():
+    frame = _exploding_frame("str")
+    ledger = InMemoryLedger(uncapped=True)
+    cases = [
+        (dict(bounds={"x": (0, 1), "region": (0, 1)}, categories={"region": ["a", "b"]}),
+         "bounds"),
+        (dict(bounds={"x": (0, 1)}, categories={"region": ["a", "b"]},
+              mechanism="micr-geom"), "micr-geom"),
+        (dict(bounds={"x": (0, 1)}, categories={"region": ["a", "b"]}, nulls="fill",
+              fill={"x": 0.5, "region": "zz"}), "listed categories"),
+        (dict(bounds={"x": (0, 1)}, nulls="category"), "categorical columns"),
+        (dict(bounds={"x": (0, 1)}, categories={"region": [f"c{k}" for k in range(30)]},
+              B=40, c=1), "too many categories"),
+    ]
+    for arguments, words in cases:
+        with pytest.raises((InvalidParameterError, InvalidDataError), match=words):
+            frame.dpmic.pairwise(eps=1.0, ledger=ledger, **arguments)
+    assert not ledger.charges()
+
+
+# ------------------------------------------------------------- the statistic
+
+
+def groupings(rows: int, groups: int):
+    """Every split of ``rows`` ordered rows into ``groups`` contiguous non-empty runs
+    (as run labels per row)."""
+    for cuts in itertools.combinations(range(1, rows), groups - 1):
+        labels = np.zeros(rows, dtype=np.int64)
+        for cut in cuts:
+            labels[cut:] += 1
+        yield labels
+
+
+def reference_one_axis(codes, y, y_bounds, axis: CategoryAxis, B: int, c: int) -> float:
+    """The definition of docs/statistics.md ("A categorical axis") from the raw
+    values, by enumeration: (a) the categories against every contiguous grouping
+    of the ordered axis's c*kmax(l) master rows for each fixed size l >= K, and
+    (b) the categories against each equipartition of l bins with k*l <= B and
+    c*kmax(l) >= K."""
+    K, k = axis.codes, axis.cells
+    best = 0.0
+    for l in range(2, B // 2 + 1):
+        kmax = max_groups(l, B)
+        rows = c * kmax
+        if l >= K:  # (a)
+            master = bins(y, y_bounds, rows)
+            for m in range(2, kmax + 1):
+                for labels in groupings(rows, min(m, rows)):
+                    table = pd.crosstab(codes, labels[master]).to_numpy()
+                    best = max(best, mutual_information(table) / math.log2(min(k, m)))
+        if rows >= K and k * l <= B:  # (b)
+            table = pd.crosstab(codes, bins(y, y_bounds, l)).to_numpy()
+            best = max(best, mutual_information(table) / math.log2(min(k, l)))
+    return min(best, 1.0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("B,c", [(12, 1), (12, 2), (16, 1)])
+def test_one_categorical_axis_equals_the_definition(seed, B, c):
+    gen = np.random.default_rng(seed)  # test data only
+    n = 300
+    axis = CategoryAxis("g", ("p", "q", "r")[: 2 + seed % 2], null_category=seed % 3 == 0)
+    labels = gen.choice(["p", "q", "r", "s", None], n)
+    y = gen.normal(0, 1, n) + np.array([{"p": 0, "q": 1.5, "r": -1}.get(v, 3) for v in labels])
+    x = axis.encode(pd.Series(labels, dtype=object))
+    x = np.where(np.isnan(x), axis.other_code + 0.5, x)  # nulls without a category: other
+    family = master_grid_family(B, c)
+    expected = reference_one_axis(np.floor(x).astype(int), y, (-3.0, 5.0), axis, B, c)
+    assert CategoricalMIC(axis, None).value(pair_counts(x, y, axis.bounds, (-3.0, 5.0), family),
+                                            family) == pytest.approx(expected, abs=1e-12)
+    # the categorical axis may be either column of the pair
+    assert CategoricalMIC(None, axis).value(pair_counts(y, x, (-3.0, 5.0), axis.bounds, family),
+                                            family) == pytest.approx(expected, abs=1e-12)
+    assert 0.0 <= expected <= 1.0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_two_categorical_axes_give_the_contingency_table_mi(seed):
+    gen = np.random.default_rng(100 + seed)  # test data only
+    n = 500
+    a = CategoryAxis("a", ("u", "v", "w"), null_category=True)
+    b = CategoryAxis("b", (10, 20, 30, 40))
+    xa = gen.choice(["u", "v", "w", "zz", None], n)
+    xb = np.where(gen.uniform(size=n) < 0.6, (np.arange(n) % 3 + 1) * 10,
+                  gen.choice([10, 20, 30, 40, 50], n))
+    x, y = a.encode(pd.Series(xa, dtype=object)), b.encode(pd.Series(xb))
+    table = pd.crosstab(np.floor(x), np.floor(y)).to_numpy()
+    expected = min(mutual_information(table) / math.log2(min(a.cells, b.cells)), 1.0)
+    for B, c in [(20, 5), (40, 2), (200, 5)]:
+        family = master_grid_family(B, c)
+        got = CategoricalMIC(a, b).value(pair_counts(x, y, a.bounds, b.bounds, family), family)
+        assert got == pytest.approx(expected, abs=1e-12)
+
+
+def test_mutual_information_matches_scipy_free_formula():
+    table = np.array([[10, 0, 3], [2, 8, 1]])
+    p = table / table.sum()
+    px, py = p.sum(1, keepdims=True), p.sum(0, keepdims=True)
+    mask = p > 0
+    expected = float((p[mask] * np.log2(p[mask] / (px @ py)[mask])).sum())
+    assert mutual_information(table) == pytest.approx(expected, abs=1e-14)
+
+
+def test_grid_feasibility_is_checked():
+    family = master_grid_family(40, 1)
+    check_pair_grid(CategoryAxis("a", tuple(range(19))), None, family)  # K = 20 = B/2
+    with pytest.raises(InvalidParameterError, match="too many categories"):
+        check_pair_grid(CategoryAxis("a", tuple(range(30))), None, family)
+    with pytest.raises(InvalidParameterError):
+        check_pair_grid(CategoryAxis("a", tuple(range(15))), CategoryAxis("b", tuple(range(15))),
+                        family)
+
+
+# ------------------------------------------------------------- end to end
+
+
+@pytest.fixture(scope="module")
+def customers():
+    gen = np.random.default_rng(7)  # test data only
+    n = 4000
+    region = gen.choice(["north", "south", "east", "west", "islands"], n)
+    amount = np.array([{"north": 10, "south": 20, "east": 30}.get(r, 40) for r in region])
+    amount = amount + gen.normal(0, 3, n)
+    plan = np.where(region == "north", "basic", gen.choice(["basic", "plus", None], n))
+    return pd.DataFrame({
+        "region": pd.Series(region, dtype="string[pyarrow]"),
+        "amount": amount,
+        "plan": pd.Series(plan, dtype=object).astype("category"),
+        "noise": gen.uniform(0, 1, n),
+        "level": gen.integers(0, 4, n),
+    })
+
+
+CATS = {"region": ["north", "south", "east"], "plan": ["basic", "plus"], "level": [0, 1, 2, 3]}
+
+
+def test_pairwise_with_categories_matches_the_statistic_and_marks_tau(customers):
+    from tests.statistical.test_release_noise_paths import zero_noise
+
+    with zero_noise():
+        res = customers.dpmic.pairwise(eps=1.0, bounds={"amount": (0, 50), "noise": (0, 1)},
+                                       categories=CATS, nulls="category", B=40, c=5,
+                                       statistics=("mic", "tau"),
+                                       ledger=InMemoryLedger(uncapped=True))
+        ddf = dd.from_pandas(customers, npartitions=3)
+        res_dask = ddf.dpmic.pairwise(eps=1.0, bounds={"amount": (0, 50), "noise": (0, 1)},
+                                      categories=CATS, nulls="category", B=40, c=5,
+                                      statistics=("mic", "tau"),
+                                      ledger=InMemoryLedger(uncapped=True))
+    table = res.to_pandas().set_index(["x", "y"])
+    assert res_dask.values == pytest.approx(res.values, abs=1e-9)
+    family = master_grid_family(40, 5)
+    axes = {c: CategoryAxis(c, tuple(v), null_category=True) for c, v in CATS.items()}
+    bounds = {"amount": (0.0, 50.0), "noise": (0.0, 1.0)}
+    for (x, y), row in table.iterrows():
+        ax, ay = axes.get(x), axes.get(y)
+        vx = ax.encode(customers[x]) if ax else customers[x].to_numpy(float)
+        vy = ay.encode(customers[y]) if ay else customers[y].to_numpy(float)
+        counts = pair_counts(vx, vy, ax.bounds if ax else bounds[x], ay.bounds if ay else bounds[y],
+                             family)
+        if ax is None and ay is None:
+            from dpmic_dask.stats.characteristic import micr_from_counts
+            exact = micr_from_counts(counts, family)
+            assert not np.isnan(row["tau"])
+        else:
+            exact = CategoricalMIC(ax, ay).value(counts, family)
+            assert np.isnan(row["tau"]) and np.isnan(row["nonlinearity"])
+        assert row["mic"] == pytest.approx(exact, abs=1e-9)
+    assert table.loc[("region", "amount"), "mic"] > 0.8  # k = 4 with the null category
+    assert table.loc[("region", "plan"), "mic"] > 0.1
+    assert table.loc[("amount", "noise"), "mic"] < 0.1
+
+
+def test_fill_with_a_category_and_top_pairs(customers):
+    res = customers.dpmic.top_pairs(2, eps=50.0, bounds={"amount": (0, 50), "noise": (0, 1)},
+                                    categories=CATS, nulls="fill",
+                                    fill={"plan": "plus", "amount": 0.0, "noise": 0.0,
+                                          "region": "north", "level": 0},
+                                    ledger=InMemoryLedger(uncapped=True))
+    assert ("region", "amount") in res.pairs
