@@ -1,8 +1,8 @@
 """Categorical pairs are released with noise at the stated scale, through the
 public ``pairwise`` (the pattern of test_release_noise_paths.py).
 
-A table of 15 categorical and 60 numeric columns has 1,005 pairs with a
-categorical axis (900 with one, 105 with two). One release at a budget that
+A table of 17 categorical and 60 numeric columns has 1,156 pairs with a
+categorical axis (1,020 with one, 136 with two). One release at a budget that
 puts the Laplace scale near 0.01 is compared with the same call under a sampler
 that draws zero noise (the exact values): the residuals of the categorical
 pairs follow the Laplace law at the reported scale and fail the check at 0.7x
@@ -27,7 +27,7 @@ from tests.statistical.test_release_noise_paths import (
 
 pytestmark = pytest.mark.slow
 
-N, NUMERIC, CATEGORICAL, B, C = 1000, 60, 15, 40, 5
+N, NUMERIC, CATEGORICAL, B, C = 1000, 60, 17, 40, 5
 LEVELS = ("low", "mid", "high", "top")
 PAIRS = (NUMERIC + CATEGORICAL) * (NUMERIC + CATEGORICAL - 1) // 2
 EPS = PAIRS * micr_sensitivity(N) / 0.01  # a Laplace scale of 0.01
