@@ -5,6 +5,7 @@ guarantee; their names and docstrings say so.
 """
 
 from dpmic_dask.errors import (
+    BoundsWarning,
     BudgetExceededError,
     BudgetMismatchError,
     ClusterError,
@@ -14,6 +15,7 @@ from dpmic_dask.errors import (
     InvalidParameterError,
     LedgerError,
     MissingValuesError,
+    NoiseWarning,
     PrivacyLeakWarning,
     ReleaseIncompleteError,
     RunClaimedError,
@@ -30,6 +32,7 @@ from dpmic_dask.stats.exact import mice, micr, micr_characteristic
 
 __all__ = [
     "BoundsRelease",
+    "BoundsWarning",
     "Budget",
     "BudgetExceededError",
     "BudgetMismatchError",
@@ -43,6 +46,7 @@ __all__ = [
     "InvalidDataError",
     "InvalidParameterError",
     "MissingValuesError",
+    "NoiseWarning",
     "PairwiseResult",
     "PrivacyLeakWarning",
     "PrivacyReport",

@@ -72,5 +72,16 @@ class PrivacyLeakWarning(UserWarning):
     """Something was requested that weakens or voids the privacy guarantee."""
 
 
+class BoundsWarning(UserWarning):
+    """Bounds that waste the grid or could not be found: private bounds left
+    unresolved by the noise, or public bounds far wider than the data (stated from
+    released quantities only). The privacy guarantee is intact."""
+
+
+class NoiseWarning(UserWarning):
+    """A release whose noise may swamp its values (``ci95`` above
+    :data:`dpmic_dask.release.results.NOISY_CI95`). The privacy guarantee is intact."""
+
+
 # A privacy warning must never be swallowed by a "once per location" filter.
 warnings.simplefilter("always", PrivacyLeakWarning)

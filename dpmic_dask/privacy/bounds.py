@@ -1,24 +1,34 @@
 """Private bounds: public ranges estimated from the data with a declared budget.
 
-Every column is counted into one fixed, data-independent histogram -- signed
-half-octave bins covering the whole float range (or ``bins`` equal bins of a
-loose public ``domain``) -- in one pass over the partitions; the counts are
-exact integers, so partitions merge by summing. Each column's histogram is
-released once with exact discrete Laplace noise of scale ``2 / eps_column``
-(replacing one row moves one count down and one up: L1 sensitivity 2). The
-bounds are then read off the noisy histogram, which is post-processing:
+Two passes per column, each a noisy histogram on a grid that does not depend
+on the data:
 
-* the occupied range is the bins whose noisy count passes ``T = b ln(K / (2
-  beta))`` (``K`` bins, scale ``b``, ``beta = 1e-3``: with probability at least
-  ``1 - beta`` no empty bin passes), widened by neighbouring bins that pass a
-  lower threshold (:func:`bounds_from_noisy`);
-* within it, the lower bound is the lower edge of the bin where the cumulative
-  noisy count reaches ``(1 - coverage) / 2`` of the total, the upper bound the
-  upper edge of the bin where it reaches ``(1 + coverage) / 2``.
+1. *First pass* (``FIRST_PASS_SHARE`` of the column's epsilon): one fixed
+   histogram -- signed half-octave bins covering the whole float range (or
+   ``DOMAIN_BINS`` equal bins of a loose public ``domain``) -- counted in one pass
+   over the partitions (exact integers: partitions merge by summing), released
+   with exact discrete Laplace noise of scale ``2 / eps_first`` (replacing one row
+   moves one count down and one up: L1 sensitivity 2). Bounds are read off it by
+   post-processing (:func:`bounds_from_noisy`): the occupied range is the bins
+   whose noisy count passes ``T = b ln(K / (2 beta))`` (``K`` bins, scale ``b``,
+   ``beta = 1e-3``: with probability at least ``1 - beta`` no empty bin passes),
+   widened across empty neighbours (the zero bin and the bins around 1 are
+   neighbours on the log grid) and by thin-tail blocks; within it, the bounds
+   are the bin edges where the cumulative noisy count reaches ``(1 - coverage) /
+   2`` and ``(1 + coverage) / 2`` of the total.
+2. *Refining pass* (the rest of the column's epsilon): when the first pass's
+   bounds lie far from zero relative to their width (:func:`refinement_grid`),
+   the column is counted again into ``DOMAIN_BINS`` equal bins of those bounds --
+   a grid chosen from released values only, so choosing it is post-processing --
+   and released with discrete Laplace noise of scale ``2 / eps_second``; the
+   bounds are read off it (:func:`refined_from_noisy`) or, when nothing in it
+   stands out of the noise, the first pass's bounds stand.
 
-The result is a pair of plain numbers per column that can be kept and reused as
-public bounds. Bin edges are powers of ``sqrt(2)``, so on the log grid a bound
-overshoots the quantile it estimates by at most a factor ``sqrt(2)``.
+The two histograms of a column compose to ``eps_first + eps_second = eps_column``
+(sequential composition; the second is chosen adaptively from the first's
+output). The result is a pair of plain numbers per column that can be kept and
+reused as public bounds; bounds are always two distinct bin edges (never zero
+width).
 """
 
 from __future__ import annotations
@@ -76,6 +86,16 @@ class BoundsGrid:
         magnitudes = np.exp2(exps)  # up to 2**1022: no overflow
         return np.concatenate((-magnitudes[::-1], magnitudes))
 
+    @property
+    def zero_bin(self) -> int:
+        """The log grid's zero bin ``(-2**-1022, 2**-1022)``."""
+        return E_MAX - E_MIN + 1
+
+    @property
+    def one_bin(self) -> int:
+        """The log grid's bin ``[1, 2**0.5)``."""
+        return self.zero_bin + 1 - E_MIN
+
     def index(self, values: np.ndarray) -> np.ndarray:
         """Bin of each (non-NaN) value, int64: exactly the bin whose edges hold it."""
         values = np.asarray(values, dtype=np.float64)
@@ -97,50 +117,166 @@ def noise_threshold(scale: float, tests: int, beta: float = BETA) -> float:
     return scale * math.log(tests / (2.0 * beta))
 
 
-#: Bins tested on each side when the occupied range is widened.
+#: Threshold of the widening tests (each as if one of this many bins).
 EXTEND_TESTS = 8
+#: Bins looked at beyond the current edge when the occupied range is widened: an
+#: empty bin between occupied ones (the [1.41, 2) bin of an integer column) is
+#: crossed. On the log grid the zero bin and the bins of magnitude 0.5..2 are
+#: neighbours too (a binary or count column's 0 and 1).
+GAP_BINS = 4
+#: Thin tails: blocks of ``BLOCK_BINS`` bins are added outward while their noisy
+#: sum passes ``BLOCK_Z`` standard deviations of the noise in the block.
+BLOCK_BINS = 2
+BLOCK_Z = 3.0
+#: Runs of more than ``LONG_GAP`` bins that passed no threshold, between bins that
+#: did (the gap between zero and the magnitudes of a binary or count column), are
+#: not read as mass: their noise alone would move the quantiles.
+LONG_GAP = 64
 #: Bins added outward on each side of the estimated quantiles.
 MARGIN_BINS = 1
 #: A bound this many times nearer zero than the other (same sign) becomes zero.
 SNAP_TO_ZERO = 16.0
+#: A bound nearer zero than this (an edge next to the zero bin) becomes zero when
+#: the other is not.
+TINY = 2.0 ** -1000
+
+#: Share of each column's epsilon spent on the first (grid) pass; the rest pays
+#: for the refining pass (:func:`refinement_grid`).
+FIRST_PASS_SHARE = 0.3
+#: The refining pass is read when the first pass's bounds have one sign and
+#: ``|hi| / |lo| <= REFINE_RATIO`` on the log grid (data far from zero relative to
+#: their spread), or span at most ``1 / REFINE_RATIO`` of a public domain.
+REFINE_RATIO = 8.0
+#: Resolutions of the refining pass: ``REFINE_BINS / g`` bins for each ``g``.
+REFINE_LEVELS = (1, 4, 16)
+#: On a public domain grid, the first pass also looks at sums of ``g`` bins.
+DOMAIN_LEVELS = (1, 4, 16, 64)
+#: The refining pass's widening blocks pass at ``REFINE_Z`` noise deviations.
+REFINE_Z = 2.5
+#: Its margin: the found range's width over ``REFINE_MARGIN`` on each side.
+REFINE_MARGIN = 4
+
+
+def _read_quantiles(weights: np.ndarray, coverage: float) -> tuple[int, int]:
+    """Bins (indices into ``weights``) where the cumulative weight reaches
+    ``(1 - coverage) / 2`` and ``(1 + coverage) / 2`` of the total."""
+    cumulative = np.cumsum(weights)
+    total = cumulative[-1]
+    low = int(np.searchsorted(cumulative, (1 - coverage) / 2 * total, side="right"))
+    high = int(np.searchsorted(cumulative, (1 + coverage) / 2 * total, side="left"))
+    low = min(low, weights.size - 1)
+    return low, min(max(high, low), weights.size - 1)
+
+
+def _block_widen(noisy, first: int, last: int, scale: float, z: float, block: int):
+    """Add blocks of ``block`` bins outward while the next one, two or four blocks
+    together have a noisy sum above ``z`` standard deviations of their noise
+    (``scale sqrt(2 k)`` for ``k`` bins): one thin block does not stop the
+    widening where the next ones hold mass."""
+    def passes(a: int, b: int) -> bool:
+        return b > a and float(noisy[a:b].sum()) > z * scale * math.sqrt(2.0 * (b - a))
+
+    while first > 0:
+        step = next((m for m in WIDEN_LOOKAHEAD
+                     if passes(max(first - m * block, 0), first)), None)
+        if step is None:
+            break
+        first = max(first - step * block, 0)
+    while last < noisy.size - 1:
+        step = next((m for m in WIDEN_LOOKAHEAD
+                     if passes(last + 1, min(last + 1 + m * block, noisy.size))), None)
+        if step is None:
+            break
+        last = min(last + step * block, noisy.size - 1)
+    return first, last
+
+
+#: Blocks looked at together when a widening step would stop.
+WIDEN_LOOKAHEAD = (1, 2, 4)
+
+
+def _neighbours(grid: BoundsGrid, i: int, step: int) -> list[int]:
+    """Bins tested beyond bin ``i`` going down (``step = -1``) or up (``+1``)."""
+    size = grid.size
+    out = [j for j in range(i + step, i + step * (GAP_BINS + 1), step) if 0 <= j < size]
+    if grid.domain is None:
+        zero, one = grid.zero_bin, grid.one_bin
+        mirror = 2 * zero - one  # the bin of (-1.41, -1]
+        if step < 0 and zero < i <= one + GAP_BINS:
+            out.append(zero)  # small positive values: zero is next
+        if step > 0 and mirror - GAP_BINS <= i < zero:
+            out.append(zero)
+        if i == zero:  # from zero to the magnitudes around 1 (0.5 to 2)
+            around = range(one - 2, one + 2) if step > 0 else range(mirror - 1, mirror + 3)
+            out += list(around)
+    return out
+
+
+def occupied_range(noisy: np.ndarray, grid: BoundsGrid, scale: float):
+    """``(first, last, kept)``: the bins that pass the threshold for all ``K``
+    bins, widened by neighbouring bins (:func:`_neighbours`, crossing empty ones)
+    that pass the lower threshold for ``EXTEND_TESTS`` tests, then by thin-tail
+    blocks; ``kept`` marks the bins read as mass. ``None`` when no bin passes."""
+    core = np.flatnonzero(noisy > noise_threshold(scale, noisy.size))
+    if core.size == 0:
+        return None
+    kept = noisy > noise_threshold(scale, EXTEND_TESTS)
+    kept[core] = True
+    first, last = int(core[0]), int(core[-1])
+    while True:
+        below = [j for j in _neighbours(grid, first, -1) if kept[j] and j < first]
+        if not below:
+            break
+        first = min(below)
+    while True:
+        above = [j for j in _neighbours(grid, last, +1) if kept[j] and j > last]
+        if not above:
+            break
+        last = max(above)
+    wide_first, wide_last = _block_widen(noisy, first, last, scale, BLOCK_Z, BLOCK_BINS)
+    kept[wide_first:first] = True
+    kept[last + 1:wide_last + 1] = True
+    return wide_first, wide_last, kept
+
+
+def _weights(noisy, first: int, last: int, kept) -> np.ndarray:
+    """Noisy counts of ``first..last`` (negative ones as 0) as mass, except runs of
+    more than ``LONG_GAP`` bins between kept bins (nothing there passed a test)."""
+    weights = np.clip(noisy[first:last + 1].astype(np.float64), 0.0, None)
+    marked = np.flatnonzero(kept[first:last + 1])
+    for a, b in zip(marked[:-1], marked[1:]):
+        if b - a - 1 > LONG_GAP:
+            weights[a + 1:b] = 0.0
+    return weights
 
 
 def bounds_from_noisy(noisy: np.ndarray, grid: BoundsGrid, coverage: float,
                       scale: float) -> tuple[float, float] | None:
     """Read one column's bounds off its noisy histogram (post-processing only).
 
-    1. Occupied core: bins whose noisy count passes the threshold for all ``K``
-       bins (with probability ``>= 1 - beta`` no empty bin anywhere does).
-    2. Widening: a neighbouring bin just outside the range is added while its
-       noisy count passes the (lower) threshold for ``EXTEND_TESTS`` tests, so
-       thin tails next to the data are kept without letting far, empty bins in.
-    3. Within the range, noisy counts (negative ones as 0) give the cumulative
-       distribution; the bounds are the lower edge of the bin where it reaches
-       ``(1 - coverage) / 2`` and the upper edge of the bin where it reaches
-       ``(1 + coverage) / 2``. A single bin gives its own edges, so ``lo < hi``.
+    1. Occupied range (:func:`occupied_range`): bins whose noisy count passes the
+       threshold for all ``K`` bins (with probability ``>= 1 - beta`` no empty bin
+       anywhere does), widened across empty neighbours and by thin-tail blocks.
+    2. Within it, noisy counts (negative ones as 0, long empty runs as 0) give the
+       cumulative distribution; the bounds are the lower edge of the bin where it
+       reaches ``(1 - coverage) / 2`` and the upper edge of the bin where it
+       reaches ``(1 + coverage) / 2``, one bin further out on each side. Bounds are
+       bin edges, so ``lo < hi`` always (never zero width).
 
     ``None`` when no bin passes: too few rows for this budget.
     """
     edges = grid.edges()
-    core = np.flatnonzero(noisy > noise_threshold(scale, noisy.size))
-    if core.size == 0:
+    if grid.domain is not None:  # equal bins: read as the refining pass reads
+        return _linear_read(noisy, grid, coverage, scale, DOMAIN_LEVELS, guard_edges=False)
+    found = occupied_range(noisy, grid, scale)
+    if found is None:
         return None
-    first, last = int(core[0]), int(core[-1])
-    near = noise_threshold(scale, EXTEND_TESTS)
-    while first > 0 and noisy[first - 1] > near:
-        first -= 1
-    while last < noisy.size - 1 and noisy[last + 1] > near:
-        last += 1
-    kept = np.clip(noisy[first:last + 1].astype(np.float64), 0.0, None)
-    cumulative = np.cumsum(kept)
-    total = cumulative[-1]
-    low = int(np.searchsorted(cumulative, (1 - coverage) / 2 * total, side="right"))
-    high = int(np.searchsorted(cumulative, (1 + coverage) / 2 * total, side="left"))
-    low = min(low, kept.size - 1)
-    high = min(max(high, low), kept.size - 1)
-    # one more bin outward on each side: the thresholds drop thin tails
-    lo_bin = max(first + low - MARGIN_BINS, 0)
-    hi_bin = min(first + high + MARGIN_BINS, noisy.size - 1)
+    first, last, kept = found
+    low, high = _read_quantiles(_weights(noisy, first, last, kept), coverage)
+    # one bin further out where the quantile is the range's outermost bin (a thin
+    # tail beyond may have passed no test); inside it, the tail beyond was read
+    lo_bin = max(first + low - (MARGIN_BINS if low == 0 else 0), 0)
+    hi_bin = min(first + high + (MARGIN_BINS if first + high == last else 0), noisy.size - 1)
     lo, hi = float(edges[lo_bin]), float(edges[hi_bin + 1])
     if grid.domain is None:
         # On the log grid, a bound much nearer zero than the other means the data
@@ -149,7 +285,89 @@ def bounds_from_noisy(noisy: np.ndarray, grid: BoundsGrid, coverage: float,
             lo = 0.0
         elif lo / SNAP_TO_ZERO < hi < 0:
             hi = 0.0
+        # an edge of the zero bin's neighbours is zero for all purposes
+        if -TINY < lo < 0 < TINY <= hi:
+            lo = 0.0
+        elif lo <= -TINY < 0 < hi < TINY:
+            hi = 0.0
     return lo, hi
+
+
+def refinement_grid(first: tuple[float, float] | None, grid: BoundsGrid) -> BoundsGrid | None:
+    """The refining pass's grid: ``DOMAIN_BINS`` equal bins of the first pass's
+    bounds, when those are far from zero relative to their width (one sign,
+    ``|hi| / |lo| <= REFINE_RATIO``; on a domain grid, at most ``1 / REFINE_RATIO``
+    of the domain). A function of the first pass's released bounds only. ``None``:
+    no refinement (the first pass's bounds stand)."""
+    if first is None:
+        return None
+    lo, hi = first
+    if grid.domain is None:
+        narrow = (0 < lo and hi <= REFINE_RATIO * lo) or (hi < 0 and lo >= REFINE_RATIO * hi)
+    else:
+        narrow = (hi - lo) * REFINE_RATIO <= grid.domain[1] - grid.domain[0]
+    if not narrow:
+        return None
+    fine = BoundsGrid((lo, hi))
+    edges = fine.edges()
+    if not (np.all(np.isfinite(edges)) and np.all(np.diff(edges) > 0)):
+        return None  # too narrow to split into distinct floats
+    return fine
+
+
+def _aggregate_threshold(scale: float, bins: int, g: int, beta: float = BETA) -> float:
+    """``T`` with ``P(some of `bins` sums of ``g`` Laplace(scale) > T) <= beta``:
+    by Chernoff at ``lambda = 1 / (2 scale)``, one sum exceeds ``T`` with
+    probability at most ``exp(-T / (2 scale)) (4/3)**g``. (Discrete Laplace of
+    scale ``b`` is dominated the same way.)"""
+    if g == 1:
+        return noise_threshold(scale, bins, beta)
+    return 2.0 * scale * (math.log(bins / beta) + g * math.log(4.0 / 3.0))
+
+
+def refined_from_noisy(noisy: np.ndarray, fine: BoundsGrid, coverage: float,
+                       scale: float) -> tuple[float, float] | None:
+    """Read the bounds off the refining pass's noisy histogram (post-processing):
+    :func:`_linear_read`, ``None`` (keep the first pass's bounds) when nothing
+    stands out or the range reaches an edge bin -- the edge bins also hold every
+    value beyond the first pass's bounds, so the data were not inside them."""
+    return _linear_read(noisy, fine, coverage, scale, REFINE_LEVELS, guard_edges=True)
+
+
+def _linear_read(noisy: np.ndarray, fine: BoundsGrid, coverage: float, scale: float,
+                 levels, *, guard_edges: bool) -> tuple[float, float] | None:
+    """Read bounds off a noisy histogram of equal bins (post-processing).
+
+    1. Occupied core at the finest resolution (``levels``: sums of ``g``
+       neighbouring bins) where some sum passes its threshold.
+    2. Widened by blocks of an eighth of the core's width while a block's noisy sum
+       passes ``REFINE_Z`` noise deviations.
+    3. Quantiles as in :func:`bounds_from_noisy`, then a margin of a quarter of
+       their distance (at least one bin) on each side.
+
+    ``None`` when nothing passes, or (``guard_edges``) when the range reaches an
+    edge bin of the grid.
+    """
+    size = noisy.size
+    for g in levels:
+        sums = noisy.reshape(-1, g).sum(axis=1)
+        core = np.flatnonzero(sums > _aggregate_threshold(scale, sums.size, g))
+        if core.size:
+            break
+    else:
+        return None
+    first, last = int(core[0]) * g, int(core[-1]) * g + g - 1
+    block = max(g, (last - first + 1) // 8)
+    first, last = _block_widen(noisy, first, last, scale, REFINE_Z, block)
+    if guard_edges and (first == 0 or last == size - 1):
+        return None
+    weights = np.clip(noisy[first:last + 1].astype(np.float64), 0.0, None)
+    low, high = _read_quantiles(weights, coverage)
+    margin = max(MARGIN_BINS, math.ceil((high - low + 1) / REFINE_MARGIN))
+    lo_bin = max(first + low - margin, 0)
+    hi_bin = min(first + high + margin, size - 1)
+    edges = fine.edges()
+    return float(edges[lo_bin]), float(edges[hi_bin + 1])
 
 
 def check_coverage(coverage) -> float:

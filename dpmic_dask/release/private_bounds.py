@@ -20,14 +20,21 @@ import numpy as np
 
 from dpmic_dask.backends import backend_for
 from dpmic_dask.checks import MIN_ROWS, check_bounds, check_frame_request
-from dpmic_dask.errors import InvalidDataError, InvalidParameterError, MissingValuesError
+from dpmic_dask.errors import (
+    BoundsWarning,
+    InvalidDataError,
+    InvalidParameterError,
+    MissingValuesError,
+)
 from dpmic_dask.privacy.accounting import PrivacyCost, privacy_statement
 from dpmic_dask.privacy.bounds import (
+    FIRST_PASS_SHARE,
     BoundsGrid,
     bounds_from_noisy,
     check_coverage,
     check_domain,
-    column_histograms,
+    refined_from_noisy,
+    refinement_grid,
 )
 from dpmic_dask.privacy.conversion import check_epsilon
 from dpmic_dask.privacy.costs import PURE_DP, ZCDP, measure_for
@@ -53,25 +60,26 @@ from dpmic_dask.stats.sensitivity import safe_down, safe_up
 DEFAULT_BOUNDS_SHARE = 0.1
 
 
-def _bounds_partition(frame, *, columns, grid, fill, counted):
-    """One partition's exact histograms of the ``counted`` columns, its row count,
-    and every column's missing-value flag. Every column is converted (a cell that
-    is not a number is refused here), so a release that reads more columns later
-    has nothing left to find."""
-    values, missing = [], np.zeros(len(columns), dtype=bool)
+def _bounds_partition(frame, *, columns, grids, fill):
+    """One partition's exact histograms of the columns with a grid (``grids[k]``
+    not ``None``, each on its own grid), its row count, and every column's
+    missing-value flag. Every column is converted (a cell that is not a number is
+    refused here), so a release that reads more columns later has nothing left
+    to find."""
+    hists, missing = [], np.zeros(len(columns), dtype=bool)
     for k, name in enumerate(columns):
         v = column_values(frame, name)
         nan = np.isnan(v)
         if nan.any():
             missing[k] = True
             v = np.where(nan, fill[k], v) if fill is not None else v[~nan]
-        if counted[k]:
-            values.append(v)
-    return column_histograms(values, grid), len(frame), missing
+        if grids[k] is not None:
+            hists.append(np.bincount(grids[k].index(v), minlength=grids[k].size))
+    return tuple(hists), len(frame), missing
 
 
 def _add_histograms(a, b):
-    return a[0] + b[0], a[1] + b[1], a[2] | b[2]
+    return tuple(x + y for x, y in zip(a[0], b[0])), a[1] + b[1], a[2] | b[2]
 
 
 def noisy_histograms(counts, eps_column: float):
@@ -105,18 +113,42 @@ def histogram_scale(eps_column: float) -> float:
     return scale
 
 
-def _noisy_bounds(counts, grid, eps_column: float, coverage: float):
-    """Noisy histograms, then the bounds read off them (post-processing)."""
-    noisy, scale = noisy_histograms(counts, eps_column)
-    return [bounds_from_noisy(row, grid, coverage, scale) for row in noisy], scale
+def per_column(value, columns, check, what: str) -> tuple:
+    """One checked setting per column: ``value`` for all, or a dict by column name
+    (columns it does not name take ``default``, the value of key ``None`` if any)."""
+    if isinstance(value, dict):
+        unknown = [c for c in value if c is not None and c not in columns]
+        if unknown:
+            raise InvalidParameterError(f"{what} names column(s) {unknown} that are not "
+                                        "estimated privately")
+        default = value.get(None, _DEFAULTS[what])
+        return tuple(check(value.get(c, default)) for c in columns)
+    return tuple(check(value) for _ in columns)
 
 
-def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, nulls="raise",
-                   fill=None, ledger=None, dataset=None, split_every=DEFAULT_SPLIT_EVERY,
-                   progress=None, label=None) -> BoundsRelease:
+_DEFAULTS = {"coverage": 0.99, "domain": None, "refine": True}
+
+
+def check_refine(refine) -> bool:
+    """Whether a column's budget is split over two passes (the default) or spent
+    on the first pass alone."""
+    if not isinstance(refine, bool):
+        raise InvalidParameterError("refine must be True or False")
+    return refine
+
+
+def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, refine=True,
+                   nulls="raise", fill=None, ledger=None, dataset=None,
+                   split_every=DEFAULT_SPLIT_EVERY, progress=None,
+                   label=None) -> BoundsRelease:
     """Estimate public-to-be bounds of ``columns`` with ``eps`` (pure DP), one charge.
 
     See :mod:`dpmic_dask.privacy.bounds` for the mechanism; ``docs/privacy.md`` for the proof.
+    ``coverage``, ``domain`` and ``refine`` are one value for every column or a dict
+    by column name: the share of values to contain (default 0.99); a loose public
+    ``(lo, hi)`` to grid instead of the whole float range; whether the column's
+    budget is split over a first pass and a refining pass (default ``True``:
+    ``FIRST_PASS_SHARE`` of it to the first) or spent on the first pass alone.
     Columns of every kind (:mod:`dpmic_dask.stats.kinds`) are estimated on their axis
     (times: seconds since the epoch, UTC); the report prints them in their kind.
     """
@@ -128,30 +160,48 @@ def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, nulls="ra
                           columns=names, fill=fill)
     frame, fill = axis_frame(frame, axis.kinds), axis.fill
     plan = _bounds_plan(axis.schema, columns, coverage, domain, nulls, fill,
-                        PrivacyCost(check_epsilon(eps)))
+                        PrivacyCost(check_epsilon(eps)), refine)
     precheck_budget(ledger, dataset, PrivacyCost(plan.eps))
     counts, rows = _bounds_counts(frame, backend, plan, plan.columns, plan.fill, split_every,
                                   progress)
     charge = charge_budget(PrivacyCost(plan.eps), ledger, dataset,
                            description=label or "private bounds", mechanism="bounds-hist",
                            columns=plan.columns)
-    found = _bounds_release(counts, rows, plan, charge.charge_id)
+    recount = partial(_refine_counts, frame, backend, plan, split_every, progress)
+    with after_charge(charge):
+        found = _bounds_release(counts, rows, plan, charge.charge_id, recount)
     return dataclasses.replace(found, kinds={c: k for c, k in axis.kinds.items() if k})
 
 
 @dataclass(frozen=True)
 class _BoundsPlan:
-    """The bounds step: its columns, fixed grid and noise. ``eps`` is the sum of the
-    columns' epsilons (its pure-DP cost); ``rho`` its zCDP cost when it is part of
-    a zCDP release (the columns' ``eps_column**2 / 2`` added up), else ``None``."""
+    """The bounds step: its columns, each column's first-pass grid and coverage,
+    and the noise. ``eps`` is the sum of the columns' epsilons (its pure-DP cost);
+    ``rho`` its zCDP cost when it is part of a zCDP release (the columns'
+    ``eps_column**2 / 2`` added up), else ``None``. Each column's ``eps_column``
+    is split: ``FIRST_PASS_SHARE`` to the first pass, the rest to the refining one."""
 
     columns: tuple
     eps: float
     eps_column: float
-    coverage: float
-    grid: BoundsGrid
+    coverages: tuple
+    grids: tuple
     fill: tuple | None
     rho: float | None = None
+    refines: tuple = ()
+
+    @property
+    def eps_first(self) -> float:
+        return safe_down(self.eps_column * FIRST_PASS_SHARE)
+
+    @property
+    def eps_second(self) -> float:
+        return safe_down(self.eps_column - safe_up(self.eps_column * FIRST_PASS_SHARE))
+
+    def wide(self, column) -> tuple[float, float]:
+        """The range a column is checked against before its bounds are known."""
+        grid = self.grids[self.columns.index(column)]
+        return grid.domain or (-1e300, 1e300)
 
     def describe(self) -> str:
         amount = (f"epsilon {self.eps:.4g}" if self.rho is None else
@@ -160,17 +210,19 @@ class _BoundsPlan:
 
 
 def _bounds_plan(schema, columns, coverage, domain, nulls, fill,
-                 part: PrivacyCost) -> _BoundsPlan:
+                 part: PrivacyCost, refine=True) -> _BoundsPlan:
     """The bounds step paid by ``part``: pure DP, ``eps / C`` per column; or, in
     zCDP, the largest ``eps_column`` with ``C eps_column**2 / 2 <= rho`` (each
     column's histogram is ``eps_column``-DP, hence ``eps_column**2 / 2``-zCDP)."""
     if isinstance(columns, str) or not columns:
         raise InvalidParameterError("columns must name the columns to estimate bounds for")
     names = list(columns)
-    grid = BoundsGrid(check_domain(domain))
-    # the request checks (names, numeric types, nulls/fill) against the grid's range
-    wide = grid.domain or (-1e300, 1e300)
-    checked_columns, _, fills = check_frame_request(schema, bounds=dict.fromkeys(names, wide),
+    grids = tuple(BoundsGrid(d) for d in per_column(domain, names, check_domain, "domain"))
+    coverages = per_column(coverage, names, check_coverage, "coverage")
+    refines = per_column(refine, names, check_refine, "refine")
+    # the request checks (names, numeric types, nulls/fill) against the grids' ranges
+    wide = {c: g.domain or (-1e300, 1e300) for c, g in zip(names, grids)}
+    checked_columns, _, fills = check_frame_request(schema, bounds=wide,
                                                     columns=names, nulls=nulls, fill=fill,
                                                     min_columns=1)
     k = len(checked_columns)
@@ -183,9 +235,12 @@ def _bounds_plan(schema, columns, coverage, domain, nulls, fill,
         while k * eps_column ** 2 / 2.0 > rho:
             eps_column = safe_down(eps_column)
         total, rho_spent = safe_up(k * eps_column), rho
-    histogram_scale(eps_column)  # a scale that cannot be sampled is refused now
-    return _BoundsPlan(tuple(checked_columns), total, eps_column,
-                       check_coverage(coverage), grid, fills, rho_spent)
+    plan = _BoundsPlan(tuple(checked_columns), total, eps_column, coverages, grids, fills,
+                       rho_spent, refines)
+    # a scale that cannot be sampled is refused now
+    for eps_pass in ((plan.eps_first, plan.eps_second) if any(refines) else (eps_column,)):
+        histogram_scale(eps_pass)
+    return plan
 
 
 def _bounds_counts(frame, backend, plan: _BoundsPlan, columns, fill, split_every, progress):
@@ -194,11 +249,11 @@ def _bounds_counts(frame, backend, plan: _BoundsPlan, columns, fill, split_every
     missing values without a fill, cells that are not numbers, and too few rows --
     everything about the data that a later pass could find, found before the charge."""
     columns = tuple(columns)
-    counted = tuple(name in plan.columns for name in columns)
+    grids = tuple(plan.grids[plan.columns.index(name)] if name in plan.columns else None
+                  for name in columns)
     counts, rows, missing = backend.reduce(
         frame, columns,
-        partial(_bounds_partition, columns=columns, grid=plan.grid, fill=fill,
-                counted=counted),
+        partial(_bounds_partition, columns=columns, grids=grids, fill=fill),
         _add_histograms, split_every=split_every, progress=progress)
     if fill is None and missing.any():
         names = [c for c, m in zip(columns, missing) if m]
@@ -207,7 +262,26 @@ def _bounds_counts(frame, backend, plan: _BoundsPlan, columns, fill, split_every
             "fill values (nothing was charged)")
     if rows < MIN_ROWS:
         raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
-    return counts, int(rows)
+    by_name = dict(zip((c for c, g in zip(columns, grids) if g is not None), counts))
+    return [by_name[c] for c in plan.columns], int(rows)
+
+
+def _refine_counts(frame, backend, plan: _BoundsPlan, split_every, progress, fine: dict):
+    """The refining pass (after the charge): exact histograms of the columns in
+    ``fine`` (column -> grid chosen from the first pass's released bounds), with
+    the same missing-value handling as the first pass. Nothing here refuses."""
+    columns = tuple(fine)
+    if not columns:
+        return {}
+    fill = None
+    if plan.fill is not None:
+        fills = dict(zip(plan.columns, plan.fill))
+        fill = tuple(fills[c] for c in columns)
+    counts, _, _ = backend.reduce(
+        frame, columns,
+        partial(_bounds_partition, columns=columns, grids=tuple(fine.values()), fill=fill),
+        _add_histograms, split_every=split_every, progress=progress)
+    return dict(zip(columns, counts))
 
 
 def _valid_bounds(found, name) -> tuple[float, float] | None:
@@ -220,23 +294,62 @@ def _valid_bounds(found, name) -> tuple[float, float] | None:
         return None
 
 
-def _bounds_release(counts, rows, plan: _BoundsPlan, charge_id: str) -> BoundsRelease:
-    """The released bounds (post-processing of the noisy histograms; never refuses:
-    a column whose bounds cannot be read off falls back and is marked unresolved)."""
-    eps_column = plan.eps_column
-    found, scale = _noisy_bounds(counts, plan.grid, eps_column, plan.coverage)
-    found = [_valid_bounds(b, c) for c, b in zip(plan.columns, found)]
-    fallback = plan.grid.domain or (-1.0, 1.0)
-    unresolved = tuple(c for c, b in zip(plan.columns, found) if b is None)
+def _bounds_release(counts, rows, plan: _BoundsPlan, charge_id: str,
+                    recount) -> BoundsRelease:
+    """The released bounds (never refuses: a column whose bounds cannot be read
+    off falls back and is marked unresolved). The first pass's noisy histograms
+    and the bounds read off them; for the columns whose first bounds are far from
+    zero relative to their width, a grid inside those bounds (a function of
+    released values only), ``recount(grids)`` -- the refining pass over the data --
+    its noisy histograms and the bounds read off them."""
+    found, fine, restart = {}, {}, set()
+    scale = histogram_scale(plan.eps_first)
+    for row, grid, cov, c, twice in zip(counts, plan.grids, plan.coverages, plan.columns,
+                                        plan.refines):
+        (noisy,), scale_c = noisy_histograms([row], plan.eps_first if twice else plan.eps_column)
+        found[c] = _valid_bounds(bounds_from_noisy(noisy, grid, cov, scale_c), c)
+        if not twice:
+            continue
+        # the second pass's grid, from the first pass's released bounds only: equal
+        # bins inside them, or (unresolved) the first grid again
+        if found[c] is None:
+            fine[c] = grid
+            restart.add(c)
+        else:
+            inner = refinement_grid(found[c], grid)
+            if inner is not None:
+                fine[c] = inner
+    second = recount(fine)
+    refined = []
+    scale2 = histogram_scale(plan.eps_second)
+    if second:
+        second_noisy, scale2 = noisy_histograms([second[c] for c in fine], plan.eps_second)
+        for (c, grid), row in zip(fine.items(), second_noisy):
+            cov = plan.coverages[plan.columns.index(c)]
+            if c in restart:
+                found[c] = _valid_bounds(bounds_from_noisy(row, grid, cov, scale2), c)
+                continue
+            better = _valid_bounds(refined_from_noisy(row, grid, cov, scale2), c)
+            if better is not None:
+                found[c] = better
+                refined.append(c)
+    unresolved = tuple(c for c in plan.columns if found[c] is None)
+    fallback = {c: g.domain or (-1.0, 1.0) for c, g in zip(plan.columns, plan.grids)}
     if unresolved:
         warnings.warn(f"no private bounds could be found for column(s) {list(unresolved)} "
-                      f"at this budget and row count; they fall back to {fallback}",
-                      UserWarning, stacklevel=3)
-    bounds = {c: (b if b is not None else fallback) for c, b in zip(plan.columns, found)}
-    return BoundsRelease(bounds=bounds, epsilon=plan.eps, epsilon_per_column=eps_column,
-                         coverage=plan.coverage, noise_scale=scale, rows=rows,
-                         domain=plan.grid.domain, unresolved=unresolved, charge_id=charge_id,
-                         seeded=not active_sampler().secure)
+                      "at this budget and row count: they fall back to their domain, or "
+                      "(-1, 1) without one; choose bounds for them yourself",
+                      BoundsWarning, stacklevel=3)
+    bounds = {c: (found[c] if found[c] is not None else fallback[c]) for c in plan.columns}
+    domains = {c: g.domain for c, g in zip(plan.columns, plan.grids) if g.domain is not None}
+    coverages = dict(zip(plan.columns, plan.coverages))
+    return BoundsRelease(bounds=bounds, epsilon=plan.eps, epsilon_per_column=plan.eps_column,
+                         coverage=plan.coverages[0] if len(set(plan.coverages)) == 1
+                         else coverages,
+                         noise_scale=scale, rows=rows,
+                         domain=domains or None, unresolved=unresolved, charge_id=charge_id,
+                         seeded=not active_sampler().secure, refined=tuple(refined),
+                         refine_noise_scale=scale2, first_pass_share=FIRST_PASS_SHARE)
 
 
 @dataclass(frozen=True)
@@ -264,7 +377,8 @@ class PrivateBoundsPlan:
 
 
 def plan_private_bounds(schema, eps, *, bounds, columns=None, delta=0.0, bounds_share=None,
-                        coverage=0.99, domain=None, mechanism="auto", nulls="raise",
+                        coverage=0.99, domain=None, refine=True, mechanism="auto",
+                        nulls="raise",
                         fill=None, label=None, select: dict | None = None,
                         **release) -> PrivateBoundsPlan:
     """Check a release whose bounds are ``"private"`` (some or all) and split its
@@ -293,7 +407,8 @@ def plan_private_bounds(schema, eps, *, bounds, columns=None, delta=0.0, bounds_
                                     "micr-gauss (mechanism='auto' or 'micr-gauss')")
     total = measure.total(eps, delta)
     (bounds_part,) = measure.split(total, (share,))
-    plan = _bounds_plan(schema, private, coverage, domain, nulls, private_fill, bounds_part)
+    plan = _bounds_plan(schema, private, coverage, domain, nulls, private_fill, bounds_part,
+                        refine)
     part = measure.rest(total, bounds_part.amount())
     if measure is PURE_DP:
         release_eps, release_mechanism = part.epsilon, mechanism
@@ -301,7 +416,7 @@ def plan_private_bounds(schema, eps, *, bounds, columns=None, delta=0.0, bounds_
         release_eps, release_mechanism = ZCDP.within(part.amount(), delta), "micr-gauss"
     # private columns are checked against a wide placeholder (fill values included);
     # the released bounds replace it before anything is counted
-    placeholder = {c: (spec[c] if c not in private else (plan.grid.domain or (-1e300, 1e300)))
+    placeholder = {c: (spec[c] if c not in private else plan.wide(c))
                    for c in spec}
     selection_plan = None
     if select is None:
@@ -355,12 +470,13 @@ def run_private_bounds(frame, planned: PrivateBoundsPlan, *, ledger=None, datase
                            description=f"{request.label or 'pairwise'} ({parts})",
                            mechanism=f"bounds-hist+{request.mechanism.label}",
                            columns=request.columns)
-    found = _bounds_release(counts, rows, plan, charge.charge_id)
-    final = {c: found.bounds.get(c, planned.placeholder[c]) for c in planned.spec}
-    request = dc.replace(request, bounds=tuple(tuple(map(float, final[c]))
-                                               for c in request.columns))
     prepaid = PrepaidLedger(charge, planned.part)
     with after_charge(charge):
+        recount = partial(_refine_counts, frame, backend, plan, request.split_every, progress)
+        found = _bounds_release(counts, rows, plan, charge.charge_id, recount)
+        final = {c: found.bounds.get(c, planned.placeholder[c]) for c in planned.spec}
+        request = dc.replace(request, bounds=tuple(tuple(map(float, final[c]))
+                                                   for c in request.columns))
         if planned.selection is None:
             result = release_pairs(frame, request, ledger=prepaid, dataset=dataset,
                                    progress=progress)

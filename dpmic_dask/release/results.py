@@ -168,22 +168,30 @@ class BoundsRelease:
     """Bounds estimated with differential privacy: plain numbers to keep and reuse as
     public bounds (``bounds[column] = (lo, hi)``), and how they were made.
 
-    ``epsilon`` was spent in total (``epsilon_per_column`` on each column's noisy
-    histogram, discrete Laplace of scale ``noise_scale`` counts); ``coverage`` is
-    the share of values the bounds aim to contain; ``unresolved`` lists columns
-    where no bin stood out of the noise (their bounds are the fallback).
+    ``epsilon`` was spent in total (``epsilon_per_column`` on each column's two
+    noisy histograms: ``first_pass_share`` of it on the first pass, discrete
+    Laplace of scale ``noise_scale`` counts, the rest on the refining pass, scale
+    ``refine_noise_scale``); ``coverage`` is the share of values the bounds aim to
+    contain (a dict by column when columns differ); ``domain`` the public domain
+    grids by column (``None``: the half-octave grid for all); ``refined`` lists the
+    columns whose bounds come from the refining pass; ``unresolved`` the columns
+    where no bin stood out of the noise (their bounds are the fallback, with a
+    :class:`~dpmic_dask.errors.BoundsWarning`).
     """
 
     bounds: dict
     epsilon: float
     epsilon_per_column: float
-    coverage: float
+    coverage: float | dict
     noise_scale: float
     rows: int
-    domain: tuple | None
+    domain: dict | tuple | None
     unresolved: tuple
     charge_id: str
     seeded: bool = False
+    refined: tuple = ()
+    refine_noise_scale: float | None = None
+    first_pass_share: float | None = None
     #: Each column's kind (:mod:`dpmic_dask.stats.kinds`), for printing its bounds
     #: in that kind (dates, times); ``bounds`` themselves are axis numbers.
     kinds: dict = field(default_factory=dict)
@@ -194,19 +202,51 @@ class BoundsRelease:
 
         return format_bounds(self.kinds.get(column), self.bounds[column])
 
+    def pin(self) -> str:
+        """Job-file lines that pin these bounds as public for the next run (which
+        then stops paying for them); unresolved columns are left out."""
+        return "\n".join(f"columns.{name}.bounds = [{lo!r}, {hi!r}]"
+                         for name, (lo, hi) in self.bounds.items()
+                         if name not in self.unresolved)
+
     def report(self) -> str:
         lines = ["NOT PRIVATE: seeded test noise."] if self.seeded else []
+        aim = (f"{self.coverage:.3g}" if not isinstance(self.coverage, dict) else
+               ", ".join(f"{c} {v:.3g}" for c, v in self.coverage.items()))
         lines.append(f"Private bounds of {len(self.bounds)} column(s), n = {self.rows} rows, "
-                     f"aiming to contain {self.coverage:.3g} of each column's values:")
-        lines += [f"  {name}: {self.formatted(name)}" for name in self.bounds]
-        grid = ("signed half-octave grid" if self.domain is None
-                else f"1024 equal bins of {self.domain}")
+                     f"aiming to contain {aim} of each column's values:")
+        for name in self.bounds:
+            how = (" (unresolved: fallback)" if name in self.unresolved else
+                   " (refined)" if name in self.refined else "")
+            lines.append(f"  {name}: {self.formatted(name)}{how}")
+        if self.domain is None:
+            grid = "signed half-octave grid"
+        elif isinstance(self.domain, dict):
+            grid = ("1024 equal bins of the public domain of " + ", ".join(self.domain)
+                    + (", else the signed half-octave grid"
+                       if len(self.domain) < len(self.bounds) else ""))
+        else:
+            grid = f"1024 equal bins of {self.domain}"
+        passes = ""
+        if self.refine_noise_scale is not None and self.first_pass_share is not None:
+            passes = (f"; {self.first_pass_share:g} of it on the first pass, the rest on a "
+                      f"refining pass of 1024 equal bins inside the first bounds, noise scale "
+                      f"{self.refine_noise_scale:.4g} counts, used for "
+                      f"{list(self.refined) if self.refined else 'no column'}")
         lines.append(f"Budget: epsilon = {self.epsilon:g} ({self.epsilon_per_column:.4g} per "
                      f"column; noisy histograms on a {grid}, noise scale "
-                     f"{self.noise_scale:.4g} counts). Ledger charge: {self.charge_id}.")
+                     f"{self.noise_scale:.4g} counts{passes}). Ledger charge: "
+                     f"{self.charge_id}.")
         if self.unresolved:
-            lines.append(f"No bin stood out of the noise for {list(self.unresolved)}: "
-                         "fallback bounds used; choose bounds for them yourself.")
+            lines.append(f"Unresolved: no bin stood out of the noise for "
+                         f"{list(self.unresolved)}; fallback bounds used: choose bounds for "
+                         "them yourself, or spend more on them.")
+        pinned = [c for c in self.bounds if c not in self.unresolved]
+        if pinned:
+            lines.append("To reuse them as public bounds (and stop paying for them), pin them: "
+                         "bounds={" + ", ".join(f"{c!r}: ({self.bounds[c][0]:.17g}, "
+                                                f"{self.bounds[c][1]:.17g})" for c in pinned)
+                         + "}, or in a job file columns.<name>.bounds = [lo, hi].")
         return "\n".join(lines)
 
 
@@ -240,6 +280,9 @@ class PairwiseResult(_ReportFields):
     privacy: PrivacyReport
     companions: tuple = ()
     private_bounds: BoundsRelease | None = None
+    #: Privately chosen categories (column -> the kept candidates, in candidate
+    #: order): public from now on, to reuse as the columns' lists.
+    private_categories: dict | None = None
 
     def companion(self, statistic: str) -> Companion:
         """The released companion statistic called ``statistic`` (e.g. ``"tau"``)."""
