@@ -26,6 +26,12 @@ from dpmic_dask.release.private_bounds import (
     plan_private_bounds,
     run_private_bounds,
 )
+from dpmic_dask.release.private_categories import (
+    PrivateCategoriesPlan,
+    plan_private_categories,
+    run_private_categories,
+    split_private,
+)
 from dpmic_dask.release.request import API_NAMES, ArgumentNames, ReleaseRequest, pairwise_request
 from dpmic_dask.release.results import PairwiseResult
 from dpmic_dask.release.selected import release_selected, selection_request
@@ -49,10 +55,15 @@ class ReleasePlan:
     #: Privacy per unit (:mod:`dpmic_dask.release.units`): bounding and a private
     #: row count in front of the release, paid from the same charge.
     units: object | None = None
+    #: Private categories (:mod:`dpmic_dask.release.private_categories`): a choice
+    #: among public candidates in front of the release, paid from the same charge.
+    private_categories: object | None = None
 
     @property
     def cost(self) -> PrivacyCost:
         """The one charge of the whole release."""
+        if self.private_categories is not None:
+            return self.private_categories.total  # type: ignore[attr-defined]
         if self.units is not None:
             return self.units.total  # type: ignore[attr-defined]
         if self.bounds is not None:
@@ -62,7 +73,9 @@ class ReleasePlan:
     @property
     def steps(self) -> tuple[str, ...]:
         """The steps in order, in words (``("private bounds", "selection", "values")``)."""
-        return tuple(step for step, present in (("private bounds", self.bounds is not None),
+        return tuple(step for step, present in (("private categories",
+                                                 self.private_categories is not None),
+                                                ("private bounds", self.bounds is not None),
                                                 ("selection", self.selection is not None),
                                                 ("values", True)) if present)
 
@@ -93,6 +106,13 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
     """
     if select is not None:
         selection_rule(select.get("rule"))  # a registered rule, or refused now
+    # privately chosen categories: the release is planned at its share, with every
+    # candidate as a category (the worst case); the choice comes first, same charge
+    categories, private = split_private(categories)
+    if private:
+        check_private_categories(bounds, select, nulls, min_rows)
+        eps, mechanism, step_costs = plan_private_categories(eps, delta, mechanism, private)
+        categories = {**(categories or {}), **private}
     # categorical columns: their public lists become their kinds (codes, bounds (0, K))
     kinds, columns, nulls, categorical = category_kinds(
         schema, categories, bounds=bounds, columns=columns, kinds=kinds, nulls=nulls,
@@ -113,8 +133,28 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
         planned = with_min_rows(planned, min_rows)
     if categorical:
         planned = with_categories(planned, categorical)
+    if private:
+        cost, eps_column, release_part, total = step_costs
+        planned = dataclasses.replace(planned, private_categories=PrivateCategoriesPlan(
+            {c: categorical[c] for c in private}, eps_column, cost, release_part, total))
     return dataclasses.replace(planned, kinds=axis.kinds,
                                drop=planned.request.columns if drop_rows else None)
+
+
+def check_private_categories(bounds, select, nulls, min_rows) -> None:
+    """What a release with private categories does not combine with (refused
+    before anything is read)."""
+    if has_private_bounds(bounds):
+        raise InvalidParameterError(
+            "private categories and private bounds in one release are not supported: "
+            "release the bounds first (dpmic_dask.private_bounds) and give them as public")
+    if select is not None:
+        raise InvalidParameterError(
+            "private categories are released with pairwise; choose pairs in a second "
+            "release with the released categories as public lists")
+    if nulls not in ("raise", "category") or min_rows is not None:
+        raise InvalidParameterError(
+            "private categories take nulls='raise' or nulls='category'")
 
 
 def check_drop(nulls, fill, min_rows, mechanism) -> bool:
@@ -195,6 +235,9 @@ def run_release(frame, plan: ReleasePlan, *, ledger=None, dataset=None,
 
     if plan.kinds or plan.drop:  # every column in axis numbers (dpmic_dask.stats.kinds)
         frame = axis_frame(frame, plan.kinds or {}, drop=plan.drop)
+    if plan.private_categories is not None:
+        return _in_kinds(run_private_categories(frame, plan, ledger=ledger, dataset=dataset,
+                                                progress=progress), plan)
     if plan.units is not None:
         from dpmic_dask.release.units import run_units
 

@@ -1,0 +1,116 @@
+"""Choosing a column's categories privately (DP partition selection).
+
+Two mechanisms; the proofs are in ``docs/privacy.md`` ("Private categories").
+
+:func:`select_candidates` -- **pure** ``eps``-DP, over a *public candidate list*.
+Every candidate's count gets exact discrete Laplace noise of scale ``2 / eps``
+(replacing one row moves at most one count down and one up: L1 sensitivity 2),
+and the candidates whose noisy count reaches a public threshold are kept. The
+output depends on the data only through the noisy counts. This is the one the
+releases use (``categories={"region": {"private": [...]}}``).
+
+:func:`select_partitions` -- ``(eps, delta)``-DP over an *unknown* domain:
+only values that occur are considered, so a value held by one row could appear
+in the output; the threshold ``T = 2 + ceil(2 ln(2 / delta) / eps)`` (at the
+scale ``2 / eps``) keeps such a value with probability at most
+``delta e^(-eps/2) / 2``. It needs ``delta > 0`` (:func:`check_unknown_domain`
+refuses ``delta = 0`` before anything is read). Its guarantee is approximate
+DP, which the package's ledgers (pure epsilon, or zCDP) cannot compose, so no
+release charges it yet: it is provided with its proof and exhaustive check for
+a ledger that tracks ``delta``.
+
+Noise is drawn only from :func:`dpmic_dask.privacy.noise.active_sampler`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.privacy.noise import active_sampler
+from dpmic_dask.stats.sensitivity import safe_up
+
+#: Probability that some candidate with no rows at all is kept (sets the pure
+#: mechanism's default threshold; post-processing, any value is private).
+FALSE_KEEP = 0.05
+
+
+def candidate_scale(eps_column: float) -> float:
+    """Noise scale ``2 / eps_column`` of each candidate's count (rounded up)."""
+    if not eps_column > 0 or not math.isfinite(eps_column):
+        raise InvalidParameterError("eps is too small to split over these columns")
+    return safe_up(2.0 / eps_column)
+
+
+def candidate_threshold(scale: float, candidates: int, false_keep: float = FALSE_KEEP) -> int:
+    """The smallest integer ``T >= 1`` at which a candidate with no rows passes with
+    probability at most ``false_keep / candidates`` (discrete Laplace tail
+    ``P(Z >= T) = r^T / (1 + r)``, ``r = exp(-1 / scale)``): with probability at
+    least ``1 - false_keep`` no empty candidate is kept. Public."""
+    target = false_keep / max(1, candidates)
+    return max(1, math.ceil(scale * math.log(1.0 / target)))
+
+
+def select_candidates(counts, eps_column: float, threshold: int | None = None):
+    """Pure ``eps_column``-DP choice among public candidates (call after the charge).
+
+    ``counts``: exact int counts of each candidate (rows whose value is not a
+    candidate are not counted). Returns ``(kept, scale, threshold)``: the boolean
+    mask of kept candidates, the noise scale, and the threshold used."""
+    counts = np.asarray(counts, dtype=np.int64)
+    scale = candidate_scale(eps_column)
+    if threshold is None:
+        threshold = candidate_threshold(scale, counts.size)
+    noise = np.asarray(active_sampler().discrete_laplace(scale, counts.size), dtype=np.int64)
+    limit = np.iinfo(np.int64).max - int(counts.max(initial=0))
+    noisy = counts + np.clip(noise, -limit, limit)  # exact int64, never wraps
+    return noisy >= threshold, scale, int(threshold)
+
+
+def unknown_domain_threshold(eps: float, delta: float) -> int:
+    """``T = 1 + ceil(b (ln(2 / delta) + eps / 2))`` for the noise scale ``b`` used
+    (``2 / eps`` rounded up; ``T = 2 + ceil(2 ln(2 / delta) / eps)`` at exactly
+    ``2 / eps``): a value held by one row reaches it with probability
+    ``P(Z >= T - 1) = r^(T-1) / (1 + r) <= delta e^(-eps/2) / 2``, ``r = e^(-1/b)``."""
+    check_unknown_domain(eps, delta)
+    scale = safe_up(2.0 / eps)
+    return 1 + math.ceil(scale * (math.log(2.0 / delta) + eps / 2.0))
+
+
+def check_unknown_domain(eps: float, delta: float) -> None:
+    """Refuse (before anything is read) an unknown-domain selection with
+    ``delta = 0``: a value held by a single row cannot be kept with probability 0
+    on one table and more than 0 on its neighbour under pure DP."""
+    if not delta > 0:
+        raise InvalidParameterError(
+            "choosing categories privately from values that occur (an unknown domain) "
+            "needs delta > 0: a value held by one row is kept with probability at most "
+            "delta. Give public candidates instead ({'private': [candidates]}, pure DP)")
+    if not (eps > 0 and math.isfinite(eps)):
+        raise InvalidParameterError("eps must be a finite number > 0")
+
+
+def select_partitions(counts: Mapping, eps: float, delta: float) -> list:
+    """``(eps, delta)``-DP choice of the values that occur (replace-one neighbours).
+
+    ``counts``: value -> exact count (> 0) of the values that occur. Each count
+    gets discrete Laplace noise of scale ``2 / eps``; a value is kept when its
+    noisy count reaches :func:`unknown_domain_threshold`. Returns the kept values
+    in a data-independent order (sorted by ``repr``). Call only after a charge."""
+    threshold = unknown_domain_threshold(eps, delta)
+    values = sorted(counts, key=repr)
+    exact = np.array([int(counts[v]) for v in values], dtype=np.int64)
+    if not values:
+        return []
+    scale = safe_up(2.0 / eps)
+    noise = np.asarray(active_sampler().discrete_laplace(scale, exact.size), dtype=np.int64)
+    limit = np.iinfo(np.int64).max - int(exact.max())
+    noisy = exact + np.clip(noise, -limit, limit)
+    return [v for v, z in zip(values, noisy) if z >= threshold]
+
+
+__all__ = ["FALSE_KEEP", "candidate_scale", "candidate_threshold", "check_unknown_domain",
+           "select_candidates", "select_partitions", "unknown_domain_threshold"]
