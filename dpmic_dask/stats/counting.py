@@ -229,7 +229,8 @@ def count_binned(chunks, spec: CountSpec) -> PartialCounts:
         for o, (row_col, fixed_col) in enumerate(((b, a), (a, b))):
             for offsets, fixed in cells:
                 add_cells(offsets[row_col], fixed[fixed_col], flat)
-            read_off_orientation(hist, prefix, store, *layout.orientations[o], out[p])
+            read_off_orientation(hist, prefix, store, *layout.orientations[o],  # type: ignore[call-arg]
+                                 out[p])
     return PartialCounts(out, rows, missing)
 
 
@@ -455,5 +456,6 @@ def master_counts(hist: np.ndarray, family: GridFamily) -> np.ndarray:
     store = np.empty(layout.store_size, dtype=np.int64)
     for o in range(2):
         scratch = np.array(hist[o], dtype=np.int64)  # the read-off clears its input
-        read_off_orientation(scratch, prefix, store, *layout.orientations[o], out)
+        read_off_orientation(scratch, prefix, store, *layout.orientations[o],  # type: ignore[call-arg]
+                             out)
     return out

@@ -88,11 +88,19 @@ def _compress(counts, cum, tot, cols):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _gain(cum, tot, s, t, n_cols, table):
-    """``F(s..t) = sum_j g(q_j) - g(q)`` for compressed rows ``s .. t-1``."""
+def _gain(cum, tot, s, t, n_cols, table, covered):
+    """``F(s..t) = sum_j g(q_j) - g(q)`` for compressed rows ``s .. t-1``;
+    ``covered``: ``table`` holds every count up to the grid's total, so no count
+    needs the range check."""
     acc = 0.0
+    upper = cum[t]
+    lower = cum[s]
+    if covered:
+        for j in range(n_cols):
+            acc += table[upper[j] - lower[j]]
+        return acc - table[tot[t] - tot[s]]
     for j in range(n_cols):
-        acc += _phi(cum[t, j] - cum[s, j], table)
+        acc += _phi(upper[j] - lower[j], table)
     return acc - _phi(tot[t] - tot[s], table)
 
 
@@ -110,6 +118,7 @@ def _optimize_into(counts, max_groups, table, out, cum, tot, cols, gain, prev, c
         # One non-empty row or column: every grouping has zero information.
         return
     nf = float(n)
+    covered = table.shape[0] > n
     # H(columns) in bits; I = H(columns) + sum over groups of F / n.
     h_cols = np.log2(nf) - col_term / nf
     top = min(max_groups, n_rows)
@@ -117,13 +126,13 @@ def _optimize_into(counts, max_groups, table, out, cum, tot, cols, gain, prev, c
     # Level 1: one group covering rows 0 .. t-1.
     prev[0] = -np.inf
     for t in range(1, n_rows + 1):
-        prev[t] = _gain(cum, tot, 0, t, n_cols, table)
+        prev[t] = _gain(cum, tot, 0, t, n_cols, table, covered)
 
     if top == 2:
         # Only the full prefix is needed at level 2: O(R * L) work, no table.
         best = -np.inf
         for s in range(1, n_rows):
-            v = prev[s] + _gain(cum, tot, s, n_rows, n_cols, table)
+            v = prev[s] + _gain(cum, tot, s, n_rows, n_cols, table, covered)
             if v > best:
                 best = v
         out[2] = h_cols + best / nf
@@ -131,7 +140,7 @@ def _optimize_into(counts, max_groups, table, out, cum, tot, cols, gain, prev, c
         # gain[t, s] = F(s..t): the dynamic program reads a row of it per end point.
         for s in range(1, n_rows):
             for t in range(s + 1, n_rows + 1):
-                gain[t, s] = _gain(cum, tot, s, t, n_cols, table)
+                gain[t, s] = _gain(cum, tot, s, t, n_cols, table, covered)
         for k in range(2, top + 1):
             for t in range(n_rows + 1):
                 cur[t] = -np.inf
