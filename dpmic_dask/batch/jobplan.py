@@ -39,14 +39,15 @@ def job_release_plan(job: Job, schema):
                         delta=job.delta, mechanism=job.mechanism, select=select,
                         nulls=job.nulls, fill=job.fill, label=job.name,
                         statistics=job.statistics, B=job.B, c=job.c,
-                        task_memory=job.task_memory, names=JobFileNames(), **private)
+                        task_memory=job.task_memory, names=JobFileNames(),
+                        kinds=dict(job.kinds) or None, min_rows=job.min_rows, **private)
 
 
 def job_cost(job: Job):
     """What one run of ``job`` is charged (no data read): its plan's one charge."""
-    from dpmic_dask.release.request import numeric_schema
+    from dpmic_dask.batch.jobs import job_schema
 
-    return job_release_plan(job, numeric_schema(job.bounds)).cost
+    return job_release_plan(job, job_schema(job)).cost
 
 
 def job_selection(job: Job) -> dict | None:
@@ -91,5 +92,8 @@ def job_fingerprint(job: Job) -> str:
         "output": {"path": local(job.output_path), "format": job.output_format,
                    "sql_url": job.output_sql_url, "sql_table": job.output_sql_table},
     }
+    if job.kinds or job.min_rows is not None:  # absent: fingerprints of older jobs unchanged
+        content["kinds"] = job.kinds
+        content["min_rows"] = job.min_rows
     text = json.dumps(content, sort_keys=True, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()

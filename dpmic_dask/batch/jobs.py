@@ -26,10 +26,16 @@ Example (TOML)::
     age = { bounds = [0, 120] }
     income = { bounds = [0, 300000], fill = 40000 }
     # spend = { bounds = "private" }       # estimated privately (privacy.bounds_share)
+    # signup = { bounds = [2023-01-01, 2025-01-01] }   # times: bounds as TOML dates
+    # ts = { kind = "timestamp", unit = "s", bounds = [2023-01-01, 2025-01-01] }
+    #                                      # a cast: epoch numbers (or strings) as times
+    # churned = { kind = "boolean" }       # booleans: bounds (0, 1) implied
 
     [privacy]
     eps = 1.0                              # also: delta, mechanism, B, c, nulls,
                                            # statistics = ["mic", "tau"]
+    # nulls = "drop"                       # drop rows with a null (listwise), with
+    # min_rows = 50000                     #   a public minimum of the rows kept
 
     [output]
     path = "results/"                      # a folder (Parquet or CSV), or sql_url + sql_table
@@ -66,13 +72,16 @@ SECTIONS = {
     "input": {"paths", "format", "sql_url", "sql_table", "sql_query", "timeout",
               "partition_column", "partition_bounds", "partitions"},
     "columns": None,  # column names are free; each entry has COLUMN_KEYS
-    "privacy": {"eps", "delta", "mechanism", "B", "c", "nulls", "statistics", "bounds_share"},
+    "privacy": {"eps", "delta", "mechanism", "B", "c", "nulls", "statistics", "bounds_share",
+                "min_rows"},
     "output": {"path", "format", "sql_url", "sql_table", "timeout"},
     "cluster": {"scheduler", "workers", "timeout", "task_memory"},
     "select": {"top_k", "threshold", "max_pairs", "share", "screen_B"},
     "ledger": {"url"},
 }
-COLUMN_KEYS = {"bounds", "fill"}
+COLUMN_KEYS = {"bounds", "fill", "kind", "unit"}
+#: Kinds a job file can name (``columns.ts.kind``); see :mod:`dpmic_dask.stats.kinds`.
+JOB_KINDS = ("number", "boolean", "timestamp", "date", "timedelta")
 FORMATS = ("parquet", "csv")
 
 
@@ -94,6 +103,11 @@ class Job:
     partitions: int = 1
     bounds: dict = field(default_factory=dict)
     fill: dict | None = None
+    #: Per-column kinds and casts (``columns.ts.kind = "timestamp"``, ``unit``):
+    #: ``{column: {"kind": ..., "unit": ...}}``, only for the columns that name one.
+    kinds: dict = field(default_factory=dict)
+    #: ``privacy.nulls = "drop"``: the public minimum of the rows kept.
+    min_rows: int | None = None
     eps: float = 1.0
     delta: float = 0.0
     mechanism: str = "auto"
@@ -177,6 +191,49 @@ def _sql_partitions(inp: dict, src: str) -> dict:
                        f"{MAX_SQL_PARTITIONS:,}")
     return {"partition_column": column, "partition_bounds": (float(b[0]), float(b[1])),
             "partitions": count}
+
+
+def _column_kind(spec: dict, name: str, src: str) -> dict:
+    """``columns.<name>.kind`` and ``unit`` (a cast for values that arrive as strings
+    or numbers), as ``{"kind": ..., "unit": ...}``; ``{}`` when none is named."""
+    if "kind" not in spec:
+        if "unit" in spec:
+            raise JobError(f"{src}: columns.{name}.unit needs columns.{name}.kind")
+        return {}
+    kind = spec["kind"]
+    if kind not in JOB_KINDS:
+        raise JobError(f"{src}: columns.{name}.kind must be one of {', '.join(JOB_KINDS)}")
+    out = {"kind": kind}
+    if "unit" in spec:
+        from dpmic_dask.stats.kinds import UNITS
+
+        if kind not in ("timestamp", "date", "timedelta") or spec["unit"] not in UNITS:
+            raise JobError(f"{src}: columns.{name}.unit must be one of {', '.join(UNITS)} "
+                           "(for a timestamp, date or timedelta kind)")
+        out["unit"] = spec["unit"]
+    return out
+
+
+def job_schema(job: Job) -> dict:
+    """The schema a job declares, for ``dpmic validate`` (the input's own dtypes are
+    checked by ``run``, or by ``validate --schema``): a named kind's dtype, else
+    float64 for numeric or private bounds and ``object`` for bounds in another
+    kind (dates, times), which the kinds then read by their bounds."""
+    import numpy as np
+
+    declared = {"timestamp": "datetime64[ns]", "date": "datetime64[ns]",
+                "timedelta": "timedelta64[ns]", "boolean": "bool", "number": "float64"}
+    schema = {}
+    for name, bounds in job.bounds.items():
+        kind = job.kinds.get(name, {})
+        if kind and "unit" not in kind:
+            schema[name] = np.dtype(declared[kind["kind"]])
+        elif kind or bounds == "private" or all(
+                isinstance(v, (int, float)) for v in bounds):
+            schema[name] = np.dtype("float64")
+        else:
+            schema[name] = np.dtype(object)
+    return schema
 
 
 def _select(sel: dict, src: str) -> dict:
@@ -287,12 +344,19 @@ def load_job(path) -> Job:
 
     bounds: dict[str, Any] = {}
     fills: dict[str, Any] = {}
+    kinds: dict[str, Any] = {}
     for name, spec in cols.items():
         if not isinstance(spec, dict):
             raise JobError(f"{src}: columns.{name} must be a table with bounds")
         bad = sorted(set(spec) - COLUMN_KEYS)
         if bad:
-            raise JobError(f"{src}: unknown key columns.{name}.{bad[0]} (allowed: bounds, fill)")
+            raise JobError(f"{src}: unknown key columns.{name}.{bad[0]} "
+                           f"(allowed: {', '.join(sorted(COLUMN_KEYS))})")
+        kind = _column_kind(spec, name, src)
+        if kind:
+            kinds[name] = kind
+        if "bounds" not in spec and kind.get("kind") == "boolean":
+            spec = {**spec, "bounds": [0, 1]}  # public by type
         if "bounds" not in spec:
             raise JobError(f"{src}: columns.{name} has no bounds (public bounds are required)")
         b = spec["bounds"]
@@ -307,6 +371,7 @@ def load_job(path) -> Job:
     if len(bounds) < 2:
         raise JobError(f"{src}: at least two columns are needed")
     kw["bounds"] = bounds
+    kw["kinds"] = kinds
 
     if "eps" not in priv:
         raise JobError(f"{src}: missing privacy.eps")
@@ -329,6 +394,9 @@ def load_job(path) -> Job:
         except InvalidParameterError:
             raise JobError(f'{src}: privacy.statistics must be ["mic"] or ["mic", "tau"]') from None
     kw["nulls"] = priv.get("nulls", "raise")
+    if "min_rows" in priv:
+        kw["min_rows"] = _typed(priv["min_rows"], int, "privacy.min_rows", src,
+                                "an integer (the public minimum of the rows kept)")
     if kw["nulls"] == "fill":
         kw["fill"] = fills
     elif fills:
@@ -380,12 +448,10 @@ def _check_parameters(job: Job) -> Job:
     from dpmic_dask.batch.jobplan import job_release_plan
     from dpmic_dask.errors import DPMICError
     from dpmic_dask.privacy.accounting import ledger_from_url
-    from dpmic_dask.release.request import numeric_schema
-
     try:
         if job.mechanism == "mice-lap":
             raise InvalidParameterError("privacy.mechanism 'mice-lap' is in-memory only")
-        job_release_plan(job, numeric_schema(job.bounds))
+        job_release_plan(job, job_schema(job))
         if job.scheduler:
             check_address(job.scheduler)
         else:  # a local cluster: a worker count this machine can start

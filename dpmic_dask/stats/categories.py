@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError
-from dpmic_dask.stats.kinds import ColumnKind, register_kind
+from dpmic_dask.stats.kinds import ColumnKind, read_as_ordered, register_kind
 
 #: How ``categories`` asks for a privately chosen list.
 PRIVATE = "private"
@@ -339,7 +339,13 @@ def category_kinds(schema, categories, *, bounds, columns, kinds, nulls, fill=No
     if nulls == "category" and not categories:
         raise InvalidParameterError("nulls='category' applies to categorical columns: give "
                                     "categories={column: [public list]}")
-    axes = check_categories(dtypes, categories, nulls=nulls, fill=fill, selected=selected)
+    # a column given another kind (or bounds a time kind reads) is not categorical
+    given = bounds if isinstance(bounds, Mapping) else {}
+    named = kinds if isinstance(kinds, Mapping) else {}
+    ordered = [c for c in selected if c in dtypes and read_as_ordered(
+        dtypes[c], bounds=given.get(c), kind=named.get(c))]
+    axes = check_categories(dtypes, categories, nulls=nulls, fill=fill,
+                            selected=[c for c in selected if c not in ordered])
     if not axes:
         return kinds, columns, nulls, {}
     if mechanism == "micr-geom":

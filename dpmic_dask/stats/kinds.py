@@ -4,8 +4,8 @@ The engine bins float64 *axis values* (SPEC section 2). A column kind says how a
 column's values become axis values, by one documented rule, and how bounds and
 fill values given in the column's own kind become axis numbers (and back, for
 reports). The kind is decided from the schema (the dtype), never from the data;
-an ``object`` column is read by the kind its bounds are given in (numbers, or
-dates and times), or by an explicit ``kinds={column: "timestamp"}``.
+an ``object`` or string column is read by the kind its bounds are given in
+(numbers, or dates and times), or by an explicit ``kinds={column: "timestamp"}``.
 
 Built-in kinds (tried in this order; a later :func:`register_kind` goes first):
 
@@ -41,7 +41,8 @@ API (all a new kind needs):
   ``kinds={column: {...}}`` or a job file's ``columns.<name>`` (minus
   ``bounds``/``fill``).
 * :func:`register_kind` adds a kind (tried before the built-in ones).
-* :func:`kind_named`, :func:`column_kind` (the kind of one column, or one line
+* :func:`read_as_ordered` (a named kind or claiming bounds: not a category),
+  :func:`kind_named`, :func:`column_kind` (the kind of one column, or one line
   naming the column and its dtype), :func:`axis_arguments` (a request's schema,
   bounds and fill values in axis numbers, and each column's kind),
   :func:`axis_frame` (a pandas or Dask frame with its kinded columns as float64
@@ -419,6 +420,8 @@ def column_kind(column, dtype, *, bounds=None, kind=None) -> ColumnKind:
         chosen = kind
     else:
         raise InvalidParameterError(f"kinds[{column!r}] must be a kind name or a dict")
+    if chosen is None and _is_object(dtype):  # strings and objects: read as their bounds say
+        chosen = next((k for k in _REGISTRY if k.claims(dtype, bounds)), None)
     if chosen is None:
         chosen = next((k for k in _REGISTRY if k.detects(dtype)), None)
     if chosen is None:
@@ -433,6 +436,20 @@ def column_kind(column, dtype, *, bounds=None, kind=None) -> ColumnKind:
         return chosen.resolve(dtype, options)
     except InvalidParameterError as exc:
         raise InvalidParameterError(f"kinds[{column!r}]: {exc}") from None
+    except InvalidDataError as exc:
+        raise InvalidDataError(f"column {column!r}: {exc}") from None
+
+
+def read_as_ordered(dtype, *, bounds=None, kind=None) -> bool:
+    """Whether a column of ``dtype`` is read by a kind other than ``"category"``
+    because the user said so: a named ``kind`` (not ``"category"``), or bounds in a
+    kind's own terms that a built-in kind claims (dates on an ``object`` column).
+    Categorical checks skip such columns."""
+    if isinstance(kind, Mapping):
+        kind = kind.get("kind")
+    if kind is not None:
+        return getattr(kind, "name", kind) != "category"
+    return any(k.claims(dtype, bounds) for k in _REGISTRY if k.name != "category")
 
 
 @dataclass(frozen=True)
@@ -564,4 +581,5 @@ def format_bounds(kind: ColumnKind | None, bounds) -> str:
 
 __all__ = ["AxisArguments", "BooleanKind", "ColumnKind", "NumberKind", "TimeKind", "UNITS",
            "axis_arguments", "axis_frame", "column_kind", "format_bounds", "format_value",
-           "kind_named", "register_kind", "registered_kinds", "seconds_of_ticks"]
+           "kind_named", "read_as_ordered", "register_kind", "registered_kinds",
+           "seconds_of_ticks"]
