@@ -1,22 +1,23 @@
 """Where a private causal graph spends its budget and draws its noise.
 
 The budget is split once, from public quantities only (the number of columns
-``p``, hence ``P = p (p - 1) / 2`` pairs, and ``max_condition_size``), into
+``p``, hence ``P = p (p - 1) / 2`` pairs, and ``max_condition_size``): one part
+per PC level ``0 .. max_condition_size`` (``level_shares``, equal by default).
+Each level pays for ``P`` edges -- the most that can be present when it starts --
+whatever the data make PC do. Within a level ``>= 1``, ``select_share`` of the
+part chooses separating sets, the rest decides.
 
-* one part per PC level ``0 .. max_condition_size`` (``level_shares``, equal by
-  default), each paying for ``P`` edge decisions -- the worst case, since at most
-  ``P`` edges can be present when a level starts -- whatever the data make PC do;
-* an optional part (``statistic_share``) for the released statistic of every
-  edge of the final graph, again paid for ``P`` values.
-
-One edge decision is a report-noisy-max (OpenDP's exact noisy top-1) over the
-options "keep the edge" (score 0) and "set ``S`` separates it" (score
-``threshold - statistic``, for every candidate ``S`` of the level): its cost is
-that of one selection whatever the number of candidate sets, and the chosen set is
-the released separating set. Every score moves by at most the statistic's
-sensitivity when one row is replaced, so the decision is ``eps_e``-DP (pure; noise
-from the exponential distribution) or ``rho_e``-zCDP (Gumbel noise, the
-exponential mechanism), with ``eps_e = eps_level / P`` or ``rho_e = rho_level / P``.
+* **Decision** (every edge tested at the level): the smallest margin
+  ``statistic - threshold`` over the edge's candidate sets, plus Laplace noise of
+  scale ``P Delta / eps_d`` (pure) or Gaussian noise of ``sigma = sqrt(P) Delta /
+  sqrt(2 rho_d)`` (zCDP), exact integer noise on a lattice. The edge is removed
+  when the noisy margin is negative. A minimum of ``Delta``-sensitive margins is
+  ``Delta``-sensitive, so the cost does not grow with the number of candidate sets,
+  and no "best of many" noise pushes towards removal. The noisy margin of a kept
+  edge's last decision is its released statistic (post-processing).
+* **Separating set** (every removed edge with more than one candidate): OpenDP's
+  exact report-noisy-max over ``-margin`` of the candidates, ``eps_s / P``-DP
+  (exponential noise) or ``rho_s / P``-zCDP (Gumbel noise).
 """
 
 from __future__ import annotations
@@ -42,15 +43,15 @@ def sensitivity(test: str, n: int, level: int) -> float:
     return g_sensitivity(n)
 
 
-def check_shares(level_shares, levels: int, statistic_share) -> tuple[float, ...]:
-    """``(statistic share, level shares...)`` as fractions of the total adding up to
-    at most 1; ``level_shares`` are relative weights (``None``: equal)."""
+def check_shares(level_shares, levels: int, select_share) -> tuple[tuple[float, ...], float]:
+    """``(level shares as fractions adding up to 1, select share)``;
+    ``level_shares`` are relative weights (``None``: equal)."""
     try:
-        value_share = float(statistic_share)
+        select = float(select_share)
     except (TypeError, ValueError):
-        raise InvalidParameterError("statistic_share must be a number in [0, 1)") from None
-    if not 0.0 <= value_share < 1.0 or isinstance(statistic_share, bool):
-        raise InvalidParameterError("statistic_share must be a number in [0, 1)")
+        raise InvalidParameterError("select_share must be a number in (0, 1)") from None
+    if not 0.0 < select < 1.0 or isinstance(select_share, bool):
+        raise InvalidParameterError("select_share must be a number in (0, 1)")
     if level_shares is None:
         weights = [1.0] * levels
     else:
@@ -63,98 +64,125 @@ def check_shares(level_shares, levels: int, statistic_share) -> tuple[float, ...
                 f"level_shares must be {levels} positive numbers, one per level "
                 "0 .. max_condition_size")
     total = sum(weights)
-    return (value_share, *(w / total * (1.0 - value_share) for w in weights))
+    return tuple(w / total for w in weights), select
+
+
+def lattice_for(high: float) -> float:
+    """The lattice of noisy values in ``[-high, high]``: ``2**-40`` times the
+    smallest power of two at least ``high`` (at most ``2**41`` steps, exact in
+    integers)."""
+    return LATTICE * 2.0 ** max(0, math.ceil(math.log2(max(high, 1.0))))
 
 
 @dataclass(frozen=True)
 class CausalBudget:
-    """The one charge of a causal graph and its parts (public quantities only)."""
+    """The one charge of a causal graph and its parts (public quantities only).
+
+    ``decision_parts[l]`` pays the decisions of level ``l``,
+    ``select_parts[l]`` its separating sets (``None`` at level 0, where the
+    only candidate is the empty set).
+    """
 
     total: PrivacyCost
-    value_part: PrivacyCost | None
-    level_parts: tuple[PrivacyCost, ...]
+    decision_parts: tuple[PrivacyCost, ...]
+    select_parts: tuple[PrivacyCost | None, ...]
     pairs: int
     test: str
     n: int
+    high: float
 
     @classmethod
-    def plan(cls, eps: float, delta: float, *, shares, pairs: int, test: str, n: int):
-        """Split ``(eps, delta)`` by ``shares`` (from :func:`check_shares`), each part
-        rounded down, for ``pairs`` pairs and ``n`` rows (both public)."""
+    def plan(cls, eps: float, delta: float, *, shares, pairs: int, test: str, n: int,
+             high: float):
+        """Split ``(eps, delta)`` by ``shares`` (from :func:`check_shares`), every
+        part rounded down, for ``pairs`` pairs and ``n`` rows (public); margins are
+        clipped to ``[-high, high]``."""
         measure = measure_for(delta)
         total = measure.total(eps, delta)
-        value_share, *level_shares = shares
-        if value_share > 0:
-            value_part, *levels = measure.split(total, [value_share, *level_shares])
-            return cls(total, value_part, tuple(levels), pairs, test, n)
-        return cls(total, None, measure.split(total, level_shares), pairs, test, n)
+        level_shares, select = shares
+        decisions: list[PrivacyCost] = []
+        selects: list[PrivacyCost | None] = []
+        for level, share in enumerate(level_shares):
+            if level == 0:
+                (part,) = measure.split(total, [share])
+                decisions.append(part)
+                selects.append(None)
+            else:
+                decide_part, select_part = measure.split(
+                    total, [share * (1.0 - select), share * select])
+                decisions.append(decide_part)
+                selects.append(select_part)
+        return cls(total, tuple(decisions), tuple(selects), pairs, test, n, high)
 
     @property
     def zcdp(self) -> bool:
         return self.total.measure is not PURE_DP
 
-    def per_edge(self, level: int) -> float:
-        """The budget of one edge decision at ``level`` (epsilon, or rho)."""
-        return safe_down(self.level_parts[level].amount() / self.pairs)
+    @property
+    def lattice(self) -> float:
+        return lattice_for(self.high)
 
     def decision_scale(self, level: int) -> float:
-        """The noise scale of one edge decision at ``level`` (OpenDP's calibration)."""
-        return top_k_scale(1, safe_up(sensitivity(self.test, self.n, level) + LATTICE),
-                           self.per_edge(level), self.zcdp)
-
-    def value_sensitivity(self) -> float:
-        return max(sensitivity(self.test, self.n, level)
-                   for level in range(len(self.level_parts)))
-
-    def value_lattice(self, high: float) -> float:
-        """The lattice of released statistics in ``[0, high]``: ``2**-40`` times the
-        smallest power of two at least ``high``, so a value has at most ``2**40``
-        steps and every sum below is exact in integers."""
-        return LATTICE * 2.0 ** max(0, math.ceil(math.log2(max(high, 1.0))))
-
-    def value_scale(self, high: float) -> float:
-        """Laplace scale or Gaussian sigma of each released statistic (``P`` values,
-        L1 sensitivity ``P Delta`` or L2 ``sqrt(P) Delta``, ``Delta`` widened by one
-        lattice step)."""
-        if self.value_part is None:
-            return math.nan
-        delta_v = safe_up(self.value_sensitivity() + self.value_lattice(high))
+        """Laplace scale or Gaussian sigma of one decision's noisy margin at ``level``
+        (``P`` values of sensitivity ``Delta`` widened by one lattice step)."""
+        delta_l = safe_up(sensitivity(self.test, self.n, level) + self.lattice)
+        budget = self.decision_parts[level].amount()
         if self.zcdp:
-            return safe_up(math.sqrt(self.pairs) * delta_v
-                           / math.sqrt(2.0 * self.value_part.amount()))
-        return safe_up(self.pairs * delta_v / self.value_part.amount())
+            return safe_up(math.sqrt(self.pairs) * delta_l / math.sqrt(2.0 * budget))
+        return safe_up(self.pairs * delta_l / budget)
 
-    def check(self, high: float) -> None:
+    def select_budget(self, level: int) -> float:
+        """The budget of one separating-set choice at ``level`` (epsilon, or rho)."""
+        part = self.select_parts[level]
+        return 0.0 if part is None else safe_down(part.amount() / self.pairs)
+
+    def select_scale(self, level: int) -> float:
+        """The noise scale of one separating-set choice (OpenDP's calibration)."""
+        return top_k_scale(1, safe_up(sensitivity(self.test, self.n, level) + LATTICE),
+                           self.select_budget(level), self.zcdp)
+
+    def check(self) -> None:
         """Refuse (before the charge) a plan whose noise cannot be sampled faithfully."""
-        for level in range(len(self.level_parts)):
-            if not self.per_edge(level) > 0:
-                raise InvalidParameterError("the budget per edge decision rounds to zero")
-            self.decision_scale(level)
-        if (self.value_part is not None
-                and self.value_scale(high) / self.value_lattice(high) > MAX_NOISE_UNITS):
-            raise InvalidParameterError(
-                "the statistic's noise is too large to sample; raise eps or set "
-                "statistic_share=0")
+        for level in range(len(self.decision_parts)):
+            if self.decision_scale(level) / self.lattice > MAX_NOISE_UNITS:
+                raise InvalidParameterError(
+                    "the decisions' noise is too large to sample; raise eps")
+            if self.select_parts[level] is not None:
+                if not self.select_budget(level) > 0:
+                    raise InvalidParameterError("the budget per separating set rounds to zero")
+                self.select_scale(level)
 
-    def decide(self, level: int, margins) -> int | None:
-        """One edge's private decision: the separating set's index, or None (keep)."""
-        bound = 1e12
-        scores = [0.0] + [float(np.clip(-m, -bound, bound)) for m in margins]
-        selector = NoisyTopK(k=1, budget=self.per_edge(level), delta=self.total.delta,
-                             statistic=self.test)
-        (chosen,) = selector.select(len(scores), scores,
-                                    sensitivity(self.test, self.n, level))
-        return None if chosen == 0 else chosen - 1
-
-    def release_values(self, values: np.ndarray, high: float) -> np.ndarray:
-        """``values`` (exact, in ``[0, high]``) with Laplace or Gaussian noise on the
-        lattice, clamped to ``[0, high]``. The sum is exact in integers; the noise is
-        clipped (never the value) to a range that the clamp makes lossless."""
-        gamma = self.value_lattice(high)
-        scale = self.value_scale(high) / gamma
+    def noisy_margins(self, level: int, margins) -> list[float]:
+        """Each of ``margins`` (clipped to ``[-high, high]``) plus the level's noise, on
+        the lattice, in exact integer arithmetic; the noise is clipped to
+        ``+-3 high``, which changes no sign."""
+        gamma = self.lattice
+        units = [int(np.rint(min(max(m, -self.high), self.high) / gamma)) for m in margins]
         law = GAUSSIAN if self.zcdp else LAPLACE
-        units = [int(u) for u in np.rint(np.asarray(values, dtype=np.float64) / gamma)]
-        limit = 2 * math.ceil(high / gamma)
-        noise = [max(-limit, min(limit, int(z))) for z in law.draw(scale, len(units))]
-        return np.clip(np.array([(u + z) * gamma for u, z in zip(units, noise)],
-                                dtype=np.float64), 0.0, high)
+        limit = 3 * math.ceil(self.high / gamma)
+        if not units:
+            return []
+        draws = law.draw(self.decision_scale(level) / gamma, len(units))
+        return [(u + max(-limit, min(limit, int(z)))) * gamma for u, z in zip(units, draws)]
+
+    def decide(self, level: int, margins_per_edge) -> list[tuple[int | None, float]]:
+        """The private decisions of one level, an edge per list of margins: ``(index
+        of the separating set or None (keep), the noisy smallest margin)``."""
+        noisy = self.noisy_margins(level, [float(min(m)) for m in margins_per_edge])
+        out: list[tuple[int | None, float]] = []
+        for margins, value in zip(margins_per_edge, noisy):
+            if value >= 0:
+                out.append((None, value))
+            elif len(margins) == 1:  # the only candidate: nothing to choose
+                out.append((0, value))
+            else:
+                out.append((self.choose(level, margins), value))
+        return out
+
+    def choose(self, level: int, margins) -> int:
+        """The separating set of a removed edge: report-noisy-max of ``-margin``."""
+        scores = [float(min(max(-m, -self.high), self.high)) for m in margins]
+        selector = NoisyTopK(k=1, budget=self.select_budget(level), delta=self.total.delta,
+                             statistic=self.test)
+        (chosen,) = selector.select(len(scores), scores, sensitivity(self.test, self.n, level))
+        return chosen

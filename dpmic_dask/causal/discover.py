@@ -20,7 +20,6 @@ incomplete release.
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from functools import partial
 import numpy as np
 
 from dpmic_dask.backends import backend_for
-from dpmic_dask.causal.citests import check_test, statistic_range
+from dpmic_dask.causal.citests import check_test, g_threshold, statistic_range, tau_threshold
 from dpmic_dask.causal.decide import CausalBudget, check_shares, sensitivity
 from dpmic_dask.causal.orient import cpdag
 from dpmic_dask.causal.result import CausalGraph, CausalReport
@@ -249,7 +248,7 @@ def _first_level(frame, request, backend, split_every, progress, passes):
 
 def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_condition_size=2,
                  bounds=None, categories=None, bins=DEFAULT_BINS, test="tau",
-                 statistic_share=0.1, level_shares=None, ledger=None, dataset=None,
+                 select_share=0.25, level_shares=None, ledger=None, dataset=None,
                  label=None, split_every=DEFAULT_SPLIT_EVERY, progress=None) -> CausalGraph:
     """Release a differentially private CPDAG of ``frame``'s columns, once.
 
@@ -285,9 +284,9 @@ def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_conditi
     test : {"tau", "g"}
         Conditional Kendall's tau z-score (default; best for ordered data) or the
         G-test (for unordered categories).
-    statistic_share : float in [0, 1)
-        Share of the budget spent on releasing each final edge's statistic (``0``:
-        the column is NaN and the whole budget goes to the decisions).
+    select_share : float in (0, 1)
+        Share of each level from 1 on spent choosing the separating sets of removed
+        edges (they orient the v-structures); the rest decides the edges.
     level_shares : list of floats, optional
         Relative weights of the levels (default equal).
     ledger, dataset, label
@@ -306,31 +305,34 @@ def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_conditi
     request = check_request(backend.schema(frame), columns=columns, alpha=alpha,
                             max_condition_size=max_condition_size, bounds=bounds,
                             categories=categories, bins=bins, test=test)
-    shares = check_shares(level_shares, request.levels, statistic_share)
+    shares = check_shares(level_shares, request.levels, select_share)
     precheck_budget(ledger, dataset, measure_for(delta).total(eps, delta))
     passes: list[int] = []
     n, first = _first_level(frame, request, backend, split_every, progress, passes)
     warn_if_delta_large(delta, n)
     budget = CausalBudget.plan(eps, delta, shares=shares, pairs=request.pairs,
-                               test=request.test, n=n)
-    largest = max(c.size for c in request.codings)
-    high = statistic_range(request.test, n, (1, largest, largest))
-    budget.check(high)
+                               test=request.test, n=n, high=_margin_range(request, n))
+    budget.check()
     charge = charge_budget(budget.total, ledger, dataset,
                            description=label or f"causal graph of {len(request.codings)} columns",
                            mechanism=f"causal-pc-{request.test}", columns=request.names)
     with after_charge(charge):
         skeleton = _run(frame, request, n, backend, split_every, progress, budget.decide,
                         first, passes)
-    edges = sorted(skeleton.last_statistic)
-    if budget.value_part is not None and edges:
-        exact = np.array([min(skeleton.last_statistic[e], high) for e in edges])
-        noisy = budget.release_values(exact, high)
-        statistic = dict(zip(edges, (float(v) for v in noisy)))
+    report = _private_report(request, n, budget, skeleton, len(passes))
+    return _result(request, n, skeleton, dict(skeleton.last_statistic), report)
+
+
+def _margin_range(request: CausalRequest, n: int) -> float:
+    """A public bound on ``|statistic - threshold|`` of every test the request can
+    make (margins are clipped to it)."""
+    largest = max(c.size for c in request.codings)
+    if request.test == "tau":
+        threshold = tau_threshold(request.alpha)
     else:
-        statistic = {e: math.nan for e in edges}
-    report = _private_report(request, n, budget, skeleton, high, len(passes))
-    return _result(request, n, skeleton, statistic, report)
+        df = (largest - 1) ** 2 * largest ** request.max_condition_size
+        threshold = g_threshold(request.alpha, df)
+    return statistic_range(request.test, n, (1, largest, largest)) + threshold
 
 
 def causal_graph_exact(frame, *, columns=None, alpha=0.05, max_condition_size=2, bounds=None,
@@ -359,16 +361,18 @@ def causal_graph_exact(frame, *, columns=None, alpha=0.05, max_condition_size=2,
                    colliders=skeleton.separating_union)
 
 
-def _private_report(request, n, budget: CausalBudget, skeleton, high, passes) -> CausalReport:
+def _private_report(request, n, budget: CausalBudget, skeleton, passes) -> CausalReport:
     parts = []
-    for level, part in enumerate(budget.level_parts):
-        parts.append((f"level {level} ({request.pairs} edge decisions)", part.describe(),
-                      budget.decision_scale(level)))
-    if budget.value_part is not None:
-        parts.append((f"edge statistics ({request.pairs} values)", budget.value_part.describe(),
-                      budget.value_scale(high)))
-    detail = (f"{len(budget.level_parts)} levels of {request.pairs} report-noisy-max "
-              "decisions each" + (" and the edges' statistics" if budget.value_part else ""))
+    for level, part in enumerate(budget.decision_parts):
+        law = "Gaussian sigma" if budget.zcdp else "Laplace scale"
+        parts.append((f"level {level} decisions ({request.pairs} noisy margins, {law})",
+                      part.describe(), budget.decision_scale(level)))
+        chooser = budget.select_parts[level]
+        if chooser is not None:
+            parts.append((f"level {level} separating sets ({request.pairs} noisy "
+                          "max choices)", chooser.describe(), budget.select_scale(level)))
+    detail = (f"{len(budget.decision_parts)} levels of {request.pairs} noisy edge "
+              "decisions and separating-set choices")
     statement = privacy_statement(budget.total, request.pairs, detail)
     return CausalReport(
         True, request.test, request.alpha, n, request.bins, request.max_condition_size,

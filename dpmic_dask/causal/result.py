@@ -41,7 +41,7 @@ class CausalReport:
                  f"{self.max_condition_size} columns"]
         if self.private:
             lines.append(self.statement)
-            lines.append("budget, fixed before any data was read and charged once:")
+            lines.append("budget split from public quantities, charged once before any noise:")
             for name, amount, scale in self.parts:
                 lines.append(f"  {name}: {amount}, noise scale {scale:.4g}")
             lines.append("sparse vector: not used (every level is paid for its worst case, "
@@ -62,8 +62,9 @@ class CausalGraph:
 
     ``graph[i, j] and graph[j, i]``: undirected edge; ``graph[i, j]`` alone:
     ``columns[i] -> columns[j]``. ``statistic`` holds, per edge ``(i, j)`` with
-    ``i < j``, the statistic of its last level's weakest test (noisy in a private
-    release; NaN when no share was spent on it).
+    ``i < j``, the statistic of its last level's weakest test: exact in
+    ``causal_graph_exact``; in a private release the noisy value its last
+    decision used (``|Z|`` for tau; for the G-test, ``G`` minus its threshold).
     """
 
     columns: tuple

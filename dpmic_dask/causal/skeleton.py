@@ -51,7 +51,6 @@ class Skeleton:
     separating_sets: dict = field(default_factory=dict)
     separating_union: dict = field(default_factory=dict)
     last_statistic: dict = field(default_factory=dict)
-    last_shape: dict = field(default_factory=dict)
     levels: list = field(default_factory=list)
 
 
@@ -79,6 +78,9 @@ class Margins:
         self.margin: dict[TableKey, float] = {}
         self.statistic: dict[TableKey, float] = {}
         self.shape: dict[TableKey, tuple[int, int, int]] = {}
+        #: added to a released noisy margin to give the statistic (tau: the one
+        #: public threshold; G: 0, the G excess over its threshold is released)
+        self.offset = tau_threshold(alpha) if test == "tau" else 0.0
         groups: dict[tuple[int, int, int], list[int]] = {}
         for t, key in enumerate(layout.keys):
             groups.setdefault(layout.shape(key), []).append(t)
@@ -104,9 +106,11 @@ def pc_skeleton(columns: int, *, count_level, decide, max_level: int, margins) -
     """Run PC-stable on ``columns`` columns.
 
     ``count_level(keys) -> (layout, counts)`` counts every table of a level in one
-    pass; ``margins(layout, counts) -> Margins``; ``decide(level, margins) -> index
-    of the separating set or None`` (keep) for one edge's margins, in the order of
-    :func:`candidate_sets`.
+    pass; ``margins(layout, counts) -> Margins``; ``decide(level, margins per
+    edge)`` gives per edge ``(index of the separating set or None (keep), noisy
+    smallest margin or None)``, the margins in the order of :func:`candidate_sets`. A kept edge's
+    statistic is the noisy margin plus the test's offset, or (exact decisions)
+    the statistic of its weakest test.
     """
     adjacency = ~np.eye(columns, dtype=bool)
     result = Skeleton(adjacency)
@@ -127,13 +131,14 @@ def pc_skeleton(columns: int, *, count_level, decide, max_level: int, margins) -
         layout, counts = count_level(tuple(keys))
         read = margins(layout, counts)
         removed = []
-        for (i, j), ks in tests.items():
-            values = [read.margin[k] for k in ks]
-            chosen = decide(level, values)
+        edge_margins = [[read.margin[k] for k in ks] for ks in tests.values()]
+        decisions = decide(level, edge_margins)
+        for ((i, j), ks), values, (chosen, noisy) in zip(tests.items(), edge_margins,
+                                                          decisions):
             if chosen is None:
                 weakest = ks[int(np.argmin(values))]
-                result.last_statistic[(i, j)] = read.statistic[weakest]
-                result.last_shape[(i, j)] = read.shape[weakest]
+                result.last_statistic[(i, j)] = (read.statistic[weakest] if noisy is None
+                                                 else noisy + read.offset)
             else:
                 removed.append((i, j))
                 result.separating_sets[(i, j)] = ks[chosen].cond
@@ -142,13 +147,15 @@ def pc_skeleton(columns: int, *, count_level, decide, max_level: int, margins) -
         for i, j in removed:
             adjacency[i, j] = adjacency[j, i] = False
             result.last_statistic.pop((i, j), None)
-            result.last_shape.pop((i, j), None)
         result.levels.append(LevelRecord(level, len(tests), len(keys), len(removed)))
     return result
 
 
-def exact_decision(level: int, margins: list[float]) -> int | None:
-    """The non-private decision: the first set with the smallest margin separates
+def exact_decision(level: int, margins_per_edge) -> list[tuple[int | None, None]]:
+    """The non-private decisions: the first set with the smallest margin separates
     the pair when that margin is negative."""
-    best = int(np.argmin(margins))
-    return best if margins[best] < 0 else None
+    out: list[tuple[int | None, None]] = []
+    for margins in margins_per_edge:
+        best = int(np.argmin(margins))
+        out.append(((best if margins[best] < 0 else None), None))
+    return out

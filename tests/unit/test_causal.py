@@ -264,7 +264,8 @@ def capped(eps=10.0, delta=0.0):
     (dict(max_condition_size=-1), InvalidParameterError),
     (dict(max_condition_size=9), InvalidParameterError),
     (dict(test="fisher"), InvalidParameterError),
-    (dict(statistic_share=1.0), InvalidParameterError),
+    (dict(select_share=1.0), InvalidParameterError),
+    (dict(select_share=0), InvalidParameterError),
     (dict(level_shares=[1, 1]), InvalidParameterError),
     (dict(level_shares=[1, 0, 1]), InvalidParameterError),
     (dict(ledger="not a ledger"), InvalidParameterError),
@@ -296,39 +297,46 @@ def test_data_refusals_before_the_charge():
 def test_one_charge_before_any_noise(monkeypatch):
     ledger = capped(10.0, 1e-5)
     seen = []
-    real_decide = decide_module.CausalBudget.decide
-    real_values = decide_module.CausalBudget.release_values
+    real_margin = decide_module.CausalBudget.noisy_margins
+    real_select = decide_module.NoisyTopK.select
 
-    def spy_decide(self, level, margins):
-        seen.append(len(ledger.charges("d")))
-        return real_decide(self, level, margins)
+    def spy_margin(self, level, margins):
+        seen.append(("margin", len(ledger.charges("d"))))
+        return real_margin(self, level, margins)
 
-    def spy_values(self, values, high):
-        seen.append(len(ledger.charges("d")))
-        return real_values(self, values, high)
+    def spy_select(self, *args, **kwargs):
+        seen.append(("select", len(ledger.charges("d"))))
+        return real_select(self, *args, **kwargs)
 
-    monkeypatch.setattr(decide_module.CausalBudget, "decide", spy_decide)
-    monkeypatch.setattr(decide_module.CausalBudget, "release_values", spy_values)
+    monkeypatch.setattr(decide_module.CausalBudget, "noisy_margins", spy_margin)
+    monkeypatch.setattr(decide_module.NoisyTopK, "select", spy_select)
     g = causal_graph(dd.from_pandas(chain_frame(4000), npartitions=3), 2.0, delta=1e-6,
-                     bounds=BOUNDS4, ledger=ledger, dataset="d", statistic_share=0.2)
-    assert seen and set(seen) == {1}  # every draw after exactly one charge
+                     bounds=BOUNDS4, ledger=ledger, dataset="d")
+    # every draw (decisions and separating-set choices) after exactly one charge
+    assert {kind for kind, _ in seen} == {"margin", "select"}
+    assert {charges for _, charges in seen} == {1}
     (charge,) = ledger.charges("d")
     assert charge.cost.epsilon == 2.0 and charge.cost.delta == 1e-6 and charge.cost.rho
     assert charge.mechanism == "causal-pc-tau"
     report = g.report()
     assert report.private and report.epsilon == 2.0
-    assert "level 2" in str(report) and "charged once" in str(report)
+    assert "level 2" in str(report) and "charged once before any noise" in str(report)
     assert report.passes == len(report.levels)
 
 
 def test_budget_split_is_public_and_adds_up():
     plan = decide_module.CausalBudget.plan(
         1.0, 0.0, shares=decide_module.check_shares([2, 1, 1], 3, 0.2), pairs=45,
-        test="tau", n=10_000)
-    amounts = [p.epsilon for p in plan.level_parts]
-    assert sum(amounts) + plan.value_part.epsilon <= 1.0
-    assert amounts[0] == pytest.approx(0.4) and amounts[1] == pytest.approx(0.2)
-    assert plan.per_edge(0) == pytest.approx(0.4 / 45)
+        test="tau", n=10_000, high=150.0)
+    decisions = [p.epsilon for p in plan.decision_parts]
+    selects = [p.epsilon for p in plan.select_parts if p is not None]
+    assert plan.select_parts[0] is None and len(selects) == 2
+    assert sum(decisions) + sum(selects) <= 1.0
+    assert decisions[0] == pytest.approx(0.5) and decisions[1] == pytest.approx(0.2)
+    assert selects[0] == pytest.approx(0.05)
+    # Laplace over the 45 possible edges at level 0: 45 * (6 / sqrt(n)) / 0.5
+    assert plan.decision_scale(0) == pytest.approx(45 * 0.06 / 0.5, rel=1e-7)
+    assert plan.select_budget(1) == pytest.approx(0.05 / 45)
 
 
 def test_accessor_method():
