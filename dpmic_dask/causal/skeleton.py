@@ -8,7 +8,7 @@ is known before the level reads any data, and one pass counts them all.
 
 An edge is removed when some set separates it. How that is decided is the
 ``decider``'s business: exactly (the smallest margin is negative) or privately
-(one report-noisy-max per edge, :mod:`dpmic_dask.causal.decide`). Removals are
+(a noisy smallest margin per edge, :mod:`dpmic_dask.causal.decide`). Removals are
 applied at the end of the level.
 """
 
