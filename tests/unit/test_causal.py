@@ -231,10 +231,16 @@ def test_categories_columns():
     smoker = rng.integers(0, 2, n)
     age = rng.normal(size=n)
     cough = (rng.random(n) < 0.2 + 0.5 * smoker).astype(int)
-    frame = pd.DataFrame({"smoker": smoker, "age": age, "cough": cough})
+    sex = np.where(rng.random(n) < 0.5, "f", "m")
+    frame = pd.DataFrame({"smoker": smoker, "age": age, "cough": cough == 1, "sex": sex})
     g = causal_graph_exact(frame, bounds={"age": (-3, 3)},
-                           categories={"smoker": [0, 1], "cough": [0, 1]})
+                           categories={"smoker": [0, 1], "cough": [False, True],
+                                       "sex": ["f", "m"]})
     assert g.skeleton == {frozenset(("smoker", "cough"))}
+    private = causal_graph(frame, 5.0, bounds={"age": (-3, 3)}, test="g",
+                           categories={"smoker": [0, 1], "cough": [False, True],
+                                       "sex": ["f", "m"]})
+    assert private.report().private and set(private.columns) == set(frame.columns)
 
 
 # ------------------------------------------------------------------ release contract
