@@ -124,25 +124,53 @@ def demo(rows, partitions, eps, workers, out_dir, debug):
 
 @main.command()
 @click.argument("job_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--schema", "read_schema", is_flag=True,
+              help="Also open the input's schema (column names and types: Parquet metadata, "
+                   "a CSV sample, the SQL catalogue) and check every column against it as "
+                   "'run' does: its kind, casts, bounds and fill values. Nothing is "
+                   "computed or charged.")
 @debug_option
 @handles_errors
-def validate(job_file, debug):
+def validate(job_file, read_schema, debug):
     """Check JOB_FILE without reading data, connecting or touching the budget.
 
     It runs every check 'dpmic run' makes before reading data: keys and types,
-    bounds and fill values, the mechanism and its budget kind, grid-size limits,
-    addresses and URLs. Whether the input has the columns is checked by 'run'.
+    bounds and fill values (in each column's kind: numbers, dates and times,
+    durations, booleans), the mechanism and its budget kind, grid-size limits,
+    addresses and URLs, on the schema the job declares. With --schema it opens
+    the input's schema and checks the columns' real types too: every column
+    'run' would refuse from the schema is refused here, one line naming it and
+    its type.
 
     \b
     Example:
       dpmic validate jobs/daily.toml
+      dpmic validate --schema jobs/daily.toml
     """
     from dpmic_dask.batch.jobs import load_job
 
     job = load_job(job_file)
+    if read_schema:
+        _check_input_schema(job)
     pairs = len(job.bounds) * (len(job.bounds) - 1) // 2
     click.echo(f"{job_file}: ok ({len(job.bounds)} columns, {pairs} pairs, eps={job.eps:g}, "
                f"dataset {job.dataset!r}, ledger {job.ledger_url})")
+
+
+def _check_input_schema(job) -> None:
+    """Plan the job's release on its input's schema, as 'run' does (nothing read
+    but the schema, nothing charged); a refusal is one line naming the job file."""
+    from dpmic_dask.backends import backend_for
+    from dpmic_dask.batch.jobfile import JobError
+    from dpmic_dask.batch.jobio import JobIOError, load_input
+    from dpmic_dask.batch.jobplan import job_release_plan
+    from dpmic_dask.errors import InvalidDataError, InvalidParameterError
+
+    frame = load_input(job)
+    try:
+        job_release_plan(job, backend_for(frame).schema(frame))
+    except (InvalidDataError, InvalidParameterError, JobIOError) as exc:
+        raise JobError(f"{job.source}: {exc}") from None
 
 
 run_id_help = ("Idempotency key (e.g. the schedule's logical date), per dataset and job: "

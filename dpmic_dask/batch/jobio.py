@@ -119,7 +119,7 @@ def load_input(job):
     # The reader is column-projectable, so each block of pairs reads its own
     # columns and no partition stays in memory for the whole run.
     reader = SQLRangeReader(job.sql_url, job.sql_table, job.sql_query, tuple(columns),
-                            job.input_timeout)
+                            job.input_timeout, dict(meta.dtypes) if job.sql_table else None)
     ranges = sql_ranges(job.partition_column, job.partition_bounds, job.partitions)
     return dd.from_map(reader, ranges, meta=meta, enforce_metadata=False)
 
@@ -128,21 +128,23 @@ class SQLRangeReader:
     """Reads one range of a SQL input. Dask passes ``columns=`` when a computation
     needs only some columns (column projection), and only those are selected."""
 
-    def __init__(self, url, table, query, columns, timeout=SQL_TIMEOUT):
+    def __init__(self, url, table, query, columns, timeout=SQL_TIMEOUT, dtypes=None):
         self.url, self.table, self.query = url, table, query
         self.all_columns = tuple(columns)
         self.timeout = timeout
+        self.dtypes = dict(dtypes or {})
 
     def __dask_tokenize__(self):
         return (type(self).__name__, self.url, self.table, self.query, self.all_columns,
-                self.timeout)
+                self.timeout, tuple(sorted((c, str(t)) for c, t in self.dtypes.items())))
 
     def __call__(self, where, columns=None):
-        """One partition: exactly the wanted columns (a query may return more)."""
+        """One partition: exactly the wanted columns (a query may return more), in
+        the dtypes of the input's schema (:func:`conform`)."""
         wanted = list(self.all_columns if columns is None else columns)
         frame = _read_sql(self.url, self.table, self.query, wanted, timeout=self.timeout,
                           where=where)
-        return frame[wanted]
+        return conform(frame[wanted], self.dtypes) if self.dtypes else frame[wanted]
 
 
 def sql_ranges(column, bounds, partitions):
@@ -171,9 +173,12 @@ def _require_columns(available, wanted) -> None:
 def _sql_meta(url, table, query, columns, timeout=SQL_TIMEOUT) -> pd.DataFrame:
     """An empty frame with the input's columns and dtypes, from the schema only.
 
-    Table columns take their declared type (numeric -> float64, else object, which
-    the schema check refuses). A query's columns are assumed numeric; a value that
-    is not is reported by column name when the data is counted.
+    Table columns take the dtype of their declared type (:func:`sql_dtype`:
+    ``numeric``/``real`` -> float64, ``integer`` -> Int64, ``boolean`` -> boolean,
+    ``timestamp`` -> datetime64 (UTC when ``with time zone``), ``date`` -> dates,
+    ``interval`` -> timedelta64, anything else -> object); every partition is
+    read in them. A query's columns are assumed numeric; a value that is not is
+    reported by column name when the data is counted.
     """
     if table:
         from sqlalchemy import inspect
@@ -181,18 +186,63 @@ def _sql_meta(url, table, query, columns, timeout=SQL_TIMEOUT) -> pd.DataFrame:
         with sql_engine(url, timeout).connect() as conn:
             declared = {c["name"]: c["type"] for c in inspect(conn).get_columns(table)}
         _require_columns(list(declared), columns)
-        dtypes = {}
-        for name in columns:
-            try:
-                numeric = declared[name].python_type in (int, float) or \
-                    declared[name].python_type.__name__ == "Decimal"
-            except (KeyError, NotImplementedError):
-                numeric = False
-            dtypes[name] = "float64" if numeric else "object"
+        dtypes = {name: sql_dtype(declared[name]) for name in columns}
         return pd.DataFrame({c: pd.Series(dtype=t) for c, t in dtypes.items()})
     empty = _read_sql(url, None, query, columns, limit=0, timeout=timeout)
     _require_columns(list(empty.columns), columns)
     return empty[columns].astype("float64")
+
+
+def sql_dtype(declared):
+    """The pandas dtype a declared SQL column type is read in (object when unknown)."""
+    import datetime as dt
+    import decimal
+
+    try:
+        python = declared.python_type
+    except NotImplementedError:
+        return "object"
+    if python is bool:
+        return "boolean"
+    if python is int:
+        return "Int64"
+    if python in (float, decimal.Decimal):
+        return "float64"
+    if python is dt.datetime:
+        return "datetime64[us, UTC]" if getattr(declared, "timezone", False) else "datetime64[us]"
+    if python is dt.date:
+        return "date32[pyarrow]"
+    if python is dt.timedelta:
+        return "timedelta64[us]"
+    if python is str:
+        return "str"
+    return "object"
+
+
+def conform(frame: pd.DataFrame, dtypes) -> pd.DataFrame:
+    """``frame`` (rows as the driver returned them: ``Decimal``, ``date`` and
+    ``None`` in object columns) in ``dtypes``. A column that does not convert is
+    one line naming it and its dtype, never a value."""
+    out = {}
+    for name in frame.columns:
+        target = dtypes.get(name, "object")
+        column = frame[name]
+        if str(target) == "object" or str(column.dtype) == str(target):
+            out[name] = column
+            continue
+        try:
+            if str(target).startswith("datetime64"):
+                converted = pd.to_datetime(column, utc=str(target).endswith("UTC]"))
+                out[name] = converted.astype(target)
+            elif str(target) == "float64":
+                out[name] = column.astype("float64")
+            else:
+                out[name] = column.astype(target)
+        except (TypeError, ValueError, ArithmeticError, OverflowError):
+            kind = type(column.dtype).__name__
+            raise JobIOError(f"the SQL column {name!r} does not read as {target} "
+                             f"(its values arrived as {column.dtype}, {kind})") from None
+    return pd.DataFrame(out, index=frame.index)
 
 
 def _read_sql(url, table, query, columns, limit=None, timeout=SQL_TIMEOUT,

@@ -217,8 +217,8 @@ def _column_kind(spec: dict, name: str, src: str) -> dict:
 def job_schema(job: Job) -> dict:
     """The schema a job declares, for ``dpmic validate`` (the input's own dtypes are
     checked by ``run``, or by ``validate --schema``): a named kind's dtype, else
-    float64 for numeric or private bounds and ``object`` for bounds in another
-    kind (dates, times), which the kinds then read by their bounds."""
+    float64 for numeric, boolean or private bounds and datetime64 for bounds given
+    otherwise (TOML dates and times, strings), whose kind then checks them."""
     import numpy as np
 
     declared = {"timestamp": "datetime64[ns]", "date": "datetime64[ns]",
@@ -228,11 +228,11 @@ def job_schema(job: Job) -> dict:
         kind = job.kinds.get(name, {})
         if kind and "unit" not in kind:
             schema[name] = np.dtype(declared[kind["kind"]])
-        elif kind or bounds == "private" or all(
+        elif kind or bounds == "private" or any(
                 isinstance(v, (int, float)) for v in bounds):
             schema[name] = np.dtype("float64")
         else:
-            schema[name] = np.dtype(object)
+            schema[name] = np.dtype("datetime64[ns]")
     return schema
 
 

@@ -166,7 +166,8 @@ class NumberKind(ColumnKind):
         return False
 
     def claims(self, dtype, bounds) -> bool:
-        return _is_object(dtype) and _all_bounds(bounds, _is_number)
+        # a plain object column (Decimal from SQL numeric), never a string column
+        return dtype == np.dtype(object) and _all_bounds(bounds, _is_number)
 
     def axis(self, series):
         return _float_axis(series)

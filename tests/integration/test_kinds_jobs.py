@@ -1,0 +1,129 @@
+"""Job files with column kinds: bounds as TOML dates, casts, booleans, nulls = "drop";
+``dpmic validate --schema`` refuses from the input's schema what ``run`` would."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from dpmic_dask.batch.cli import main
+from dpmic_dask.batch.jobs import load_job
+
+SECRET = "tok_live_93f1c2"
+
+
+def customer_table(n=6000, seed=2):
+    gen = np.random.default_rng(seed)  # test data only
+    days = gen.uniform(0, 730, n)
+    return pd.DataFrame({
+        "signup": pd.Timestamp("2023-01-01") + pd.to_timedelta(days, unit="D"),
+        "churned": (days < 365) ^ (gen.uniform(size=n) < 0.1),
+        "amount": pd.array(np.where(gen.uniform(size=n) < 0.1, None,
+                                    np.round(50 + 30 * np.sin(days / 58)).astype(int)),
+                           dtype="Int64"),
+        "epoch_s": (1_672_531_200 + days * 86400).astype("int64"),
+        "stamp_text": (pd.Timestamp("2023-01-01") + pd.to_timedelta(days, unit="D")).strftime(
+            "%Y-%m-%dT%H:%M:%S"),
+        "token": [SECRET] * n,
+    })
+
+
+def write_job(folder, columns: str, privacy: str = "eps = 2.0") -> str:
+    path = folder / "job.toml"
+    path.write_text(f"""
+[job]
+name = "kinds"
+dataset = "kinds"
+[input]
+paths = ["{folder / 'data.parquet'}"]
+[columns]
+{columns}
+[privacy]
+{privacy}
+[output]
+path = "{folder / 'out'}"
+[cluster]
+workers = 1
+[ledger]
+url = "sqlite:///{folder / 'ledger.db'}"
+""")
+    return str(path)
+
+
+MIXED = """
+signup = { bounds = [2023-01-01, 2025-01-01] }
+churned = { kind = "boolean" }
+amount = { bounds = [0, 100] }
+epoch_s = { kind = "timestamp", unit = "s", bounds = [2023-01-01T00:00:00Z, 2025-01-01] }
+stamp_text = { kind = "timestamp", bounds = [2023-01-01, 2025-01-01] }
+"""
+
+
+@pytest.fixture()
+def folder(tmp_path):
+    customer_table().to_parquet(tmp_path / "data.parquet")
+    return tmp_path
+
+
+def test_a_mixed_job_validates_and_runs(folder):
+    job = write_job(folder, MIXED, 'eps = 2.0\nnulls = "drop"\nmin_rows = 4000')
+    loaded = load_job(job)
+    assert loaded.kinds["epoch_s"] == {"kind": "timestamp", "unit": "s"}
+    assert loaded.bounds["churned"] == (0, 1) and loaded.min_rows == 4000
+    runner = CliRunner()
+    assert runner.invoke(main, ["validate", job]).exit_code == 0
+    checked = runner.invoke(main, ["validate", "--schema", job])
+    assert checked.exit_code == 0, checked.output
+    init = runner.invoke(main, ["budget", "init", "--ledger", f"sqlite:///{folder / 'ledger.db'}",
+                                "--dataset", "kinds", "--eps", "5"])
+    assert init.exit_code == 0, init.output
+    ran = runner.invoke(main, ["run", job, "--run-id", "one"])
+    assert ran.exit_code == 0, ran.output
+    (written,) = (folder / "out").glob("*.parquet")
+    out = pd.read_parquet(written).set_index(["x", "y"])
+    assert (out.n == 4000).all()  # the public minimum, not the rows kept
+    # the same instant three ways: read alike
+    assert out.mic[("signup", "epoch_s")] > 0.9 and out.mic[("signup", "stamp_text")] > 0.9
+    assert out.mic[("signup", "churned")] > 0.3
+
+
+@pytest.mark.parametrize("columns,refusal", [
+    # a string column given numeric bounds: no kind reads it (named, no value)
+    ('token = { bounds = [0, 1] }\namount = { bounds = [0, 100] }', "'token'"),
+    # a time column given bounds that are not times or numbers
+    ('signup = { bounds = ["soon", "later"] }\namount = { bounds = [0, 100] }',
+     "columns.signup.bounds"),
+    # an integer column cast with a unit but bounds that are not times
+    ('epoch_s = { kind = "timestamp", unit = "s", bounds = [true, false] }\n'
+     'amount = { bounds = [0, 100] }', "columns.epoch_s.bounds"),
+])
+def test_validate_with_the_schema_refuses_what_run_would(folder, columns, refusal):
+    job = write_job(folder, columns)
+    runner = CliRunner()
+    checked = runner.invoke(main, ["validate", "--schema", job])
+    assert checked.exit_code == 2, checked.output
+    assert refusal in checked.output and SECRET not in checked.output
+    assert len(checked.output.strip().splitlines()) == 1
+    runner.invoke(main, ["budget", "init", "--ledger", f"sqlite:///{folder / 'ledger.db'}",
+                         "--dataset", "kinds", "--eps", "5"])
+    ran = runner.invoke(main, ["run", job, "--run-id", "x"])
+    assert ran.exit_code == 2, ran.output
+    assert refusal in ran.output and SECRET not in ran.output
+    assert "remaining budget" not in ran.output
+
+
+def test_job_file_kind_keys_are_checked(tmp_path):
+    (tmp_path / "data.parquet").write_bytes(b"")
+    bad = [('a = { kind = "colour", bounds = [0, 1] }\nb = { bounds = [0, 1] }',
+            "columns.a.kind must be one of"),
+           ('a = { unit = "s", bounds = [0, 1] }\nb = { bounds = [0, 1] }',
+            "columns.a.unit needs columns.a.kind"),
+           ('a = { kind = "number", unit = "s", bounds = [0, 1] }\nb = { bounds = [0, 1] }',
+            "columns.a.unit must be one of"),
+           ('a = { bounds = [0, 1] }\nb = { bounds = [0, 1] }', "needs min_rows")]
+    for columns, message in bad:
+        privacy = 'eps = 1.0\nnulls = "drop"' if "min_rows" in message else "eps = 1.0"
+        with pytest.raises(Exception, match=message):
+            load_job(write_job(tmp_path, columns, privacy))
