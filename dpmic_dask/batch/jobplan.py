@@ -35,7 +35,11 @@ def job_release_plan(job: Job, schema):
                   "screen_B": job.screen_B,
                   **{key: value for key, value in options.items() if value is not None}}
     private = {"bounds_share": job.bounds_share} if private_columns(job) else {}
-    return plan_release(schema, job.eps, bounds=dict(job.bounds), columns=list(job.bounds),
+    categories = {c: b["categories"] for c, b in job.bounds.items() if isinstance(b, dict)}
+    if categories:  # categorical columns: their lists, not bounds
+        private["categories"] = categories
+    bounds = {c: b for c, b in job.bounds.items() if not isinstance(b, dict)}
+    return plan_release(schema, job.eps, bounds=bounds, columns=list(job.bounds),
                         delta=job.delta, mechanism=job.mechanism, select=select,
                         nulls=job.nulls, fill=job.fill, label=job.name,
                         statistics=job.statistics, B=job.B, c=job.c,

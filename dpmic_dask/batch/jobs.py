@@ -79,7 +79,7 @@ SECTIONS = {
     "select": {"top_k", "threshold", "max_pairs", "share", "screen_B"},
     "ledger": {"url"},
 }
-COLUMN_KEYS = {"bounds", "fill", "kind", "unit"}
+COLUMN_KEYS = {"bounds", "fill", "kind", "unit", "categories"}
 #: Kinds a job file can name (``columns.ts.kind``); see :mod:`dpmic_dask.stats.kinds`.
 JOB_KINDS = ("number", "boolean", "timestamp", "date", "timedelta")
 FORMATS = ("parquet", "csv")
@@ -214,6 +214,25 @@ def _column_kind(spec: dict, name: str, src: str) -> dict:
     return out
 
 
+def _categories(spec: dict, name: str, src: str) -> dict:
+    """``columns.<name>.categories``: a public list (``["north", "south"]``) or
+    ``{ private = [candidates] }``; kept in ``Job.bounds`` as ``{"categories": ...}``
+    (the column's bounds come from the list; see :mod:`dpmic_dask.stats.categories`)."""
+    others = sorted(set(spec) - {"categories", "fill"})
+    if others:
+        raise JobError(f"{src}: columns.{name}.{others[0]} does not apply to a categorical "
+                       "column (its bounds come from its categories)")
+    listed = spec["categories"]
+    if isinstance(listed, dict):
+        if set(listed) != {"private"} or not isinstance(listed["private"], list):
+            raise JobError(f"{src}: columns.{name}.categories must be a list or "
+                           "{ private = [candidates] }")
+        return {"categories": {"private": list(listed["private"])}}
+    if not isinstance(listed, list):
+        raise JobError(f"{src}: columns.{name}.categories must be a list of public categories")
+    return {"categories": list(listed)}
+
+
 def job_schema(job: Job) -> dict:
     """The schema a job declares, for ``dpmic validate`` (the input's own dtypes are
     checked by ``run``, or by ``validate --schema``): a named kind's dtype, else
@@ -226,7 +245,9 @@ def job_schema(job: Job) -> dict:
     schema = {}
     for name, bounds in job.bounds.items():
         kind = job.kinds.get(name, {})
-        if kind and "unit" not in kind:
+        if isinstance(bounds, dict):  # a categorical column: strings (or integers)
+            schema[name] = np.dtype(object)
+        elif kind and "unit" not in kind:
             schema[name] = np.dtype(declared[kind["kind"]])
         elif kind or bounds == "private" or any(
                 isinstance(v, (int, float)) for v in bounds):
@@ -352,6 +373,11 @@ def load_job(path) -> Job:
         if bad:
             raise JobError(f"{src}: unknown key columns.{name}.{bad[0]} "
                            f"(allowed: {', '.join(sorted(COLUMN_KEYS))})")
+        if "categories" in spec:  # a categorical column: its public list, no bounds
+            bounds[name] = _categories(spec, name, src)
+            if "fill" in spec:
+                fills[name] = spec["fill"]
+            continue
         kind = _column_kind(spec, name, src)
         if kind:
             kinds[name] = kind

@@ -1,0 +1,111 @@
+"""Categorical columns in job files: ``columns.region.categories = [...]``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from dpmic_dask.batch.cli import Exit, main
+from dpmic_dask.privacy.accounting import Budget
+from dpmic_dask.privacy.ledger import SQLLedger
+
+JOB = """
+[job]
+name = "regions"
+dataset = "d"
+
+[input]
+paths = ["{input}/*.parquet"]
+
+[columns]
+region = {{ categories = {categories} }}
+amount = {{ bounds = [0, 50] }}
+noise = {{ bounds = [0, 1] }}
+
+[privacy]
+eps = 2.0
+{privacy}
+
+[output]
+path = "{output}"
+
+[cluster]
+workers = 1
+
+[ledger]
+url = "{ledger}"
+"""
+
+
+@pytest.fixture
+def setup(tmp_path):
+    gen = np.random.default_rng(2)  # test data only
+    n = 4000
+    region = gen.choice(["north", "south", "east", "west"], n)
+    amount = np.array([{"north": 10, "south": 20, "east": 30}.get(r, 40) for r in region])
+    frame = pd.DataFrame({"region": region, "amount": amount + gen.normal(0, 2, n),
+                          "noise": gen.uniform(0, 1, n)})
+    folder = tmp_path / "in"
+    folder.mkdir()
+    frame.iloc[: n // 2].to_parquet(folder / "part-0.parquet")
+    frame.iloc[n // 2:].to_parquet(folder / "part-1.parquet")
+    ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
+    SQLLedger(ledger).init("d", Budget(10.0))
+
+    def job(categories='["north", "south", "east"]', privacy="", name="job.toml"):
+        path = tmp_path / name
+        path.write_text(JOB.format(input=folder, output=tmp_path / "out", ledger=ledger,
+                                   categories=categories, privacy=privacy))
+        return path
+
+    return tmp_path, ledger, job
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_a_categorical_column_in_a_job_file(setup):
+    tmp_path, ledger, job = setup
+    path = job()
+    checked = invoke("validate", path)
+    assert checked.exit_code == 0, checked.output
+    ran = invoke("run", path, "--run-id", "cat-1")
+    assert ran.exit_code == 0, ran.output
+    out = pd.read_parquet(tmp_path / "out").set_index(["x", "y"])
+    assert len(out) == 3
+    assert out.loc[("region", "amount"), "mic"] > 0.8
+    (record,) = SQLLedger(ledger).history("d")
+    assert record.cost.epsilon == 2.0
+
+
+def test_private_categories_in_a_job_file(setup):
+    tmp_path, ledger, job = setup
+    path = job(categories='{ private = ["north", "south", "east", "mars"] }')
+    ran = invoke("run", path, "--run-id", "cat-2")
+    assert ran.exit_code == 0, ran.output
+    (record,) = SQLLedger(ledger).history("d")
+    assert record.cost.epsilon == 2.0 and record.mechanism.startswith("categories-lap+")
+    assert "private categories for ['region']" in record.description
+
+
+@pytest.mark.parametrize("categories,words", [
+    ('"north"', "must be a list"),
+    ('{ guess = ["a"] }', "must be a list or"),
+])
+def test_bad_category_lists_are_refused(setup, categories, words):
+    _, _, job = setup
+    bad = invoke("validate", job(categories=categories))
+    assert bad.exit_code == Exit.INVALID and words in bad.output
+
+
+def test_a_categorical_column_cannot_have_bounds(setup):
+    _, _, job = setup
+    path = job()
+    path.write_text(path.read_text().replace(
+        'region = { categories = ["north", "south", "east"] }',
+        'region = { categories = ["north", "south"], bounds = [0, 1] }'))
+    bad = invoke("validate", path)
+    assert bad.exit_code == Exit.INVALID and "does not apply to a categorical" in bad.output
