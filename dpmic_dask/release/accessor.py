@@ -50,7 +50,7 @@ class DPMICAccessor:
         columns : list, optional
             Columns to use; default: every column named in ``bounds``.
         delta : float in [0, 1)
-            ``> 0`` allows Gaussian noise (zCDP), better from about a dozen pairs on.
+            ``> 0`` accounts the release in zCDP; ``auto`` then uses Gaussian noise.
         mechanism : {"auto", "micr-lap", "micr-gauss", "micr-geom"}
         B, c : int, optional
             Grid parameters; defaults depend on the row count and ``eps`` per pair only.

@@ -420,8 +420,8 @@ def private_mic(x, y, *, eps, x_bounds, y_bounds, mechanism="auto", delta=0.0, B
     x_bounds, y_bounds : (lo, hi)
         Public bounds, chosen without looking at the data; values outside are clamped.
     mechanism : {"auto", "micr-lap", "micr-gauss", "mice-lap", "micr-geom"}
-        ``auto`` is ``micr-lap`` for ``delta == 0``, otherwise the one of ``micr-lap``
-        and ``micr-gauss`` with less noise.
+        ``auto`` is ``micr-lap`` for ``delta == 0`` and ``micr-gauss`` (zCDP, less
+        noise at the same zCDP charge) for ``delta > 0``.
     delta : float in [0, 1)
     B, c : int, optional
         Grid parameters; defaults come from ``(n, eps)`` only (``dpmic_dask.stats.defaults``).

@@ -6,6 +6,7 @@ import pytest
 import dpmic_dask as dm
 from dpmic_dask.backends import count_frame
 from dpmic_dask.privacy.accounting import Budget, InMemoryLedger
+from dpmic_dask.privacy.conversion import rho_from_eps_delta
 from dpmic_dask.stats.counting import CountSpec
 from dpmic_dask.stats.grids import master_grid_family
 from tests.integration.frames import BOUNDS, split_with_empties, table
@@ -93,7 +94,10 @@ def test_pairwise_gaussian_auto_and_geom(df):
     r = wide.dpmic.pairwise(1.0, bounds=bounds, delta=1e-5, B=20, c=2)
     assert len(r.pairs) == 21 and r.mechanism == "micr-gauss" and r.rho is not None
     small = df.dpmic.pairwise(1.0, bounds=BOUNDS, delta=1e-5, B=20, c=2)
-    assert small.mechanism == "micr-lap"  # 6 pairs: Laplace has less noise
+    assert small.mechanism == "micr-gauss"  # under zCDP the Gaussian, at any number of pairs
+    assert small.rho == pytest.approx(rho_from_eps_delta(1.0, 1e-5))
+    pure = df.dpmic.pairwise(1.0, bounds=BOUNDS, B=20, c=2)
+    assert pure.mechanism == "micr-lap" and pure.rho is None
     geom = df.dpmic.pairwise(1.0, bounds=BOUNDS, mechanism="micr-geom", B=8, c=1)
     assert geom.mechanism == "micr-geom" and np.isnan(geom.ci95)
 

@@ -12,7 +12,7 @@ from dpmic_dask.errors import (
 )
 from dpmic_dask.privacy.accounting import Budget, InMemoryLedger, PrivacyCost
 from dpmic_dask.privacy.conversion import eps_from_rho, rho_from_eps_delta
-from dpmic_dask.privacy.mechanisms import gaussian_beats_laplace, plan_release, resolve_mechanism
+from dpmic_dask.privacy.mechanisms import plan_release, resolve_mechanism
 from dpmic_dask.stats.sensitivity import f_gain, mice_sensitivity, micr_sensitivity
 
 
@@ -56,25 +56,27 @@ def test_mice_lap_and_geom_plans():
     assert math.isnan(g.ci95)  # count noise has no interval on the value's scale
 
 
-def test_auto_and_crossover():
-    assert resolve_mechanism("auto", 1.0, 0.0, 100) == "micr-lap"
-    assert resolve_mechanism("auto", 1.0, 1e-6, 1) == "micr-lap"
-    assert resolve_mechanism("auto", 1.0, 1e-6, 100) == "micr-gauss"
-    for eps, delta in [(1.0, 1e-5), (1.0, 1e-6), (0.1, 1e-6), (3.0, 1e-9)]:
-        crossover = next(p for p in range(1, 10**6) if gaussian_beats_laplace(eps, delta, p))
-        assert crossover == math.floor(eps ** 2 / (4 * rho_from_eps_delta(eps, delta))) + 1
-        assert resolve_mechanism("auto", eps, delta, crossover - 1) == "micr-lap"
-        assert resolve_mechanism("auto", eps, delta, crossover) == "micr-gauss"
-    crossover = next(p for p in range(1, 1000) if gaussian_beats_laplace(1.0, 1e-5, p))
-    assert crossover == 9  # 13 with the classic zCDP conversion
-    # the choice never depends on n: it is made from (eps, delta, P) only
-    for pairs in (crossover - 1, crossover):
-        a = plan_release(mechanism="auto", n=100, eps=1.0, delta=1e-5, pairs=pairs, B=40, c=5)
-        b = plan_release(mechanism="auto", n=10**7, eps=1.0, delta=1e-5, pairs=pairs, B=40, c=5)
-        assert a.mechanism == b.mechanism
-    lap = plan_release(mechanism="micr-lap", n=1000, eps=1.0, delta=1e-5, pairs=crossover, B=40, c=5)
-    gau = plan_release(mechanism="micr-gauss", n=1000, eps=1.0, delta=1e-5, pairs=crossover, B=40, c=5)
-    assert gau.noise_scale < math.sqrt(2) * lap.noise_scale
+def test_auto_is_laplace_for_pure_dp_and_gaussian_under_zcdp():
+    assert resolve_mechanism("auto", 1.0, 0.0, 1) == "micr-lap"
+    assert resolve_mechanism("auto", 1.0, 0.0, 10**4) == "micr-lap"
+    for pairs in (1, 2, 10, 10**4):
+        assert resolve_mechanism("auto", 1.0, 1e-6, pairs) == "micr-gauss"
+
+
+@pytest.mark.parametrize("eps, delta", [(1.0, 1e-5), (1.0, 1e-6), (0.1, 1e-6), (3.0, 1e-9)])
+@pytest.mark.parametrize("pairs", [1, 2, 3, 8, 100])
+def test_under_zcdp_the_gaussian_has_less_noise_at_equal_charge(eps, delta, pairs):
+    """What auto compares: at the rho a zCDP ledger charges, Laplace spending the
+    same rho (eps_L = sqrt(2 rho)) has more noise per pair than the Gaussian, at
+    every number of pairs; the ratio of standard deviations is 1 / sqrt(2 P)."""
+    rho = rho_from_eps_delta(eps, delta)
+    gauss = plan_release(mechanism="micr-gauss", n=5000, eps=eps, delta=delta, pairs=pairs,
+                         B=40, c=5)
+    lap = plan_release(mechanism="micr-lap", n=5000, eps=math.sqrt(2 * rho), delta=0.0,
+                       pairs=pairs, B=40, c=5)
+    ratio = gauss.noise_scale / (math.sqrt(2) * lap.noise_scale)
+    assert ratio == pytest.approx(1 / math.sqrt(2 * pairs), rel=0.02)
+    assert ratio < 1
 
 
 @pytest.mark.parametrize("kw,match", [

@@ -33,12 +33,13 @@ def test_registry_pairs_a_statistic_with_a_noise(name, cls, statistic):
     assert name in mechanism_names() and mechanism_names()[0] == "auto"
 
 
-def test_auto_resolves_from_eps_delta_and_pairs_only():
+def test_auto_resolves_from_the_measure_delta_chooses():
     assert build_mechanism("auto", eps=1.0, delta=0.0, pairs=500).label == "micr-lap"
-    assert build_mechanism("auto", eps=1.0, delta=1e-6, pairs=2).label == "micr-lap"
-    assert build_mechanism("auto", eps=1.0, delta=1e-6, pairs=500).label == "micr-gauss"
-    # a pure mechanism chosen with delta > 0 is charged as pure eps-DP
-    assert build_mechanism("auto", eps=1.0, delta=1e-6, pairs=2).cost.is_pure
+    assert build_mechanism("auto", eps=1.0, delta=0.0, pairs=500).cost.is_pure
+    assert build_mechanism("auto", eps=1.0, delta=1e-6, pairs=2).label == "micr-gauss"
+    assert not build_mechanism("auto", eps=1.0, delta=1e-6, pairs=2).cost.is_pure
+    # a pure mechanism asked for by name with delta > 0 is charged as pure eps-DP
+    assert build_mechanism("micr-lap", eps=1.0, delta=1e-6, pairs=2).cost.is_pure
 
 
 def test_constructors_are_keyword_only_and_validated():

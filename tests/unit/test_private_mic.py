@@ -126,12 +126,14 @@ def test_budget_precheck_matches_the_resolved_mechanism(data):
     x, y = data
     ledger = InMemoryLedger()
     ledger.set_budget("pure", Budget(1.0))
-    # delta > 0 with one pair resolves to Laplace, which a pure budget can pay
-    r = dm.private_mic(x, y, eps=0.5, delta=1e-6, ledger=ledger, dataset="pure", **BOUNDS)
+    # delta > 0 accounts in zCDP (auto: Gaussian), which a pure budget cannot pay:
+    # refused before the data are read, whether asked for by name or by auto
+    for mechanism in ("auto", "micr-gauss"):
+        with pytest.raises(dm.BudgetMismatchError, match="approximate-DP"):
+            dm.private_mic(ExplodingArray(), ExplodingArray(), eps=0.1, delta=1e-6,
+                           mechanism=mechanism, ledger=ledger, dataset="pure", **BOUNDS)
+    r = dm.private_mic(x, y, eps=0.5, ledger=ledger, dataset="pure", **BOUNDS)
     assert r.mechanism == "micr-lap" and r.rho is None
-    with pytest.raises(dm.BudgetMismatchError, match="approximate-DP"):
-        dm.private_mic(ExplodingArray(), ExplodingArray(), eps=0.1, delta=1e-6,
-                       mechanism="micr-gauss", ledger=ledger, dataset="pure", **BOUNDS)
     with pytest.raises(dm.BudgetExceededError, match="no data was read"):
         dm.private_mic(ExplodingArray(), ExplodingArray(), eps=0.6, ledger=ledger,
                        dataset="pure", **BOUNDS)

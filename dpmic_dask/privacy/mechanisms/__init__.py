@@ -1,7 +1,7 @@
 """Mechanisms as objects, and the registry of public release names.
 
 A public release name (``micr-lap``) pairs a statistic with a noise mechanism;
-``auto`` resolves to one of them from ``(eps, delta, P)`` only. Adding a
+``auto`` resolves to one of them from ``delta`` only (the budget's measure). Adding a
 mechanism is one module here (a :class:`Mechanism` subclass), one
 :func:`register` call and its tests.
 
@@ -17,10 +17,8 @@ name           statistic    noise                        guarantee
 
 from __future__ import annotations
 
-import math
-
 from dpmic_dask.errors import InvalidParameterError
-from dpmic_dask.privacy.conversion import check_delta, check_epsilon, rho_from_eps_delta
+from dpmic_dask.privacy.conversion import check_delta, check_epsilon
 from dpmic_dask.privacy.costs import PURE_DP, measure_for
 from dpmic_dask.privacy.mechanisms.base import (
     GAUSS_CI95,
@@ -69,21 +67,19 @@ def check_mechanism(mechanism) -> str:
     return mechanism
 
 
-def gaussian_beats_laplace(eps: float, delta: float, pairs: int) -> bool:
-    """True when Gaussian noise (zCDP, L2 sensitivity ``sqrt(P) Delta``) has a smaller
-    standard deviation than Laplace (L1 sensitivity ``P Delta``) for the same budget.
-
-    The ratio sigma / (sqrt(2) b) = eps / (2 sqrt(rho P)) does not depend on ``Delta``
-    and hence not on ``n``: Gaussian wins once ``P > eps**2 / (4 rho)`` (9 pairs at
-    ``eps = 1, delta = 1e-5``; 11 at ``delta = 1e-6``).
-    """
-    rho = rho_from_eps_delta(eps, delta)
-    return eps / (2.0 * math.sqrt(rho * pairs)) < 1.0
-
-
 def resolve_mechanism(mechanism: str, eps: float, delta: float, pairs: int) -> str:
-    """``auto``: ``micr-lap`` when ``delta == 0``; otherwise whichever of ``micr-lap``
-    and ``micr-gauss`` has the smaller per-pair noise standard deviation."""
+    """``auto``: ``micr-lap`` when ``delta == 0`` (pure DP), ``micr-gauss`` when
+    ``delta > 0``.
+
+    ``delta > 0`` accounts the release in zCDP (:func:`~dpmic_dask.privacy.costs.measure_for`),
+    where a release is charged its ``rho``. At equal ``rho`` the Gaussian always
+    has less noise: Laplace spending ``rho`` has ``eps_L = sqrt(2 rho)``, so per
+    pair a standard deviation ``sqrt(2) P Delta / eps_L = P Delta / sqrt(rho)``,
+    against the Gaussian's ``Delta sqrt(P / (2 rho))``, a ratio of
+    ``1 / sqrt(2 P) < 1`` for every ``P >= 1`` (``docs/mechanisms.md``). Comparing
+    the two at the same ``(eps, delta)`` statement instead would pick Laplace for
+    a few pairs and charge a zCDP budget ``eps^2 / 2``, many times the Gaussian's
+    ``rho``."""
     mechanism = check_mechanism(mechanism)
     if mechanism != "auto":
         if _RELEASES[mechanism][1].needs_delta and delta == 0:
@@ -91,7 +87,7 @@ def resolve_mechanism(mechanism: str, eps: float, delta: float, pairs: int) -> s
         return mechanism
     if measure_for(delta) is PURE_DP:
         return "micr-lap"
-    return "micr-gauss" if gaussian_beats_laplace(eps, delta, pairs) else "micr-lap"
+    return "micr-gauss"
 
 
 def build_mechanism(mechanism: str, *, eps: float, delta: float, pairs: int) -> Mechanism:
@@ -168,7 +164,7 @@ __all__ = [
     "GAUSS_CI95", "LAPLACE_CI95", "LATTICE", "MAX_NOISE_UNITS", "GaussianMechanism",
     "GeometricCountsMechanism", "LaplaceMechanism", "Mechanism", "NoisePlan",
     "STATISTIC_NAMES", "build_mechanism", "check_mechanism", "check_statistics",
-    "gaussian_beats_laplace", "mechanism_names", "split_mechanism",
+    "mechanism_names", "split_mechanism",
     "noisy_counts", "noisy_values", "plan_release", "register", "resolve_mechanism",
     "value_mechanism",
 ]
