@@ -132,7 +132,7 @@ class SQLRangeReader:
         self.url, self.table, self.query = url, table, query
         self.all_columns = tuple(columns)
         self.timeout = timeout
-        self.dtypes = dict(dtypes or {})
+        self.dtypes = {} if dtypes is None else dict(dtypes)
 
     def __dask_tokenize__(self):
         return (type(self).__name__, self.url, self.table, self.query, self.all_columns,

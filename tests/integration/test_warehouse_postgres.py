@@ -1,0 +1,127 @@
+"""A warehouse table on a real PostgreSQL server: timestamp, timestamptz, date,
+boolean, numeric, integer, interval and text columns read in their kinds, nulls
+dropped, and a text column refused from the schema without a value."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pandas as pd
+import psycopg
+from click.testing import CliRunner
+
+from dpmic_dask.batch.cli import main
+from dpmic_dask.batch.jobio import SQLRangeReader, _sql_meta, sql_ranges
+from dpmic_dask.privacy.accounting import Budget
+from dpmic_dask.privacy.ledger import SQLLedger
+
+SECRET = "ssn-078-05-1120"
+N = 4000
+
+
+def fill_table(url):
+    gen = np.random.default_rng(4)  # test data only
+    days = gen.uniform(0, 730, N)
+    start = dt.datetime(2023, 1, 1)
+    rows = []
+    for k, d in enumerate(days):
+        signup = start + dt.timedelta(days=float(d))
+        rows.append((
+            k, signup, signup.replace(tzinfo=dt.timezone.utc) + dt.timedelta(hours=2),
+            (start + dt.timedelta(days=int(d))).date(),
+            bool((d < 365) ^ (gen.uniform() < 0.1)),
+            None if gen.uniform() < 0.05 else round(50 + 30 * np.sin(d / 58), 2),
+            int(d // 7), dt.timedelta(minutes=float(d)), SECRET))
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("""CREATE TABLE customers (id integer, signup timestamp,
+            seen timestamptz, joined date, churned boolean, spend numeric(10, 2),
+            weeks integer, wait interval, note text)""")
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO customers VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                            rows)
+
+
+COLUMNS = ["signup", "seen", "joined", "churned", "spend", "weeks", "wait"]
+
+
+def test_declared_types_are_read_in_their_kinds(postgres_url):
+    fill_table(postgres_url)
+    meta = _sql_meta(postgres_url, "customers", None, COLUMNS + ["note"])
+    assert {c: str(t) for c, t in meta.dtypes.items()} == {
+        "signup": "datetime64[us]", "seen": "datetime64[us, UTC]",
+        "joined": "date32[day][pyarrow]", "churned": "boolean", "spend": "float64",
+        "weeks": "Int64", "wait": "timedelta64[us]", "note": "str"}
+    reader = SQLRangeReader(postgres_url, "customers", None, tuple(COLUMNS), dtypes=meta.dtypes)
+    part = reader(sql_ranges("id", (0, N), 4)[1])
+    assert [str(t) for t in part.dtypes] == [str(meta.dtypes[c]) for c in COLUMNS]
+    assert part.spend.isna().any() and 0 < len(part) < N
+
+
+def job_text(url, columns, privacy="eps = 4.0"):
+    return f"""
+[job]
+name = "warehouse"
+dataset = "wh"
+[input]
+sql_url = "{url}"
+sql_table = "customers"
+partition_column = "id"
+partition_bounds = [0, {N}]
+partitions = 3
+[columns]
+{columns}
+[privacy]
+{privacy}
+[output]
+sql_url = "{url}"
+sql_table = "dpmic_results"
+[cluster]
+workers = 1
+[ledger]
+url = "{url}"
+"""
+
+
+def test_a_warehouse_job_on_postgres(postgres_url, tmp_path):
+    fill_table(postgres_url)
+    SQLLedger(postgres_url).init("wh", Budget(10.0))
+    job = tmp_path / "wh.toml"
+    job.write_text(job_text(postgres_url, """
+signup = { bounds = [2023-01-01, 2025-01-01] }
+seen = { bounds = [2023-01-01T00:00:00Z, 2025-01-02T00:00:00Z] }
+joined = { bounds = [2023-01-01, 2025-01-01] }
+churned = { kind = "boolean" }
+spend = { bounds = [0, 100] }
+weeks = { bounds = [0, 110] }
+wait = { bounds = [0, 44000] }
+""", 'eps = 4.0\nnulls = "drop"\nmin_rows = 3000'))
+    runner = CliRunner()
+    checked = runner.invoke(main, ["validate", "--schema", str(job)])
+    assert checked.exit_code == 0, checked.output
+    ran = runner.invoke(main, ["run", str(job), "--run-id", "d1"])
+    assert ran.exit_code == 0, ran.output
+    out = pd.read_sql_table("dpmic_results", postgres_url.replace(
+        "postgresql://", "postgresql+psycopg://")).set_index(["x", "y"])
+    assert len(out) == 21 and (out.n == 3000).all()
+    for pair in [("signup", "seen"), ("signup", "joined"), ("signup", "weeks"),
+                 ("signup", "wait"), ("signup", "spend")]:
+        assert out.mic[pair] > 0.8, pair
+    assert out.mic[("signup", "churned")] > 0.3
+
+
+def test_a_text_column_is_refused_from_the_schema_without_a_value(postgres_url, tmp_path):
+    fill_table(postgres_url)
+    SQLLedger(postgres_url).init("wh", Budget(10.0))
+    job = tmp_path / "wh.toml"
+    job.write_text(job_text(postgres_url, """
+note = { bounds = [0, 1] }
+spend = { bounds = [0, 100] }
+"""))
+    runner = CliRunner()
+    for args in (["validate", "--schema", str(job)], ["run", str(job), "--run-id", "d1"]):
+        result = runner.invoke(main, args)
+        assert result.exit_code == 2, result.output
+        assert "'note'" in result.output and "str" in result.output
+        assert SECRET not in result.output and "078" not in result.output
+    assert SQLLedger(postgres_url).history("wh") == []
