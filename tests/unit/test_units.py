@@ -1,0 +1,209 @@
+"""Privacy per unit: contribution bounding, the plan and its refusals, the report."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpmic_dask  # noqa: F401  (the accessor)
+from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.privacy.accounting import InMemoryLedger
+from dpmic_dask.release.units import (
+    PRIORITY,
+    _tag_and_keep,
+    bound_contributions,
+    find_floor,
+    plan_unit_release,
+    size_grid,
+)
+
+BOUNDS = {"x": (0.0, 1.0), "y": (0.0, 1.0)}
+
+
+def events(units=200, seed=3, big=0):
+    gen = np.random.default_rng(seed)  # test data only
+    sizes = gen.integers(1, 12, units)
+    if big:
+        sizes[0] = big
+    uid = np.repeat(np.arange(units), sizes)
+    x = gen.uniform(0, 1, units)[uid] + gen.normal(0, 0.02, uid.size)
+    return pd.DataFrame({"cid": uid, "x": np.clip(x, 0, 1),
+                         "y": np.clip(x ** 2 + gen.normal(0, 0.02, uid.size), 0, 1),
+                         "z": gen.uniform(0, 1, uid.size)})
+
+
+def rows_of(frame) -> Counter:
+    frame = frame.compute() if hasattr(frame, "compute") else frame
+    return Counter(map(tuple, frame.to_numpy().tolist()))
+
+
+KEY = (0x1234_5678_9ABC_DEF0, 0x0FED_CBA9_8765_4321)
+
+
+@pytest.mark.parametrize("k", [1, 3, 8])
+def test_at_most_k_rows_per_unit_survive(k):
+    df = events()
+    kept = bound_contributions(df, ("cid",), k, ("x", "y"), KEY)
+    tagged = _tag_and_keep(df, ("cid",), k, ("cid", "x", "y"), KEY)
+    per_unit = tagged.groupby("cid").size()
+    assert per_unit.max() <= k
+    assert (per_unit == np.minimum(df.groupby("cid").size(), k)).all()
+    assert list(kept.columns) == ["x", "y"]  # the unit column is not passed on
+
+
+@pytest.mark.parametrize("parts", [1, 3, 7])
+def test_dask_keeps_the_same_rows_as_pandas(parts):
+    df = events()
+    expected = rows_of(bound_contributions(df, ("cid",), 3, ("x", "y"), KEY))
+    got = rows_of(bound_contributions(dd.from_pandas(df, npartitions=parts), ("cid",), 3,
+                                      ("x", "y"), KEY))
+    assert got == expected
+
+
+@pytest.mark.parametrize("parts", [1, 4])
+def test_which_rows_survive_depends_only_on_the_units_own_rows(parts):
+    """Removing one unit removes its survivors and changes nothing else (a fixed
+    key): the bounded neighbours differ by at most k rows, all of that unit."""
+    df = events(units=120)
+    for removed in (0, 17, 119):
+        full = rows_of(bound_contributions(dd.from_pandas(df, npartitions=parts), ("cid",), 4,
+                                           ("x", "y", "z"), KEY))
+        rest = df[df.cid != removed]
+        less = rows_of(bound_contributions(dd.from_pandas(rest, npartitions=parts), ("cid",),
+                                           4, ("x", "y", "z"), KEY))
+        difference = full - less
+        assert less - full == Counter()
+        assert sum(difference.values()) == min(4, int((df.cid == removed).sum()))
+        own = rows_of(df.loc[df.cid == removed, ["x", "y", "z"]])
+        assert difference - own == Counter()
+
+
+def test_the_kept_rows_are_a_uniform_choice_over_fresh_keys():
+    df = pd.DataFrame({"cid": [1] * 4, "x": [0.1, 0.2, 0.3, 0.4], "y": [0.5] * 4})
+    kept = Counter()
+    for _ in range(400):
+        kept.update(bound_contributions(df, ("cid",), 2, ("x", "y")).x.tolist())
+    # each row kept with probability 1/2: 200 of 400, s.d. 10
+    assert all(140 < kept[v] < 260 for v in (0.1, 0.2, 0.3, 0.4))
+
+
+def test_a_huge_unit_sends_at_most_k_rows_per_partition_to_the_shuffle():
+    df = events(units=50, big=100_000)
+    ddf = dd.from_pandas(df, npartitions=5)
+    content = ("cid", "x", "y")
+    meta = ddf._meta[list(content)].assign(**{PRIORITY: np.uint64(0)}).iloc[:0]
+    local = ddf.map_partitions(_tag_and_keep, ("cid",), 4, content, KEY, meta=meta).compute()
+    assert (local.cid == 0).sum() <= 4 * 5
+    bounded = bound_contributions(ddf, ("cid",), 4, ("x", "y"), KEY).compute()
+    assert len(bounded) == np.minimum(df.groupby("cid").size(), 4).sum()
+
+
+def test_several_unit_columns_and_missing_unit_values():
+    df = pd.DataFrame({"a": [1, 1, 1, 2, 2, None, None, None],
+                       "b": ["u", "u", "v", "u", "u", None, None, None],
+                       "x": np.linspace(0, 1, 8), "y": np.linspace(1, 0, 8)})
+    kept = _tag_and_keep(df, ("a", "b"), 1, ("a", "b", "x", "y"), KEY)
+    # units (1,u), (1,v), (2,u) and the missing one: four rows
+    assert len(kept) == 4
+
+
+# ------------------------------------------------------------------ the plan
+
+
+def schema():
+    return events().dtypes
+
+
+def test_without_a_unit_the_plan_is_the_row_level_plan():
+    from dpmic_dask.release.plan import plan_release
+
+    plain = plan_release(schema(), 1.0, bounds=BOUNDS)
+    same = plan_unit_release(schema(), 1.0, bounds=BOUNDS)
+    assert repr(same) == repr(plain) and same.units is None
+    assert same.cost == plain.cost
+
+
+@pytest.mark.parametrize("arguments,match", [
+    ({"privacy_unit": "cid"}, "max_rows_per_unit"),
+    ({"max_rows_per_unit": 4}, "privacy_unit"),
+    ({"privacy_unit": "nope", "max_rows_per_unit": 4}, "not in the frame"),
+    ({"privacy_unit": "cid", "max_rows_per_unit": 0}, "max_rows_per_unit"),
+    ({"privacy_unit": "cid", "max_rows_per_unit": 2.5}, "max_rows_per_unit"),
+    ({"privacy_unit": ["cid", "cid"], "max_rows_per_unit": 2}, "distinct"),
+    ({"privacy_unit": "cid", "max_rows_per_unit": 4, "mechanism": "micr-geom"}, "counts"),
+    ({"privacy_unit": "cid", "max_rows_per_unit": 4, "bounds": {**BOUNDS, "cid": (0, 300)}},
+     "cannot be released"),
+    ({"privacy_unit": "cid", "max_rows_per_unit": 4, "bounds": "private",
+      "columns": ["x", "y"]}, "private"),
+    ({"privacy_unit": "cid", "max_rows_per_unit": 4, "delta": 1e-6,
+      "mechanism": "micr-lap"}, "micr-gauss"),
+])
+def test_refusals_before_anything_is_read(arguments, match):
+    arguments = {"bounds": BOUNDS, **arguments}
+    with pytest.raises(InvalidParameterError, match=match):
+        plan_unit_release(schema(), 1.0, **arguments)
+
+
+def test_the_budget_is_split_and_charged_once():
+    plan = plan_unit_release(schema(), 2.0, bounds=BOUNDS, privacy_unit="cid",
+                             max_rows_per_unit=4, count_share=0.1)
+    assert plan.cost.epsilon == 2.0
+    assert plan.units.rowcount.cost.epsilon + plan.request.cost.epsilon <= 2.0
+    assert plan.units.rowcount.cost.epsilon == pytest.approx(0.2)
+    ledger = InMemoryLedger(uncapped=True)
+    ddf = dd.from_pandas(events(), npartitions=3)
+    result = ddf.dpmic.pairwise(2.0, bounds=BOUNDS, privacy_unit="cid", max_rows_per_unit=4,
+                                ledger=ledger)
+    (charge,) = ledger.charges()
+    assert charge.cost.epsilon == 2.0
+    assert result.privacy.charge_id == charge.charge_id
+    assert result.privacy.privacy_unit == "cid" and result.privacy.max_rows_per_unit == 4
+    assert "per cid, at most 4 rows each" in result.report()
+    assert "adding or removing all rows of any one cid" in result.privacy.statement
+    assert result.pairs == (("x", "y"),)
+    assert result.privacy.n == result.privacy.rows_lower_bound  # noise set at n0, not n
+
+
+def test_the_row_level_report_says_so():
+    ddf = dd.from_pandas(events(), npartitions=2)
+    result = ddf.dpmic.pairwise(1.0, bounds=BOUNDS)
+    assert result.privacy.privacy_unit is None
+    assert "one row (the default" in result.privacy.unit_line()
+
+
+def test_top_pairs_and_pairs_above_per_unit():
+    ddf = dd.from_pandas(events(), npartitions=2)
+    bounds = {**BOUNDS, "z": (0.0, 1.0)}
+    top = ddf.dpmic.top_pairs(1, 50.0, bounds=bounds, privacy_unit="cid", max_rows_per_unit=4)
+    assert len(top.pairs) == 1 and top.privacy.privacy_unit == "cid"
+    above = ddf.dpmic.pairs_above(0.5, 50.0, bounds=bounds, max_pairs=2, privacy_unit="cid",
+                                  max_rows_per_unit=4)
+    assert above.privacy.max_rows_per_unit == 4
+    assert all("cid" not in pair for pair in top.pairs + above.pairs)
+
+
+def test_too_few_rows_is_no_refusal_after_the_charge():
+    # the bound is never below the floor found before anything was read
+    tiny = dd.from_pandas(events(units=2), npartitions=1)
+    result = tiny.dpmic.pairwise(1.0, bounds=BOUNDS, privacy_unit="cid", max_rows_per_unit=2)
+    assert result.privacy.rows_lower_bound >= 4
+
+
+def test_the_floor_is_where_the_plan_starts_to_pass():
+    plan = plan_unit_release(schema(), 1e-3, bounds={**BOUNDS, "z": (0, 1)},
+                             privacy_unit="cid", max_rows_per_unit=32)
+    inner = plan.__class__(plan.request, plan.selection, plan.bounds)
+    floor = find_floor(inner, 32)
+    assert floor == plan.units.floor
+    assert floor > 4  # such a small eps cannot be sampled at a handful of rows
+
+
+def test_size_grid():
+    grid = size_grid(2**20)
+    assert list(grid[:16]) == list(range(1, 17))
+    assert grid[-1] <= 2**20 and np.all(np.diff(grid) > 0)
+    assert np.all(grid[17:] / grid[16:-1] < 1.25)
