@@ -340,10 +340,10 @@ def category_kinds(schema, categories, *, bounds, columns, kinds, nulls, fill=No
         raise InvalidParameterError("nulls='category' applies to categorical columns: give "
                                     "categories={column: [public list]}")
     # a column given another kind (or bounds a time kind reads) is not categorical
-    given = bounds if isinstance(bounds, Mapping) else {}
-    named = kinds if isinstance(kinds, Mapping) else {}
+    given_bounds = bounds if isinstance(bounds, Mapping) else {}
+    given_kinds = kinds if isinstance(kinds, Mapping) else {}
     ordered = [c for c in selected if c in dtypes and read_as_ordered(
-        dtypes[c], bounds=given.get(c), kind=named.get(c))]
+        dtypes[c], bounds=given_bounds.get(c), kind=given_kinds.get(c))]
     axes = check_categories(dtypes, categories, nulls=nulls, fill=fill,
                             selected=[c for c in selected if c not in ordered])
     if not axes:
@@ -351,10 +351,10 @@ def category_kinds(schema, categories, *, bounds, columns, kinds, nulls, fill=No
     if mechanism == "micr-geom":
         raise InvalidParameterError("mechanism 'micr-geom' does not support categorical columns")
     if isinstance(bounds, Mapping):
-        given = [c for c in axes if c in bounds]
-        if given:
+        bounded = [c for c in axes if c in bounds]
+        if bounded:
             raise InvalidParameterError(
-                f"column(s) {given} are categorical: their bounds come from the category "
+                f"column(s) {bounded} are categorical: their bounds come from the category "
                 "list; give no bounds for them")
     if kinds is not None and not isinstance(kinds, Mapping):
         raise InvalidParameterError("kinds must be a mapping {column: kind}")
