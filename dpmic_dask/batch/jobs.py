@@ -30,6 +30,8 @@ Example (TOML)::
     # ts = { kind = "timestamp", unit = "s", bounds = [2023-01-01, 2025-01-01] }
     #                                      # a cast: epoch numbers (or strings) as times
     # churned = { kind = "boolean" }       # booleans: bounds (0, 1) implied
+    # region = { categories = ["north", "south", "east"] }  # categorical: a public list
+    # plan = { categories = { private = ["basic", "plus", "pro"] } }  # chosen privately
 
     [privacy]
     eps = 1.0                              # also: delta, mechanism, B, c, nulls,
