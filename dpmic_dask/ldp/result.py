@@ -34,10 +34,10 @@ class LocalReport:
     model: str = "local"
 
     def statement(self) -> str:
-        return (f"Local model: every person's report is {self.epsilon:g}-LDP for their whole "
+        return (f"Guarantee: every person's report is {self.epsilon:g}-LDP for their whole "
                 f"row (any two rows give any report with probabilities within a factor "
-                f"e^{self.epsilon:g}); each person reported {self.pairs_per_person} of "
-                f"{self.design_pairs} pair(s), chosen uniformly at random. The server's "
+                f"e^{self.epsilon:g}); each person reported {self.pairs_per_person} of the "
+                f"{self.design_pairs} pairs, chosen uniformly at random. The server's "
                 "estimates are post-processing: nothing is charged to a central ledger.")
 
     def protocol_line(self) -> str:
@@ -119,9 +119,11 @@ class LocalPairwiseResult:
         """Plain text: what was estimated, from what, and what protects each person."""
         p = self.privacy
         lines = ["NOT PRIVATE: these reports used seeded test randomness."] if p.seeded else []
+        pairs = len(self.pairs)
         lines += [
-            f"Local model: MIC for {len(self.pairs)} pair(s) of {len(self.columns)} columns "
-            f"({', '.join(map(str, self.columns))}) from n = {p.n} reports.",
+            f"Local model: MIC for {pairs} pair{'s' if pairs != 1 else ''} of "
+            f"{len(self.columns)} columns ({', '.join(map(str, self.columns))}) from "
+            f"n = {p.n} reports.",
             f"Budget: epsilon = {p.epsilon:g} per person (local DP), spent on the device.",
             p.protocol_line(),
             "ci95: half-width of each estimate's 95% interval from the normal approximation "
