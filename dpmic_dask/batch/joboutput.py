@@ -52,6 +52,10 @@ def expected_columns(job) -> dict:
         columns.update({name: float, f"{name}_ci95": float, f"{name}_noise_scale": float})
     if "tau" in job.statistics:
         columns["nonlinearity"] = float
+    if any(b == "private" for b in job.bounds.values()):
+        # the bounds each value was computed at: a run that estimated bounds writes
+        # them, so that the next run can pin them as public (and stop paying)
+        columns.update({"x_lo": float, "x_hi": float, "y_lo": float, "y_hi": float})
     columns["charge_id"] = str
     return columns
 
@@ -76,8 +80,27 @@ def result_rows(result, *, run_id: str, job) -> pd.DataFrame:
     table.insert(1, "released_at", datetime.now(timezone.utc).isoformat(timespec="seconds"))
     table.insert(2, "job", job.name)
     table.insert(3, "dataset", job.dataset)
+    if result.private_bounds is not None:
+        used = {c: _numbers(b) for c, b in job.bounds.items()}
+        used.update(result.private_bounds.bounds)  # axis numbers
+        for side in ("x", "y"):
+            table[f"{side}_lo"] = [float(used.get(c, _NO_BOUNDS)[0]) for c in table[side]]
+            table[f"{side}_hi"] = [float(used.get(c, _NO_BOUNDS)[1]) for c in table[side]]
     table["charge_id"] = result.charge_id
     return declared(table, job)
+
+
+_NO_BOUNDS = (float("nan"), float("nan"))
+
+
+def _numbers(bounds) -> tuple[float, float]:
+    """Public bounds as two numbers (bounds given in another kind, such as dates,
+    are written as NaN: the job file holds them)."""
+    try:
+        lo, hi = (float(v) for v in bounds)
+    except (TypeError, ValueError):
+        return _NO_BOUNDS
+    return lo, hi
 
 
 def _fixed(rows: pd.DataFrame, job) -> dict:

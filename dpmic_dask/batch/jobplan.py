@@ -34,7 +34,11 @@ def job_release_plan(job: Job, schema):
         select = {"rule": job.select_rule, "share": job.select_share,
                   "screen_B": job.screen_B,
                   **{key: value for key, value in options.items() if value is not None}}
-    private = {"bounds_share": job.bounds_share} if private_columns(job) else {}
+    private: dict = {"bounds_share": job.bounds_share} if private_columns(job) else {}
+    for key in ("domain", "coverage", "refine"):  # per-column private-bounds knobs
+        values = {c: o[key] for c, o in job.bounds_options.items() if key in o}
+        if values:
+            private[key] = values
     categories = {c: b["categories"] for c, b in job.bounds.items() if isinstance(b, dict)}
     if categories:  # categorical columns: their lists, not bounds
         private["categories"] = categories
@@ -96,6 +100,8 @@ def job_fingerprint(job: Job) -> str:
         "output": {"path": local(job.output_path), "format": job.output_format,
                    "sql_url": job.output_sql_url, "sql_table": job.output_sql_table},
     }
+    if job.bounds_options:  # absent: fingerprints of older jobs unchanged
+        content["bounds_options"] = job.bounds_options
     if job.kinds or job.min_rows is not None:  # absent: fingerprints of older jobs unchanged
         content["kinds"] = job.kinds
         content["min_rows"] = job.min_rows

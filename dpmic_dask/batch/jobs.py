@@ -26,6 +26,8 @@ Example (TOML)::
     age = { bounds = [0, 120] }
     income = { bounds = [0, 300000], fill = 40000 }
     # spend = { bounds = "private" }       # estimated privately (privacy.bounds_share)
+    # ts = { bounds = "private", domain = [0, 4e9], coverage = 0.995, refine = true }
+    #                                      # private-bounds knobs, per column
     # signup = { bounds = [2023-01-01, 2025-01-01] }   # times: bounds as TOML dates
     # ts = { kind = "timestamp", unit = "s", bounds = [2023-01-01, 2025-01-01] }
     #                                      # a cast: epoch numbers (or strings) as times
@@ -81,7 +83,7 @@ SECTIONS = {
     "select": {"top_k", "threshold", "max_pairs", "share", "screen_B"},
     "ledger": {"url"},
 }
-COLUMN_KEYS = {"bounds", "fill", "kind", "unit", "categories"}
+COLUMN_KEYS = {"bounds", "fill", "kind", "unit", "domain", "coverage", "refine", "categories"}
 #: Kinds a job file can name (``columns.ts.kind``); see :mod:`dpmic_dask.stats.kinds`.
 JOB_KINDS = ("number", "boolean", "timestamp", "date", "timedelta")
 FORMATS = ("parquet", "csv")
@@ -110,6 +112,9 @@ class Job:
     kinds: dict = field(default_factory=dict)
     #: ``privacy.nulls = "drop"``: the public minimum of the rows kept.
     min_rows: int | None = None
+    #: Private-bounds knobs of ``bounds = "private"`` columns that set one:
+    #: ``{column: {"domain": (lo, hi), "coverage": ..., "refine": ...}}``.
+    bounds_options: dict = field(default_factory=dict)
     eps: float = 1.0
     delta: float = 0.0
     mechanism: str = "auto"
@@ -233,6 +238,28 @@ def _categories(spec: dict, name: str, src: str) -> dict:
     if not isinstance(listed, list):
         raise JobError(f"{src}: columns.{name}.categories must be a list of public categories")
     return {"categories": list(listed)}
+
+
+def _bounds_options(spec: dict, name: str, src: str) -> dict:
+    """``columns.<name>.domain``, ``coverage`` and ``refine`` of a column whose
+    bounds are ``"private"`` (checked as the API checks them)."""
+    keys = [k for k in ("domain", "coverage", "refine") if k in spec]
+    if keys and spec.get("bounds") != "private":
+        raise JobError(f'{src}: columns.{name}.{keys[0]} applies to bounds = "private" only')
+    from dpmic_dask.privacy.bounds import check_coverage, check_domain
+    from dpmic_dask.release.private_bounds import check_refine
+
+    checks = {"domain": (check_domain, "[lo, hi], two finite numbers with lo < hi"),
+              "coverage": (check_coverage, "a number between 0 and 1 (exclusive)"),
+              "refine": (check_refine, "true or false")}
+    out = {}
+    for key in keys:
+        check, what = checks[key]
+        try:
+            out[key] = check(spec[key])
+        except InvalidParameterError:
+            raise JobError(f"{src}: columns.{name}.{key} must be {what}") from None
+    return out
 
 
 def job_schema(job: Job) -> dict:
@@ -368,6 +395,7 @@ def load_job(path) -> Job:
     bounds: dict[str, Any] = {}
     fills: dict[str, Any] = {}
     kinds: dict[str, Any] = {}
+    bounds_options: dict[str, Any] = {}
     for name, spec in cols.items():
         if not isinstance(spec, dict):
             raise JobError(f"{src}: columns.{name} must be a table with bounds")
@@ -387,6 +415,9 @@ def load_job(path) -> Job:
             spec = {**spec, "bounds": [0, 1]}  # public by type
         if "bounds" not in spec:
             raise JobError(f"{src}: columns.{name} has no bounds (public bounds are required)")
+        options = _bounds_options(spec, name, src)
+        if options:
+            bounds_options[name] = options
         b = spec["bounds"]
         if b == "private":
             bounds[name] = "private"
@@ -400,6 +431,7 @@ def load_job(path) -> Job:
         raise JobError(f"{src}: at least two columns are needed")
     kw["bounds"] = bounds
     kw["kinds"] = kinds
+    kw["bounds_options"] = bounds_options
 
     if "eps" not in priv:
         raise JobError(f"{src}: missing privacy.eps")

@@ -144,6 +144,15 @@ def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, prog
     where = _deliver(job, ledger, entry, echo)
     echo(f"run {run_id}: released {len(result.pairs)} pairs "
          f"({result.mechanism}, eps={result.epsilon:g}) to {where}")
+    if result.private_bounds is not None:
+        found = result.private_bounds
+        echo("private bounds (also in the output's x_lo, x_hi, y_lo, y_hi): "
+             + ", ".join(f"{c} {found.formatted(c)}"
+                         + (" unresolved" if c in found.unresolved else "")
+                         for c in found.bounds))
+        if found.pin():
+            echo("to pin them as public in the job file (and stop paying for them):\n"
+                 + found.pin())
     echo(f"remaining budget of {job.dataset!r}: {ledger.remaining(job.dataset)}")
     echo(forecast(ledger, job.dataset, cost).sentence(f"of job {job.name!r}"))
 

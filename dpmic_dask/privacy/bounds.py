@@ -127,7 +127,7 @@ GAP_BINS = 4
 #: Thin tails: blocks of ``BLOCK_BINS`` bins are added outward while their noisy
 #: sum passes ``BLOCK_Z`` standard deviations of the noise in the block.
 BLOCK_BINS = 2
-BLOCK_Z = 3.0
+BLOCK_Z = 4.0
 #: Runs of more than ``LONG_GAP`` bins that passed no threshold, between bins that
 #: did (the gap between zero and the magnitudes of a binary or count column), are
 #: not read as mass: their noise alone would move the quantiles.

@@ -89,15 +89,16 @@ def has_private_bounds(bounds) -> bool:
 
 def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="auto",
                  select: dict | None = None, bounds_share=None, coverage=0.99, domain=None,
-                 nulls="raise", fill=None, label=None, statistics=("mic",), B=None, c=None,
-                 names: ArgumentNames = API_NAMES, kinds=None, min_rows=None,
+                 refine=True, nulls="raise", fill=None, label=None, statistics=("mic",),
+                 B=None, c=None, names: ArgumentNames = API_NAMES, kinds=None, min_rows=None,
                  categories=None, **sizing) -> ReleasePlan:
     """Check a release against ``schema`` and plan it (nothing read or charged).
 
     ``select``: ``None`` (every pair), or ``{"rule": "top-k", "k": ...}`` /
     ``{"rule": "above", "threshold": ..., "max_pairs": ...}`` with the rule's
     ``share`` and ``screen_B``. ``bounds`` with ``"private"`` entries puts the
-    private-bounds step first (``bounds_share``, ``coverage``, ``domain``).
+    private-bounds step first (``bounds_share``; ``coverage``, ``domain``, ``refine``,
+    each one value or a dict by column).
     ``sizing``: ``split_every``, ``task_memory``. ``kinds`` names the kind of
     columns whose dtype does not say it (:mod:`dpmic_dask.stats.kinds`);
     ``nulls="drop"`` needs ``min_rows``, a public minimum of the rows kept.
@@ -127,7 +128,8 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
         nulls = "raise"  # the frame the release reads has no nulls left
     planned = _plan(schema, eps, bounds=bounds, columns=columns, delta=delta,
                     mechanism=mechanism, select=select, bounds_share=bounds_share,
-                    coverage=coverage, domain=domain, nulls=nulls, fill=fill, label=label,
+                    coverage=coverage, domain=domain, refine=refine, nulls=nulls, fill=fill,
+                    label=label,
                     statistics=statistics, B=B, c=c, names=names, **sizing)
     if drop_rows:
         planned = with_min_rows(planned, min_rows)
@@ -201,7 +203,8 @@ def with_categories(planned: ReleasePlan, axes: dict) -> ReleasePlan:
 
 
 def _plan(schema, eps, *, bounds, columns, delta, mechanism, select, bounds_share, coverage,
-          domain, nulls, fill, label, statistics, B, c, names, **sizing) -> ReleasePlan:
+          domain, nulls, fill, label, statistics, B, c, names, refine=True,
+          **sizing) -> ReleasePlan:
     if has_private_bounds(bounds):
         if select is None:
             inner: dict = {"B": B, "c": c, "statistics": statistics, **sizing}
@@ -210,8 +213,8 @@ def _plan(schema, eps, *, bounds, columns, delta, mechanism, select, bounds_shar
             select = {**select, "B": B, "c": c, "statistics": statistics, **sizing}
         planned = plan_private_bounds(
             schema, eps, bounds=bounds, columns=columns, delta=delta,
-            bounds_share=bounds_share, coverage=coverage, domain=domain, mechanism=mechanism,
-            nulls=nulls, fill=fill, label=label, select=select, **inner)
+            bounds_share=bounds_share, coverage=coverage, domain=domain, refine=refine,
+            mechanism=mechanism, nulls=nulls, fill=fill, label=label, select=select, **inner)
         return ReleasePlan(planned.request, planned.selection, planned)
     if bounds_share is not None:
         raise InvalidParameterError('bounds_share applies to bounds="private" only')

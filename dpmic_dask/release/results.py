@@ -205,7 +205,7 @@ class BoundsRelease:
     def pin(self) -> str:
         """Job-file lines that pin these bounds as public for the next run (which
         then stops paying for them); unresolved columns are left out."""
-        return "\n".join(f"columns.{name}.bounds = [{lo!r}, {hi!r}]"
+        return "\n".join(f"columns.{name}.bounds = [{float(lo)!r}, {float(hi)!r}]"
                          for name, (lo, hi) in self.bounds.items()
                          if name not in self.unresolved)
 

@@ -218,3 +218,138 @@ def test_a_budget_too_small_to_sample_is_refused_before_reading():
         with pytest.raises(dm.InvalidParameterError, match="eps is too small|sampling limit"):
             dm.private_bounds(frame, eps, columns=["a", "b"], ledger=ledger)
     assert ledger.charges() == []
+
+
+def offset_frame(n=20_000, seed=21):
+    gen = np.random.default_rng(seed)  # test data only
+    return pd.DataFrame({"epoch": 1.70e9 + 3e7 * gen.random(n),
+                         "flag": (gen.random(n) < 0.15).astype(float),
+                         "amount": gen.normal(-2.5e6, 4e5, n)})
+
+
+def test_offset_and_binary_columns_get_tight_bounds_through_the_public_function():
+    frame = offset_frame()
+    ledger = dm.InMemoryLedger(uncapped=True)
+    found = dm.private_bounds(frame, 0.3, columns=list(frame), ledger=ledger)
+    (charge,) = ledger.charges()  # both passes of all three columns: one charge
+    assert charge.cost.epsilon == 0.3
+    assert set(found.refined) == {"epoch", "amount"} and not found.unresolved
+    lo, hi = found.bounds["epoch"]
+    assert lo <= 1.7003e9 and hi >= 1.7297e9 and hi - lo <= 2 * 3e7
+    lo, hi = found.bounds["flag"]
+    assert lo == 0.0 and 1.0 <= hi <= 2.0
+    assert "refined" in found.report() and "pin them" in found.report()
+    assert "columns.epoch.bounds = [" in found.pin()
+
+
+def test_every_bounds_knob_is_set_per_column():
+    frame = offset_frame()
+    ledger = dm.InMemoryLedger(uncapped=True)
+    found = dm.private_bounds(frame, 0.6, columns=list(frame), ledger=ledger,
+                              coverage={"flag": 0.9}, refine={"amount": False},
+                              domain={"amount": (-1e7, 0.0)})
+    assert found.coverage == {"epoch": 0.99, "flag": 0.9, "amount": 0.99}
+    assert found.domain == {"amount": (-1e7, 0.0)}
+    assert "amount" not in found.refined and "epoch" in found.refined
+    assert -1e7 <= found.bounds["amount"][0] < found.bounds["amount"][1] <= 0.0
+    for bad, message in [({"coverage": {"nope": 0.9}}, "not estimated privately"),
+                         ({"refine": "yes"}, "refine must be True or False"),
+                         ({"domain": {"amount": (1, 0)}}, "domain must be")]:
+        with pytest.raises(dm.InvalidParameterError, match=message):
+            dm.private_bounds(frame, 0.6, columns=list(frame), ledger=ledger, **bad)
+    assert len(ledger.charges()) == 1  # refusals charged nothing
+
+
+def test_unresolved_columns_warn_and_say_so():
+    frame = pd.DataFrame({"a": np.random.default_rng(22).normal(size=200)})
+    ledger = dm.InMemoryLedger(uncapped=True)
+    with pytest.warns(dm.BoundsWarning, match="no private bounds could be found"):
+        found = dm.private_bounds(frame, 0.01, columns=["a"], ledger=ledger)
+    assert found.unresolved == ("a",) and found.bounds["a"] == (-1.0, 1.0)
+    assert "Unresolved" in found.report() and found.pin() == ""
+    assert not issubclass(dm.BoundsWarning, dm.PrivacyLeakWarning)
+
+
+def test_both_passes_draw_noise_at_their_stated_scales(monkeypatch):
+    """Through dm.private_bounds: the first pass's histogram at 2 / (0.3 eps_c), the
+    refining pass's at 2 / (0.7 eps_c) (the release's own noise, captured)."""
+    import dpmic_dask.release.private_bounds as pb
+
+    seen = []
+    real = pb.noisy_histograms
+
+    def spy(counts, eps_pass):
+        noisy, scale = real(counts, eps_pass)
+        seen.append((np.asarray(counts, dtype=np.int64), noisy, scale))
+        return noisy, scale
+
+    monkeypatch.setattr(pb, "noisy_histograms", spy)
+    frame = offset_frame(n=5000)[["epoch"]]
+    found = dm.private_bounds(frame, 0.5, columns=["epoch"],
+                              ledger=dm.InMemoryLedger(uncapped=True))
+    assert found.refined == ("epoch",)
+    (c1, n1, s1), (c2, n2, s2) = seen
+    assert s1 == pytest.approx(2 / (0.3 * 0.5)) and s2 == pytest.approx(2 / (0.7 * 0.5))
+    assert found.noise_scale == s1 and found.refine_noise_scale == s2
+    z1 = (n1[0] - c1[0]).astype(np.int64)  # 8,177 draws of the first pass
+    for mult, fits in [(1.0, True), (0.7, False), (1.3, False)]:
+        pvalue = chi_square_pvalue(z1, lambda s: discrete_laplace_pmf(mult * s1, s))
+        assert (pvalue > ALPHA) == fits, (mult, pvalue)
+    z2 = (n2[0] - c2[0]).astype(np.int64)  # 1,024 draws of the refining pass
+    assert z2.size == 1024
+    assert abs(np.mean(np.abs(z2)) / s2 - 1) < 0.2  # E|Z| ~ scale
+
+
+def test_a_job_that_estimates_bounds_writes_them_and_how_to_pin_them(tmp_path):
+    from click.testing import CliRunner
+
+    from dpmic_dask.batch.cli import main
+    from dpmic_dask.privacy.accounting import Budget
+    from dpmic_dask.privacy.ledger import SQLLedger
+
+    frame = offset_frame(n=6000)
+    (tmp_path / "in").mkdir()
+    frame.to_parquet(tmp_path / "in" / "part-0.parquet")
+    ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
+    SQLLedger(ledger).init("d", Budget(5.0))
+    text = f"""
+[job]
+name = "pin"
+dataset = "d"
+[input]
+paths = ["{tmp_path / 'in'}/*.parquet"]
+[columns]
+epoch = {{ bounds = "private", coverage = 0.995 }}
+flag = {{ bounds = [0, 1] }}
+amount = {{ bounds = "private", domain = [-1e7, 0], refine = false }}
+[privacy]
+eps = 2.0
+bounds_share = 0.5
+[output]
+path = "{tmp_path / 'out'}"
+[cluster]
+workers = 1
+[ledger]
+url = "{ledger}"
+"""
+    path = tmp_path / "pin.toml"
+    path.write_text(text)
+    runner = CliRunner()
+    checked = runner.invoke(main, ["validate", str(path)])
+    assert checked.exit_code == 0, checked.output
+    ran = runner.invoke(main, ["run", str(path), "--run-id", "r1"])
+    assert ran.exit_code == 0, ran.output
+    assert "private bounds" in ran.output and "columns.epoch.bounds = [" in ran.output
+    out = pd.read_parquet(tmp_path / "out")
+    assert {"x_lo", "x_hi", "y_lo", "y_hi"} <= set(out.columns) and len(out) == 3
+    row = out[(out.x == "epoch") & (out.y == "flag")].iloc[0]
+    assert row.y_lo == 0 and row.y_hi == 1 and row.x_lo < 1.7003e9 < 1.7297e9 < row.x_hi
+    # pinned as public: the next run pays for no bounds
+    pinned = text.replace('epoch = { bounds = "private", coverage = 0.995 }',
+                          f"epoch = {{ bounds = [{float(row.x_lo)!r}, {float(row.x_hi)!r}] }}")
+    bad = text.replace("flag = { bounds = [0, 1] }", "flag = { bounds = [0, 1], coverage = 0.9 }")
+    path.write_text(bad)
+    refused = runner.invoke(main, ["validate", str(path)])
+    assert refused.exit_code != 0 and 'applies to bounds = "private" only' in refused.output
+    path.write_text(pinned)
+    assert runner.invoke(main, ["validate", str(path)]).exit_code == 0
