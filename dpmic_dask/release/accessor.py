@@ -230,16 +230,22 @@ class DPMICAccessor:
 
     def pairwise_nonprivate(self, *, bounds, B, c, columns=None, nulls="raise", fill=None,
                             split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None,
-                            task_memory=pipeline.DEFAULT_TASK_MEMORY, kinds=None):
+                            task_memory=pipeline.DEFAULT_TASK_MEMORY, kinds=None,
+                            categories=None):
         """Exact, NON-PRIVATE MICr of every pair (for data that is not sensitive).
 
         Gives, pair by pair, exactly :func:`dpmic_dask.micr` on the same columns
         (in axis values: :mod:`dpmic_dask.stats.kinds`). ``nulls="drop"`` drops rows
         with a missing value listwise. Returns a pandas DataFrame with columns
-        ``x, y, micr, n, B, c``.
+        ``x, y, micr, n, B, c``. ``categories`` as for :meth:`pairwise` (public
+        lists): those columns' pairs get the categorical statistic, exactly.
         """
+        from dpmic_dask.stats.categories import category_kinds
         from dpmic_dask.stats.kinds import axis_arguments, axis_frame
 
+        kinds, columns, nulls, axes = category_kinds(
+            self._schema(), categories, bounds=bounds, columns=columns, kinds=kinds,
+            nulls=nulls, fill=fill)
         axis = axis_arguments(self._schema(), bounds=bounds, columns=columns, fill=fill,
                               kinds=kinds)
         bounds, fill = axis.bounds, axis.fill
@@ -249,6 +255,7 @@ class DPMICAccessor:
         return pipeline.run_pairwise_nonprivate(
             frame, bounds=bounds, B=B, c=c, columns=columns, nulls=nulls, fill=fill,
             split_every=split_every, progress=progress, task_memory=task_memory,
+            categories=axes,
         )
 
 

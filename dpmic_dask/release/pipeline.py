@@ -486,8 +486,10 @@ def private_mic(x, y, *, eps, x_bounds, y_bounds, mechanism="auto", delta=0.0, B
 
 def run_pairwise_nonprivate(frame, *, bounds, B, c, columns=None, nulls="raise", fill=None,
                             split_every: int = DEFAULT_SPLIT_EVERY, progress=None,
-                            task_memory: int = DEFAULT_TASK_MEMORY):
-    """Exact (NON-PRIVATE) MICr of every pair: a DataFrame ``x, y, micr, n, B, c``."""
+                            task_memory: int = DEFAULT_TASK_MEMORY, categories=None):
+    """Exact (NON-PRIVATE) MICr of every pair: a DataFrame ``x, y, micr, n, B, c``.
+    ``categories`` (column -> :class:`~dpmic_dask.stats.categories.CategoryAxis`,
+    columns already coded) gives those columns' pairs a categorical axis."""
     import pandas as pd
 
     backend = backend_for(frame)
@@ -497,9 +499,13 @@ def run_pairwise_nonprivate(frame, *, bounds, B, c, columns=None, nulls="raise",
     B, c = grid_parameters(request, MIN_ROWS)
     statistic = request.statistic
     layout = statistic.layout(B, c)
+    if categories:
+        request = dataclasses.replace(request, categories=tuple(categories.items()))
+        check_category_grids(request, B, c)
     rows = backend.row_count(frame, request.columns)
     evaluation = _evaluate(frame, backend, request, layout, rows, B, c,
-                           partial(statistic.value, layout=layout), progress)
+                           pair_function(request, layout, partial(statistic.value, layout=layout)),
+                           progress)
     return pd.DataFrame({
         "x": [request.columns[i] for i, _ in request.pairs],
         "y": [request.columns[j] for _, j in request.pairs],

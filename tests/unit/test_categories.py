@@ -284,3 +284,16 @@ def test_fill_with_a_category_and_top_pairs(customers):
                                           "region": "north", "level": 0},
                                     ledger=InMemoryLedger(uncapped=True))
     assert ("region", "amount") in res.pairs
+
+def test_the_exact_non_private_version_through_the_accessor(customers):
+    from tests.statistical.test_release_noise_paths import zero_noise
+
+    bounds = {"amount": (0, 50), "noise": (0, 1)}
+    exact = dd.from_pandas(customers, npartitions=2).dpmic.pairwise_nonprivate(
+        bounds=bounds, categories=CATS, nulls="category", B=40, c=5)
+    with zero_noise():
+        released = customers.dpmic.pairwise(eps=1.0, bounds=bounds, categories=CATS,
+                                            nulls="category", B=40, c=5,
+                                            ledger=InMemoryLedger(uncapped=True))
+    assert list(zip(exact.x, exact.y)) == list(released.pairs)
+    np.testing.assert_allclose(exact.micr, released.values, atol=1e-9)
