@@ -535,27 +535,36 @@ def _convert(series: pd.Series, kind: ColumnKind) -> pd.Series:
     return pd.Series(kind.axis(series), index=series.index, name=series.name)
 
 
+def _convert_frame(frame: pd.DataFrame, kinds: Mapping, drop) -> pd.DataFrame:
+    """Every column of ``kinds`` as axis values, then the rows with a null in a
+    ``drop`` column dropped (one partition, one pass)."""
+    out = frame.copy(deep=False)
+    for column, kind in kinds.items():
+        out[column] = _convert(frame[column], kind)
+    return out.dropna(subset=list(drop)) if drop else out
+
+
 def axis_frame(frame, kinds: Mapping, *, drop=None):
     """``frame`` with each column of ``kinds`` (name -> resolved kind, ``None`` for
     a float64 column left as it is) as float64 axis values, and, with ``drop``
     (column names), without the rows that have a null in any of them (listwise).
 
-    pandas frames are converted now (a refusal comes before anything else);
-    Dask frames lazily, column by column (so a task reading some columns
-    converts only those)."""
+    pandas frames are converted now (a refusal comes before anything else).
+    Dask frames lazily: with ``drop`` in one task per partition (every column is
+    read to drop rows anyway), else column by column (a task reading some
+    columns converts only those)."""
     todo = {c: k for c, k in kinds.items() if k is not None}
     if not todo and not drop:
         return frame
-    out = frame.copy() if todo else frame
     if isinstance(frame, pd.DataFrame):
-        for column, kind in todo.items():
-            out[column] = _convert(frame[column], kind)
-    else:
-        for column, kind in todo.items():
-            meta = pd.Series([], dtype=np.float64, name=column)
-            out[column] = frame[column].map_partitions(_convert, kind, meta=meta)
+        return _convert_frame(frame, todo, drop)
     if drop:
-        out = out.dropna(subset=list(drop))
+        meta = _convert_frame(frame._meta, todo, None)
+        return frame.map_partitions(_convert_frame, todo, drop, meta=meta)
+    out = frame.copy()
+    for column, kind in todo.items():
+        meta = pd.Series([], dtype=np.float64, name=column)
+        out[column] = frame[column].map_partitions(_convert, kind, meta=meta)
     return out
 
 
