@@ -103,7 +103,6 @@ def job_fingerprint(job: Job) -> str:
     if job.bounds_options:  # absent: fingerprints of older jobs unchanged
         content["bounds_options"] = job.bounds_options
     if job.kinds or job.min_rows is not None:  # absent: fingerprints of older jobs unchanged
-        content["kinds"] = job.kinds
-        content["min_rows"] = job.min_rows
+        content["kinds"] = {"columns": job.kinds, "min_rows": job.min_rows}
     text = json.dumps(content, sort_keys=True, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()

@@ -225,7 +225,7 @@ class TimeKind(ColumnKind):
     holds dates (reports print dates), ``unit`` the unit of numbers cast to
     times (``None``: numbers are refused; strings and dates are parsed)."""
 
-    name: str = "timestamp"  # type: ignore[misc]
+    name: str = "timestamp"
     duration: bool = False
     tz: str | None = None
     date: bool = False
@@ -301,7 +301,7 @@ class TimeKind(ColumnKind):
     def _cast_axis(self, series):
         """A column that is not of a time dtype, read as times (or durations)."""
         dtype = series.dtype
-        if self.unit is not None and (getattr(dtype, "kind", None) in "iuf" or _is_object(dtype)):
+        if self.unit is not None and (getattr(dtype, "kind", "") in "iuf" or _is_object(dtype)):
             numbers_ = _float_axis(series)
             multiply, divide = _per_second(self.unit)
             return numbers_ * multiply / divide
@@ -563,8 +563,8 @@ def axis_frame(frame, kinds: Mapping, *, drop=None):
         return frame.map_partitions(_convert_frame, todo, drop, meta=meta)
     out = frame.copy()
     for column, kind in todo.items():
-        meta = pd.Series([], dtype=np.float64, name=column)
-        out[column] = frame[column].map_partitions(_convert, kind, meta=meta)
+        empty = pd.Series([], dtype=np.float64, name=column)
+        out[column] = frame[column].map_partitions(_convert, kind, meta=empty)
     return out
 
 
