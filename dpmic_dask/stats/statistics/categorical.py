@@ -101,6 +101,14 @@ def table_grid(x_codes: int, y_codes: int, family: GridFamily) -> tuple[int, np.
     return None
 
 
+@lru_cache(maxsize=1024)
+def _normalisers(cells: int, groups: int) -> np.ndarray:
+    """``log2 min(cells, m)`` for ``m = 2 .. groups``."""
+    out = np.log2(np.minimum(cells, np.arange(2, groups + 1)).astype(np.float64))
+    out.setflags(write=False)
+    return out
+
+
 def _block(counts: np.ndarray, family: GridFamily, g: int) -> np.ndarray:
     grid = family.grids[g]
     return np.asarray(counts[grid.offset:grid.offset + grid.n_cells], dtype=np.int64).reshape(
@@ -154,21 +162,21 @@ class CategoricalMIC(PairStatistic):
             norm = math.log2(min(x.cells, y.cells))
             return float(min(max(mutual_information(table) / norm, 0.0), 1.0))
         axis, side = (x, "x") if x is not None else (y, "y")
+        assert axis is not None
+        cells = axis.cells
         best = 0.0
         found_any = False
-        for cand in candidates(axis.codes, axis.cells, side, layout):  # type: ignore[union-attr]
+        for cand in candidates(axis.codes, cells, side, layout):
             found_any = True
             block = _block(counts, layout, cand.grid)
             if cand.kind == "a":
                 table = np.ascontiguousarray(block[:, cand.code_index])
                 info = optimize_axis(table, cand.groups)
-                for m in range(2, cand.groups + 1):
-                    score = info[m] / math.log2(min(axis.cells, m))  # type: ignore[union-attr]
-                    best = max(best, score)
+                norms = _normalisers(cells, cand.groups)
+                best = max(best, float((info[2:cand.groups + 1] / norms).max()))
             else:
                 table = block[cand.code_index, :]
-                score = mutual_information(table) / math.log2(
-                    min(axis.cells, cand.groups))  # type: ignore[union-attr]
+                score = mutual_information(table) / math.log2(min(cells, cand.groups))
                 best = max(best, score)
         if not found_any:
             raise InvalidParameterError("no grid holds this column's categories")
