@@ -3,15 +3,15 @@
 :func:`causal_graph` runs, in order:
 
 1. every check of the arguments (columns, public bounds or categories, bins,
-   ``eps``, ``delta``, ``alpha``, shares, the worst-case table memory) and the
-   budget precheck -- no data read;
+   ``eps``, ``delta``, ``alpha``, shares) and the budget precheck -- no data read;
 2. the first pass (level 0: every pair's table), which also gives the public
    row count and refuses missing values;
 3. the row-count check and the noise calibration of every part
    (:class:`~dpmic_dask.causal.decide.CausalBudget`);
 4. **the one charge** of the whole budget, fixed in advance;
-5. per level: private decisions (noise), then the next level's pass;
-6. the released statistics of the final edges, and the CPDAG (post-processing).
+5. per level: private decisions and separating-set choices (noise), then the
+   next level's pass;
+6. the CPDAG and the edges' statistics (post-processing).
 
 Nothing after the charge can refuse; a failure no check could foresee (the data
 changed or became unreadable between passes) is reported as a charged but
@@ -20,6 +20,7 @@ incomplete release.
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -59,7 +60,8 @@ from dpmic_dask.release.pipeline import (
 DEFAULT_BINS = 5
 MAX_BINS = 16
 MAX_CATEGORIES = 254
-#: Public limit on the cells one level may count (int64 each), at its worst case.
+#: Counts (int64) one pass holds at most: a level that needs more is counted in
+#: blocks, one pass each; a single table must fit (checked before anything is read).
 MAX_LEVEL_CELLS = 2**26
 
 
@@ -162,6 +164,13 @@ def check_request(dtypes, *, columns, alpha, max_condition_size, bounds, categor
     max_condition_size = min(_integer(max_condition_size, "max_condition_size", 0, 8),
                              len(selected) - 2)
     request = CausalRequest(tuple(codings), alpha, max_condition_size, bins, check_test(test))
+    sizes = sorted((c.size for c in codings), reverse=True)
+    largest_table = math.prod(sizes[:max_condition_size + 2])
+    if largest_table > MAX_LEVEL_CELLS:
+        raise InvalidParameterError(
+            f"a table conditioning on {max_condition_size} columns may need {largest_table} "
+            f"counts (more than {MAX_LEVEL_CELLS}); use fewer bins or categories, or a "
+            "smaller max_condition_size")
     return request
 
 

@@ -270,6 +270,8 @@ def capped(eps=10.0, delta=0.0):
     (dict(max_condition_size=-1), InvalidParameterError),
     (dict(max_condition_size=9), InvalidParameterError),
     (dict(test="fisher"), InvalidParameterError),
+    (dict(categories={k: list(range(254)) for k in "cde"}, bounds={"a": (0, 4), "b": (0, 4)},
+          bins=16), InvalidParameterError),  # one table would not fit in memory
     (dict(select_share=1.0), InvalidParameterError),
     (dict(select_share=0), InvalidParameterError),
     (dict(level_shares=[1, 1]), InvalidParameterError),
