@@ -123,6 +123,7 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
     axis = axis_arguments(schema, bounds=bounds, columns=columns, fill=fill, kinds=kinds,
                           bounds_name=names.bounds, fill_name=names.fill)
     schema, bounds, fill = axis.schema, axis.bounds, axis.fill
+    domain = axis.in_axis(domain)  # per-column private-bounds domains in each kind
     drop_rows = check_drop(nulls, fill, min_rows, mechanism)
     if drop_rows:
         nulls = "raise"  # the frame the release reads has no nulls left

@@ -464,6 +464,25 @@ class AxisArguments:
     fill: object
     kinds: dict = field(default_factory=dict)
 
+    def in_axis(self, pairs, name: str = "domain"):
+        """Per-column pairs in the columns' own kinds (``{"signup": ("2020-01-01",
+        "2030-01-01")}``, e.g. a private-bounds ``domain``) as axis numbers; one pair
+        for every column, or anything else, is returned as it is."""
+        if not isinstance(pairs, Mapping):
+            return pairs
+        out = dict(pairs)
+        for column, given in pairs.items():
+            kind = self.kinds.get(column)
+            if kind is None or isinstance(given, str):
+                continue
+            try:
+                lo, hi = given
+            except (TypeError, ValueError):
+                continue  # refused by the checks of ``name``, with their wording
+            what = f"{name}[{column!r}]"
+            out[column] = (kind.bound(lo, what), kind.bound(hi, what))
+        return out
+
     def needs_conversion(self) -> dict:
         """The kinds of the columns whose values are not float64 already."""
         return {c: k for c, k in self.kinds.items() if k is not None}

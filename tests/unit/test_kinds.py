@@ -294,3 +294,21 @@ def test_private_releases_accept_every_kind():
     found = dm.private_bounds(ddf, 1.0, columns=["signup", "wait"], ledger=ledger)
     assert re.search(r"signup: \[\d{4}-\d\d-\d\d", found.report())
     assert re.search(r"wait: \[\d+ days \d\d:\d\d:\d\d", found.report())
+
+
+@pytest.mark.filterwarnings("ignore")  # a domain far wider than the data is warned of
+def test_a_private_bounds_domain_is_given_in_the_columns_kind():
+    gen = np.random.default_rng(8)  # test data only
+    n = 20_000
+    frame = pd.DataFrame({"t": pd.Timestamp("2024-01-01")
+                          + pd.to_timedelta(gen.uniform(0, 365, n), unit="D"),
+                          "x": gen.uniform(size=n)})
+    result = frame.dpmic.pairwise(1.0, bounds={"t": "private", "x": (0, 1)},
+                                  domain={"t": ("2020-01-01", dt.date(2030, 1, 1))},
+                                  ledger=dm.InMemoryLedger(uncapped=True))
+    lo, hi = result.private_bounds.bounds["t"]
+    assert pd.Timestamp("2020-01-01").timestamp() <= lo < hi <= pd.Timestamp(
+        "2030-01-01").timestamp()
+    with pytest.raises(dm.InvalidParameterError, match=r"domain\['t'\]"):
+        frame.dpmic.pairwise(1.0, bounds={"t": "private", "x": (0, 1)},
+                             domain={"t": ("soon", "later")})
