@@ -34,6 +34,7 @@ import copy
 import dataclasses
 import math
 import secrets
+import warnings
 from dataclasses import dataclass
 from functools import partial
 
@@ -286,7 +287,9 @@ def check_inner(plan, n: int) -> None:
 
 def _passes(plan, k: int, n: int) -> bool:
     try:
-        check_inner(per_unit(plan, k, n), n)
+        with warnings.catch_warnings():  # a search, not a release: no noise warnings
+            warnings.simplefilter("ignore")
+            check_inner(per_unit(plan, k, n), n)
     except DPMICError:
         return False
     return True
@@ -296,7 +299,9 @@ def find_floor(plan, k: int) -> int:
     """The smallest ``n0 >= MIN_ROWS`` at which the inner plan passes every check
     (noise scales shrink as ``n0`` grows, so passing is monotone in ``n0``).
     Refuses (nothing read) a plan that does not pass even at a very large ``n0``."""
-    check_inner(per_unit(plan, k, LARGE_N), LARGE_N)  # raises the plan's own error
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_inner(per_unit(plan, k, LARGE_N), LARGE_N)  # raises the plan's own error
     if _passes(plan, k, MIN_ROWS):
         return MIN_ROWS
     lo, hi = MIN_ROWS, LARGE_N  # fails at lo, passes at hi
@@ -455,6 +460,10 @@ def run_units(frame, plan, *, ledger=None, dataset=None, progress=None):
     precheck_budget(ledger, dataset, units.total)
     read = tuple(request.columns)
     bounded = bound_contributions(frame, units.unit, units.k, read)
+    if hasattr(bounded, "persist"):
+        # the bounded rows (at most k per unit) stay where they were computed for the
+        # pass before the charge and the release's own pass: one shuffle, not two
+        bounded = bounded.persist()
     if kinds:
         from dpmic_dask.stats.kinds import axis_frame
 
@@ -478,7 +487,10 @@ def run_units(frame, plan, *, ledger=None, dataset=None, progress=None):
     n0 = max(units.floor, count.n_low)
     released = per_unit(inner, units.k, n0)
     prepaid = PrepaidLedger(charge, units.part)
-    with after_charge(charge):
+    with after_charge(charge), warnings.catch_warnings():
+        # warnings about the noise at n0 are shown, never raised: nothing after the
+        # charge may refuse, even under a warnings-as-errors filter
+        warnings.simplefilter("default")
         result = run_release(BoundedFrame(bounded, n0), released, ledger=prepaid,
                              dataset=dataset, progress=progress)
     statement = unit_privacy_statement(
