@@ -456,9 +456,19 @@ class PairwiseResult(_ReportFields):
             used = ", ".join(f"{c} {self.private_bounds.formatted(c)}"
                              for c in self.private_bounds.bounds)
             lines.append(f"Private bounds used: {used}.")
+        if self.private_categories:
+            chosen = "; ".join(f"{c}: {', '.join(map(str, kept)) or '(none)'}"
+                               for c, kept in self.private_categories.items())
+            lines.append(f"Categories chosen privately (public from now on; other values in "
+                         f"'other'): {chosen}.")
         for item in self.companions:
             lines.append(f"Also released: {item.statistic} ({item.mechanism}); noise scale "
                          f"{item.noise_scale:.4g} per value, 95% of the noise alone within "
                          f"+/-{item.ci95:.4g}.")
+            undefined = sum(v != v for v in item.values)  # NaN: a categorical axis
+            if undefined:
+                lines.append(f"  {item.statistic} is undefined (NaN) for the {undefined} "
+                             "pair(s) with a categorical column: unordered categories have no "
+                             "rank order.")
         lines += p.lines()
         return "\n".join(lines)
