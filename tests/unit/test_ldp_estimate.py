@@ -137,3 +137,34 @@ def test_devices_share_one_design():
     assert result.n == 300 and result.privacy.bins == design["bins"]
     with pytest.raises(InvalidParameterError):
         randomize(rows[0], 1.0, design=design)
+
+
+def test_storage_keeps_the_design_and_refuses_files_without_one(tmp_path):
+    from dpmic_dask.ldp import read_design, read_reports, write_reports
+
+    df = pd.DataFrame({"a": np.linspace(0, 1, 500), "b": np.linspace(1, 0, 500)})
+    reports = randomize(df, 1.0, bounds={"a": (0, 1), "b": (0, 1)})
+    write_reports(reports, tmp_path / "r.parquet")
+    assert read_design(tmp_path / "r.parquet") == reports.attrs["dpmic_ldp"]
+    back = read_reports(tmp_path / "r.parquet")
+    pd.testing.assert_frame_equal(back, reports)
+    reports.to_parquet(tmp_path / "bare.parquet")  # pandas keeps attrs only its own way
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(tmp_path / "bare.parquet").replace_schema_metadata({})
+    pq.write_table(table, tmp_path / "bare.parquet")
+    with pytest.raises(InvalidParameterError):
+        read_design(tmp_path / "bare.parquet")
+    plain = pd.DataFrame(reports)
+    plain.attrs = {}
+    with pytest.raises(InvalidParameterError):
+        pairwise(plain)
+
+
+def test_a_tampered_design_is_refused():
+    df = pd.DataFrame({"a": np.linspace(0, 1, 50), "b": np.linspace(1, 0, 50)})
+    reports = randomize(df, 1.0, bounds={"a": (0, 1), "b": (0, 1)}, protocol="grr")
+    design = dict(reports.attrs["dpmic_ldp"])
+    design["epsilon"] = 0.5  # the protocol's parameters were made for eps = 1
+    with pytest.raises(InvalidParameterError):
+        pairwise(reports, design=design)
