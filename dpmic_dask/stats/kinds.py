@@ -70,6 +70,8 @@ FLOAT64 = np.dtype(np.float64)
 _SECONDS = {"W": 604800, "D": 86400, "h": 3600, "m": 60, "s": 1}
 _TICKS = {"ms": 10**3, "us": 10**6, "ns": 10**9}
 UNITS = tuple(_SECONDS) + tuple(_TICKS)
+#: Numbers given as time bounds are seconds; beyond this they are refused.
+MAX_SECONDS = 1e11
 
 
 class ColumnKind:
@@ -320,7 +322,14 @@ class TimeKind(ColumnKind):
 
     def bound(self, value, what):
         if _is_number(value):
-            return value  # already seconds (e.g. released private bounds)
+            # already seconds (e.g. released private bounds); a number beyond
+            # +-1e11 s (3,000 years) is milliseconds or nanoseconds by mistake
+            if abs(float(value)) > MAX_SECONDS:
+                raise InvalidParameterError(
+                    f"{what}: numbers for a {self.name} column are seconds (since the epoch, "
+                    f"UTC); this one is beyond +-{MAX_SECONDS:.0e} s -- give dates and times, "
+                    "or seconds")
+            return value
         try:
             if self.duration:
                 if not isinstance(value, (str, _dt.timedelta, np.timedelta64)):

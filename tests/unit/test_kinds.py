@@ -148,6 +148,8 @@ def test_time_bounds_in_the_columns_own_kind():
                   np.datetime64("2024-01-01")):
         assert kind.bound(given, "bounds['t']") == JAN_2024
     assert kind.bound(JAN_2024, "b") == JAN_2024  # numbers are seconds already
+    with pytest.raises(dm.InvalidParameterError, match="are seconds"):
+        kind.bound(JAN_2024 * 1e9, "bounds['t']")  # nanoseconds by mistake
     with pytest.raises(dm.InvalidParameterError, match=r"bounds\['t'\] must be a pair of dates"):
         kind.bound("not a date", "bounds['t']")
 
