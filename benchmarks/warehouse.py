@@ -64,13 +64,19 @@ TRUE_BOUNDS = {
     "birthday": (pd.Timestamp("1950-01-01"), pd.Timestamp("2005-01-01")),
     "rating": (0.0, 1.0),
 }
+#: Categorical columns and their public lists (docs/statistics.md, "A categorical
+#: axis"): ``region`` (pyarrow strings; 2% of rows hold a region not on the list,
+#: counted as "other") sets the scale of ``amount``; ``plan`` (a pandas
+#: ``category``) is independent. Their pairs come after the ordered columns.
+CATEGORICAL: dict = {"region": ["north", "south", "east", "west", "centre", "coast"],
+                     "plan": ["basic", "plus", "pro"]}
+REGION_SCALE = {"north": 0.5, "south": 0.8, "east": 1.0, "west": 1.4, "centre": 2.0,
+                "coast": 3.0, "islands": 1.0}
 PLANTED = [("signup", "churned"), ("last_seen", "seasonal"), ("visits", "balance"),
-           ("signup", "tenure")]
+           ("signup", "tenure"), ("amount", "region")]
 INDEPENDENT = [("customer_id", "rating"), ("score", "amount"), ("premium", "birthday"),
-               ("amount", "rating")]
-#: Categorical columns (region, plan) belong here, with their public lists and
-#: planted category -> amount relationship: benchmarks/categories.py.
-CATEGORICAL: dict = {}
+               ("amount", "rating"), ("rating", "region"), ("visits", "plan"),
+               ("region", "plan")]
 
 
 def customers(rows: int, seed: int) -> pd.DataFrame:
@@ -90,6 +96,8 @@ def customers(rows: int, seed: int) -> pd.DataFrame:
     tenure = (END - signup) + pd.to_timedelta(gen.uniform(0, 3 * 86400, rows), unit="s")
     birthday = (pd.Timestamp("1950-01-01")
                 + pd.to_timedelta(gen.integers(0, 55 * 365, rows), unit="D"))
+    region = gen.choice(list(REGION_SCALE), rows, p=[0.2, 0.2, 0.2, 0.15, 0.13, 0.1, 0.02])
+    scale = np.array([REGION_SCALE[r] for r in region])
     return pd.DataFrame({
         "customer_id": 9_000_000_000 + gen.integers(0, 10_000_000, rows),
         "signup": signup,
@@ -101,23 +109,29 @@ def customers(rows: int, seed: int) -> pd.DataFrame:
         "tenure": pd.Series(tenure),
         "score": gen.integers(1, 6, rows).astype(np.uint8),
         "premium": pd.array(gen.uniform(size=rows) < 0.3, dtype="boolean"),
-        "amount": pd.array(np.round(gen.gamma(2.0, 60.0, rows)).astype(np.int64),
+        "amount": pd.array(np.round(gen.gamma(2.0, 60.0 * scale, rows)).astype(np.int64),
                            dtype="int64[pyarrow]"),
         "birthday": pd.Series(birthday.date, dtype="date32[pyarrow]"),
         "rating": gen.uniform(0, 1, rows),
+        "region": pd.Series(region, dtype="string[pyarrow]"),
+        "plan": pd.Series(gen.choice(CATEGORICAL["plan"], rows)).astype(
+            pd.CategoricalDtype(CATEGORICAL["plan"])),
     })
 
 
 def as_floats(frame: pd.DataFrame) -> pd.DataFrame:
     """The same table as float64 axis values (the all-float comparison)."""
+    from dpmic_dask.stats.categories import CategoryAxis
     from dpmic_dask.stats.kinds import column_kind
 
-    return pd.DataFrame({c: column_kind(c, frame[c].dtype).axis(frame[c])
+    return pd.DataFrame({c: CategoryAxis(c, tuple(CATEGORICAL[c])).encode(frame[c])
+                         if c in CATEGORICAL else column_kind(c, frame[c].dtype).axis(frame[c])
                          for c in frame.columns})
 
 
 def write_tables(root: Path, rows: int, partitions: int) -> tuple[Path, Path]:
-    mixed, floats = root / f"warehouse-{rows}", root / f"warehouse-float-{rows}"
+    # "-cat": the tables with categorical columns (older cached tables lack them)
+    mixed, floats = root / f"warehouse-cat-{rows}", root / f"warehouse-cat-float-{rows}"
     if not (mixed / "_done").exists():
         for path in (mixed, floats):
             path.mkdir(parents=True, exist_ok=True)
@@ -141,11 +155,16 @@ def axis_bounds(frame) -> dict:
     return out
 
 
-def release(ddf, min_rows):
+def release(ddf, min_rows, categories=None):
+    """Every pair at eps 1 with private bounds; the categorical columns with their
+    public lists (``categories``), or, in the all-float table, as numbers."""
     start = time.perf_counter()
-    result = ddf.dpmic.pairwise(1.0, bounds="private", columns=list(TRUE_BOUNDS),
-                                nulls="drop", min_rows=min_rows, progress=False)
+    result = ddf.dpmic.pairwise(1.0, bounds="private", columns=COLUMNS, nulls="drop",
+                                min_rows=min_rows, progress=False, categories=categories)
     return result, time.perf_counter() - start
+
+
+COLUMNS = list(TRUE_BOUNDS) + list(CATEGORICAL)
 
 
 def main() -> None:
@@ -172,22 +191,24 @@ def main() -> None:
         print("dtypes:", ", ".join(f"{c} {t}" for c, t in mixed.dtypes.items()), flush=True)
         # warm up (imports, numba) on a slice
         head = mixed.head(5000, compute=True)
-        head.dpmic.pairwise(1.0, bounds="private", columns=list(TRUE_BOUNDS), nulls="drop",
-                            min_rows=1000)
+        head.dpmic.pairwise(1.0, bounds="private", columns=COLUMNS, nulls="drop",
+                            min_rows=1000, categories=CATEGORICAL)
         # each table twice, alternating (the cluster warms up on the first runs);
         # the faster run of each counts
         seconds, float_seconds = float("inf"), float("inf")
         for _ in range(args.repeats):
             float_seconds = min(float_seconds, release(floats, min_rows)[1])
-            result, took = release(mixed, min_rows)
+            result, took = release(mixed, min_rows, CATEGORICAL)
             seconds = min(seconds, took)
         peak = max(client.run(peak_rss_bytes).values()) / 2**20
         exact = mixed.dpmic.pairwise_nonprivate(bounds=TRUE_BOUNDS, B=result.B, c=result.c,
-                                                columns=list(TRUE_BOUNDS), nulls="drop",
+                                                columns=COLUMNS, nulls="drop",
+                                                categories=CATEGORICAL,
                                                 progress=False).set_index(["x", "y"]).micr
     private = dict(zip(result.pairs, result.values))
     ci95 = result.ci95
-    print(f"\n{args.rows:,} rows, {len(TRUE_BOUNDS)} columns, {len(result.pairs)} pairs, "
+    print(f"\n{args.rows:,} rows, {len(COLUMNS)} columns ({len(CATEGORICAL)} categorical), "
+          f"{len(result.pairs)} pairs, "
           f"eps = 1 (bounds share 0.1), B = {result.B}, c = {result.c}, noise ci95 "
           f"+/-{ci95:.4f}")
     print("private bounds:", "; ".join(f"{c} {result.private_bounds.formatted(c)}"
