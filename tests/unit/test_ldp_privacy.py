@@ -179,14 +179,15 @@ def test_seeded_stream_rejection_is_uniform_for_awkward_bounds():
 # ------------------------------------------------------ whole rows
 
 
-def test_whole_row_ratio_is_bounded_exhaustively():
+@pytest.mark.parametrize("protocol", ["grr", "olh", "oue"])
+def test_whole_row_ratio_is_bounded_exhaustively(protocol):
     """Rows of three columns on a 2-bin grid (every combination of bins): the report
     is (pair j drawn independently of the row, protocol report of the row's joint cell
     of pair j), so P(j, z | row) = P(j) P(z | cell_j(row)). Every pair of rows and every
     report stays within e^eps."""
     eps = 1.0
     design = make_design(eps, bounds={"a": (0, 1), "b": (0, 1), "c": (0, 1)}, rows=100, bins=2,
-                         protocol="grr")
+                         protocol=protocol)
     proto = Protocol.from_dict(design["protocol"])
     m = design["bins"]
     where = {name: i for i, name in enumerate(design["columns"])}
