@@ -47,9 +47,15 @@ class DeliveryError(DPMICError):
 
 def expected_columns(job) -> dict:
     """The columns (name -> kind) a run of ``job`` writes."""
+    from dpmic_dask.release.results import OUTPUT_NAMES
+
     columns = dict(BASE_COLUMNS)
-    for name in job.statistics[1:]:
-        columns.update({name: float, f"{name}_ci95": float, f"{name}_noise_scale": float})
+    # whether each value lies inside its own ci95 of 0 (0 or 1)
+    columns["within_noise"] = int
+    for statistic in job.statistics[1:]:
+        name = OUTPUT_NAMES.get(statistic, statistic)  # tau is written as tau_a
+        columns.update({name: float, f"{name}_ci95": float, f"{name}_noise_scale": float,
+                        f"{name}_within_noise": int})
     if "tau" in job.statistics:
         columns["nonlinearity"] = float
     if any(b == "private" for b in job.bounds.values()):
@@ -76,6 +82,8 @@ def declared(rows: pd.DataFrame, job) -> pd.DataFrame:
 def result_rows(result, *, run_id: str, job) -> pd.DataFrame:
     """The rows a run writes: the tidy table plus run id, time, job, dataset, charge."""
     table = result.to_pandas()
+    for flag in [c for c in table.columns if c.endswith("within_noise")]:
+        table[flag] = table[flag].astype("int64")  # 0 or 1 in every output format
     table.insert(0, "run_id", run_id)
     table.insert(1, "released_at", datetime.now(timezone.utc).isoformat(timespec="seconds"))
     table.insert(2, "job", job.name)

@@ -43,7 +43,14 @@ from dpmic_dask.privacy.accounting import (
 from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.privacy.selection import AllPairs, Selection
 from dpmic_dask.release.request import ReleaseRequest, pair_request, pairwise_request
-from dpmic_dask.release.results import Companion, PairwiseResult, PrivacyReport, Release
+from dpmic_dask.release.results import (
+    Companion,
+    PairwiseResult,
+    PrivacyReport,
+    Release,
+    warn_noise_after,
+    warn_noise_before,
+)
 from dpmic_dask.stats.counting import CountSpec, pair_counts
 from dpmic_dask.stats.limits import (
     DEFAULT_SPLIT_EVERY,
@@ -167,7 +174,8 @@ def check_plan(request: ReleaseRequest, n: int) -> tuple[int, int]:
         request.layout(B, c)
         check_category_grids(request, B, c)
     for mechanism in (request.mechanism, *request.companions):
-        mechanism.calibrate(n=n, pairs=request.n_pairs, B=B, c=c)
+        planned = mechanism.calibrate(n=n, pairs=request.n_pairs, B=B, c=c)
+        warn_noise_before(planned.ci95)  # public quantities only, before the charge
     return B, c
 
 
@@ -333,6 +341,7 @@ def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, 
     report = _report(request, plan, charge, selection, len(chosen), request.n_pairs)
     if request.companions:
         report = _with_parts(report, request, len(chosen))
+    warn_noise_after(values, plan.ci95)  # post-processing of the released values
     return PairwiseResult(
         columns=request.columns,
         pairs=tuple((request.columns[i], request.columns[j]) for i, j in pairs),

@@ -50,7 +50,7 @@ from dpmic_dask.release.pipeline import (
     release_pairs,
 )
 from dpmic_dask.release.request import ReleaseRequest, pairwise_request
-from dpmic_dask.release.results import BoundsRelease, PairwiseResult
+from dpmic_dask.release.results import WIDE_DOMAIN, BoundsRelease, PairwiseResult
 from dpmic_dask.release.selected import check_selected_plan, release_selected, selection_request
 from dpmic_dask.stats.counting import column_values
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY
@@ -342,6 +342,15 @@ def _bounds_release(counts, rows, plan: _BoundsPlan, charge_id: str,
                       BoundsWarning, stacklevel=3)
     bounds = {c: (found[c] if found[c] is not None else fallback[c]) for c in plan.columns}
     domains = {c: g.domain for c, g in zip(plan.columns, plan.grids) if g.domain is not None}
+    # post-processing of released bounds: how much of a public domain they use
+    use = {c: (bounds[c][1] - bounds[c][0]) / (d[1] - d[0]) for c, d in domains.items()
+           if c not in unresolved}
+    wide = [c for c, u in use.items() if u < WIDE_DOMAIN]
+    if wide:
+        warnings.warn(f"the public domain of column(s) {wide} is far wider than the data "
+                      f"(the released bounds use less than {WIDE_DOMAIN:.0%} of it): bounds "
+                      "that wide waste the grid; use the released bounds or tighter ones",
+                      BoundsWarning, stacklevel=3)
     coverages = dict(zip(plan.columns, plan.coverages))
     return BoundsRelease(bounds=bounds, epsilon=plan.eps, epsilon_per_column=plan.eps_column,
                          coverage=plan.coverages[0] if len(set(plan.coverages)) == 1
@@ -349,7 +358,8 @@ def _bounds_release(counts, rows, plan: _BoundsPlan, charge_id: str,
                          noise_scale=scale, rows=rows,
                          domain=domains or None, unresolved=unresolved, charge_id=charge_id,
                          seeded=not active_sampler().secure, refined=tuple(refined),
-                         refine_noise_scale=scale2, first_pass_share=FIRST_PASS_SHARE)
+                         refine_noise_scale=scale2, first_pass_share=FIRST_PASS_SHARE,
+                         domain_use=use)
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,47 @@ draw noise again."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from dpmic_dask.privacy.accounting import PrivacyCost
+
+#: A release whose values' ``ci95`` exceeds this warns (:class:`~dpmic_dask.errors.NoiseWarning`)
+#: before the charge, from public quantities, and after, with how many values are
+#: within their noise.
+NOISY_CI95 = 0.25
+#: A public domain whose released bounds use less than this share of it is
+#: reported as far wider than the data.
+WIDE_DOMAIN = 0.25
+#: Output names of companion statistics: the binned Kendall tau is a tau-a.
+OUTPUT_NAMES = {"tau": "tau_a"}
+
+
+def warn_noise_before(ci95: float) -> None:
+    """Before the charge: the noise of a planned release (public: ``N``, the grid,
+    the budget), when its ``ci95`` exceeds :data:`NOISY_CI95`."""
+    if ci95 == ci95 and ci95 > NOISY_CI95:
+        from dpmic_dask.errors import NoiseWarning
+
+        warnings.warn(f"this release's noise is large: 95% of it lies within +/-{ci95:.3g} "
+                      f"per value (above {NOISY_CI95}); values inside it are flagged "
+                      "within_noise. More rows, a larger eps or fewer pairs narrow it",
+                      NoiseWarning, stacklevel=4)
+
+
+def warn_noise_after(values, ci95: float) -> None:
+    """After the release: how many released values lie inside their own ``ci95`` of 0
+    (post-processing of released values), when ``ci95`` exceeds :data:`NOISY_CI95`."""
+    if ci95 == ci95 and ci95 > NOISY_CI95:
+        from dpmic_dask.errors import NoiseWarning
+
+        inside = int(np.sum(np.abs(np.asarray(values, dtype=float)) <= ci95))
+        warnings.warn(f"{inside} of {len(values)} released values are within their noise "
+                      f"(|value| <= ci95 = {ci95:.3g}): read them as indistinguishable from 0",
+                      NoiseWarning, stacklevel=4)
+
 
 #: Above this many columns the heatmap drops per-cell text and orders the columns
 #: so that related ones sit together.
@@ -118,9 +154,11 @@ class PrivacyReport:
 
     def noise_line(self) -> str:
         if self.ci95 == self.ci95:  # not NaN
+            large = (f" That is above {NOISY_CI95}: values inside it are flagged "
+                     "within_noise (indistinguishable from 0)." if self.ci95 > NOISY_CI95 else "")
             return (f"Noise: scale {self.noise_scale:.4g} per value; 95% of the noise alone "
                     f"lies within +/-{self.ci95:.4g}. This interval does not include the "
-                    "statistic's own estimation error.")
+                    f"statistic's own estimation error.{large}")
         return (f"Noise: two-sided geometric noise of scale {self.noise_scale:.4g} on every "
                 "master-grid count.")
 
@@ -192,6 +230,10 @@ class BoundsRelease:
     refined: tuple = ()
     refine_noise_scale: float | None = None
     first_pass_share: float | None = None
+    #: Columns with a public ``domain``: the share of its width the released bounds
+    #: use (post-processing of released values); below :data:`WIDE_DOMAIN` the
+    #: domain is far wider than the data.
+    domain_use: dict = field(default_factory=dict)
     #: Each column's kind (:mod:`dpmic_dask.stats.kinds`), for printing its bounds
     #: in that kind (dates, times); ``bounds`` themselves are axis numbers.
     kinds: dict = field(default_factory=dict)
@@ -237,6 +279,13 @@ class BoundsRelease:
                      f"column; noisy histograms on a {grid}, noise scale "
                      f"{self.noise_scale:.4g} counts{passes}). Ledger charge: "
                      f"{self.charge_id}.")
+        wide = {c: u for c, u in self.domain_use.items()
+                if u < WIDE_DOMAIN and c not in self.unresolved}
+        if wide:
+            lines.append("Public domains far wider than the data (the released bounds use "
+                         + ", ".join(f"{c} {u:.1%}" for c, u in wide.items())
+                         + " of them): bounds that wide waste the grid; use the released "
+                         "bounds or tighter public ones.")
         if self.unresolved:
             lines.append(f"Unresolved: no bin stood out of the noise for "
                          f"{list(self.unresolved)}; fallback bounds used: choose bounds for "
@@ -286,6 +335,7 @@ class PairwiseResult(_ReportFields):
 
     def companion(self, statistic: str) -> Companion:
         """The released companion statistic called ``statistic`` (e.g. ``"tau"``)."""
+        statistic = {v: k for k, v in OUTPUT_NAMES.items()}.get(statistic, statistic)
         for item in self.companions:
             if item.statistic == statistic:
                 return item
@@ -294,8 +344,13 @@ class PairwiseResult(_ReportFields):
 
     @property
     def tau(self) -> tuple:
-        """Private Kendall's tau of each pair (with ``statistics=("mic", "tau")``)."""
+        """Private binned Kendall's tau-a of each pair (with ``statistics=("mic", "tau")``)."""
         return self.companion("tau").values
+
+    @property
+    def tau_a(self) -> tuple:
+        """The same as :attr:`tau`, by its precise name."""
+        return self.tau
 
     def to_pandas(self):
         """Tidy table: one row per pair.
@@ -305,10 +360,14 @@ class PairwiseResult(_ReportFields):
         it); ``value_cost`` and ``cost_unit``, what each released value cost
         (``epsilon / P`` for pure releases, ``rho / P`` zCDP for Gaussian ones; after
         a private selection, the release part only, over the pairs released; with
-        companion statistics, MIC's share); ``n, B, c``. With Kendall's tau: ``tau``,
-        ``tau_ci95``, ``tau_noise_scale`` and ``nonlinearity = mic - tau**2``, computed
-        from the released values only (large when the pair is related but not
-        monotonically).
+        companion statistics, MIC's share); ``n, B, c``; ``within_noise``, whether the
+        value lies inside its own ``ci95`` of 0 (``|mic| <= ci95``). With Kendall's tau
+        (asked for as ``"tau"``): ``tau_a``, ``tau_a_ci95``, ``tau_a_noise_scale``,
+        ``tau_a_within_noise`` and ``nonlinearity = mic - tau_a**2``, computed from the
+        released values only (large when the pair is related but not monotonically).
+        The binned tau is a tau-a: ties count in its denominator, so on columns with
+        many ties (binary ones) it is smaller in size than ``scipy.stats.kendalltau``'s
+        tau-b (docs/statistics.md).
         """
         import pandas as pd
 
@@ -333,13 +392,18 @@ class PairwiseResult(_ReportFields):
             "B": p.B,
             "c": p.c,
         })
+        # post-processing of released values: inside their own ci95 of 0
+        table["within_noise"] = np.abs(table["mic"].to_numpy(dtype=float)) <= p.ci95
         for item in self.companions:
-            table[item.statistic] = list(item.values)
-            table[f"{item.statistic}_ci95"] = item.ci95
-            table[f"{item.statistic}_noise_scale"] = item.noise_scale
+            name = OUTPUT_NAMES.get(item.statistic, item.statistic)
+            table[name] = list(item.values)
+            table[f"{name}_ci95"] = item.ci95
+            table[f"{name}_noise_scale"] = item.noise_scale
+            table[f"{name}_within_noise"] = (
+                np.abs(np.asarray(item.values, dtype=float)) <= item.ci95)
         if any(item.statistic == "tau" for item in self.companions):
             # post-processing of released values: MIC beyond what a monotone trend explains
-            table["nonlinearity"] = table["mic"] - table["tau"] ** 2
+            table["nonlinearity"] = table["mic"] - table["tau_a"] ** 2
         return table
 
     def matrix(self, statistic: str = "mic"):
@@ -462,13 +526,14 @@ class PairwiseResult(_ReportFields):
             lines.append(f"Categories chosen privately (public from now on; other values in "
                          f"'other'): {chosen}.")
         for item in self.companions:
-            lines.append(f"Also released: {item.statistic} ({item.mechanism}); noise scale "
+            name = OUTPUT_NAMES.get(item.statistic, item.statistic)
+            what = " (binned Kendall tau-a)" if name == "tau_a" else ""
+            lines.append(f"Also released: {name}{what} ({item.mechanism}); noise scale "
                          f"{item.noise_scale:.4g} per value, 95% of the noise alone within "
                          f"+/-{item.ci95:.4g}.")
             undefined = sum(v != v for v in item.values)  # NaN: a categorical axis
             if undefined:
-                lines.append(f"  {item.statistic} is undefined (NaN) for the {undefined} "
-                             "pair(s) with a categorical column: unordered categories have no "
-                             "rank order.")
+                lines.append(f"  {name} is undefined (NaN) for the {undefined} pair(s) with a "
+                             "categorical column: unordered categories have no rank order.")
         lines += p.lines()
         return "\n".join(lines)

@@ -303,8 +303,9 @@ def test_statistics_in_the_job_file_add_tau_columns(setup):
     ran = invoke("run", path, "--run-id", "tau-1")
     assert ran.exit_code == 0, ran.output
     out = pd.read_parquet(tmp_path / "out")
-    assert {"tau", "tau_ci95", "nonlinearity"} <= set(out.columns) and len(out) == 3
-    assert out.tau.between(-1, 1).all()
+    assert {"tau_a", "tau_a_ci95", "nonlinearity"} <= set(out.columns) and len(out) == 3
+    assert out.tau_a.between(-1, 1).all()
+    assert set(out.within_noise) <= {0, 1} and set(out.tau_a_within_noise) <= {0, 1}
     (record,) = SQLLedger(ledger).history("d")
     assert record.cost.epsilon == 1.0 and record.mechanism == "micr-lap+tau-lap"
     bad = invoke("validate", job(**{"eps = 1.0": 'eps = 1.0\nstatistics = ["tau"]'}))

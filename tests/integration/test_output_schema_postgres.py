@@ -34,9 +34,9 @@ def test_a_newer_job_adds_its_columns_to_the_output_table(postgres_url, tmp_path
     second = run(v2, "day-2")
     assert second.exit_code == 0, second.output
     out = pd.read_sql_table("dpmic_releases", sql_engine(postgres_url))
-    assert len(out) == 6 and {"tau", "tau_ci95", "nonlinearity"} <= set(out.columns)
-    assert out[out.run_id == "day-1"].tau.isna().all()
-    assert out[out.run_id == "day-2"].tau.between(-1, 1).all()
+    assert len(out) == 6 and {"tau_a", "tau_a_ci95", "nonlinearity"} <= set(out.columns)
+    assert out[out.run_id == "day-1"].tau_a.isna().all()
+    assert out[out.run_id == "day-2"].tau_a.between(-1, 1).all()
     assert len(SQLLedger(postgres_url).history("d")) == 2
     # a table whose column cannot hold the job's values is refused before the charge
     with sql_engine(postgres_url).begin() as conn:

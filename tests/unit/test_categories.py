@@ -267,10 +267,10 @@ def test_pairwise_with_categories_matches_the_statistic_and_marks_tau(customers)
         if ax is None and ay is None:
             from dpmic_dask.stats.characteristic import micr_from_counts
             exact = micr_from_counts(counts, family)
-            assert not np.isnan(row["tau"])
+            assert not np.isnan(row["tau_a"])
         else:
             exact = CategoricalMIC(ax, ay).value(counts, family)
-            assert np.isnan(row["tau"]) and np.isnan(row["nonlinearity"])
+            assert np.isnan(row["tau_a"]) and np.isnan(row["nonlinearity"])
         assert row["mic"] == pytest.approx(exact, abs=1e-9)
     assert table.loc[("region", "amount"), "mic"] > 0.8  # k = 4 with the null category
     assert table.loc[("region", "plan"), "mic"] > 0.1

@@ -128,8 +128,8 @@ def test_pairwise_tau_is_exact_at_huge_eps_and_matches_across_backends():
     np.testing.assert_allclose(local.tau, spread.tau, atol=1e-6)
     assert local.tau[0] < -0.5  # signed: x and down move in opposite directions
     table = local.to_pandas()
-    assert {"tau", "tau_ci95", "tau_noise_scale", "nonlinearity"} <= set(table.columns)
-    np.testing.assert_allclose(table.nonlinearity, table.mic - table.tau ** 2)
+    assert {"tau_a", "tau_a_ci95", "tau_a_noise_scale", "nonlinearity"} <= set(table.columns)
+    np.testing.assert_allclose(table.nonlinearity, table.mic - table.tau_a ** 2)
     charges = ledger.charges()
     assert len(charges) == 2 and charges[0].mechanism == "micr-lap+tau-lap"
 

@@ -1,0 +1,98 @@
+"""Feedback on noise and on bounds: the within_noise flag in the tidy table and in
+job outputs, the large-noise warning before the charge (public quantities) and
+after (released values), tau reported as tau_a, and a public domain far wider
+than the data reported from released bounds only."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpmic_dask as dm
+from dpmic_dask.release.results import NOISY_CI95
+
+
+def small_frame(n=569, seed=0):
+    gen = np.random.default_rng(seed)  # test data only
+    a = gen.random(n)
+    return pd.DataFrame({"a": a, "b": a + 0.05 * gen.random(n), "c": gen.random(n)})
+
+
+def test_within_noise_flags_values_inside_their_own_ci95():
+    frame = small_frame(n=20_000)
+    ledger = dm.InMemoryLedger(uncapped=True)
+    result = frame.dpmic.pairwise(2.0, bounds={c: (0, 1) for c in frame},
+                                  statistics=("mic", "tau"), ledger=ledger)
+    table = result.to_pandas()
+    np.testing.assert_array_equal(table.within_noise, np.abs(table.mic) <= table.ci95)
+    np.testing.assert_array_equal(table.tau_a_within_noise,
+                                  np.abs(table.tau_a) <= table.tau_a_ci95)
+    strong = table[(table.x == "a") & (table.y == "b")].iloc[0]
+    assert not strong.within_noise and not strong.tau_a_within_noise
+    assert "tau" not in table.columns and "tau_a" in table.columns
+    np.testing.assert_allclose(table.nonlinearity, table.mic - table.tau_a ** 2)
+    assert result.tau_a == result.tau
+    assert "tau_a (binned Kendall tau-a)" in result.report()
+
+
+def test_large_noise_warns_before_the_charge_and_after():
+    frame = small_frame()  # 569 rows at eps 1: the issue's +/-1.5 example, smaller
+    ledger = dm.InMemoryLedger(uncapped=True)
+    with pytest.warns(dm.NoiseWarning) as record:
+        result = frame.dpmic.pairwise(1.0, bounds={c: (0, 1) for c in frame}, ledger=ledger)
+    messages = [str(w.message) for w in record if w.category is dm.NoiseWarning]
+    assert any("noise is large" in m for m in messages)            # before
+    assert any("within their noise" in m for m in messages)         # after
+    assert result.ci95 > NOISY_CI95 and "flagged within_noise" in result.report()
+
+
+def test_the_warning_before_comes_before_the_charge():
+    frame = small_frame()
+    ledger = dm.InMemoryLedger(uncapped=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dm.NoiseWarning)
+        with pytest.raises(dm.NoiseWarning, match="noise is large"):
+            frame.dpmic.pairwise(1.0, bounds={c: (0, 1) for c in frame}, ledger=ledger)
+    assert ledger.charges() == []  # raised (as an error here) before anything was charged
+
+
+def test_small_noise_does_not_warn():
+    frame = small_frame(n=50_000)
+    ledger = dm.InMemoryLedger(uncapped=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dm.NoiseWarning)
+        result = frame.dpmic.pairwise(5.0, bounds={c: (0, 1) for c in frame}, ledger=ledger)
+    assert result.ci95 <= NOISY_CI95
+
+
+def test_tau_is_a_not_b_on_binary_columns():
+    """The binned tau counts ties in its denominator (tau-a): on two binary columns
+    it is smaller in size than scipy's tau-b, as docs/statistics.md says."""
+    from scipy import stats
+
+    from dpmic_dask.stats.statistics.tau import tau_a
+
+    gen = np.random.default_rng(3)
+    x = (gen.random(4000) < 0.3).astype(float)
+    y = np.where(gen.random(4000) < 0.8, x, 1 - x)
+    table = pd.crosstab(x, y).to_numpy()
+    ours = tau_a(table)
+    b = stats.kendalltau(x, y).statistic
+    assert 0 < ours < b - 0.1
+
+
+def test_a_public_domain_far_wider_than_the_data_is_reported():
+    gen = np.random.default_rng(4)
+    frame = pd.DataFrame({"amount": 700 * gen.random(20_000)})
+    ledger = dm.InMemoryLedger(uncapped=True)
+    with pytest.warns(dm.BoundsWarning, match="far wider than"):
+        found = dm.private_bounds(frame, 0.5, columns=["amount"], domain=(0.0, 10_000.0),
+                                  ledger=ledger)
+    assert found.domain_use["amount"] < 0.25
+    assert "far wider than" in found.report()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dm.BoundsWarning)
+        tight = dm.private_bounds(frame, 0.5, columns=["amount"], domain=(0.0, 1000.0),
+                                  ledger=ledger)
+    assert tight.domain_use["amount"] >= 0.25
