@@ -4,6 +4,7 @@ The non-private statistics (:func:`micr`, :func:`mice`) carry no privacy
 guarantee; their names and docstrings say so.
 """
 
+from dpmic_dask import ldp  # the local model: ldp.randomize, ldp.pairwise
 from dpmic_dask.errors import (
     BoundsWarning,
     BudgetExceededError,
@@ -60,6 +61,7 @@ __all__ = [
     "private_bounds",
     "private_mic",
     "session_ledger",
+    "ldp",
     "using_ledger",
 ]
 
