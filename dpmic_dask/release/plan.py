@@ -151,10 +151,6 @@ def check_private_categories(bounds, select, nulls, min_rows) -> None:
         raise InvalidParameterError(
             "private categories and private bounds in one release are not supported: "
             "release the bounds first (dpmic_dask.private_bounds) and give them as public")
-    if select is not None:
-        raise InvalidParameterError(
-            "private categories are released with pairwise; choose pairs in a second "
-            "release with the released categories as public lists")
     if nulls not in ("raise", "category") or min_rows is not None:
         raise InvalidParameterError(
             "private categories take nulls='raise' or nulls='category'")

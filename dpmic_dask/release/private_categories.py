@@ -37,6 +37,7 @@ from dpmic_dask.release.pipeline import (
     precheck_budget,
     release_pairs,
 )
+from dpmic_dask.release.selected import check_selected_plan, release_selected
 from dpmic_dask.stats.categories import PRIVATE, CategoryAxis
 from dpmic_dask.stats.counting import column_values
 from dpmic_dask.stats.sensitivity import safe_down
@@ -207,7 +208,13 @@ def run_private_categories(frame, plan, *, ledger=None, dataset=None, progress=N
             "nulls='category' (nothing was charged)")
     if rows < MIN_ROWS:
         raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
-    check_plan(request, int(rows))  # the worst case: every candidate kept
+    # every check of the release at the worst case (every candidate kept)
+    if plan.selection is None:
+        check_plan(request, int(rows))
+        inner_label = request.mechanism.label
+    else:
+        check_selected_plan(request, plan.selection, int(rows))
+        inner_label = f"{plan.selection.selection.description} and the chosen values"
     charge = charge_budget(step.total, ledger, dataset,
                            description=f"{request.label or 'pairwise'} ({step.describe()})",
                            mechanism=f"categories-lap+{request.mechanism.label}",
@@ -224,13 +231,17 @@ def run_private_categories(frame, plan, *, ledger=None, dataset=None, progress=N
     bounds = tuple(axes[c].bounds if c in axes else b
                    for c, b in zip(request.columns, request.bounds))
     inner = dataclasses.replace(request, categories=tuple(axes.items()), bounds=bounds)
+    prepaid = PrepaidLedger(charge, step.release_part)
     with after_charge(charge):
-        result = release_pairs(recode(frame, remaps), inner,
-                               ledger=PrepaidLedger(charge, step.release_part),
-                               dataset=dataset, progress=progress)
+        if plan.selection is None:
+            result = release_pairs(recode(frame, remaps), inner, ledger=prepaid,
+                                   dataset=dataset, progress=progress)
+        else:
+            result = release_selected(recode(frame, remaps), inner, plan.selection,
+                                      ledger=prepaid, dataset=dataset, progress=progress)
     total = step.total
     parts = (f"{step.describe()} (noise scale {scale:.4g} on each candidate's count, "
-             f"threshold {threshold}); release: {request.mechanism.label} with "
+             f"threshold {threshold}); release: {inner_label} with "
              f"{step.release_part.describe()}")
     privacy = dataclasses.replace(
         result.privacy, epsilon=total.epsilon, delta=total.delta, rho=total.rho, parts=parts,

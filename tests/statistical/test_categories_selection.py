@@ -205,3 +205,29 @@ def test_the_choice_draws_its_noise_at_the_stated_scale():
 def test_the_check_fails_without_noise():
     kept, trials, scale, threshold, _ = keep_frequencies(20, sampler_zero=True)
     assert not fits(kept, trials, scale, threshold)
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+def test_private_categories_in_front_of_a_selection_charge_once(delta):
+    gen = np.random.default_rng(8)  # test data only
+    n = 4000
+    region = gen.choice(["north", "south", "east"], n)
+    amount = np.array([{"north": 10, "south": 20}.get(r, 30) for r in region])
+    frame = pd.DataFrame({"region": pd.Series(region, dtype=object),
+                          "amount": amount + gen.normal(0, 2, n),
+                          "noise": gen.uniform(0, 1, n), "z": gen.uniform(0, 1, n)})
+    ledger = InMemoryLedger(uncapped=True)
+    res = frame.dpmic.top_pairs(1, eps=2.0, delta=delta,
+                                bounds={"amount": (0, 40), "noise": (0, 1), "z": (0, 1)},
+                                categories={"region": {"private": ["north", "south", "east",
+                                                                   "mars"]}},
+                                ledger=ledger)
+    assert res.pairs == (("region", "amount"),)
+    assert set(res.private_categories["region"]) >= {"north", "south", "east"}
+    (charge,) = ledger.charges()
+    assert charge.cost.epsilon == 2.0 and charge.mechanism.startswith("categories-lap+")
+    assert "top 1" in res.privacy.parts
+    with pytest.raises(InvalidParameterError, match="private bounds"):
+        frame.dpmic.top_pairs(1, eps=2.0, bounds={"amount": "private", "noise": (0, 1)},
+                              categories={"region": {"private": ["north"]}}, ledger=ledger)
+    assert len(ledger.charges()) == 1
