@@ -302,7 +302,9 @@ def _bounds_release(counts, rows, plan: _BoundsPlan, charge_id: str,
     zero relative to their width, a grid inside those bounds (a function of
     released values only), ``recount(grids)`` -- the refining pass over the data --
     its noisy histograms and the bounds read off them."""
-    found, fine, restart = {}, {}, set()
+    found: dict[str, tuple[float, float] | None] = {}
+    fine: dict[str, BoundsGrid] = {}
+    restart: set[str] = set()
     scale = histogram_scale(plan.eps_first)
     for row, grid, cov, c, twice in zip(counts, plan.grids, plan.coverages, plan.columns,
                                         plan.refines):
@@ -340,7 +342,8 @@ def _bounds_release(counts, rows, plan: _BoundsPlan, charge_id: str,
                       "at this budget and row count: they fall back to their domain, or "
                       "(-1, 1) without one; choose bounds for them yourself",
                       BoundsWarning, stacklevel=3)
-    bounds = {c: (found[c] if found[c] is not None else fallback[c]) for c in plan.columns}
+    bounds: dict[str, tuple[float, float]] = {
+        c: (b if b is not None else fallback[c]) for c, b in found.items()}
     domains = {c: g.domain for c, g in zip(plan.columns, plan.grids) if g.domain is not None}
     # post-processing of released bounds: how much of a public domain they use
     use = {c: (bounds[c][1] - bounds[c][0]) / (d[1] - d[0]) for c, d in domains.items()

@@ -84,7 +84,9 @@ def test_private_bounds_cover_the_data_and_charge_once():
         assert lo < hi
         assert np.mean((values >= lo) & (values <= hi)) >= 0.97, name
         q = np.quantile(values, [0.005, 0.995])
-        assert hi - lo <= 2.5 * max(q[1] - q[0], 1.0), name
+        # one run: the median is <= 2x (benchmarks/bounds.py); a rare noise draw can
+        # widen one side by a further half-octave
+        assert hi - lo <= 3.5 * max(q[1] - q[0], 1.0), name
     (charge,) = ledger.charges("d")
     assert charge.cost == PrivacyCost(0.5) and charge.mechanism == "bounds-hist"
     assert result.epsilon_per_column == pytest.approx(0.1)
@@ -94,8 +96,10 @@ def test_private_bounds_cover_the_data_and_charge_once():
 def test_a_domain_grid_gives_bounds_inside_it():
     gen = np.random.default_rng(4)
     frame = pd.DataFrame({"a": gen.uniform(20, 30, 20_000), "b": gen.normal(50, 5, 20_000)})
-    result = dm.private_bounds(frame, 1.0, columns=["a", "b"], domain=(0, 100),
-                               ledger=dm.InMemoryLedger(uncapped=True))
+    with pytest.warns(dm.BoundsWarning, match="far wider than the data"):
+        result = dm.private_bounds(frame, 1.0, columns=["a", "b"], domain=(0, 100),
+                                   ledger=dm.InMemoryLedger(uncapped=True))
+    assert result.domain_use["a"] < 0.25
     lo, hi = result.bounds["a"]
     assert 0 <= lo <= 21 and 29 <= hi <= 100 and hi - lo <= 2 * 10
 
@@ -353,3 +357,41 @@ url = "{ledger}"
     assert refused.exit_code != 0 and 'applies to bounds = "private" only' in refused.output
     path.write_text(pinned)
     assert runner.invoke(main, ["validate", str(path)]).exit_code == 0
+
+
+def new_shapes(n, gen):
+    """The issue's four offset and four discrete shapes (test data only)."""
+    from scipy import stats
+
+    u = gen.random(n)
+    return {"epoch": 1.70e9 + 3e7 * u,
+            "amount": gen.normal(-2.5e6, 4e5, n),
+            "ident": np.floor(7_340_000 + 50_000 * gen.random(n)),
+            "negoff": -1e4 + gen.gamma(2, 10, n),
+            "binary": (gen.random(n) < 0.15).astype(float),
+            "zeroinfl": np.where(gen.random(n) < 0.7, 0.0, gen.beta(2, 5, n)),
+            "counts": np.minimum(80.0, stats.nbinom.rvs(0.6, 0.08, size=n, random_state=gen)),
+            "score": gen.choice([1.0, 2.0, 3.0, 4.0, 5.0], n, p=[0.1, 0.2, 0.4, 0.2, 0.1])}
+
+
+@pytest.mark.slow
+def test_coverage_and_width_on_offset_and_discrete_shapes():
+    """Secure noise through private_bounds at eps 0.1 per column, n = 2*10^4, 7
+    runs: median coverage >= 0.97 and width <= 2x the central-99% interval for
+    every shape (the benchmark's targets, fewer runs)."""
+    frame = pd.DataFrame(new_shapes(20_000, np.random.default_rng(30)))
+    ledger = dm.InMemoryLedger(uncapped=True)
+    cover = {c: [] for c in frame}
+    width = {c: [] for c in frame}
+    for _ in range(7):
+        found = dm.private_bounds(frame, 0.1 * frame.shape[1], columns=list(frame),
+                                  ledger=ledger)
+        assert not found.unresolved
+        for c, (lo, hi) in found.bounds.items():
+            v = frame[c].to_numpy()
+            q = np.quantile(v, [0.005, 0.995])
+            cover[c].append(np.mean((v >= lo) & (v <= hi)))
+            width[c].append((hi - lo) / (q[1] - q[0]))
+    for c in frame:
+        assert np.median(cover[c]) >= 0.97, (c, cover[c])
+        assert np.median(width[c]) <= 2.0, (c, width[c])
