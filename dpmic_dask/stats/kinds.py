@@ -354,8 +354,8 @@ class TimeKind(ColumnKind):
     def format(self, number):
         if not np.isfinite(number):
             return float(number)
-        if self.duration:
-            return pd.Timedelta(seconds=float(number))
+        if self.duration:  # to the millisecond: bounds print readably
+            return pd.Timedelta(seconds=float(number)).round("ms")
         try:
             stamp = pd.Timestamp(float(number), unit="s", tz="UTC")
         except (OverflowError, ValueError):
