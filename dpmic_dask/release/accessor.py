@@ -30,7 +30,7 @@ class DPMICAccessor:
                  split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None, label=None,
                  task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",),
                  bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
-                 privacy_unit=None, max_rows_per_unit=None, categories=None):
+                 privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True):
         """Release the private MIC of every pair of columns, once.
 
         Parameters
@@ -45,7 +45,8 @@ class DPMICAccessor:
             ``"private"`` (for a
             column, or for all ``columns``) estimates them with ``bounds_share`` of
             ``eps`` (default 0.1) first, one charge covering both steps; see
-            :func:`dpmic_dask.private_bounds` for ``coverage`` and ``domain``. With
+            :func:`dpmic_dask.private_bounds` for ``coverage``, ``domain`` and
+            ``refine`` (each one value or a dict by column). With
             ``delta > 0`` the release is then ``micr-gauss``.
         columns : list, optional
             Columns to use; default: every column named in ``bounds``.
@@ -132,7 +133,8 @@ class DPMICAccessor:
                              bounds_share=bounds_share, coverage=coverage,
                              privacy_unit=privacy_unit, max_rows_per_unit=max_rows_per_unit,
                              domain=domain,
-                             kinds=kinds, min_rows=min_rows, categories=categories)
+                             kinds=kinds, min_rows=min_rows, categories=categories,
+                             refine=refine)
 
     def _release(self, eps, *, ledger, dataset, progress, **arguments):
         """Plan the release from the arguments and the frame's schema, then run it."""
@@ -146,7 +148,7 @@ class DPMICAccessor:
                   dataset=None, split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None,
                   label=None, task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",),
                   bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
-                 privacy_unit=None, max_rows_per_unit=None, categories=None):
+                 privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True):
         """Privately choose the ``k`` most related pairs, then release their values.
 
         The budget does not grow with the number of pairs: the noisy top-``k``
@@ -191,6 +193,7 @@ class DPMICAccessor:
             statistics=statistics, bounds_share=bounds_share, coverage=coverage,
             privacy_unit=privacy_unit, max_rows_per_unit=max_rows_per_unit,
             domain=domain, kinds=kinds, min_rows=min_rows, categories=categories,
+            refine=refine,
             select={"rule": "top-k", "k": k, "share": select_share, "screen_B": screen_B})
 
     def pairs_above(self, threshold, eps, *, bounds, max_pairs, columns=None, delta=0.0,
@@ -199,7 +202,7 @@ class DPMICAccessor:
                     split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None, label=None,
                     task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",),
                     bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
-                 privacy_unit=None, max_rows_per_unit=None, categories=None):
+                 privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True):
         """Privately find pairs whose MICr exceeds a public ``threshold``, then release
         their values.
 
@@ -225,6 +228,7 @@ class DPMICAccessor:
             statistics=statistics, bounds_share=bounds_share, coverage=coverage,
             privacy_unit=privacy_unit, max_rows_per_unit=max_rows_per_unit,
             domain=domain, kinds=kinds, min_rows=min_rows, categories=categories,
+            refine=refine,
             select={"rule": "above", "threshold": threshold, "max_pairs": max_pairs,
                     "share": select_share, "screen_B": screen_B})
 

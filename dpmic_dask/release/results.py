@@ -520,6 +520,14 @@ class PairwiseResult(_ReportFields):
             used = ", ".join(f"{c} {self.private_bounds.formatted(c)}"
                              for c in self.private_bounds.bounds)
             lines.append(f"Private bounds used: {used}.")
+            found = self.private_bounds
+            wide = [c for c, u in found.domain_use.items()
+                    if u < WIDE_DOMAIN and c not in found.unresolved]
+            if wide:
+                lines.append(f"The public domain of {wide} is far wider than the data (the "
+                             f"released bounds use less than {WIDE_DOMAIN:.0%} of it).")
+            if found.unresolved:
+                lines.append(f"Unresolved bounds (fallback used): {list(found.unresolved)}.")
         if self.private_categories:
             chosen = "; ".join(f"{c}: {', '.join(map(str, kept)) or '(none)'}"
                                for c, kept in self.private_categories.items())

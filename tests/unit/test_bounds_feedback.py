@@ -96,3 +96,20 @@ def test_a_public_domain_far_wider_than_the_data_is_reported():
         tight = dm.private_bounds(frame, 0.5, columns=["amount"], domain=(0.0, 1000.0),
                                   ledger=ledger)
     assert tight.domain_use["amount"] >= 0.25
+
+
+def test_pairwise_says_a_public_range_is_far_wider_than_the_data():
+    """The issue's amount up to 700 with a schema range [0, 10000]: given as the
+    domain of its private bounds, the release uses tight bounds and says so."""
+    gen = np.random.default_rng(5)
+    a = 700 * gen.random(20_000)
+    frame = pd.DataFrame({"amount": a, "y": np.sin(a / 100) + 0.1 * gen.normal(size=a.size)})
+    ledger = dm.InMemoryLedger(uncapped=True)
+    wide = frame.dpmic.pairwise(1.0, bounds={"amount": (0, 10_000), "y": (-1.5, 1.5)},
+                                ledger=ledger)
+    with pytest.warns(dm.BoundsWarning, match="far wider than the data"):
+        checked = frame.dpmic.pairwise(1.0, bounds={"amount": "private", "y": (-1.5, 1.5)},
+                                       domain={"amount": (0, 10_000)}, ledger=ledger)
+    assert "far wider than the data" in checked.report()
+    assert checked.private_bounds.bounds["amount"][1] < 2_000
+    assert checked.values[0] > wide.values[0]
