@@ -119,7 +119,7 @@ def load_input(job):
     # The reader is column-projectable, so each block of pairs reads its own
     # columns and no partition stays in memory for the whole run.
     reader = SQLRangeReader(job.sql_url, job.sql_table, job.sql_query, tuple(columns),
-                            job.input_timeout, dict(meta.dtypes) if job.sql_table else None)
+                            job.input_timeout, dict(meta.dtypes))
     ranges = sql_ranges(job.partition_column, job.partition_bounds, job.partitions)
     return dd.from_map(reader, ranges, meta=meta, enforce_metadata=False)
 
@@ -177,8 +177,10 @@ def _sql_meta(url, table, query, columns, timeout=SQL_TIMEOUT) -> pd.DataFrame:
     ``numeric``/``real`` -> float64, ``integer`` -> Int64, ``boolean`` -> boolean,
     ``timestamp`` -> datetime64 (UTC when ``with time zone``), ``date`` -> dates,
     ``interval`` -> timedelta64, anything else -> object); every partition is
-    read in them. A query's columns are assumed numeric; a value that is not is
-    reported by column name when the data is counted.
+    read in them. A query's columns take the types its driver reports for an
+    empty result (PostgreSQL's type codes, :data:`PG_TYPES`); where it reports
+    none, they are assumed numeric, and a value that is not is reported by column
+    name when the data is counted.
     """
     if table:
         from sqlalchemy import inspect
@@ -188,9 +190,17 @@ def _sql_meta(url, table, query, columns, timeout=SQL_TIMEOUT) -> pd.DataFrame:
         _require_columns(list(declared), columns)
         dtypes = {name: sql_dtype(declared[name]) for name in columns}
         return pd.DataFrame({c: pd.Series(dtype=t) for c, t in dtypes.items()})
-    empty = _read_sql(url, None, query, columns, limit=0, timeout=timeout)
+    empty, codes = _read_sql(url, None, query, columns, limit=0, timeout=timeout,
+                             type_codes=True)
     _require_columns(list(empty.columns), columns)
-    return empty[columns].astype("float64")
+    return pd.DataFrame({c: pd.Series(dtype=PG_TYPES.get(codes.get(c), "float64"))
+                         for c in columns})
+
+
+#: PostgreSQL type codes (OIDs) of a query's columns -> the dtype they are read in.
+PG_TYPES = {16: "boolean", 20: "Int64", 21: "Int64", 23: "Int64", 700: "float64",
+            701: "float64", 1700: "float64", 1082: "date32[pyarrow]", 1114: "datetime64[us]",
+            1184: "datetime64[us, UTC]", 1186: "timedelta64[us]", 25: "str", 1043: "str"}
 
 
 def sql_dtype(declared):
@@ -246,9 +256,10 @@ def conform(frame: pd.DataFrame, dtypes) -> pd.DataFrame:
 
 
 def _read_sql(url, table, query, columns, limit=None, timeout=SQL_TIMEOUT,
-              where=None) -> pd.DataFrame:
+              where=None, type_codes=False):
     """Rows of a SQL table (selected columns) or query; ``limit`` caps the rows;
-    ``where`` is a range ``(column, lo, hi)`` of :func:`sql_ranges` (or ``None``)."""
+    ``where`` is a range ``(column, lo, hi)`` of :func:`sql_ranges` (or ``None``).
+    With ``type_codes``, also the driver's type code of each column (by name)."""
     from sqlalchemy import column, literal_column, or_, select, text
     from sqlalchemy import table as sql_table
 
@@ -271,4 +282,9 @@ def _read_sql(url, table, query, columns, limit=None, timeout=SQL_TIMEOUT,
     if limit is not None:
         statement = statement.limit(limit)
     with sql_engine(url, timeout).connect() as conn:
-        return pd.read_sql_query(statement, conn)
+        if not type_codes:
+            return pd.read_sql_query(statement, conn)
+        result = conn.execute(statement)
+        described = getattr(result.cursor, "description", None) or ()
+        codes = {d[0]: getattr(d, "type_code", d[1]) for d in described}
+        return pd.DataFrame(result.fetchall(), columns=list(result.keys())), codes

@@ -125,3 +125,19 @@ spend = { bounds = [0, 100] }
         assert "'note'" in result.output and "str" in result.output
         assert SECRET not in result.output and "078" not in result.output
     assert SQLLedger(postgres_url).history("wh") == []
+
+
+def test_a_query_is_read_in_the_types_its_columns_have(postgres_url):
+    fill_table(postgres_url)
+    query = ("SELECT signup, seen, joined, churned, spend, weeks, wait, note, "
+             "weeks * 7 AS days FROM customers")
+    meta = _sql_meta(postgres_url, None, query, COLUMNS + ["note", "days"])
+    assert {c: str(t) for c, t in meta.dtypes.items()} == {
+        "signup": "datetime64[us]", "seen": "datetime64[us, UTC]",
+        "joined": "date32[day][pyarrow]", "churned": "boolean", "spend": "float64",
+        "weeks": "Int64", "wait": "timedelta64[us]", "note": "str", "days": "Int64"}
+    reader = SQLRangeReader(postgres_url, None, query, tuple(COLUMNS + ["days"]),
+                            dtypes=meta.dtypes)
+    part = reader(None)
+    assert len(part) == N
+    assert [str(t) for t in part.dtypes] == [str(meta.dtypes[c]) for c in COLUMNS + ["days"]]
