@@ -456,8 +456,7 @@ def run_units(frame, plan, *, ledger=None, dataset=None, progress=None):
     if kinds or drop:  # column kinds are converted on the bounded columns
         inner = dataclasses.replace(inner, kinds=None, drop=None)
     request = inner.request
-    check_ledger_unit(ledger, dataset, units.unit)
-    precheck_budget(ledger, dataset, units.total)
+    precheck_budget(ledger, dataset, units.total, privacy_unit=units.unit)
     read = tuple(request.columns)
     bounded = bound_contributions(frame, units.unit, units.k, read)
     if hasattr(bounded, "persist"):
@@ -564,8 +563,7 @@ def contribution_bound(frame, unit, eps, *, quantile=0.9, ledger=None, dataset=N
         raise InvalidParameterError("privacy_unit column(s) are not in the frame")
     grid = size_grid(int(top))
     cost = PrivacyCost(eps)
-    check_ledger_unit(ledger, dataset, unit)
-    precheck_budget(ledger, dataset, cost)
+    precheck_budget(ledger, dataset, cost, privacy_unit=unit)
     sizes = _unit_sizes(frame, unit)
     edges = np.append(grid, np.iinfo(np.int64).max)
 
