@@ -116,7 +116,7 @@ def exploding_frame(df):
     (dict(bounds=BOUNDS, columns=["a", "b", "q"]), dm.InvalidParameterError, "unknown column"),
     (dict(bounds={"a": (0, 1), "b": (0, 1)}, columns=["a", "b", "c"]), dm.InvalidParameterError,
      "bounds are missing"),
-    (dict(bounds={**BOUNDS, "label": (0, 1)}), dm.InvalidDataError, "not numeric"),
+    (dict(bounds={**BOUNDS, "label": (0, 1)}), dm.InvalidDataError, "is categorical"),
     (dict(bounds={"a": (1, 0), "b": (0, 1)}), dm.InvalidParameterError, "bounds\\['a'\\]"),
     (dict(bounds=BOUNDS, eps=0), dm.InvalidParameterError, "eps"),
     (dict(bounds=BOUNDS, eps=float("inf")), dm.InvalidParameterError, "eps"),
