@@ -89,10 +89,17 @@ class Budget:
 
     epsilon: float
     delta: float = 0.0
+    #: The privacy unit the budget protects: ``None`` for one row (the default), or
+    #: the unit's column(s) as ``"customer_id"`` / ``"a+b"``. Releases asking for
+    #: another unit on this dataset are refused before any data is read.
+    privacy_unit: str | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "budget epsilon"))
         object.__setattr__(self, "delta", check_delta(self.delta, "budget delta"))
+        if self.privacy_unit is not None and (not isinstance(self.privacy_unit, str)
+                                              or not self.privacy_unit):
+            raise InvalidParameterError("a budget's privacy_unit is a column name or None")
         self.cap  # noqa: B018  (refuses a budget whose rho underflows, at creation)
 
     @property

@@ -82,7 +82,7 @@ def _corrupt(what: str) -> LedgerError:
 
 def _budget_from_row(row, dataset: str) -> Budget:
     try:
-        return Budget(float(row[0]), float(row[1]))
+        return Budget(float(row[0]), float(row[1]), row[2] if len(row) > 2 else None)
     except Exception:  # noqa: BLE001 - any unparsable or out-of-range value
         raise _corrupt(f"the budget of dataset {dataset!r}") from None
 
@@ -214,22 +214,25 @@ class SQLLedger:
                 raise InvalidParameterError(
                     f"dataset {dataset!r} already has a budget; budgets are never changed")
             cur.execute(self._sql(
-                "INSERT INTO dpmic_budgets (dataset, epsilon, delta, created_at) "
-                "VALUES (?, ?, ?, ?)"),
-                (dataset, repr(budget.epsilon), repr(budget.delta), _now()))
+                "INSERT INTO dpmic_budgets (dataset, epsilon, delta, created_at, privacy_unit) "
+                "VALUES (?, ?, ?, ?, ?)"),
+                (dataset, repr(budget.epsilon), repr(budget.delta), _now(),
+                 budget.privacy_unit))
             cur.execute("COMMIT")
         self._run(work, create=True)
 
     def budget_for(self, dataset: str) -> Budget | None:
         def work(cur):
-            cur.execute(self._sql("SELECT epsilon, delta FROM dpmic_budgets WHERE dataset = ?"),
+            cur.execute(self._sql("SELECT epsilon, delta, privacy_unit FROM dpmic_budgets "
+                              "WHERE dataset = ?"),
                         (dataset,))
             row = cur.fetchone()
             return None if row is None else _budget_from_row(row, dataset)
         return self._run(work)
 
     def _require_budget(self, cur, dataset: str) -> Budget:
-        cur.execute(self._sql("SELECT epsilon, delta FROM dpmic_budgets WHERE dataset = ?"),
+        cur.execute(self._sql("SELECT epsilon, delta, privacy_unit FROM dpmic_budgets "
+                              "WHERE dataset = ?"),
                     (dataset,))
         row = cur.fetchone()
         if row is None:

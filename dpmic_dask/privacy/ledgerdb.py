@@ -169,7 +169,7 @@ class PostgresDB:
 
 # ---------------------------------------------------------------- the schema
 
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 _META = "CREATE TABLE IF NOT EXISTS dpmic_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 #: Version 3 adds the release journal: the released (noisy) rows of a batch run,
 #: written in the transaction of its charge, and the deliveries of those rows.
@@ -186,6 +186,9 @@ _JOURNAL = [
 #: (:func:`dpmic_dask.batch.jobplan.job_fingerprint`), so two different jobs that share
 #: a run key are told apart (NULL for runs journaled before).
 _FINGERPRINT = ["ALTER TABLE dpmic_release_journal ADD COLUMN fingerprint TEXT"]
+#: Version 5: a budget names the privacy unit it protects (NULL: one row, which is
+#: what every budget created before means).
+_UNIT = ["ALTER TABLE dpmic_budgets ADD COLUMN privacy_unit TEXT"]
 _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS dpmic_budgets (
         dataset TEXT PRIMARY KEY, epsilon TEXT NOT NULL, delta TEXT NOT NULL,
@@ -199,11 +202,12 @@ _SCHEMA = [
         ON dpmic_charges (dataset, job, run_id)""",
     *_JOURNAL,
     *_FINGERPRINT,
+    *_UNIT,
 ]
 #: Upgrades, by the version they start from. 1 -> 2: charges gain a run id.
 #: 2 -> 3: a run id is claimed per (dataset, job) instead of per dataset (NULLs
 #: never clash: charges without a job keep their own check), and the journal.
-#: 3 -> 4: the journal's fingerprint column.
+#: 3 -> 4: the journal's fingerprint column. 4 -> 5: the budgets' privacy unit.
 _UPGRADES = {
     "1": ["ALTER TABLE dpmic_charges ADD COLUMN run_id TEXT"],
     "2": ["DROP INDEX IF EXISTS dpmic_charges_run",
@@ -212,6 +216,7 @@ _UPGRADES = {
               ON dpmic_charges (dataset, job, run_id)""",
           *_JOURNAL],
     "3": _FINGERPRINT,
+    "4": _UNIT,
 }
 
 

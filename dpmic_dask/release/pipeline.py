@@ -97,10 +97,15 @@ def _ledger(ledger):
     return default_ledger() if ledger is None else ledger
 
 
-def precheck_budget(ledger, dataset, cost: PrivacyCost) -> None:
+def precheck_budget(ledger, dataset, cost: PrivacyCost, privacy_unit=None) -> None:
     """Before any data is read: refuse what the charge would refuse (an unknown
     dataset, a ledger that cannot be reached, a budget of the wrong kind or one too
-    small). Not binding: the atomic charge after counting is what counts."""
+    small, a budget for another privacy unit: ``privacy_unit`` is the release's,
+    ``None`` for one row). Not binding: the atomic charge after counting is what
+    counts."""
+    from dpmic_dask.release.units import check_ledger_unit
+
+    check_ledger_unit(ledger, dataset, privacy_unit)
     try:
         _ledger(ledger).check(dataset or DEFAULT_DATASET, cost)
     except BudgetExceededError as exc:

@@ -399,7 +399,9 @@ def test_a_version_one_ledger_is_upgraded_in_place(tmp_path):
         ledger.for_run("r1").charge("d", PrivacyCost(0.25))
     assert ledger.remaining("d") == Decimal("0.5")
     with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT value FROM dpmic_meta").fetchone() == ("4",)
+        assert conn.execute("SELECT value FROM dpmic_meta").fetchone() == ("5",)
+        # budgets made before the privacy unit existed protect one row each
+        assert conn.execute("SELECT privacy_unit FROM dpmic_budgets").fetchone() == (None,)
 
 
 # ---------------------------------------------------------------- smaller ones
