@@ -586,7 +586,8 @@ def axis_frame(frame, kinds: Mapping, *, drop=None):
         return frame
     if isinstance(frame, pd.DataFrame):
         return _convert_frame(frame, todo, drop)
-    if drop:
+    if drop:  # only the release's columns are read (a wide table's others are not)
+        frame = frame[list(dict.fromkeys([*kinds, *drop]))]
         meta = _convert_frame(frame._meta, todo, None)
         return frame.map_partitions(_convert_frame, todo, drop, meta=meta)
     out = frame.copy()

@@ -314,3 +314,20 @@ def test_a_private_bounds_domain_is_given_in_the_columns_kind():
     with pytest.raises(dm.InvalidParameterError, match=r"domain\['t'\]"):
         frame.dpmic.pairwise(1.0, bounds={"t": "private", "x": (0, 1)},
                              domain={"t": ("soon", "later")})
+
+
+def test_dropping_rows_is_listwise_and_reads_only_the_release_columns():
+    frame = mixed_table(400)
+    frame["unused"] = "x"  # a column the release does not read
+    frame.loc[::7, "amount"] = pd.NA
+    frame.loc[::5, "signup"] = pd.NaT
+    axis = axis_arguments(frame.dtypes, bounds={"signup": ("2023-01-01", "2025-01-01"),
+                                                "amount": (0, 100)},
+                          columns=["signup", "churned", "amount"])
+    expected = axis_frame(frame, axis.kinds, drop=list(axis.kinds))
+    assert len(expected) == len(frame.dropna(subset=["signup", "amount"]))
+    lazy = axis_frame(dd.from_pandas(frame, npartitions=3), axis.kinds, drop=list(axis.kinds))
+    assert list(lazy.columns) == ["signup", "churned", "amount"]
+    got = lazy.compute()
+    pd.testing.assert_frame_equal(got, expected[["signup", "churned", "amount"]])
+    assert (got.dtypes == np.float64).all()
