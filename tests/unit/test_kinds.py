@@ -323,11 +323,11 @@ def test_dropping_rows_is_listwise_and_reads_only_the_release_columns():
     frame.loc[::5, "signup"] = pd.NaT
     axis = axis_arguments(frame.dtypes, bounds={"signup": ("2023-01-01", "2025-01-01"),
                                                 "amount": (0, 100)},
-                          columns=["signup", "churned", "amount"])
+                          columns=["signup", "churn", "amount"])
     expected = axis_frame(frame, axis.kinds, drop=list(axis.kinds))
     assert len(expected) == len(frame.dropna(subset=["signup", "amount"]))
     lazy = axis_frame(dd.from_pandas(frame, npartitions=3), axis.kinds, drop=list(axis.kinds))
-    assert list(lazy.columns) == ["signup", "churned", "amount"]
+    assert list(lazy.columns) == ["signup", "churn", "amount"]
     got = lazy.compute()
-    pd.testing.assert_frame_equal(got, expected[["signup", "churned", "amount"]])
+    pd.testing.assert_frame_equal(got, expected[["signup", "churn", "amount"]])
     assert (got.dtypes == np.float64).all()
