@@ -39,6 +39,7 @@ from dpmic_dask.stats.counting import (
     combine_partials,
     count_binned_partitions,
     empty_partial,
+    streamed_counts,
 )
 from dpmic_dask.stats.limits import DEFAULT_TASK_MEMORY, partitions_per_task
 
@@ -147,6 +148,12 @@ def _counted(binned, spec: CountSpec, group: int, split_every: int):
     return _tree_sum(leaves, max(2, split_every))
 
 
+def _count_and_evaluate(*chunks, spec: CountSpec, fill, fn, names):
+    """``evaluate_partial`` of the counts of ``chunks``, each pair counted when
+    ``fn`` asks for it (:func:`~dpmic_dask.stats.counting.streamed_counts`)."""
+    return evaluate_partial(streamed_counts(chunks, spec), fill, fn, names)
+
+
 def _summary(partial: PartialCounts):
     return partial.rows, partial.missing
 
@@ -205,6 +212,14 @@ class DaskBackend(Backend):
                                   np.full(len(spec.pairs), np.nan))
             group = _group(rows, len(parts), len(block.spec.columns), task_memory,
                            len(blocks))
+            if group >= len(parts):
+                # One counting task: it evaluates each pair as soon as it is
+                # counted (the same values; one pair's counts held, not the block's).
+                task = dask.delayed(functools.partial(
+                    _count_and_evaluate, spec=block.spec, fill=spec.fill, fn=fn,
+                    names=pair_names(block.spec)), pure=True)
+                tasks.append(task(*parts))
+                continue
             root = _counted(parts, block.spec, group, split_every)
             tasks.append(finish(root, spec.fill, fn, pair_names(block.spec)))
         results = run(tasks, progress=progress, columns=spec.columns)
