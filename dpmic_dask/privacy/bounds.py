@@ -22,7 +22,9 @@ on the data:
    a grid chosen from released values only, so choosing it is post-processing --
    and released with discrete Laplace noise of scale ``2 / eps_second``; the
    bounds are read off it (:func:`refined_from_noisy`) or, when nothing in it
-   stands out of the noise, the first pass's bounds stand.
+   stands out of the noise, the first pass's bounds stand. Other columns are
+   counted on the first grid again and read with :func:`bounds_from_noisy` at
+   the second, smaller noise scale (the first bounds stand if that fails).
 
 The two histograms of a column compose to ``eps_first + eps_second = eps_column``
 (sequential composition; the second is chosen adaptively from the first's

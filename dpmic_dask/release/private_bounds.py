@@ -313,14 +313,14 @@ def _bounds_release(counts, rows, plan: _BoundsPlan, charge_id: str,
         if not twice:
             continue
         # the second pass's grid, from the first pass's released bounds only: equal
-        # bins inside them, or (unresolved) the first grid again
-        if found[c] is None:
+        # bins inside them when they are far from zero relative to their width,
+        # else the first grid again (read with the larger share)
+        inner = refinement_grid(found[c], grid)
+        if inner is not None:
+            fine[c] = inner
+        else:
             fine[c] = grid
             restart.add(c)
-        else:
-            inner = refinement_grid(found[c], grid)
-            if inner is not None:
-                fine[c] = inner
     second = recount(fine)
     refined = []
     scale2 = histogram_scale(plan.eps_second)
@@ -329,7 +329,8 @@ def _bounds_release(counts, rows, plan: _BoundsPlan, charge_id: str,
         for (c, grid), row in zip(fine.items(), second_noisy):
             cov = plan.coverages[plan.columns.index(c)]
             if c in restart:
-                found[c] = _valid_bounds(bounds_from_noisy(row, grid, cov, scale2), c)
+                again = _valid_bounds(bounds_from_noisy(row, grid, cov, scale2), c)
+                found[c] = again if again is not None else found[c]
                 continue
             better = _valid_bounds(refined_from_noisy(row, grid, cov, scale2), c)
             if better is not None:
