@@ -154,16 +154,20 @@ class CausalBudget:
 
     def noisy_margins(self, level: int, margins) -> list[float]:
         """Each of ``margins`` (clipped to ``[-high, high]``) plus the level's noise, on
-        the lattice, in exact integer arithmetic; the noise is clipped to
-        ``+-3 high``, which changes no sign."""
+        the lattice, in exact integer arithmetic; the noisy sum is then clamped to
+        ``+-2 high``, which changes no sign.
+
+        The clamp acts on the noisy sum, never on the noise: clipping the noise
+        alone would publish ``u + 3 high`` whenever a draw is large, and so the
+        exact margin ``u`` (post-processing must come after the noise)."""
         gamma = self.lattice
         units = [int(np.rint(min(max(m, -self.high), self.high) / gamma)) for m in margins]
         law = GAUSSIAN if self.zcdp else LAPLACE
-        limit = 3 * math.ceil(self.high / gamma)
+        limit = 2 * math.ceil(self.high / gamma)
         if not units:
             return []
         draws = law.draw(self.decision_scale(level) / gamma, len(units))
-        return [(u + max(-limit, min(limit, int(z)))) * gamma for u, z in zip(units, draws)]
+        return [max(-limit, min(limit, u + int(z))) * gamma for u, z in zip(units, draws)]
 
     def decide(self, level: int, margins_per_edge) -> list[tuple[int | None, float]]:
         """The private decisions of one level, an edge per list of margins: ``(index

@@ -205,3 +205,29 @@ def test_released_statistic_noise_at_true_scale():
     for factor, fits in ((1.0, True), (0.7, False), (1.3, False)):
         p = stats.kstest(residuals, stats.laplace(scale=factor * scale).cdf).pvalue
         assert bool(p > ALPHA) is fits, (factor, p)
+
+
+def test_a_large_draw_never_publishes_the_exact_margin():
+    """Where the noise is large the published statistic sits at the public clamp
+    ``offset +- 2 high`` (one value for every edge), never at ``exact + constant``:
+    clipping the noise instead of the noisy sum published ``u + 3 high``, which
+    gives the exact margin ``u`` away."""
+    from dpmic_dask.causal.discover import _margin_range
+
+    rng = np.random.default_rng(11)
+    n, eps = 100, 0.3
+    frame = pd.DataFrame({f"c{j}": rng.uniform(0, 1, n) for j in range(10)})
+    bounds = {c: (0.0, 1.0) for c in frame}
+    request = check_request(frame.dtypes, columns=None, alpha=0.05, max_condition_size=0,
+                            bounds=bounds, categories=None, bins=5, test="tau")
+    high = _margin_range(request, n)
+    offset = tau_threshold(0.05)
+    published = []
+    for _ in range(5):
+        g = causal_graph(frame, eps, bounds=bounds, max_condition_size=0)
+        published += [float(v) for v in g.statistic.values()]
+    margins = np.array(published) - offset
+    assert np.all(np.abs(margins) <= 2 * high * (1 + 1e-12))
+    at_clamp = margins[margins >= 2 * high * (1 - 1e-12)]
+    assert at_clamp.size > 10  # the noise is large here: many edges reach the clamp
+    assert np.unique(np.round(at_clamp, 9)).size == 1
