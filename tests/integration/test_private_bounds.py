@@ -405,3 +405,25 @@ def test_coverage_and_width_on_offset_and_discrete_shapes():
     for c in frame:
         assert np.median(cover[c]) >= 0.97, (c, cover[c])
         assert np.median(width[c]) <= 2.0, (c, width[c])
+
+
+@pytest.mark.slow
+def test_rare_yes_no_and_visit_counts_are_covered_as_on_the_hie_table():
+    """The issue's real-table failure, rebuilt (test data only): 20,190 rows, a yes/no
+    column with 1.5% ones and visit counts 0..77, eps 0.1 per column. Bounds used to
+    be (0, 0) and (0, 4); now the ones and the counts' 99% are inside."""
+    gen = np.random.default_rng(31)
+    n = 20_190
+    frame = pd.DataFrame({"poor": (gen.random(n) < 0.015).astype(float),
+                          "visits": np.minimum(77, gen.negative_binomial(0.7, 0.2, n))
+                          .astype(float)})
+    ledger = dm.InMemoryLedger(uncapped=True)
+    covered = []
+    for _ in range(5):
+        found = dm.private_bounds(frame, 0.2, columns=list(frame), ledger=ledger)
+        lo, hi = found.bounds["poor"]
+        covered.append(lo <= 0 and 1 <= hi <= 2)
+        v = frame.visits.to_numpy()
+        lo, hi = found.bounds["visits"]
+        assert np.mean((v >= lo) & (v <= hi)) >= 0.97 and lo <= 0
+    assert sum(covered) >= 4, covered
