@@ -369,3 +369,25 @@ def test_chi_square_tail_and_quantile_match_scipy():
             assert chi2_sf(x, df) == pytest.approx(chi2.sf(x, df), rel=1e-10, abs=1e-300)
         for alpha in (0.05, 0.001):
             assert g_threshold(alpha, df) == pytest.approx(chi2.isf(alpha, df), rel=1e-11)
+
+
+def test_benchmark_networks_follow_their_protocol():
+    """benchmarks/causal.py: sachs and child have 11/17 and 20/25 nodes/edges, every
+    variable is N(0, 1) (so the public bounds (-3, 3) are honest), and the true
+    CPDAG has the DAG's skeleton."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import causal as bench
+
+    for text, nodes, arcs in bench.NETWORKS.values():
+        names, edges = bench.parse(text, nodes, arcs)
+        assert (len(names), len(edges)) == (nodes, arcs)
+        data = bench.sample(names, edges, 200_000, seed=1)
+        assert np.allclose(data.std(), 1.0, atol=0.02) and np.allclose(data.mean(), 0, atol=0.02)
+        truth = bench.true_cpdag(names, edges)
+        skeleton = {frozenset((names[i], names[j])) for i, j in zip(*np.nonzero(truth))}
+        assert skeleton == {frozenset(e) for e in edges}
+        precision, recall, f1, shd = bench.scores(truth, truth)
+        assert (precision, recall, f1, shd) == (1.0, 1.0, 1.0, 0)
