@@ -57,6 +57,14 @@ def default_bins(eps: float, rows: int, n_pairs: int) -> int:
     return best
 
 
+#: The per-person budgets a design accepts. Report probabilities are multiples of
+#: 2**-32: above about eps = 22 a report already gives the true cell but with
+#: probability 2**-32, so larger budgets change nothing (and from about 709
+#: ``e**eps`` overflows); below 1e-6 the reports carry no usable signal at any
+#: practical number of people (the estimator's variance grows like 1 / eps**2).
+EPS_RANGE = (1e-6, 100.0)
+
+
 def make_design(eps, *, bounds, rows, columns=None, bins=None, B=None, c=2, protocol="auto",
                 pairs=None) -> dict:
     """The public report design (a JSON-able dict); nothing in it depends on data.
@@ -66,8 +74,9 @@ def make_design(eps, *, bounds, rows, columns=None, bins=None, B=None, c=2, prot
     made here and pass it to :func:`randomize` as ``design=``.
     """
     eps = finite_real(eps, "eps", "a finite number > 0")
-    if eps <= 0:
-        raise InvalidParameterError("eps must be a finite number > 0")
+    if not EPS_RANGE[0] <= eps <= EPS_RANGE[1]:
+        raise InvalidParameterError(
+            f"eps must be a number in [{EPS_RANGE[0]:g}, {EPS_RANGE[1]:g}] for local reports")
     if not isinstance(bounds, dict) or not bounds:
         raise InvalidParameterError("bounds must be a dict {column: (lo, hi)} of public bounds")
     names = list(bounds) if columns is None else list(columns)

@@ -267,3 +267,12 @@ def test_secure_source_differs_between_calls():
     one = randomize_with(df, design, ByteSource())
     two = randomize_with(df, design, ByteSource())
     assert not one.equals(two)
+
+
+@pytest.mark.parametrize("eps", [1e-9, 0.0, -1.0, 700.0, 1e308, float("nan"), float("inf")])
+def test_budgets_outside_the_design_range_are_refused_with_the_package_error(eps):
+    from dpmic_dask.ldp import randomize
+
+    frame = pd.DataFrame({"x": [0.1, 0.5], "y": [0.2, 0.9]})
+    with pytest.raises(InvalidParameterError, match="eps must be"):
+        randomize(frame, eps, bounds={"x": (0, 1), "y": (0, 1)})
