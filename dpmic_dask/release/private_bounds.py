@@ -294,6 +294,14 @@ def _valid_bounds(found, name) -> tuple[float, float] | None:
         return None
 
 
+def _show(message: str) -> None:
+    """A :class:`BoundsWarning` shown, never raised: it comes after the charge, where
+    nothing may refuse, even under a warnings-as-errors filter."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", BoundsWarning)
+        warnings.warn(message, BoundsWarning, stacklevel=4)
+
+
 def _bounds_release(counts, rows, plan: _BoundsPlan, charge_id: str,
                     recount) -> BoundsRelease:
     """The released bounds (never refuses: a column whose bounds cannot be read
@@ -305,7 +313,8 @@ def _bounds_release(counts, rows, plan: _BoundsPlan, charge_id: str,
     found: dict[str, tuple[float, float] | None] = {}
     fine: dict[str, BoundsGrid] = {}
     restart: set[str] = set()
-    scale = histogram_scale(plan.eps_first)
+    refining = any(plan.refines)
+    scale = histogram_scale(plan.eps_first if refining else plan.eps_column)
     for row, grid, cov, c, twice in zip(counts, plan.grids, plan.coverages, plan.columns,
                                         plan.refines):
         (noisy,), scale_c = noisy_histograms([row], plan.eps_first if twice else plan.eps_column)
@@ -323,7 +332,8 @@ def _bounds_release(counts, rows, plan: _BoundsPlan, charge_id: str,
             restart.add(c)
     second = recount(fine)
     refined = []
-    scale2 = histogram_scale(plan.eps_second)
+    # only scales the plan checked before the charge are computed here
+    scale2 = histogram_scale(plan.eps_second) if refining else None
     if second:
         second_noisy, scale2 = noisy_histograms([second[c] for c in fine], plan.eps_second)
         for (c, grid), row in zip(fine.items(), second_noisy):
@@ -339,10 +349,9 @@ def _bounds_release(counts, rows, plan: _BoundsPlan, charge_id: str,
     unresolved = tuple(c for c in plan.columns if found[c] is None)
     fallback = {c: g.domain or (-1.0, 1.0) for c, g in zip(plan.columns, plan.grids)}
     if unresolved:
-        warnings.warn(f"no private bounds could be found for column(s) {list(unresolved)} "
-                      "at this budget and row count: they fall back to their domain, or "
-                      "(-1, 1) without one; choose bounds for them yourself",
-                      BoundsWarning, stacklevel=3)
+        _show(f"no private bounds could be found for column(s) {list(unresolved)} "
+              "at this budget and row count: they fall back to their domain, or "
+              "(-1, 1) without one; choose bounds for them yourself")
     bounds: dict[str, tuple[float, float]] = {
         c: (b if b is not None else fallback[c]) for c, b in found.items()}
     domains = {c: g.domain for c, g in zip(plan.columns, plan.grids) if g.domain is not None}
@@ -351,10 +360,9 @@ def _bounds_release(counts, rows, plan: _BoundsPlan, charge_id: str,
            if c not in unresolved}
     wide = [c for c, u in use.items() if u < WIDE_DOMAIN]
     if wide:
-        warnings.warn(f"the public domain of column(s) {wide} is far wider than the data "
-                      f"(the released bounds use less than {WIDE_DOMAIN:.0%} of it): bounds "
-                      "that wide waste the grid; use the released bounds or tighter ones",
-                      BoundsWarning, stacklevel=3)
+        _show(f"the public domain of column(s) {wide} is far wider than the data "
+              f"(the released bounds use less than {WIDE_DOMAIN:.0%} of it): bounds "
+              "that wide waste the grid; use the released bounds or tighter ones")
     coverages = dict(zip(plan.columns, plan.coverages))
     return BoundsRelease(bounds=bounds, epsilon=plan.eps, epsilon_per_column=plan.eps_column,
                          coverage=plan.coverages[0] if len(set(plan.coverages)) == 1

@@ -427,3 +427,42 @@ def test_rare_yes_no_and_visit_counts_are_covered_as_on_the_hie_table():
         lo, hi = found.bounds["visits"]
         assert np.mean((v >= lo) & (v <= hi)) >= 0.97 and lo <= 0
     assert sum(covered) >= 4, covered
+
+
+def test_without_refinement_a_tiny_eps_is_refused_before_the_charge():
+    """Only the scales the plan checked are drawn after the charge: with refine=False
+    the first-pass share's scale (never used) must not be computed afterwards."""
+    frame = pd.DataFrame({"a": np.linspace(0, 1, 200)})
+    ledger = dm.InMemoryLedger(uncapped=True)
+    eps = 1.5 * 2 / 2**52
+    with pytest.raises(dm.InvalidParameterError):
+        dm.private_bounds(frame, eps, columns=["a"], refine=True, ledger=ledger)
+    try:
+        found = dm.private_bounds(frame, eps, columns=["a"], refine=False, ledger=ledger)
+    except dm.InvalidParameterError:
+        assert ledger.charges() == []
+    else:
+        assert len(ledger.charges()) == 1 and found.noise_scale > 0
+
+
+def test_bounds_warnings_after_the_charge_never_lose_the_release():
+    """Under a warnings-as-errors filter the unresolved-column warning is shown, not
+    raised: the release (charged) is returned."""
+    import warnings
+
+    frame = pd.DataFrame({"a": np.linspace(0, 1, 300), "b": np.linspace(1, 2, 300)})
+    ledger = dm.InMemoryLedger(uncapped=True)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("error")
+        found = dm.private_bounds(frame, 0.05, columns=["a", "b"], ledger=ledger)
+    assert len(ledger.charges()) == 1
+    assert set(found.bounds) == {"a", "b"}
+    assert found.unresolved and any("no private bounds" in str(w.message) for w in seen)
+
+
+def test_the_reported_noise_scale_is_the_one_drawn_without_refinement():
+    frame = pd.DataFrame({"a": np.linspace(0, 1, 2000)})
+    found = dm.private_bounds(frame, 1.0, columns=["a"], refine=False,
+                              ledger=dm.InMemoryLedger(uncapped=True))
+    assert found.noise_scale == pytest.approx(2.0, rel=1e-6)
+    assert found.refine_noise_scale is None
