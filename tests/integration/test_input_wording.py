@@ -129,19 +129,30 @@ def _unreadable_frame():
     return dd.from_delayed([dask.delayed(part)()], meta=meta, verify_meta=False)
 
 
-@pytest.mark.parametrize("ledger", [{}, "sqlite:///ledger.db", 3, object()])
-@pytest.mark.parametrize("call", [
+CALLS = [
     lambda f, ledger: f.dpmic.pairwise(1.0, bounds={"a": (0, 1), "b": (0, 1)}, ledger=ledger),
     lambda f, ledger: f.dpmic.pairwise(1.0, bounds="private", ledger=ledger),
     lambda f, ledger: f.dpmic.top_pairs(1, 1.0, bounds={"a": (0, 1), "b": (0, 1)},
                                         ledger=ledger),
     lambda f, ledger: f.dpmic.pairs_above(0.3, 1.0, bounds={"a": (0, 1), "b": (0, 1)},
                                           max_pairs=1, ledger=ledger),
-])
+]
+
+
+@pytest.mark.parametrize("ledger", [{}, b"sqlite:///ledger.db", 3, object()])
+@pytest.mark.parametrize("call", CALLS)
 def test_a_ledger_of_the_wrong_type_is_refused_before_any_data_is_read(ledger, call):
     with pytest.raises(dm.InvalidParameterError, match="ledger must be a ledger") as info:
         call(_unreadable_frame(), ledger)
     assert type(ledger).__name__ in str(info.value)
+
+
+@pytest.mark.parametrize("call", CALLS[:1] + CALLS[2:])
+def test_a_ledger_url_that_cannot_be_used_is_refused_before_any_data_is_read(call, tmp_path):
+    with pytest.raises(dm.LedgerError, match="does not exist"):
+        call(_unreadable_frame(), f"sqlite:///{tmp_path}/missing.db")
+    with pytest.raises(dm.InvalidParameterError, match="no ledger is registered"):
+        call(_unreadable_frame(), "ftp://host/ledger")
 
 
 # ---------------------------------------------------------------- help
