@@ -303,7 +303,7 @@ def test_data_refusals_before_the_charge():
 
 
 def test_one_charge_before_any_noise(monkeypatch):
-    ledger = capped(10.0, 1e-5)
+    ledger = capped(50.0, 1e-5)
     seen = []
     real_margin = decide_module.CausalBudget.noisy_margins
     real_select = decide_module.NoisyTopK.select
@@ -318,16 +318,18 @@ def test_one_charge_before_any_noise(monkeypatch):
 
     monkeypatch.setattr(decide_module.CausalBudget, "noisy_margins", spy_margin)
     monkeypatch.setattr(decide_module.NoisyTopK, "select", spy_select)
-    g = causal_graph(dd.from_pandas(chain_frame(4000), npartitions=3), 2.0, delta=1e-6,
+    # a budget large enough that a - d and b - d go at level 1 (two candidate sets
+    # each), so that separating sets are chosen too
+    g = causal_graph(dd.from_pandas(chain_frame(4000), npartitions=3), 20.0, delta=1e-6,
                      bounds=BOUNDS4, ledger=ledger, dataset="d")
     # every draw (decisions and separating-set choices) after exactly one charge
     assert {kind for kind, _ in seen} == {"margin", "select"}
     assert {charges for _, charges in seen} == {1}
     (charge,) = ledger.charges("d")
-    assert charge.cost.epsilon == 2.0 and charge.cost.delta == 1e-6 and charge.cost.rho
+    assert charge.cost.epsilon == 20.0 and charge.cost.delta == 1e-6 and charge.cost.rho
     assert charge.mechanism == "causal-pc-tau"
     report = g.report()
-    assert report.private and report.epsilon == 2.0
+    assert report.private and report.epsilon == 20.0
     assert "level 2" in str(report) and "charged once before any noise" in str(report)
     assert report.passes == len(report.levels)
 
