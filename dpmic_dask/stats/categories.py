@@ -380,6 +380,10 @@ def category_kinds(schema, categories, *, bounds, columns, kinds, nulls, fill=No
                             selected=[c for c in selected if c not in ordered])
     if not axes:
         return kinds, columns, nulls, {}
+    unused = [c for c in axes if c not in selected]
+    if unused:
+        raise InvalidParameterError(f"categories given for column(s) {unused} that the "
+                                    "release does not use (add them to columns)")
     if mechanism == "micr-geom":
         raise InvalidParameterError("mechanism 'micr-geom' does not support categorical columns")
     if isinstance(bounds, Mapping):
