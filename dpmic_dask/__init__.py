@@ -4,6 +4,7 @@ The non-private statistics (:func:`micr`, :func:`mice`) carry no privacy
 guarantee; their names and docstrings say so.
 """
 
+from dpmic_dask import causal as causal  # noqa: F401  (adds frame.dpmic.causal_graph)
 from dpmic_dask import ldp  # the local model: ldp.randomize, ldp.pairwise
 from dpmic_dask.errors import (
     BoundsWarning,
@@ -61,6 +62,7 @@ __all__ = [
     "private_bounds",
     "private_mic",
     "session_ledger",
+    "causal",
     "ldp",
     "using_ledger",
 ]
