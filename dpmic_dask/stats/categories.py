@@ -137,9 +137,10 @@ class CategoryAxis:
         """float64 ``code + 0.5`` of every value; NaN for a missing value unless
         missing values are a category. A per-row map fixed by the list alone."""
         series = values if isinstance(values, pd.Series) else pd.Series(values)
-        codes = listed_codes(series, self.categories).astype(np.float64)
-        codes[codes < 0] = self.other_code
-        missing = series.isna().to_numpy(dtype=bool)
+        found = listed_codes(series, self.categories)
+        codes = found.astype(np.float64)
+        codes[found == NOT_LISTED] = self.other_code
+        missing = found == MISSING
         if missing.any():
             codes[missing] = np.nan if self.null_code is None else self.null_code
         return codes + 0.5
@@ -215,8 +216,13 @@ def with_coding(axis: CategoryAxis) -> CategoryKind:
     return CategoryKind(coding=axis, implied_bounds=axis.bounds)
 
 
+#: :func:`listed_codes` of a value that is not listed, and of a missing value.
+NOT_LISTED, MISSING = -1, -2
+
+
 def listed_codes(series: pd.Series, categories: tuple) -> np.ndarray:
-    """int64 position of every value in ``categories`` (-1: not listed, or null).
+    """int64 position of every value in ``categories``; :data:`NOT_LISTED` (-1) for
+    a value that is not listed, :data:`MISSING` (-2) for a null (None, NaN, NA).
 
     Every branch computes the same per-row function -- equality with a listed
     category -- only faster for some dtypes: a ``category`` column looks its
@@ -228,8 +234,8 @@ def listed_codes(series: pd.Series, categories: tuple) -> np.ndarray:
     dtype = series.dtype
     if isinstance(dtype, pd.CategoricalDtype):
         per_category = index.get_indexer(dtype.categories)
-        codes = series.cat.codes.to_numpy().astype(np.int64)
-        return np.where(codes >= 0, per_category[np.maximum(codes, 0)], -1)
+        codes = series.cat.codes.to_numpy().astype(np.int64)  # -1: missing
+        return np.where(codes >= 0, per_category[np.maximum(codes, 0)], MISSING)
     array = series.array
     if hasattr(array, "__arrow_array__") and all(isinstance(c, str) for c in categories):
         import pyarrow as pa
@@ -238,13 +244,18 @@ def listed_codes(series: pd.Series, categories: tuple) -> np.ndarray:
         data = array.__arrow_array__()
         if pa.types.is_string(data.type) or pa.types.is_large_string(data.type):
             found = pc.index_in(data, value_set=pa.array(list(categories), type=data.type))
-            return np.asarray(pc.fill_null(found, -1).to_numpy(zero_copy_only=False),
-                              dtype=np.int64)
+            codes = np.asarray(pc.fill_null(found, NOT_LISTED).to_numpy(zero_copy_only=False),
+                               dtype=np.int64)
+            null = np.asarray(data.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+            codes[null] = MISSING
+            return codes
     if _is_object_dtype(dtype):
-        codes, uniques = pd.factorize(series, use_na_sentinel=True)
+        codes, uniques = pd.factorize(series, use_na_sentinel=True)  # -1: missing
         per_value = index.get_indexer(uniques)
-        return np.where(codes >= 0, per_value[np.maximum(codes, 0)], -1).astype(np.int64)
-    return index.get_indexer(series).astype(np.int64)  # type: ignore[arg-type]
+        return np.where(codes >= 0, per_value[np.maximum(codes, 0)], MISSING).astype(np.int64)
+    codes = index.get_indexer(series).astype(np.int64)  # type: ignore[arg-type]
+    codes[series.isna().to_numpy(dtype=bool)] = MISSING
+    return codes
 
 
 @lru_cache(maxsize=256)
