@@ -213,8 +213,8 @@ class DaskBackend(Backend):
             group = _group(rows, len(parts), len(block.spec.columns), task_memory,
                            len(blocks))
             if group >= len(parts):
-                # One counting task: it evaluates each pair as soon as it is
-                # counted (the same values; one pair's counts held, not the block's).
+                # One counting task: it evaluates the pairs as they are counted,
+                # a few at a time (the same values; the block's counts never held).
                 task = dask.delayed(functools.partial(
                     _count_and_evaluate, spec=block.spec, fill=spec.fill, fn=fn,
                     names=pair_names(block.spec)), pure=True)

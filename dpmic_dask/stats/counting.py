@@ -208,14 +208,21 @@ def count_binned(chunks, spec: CountSpec) -> PartialCounts:
     return PartialCounts(out, streamed.rows, streamed.missing)
 
 
+#: Pairs a :class:`StreamedCounts` counts before handing them out: counting and
+#: evaluating in turn pair by pair evicted each other's working sets from the
+#: cache (2.8 against 2.3 ms per pair, CPU time, at 10**5 rows and B = 200);
+#: batches of a few pairs keep both phases in cache and hold 5 MB, not 26.
+STREAM_BATCH = 8
+
+
 class StreamedCounts:
-    """Every pair's master counts of some binned chunks, counted one pair at a
-    time as they are iterated: iteration yields the same int32 (int64 past
-    ``2**31`` rows) buffer for each pair in turn, overwritten by the next, so a
-    consumer must use a pair's counts before asking for the next. A task that
-    counts and evaluates a block this way holds one pair's counts instead of the
-    block's (26 MB for 41 pairs at ``B = 200``), and reads them while they are
-    still in the cache. ``shape`` is ``(pairs, cells)`` as for an array."""
+    """Every pair's master counts of some binned chunks, counted a few pairs at a
+    time (:data:`STREAM_BATCH`) as they are iterated: iteration yields each pair's
+    int32 (int64 past ``2**31`` rows) counts in a buffer that later pairs
+    overwrite, so a consumer must use a pair's counts before asking for the
+    next. A task that counts and evaluates a block this way holds a few pairs'
+    counts instead of the block's (26 MB for 41 pairs at ``B = 200``).
+    ``shape`` is ``(pairs, cells)`` as for an array."""
 
     def __init__(self, chunks: list[BinnedChunk], spec: CountSpec, rows: int, count: bool):
         self.spec = spec
@@ -231,11 +238,12 @@ class StreamedCounts:
     def __iter__(self):
         family = self.spec.family
         pairs = self.spec.pairs
-        out = np.zeros(self.shape[1], dtype=self.dtype)
         if not self._count:
+            out = np.zeros(self.shape[1], dtype=self.dtype)
             for _ in pairs:
                 yield out
             return
+        batch = np.zeros((min(STREAM_BATCH, len(pairs)), self.shape[1]), dtype=self.dtype)
         layout = read_off_layout(family)
         n_rows, n_fixed = family.refinement_shape
         hist = np.zeros((n_rows, n_fixed), dtype=self.dtype)  # the read-off leaves it at zero
@@ -244,18 +252,20 @@ class StreamedCounts:
         store = np.empty(layout.store_size, dtype=self.dtype)
         used = sorted({c for pair in pairs for c in pair})
         cells = [_chunk_cells(chunk, used, family) for chunk in self.chunks]
-        for a, b in pairs:
-            for o, (row_col, fixed_col) in enumerate(((b, a), (a, b))):
-                for offsets, fixed in cells:
-                    add_cells(offsets[row_col], fixed[fixed_col], flat)
-                read_off_orientation(hist, prefix, store,  # type: ignore[call-arg]
-                                     *layout.orientations[o], out)
-            yield out
+        for first in range(0, len(pairs), batch.shape[0]):
+            group = pairs[first:first + batch.shape[0]]
+            for k, (a, b) in enumerate(group):
+                for o, (row_col, fixed_col) in enumerate(((b, a), (a, b))):
+                    for offsets, fixed in cells:
+                        add_cells(offsets[row_col], fixed[fixed_col], flat)
+                    read_off_orientation(hist, prefix, store,  # type: ignore[call-arg]
+                                         *layout.orientations[o], batch[k])
+            yield from batch[:len(group)]
 
 
 def streamed_counts(chunks, spec: CountSpec) -> PartialCounts:
     """:func:`count_binned` with the counts a :class:`StreamedCounts` (nothing is
-    counted until it is iterated; pairs are counted in order, one at a time)."""
+    counted until it is iterated; pairs are counted in order, a few at a time)."""
     chunks = list(chunks)
     n_cols = len(spec.columns)
     rows = sum(chunk.size for chunk in chunks)
