@@ -79,9 +79,14 @@ def candidates(codes: int, cells: int, side: str, family: GridFamily) -> tuple[_
     ``codes`` codes (``cells`` normalised) on axis ``side`` (``"x"`` or ``"y"``)
     against an ordered column (data-independent; cached)."""
     out = []
+    seen_rows = set()
     for g, grid in enumerate(family.grids):
         if grid.orientation == side:
-            if grid.fixed_bins >= codes and grid.max_groups >= 2:
+            # grids of (a) with the same master rows give the same table (every
+            # l >= K merges to the same K category columns): one of them suffices
+            if grid.fixed_bins >= codes and grid.max_groups >= 2 \
+                    and grid.master_rows not in seen_rows:
+                seen_rows.add(grid.master_rows)
                 out.append(_Candidate(g, "a", grid.max_groups, code_bins(codes, grid.fixed_bins)))
         elif grid.master_rows >= codes and cells * grid.fixed_bins <= family.B:
             out.append(_Candidate(g, "b", grid.fixed_bins, code_bins(codes, grid.master_rows)))
