@@ -153,7 +153,9 @@ def run_file(job, run_id: str) -> Path:
     from dpmic_dask.batch.jobio import JobIOError
 
     folder = Path(job.output_path)
-    path = folder / f"run-{run_id}--{job_slug(job.name)}.{job.output_format}"
+    # a [causal] run writes a folder of files (dpmic_dask.batch.jobcausal)
+    suffix = "" if getattr(job, "causal", None) is not None else f".{job.output_format}"
+    path = folder / f"run-{run_id}--{job_slug(job.name)}{suffix}"
     if path.parent != folder:  # run ids are validated; this is a second line of defence
         raise JobIOError("the run id would write outside the output folder")
     return path

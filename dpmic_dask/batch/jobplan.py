@@ -19,6 +19,10 @@ def job_release_plan(job: Job, schema):
     """The :class:`~dpmic_dask.release.plan.ReleasePlan` of ``job`` against ``schema``
     (messages spell the job file's keys): its private-bounds step, its
     ``[select]`` step, its values. Nothing is read."""
+    if job.causal is not None:  # [causal]: the causal release's checks and charge
+        from dpmic_dask.batch.jobcausal import causal_plan
+
+        return causal_plan(job, schema)
     from dpmic_dask.privacy.costs import measure_for
     from dpmic_dask.release.plan import plan_release
     from dpmic_dask.release.request import JobFileNames
@@ -100,6 +104,8 @@ def job_fingerprint(job: Job) -> str:
         "output": {"path": local(job.output_path), "format": job.output_format,
                    "sql_url": job.output_sql_url, "sql_table": job.output_sql_table},
     }
+    if job.causal is not None:  # absent: fingerprints of older jobs unchanged
+        content["causal"] = job.causal
     if job.bounds_options:  # absent: fingerprints of older jobs unchanged
         content["bounds_options"] = job.bounds_options
     if job.kinds or job.min_rows is not None:  # absent: fingerprints of older jobs unchanged

@@ -81,6 +81,7 @@ SECTIONS = {
     "output": {"path", "format", "sql_url", "sql_table", "timeout"},
     "cluster": {"scheduler", "workers", "timeout", "task_memory"},
     "select": {"top_k", "threshold", "max_pairs", "share", "screen_B"},
+    "causal": {"alpha", "max_condition_size", "bins", "test", "select_share"},
     "ledger": {"url"},
 }
 COLUMN_KEYS = {"bounds", "fill", "kind", "unit", "domain", "coverage", "refine", "categories"}
@@ -139,6 +140,9 @@ class Job:
     select_share: float = 0.5
     screen_B: int | str | None = "auto"
     ledger_url: str = "sqlite:///dpmic-ledger.db"
+    #: ``[causal]``: release a private CPDAG (:mod:`dpmic_dask.batch.jobcausal`) with
+    #: these options instead of pairwise values; ``None``: no causal section.
+    causal: dict | None = None
 
 
 def _section(data, name, src, required=False) -> dict:
@@ -485,6 +489,10 @@ def load_job(path) -> Job:
     if "timeout" in cluster:
         kw["timeout"] = _seconds(cluster["timeout"], "cluster.timeout", src)
     kw.update(_select(_section(data, "select", src), src))
+    if "causal" in data:
+        from dpmic_dask.batch.jobcausal import parse_causal
+
+        kw["causal"] = parse_causal(_section(data, "causal", src), src)
     if "task_memory" in cluster:
         kw["task_memory"] = _bytes(cluster["task_memory"], "cluster.task_memory", src)
     if "workers" in cluster:

@@ -201,6 +201,11 @@ class JournaledRun:
         """Commit the charge together with the released ``rows``."""
         return self._commit(encode_rows(rows))
 
+    def keep_payload(self, payload: str) -> JournalEntry:
+        """Commit the charge together with a payload of another kind: JSON text with
+        a ``"kind"`` (a causal graph, :func:`dpmic_dask.batch.jobcausal.encode_graph`)."""
+        return self._commit(payload)
+
     def abandon(self) -> None:
         """After a failure following the charge: commit the charge, without values."""
         if self._open is not None:

@@ -65,7 +65,12 @@ def _deliver(job, ledger: SQLLedger, entry: JournalEntry, echo: Echo) -> str:
         check_output(job, entry.run_id)  # again: the output may have changed since the charge
     except DPMICError as exc:  # the release is kept: this is a failure to deliver
         raise undeliverable(job, entry.run_id, str(exc)) from None
-    where = deliver(job, entry.rows(), entry.run_id)
+    if job.causal is not None:  # [causal]: the journaled graph's files
+        from dpmic_dask.batch.jobcausal import deliver_graph
+
+        where = deliver_graph(job, entry.payload or "", entry.run_id)
+    else:
+        where = deliver(job, entry.rows(), entry.run_id)
     try:
         record_delivery(ledger, entry.charge_id, destination(job, entry.run_id))
     except LedgerError as exc:
@@ -131,7 +136,12 @@ def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, prog
     precheck_budget(journaled, job.dataset, cost)  # before any cluster starts
     try:
         result = _release(job, journaled, progress)
-        entry = journaled.keep(result_rows(result, run_id=run_id, job=job))
+        if job.causal is not None:  # [causal]: the graph, journaled as its own payload kind
+            from dpmic_dask.batch.jobcausal import encode_graph
+
+            entry = journaled.keep_payload(encode_graph(result, run_id=run_id, job=job))
+        else:
+            entry = journaled.keep(result_rows(result, run_id=run_id, job=job))
     except Interrupted:
         # SIGINT / SIGTERM before the values were kept: as for a killed process,
         # the open charge is undone (no value left the process)
@@ -142,6 +152,13 @@ def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, prog
         journaled.abandon()  # a failure after the charge keeps the charge
         raise
     where = _deliver(job, ledger, entry, echo)
+    if job.causal is not None:
+        from dpmic_dask.batch.jobcausal import released_sentence
+
+        echo(released_sentence(result, run_id, where))
+        echo(f"remaining budget of {job.dataset!r}: {ledger.remaining(job.dataset)}")
+        echo(forecast(ledger, job.dataset, cost).sentence(f"of job {job.name!r}"))
+        return
     echo(f"run {run_id}: released {len(result.pairs)} pairs "
          f"({result.mechanism}, eps={result.epsilon:g}) to {where}")
     if result.private_bounds is not None:
@@ -187,6 +204,10 @@ def _release(job, ledger: JournaledRun, progress):
 
     with open_cluster(scheduler=job.scheduler, workers=job.workers, timeout=job.timeout):
         frame = jobio.load_input(job)
+        if job.causal is not None:  # [causal]: a CPDAG, charged to the same ledger
+            from dpmic_dask.batch.jobcausal import run_causal
+
+            return run_causal(job, frame, ledger, progress)
         plan = job_release_plan(job, backend_for(frame).schema(frame))
         return run_release(frame, plan, ledger=ledger, dataset=job.dataset,
                            progress=progress)

@@ -1,0 +1,238 @@
+"""The ``[causal]`` section of a job file: private causal discovery in a batch run.
+
+A job with ``[causal]`` releases a CPDAG of its ``[columns]``
+(:func:`dpmic_dask.causal.causal_graph`) instead of pairwise values. It goes
+through the same run as every batch release (:mod:`dpmic_dask.batch.runner`):
+the same checks before any data is read, one charge on the run's
+:class:`~dpmic_dask.batch.journal.JournaledRun`, committed together with the
+released graph (a journal payload of kind ``"causal"``), then a delivery from
+the journal -- a retry of a charged run id writes the kept graph again and
+charges nothing.
+
+Example::
+
+    [causal]
+    alpha = 0.05               # level of each independence test
+    max_condition_size = 2     # largest conditioning set (levels paid for: 0 .. 2)
+    bins = 5                   # bins per bounded column
+    test = "tau"               # or "g" (unordered categories)
+    select_share = 0.25        # share of each level from 1 on choosing separating sets
+
+The output is a folder (``output.path``); a run writes
+``run-<run id>--<job>/`` in it with ``edges.csv``, ``separating_sets.json``,
+``graph.dot``, ``report.txt`` and, when matplotlib is installed, ``graph.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dpmic_dask.batch.jobfile import JobError
+from dpmic_dask.errors import InvalidParameterError
+
+#: Keys of ``[causal]`` (and the defaults of :func:`dpmic_dask.causal.causal_graph`).
+CAUSAL_DEFAULTS: dict[str, Any] = {"alpha": 0.05, "max_condition_size": 2, "bins": 5,
+                                   "test": "tau", "select_share": 0.25}
+#: The files a causal run writes (``graph.png`` only with matplotlib).
+CAUSAL_FILES = ("edges.csv", "separating_sets.json", "graph.dot", "report.txt")
+PAYLOAD_KIND = "causal"
+
+
+def parse_causal(section: dict, src: str) -> dict:
+    """The ``[causal]`` section's options with their defaults (types only; values
+    are checked by the library's own checks, :func:`check_causal_job`)."""
+    kinds = {"alpha": ((int, float), "a number in (0, 1)"),
+             "max_condition_size": (int, "an integer in [0, 8]"),
+             "bins": (int, "an integer in [2, 16]"),
+             "test": (str, 'one of "tau", "g"'),
+             "select_share": ((int, float), "a number in (0, 1)")}
+    options = dict(CAUSAL_DEFAULTS)
+    for key, value in section.items():
+        kind, what = kinds[key]
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise JobError(f"{src}: causal.{key} must be {what}")
+        options[key] = value
+    return options
+
+
+def _refuse_with_causal(job) -> None:
+    """Job settings a causal release does not take (one line each)."""
+    if job.select_rule is not None:
+        raise InvalidParameterError("[causal] and [select] cannot be combined: a job "
+                                    "releases either a causal graph or pairwise values")
+    private = [c for c, b in job.bounds.items()
+               if b == "private" or (isinstance(b, dict) and isinstance(b["categories"], dict))]
+    if private:
+        raise InvalidParameterError(
+            f"with [causal], columns need public bounds or public categories: "
+            f"{private[0]!r} asks for private ones")
+    if job.privacy_unit is not None:
+        raise InvalidParameterError("[causal] protects one row: privacy.unit is not supported")
+    unsupported = [key for key, value, default in (
+        ("mechanism", job.mechanism, "auto"), ("nulls", job.nulls, "raise"),
+        ("B", job.B, None), ("c", job.c, None), ("bounds_share", job.bounds_share, None),
+        ("min_rows", job.min_rows, None), ("statistics", tuple(job.statistics), ("mic",)))
+        if value != default]
+    if unsupported:
+        raise InvalidParameterError(
+            f"privacy.{unsupported[0]} does not apply to [causal] (the causal release has "
+            "its own test and refuses missing values)")
+    cast = [c for c, k in job.kinds.items() if k.get("kind") not in ("number", "boolean")]
+    if cast:
+        raise InvalidParameterError(
+            f"with [causal], columns must be numbers, booleans or categories: "
+            f"{cast[0]!r} is a {job.kinds[cast[0]]['kind']}")
+    if not job.output_path:
+        raise InvalidParameterError("[causal] writes files: output.path (a folder) is needed")
+
+
+def _arguments(job) -> dict:
+    """The keyword arguments of :func:`~dpmic_dask.causal.causal_graph` for ``job``."""
+    bounds = {c: b for c, b in job.bounds.items() if not isinstance(b, dict)}
+    categories = {c: b["categories"] for c, b in job.bounds.items() if isinstance(b, dict)}
+    return {"delta": job.delta, "columns": list(job.bounds), "bounds": bounds,
+            "categories": categories, **job.causal}
+
+
+@dataclass(frozen=True)
+class CausalPlan:
+    """What a ``[causal]`` job releases (checked, nothing read) and its one charge."""
+
+    request: Any
+    cost: Any
+
+
+def causal_plan(job, schema) -> CausalPlan:
+    """Every check :func:`~dpmic_dask.causal.causal_graph` makes before reading data,
+    on ``schema``; the cost of its one charge."""
+    from dpmic_dask.causal.decide import check_shares
+    from dpmic_dask.causal.discover import check_request
+    from dpmic_dask.privacy.conversion import check_delta, check_epsilon
+    from dpmic_dask.privacy.costs import measure_for
+
+    _refuse_with_causal(job)
+    eps, delta = check_epsilon(job.eps), check_delta(job.delta)
+    args = _arguments(job)
+    request = check_request(schema, columns=args["columns"], alpha=args["alpha"],
+                            max_condition_size=args["max_condition_size"],
+                            bounds=args["bounds"], categories=args["categories"],
+                            bins=args["bins"], test=args["test"])
+    check_shares(None, request.levels, args["select_share"])
+    return CausalPlan(request, measure_for(delta).total(eps, delta))
+
+
+def run_causal(job, frame, ledger, progress):
+    """The release: :func:`~dpmic_dask.causal.causal_graph` on ``frame``, charged
+    once to ``ledger`` (the run's :class:`~dpmic_dask.batch.journal.JournaledRun`)."""
+    from dpmic_dask.causal import causal_graph
+
+    return causal_graph(frame, job.eps, ledger=ledger, dataset=job.dataset, label=job.name,
+                        progress=progress, **_arguments(job))
+
+
+# ---------------------------------------------------------------- journal payload
+
+
+def encode_graph(graph, *, run_id: str, job) -> str:
+    """The released graph as journal text (post-processing of the release only:
+    the CPDAG, separating sets, noisy statistics and the report)."""
+    report = graph.report()
+    p = len(graph.columns)
+    return json.dumps({
+        "kind": PAYLOAD_KIND, "run_id": run_id, "job": job.name, "dataset": job.dataset,
+        "nodes": [str(c) for c in graph.columns],
+        "graph": [[bool(graph.graph[i, j]) for j in range(p)] for i in range(p)],
+        "separating_sets": [[int(i), int(j), [int(k) for k in s]]
+                            for (i, j), s in sorted(graph.separating_pairs.items())],
+        "statistic": [[int(i), int(j), None if not math.isfinite(v) else float(v)]
+                      for (i, j), v in sorted(graph.statistic.items())],
+        "report": str(report), "test": report.test, "alpha": report.alpha,
+        "rows": report.rows, "bins": report.bins,
+        "max_condition_size": report.max_condition_size,
+        "epsilon": report.epsilon, "delta": report.delta,
+    })
+
+
+def decode_graph(text: str):
+    """``(CausalGraph, report text)`` from :func:`encode_graph`'s text."""
+    import numpy as np
+
+    from dpmic_dask.causal.result import CausalGraph, CausalReport
+    from dpmic_dask.errors import LedgerError
+
+    try:
+        data = json.loads(text)
+        report = CausalReport(True, data["test"], data["alpha"], data["rows"], data["bins"],
+                              data["max_condition_size"], epsilon=data["epsilon"],
+                              delta=data["delta"])
+        graph = CausalGraph(
+            tuple(data["nodes"]), np.array(data["graph"], dtype=bool).reshape(
+                len(data["nodes"]), len(data["nodes"])),
+            {(i, j): tuple(s) for i, j, s in data["separating_sets"]},
+            {(i, j): math.nan if v is None else v for i, j, v in data["statistic"]}, report)
+        return graph, data["report"]
+    except Exception:  # noqa: BLE001 - any unparsable journal entry
+        raise LedgerError("the ledger is corrupt: a journaled causal graph does not parse "
+                          "(restore the ledger from a backup)") from None
+
+
+# ---------------------------------------------------------------- delivery
+
+
+def _write_files(folder: Path, graph, report: str) -> None:
+    graph.edges.to_csv(folder / "edges.csv", index=False)
+    sets = [{"pair": [a, b], "separating_set": list(s)}
+            for (a, b), s in graph.separating_sets.items()]
+    (folder / "separating_sets.json").write_text(json.dumps(sets, indent=2) + "\n")
+    (folder / "graph.dot").write_text(graph.to_dot() + "\n")
+    (folder / "report.txt").write_text(report + "\n")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    ax = graph.plot()
+    ax.figure.savefig(folder / "graph.png", dpi=120, bbox_inches="tight")
+    plt.close(ax.figure)
+
+
+def deliver_graph(job, payload: str, run_id: str) -> str:
+    """Write a run's journaled graph into its folder (``run-<id>--<job>/`` in the
+    output folder) atomically: written under a hidden name, then renamed into
+    place (an earlier delivery of the same run is replaced)."""
+    from dpmic_dask.batch.joboutput import run_file, undeliverable
+
+    graph, report = decode_graph(payload)
+    final = run_file(job, run_id)
+    tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex[:12]}.tmp")
+    old = final.with_name(f".{final.name}.{uuid.uuid4().hex[:12]}.old")
+    try:
+        tmp.mkdir()
+        _write_files(tmp, graph, report)
+        if final.exists():
+            os.replace(final, old)
+        os.replace(tmp, final)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise undeliverable(job, run_id, exc.strerror or type(exc).__name__) from None
+    finally:
+        shutil.rmtree(old, ignore_errors=True)
+    return str(final)
+
+
+def released_sentence(graph, run_id: str, where: str) -> str:
+    """``dpmic run``'s line about a released graph (public values only)."""
+    edges = graph.edges
+    report = graph.report()
+    return (f"run {run_id}: released a causal graph of {len(graph.columns)} columns "
+            f"({len(edges)} edges, {int(edges.directed.sum())} directed; "
+            f"causal-pc-{report.test}, eps={report.epsilon:g}) to {where}")
