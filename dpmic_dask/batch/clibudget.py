@@ -31,9 +31,12 @@ def budget():
               help="Deprecated spelling of --eps.")
 @click.option("--delta", default=0.0, show_default=True, type=float,
               help="> 0 tracks the budget as zCDP (for Gaussian releases).")
+@click.option("--unit", "privacy_unit", default=None,
+              help="The privacy unit the budget protects (a column such as customer_id; "
+                   "several as a+b). Default: one row. Releases of another unit are refused.")
 @debug_option
 @handles_errors
-def budget_init(ledger_url, dataset, epsilon, old_epsilon, delta, debug):
+def budget_init(ledger_url, dataset, epsilon, old_epsilon, delta, privacy_unit, debug):
     """Create the ledger if needed and set DATASET's cap (once; never changed).
 
     \b
@@ -49,11 +52,12 @@ def budget_init(ledger_url, dataset, epsilon, old_epsilon, delta, debug):
         epsilon = old_epsilon
     if epsilon is None:
         raise click.UsageError("Missing option '--eps'.")
-    cap = Budget(epsilon, delta)
+    cap = Budget(epsilon, delta, privacy_unit)
     ledger_from_url(ledger_url).init(dataset, cap)
     unit = "epsilon" if cap.is_pure else "rho (zCDP)"
+    per = "one row" if privacy_unit is None else privacy_unit
     click.echo(f"dataset {dataset!r}: budget {cap.cap} {unit} "
-               f"(epsilon={epsilon:g}, delta={delta:g})")
+               f"(epsilon={epsilon:g}, delta={delta:g}) per {per}")
 
 
 @budget.command("show")

@@ -85,7 +85,7 @@ def load_input(job):
     """The job's table as a Dask DataFrame (schema only until computed)."""
     import dask.dataframe as dd
 
-    columns = list(job.bounds)
+    columns = list(job.bounds) + list(job.privacy_unit or ())  # the unit is read, never released
     if job.input_paths:
         for pattern in job.input_paths:
             if "://" not in pattern and not glob.glob(pattern):

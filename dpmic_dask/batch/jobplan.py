@@ -24,8 +24,8 @@ def job_release_plan(job: Job, schema):
 
         return causal_plan(job, schema)
     from dpmic_dask.privacy.costs import measure_for
-    from dpmic_dask.release.plan import plan_release
     from dpmic_dask.release.request import JobFileNames
+    from dpmic_dask.release.units import plan_unit_release
 
     select = None
     if job.select_rule is not None:
@@ -47,7 +47,10 @@ def job_release_plan(job: Job, schema):
     if categories:  # categorical columns: their lists, not bounds
         private["categories"] = categories
     bounds = {c: b for c, b in job.bounds.items() if not isinstance(b, dict)}
-    return plan_release(schema, job.eps, bounds=bounds, columns=list(job.bounds),
+    if job.privacy_unit is not None:  # per unit: bounding and a private row count first
+        private["privacy_unit"] = list(job.privacy_unit)
+        private["max_rows_per_unit"] = job.max_rows_per_unit
+    return plan_unit_release(schema, job.eps, bounds=bounds, columns=list(job.bounds),
                         delta=job.delta, mechanism=job.mechanism, select=select,
                         nulls=job.nulls, fill=job.fill, label=job.name,
                         statistics=job.statistics, B=job.B, c=job.c,
@@ -98,7 +101,10 @@ def job_fingerprint(job: Job) -> str:
         "column_order": list(job.bounds),
         "privacy": {"eps": job.eps, "delta": job.delta, "mechanism": job.mechanism,
                     "B": job.B, "c": job.c, "nulls": job.nulls,
-                    "bounds_share": job.bounds_share},
+                    "bounds_share": job.bounds_share,
+                    **({"unit": list(job.privacy_unit),
+                        "max_rows_per_unit": job.max_rows_per_unit}
+                       if job.privacy_unit is not None else {})},
         "statistics": list(job.statistics),
         "select": job_selection(job),
         "output": {"path": local(job.output_path), "format": job.output_format,

@@ -77,7 +77,7 @@ SECTIONS = {
               "partition_column", "partition_bounds", "partitions"},
     "columns": None,  # column names are free; each entry has COLUMN_KEYS
     "privacy": {"eps", "delta", "mechanism", "B", "c", "nulls", "statistics", "bounds_share",
-                "min_rows"},
+                "min_rows", "unit", "max_rows_per_unit"},
     "output": {"path", "format", "sql_url", "sql_table", "timeout"},
     "cluster": {"scheduler", "workers", "timeout", "task_memory"},
     "select": {"top_k", "threshold", "max_pairs", "share", "screen_B"},
@@ -113,6 +113,10 @@ class Job:
     kinds: dict = field(default_factory=dict)
     #: ``privacy.nulls = "drop"``: the public minimum of the rows kept.
     min_rows: int | None = None
+    #: ``privacy.unit`` (the column(s) of one unit; ``None``: one row) and
+    #: ``privacy.max_rows_per_unit`` (docs/privacy.md, "Privacy per unit").
+    privacy_unit: tuple | None = None
+    max_rows_per_unit: int | None = None
     #: Private-bounds knobs of ``bounds = "private"`` columns that set one:
     #: ``{column: {"domain": (lo, hi), "coverage": ..., "refine": ...}}``.
     bounds_options: dict = field(default_factory=dict)
@@ -275,7 +279,7 @@ def job_schema(job: Job) -> dict:
 
     declared = {"timestamp": "datetime64[ns]", "date": "datetime64[ns]",
                 "timedelta": "timedelta64[ns]", "boolean": "bool", "number": "float64"}
-    schema = {}
+    schema = {name: np.dtype(object) for name in job.privacy_unit or ()}  # any type
     for name, bounds in job.bounds.items():
         kind = job.kinds.get(name, {})
         if isinstance(bounds, dict):  # a categorical column: strings (or integers)
@@ -461,6 +465,22 @@ def load_job(path) -> Job:
     if "min_rows" in priv:
         kw["min_rows"] = _typed(priv["min_rows"], int, "privacy.min_rows", src,
                                 "an integer (the public minimum of the rows kept)")
+    if "unit" in priv:
+        unit = priv["unit"]
+        names = [unit] if isinstance(unit, str) else unit
+        if not isinstance(names, list) or not names or not all(
+                isinstance(n, str) and n for n in names):
+            raise JobError(f"{src}: privacy.unit must be a column name or a list of names")
+        kw["privacy_unit"] = tuple(names)
+    if "max_rows_per_unit" in priv:
+        kw["max_rows_per_unit"] = _typed(priv["max_rows_per_unit"], int,
+                                         "privacy.max_rows_per_unit", src,
+                                         "an integer >= 1 (the most rows used per unit)")
+    if ("privacy_unit" in kw) != ("max_rows_per_unit" in kw):
+        raise JobError(f"{src}: privacy.unit and privacy.max_rows_per_unit go together")
+    if set(kw.get("privacy_unit", ())) & set(kw["bounds"]):
+        raise JobError(f"{src}: the privacy unit column is never released: do not list it "
+                       "in [columns]")
     if kw["nulls"] == "fill":
         kw["fill"] = fills
     elif fills:

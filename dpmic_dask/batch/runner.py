@@ -129,11 +129,14 @@ def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, prog
     from dpmic_dask.batch.joboutput import check_output, result_rows
     from dpmic_dask.batch.jobplan import job_cost
     from dpmic_dask.release.pipeline import precheck_budget
+    from dpmic_dask.release.units import check_ledger_unit
 
     check_output(job, run_id)
     cost = job_cost(job)
     journaled = JournaledRun(ledger, run_id, job.name, fingerprint)
-    precheck_budget(journaled, job.dataset, cost)  # before any cluster starts
+    # before any cluster starts: the budget's privacy unit is the job's, and it pays
+    check_ledger_unit(ledger, job.dataset, job.privacy_unit)
+    precheck_budget(journaled, job.dataset, cost)
     try:
         result = _release(job, journaled, progress)
         if job.causal is not None:  # [causal]: the graph, journaled as its own payload kind

@@ -244,12 +244,26 @@ class BoundsRelease:
 
         return format_bounds(self.kinds.get(column), self.bounds[column])
 
+    def pinned(self, column) -> tuple:
+        """``column``'s bounds as public bounds in its own kind: numbers, or full-
+        precision ISO texts for times and durations."""
+        kind = self.kinds.get(column)
+        out = []
+        for number in self.bounds[column]:
+            value = kind.format(number) if kind is not None else float(number)
+            out.append(float(value) if isinstance(value, (int, float)) else
+                       value.isoformat() if hasattr(value, "isoformat") else str(value))
+        return tuple(out)
+
     def pin(self) -> str:
         """Job-file lines that pin these bounds as public for the next run (which
         then stops paying for them); unresolved columns are left out."""
-        return "\n".join(f"columns.{name}.bounds = [{float(lo)!r}, {float(hi)!r}]"
-                         for name, (lo, hi) in self.bounds.items()
-                         if name not in self.unresolved)
+        def toml(v) -> str:
+            return repr(v) if isinstance(v, float) else f'"{v}"'
+
+        return "\n".join(f"columns.{name}.bounds = [{toml(lo)}, {toml(hi)}]"
+                         for name in self.bounds if name not in self.unresolved
+                         for lo, hi in [self.pinned(name)])
 
     def report(self) -> str:
         lines = ["NOT PRIVATE: seeded test noise."] if self.seeded else []
@@ -293,8 +307,7 @@ class BoundsRelease:
         pinned = [c for c in self.bounds if c not in self.unresolved]
         if pinned:
             lines.append("To reuse them as public bounds (and stop paying for them), pin them: "
-                         "bounds={" + ", ".join(f"{c!r}: ({self.bounds[c][0]:.17g}, "
-                                                f"{self.bounds[c][1]:.17g})" for c in pinned)
+                         "bounds={" + ", ".join(f"{c!r}: {self.pinned(c)!r}" for c in pinned)
                          + "}, or in a job file columns.<name>.bounds = [lo, hi].")
         return "\n".join(lines)
 
@@ -392,6 +405,9 @@ class PairwiseResult(_ReportFields):
             "B": p.B,
             "c": p.c,
         })
+        if p.privacy_unit is not None:  # per unit: which unit, how many rows each
+            table["privacy_unit"] = p.privacy_unit
+            table["max_rows_per_unit"] = p.max_rows_per_unit
         # post-processing of released values: inside their own ci95 of 0
         table["within_noise"] = np.abs(table["mic"].to_numpy(dtype=float)) <= p.ci95
         for item in self.companions:

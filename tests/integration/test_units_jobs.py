@@ -1,0 +1,105 @@
+"""Job files per unit: ``[privacy] unit`` and ``max_rows_per_unit``, a budget made
+with ``dpmic budget init --unit``, the output and the ledger carrying the unit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from dpmic_dask.batch.cli import main
+from dpmic_dask.batch.jobs import JobError, load_job
+from dpmic_dask.privacy.ledger import SQLLedger
+
+JOB = """
+[job]
+name = "per-customer"
+dataset = "{dataset}"
+
+[input]
+paths = ["{input}/*.parquet"]
+
+[columns]
+a = {{ bounds = [0, 1] }}
+b = {{ bounds = [-1.5, 1.5] }}
+
+[privacy]
+eps = 2.0
+{unit}
+
+[output]
+path = "{output}"
+format = "csv"
+
+[cluster]
+workers = 1
+
+[ledger]
+url = "{ledger}"
+"""
+UNIT = 'unit = "customer_id"\nmax_rows_per_unit = 8'
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+@pytest.fixture
+def setup(tmp_path):
+    gen = np.random.default_rng(2)  # test data only
+    sizes = gen.integers(1, 30, 400)
+    cid = np.repeat([f"c{i:04d}" for i in range(400)], sizes)
+    a = np.repeat(gen.random(400), sizes)
+    frame = pd.DataFrame({"customer_id": cid, "a": a,
+                          "b": np.sin(6 * a) + 0.05 * gen.normal(size=cid.size)})
+    (tmp_path / "in").mkdir()
+    frame.iloc[: len(frame) // 2].to_parquet(tmp_path / "in" / "part-0.parquet")
+    frame.iloc[len(frame) // 2:].to_parquet(tmp_path / "in" / "part-1.parquet")
+    ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
+    made = invoke("budget", "init", "--ledger", ledger, "--dataset", "sales", "--eps", 5,
+                  "--unit", "customer_id")
+    assert made.exit_code == 0 and "per customer_id" in made.output, made.output
+    invoke("budget", "init", "--ledger", ledger, "--dataset", "rows", "--eps", 5)
+
+    def job(dataset="sales", unit=UNIT):
+        path = tmp_path / "job.toml"
+        path.write_text(JOB.format(input=tmp_path / "in", output=tmp_path / "out",
+                                   ledger=ledger, dataset=dataset, unit=unit))
+        return path
+
+    return tmp_path, ledger, job
+
+
+def test_a_job_per_customer_runs_and_says_so(setup):
+    tmp_path, ledger, job = setup
+    assert load_job(job()).privacy_unit == ("customer_id",)
+    ran = invoke("run", job(), "--run-id", "r1")
+    assert ran.exit_code == 0, ran.output
+    out = pd.concat(pd.read_csv(p) for p in sorted((tmp_path / "out").glob("*.csv")))
+    assert list(out.privacy_unit) == ["customer_id"] and list(out.max_rows_per_unit) == [8]
+    assert "customer_id" not in set(out.x) | set(out.y)
+    (record,) = SQLLedger(ledger).history("sales")
+    assert "per customer_id, at most 8 rows each" in record.description
+    assert SQLLedger(ledger).budget_for("sales").privacy_unit == "customer_id"
+
+
+def test_a_job_of_another_unit_is_refused_before_reading(setup):
+    _, ledger, job = setup
+    row_level = invoke("run", job(unit=""), "--run-id", "r2")
+    assert row_level.exit_code != 0 and "one privacy unit" in row_level.output
+    per_unit_on_rows = invoke("run", job(dataset="rows"), "--run-id", "r3")
+    assert per_unit_on_rows.exit_code != 0 and "one privacy unit" in per_unit_on_rows.output
+    assert SQLLedger(ledger).history("sales") == [] == SQLLedger(ledger).history("rows")
+
+
+@pytest.mark.parametrize("unit,match", [
+    ('unit = "customer_id"', "go together"),
+    ("max_rows_per_unit = 4", "go together"),
+    ('unit = 3\nmax_rows_per_unit = 4', "column name"),
+    ('unit = "a"\nmax_rows_per_unit = 4', "never released"),
+])
+def test_bad_unit_keys_are_refused(setup, unit, match):
+    _, _, job = setup
+    with pytest.raises(JobError, match=match):
+        load_job(job(unit=unit))
