@@ -29,6 +29,7 @@ from dpmic_dask.release import accessor as _accessor  # noqa: F401  (registers f
 from dpmic_dask.release.pipeline import private_mic, session_ledger
 from dpmic_dask.release.private_bounds import private_bounds
 from dpmic_dask.release.results import BoundsRelease, PairwiseResult, PrivacyReport, Release
+from dpmic_dask.release.units import contribution_bound
 from dpmic_dask.stats.characteristic import CharacteristicMatrix
 from dpmic_dask.stats.exact import mice, micr, micr_characteristic
 
@@ -63,6 +64,7 @@ __all__ = [
     "private_mic",
     "session_ledger",
     "causal",
+    "contribution_bound",
     "ldp",
     "using_ledger",
 ]
