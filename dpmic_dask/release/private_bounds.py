@@ -159,6 +159,7 @@ def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, refine=Tr
     axis = axis_arguments(backend.schema(frame), bounds=dict.fromkeys(names, (0.0, 1.0)),
                           columns=names, fill=fill)
     frame, fill = axis_frame(frame, axis.kinds), axis.fill
+    domain = axis.in_axis(domain)  # per-column domains given in each column's kind
     plan = _bounds_plan(axis.schema, columns, coverage, domain, nulls, fill,
                         PrivacyCost(check_epsilon(eps)), refine)
     precheck_budget(ledger, dataset, PrivacyCost(plan.eps))

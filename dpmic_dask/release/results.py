@@ -40,9 +40,12 @@ def warn_noise_after(values, ci95: float) -> None:
         from dpmic_dask.errors import NoiseWarning
 
         inside = int(np.sum(np.abs(np.asarray(values, dtype=float)) <= ci95))
-        warnings.warn(f"{inside} of {len(values)} released values are within their noise "
-                      f"(|value| <= ci95 = {ci95:.3g}): read them as indistinguishable from 0",
-                      NoiseWarning, stacklevel=4)
+        # after the charge nothing may refuse: shown, never raised, whatever the filters
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", NoiseWarning)
+            warnings.warn(f"{inside} of {len(values)} released values are within their "
+                          f"noise (|value| <= ci95 = {ci95:.3g}): read them as "
+                          "indistinguishable from 0", NoiseWarning, stacklevel=4)
 
 
 #: Above this many columns the heatmap drops per-cell text and orders the columns

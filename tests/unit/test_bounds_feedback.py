@@ -113,3 +113,23 @@ def test_pairwise_says_a_public_range_is_far_wider_than_the_data():
     assert "far wider than the data" in checked.report()
     assert checked.private_bounds.bounds["amount"][1] < 2_000
     assert checked.values[0] > wide.values[0]
+
+
+def test_the_warning_after_the_charge_is_never_raised():
+    """Under a warnings-as-errors filter the charged release is still returned."""
+    frame = small_frame()
+    ledger = dm.InMemoryLedger(uncapped=True)
+    plan_warned = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dm.NoiseWarning)
+        try:  # the warning before the charge may refuse: nothing is charged then
+            frame.dpmic.pairwise(1.0, bounds={c: (0, 1) for c in frame}, ledger=ledger)
+        except dm.NoiseWarning:
+            plan_warned.append(True)
+    assert plan_warned and ledger.charges() == []
+    from dpmic_dask.release.results import warn_noise_after
+
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("error", dm.NoiseWarning)
+        warn_noise_after([0.1, 0.9], 0.5)  # shown, not raised
+    assert len(shown) == 1 and "1 of 2 released values" in str(shown[0].message)
