@@ -153,7 +153,8 @@ def validate(job_file, read_schema, debug):
     if read_schema:
         _check_input_schema(job)
     pairs = len(job.bounds) * (len(job.bounds) - 1) // 2
-    click.echo(f"{job_file}: ok ({len(job.bounds)} columns, {pairs} pairs, eps={job.eps:g}, "
+    what = f"{pairs} pairs" if job.causal is None else "a causal graph"
+    click.echo(f"{job_file}: ok ({len(job.bounds)} columns, {what}, eps={job.eps:g}, "
                f"dataset {job.dataset!r}, ledger {job.ledger_url})")
 
 

@@ -48,7 +48,7 @@ PAYLOAD_KIND = "causal"
 def parse_causal(section: dict, src: str) -> dict:
     """The ``[causal]`` section's options with their defaults (types only; values
     are checked by the library's own checks, :func:`check_causal_job`)."""
-    kinds = {"alpha": ((int, float), "a number in (0, 1)"),
+    kinds: dict[str, tuple[Any, str]] = {"alpha": ((int, float), "a number in (0, 1)"),
              "max_condition_size": (int, "an integer in [0, 8]"),
              "bins": (int, "an integer in [2, 16]"),
              "test": (str, 'one of "tau", "g"'),
@@ -120,11 +120,17 @@ def causal_plan(job, schema) -> CausalPlan:
     _refuse_with_causal(job)
     eps, delta = check_epsilon(job.eps), check_delta(job.delta)
     args = _arguments(job)
-    request = check_request(schema, columns=args["columns"], alpha=args["alpha"],
-                            max_condition_size=args["max_condition_size"],
-                            bounds=args["bounds"], categories=args["categories"],
-                            bins=args["bins"], test=args["test"])
-    check_shares(None, request.levels, args["select_share"])
+    try:
+        request = check_request(schema, columns=args["columns"], alpha=args["alpha"],
+                                max_condition_size=args["max_condition_size"],
+                                bounds=args["bounds"], categories=args["categories"],
+                                bins=args["bins"], test=args["test"])
+        check_shares(None, request.levels, args["select_share"])
+    except InvalidParameterError as exc:
+        message = str(exc)
+        if message.startswith(tuple(CAUSAL_DEFAULTS)):  # a [causal] key: spell it so
+            raise InvalidParameterError(f"causal.{message}") from None
+        raise
     return CausalPlan(request, measure_for(delta).total(eps, delta))
 
 

@@ -1,0 +1,199 @@
+"""dpmic run / validate / deliver with a [causal] section: a private CPDAG as a batch
+release, charged once through the run's journaled ledger."""
+
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from dpmic_dask.batch.cli import Exit, main
+from dpmic_dask.batch.jobcausal import CAUSAL_FILES
+from dpmic_dask.batch.journal import find_run
+from dpmic_dask.privacy.accounting import Budget
+from dpmic_dask.privacy.ledger import SQLLedger
+
+JOB = """
+[job]
+name = "cpdag"
+dataset = "d"
+
+[input]
+paths = ["{input}/*.parquet"]
+
+[columns]
+a = {{ bounds = [-3, 3] }}
+b = {{ bounds = [-3, 3] }}
+c = {{ bounds = [-5, 5] }}
+s = {{ categories = [0, 1] }}
+
+[privacy]
+eps = 2.0
+
+[causal]
+alpha = 0.05
+max_condition_size = 1
+bins = 4
+test = "tau"
+select_share = 0.25
+
+[output]
+path = "{output}"
+
+[cluster]
+workers = 1
+
+[ledger]
+url = "{ledger}"
+"""
+
+
+def write_input(folder, rows=2000):
+    gen = np.random.default_rng(3)  # test data only: a -> c <- b, s independent
+    a, b = gen.normal(size=rows), gen.normal(size=rows)
+    frame = pd.DataFrame({"a": a, "b": b, "c": a + b + 0.5 * gen.normal(size=rows),
+                          "s": gen.integers(0, 2, rows)})
+    folder.mkdir(parents=True, exist_ok=True)
+    frame.iloc[: rows // 2].to_parquet(folder / "part-0.parquet")
+    frame.iloc[rows // 2:].to_parquet(folder / "part-1.parquet")
+
+
+@pytest.fixture
+def setup(tmp_path):
+    write_input(tmp_path / "in")
+    ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
+    SQLLedger(ledger).init("d", Budget(5.0))
+
+    def job(**replace):
+        text = JOB.format(input=tmp_path / "in", output=tmp_path / "out", ledger=ledger)
+        for old, new in replace.items():
+            text = text.replace(old, new)
+        path = tmp_path / "job.toml"
+        path.write_text(text)
+        return path
+
+    return tmp_path, ledger, job
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def history(ledger):
+    out = invoke("budget", "history", "--ledger", ledger, "--dataset", "d", "--json")
+    assert out.exit_code == 0, out.output
+    return [json.loads(line) for line in out.output.splitlines() if line.strip()]
+
+
+def test_causal_job_runs_once_and_writes_its_files(setup):
+    tmp_path, ledger, job = setup
+    path = job()
+    ok = invoke("validate", path)
+    assert ok.exit_code == 0, ok.output
+    assert "4 columns, a causal graph, eps=2" in ok.output
+    first = invoke("run", path, "--run-id", "r1")
+    assert first.exit_code == 0, first.output
+    assert "released a causal graph of 4 columns" in first.output
+    folder = tmp_path / "out" / "run-r1--cpdag"
+    for name in CAUSAL_FILES:
+        assert (folder / name).is_file(), name
+    edges = pd.read_csv(folder / "edges.csv")
+    assert list(edges.columns) == ["source", "target", "directed", "statistic"]
+    assert set(edges.source) | set(edges.target) <= {"a", "b", "c", "s"}
+    # at eps 2 on 2000 rows these two strong dependences survive the noise
+    skeleton = {frozenset(p) for p in zip(edges.source, edges.target)}
+    assert {frozenset("ac"), frozenset("bc")} <= skeleton
+    sets = json.loads((folder / "separating_sets.json").read_text())
+    assert all(set(s) == {"pair", "separating_set"} for s in sets)
+    # a pair is either an edge or separated, never both
+    assert {frozenset(s["pair"]) for s in sets}.isdisjoint(skeleton)
+    assert len(sets) + len(skeleton) == 6
+    assert (folder / "graph.dot").read_text().startswith("digraph cpdag {")
+    assert "charged once before any noise" in (folder / "report.txt").read_text()
+
+    charges = history(ledger)
+    assert len(charges) == 1
+    (charge,) = charges
+    assert "causal-pc-tau" in json.dumps(charge)
+    assert charge["release"] == "delivered"
+    assert SQLLedger(ledger).remaining("d") == pytest.approx(3.0)
+    entry = find_run(SQLLedger(ledger), "d", "cpdag", "r1")
+    assert entry is not None and json.loads(entry.payload)["kind"] == "causal"
+
+    # the same run id again: nothing computed, nothing charged
+    again = invoke("run", path, "--run-id", "r1")
+    assert again.exit_code == 0, again.output
+    assert "nothing to do" in again.output
+    assert len(history(ledger)) == 1
+
+    # the output lost: delivered again from the journal, the same graph, no charge
+    written = (folder / "edges.csv").read_text()
+    shutil.rmtree(tmp_path / "out")
+    redo = invoke("deliver", path, "--run-id", "r1")
+    assert redo.exit_code == 0, redo.output
+    assert "nothing was charged" in redo.output
+    assert (folder / "edges.csv").read_text() == written
+    assert len(history(ledger)) == 1
+
+    # another run id is another release, charged again
+    second = invoke("run", path, "--run-id", "r2")
+    assert second.exit_code == 0, second.output
+    assert len(history(ledger)) == 2
+    assert SQLLedger(ledger).remaining("d") == pytest.approx(1.0)
+
+
+def test_a_changed_causal_section_is_another_job(setup):
+    _, ledger, job = setup
+    assert invoke("run", job(), "--run-id", "r1").exit_code == 0
+    other = invoke("run", job(**{"alpha = 0.05": "alpha = 0.01"}), "--run-id", "r1")
+    assert other.exit_code == Exit.INVALID, other.output
+    assert "different job" in other.output
+    assert len(history(ledger)) == 1
+
+
+def test_over_budget_refused_before_reading(setup):
+    tmp_path, ledger, job = setup
+    out = invoke("run", job(**{"eps = 2.0": "eps = 6.0"}), "--run-id", "r1")
+    assert out.exit_code == Exit.BUDGET, out.output
+    assert history(ledger) == []
+    assert not (tmp_path / "out" / "run-r1--cpdag").exists()
+
+
+@pytest.mark.parametrize("old, new, words", [
+    ("alpha = 0.05", "alpha = 1.5", "causal.alpha must be a number in (0, 1)"),
+    ("alpha = 0.05", 'alpha = "x"', "causal.alpha must be a number"),
+    ("bins = 4", "bins = 40", "causal.bins must be an integer in [2, 16]"),
+    ('test = "tau"', 'test = "chi"', "test must be one of"),
+    ("select_share = 0.25", "select_share = 1", "causal.select_share must be a number in (0, 1)"),
+    ("max_condition_size = 1", "max_condition_size = -1", "max_condition_size must be"),
+    ("bins = 4", "depth = 4", "unknown key causal.depth"),
+    ("[output]", "[select]\ntop_k = 2\n\n[output]", "[causal] and [select] cannot be combined"),
+    ("a = { bounds = [-3, 3] }", 'a = { bounds = "private" }', "public bounds"),
+    ("eps = 2.0", 'eps = 2.0\nstatistics = ["mic", "tau"]', "privacy.statistics does not apply"),
+    ("eps = 2.0", 'eps = 2.0\nnulls = "drop"', "privacy.nulls does not apply"),
+    ('s = { categories = [0, 1] }', "s = { bounds = [2020-01-01, 2021-01-01] }", "not numeric"),
+])
+def test_validate_refuses_bad_causal_sections(setup, old, new, words):
+    tmp_path, ledger, job = setup
+    path = job(**{old: new})
+    assert new in path.read_text()
+    out = invoke("validate", path)
+    assert out.exit_code == Exit.INVALID, out.output
+    assert words in out.output
+    assert len(out.output.strip().splitlines()) == 1
+    assert str(path) in out.output
+    run = invoke("run", path, "--run-id", "r1")
+    assert run.exit_code == Exit.INVALID
+    assert history(ledger) == []
+
+
+def test_example_job_validates():
+    from pathlib import Path
+
+    from dpmic_dask.batch.jobs import load_job
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "causal_job.toml"
+    job = load_job(example)
+    assert job.causal is not None and job.causal["test"] == "tau"
