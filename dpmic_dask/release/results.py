@@ -21,20 +21,29 @@ WIDE_DOMAIN = 0.25
 OUTPUT_NAMES = {"tau": "tau_a"}
 
 
+def _notice(message: str, category) -> None:
+    """Warn as the filters say (an ignored notice stays ignored), except that a
+    warnings-as-errors filter only shows it: it must never refuse a release."""
+    try:
+        warnings.warn(message, category, stacklevel=4)
+    except category:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", category)
+            warnings.warn(message, category, stacklevel=4)
+
+
 def warn_noise_before(ci95: float) -> None:
     """Before the charge: the noise of a planned release (public: ``N``, the grid,
     the budget), when its ``ci95`` exceeds :data:`NOISY_CI95`."""
     if ci95 == ci95 and ci95 > NOISY_CI95:
         from dpmic_dask.errors import NoiseWarning
 
-        # shown, never raised: the same plan check also runs inside a prepaid part,
-        # after the charge, where nothing may refuse
-        with warnings.catch_warnings():
-            warnings.simplefilter("always", NoiseWarning)
-            warnings.warn(f"this release's noise is large: 95% of it lies within "
-                          f"+/-{ci95:.3g} per value (above {NOISY_CI95}); values inside it "
-                          "are flagged within_noise. More rows, a larger eps or fewer pairs "
-                          "narrow it", NoiseWarning, stacklevel=4)
+        # never raised: the same plan check also runs inside a prepaid part, after
+        # the charge, where nothing may refuse
+        _notice(f"this release's noise is large: 95% of it lies within +/-{ci95:.3g} "
+                f"per value (above {NOISY_CI95}); values inside it are flagged "
+                "within_noise. More rows, a larger eps or fewer pairs narrow it",
+                NoiseWarning)
 
 
 def warn_noise_after(values, ci95: float) -> None:
@@ -44,12 +53,10 @@ def warn_noise_after(values, ci95: float) -> None:
         from dpmic_dask.errors import NoiseWarning
 
         inside = int(np.sum(np.abs(np.asarray(values, dtype=float)) <= ci95))
-        # after the charge nothing may refuse: shown, never raised, whatever the filters
-        with warnings.catch_warnings():
-            warnings.simplefilter("always", NoiseWarning)
-            warnings.warn(f"{inside} of {len(values)} released values are within their "
-                          f"noise (|value| <= ci95 = {ci95:.3g}): read them as "
-                          "indistinguishable from 0", NoiseWarning, stacklevel=4)
+        # after the charge nothing may refuse: never raised
+        _notice(f"{inside} of {len(values)} released values are within their noise "
+                f"(|value| <= ci95 = {ci95:.3g}): read them as indistinguishable from 0",
+                NoiseWarning)
 
 
 #: Above this many columns the heatmap drops per-cell text and orders the columns
