@@ -39,6 +39,8 @@ from dpmic_dask.stats.counting import (
     combine_partials,
     count_binned_partitions,
     empty_partial,
+    gather_chunks,
+    shared_binning,
     streamed_counts,
 )
 from dpmic_dask.stats.limits import DEFAULT_TASK_MEMORY, partitions_per_task
@@ -137,21 +139,24 @@ def _binned(frame, spec: CountSpec) -> list:
     return binned.to_delayed()
 
 
-def _counted(binned, spec: CountSpec, group: int, split_every: int):
-    """The root of a tree summing the counts of ``binned`` (delayed binned
-    partitions): ``group`` consecutive partitions counted per task, ``split_every``
+def _counted(binned, spec: CountSpec, group: int, split_every: int, take=None):
+    """The root of a tree summing the counts of ``binned`` (for each partition, a
+    tuple of delayed binned chunks: the partition's, or its column groups' with
+    ``take``): ``group`` consecutive partitions counted per task, ``split_every``
     partials summed per node."""
     # The spec rides in the function, not the arguments: Dask walks a dataclass
     # argument field by field (the grid family's 198 grids) for every task.
-    count = dask.delayed(functools.partial(count_binned_partitions, spec=spec), pure=True)
-    leaves = [count(*binned[i:i + group]) for i in range(0, len(binned), group)]
+    count = dask.delayed(functools.partial(count_binned_partitions, spec=spec, take=take),
+                         pure=True)
+    leaves = [count(*[c for part in binned[i:i + group] for c in part])
+              for i in range(0, len(binned), group)]
     return _tree_sum(leaves, max(2, split_every))
 
 
-def _count_and_evaluate(*chunks, spec: CountSpec, fill, fn, names):
+def _count_and_evaluate(*chunks, spec: CountSpec, fill, fn, names, take=None):
     """``evaluate_partial`` of the counts of ``chunks``, each pair counted when
     ``fn`` asks for it (:func:`~dpmic_dask.stats.counting.streamed_counts`)."""
-    return evaluate_partial(streamed_counts(chunks, spec), fill, fn, names)
+    return evaluate_partial(streamed_counts(gather_chunks(chunks, take), spec), fill, fn, names)
 
 
 def _summary(partial: PartialCounts):
@@ -189,7 +194,7 @@ class DaskBackend(Backend):
             partial = empty_partial(spec)
             return LocalAggregate(spec, 0, partial.missing, partial)
         group = _group(rows, len(parts), len(spec.columns), task_memory, 1)
-        root = _counted(parts, spec, group, split_every)
+        root = _counted([(p,) for p in parts], spec, group, split_every)
         (root,) = guarded(spec.columns, _persist, root)
         rows, missing = run(dask.delayed(_summary, pure=True)(root), progress=progress,
                             columns=spec.columns)
@@ -205,8 +210,18 @@ class DaskBackend(Backend):
         blocks = spec.blocks(pairs_per_block)
         finish = dask.delayed(evaluate_partial, pure=True)
         tasks = []
-        for block in blocks:
-            parts = guarded(spec.columns, _binned, frame, block.spec)
+        # Each group of columns is read and binned once, for every block that
+        # reads it (not once per block).
+        shared = shared_binning(spec, blocks)
+        grouped = (None if shared is None else
+                   [guarded(spec.columns, _binned, frame, s) for s in shared.specs])
+        for b, block in enumerate(blocks):
+            take = None
+            if shared is None or grouped is None:
+                parts = [(p,) for p in guarded(spec.columns, _binned, frame, block.spec)]
+            else:
+                parts = list(zip(*(grouped[k] for k in shared.groups[b])))
+                take = shared.takes[b]
             if not parts:
                 return Evaluation(0, np.zeros(len(spec.columns), bool),
                                   np.full(len(spec.pairs), np.nan))
@@ -217,10 +232,10 @@ class DaskBackend(Backend):
                 # a few at a time (the same values; the block's counts never held).
                 task = dask.delayed(functools.partial(
                     _count_and_evaluate, spec=block.spec, fill=spec.fill, fn=fn,
-                    names=pair_names(block.spec)), pure=True)
-                tasks.append(task(*parts))
+                    names=pair_names(block.spec), take=take), pure=True)
+                tasks.append(task(*[c for part in parts for c in part]))
                 continue
-            root = _counted(parts, block.spec, group, split_every)
+            root = _counted(parts, block.spec, group, split_every, take)
             tasks.append(finish(root, spec.fill, fn, pair_names(block.spec)))
         results = run(tasks, progress=progress, columns=spec.columns)
         return assemble(spec, blocks, results)

@@ -90,8 +90,15 @@ class CountSpec:
                 tuple(self.columns[c] for c in cols), tuple(self.bounds[c] for c in cols),
                 None if self.fill is None else tuple(self.fill[c] for c in cols), self.family,
                 tuple((local[pairs[p][0]], local[pairs[p][1]]) for p in indices))
-            out.append(Block(spec, tuple(indices), tuple(cols)))
+            out.append(Block(spec, tuple(indices), tuple(cols), tuple(group[c] for c in cols)))
         return out
+
+    def subset(self, cols) -> CountSpec:
+        """The spec of some of the columns (by index), without pairs (for binning)."""
+        cols = list(cols)
+        return CountSpec(tuple(self.columns[c] for c in cols), tuple(self.bounds[c] for c in cols),
+                         None if self.fill is None else tuple(self.fill[c] for c in cols),
+                         self.family, ())
 
 
 @dataclass(frozen=True)
@@ -103,9 +110,66 @@ class Block:
     spec: CountSpec
     indices: tuple[int, ...]
     columns: tuple[int, ...] | None = None
+    groups: tuple[int, ...] = ()
 
     def column_indices(self) -> tuple[int, ...]:
         return self.columns if self.columns is not None else tuple(range(len(self.spec.columns)))
+
+
+@dataclass(frozen=True)
+class SharedBinning:
+    """Column groups binned once for every block that reads them (a block is one
+    group with itself or with another, :meth:`CountSpec.blocks`), instead of once
+    per block: ``specs[k]`` is group ``k``'s columns; ``takes[b]`` is what block
+    ``b`` passes to :func:`gather_chunks`: the groups it reads and where its own
+    columns are in their binned chunks, one after the other."""
+
+    specs: tuple[CountSpec, ...]
+    groups: tuple[tuple[int, ...], ...]
+    takes: tuple[tuple[int, tuple[int, ...]], ...]
+
+
+def shared_binning(spec: CountSpec, blocks: list[Block]) -> SharedBinning | None:
+    """How to bin the column groups of ``blocks`` once each (``None`` for a single
+    block or blocks without groups)."""
+    if len(blocks) < 2 or any(b.columns is None or not b.groups for b in blocks):
+        return None
+    members: dict[int, set[int]] = {}
+    for block in blocks:
+        for col, gid in zip(block.columns or (), block.groups):
+            members.setdefault(gid, set()).add(col)
+    ids = sorted(members)
+    cols = {gid: sorted(members[gid]) for gid in ids}
+    number = {gid: k for k, gid in enumerate(ids)}
+    groups, takes = [], []
+    for block in blocks:
+        read = sorted(set(block.groups))
+        where: dict[int, int] = {}
+        for gid in read:
+            for col in cols[gid]:
+                where[col] = len(where)
+        groups.append(tuple(number[gid] for gid in read))
+        takes.append((len(read), tuple(where[c] for c in block.columns or ())))
+    return SharedBinning(tuple(spec.subset(cols[gid]) for gid in ids), tuple(groups),
+                         tuple(takes))
+
+
+def gather_chunks(chunks, take: tuple[int, tuple[int, ...]] | None) -> list[BinnedChunk]:
+    """A block's binned chunks from its groups' (``chunks``: for each partition in
+    turn, one chunk per group the block reads; ``take`` from
+    :class:`SharedBinning`); ``chunks`` as they are when ``take`` is ``None``."""
+    chunks = list(chunks)
+    if take is None:
+        return chunks
+    per, positions = take
+    cols = np.asarray(positions, dtype=np.intp)
+    out = []
+    for i in range(0, len(chunks), per):
+        parts = chunks[i:i + per]
+        index = parts[0].index if per == 1 else np.concatenate([c.index for c in parts])
+        missing = np.concatenate([c.missing for c in parts])
+        out.append(BinnedChunk(np.ascontiguousarray(index[cols]), missing[cols]))
+    return out
 
 
 @dataclass(frozen=True)
@@ -408,9 +472,11 @@ def bin_partition(frame: pd.DataFrame, spec: CountSpec) -> BinnedChunk:
     return bin_chunk([column_values(frame, name) for name in spec.columns], spec)
 
 
-def count_binned_partitions(*chunks: BinnedChunk, spec: CountSpec) -> PartialCounts:
-    """:func:`count_binned` with the chunks as arguments (a task of the engine)."""
-    return count_binned(chunks, spec)
+def count_binned_partitions(*chunks: BinnedChunk, spec: CountSpec,
+                            take: tuple[int, tuple[int, ...]] | None = None) -> PartialCounts:
+    """:func:`count_binned` with the chunks as arguments (a task of the engine);
+    ``take``: the chunks are column groups' (:func:`gather_chunks`)."""
+    return count_binned(gather_chunks(chunks, take), spec)
 
 
 def partition_counts(frame: pd.DataFrame, spec: CountSpec) -> PartialCounts:

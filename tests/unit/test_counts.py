@@ -147,3 +147,36 @@ def test_spec_tokens_tell_layouts_and_pairs_apart():
               spec(master_grid_family(40, 5), ((0, 1),)), spec(master_grid_family(40, 5),
                                                                bounds=(0.0, 2.0))]
     assert len({tokenize(s) for s in [base] + others}) == 1 + len(others)
+
+
+@pytest.mark.parametrize("pair_list", [None, ((0, 7), (2, 3), (5, 9), (1, 10), (4, 6))])
+def test_column_groups_binned_once_give_each_block_its_own_chunks(pair_list):
+    """Blocks read their columns from column groups binned once each: the chunks
+    a block gathers equal its own columns binned directly, and so do its counts."""
+    import pandas as pd
+
+    from dpmic_dask.stats.counting import (CountSpec, bin_partition, count_binned_partitions,
+                                           gather_chunks, shared_binning)
+
+    family = master_grid_family(20, 2)
+    rng = np.random.default_rng(11)
+    names = tuple(f"v{k}" for k in range(11))
+    frames = [pd.DataFrame({n: rng.normal(size=size) for n in names}) for size in (50, 80)]
+    frames[1].loc[3, "v4"] = np.nan
+    spec = CountSpec(names, ((-2.0, 2.0),) * 11, tuple(float(k) / 10 for k in range(11)),
+                     family, pair_list)
+    blocks = spec.blocks(4)
+    shared = shared_binning(spec, blocks)
+    assert shared is not None and len(blocks) > 1
+    grouped = [[bin_partition(f, s) for f in frames] for s in shared.specs]
+    for b, block in enumerate(blocks):
+        chunks = [c for p in range(2) for c in (grouped[k][p] for k in shared.groups[b])]
+        mine = gather_chunks(chunks, shared.takes[b])
+        for f, got in zip(frames, mine):
+            want = bin_partition(f, block.spec)
+            np.testing.assert_array_equal(got.index, want.index)
+            np.testing.assert_array_equal(got.missing, want.missing)
+        direct = count_binned_partitions(*[bin_partition(f, block.spec) for f in frames],
+                                         spec=block.spec)
+        via = count_binned_partitions(*chunks, spec=block.spec, take=shared.takes[b])
+        np.testing.assert_array_equal(via.counts, direct.counts)
