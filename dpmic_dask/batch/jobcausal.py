@@ -200,15 +200,12 @@ def _write_files(folder: Path, graph, report: str) -> None:
     (folder / "graph.dot").write_text(graph.to_dot() + "\n")
     (folder / "report.txt").write_text(report + "\n")
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        from matplotlib.figure import Figure  # no pyplot state, no display needed
     except ImportError:
         return
-    ax = graph.plot()
-    ax.figure.savefig(folder / "graph.png", dpi=120, bbox_inches="tight")
-    plt.close(ax.figure)
+    figure = Figure(figsize=(6, 6))
+    graph.plot(ax=figure.add_subplot())
+    figure.savefig(folder / "graph.png", dpi=120, bbox_inches="tight")
 
 
 def deliver_graph(job, payload: str, run_id: str) -> str:

@@ -197,3 +197,25 @@ def test_example_job_validates():
     example = Path(__file__).resolve().parents[2] / "examples" / "causal_job.toml"
     job = load_job(example)
     assert job.causal is not None and job.causal["test"] == "tau"
+
+
+def test_missing_values_and_wrong_types_refused_before_the_charge(setup):
+    tmp_path, ledger, job = setup
+    frame = pd.read_parquet(tmp_path / "in" / "part-0.parquet")
+    frame.loc[frame.index[5], "a"] = np.nan
+    frame["note"] = "text"
+    frame.to_parquet(tmp_path / "in" / "part-0.parquet")
+    other = pd.read_parquet(tmp_path / "in" / "part-1.parquet")
+    other["note"] = "text"
+    other.to_parquet(tmp_path / "in" / "part-1.parquet")
+    out = invoke("run", job(), "--run-id", "r1")
+    assert out.exit_code == Exit.INVALID, out.output
+    assert "missing values" in out.output and "nothing was charged" in out.output
+    assert history(ledger) == []
+    assert find_run(SQLLedger(ledger), "d", "cpdag", "r1") is None
+    # a text column with bounds: refused by validate --schema, no data read
+    path = job(**{"s = { categories = [0, 1] }": "note = { bounds = [0, 1] }"})
+    assert invoke("validate", path).exit_code == 0
+    schema = invoke("validate", "--schema", path)
+    assert schema.exit_code == Exit.INVALID, schema.output
+    assert "not numeric" in schema.output and "text" not in schema.output
