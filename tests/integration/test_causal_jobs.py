@@ -219,3 +219,37 @@ def test_missing_values_and_wrong_types_refused_before_the_charge(setup):
     schema = invoke("validate", "--schema", path)
     assert schema.exit_code == Exit.INVALID, schema.output
     assert "not numeric" in schema.output and "text" not in schema.output
+
+
+@pytest.mark.parametrize("test, delta", [("tau", 0.0), ("g", 1e-6), ("tau", 1e-6)])
+def test_the_journaled_graph_is_the_released_graph(tmp_path, test, delta):
+    from types import SimpleNamespace
+
+    from dpmic_dask import InMemoryLedger
+    from dpmic_dask.batch.jobcausal import decode_graph, encode_graph
+    from dpmic_dask.causal import causal_graph
+
+    write_input(tmp_path)
+    frame = pd.concat([pd.read_parquet(p) for p in sorted(tmp_path.glob("*.parquet"))])
+    graph = causal_graph(frame, 2.0, delta=delta, test=test, max_condition_size=1,
+                         bounds={"a": (-3, 3), "b": (-3, 3), "c": (-5, 5)},
+                         categories={"s": [0, 1]}, ledger=InMemoryLedger(uncapped=True))
+    text = encode_graph(graph, run_id="r1", job=SimpleNamespace(name="j", dataset="d"))
+    kept, report = decode_graph(text)
+    pd.testing.assert_frame_equal(kept.edges, graph.edges)
+    assert kept.separating_sets == graph.separating_sets
+    assert kept.to_dot() == graph.to_dot()
+    assert report == str(graph.report())
+
+
+def test_a_zcdp_causal_job(setup):
+    tmp_path, _, job = setup
+    ledger = f"sqlite:///{tmp_path / 'zcdp.db'}"
+    SQLLedger(ledger).init("d", Budget(5.0, 1e-5))
+    path = job(**{"eps = 2.0": "eps = 2.0\ndelta = 1e-6", 'test = "tau"': 'test = "g"',
+                  f'url = "sqlite:///{tmp_path / "ledger.db"}"': f'url = "{ledger}"'})
+    out = invoke("run", path, "--run-id", "z1")
+    assert out.exit_code == 0, out.output
+    (charge,) = history(ledger)
+    assert "causal-pc-g" in json.dumps(charge)
+    assert (tmp_path / "out" / "run-z1--cpdag" / "edges.csv").is_file()
