@@ -146,7 +146,7 @@ def test_top_pairs_can_release_tau_of_the_chosen_pairs(table):
     (charge,) = ledger.charges()
     assert charge.mechanism == "NoisyTopK+micr-lap+tau-lap"
     assert "tau-lap with epsilon" in charge.description
-    assert "tau" in result.to_pandas().columns
+    assert "tau_a" in result.to_pandas().columns  # the binned tau is output as tau_a
     both = union_layout((get_statistic("micr"), get_statistic("tau")), 40, 5)
     assert both is get_statistic("tau").layout(40, 5)
     assert both.n_cells == get_statistic("micr").layout(40, 5).n_cells + 20 * 20
