@@ -4,7 +4,9 @@ Each backend provides the schema, the (public) row count and the exact counts
 of a frame, as an aggregate that maps any pair statistic over its counts where
 they are. The pipeline asks :func:`backend_for` and never tests frame types
 itself. A new frame type is one module with a :class:`Backend` subclass and a
-``@register(FrameType)`` line.
+``@register(FrameType)`` line; the backend's :meth:`Backend.install_accessor`
+gives its frames the ``.dpmic`` accessor (:func:`install_accessor`), whether it
+is registered before or after the package is imported.
 """
 
 from __future__ import annotations
@@ -12,15 +14,31 @@ from __future__ import annotations
 from dpmic_dask.backends.base import Aggregate, Backend, LocalAggregate, guarded
 
 _BACKENDS: dict[type, Backend] = {}
+#: accessor name -> accessor class, installed on every backend's frame type
+_ACCESSORS: dict[str, type] = {}
 
 
 def register(frame_type: type):
     """Class decorator: use the decorated :class:`Backend` for ``frame_type`` (and
-    its subclasses)."""
+    its subclasses), and give ``frame_type`` every accessor installed so far."""
     def decorate(cls):
-        _BACKENDS[frame_type] = cls()
+        backend = cls()
+        _BACKENDS[frame_type] = backend
+        for name, accessor in _ACCESSORS.items():
+            backend.install_accessor(frame_type, name, accessor)
         return cls
     return decorate
+
+
+def install_accessor(name: str, accessor: type) -> None:
+    """Make ``frame.<name>`` an ``accessor(frame)`` on the frame type of every
+    registered backend, and of every backend registered later."""
+    _load_builtin()
+    if name in _ACCESSORS:
+        return
+    _ACCESSORS[name] = accessor
+    for frame_type, backend in _BACKENDS.items():
+        backend.install_accessor(frame_type, name, accessor)
 
 
 def backend_for(frame) -> Backend:
@@ -48,4 +66,4 @@ def count_frame(frame, spec, *, split_every: int = 8, progress: bool | None = No
 
 
 __all__ = ["Aggregate", "Backend", "LocalAggregate", "backend_for", "count_frame", "guarded",
-           "register"]
+           "install_accessor", "register"]

@@ -110,6 +110,16 @@ def assemble(spec: CountSpec, blocks: list[Block], results) -> Evaluation:
     return Evaluation(rows, missing, values)
 
 
+class _AccessorProperty:
+    """``frame.<name>``: ``accessor(frame)``, built on each access (accessors are thin)."""
+
+    def __init__(self, name: str, accessor: type):
+        self._name, self._accessor = name, accessor
+
+    def __get__(self, frame, owner=None):
+        return self._accessor if frame is None else self._accessor(frame)
+
+
 class Backend(ABC):
     """How one kind of frame is read and counted."""
 
@@ -135,6 +145,12 @@ class Backend(ABC):
         """``fn(partition)`` of every partition (a pandas frame of ``columns``), combined
         pairwise by ``combine`` (exact, associative: sums of counts) where the
         partitions are; only the combined result reaches the driver."""
+
+    def install_accessor(self, frame_type: type, name: str, accessor: type) -> None:
+        """Give ``frame_type`` the accessor ``frame.<name>`` (the frame library's own
+        extension mechanism where it has one; a cached property otherwise)."""
+        if not hasattr(frame_type, name):
+            setattr(frame_type, name, _AccessorProperty(name, accessor))
 
     def map_counts(self, counts: np.ndarray, fn) -> np.ndarray:
         """``fn(counts[p])`` for every row ``p`` of driver-side counts (noisy counts)."""

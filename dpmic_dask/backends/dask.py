@@ -181,6 +181,10 @@ class DaskAggregate(Aggregate):
 class DaskBackend(Backend):
     """Dask DataFrames: partitions counted in parallel, summed in a tree on the cluster."""
 
+    def install_accessor(self, frame_type, name, accessor):
+        if not hasattr(frame_type, name):  # subclasses inherit it
+            dd.extensions.register_dataframe_accessor(name)(accessor)
+
     def schema(self, frame):
         return frame.dtypes
 

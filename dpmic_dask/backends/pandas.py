@@ -21,6 +21,10 @@ from dpmic_dask.stats.counting import partition_counts
 class PandasBackend(Backend):
     """pandas DataFrames: one partition, counted in this process."""
 
+    def install_accessor(self, frame_type, name, accessor):
+        if not hasattr(frame_type, name):  # subclasses inherit it
+            pd.api.extensions.register_dataframe_accessor(name)(accessor)
+
     def schema(self, frame):
         return frame.dtypes
 

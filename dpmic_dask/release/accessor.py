@@ -7,10 +7,7 @@ A thin facade: it stores the frame, builds one release plan from the arguments
 
 from __future__ import annotations
 
-import dask.dataframe as dd
-import pandas as pd
-
-from dpmic_dask.backends import backend_for
+from dpmic_dask.backends import backend_for, install_accessor
 from dpmic_dask.release import pipeline
 from dpmic_dask.release.plan import run_release
 from dpmic_dask.release.units import plan_unit_release
@@ -263,5 +260,4 @@ class DPMICAccessor:
         )
 
 
-dd.extensions.register_dataframe_accessor("dpmic")(DPMICAccessor)
-pd.api.extensions.register_dataframe_accessor("dpmic")(DPMICAccessor)
+install_accessor("dpmic", DPMICAccessor)  # on every backend's frame type, later ones too
