@@ -55,9 +55,9 @@ def budget_init(ledger_url, dataset, epsilon, old_epsilon, delta, privacy_unit, 
     cap = Budget(epsilon, delta, privacy_unit)
     ledger_from_url(ledger_url).init(dataset, cap)
     unit = "epsilon" if cap.is_pure else "rho (zCDP)"
-    per = "one row" if privacy_unit is None else privacy_unit
+    per = "" if privacy_unit is None else f" per {privacy_unit}"
     click.echo(f"dataset {dataset!r}: budget {cap.cap} {unit} "
-               f"(epsilon={epsilon:g}, delta={delta:g}) per {per}")
+               f"(epsilon={epsilon:g}, delta={delta:g}){per}")
 
 
 @budget.command("show")
