@@ -111,7 +111,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--ks", default=",".join(map(str, KS)))
+    parser.add_argument("--eps", type=float, default=EPS)
     args = parser.parse_args()
+    eps = args.eps
     from dask.distributed import Client, LocalCluster
 
     import dpmic_dask  # noqa: F401  (the accessor)
@@ -125,16 +127,16 @@ def main() -> None:
     client = Client(cluster)
     ddf, rows = build_frame(rows, customers, args.partitions)
     print(f"table: {rows:,} rows over {customers:,} customers, {args.partitions} partitions, "
-          f"{args.workers} workers x 1 thread; eps = {EPS}, pure DP")
+          f"{args.workers} workers x 1 thread; eps = {eps}, pure DP")
     sizes = ddf.groupby("customer_id").size().compute()
     print(f"rows per customer: {sizes.size:,} customers with rows, median "
           f"{int(sizes.median())}, 99th percentile {int(sizes.quantile(0.99))}, "
           f"largest {int(sizes.max()):,}")
     kw = dict(bounds=BOUNDS)
-    ddf.dpmic.pairwise(EPS, **kw)  # warm-up: compiled kernels on every worker
+    ddf.dpmic.pairwise(eps, **kw)  # warm-up: compiled kernels on every worker
 
     start = time.perf_counter()
-    row = ddf.dpmic.pairwise(EPS, **kw)
+    row = ddf.dpmic.pairwise(eps, **kw)
     t_row = time.perf_counter() - start
     B, c = row.privacy.B, row.privacy.c
     exact = ddf.dpmic.pairwise_nonprivate(B=B, c=c, **kw)
@@ -144,7 +146,7 @@ def main() -> None:
 
     with PeakMemory(client) as mem:
         start = time.perf_counter()
-        unit = ddf.dpmic.pairwise(EPS, privacy_unit="customer_id", max_rows_per_unit=8,
+        unit = ddf.dpmic.pairwise(eps, privacy_unit="customer_id", max_rows_per_unit=8,
                                   B=B, c=c, **kw)
         t_unit = time.perf_counter() - start
     ratio = t_unit / t_row
@@ -161,7 +163,7 @@ def main() -> None:
         errors, scales, n0s, times = [], [], [], []
         for _ in range(args.repeats):
             start = time.perf_counter()
-            r = ddf.dpmic.pairwise(EPS, privacy_unit="customer_id", max_rows_per_unit=k,
+            r = ddf.dpmic.pairwise(eps, privacy_unit="customer_id", max_rows_per_unit=k,
                                    B=B, c=c, **kw)
             times.append(time.perf_counter() - start)
             i = r.pairs.index(("amount", "basket"))
