@@ -423,7 +423,8 @@ def _with_parts(report: PrivacyReport, request: ReleaseRequest, released: int) -
 
 
 def private_mic(x, y, *, eps, x_bounds, y_bounds, mechanism="auto", delta=0.0, B=None, c=None,
-                ledger=None, dataset=None) -> Release:
+                ledger=None, dataset=None, units=None, privacy_unit="unit",
+                max_rows_per_unit=None) -> Release:
     """Differentially private MIC of one pair of in-memory columns.
 
     Parameters
@@ -443,6 +444,11 @@ def private_mic(x, y, *, eps, x_bounds, y_bounds, mechanism="auto", delta=0.0, B
         Where the charge is recorded (default: the in-process session ledger).
     dataset : str, optional
         Dataset id the charge is recorded under.
+    units, privacy_unit, max_rows_per_unit : optional
+        Privacy per unit: ``units[i]`` identifies the unit (named ``privacy_unit``,
+        e.g. ``"patient"``) that owns row ``i``; at most ``max_rows_per_unit`` rows
+        per unit are used and neighbours differ by all rows of one unit
+        (docs/privacy.md, section 12). Default: one row.
 
     Returns
     -------
@@ -459,6 +465,13 @@ def private_mic(x, y, *, eps, x_bounds, y_bounds, mechanism="auto", delta=0.0, B
     >>> release.value > 0.9  # a noiseless relationship, noise of scale ~0.01
     True
     """
+    if units is not None or max_rows_per_unit is not None:  # per unit (docs/privacy.md, 12)
+        from dpmic_dask.release.units import private_mic_per_unit
+
+        return private_mic_per_unit(x, y, units, eps=eps, x_bounds=x_bounds,
+                                    y_bounds=y_bounds, privacy_unit=privacy_unit,
+                                    max_rows_per_unit=max_rows_per_unit, mechanism=mechanism,
+                                    delta=delta, B=B, c=c, ledger=ledger, dataset=dataset)
     request = pair_request(eps=eps, x_bounds=x_bounds, y_bounds=y_bounds, mechanism=mechanism,
                            delta=delta, B=B, c=c)
     mech, statistic = request.mechanism, request.statistic

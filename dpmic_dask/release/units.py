@@ -516,6 +516,33 @@ def unit_privacy_statement(statement: str, units: UnitsPlan) -> str:
     return said
 
 
+def private_mic_per_unit(x, y, units, *, eps, x_bounds, y_bounds, privacy_unit="unit",
+                         max_rows_per_unit=None, mechanism="auto", delta=0.0, B=None, c=None,
+                         ledger=None, dataset=None):
+    """:func:`dpmic_dask.private_mic` per unit: ``units[i]`` identifies the unit of
+    row ``i`` (named ``privacy_unit`` in the statement and the ledger); at most
+    ``max_rows_per_unit`` rows per unit are used. The same plan as ``pairwise``
+    with one pair."""
+    from dpmic_dask.release.plan import run_release
+    from dpmic_dask.release.results import Release
+
+    if units is None or max_rows_per_unit is None:
+        raise InvalidParameterError("privacy per unit needs both units=[...] (one value per "
+                                    "row) and max_rows_per_unit")
+    if not isinstance(privacy_unit, str) or not privacy_unit or privacy_unit in ("x", "y"):
+        raise InvalidParameterError("privacy_unit must name the unit (not 'x' or 'y')")
+    xs, ys, us = np.asarray(x), np.asarray(y), np.asarray(units)
+    if xs.ndim != 1 or xs.shape != ys.shape or xs.shape != us.shape:
+        raise InvalidParameterError("x, y and units must be one-dimensional and of one length")
+    frame = pd.DataFrame({privacy_unit: us, "x": xs, "y": ys})
+    plan = plan_unit_release(frame.dtypes, eps, privacy_unit=privacy_unit,
+                             max_rows_per_unit=max_rows_per_unit,
+                             bounds={"x": x_bounds, "y": y_bounds}, delta=delta,
+                             mechanism=mechanism, B=B, c=c)
+    result = run_release(frame, plan, ledger=ledger, dataset=dataset)
+    return Release(value=float(result.values[0]), privacy=result.privacy)
+
+
 # ------------------------------------------------------------------- choosing k
 
 
@@ -602,4 +629,5 @@ class ContributionBound:
 __all__ = ["BoundedFrame", "ContributionBound", "UnitsPlan", "bound_contributions",
            "check_ledger_unit", "check_max_rows", "check_unit_columns", "contribution_bound",
            "find_floor", "keep_smallest", "per_unit", "plan_unit_release", "plan_units",
+           "private_mic_per_unit",
            "row_priority", "run_units", "size_grid", "unit_label", "unit_statement"]

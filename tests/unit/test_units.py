@@ -207,3 +207,21 @@ def test_size_grid():
     assert list(grid[:16]) == list(range(1, 17))
     assert grid[-1] <= 2**20 and np.all(np.diff(grid) > 0)
     assert np.all(grid[17:] / grid[16:-1] < 1.25)
+
+
+def test_private_mic_per_unit():
+    import dpmic_dask as dm
+
+    gen = np.random.default_rng(4)  # test data only
+    units = np.repeat(np.arange(400), 6)
+    x = gen.uniform(0, 1, 400)[units]
+    release = dm.private_mic(x, x ** 2, eps=2.0, x_bounds=(0, 1), y_bounds=(0, 1), units=units,
+                             privacy_unit="patient", max_rows_per_unit=3)
+    assert release.privacy.privacy_unit == "patient" and release.privacy.max_rows_per_unit == 3
+    assert release.privacy.n <= 1200  # n0, a lower bound on the 400 x 3 rows kept
+    assert "any one patient" in release.privacy.statement
+    with pytest.raises(InvalidParameterError, match="units"):
+        dm.private_mic(x, x, eps=1.0, x_bounds=(0, 1), y_bounds=(0, 1), max_rows_per_unit=3)
+    with pytest.raises(InvalidParameterError, match="one length"):
+        dm.private_mic(x, x, eps=1.0, x_bounds=(0, 1), y_bounds=(0, 1), units=units[:10],
+                       max_rows_per_unit=3)
