@@ -134,17 +134,19 @@ def row_priority(frame: pd.DataFrame, content, key: tuple[int, int]) -> np.ndarr
 
 def keep_smallest(frame: pd.DataFrame, unit, k: int, content) -> pd.DataFrame:
     """The ``k`` rows of each unit with the smallest ``(priority, content)`` (a
-    frame that already has the priority column). Rows whose unit is missing form
-    one unit together."""
+    frame that already has the priority column and no row without a unit)."""
     if frame.empty:
         return frame
     order = frame.sort_values([PRIORITY, *content], kind="stable", na_position="last")
-    rank = order.groupby(list(unit), sort=False, dropna=False).cumcount().to_numpy()
+    rank = order.groupby(list(unit), sort=False, dropna=True).cumcount().to_numpy()
     return order[rank < k]
 
 
 def _tag_and_keep(frame: pd.DataFrame, unit, k: int, content, key) -> pd.DataFrame:
-    frame = frame[list(content)].copy()
+    # A row whose unit is missing belongs to no known unit: it is dropped (a per-row
+    # rule). Kept as one shared unit, one person's rows could push out another's,
+    # k rows changed twice over (docs/privacy.md, section 12).
+    frame = frame[list(content)].dropna(subset=list(unit)).copy()
     frame[PRIORITY] = row_priority(frame, content, key)
     return keep_smallest(frame, unit, k, content)
 
@@ -548,7 +550,7 @@ def private_mic_per_unit(x, y, units, *, eps, x_bounds, y_bounds, privacy_unit="
 
 def _unit_sizes(frame, unit):
     """Rows per unit (a pandas Series or a Dask Series)."""
-    return frame.groupby(list(unit), dropna=False).size()
+    return frame.dropna(subset=list(unit)).groupby(list(unit)).size()  # no unit: dropped
 
 
 def size_grid(top: int = 2**20) -> np.ndarray:

@@ -107,8 +107,8 @@ def test_several_unit_columns_and_missing_unit_values():
                        "b": ["u", "u", "v", "u", "u", None, None, None],
                        "x": np.linspace(0, 1, 8), "y": np.linspace(1, 0, 8)})
     kept = _tag_and_keep(df, ("a", "b"), 1, ("a", "b", "x", "y"), KEY)
-    # units (1,u), (1,v), (2,u) and the missing one: four rows
-    assert len(kept) == 4
+    # units (1,u), (1,v), (2,u); the rows without a unit are dropped
+    assert len(kept) == 3 and kept[["a", "b"]].notna().all().all()
 
 
 # ------------------------------------------------------------------ the plan
@@ -225,3 +225,18 @@ def test_private_mic_per_unit():
     with pytest.raises(InvalidParameterError, match="one length"):
         dm.private_mic(x, x, eps=1.0, x_bounds=(0, 1), y_bounds=(0, 1), units=units[:10],
                        max_rows_per_unit=3)
+
+
+def test_rows_without_a_unit_are_dropped_not_pooled():
+    """Pooled into one unit, people without an id would share one quota of k rows:
+    adding one of them could push another's rows out (2k row changes). Dropped,
+    each such row is filtered by itself."""
+    df = pd.DataFrame({"cid": pd.array([None, None, None, "a", "a", "b"], dtype="string"),
+                       "x": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6], "y": [0.6, 0.5, 0.4, 0.3, 0.2, 0.1]})
+    kept = bound_contributions(df, ("cid",), 1, ("x", "y"), KEY)
+    assert len(kept) == 2 and set(kept.x) <= {0.4, 0.5, 0.6}
+    more = pd.concat([df, pd.DataFrame({"cid": pd.array([None], dtype="string"),
+                                        "x": [0.05], "y": [0.9]})], ignore_index=True)
+    rows_after = sorted(map(tuple, bound_contributions(
+        more, ("cid",), 1, ("x", "y"), KEY).to_numpy()))
+    assert rows_after == sorted(map(tuple, kept.to_numpy()))
