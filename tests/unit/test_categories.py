@@ -285,6 +285,7 @@ def test_fill_with_a_category_and_top_pairs(customers):
                                     ledger=InMemoryLedger(uncapped=True))
     assert ("region", "amount") in res.pairs
 
+
 def test_the_exact_non_private_version_through_the_accessor(customers):
     from tests.statistical.test_release_noise_paths import zero_noise
 
