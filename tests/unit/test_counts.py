@@ -155,8 +155,13 @@ def test_column_groups_binned_once_give_each_block_its_own_chunks(pair_list):
     a block gathers equal its own columns binned directly, and so do its counts."""
     import pandas as pd
 
-    from dpmic_dask.stats.counting import (CountSpec, bin_partition, count_binned_partitions,
-                                           gather_chunks, shared_binning)
+    from dpmic_dask.stats.counting import (
+        CountSpec,
+        bin_partition,
+        count_binned_partitions,
+        gather_chunks,
+        shared_binning,
+    )
 
     family = master_grid_family(20, 2)
     rng = np.random.default_rng(11)
