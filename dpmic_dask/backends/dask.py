@@ -46,6 +46,10 @@ from dpmic_dask.stats.counting import (
 from dpmic_dask.stats.limits import DEFAULT_TASK_MEMORY, partitions_per_task
 
 DEFAULT_SPLIT_EVERY = 8
+#: Binned columns shared by the blocks of an evaluation may take up to this many
+#: tasks' ``task_memory`` in all (512 MiB at the default: 100 columns x 10**6 rows
+#: take 200 MB); larger tables read each block's columns on their own.
+SHARED_BINNING_TASKS = 2
 
 
 def _active_client():
@@ -215,8 +219,9 @@ class DaskBackend(Backend):
         finish = dask.delayed(evaluate_partial, pure=True)
         tasks = []
         # Each group of columns is read and binned once, for every block that
-        # reads it (not once per block).
-        shared = shared_binning(spec, blocks)
+        # reads it (not once per block), when all binned columns fit in a few
+        # tasks' memory.
+        shared = shared_binning(spec, blocks, rows, SHARED_BINNING_TASKS * task_memory)
         grouped = (None if shared is None else
                    [guarded(spec.columns, _binned, frame, s) for s in shared.specs])
         for b, block in enumerate(blocks):

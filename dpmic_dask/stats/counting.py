@@ -129,10 +129,16 @@ class SharedBinning:
     takes: tuple[tuple[int, tuple[int, ...]], ...]
 
 
-def shared_binning(spec: CountSpec, blocks: list[Block]) -> SharedBinning | None:
-    """How to bin the column groups of ``blocks`` once each (``None`` for a single
-    block or blocks without groups)."""
+def shared_binning(spec: CountSpec, blocks: list[Block], rows: int | None,
+                   limit: int) -> SharedBinning | None:
+    """How to bin the column groups of ``blocks`` once each: ``None`` for a single
+    block, blocks without groups, an unknown number of ``rows``, or when every
+    column's binned values (two bytes per value, held until the last block that
+    reads them is counted) would pass ``limit`` bytes -- then each block reads
+    its own columns and memory stays with the block size."""
     if len(blocks) < 2 or any(b.columns is None or not b.groups for b in blocks):
+        return None
+    if rows is None or len(spec.columns) * int(rows) * bin_dtype(spec.family).itemsize > limit:
         return None
     members: dict[int, set[int]] = {}
     for block in blocks:

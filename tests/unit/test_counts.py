@@ -171,7 +171,9 @@ def test_column_groups_binned_once_give_each_block_its_own_chunks(pair_list):
     spec = CountSpec(names, ((-2.0, 2.0),) * 11, tuple(float(k) / 10 for k in range(11)),
                      family, pair_list)
     blocks = spec.blocks(4)
-    shared = shared_binning(spec, blocks)
+    assert shared_binning(spec, blocks, None, 2**30) is None  # rows unknown
+    assert shared_binning(spec, blocks, 130, 11 * 130 * 2 - 1) is None  # too large
+    shared = shared_binning(spec, blocks, 130, 11 * 130 * 2)
     assert shared is not None and len(blocks) > 1
     grouped = [[bin_partition(f, s) for f in frames] for s in shared.specs]
     for b, block in enumerate(blocks):
