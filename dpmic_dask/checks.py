@@ -120,6 +120,16 @@ def _dtype_is_numeric(dtype) -> bool:
     return kind in "biuf"
 
 
+def check_unique_labels(names, selected) -> None:
+    """Refuse a selected column whose label appears more than once in the frame."""
+    names = list(names)
+    repeated = sorted({str(c) for c in selected if names.count(c) > 1})
+    if repeated:
+        raise InvalidDataError(
+            f"column label(s) {repeated} appear more than once in the frame; rename the "
+            "duplicates so that each selected column is one column")
+
+
 def check_frame_request(dtypes, *, bounds, columns=None, nulls="raise", fill=None, names=None,
                         min_columns=2):
     """Validate a pairwise request against a frame's schema (no data is read).
@@ -172,11 +182,7 @@ def check_frame_request(dtypes, *, bounds, columns=None, nulls="raise", fill=Non
     if len(selected) < min_columns:
         raise InvalidParameterError("at least two columns with bounds are needed"
                                     if min_columns == 2 else "no columns were named")
-    repeated = sorted({str(c) for c in selected if names.count(c) > 1})
-    if repeated:
-        raise InvalidDataError(
-            f"column label(s) {repeated} appear more than once in the frame; rename the "
-            "duplicates so that each selected column is one column")
+    check_unique_labels(names, selected)
     non_numeric = [c for c in selected if not _dtype_is_numeric(dtypes[c])]
     if non_numeric:
         raise InvalidDataError(f"column(s) {non_numeric} are not numeric")

@@ -62,6 +62,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from dpmic_dask.checks import check_unique_labels
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError
 
 FLOAT64 = np.dtype(np.float64)
@@ -533,6 +534,7 @@ def axis_arguments(schema, *, bounds, columns=None, fill=None, kinds=None,
         used = [c for c in dtypes if c in bounds]
     else:
         used = [c for c in columns if c in dtypes]
+    check_unique_labels([name for name, _ in items], used)  # dtypes keeps one of each
     schema_out = dict(dtypes)
     resolved: dict = {}
     for column in used:

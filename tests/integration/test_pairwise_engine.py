@@ -73,7 +73,8 @@ def test_pairwise_release_once_and_result_api(df, tmp_path):
     tidy = first.to_pandas()
     assert list(tidy.columns) == ["x", "y", "mic", "ci95", "noise_scale", "mechanism",
                                   "statistic", "release_epsilon", "release_delta", "value_cost", "cost_unit",
-                                  "n", "B", "c"]
+                                  "n", "B", "c", "within_noise"]
+    assert (tidy.within_noise == (tidy.mic.abs() <= tidy.ci95)).all()
     assert len(tidy) == 6 and (tidy.n == len(df)).all() and (tidy.mechanism == "micr-lap").all()
     assert (tidy.statistic == "micr").all()
     m = first.matrix()
