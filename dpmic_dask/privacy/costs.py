@@ -166,3 +166,18 @@ def measure_for(delta: float) -> Measure:
 
 __all__ = ["PURE_DP", "ZCDP", "Measure", "PrivacyCost", "PureDP", "ZeroConcentratedDP",
            "measure_for"]
+
+
+def column_epsilon(part: PrivacyCost, columns: int) -> float:
+    """The pure ``eps_c`` of each of ``columns`` per-column pure-DP releases paid
+    together from ``part``: ``epsilon / columns`` under pure DP; under zCDP the
+    largest ``eps_c`` with ``columns * eps_c**2 / 2 <= rho`` (a pure ``eps``-DP
+    release is ``eps**2 / 2``-zCDP). Rounded down, so the parts never add up to
+    more than ``part``."""
+    if part.measure is PURE_DP:
+        return safe_down(part.epsilon / columns)
+    rho = part.amount()
+    eps_c = safe_down(math.sqrt(2.0 * rho / columns))
+    while columns * eps_c ** 2 / 2.0 > rho:
+        eps_c = safe_down(eps_c)
+    return eps_c

@@ -11,7 +11,6 @@ The mechanism is in :mod:`dpmic_dask.privacy.bounds`; the proof in ``docs/privac
 from __future__ import annotations
 
 import dataclasses
-import math
 import warnings
 from dataclasses import dataclass
 from functools import partial
@@ -37,7 +36,7 @@ from dpmic_dask.privacy.bounds import (
     refinement_grid,
 )
 from dpmic_dask.privacy.conversion import check_epsilon
-from dpmic_dask.privacy.costs import PURE_DP, ZCDP, measure_for
+from dpmic_dask.privacy.costs import PURE_DP, ZCDP, column_epsilon, measure_for
 from dpmic_dask.privacy.mechanisms.base import check_noise_units
 from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.privacy.selection import SelectionPlan, check_share
@@ -227,15 +226,11 @@ def _bounds_plan(schema, columns, coverage, domain, nulls, fill,
                                                     columns=names, nulls=nulls, fill=fill,
                                                     min_columns=1)
     k = len(checked_columns)
+    eps_column = column_epsilon(part, k)
     if part.measure is PURE_DP:
-        eps_column = safe_down(part.epsilon / k)
         total, rho_spent = part.epsilon, None
     else:
-        rho = part.amount()
-        eps_column = safe_down(math.sqrt(2.0 * rho / k))
-        while k * eps_column ** 2 / 2.0 > rho:
-            eps_column = safe_down(eps_column)
-        total, rho_spent = safe_up(k * eps_column), rho
+        total, rho_spent = safe_up(k * eps_column), part.amount()
     plan = _BoundsPlan(tuple(checked_columns), total, eps_column, coverages, grids, fills,
                        rho_spent, refines)
     # a scale that cannot be sampled is refused now

@@ -16,7 +16,6 @@ part of that charge. The proof is in ``docs/privacy.md`` ("Private categories").
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -28,7 +27,7 @@ from dpmic_dask.backends import backend_for
 from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError, MissingValuesError
 from dpmic_dask.privacy.accounting import PrivacyCost, privacy_statement
-from dpmic_dask.privacy.costs import PURE_DP, ZCDP, measure_for
+from dpmic_dask.privacy.costs import PURE_DP, ZCDP, column_epsilon, measure_for
 from dpmic_dask.privacy.partition_selection import candidate_scale, select_candidates
 from dpmic_dask.release.pipeline import (
     after_charge,
@@ -40,7 +39,6 @@ from dpmic_dask.release.pipeline import (
 from dpmic_dask.release.selected import check_selected_plan, release_selected
 from dpmic_dask.stats.categories import PRIVATE, CategoryAxis
 from dpmic_dask.stats.counting import column_values
-from dpmic_dask.stats.sensitivity import safe_down
 
 #: Share of ``eps`` (or of ``rho`` under zCDP) spent on choosing categories.
 CATEGORIES_SHARE = 0.1
@@ -101,15 +99,8 @@ def plan_private_categories(eps, delta, mechanism, private: dict, share=CATEGORI
     total = measure.total(eps, delta)
     (part,) = measure.split(total, (share,))
     k = len(private)
-    if measure is PURE_DP:
-        eps_column = safe_down(part.epsilon / k)
-        cost = PrivacyCost(part.epsilon)
-    else:
-        rho = part.amount()
-        eps_column = safe_down(math.sqrt(2.0 * rho / k))
-        while k * eps_column ** 2 / 2.0 > rho:
-            eps_column = safe_down(eps_column)
-        cost = part
+    eps_column = column_epsilon(part, k)
+    cost = PrivacyCost(part.epsilon) if measure is PURE_DP else part
     candidate_scale(eps_column)  # a scale that cannot be used is refused now
     release_part = measure.rest(total, part.amount())
     if measure is PURE_DP:

@@ -65,3 +65,16 @@ def test_the_value_mechanism_follows_the_measure():
     assert isinstance(gauss, GaussianMechanism) and gauss.label == "micr-gauss"
     assert gauss.cost.rho == ZCDP.total(1.0, 1e-6).rho
     assert math.isclose(lap.cost.epsilon, 0.5)
+
+
+@pytest.mark.parametrize("columns", [1, 3, 7, 100])
+def test_column_epsilon_never_spends_more_than_its_part(columns):
+    from dpmic_dask.privacy.costs import PURE_DP, ZCDP, column_epsilon
+
+    pure = PURE_DP.total(0.7, 0.0)
+    assert column_epsilon(pure, columns) * columns <= 0.7
+    assert column_epsilon(pure, columns) == pytest.approx(0.7 / columns, rel=1e-12)
+    z = ZCDP.total(1.0, 1e-6)
+    eps_c = column_epsilon(z, columns)
+    assert columns * eps_c ** 2 / 2 <= z.amount()
+    assert columns * (eps_c * (1 + 1e-9)) ** 2 / 2 > z.amount()  # the largest that fits
