@@ -47,13 +47,13 @@ class DeliveryError(DPMICError):
 
 def expected_columns(job) -> dict:
     """The columns (name -> kind) a run of ``job`` writes."""
-    from dpmic_dask.release.results import OUTPUT_NAMES
+    from dpmic_dask.release.results import output_name
 
     columns = dict(BASE_COLUMNS)
     # whether each value lies inside its own ci95 of 0 (0 or 1)
     columns["within_noise"] = int
     for statistic in job.statistics[1:]:
-        name = OUTPUT_NAMES.get(statistic, statistic)  # tau is written as tau_a
+        name = output_name(statistic)  # tau is written as tau_a
         columns.update({name: float, f"{name}_ci95": float, f"{name}_noise_scale": float,
                         f"{name}_within_noise": int})
     if "tau" in job.statistics:

@@ -97,8 +97,9 @@ class DPMICAccessor:
             Show a progress bar (default: only on an interactive terminal).
         label : str, optional
             A name recorded with the ledger charge (e.g. the job's name).
-        statistics : ("mic",) or ("mic", "tau")
-            ``("mic", "tau")`` also releases Kendall's tau of every pair (signed:
+        statistics : ("mic",) or ("mic", "tau_a")
+            ``("mic", "tau_a")`` (older spelling ``"tau"``) also releases the binned
+            Kendall's tau-a of every pair (signed:
             direction and monotonicity), counted in the same pass; the budget is
             split equally between the two statistics. The result then has ``tau``
             and ``to_pandas()`` columns ``tau``, ``tau_ci95`` and ``nonlinearity``.
@@ -171,7 +172,7 @@ class DPMICAccessor:
             faster; ``None``: score at the release's ``B``.
         bounds, columns, B, c, nulls, fill, min_rows, kinds, ledger, dataset,
         split_every, progress, label, task_memory : as for :meth:`pairwise`.
-        statistics : ("mic",) or ("mic", "tau")
+        statistics : ("mic",) or ("mic", "tau_a")
             Also release Kendall's tau of the chosen pairs (the release part split
             equally); pairs are always chosen by MICr.
         bounds_share, coverage, domain : with ``"private"`` bounds, as for

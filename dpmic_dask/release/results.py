@@ -17,8 +17,14 @@ NOISY_CI95 = 0.25
 #: A public domain whose released bounds use less than this share of it is
 #: reported as far wider than the data.
 WIDE_DOMAIN = 0.25
-#: Output names of companion statistics: the binned Kendall tau is a tau-a.
-OUTPUT_NAMES = {"tau": "tau_a"}
+
+
+def output_name(statistic: str) -> str:
+    """The column a released statistic is written under: the statistic's label
+    (``tau`` -> ``tau_a``: the binned Kendall tau is a tau-a)."""
+    from dpmic_dask.stats.statistics import get_statistic
+
+    return get_statistic(statistic).label
 
 
 def _notice(message: str, category) -> None:
@@ -251,6 +257,11 @@ class BoundsRelease:
     #: Each column's kind (:mod:`dpmic_dask.stats.kinds`), for printing its bounds
     #: in that kind (dates, times); ``bounds`` themselves are axis numbers.
     kinds: dict = field(default_factory=dict)
+    #: Privacy per unit (``docs/privacy.md`` section 12): the unit and ``k``; then
+    #: ``rows`` is not the exact row count (``None``, or inside a release the
+    #: private lower bound ``n0``).
+    privacy_unit: str | None = None
+    max_rows_per_unit: int | None = None
 
     def formatted(self, column) -> str:
         """``[lo, hi]`` of ``column`` in the column's own kind."""
@@ -283,7 +294,13 @@ class BoundsRelease:
         lines = ["NOT PRIVATE: seeded test noise."] if self.seeded else []
         aim = (f"{self.coverage:.3g}" if not isinstance(self.coverage, dict) else
                ", ".join(f"{c} {v:.3g}" for c, v in self.coverage.items()))
-        lines.append(f"Private bounds of {len(self.bounds)} column(s), n = {self.rows} rows, "
+        if self.privacy_unit is not None:
+            lines.append(f"Privacy unit: per {self.privacy_unit}, at most "
+                         f"{self.max_rows_per_unit} rows each (neighbouring tables differ by "
+                         f"all rows of one {self.privacy_unit}).")
+        n = ("n not released" if self.rows is None else f"n = {self.rows} rows"
+             + (" (a private lower bound)" if self.privacy_unit is not None else ""))
+        lines.append(f"Private bounds of {len(self.bounds)} column(s), {n}, "
                      f"aiming to contain {aim} of each column's values:")
         for name in self.bounds:
             how = (" (unresolved: fallback)" if name in self.unresolved else
@@ -362,7 +379,9 @@ class PairwiseResult(_ReportFields):
 
     def companion(self, statistic: str) -> Companion:
         """The released companion statistic called ``statistic`` (e.g. ``"tau"``)."""
-        statistic = {v: k for k, v in OUTPUT_NAMES.items()}.get(statistic, statistic)
+        from dpmic_dask.stats.statistics import public_statistics
+
+        statistic = public_statistics().get(statistic, statistic)
         for item in self.companions:
             if item.statistic == statistic:
                 return item
@@ -425,7 +444,7 @@ class PairwiseResult(_ReportFields):
         # post-processing of released values: inside their own ci95 of 0
         table["within_noise"] = np.abs(table["mic"].to_numpy(dtype=float)) <= p.ci95
         for item in self.companions:
-            name = OUTPUT_NAMES.get(item.statistic, item.statistic)
+            name = output_name(item.statistic)
             table[name] = list(item.values)
             table[f"{name}_ci95"] = item.ci95
             table[f"{name}_noise_scale"] = item.noise_scale
@@ -564,7 +583,7 @@ class PairwiseResult(_ReportFields):
             lines.append(f"Categories chosen privately (public from now on; other values in "
                          f"'other'): {chosen}.")
         for item in self.companions:
-            name = OUTPUT_NAMES.get(item.statistic, item.statistic)
+            name = output_name(item.statistic)
             what = " (binned Kendall tau-a)" if name == "tau_a" else ""
             lines.append(f"Also released: {name}{what} ({item.mechanism}); noise scale "
                          f"{item.noise_scale:.4g} per value, 95% of the noise alone within "

@@ -135,3 +135,17 @@ def test_a_mechanism_must_declare_the_noise_it_draws():
     plan = build_mechanism("micr-gauss", eps=1.0, delta=1e-6, pairs=3).calibrate(
         n=1000, pairs=3, B=40, c=5)
     assert isinstance(plan.law, DiscreteGaussian) and plan.law is GAUSSIAN
+
+
+def test_a_statistic_has_one_public_spelling_from_its_label():
+    from dpmic_dask.privacy.mechanisms import check_statistics
+    from dpmic_dask.release.results import output_name
+    from dpmic_dask.stats.statistics import get_statistic, public_statistics
+
+    tau = get_statistic("tau")
+    assert tau.label == "tau_a" and tau.signed and not get_statistic("micr").signed
+    assert check_statistics(("mic", "tau_a")) == check_statistics(["mic", "tau"]) == ("mic", "tau")
+    assert output_name("tau") == tau.label
+    assert public_statistics() == {"mic": "micr", "tau_a": "tau", "tau": "tau"}
+    with pytest.raises(InvalidParameterError, match="tau_a"):
+        check_statistics(("mic", "tau", "tau_a"))  # one statistic, two spellings

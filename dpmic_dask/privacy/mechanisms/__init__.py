@@ -35,7 +35,7 @@ from dpmic_dask.privacy.mechanisms.gaussian import GaussianMechanism
 from dpmic_dask.privacy.mechanisms.geometric import GeometricCountsMechanism
 from dpmic_dask.privacy.mechanisms.laplace import LaplaceMechanism
 from dpmic_dask.stats.defaults import grid_defaults
-from dpmic_dask.stats.statistics import get_statistic
+from dpmic_dask.stats.statistics import get_statistic, public_statistics
 
 #: public name -> (statistic name, mechanism class)
 _RELEASES: dict[str, tuple[str, type[Mechanism]]] = {}
@@ -101,10 +101,6 @@ def build_mechanism(mechanism: str, *, eps: float, delta: float, pairs: int) -> 
                statistic=get_statistic(statistic), label=name)
 
 
-#: Public statistic names of ``pairwise(statistics=...)`` -> registry names.
-STATISTIC_NAMES = {"mic": "micr", "tau": "tau"}
-
-
 def value_mechanism(cost, statistic, name: str) -> Mechanism:
     """The value mechanism that spends ``cost`` on ``statistic``, chosen by the
     cost's measure: Laplace for a pure part, Gaussian for a zCDP part (labelled
@@ -123,7 +119,8 @@ def split_mechanism(mechanism: Mechanism, statistics: tuple[str, ...]) -> tuple[
     ``mechanism``'s budget (``eps / k`` under pure DP, ``rho / k`` under zCDP, both
     rounded down so the shares never add up to more), of the same noise kind.
 
-    The first statistic must be ``"mic"``; ``mechanism`` must add noise to values.
+    ``statistics`` as :func:`check_statistics` returns them (``"mic"`` first, then
+    companions' registry names); ``mechanism`` must add noise to values.
     """
     if mechanism.acts_on != "values":
         raise InvalidParameterError(
@@ -133,24 +130,28 @@ def split_mechanism(mechanism: Mechanism, statistics: tuple[str, ...]) -> tuple[
     parts = cost.measure.split(cost, [1.0 / len(statistics)] * len(statistics))
     out = []
     for name, part in zip(statistics, parts):
-        statistic = get_statistic(STATISTIC_NAMES[name])
+        statistic = get_statistic(public_statistics().get(name, name))
         out.append(value_mechanism(part, statistic, statistic.name))
     return tuple(out)
 
 
 def check_statistics(statistics) -> tuple[str, ...]:
-    """``("mic",)`` or ``("mic", "tau")`` (a list or tuple; a string is one name)."""
+    """``("mic",)`` or ``("mic", "tau_a")`` (a list or tuple; a string is one name;
+    ``"tau"`` is the older spelling of ``"tau_a"``). Returns ``"mic"`` and the
+    companions' registry names, one spelling each."""
     if isinstance(statistics, str):
         statistics = (statistics,)
     try:
         names = tuple(statistics)
     except TypeError:
         names = ()
-    if not names or names[0] != "mic" or len(set(names)) != len(names) or any(
-            n not in STATISTIC_NAMES for n in names):
+    known = public_statistics()
+    canonical = tuple(known.get(n, "") if isinstance(n, str) else "" for n in names)
+    if not names or names[0] != "mic" or "" in canonical or len(set(canonical)) != len(names):
         raise InvalidParameterError(
-            "statistics must start with 'mic' and may add 'tau': ('mic',) or ('mic', 'tau')")
-    return names
+            "statistics must start with 'mic' and may add 'tau_a': ('mic',) or "
+            "('mic', 'tau_a')")
+    return ("mic", *canonical[1:])
 
 
 def plan_release(*, mechanism: str, n: int, eps: float, delta: float, pairs: int,
@@ -163,7 +164,7 @@ def plan_release(*, mechanism: str, n: int, eps: float, delta: float, pairs: int
 __all__ = [
     "GAUSS_CI95", "LAPLACE_CI95", "LATTICE", "MAX_NOISE_UNITS", "GaussianMechanism",
     "GeometricCountsMechanism", "LaplaceMechanism", "Mechanism", "NoisePlan",
-    "STATISTIC_NAMES", "build_mechanism", "check_mechanism", "check_statistics",
+    "build_mechanism", "check_mechanism", "check_statistics",
     "mechanism_names", "split_mechanism",
     "noisy_counts", "noisy_values", "plan_release", "register", "resolve_mechanism",
     "value_mechanism",

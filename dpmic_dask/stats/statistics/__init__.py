@@ -31,6 +31,16 @@ def get_statistic(name: str) -> PairStatistic:
         raise KeyError(f"unknown statistic {name!r}; known: {sorted(_REGISTRY)}") from None
 
 
+def public_statistics() -> dict[str, str]:
+    """What ``statistics=(...)`` accepts -> registry name: MICr's label (the
+    released MIC, always first) and each companion's label and aliases."""
+    names = {_REGISTRY["micr"].label: "micr"}
+    for statistic in _REGISTRY.values():
+        if statistic.companion:
+            names.update(dict.fromkeys((statistic.label, *statistic.aliases), statistic.name))
+    return names
+
+
 def union_layout(statistics, B: int, c: int):
     """The one count layout holding every grid the ``statistics`` declare (the
     master family and the union of their extra grids), counted in one pass."""
@@ -41,5 +51,5 @@ register(MICr())
 register(MICe())
 register(KendallTau())
 
-__all__ = ["KendallTau", "MICe", "MICr", "PairStatistic", "get_statistic", "register",
-           "union_layout"]
+__all__ = ["KendallTau", "MICe", "MICr", "PairStatistic", "get_statistic", "public_statistics",
+           "register", "union_layout"]

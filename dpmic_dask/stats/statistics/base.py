@@ -13,7 +13,7 @@ class PairStatistic(ABC):
     Attributes
     ----------
     name : str
-        Registry name (``"micr"``, ``"mice"``); results name the statistic with it.
+        Registry name (``"micr"``, ``"mice"``); reports name the estimator with it.
     mergeable : bool
         True when the value is a function of exact counts that partitions add up to
         (any backend can compute it); False for in-memory statistics (ranks).
@@ -25,6 +25,17 @@ class PairStatistic(ABC):
     name: str = ""
     mergeable: bool = True
     value_range: tuple[float, float] = (0.0, 1.0)
+    #: The one name users read and ask for: the column of every output, and what
+    #: ``statistics=(...)`` accepts (with ``aliases``, older spellings).
+    label: str = ""
+    aliases: tuple[str, ...] = ()
+    #: Released beside MIC as a companion (``statistics=("mic", label)``).
+    companion: bool = False
+
+    @property
+    def signed(self) -> bool:
+        """Whether values can be negative (drawn on a diverging scale)."""
+        return self.value_range[0] < 0
 
     def grids(self, B: int, c: int) -> tuple[int, ...]:
         """The square grids this statistic reads beside the master family: sizes

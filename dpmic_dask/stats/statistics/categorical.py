@@ -144,6 +144,7 @@ class CategoricalMIC(PairStatistic):
     codings, ``None`` for an ordered axis), from MICr's master counts."""
 
     name = "micr"
+    label = "mic"
     mergeable = True
 
     def __init__(self, x: CategoryAxis | None, y: CategoryAxis | None):

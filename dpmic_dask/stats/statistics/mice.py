@@ -18,6 +18,7 @@ class MICe(PairStatistic):
     """
 
     name = "mice"
+    label = "mic"
     mergeable = False
 
     def value_of_rows(self, x: np.ndarray, y: np.ndarray, B: float, c: int,

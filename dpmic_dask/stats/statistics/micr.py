@@ -15,6 +15,7 @@ class MICr(PairStatistic):
     fixed clumped master-grid family of ``(B, c)``; sensitivity ``2 f((n-1)/2) / n``."""
 
     name = "micr"
+    label = "mic"
     mergeable = True
 
     def value(self, counts: np.ndarray, layout: GridFamily) -> float:

@@ -62,6 +62,9 @@ class KendallTau(PairStatistic):
     """Kendall's tau-a of the pair binned into the family's ``m x m`` equipartition."""
 
     name = "tau"
+    label = "tau_a"  # a binned tau-a: it differs from scipy's tau-b on tied columns
+    aliases = ("tau",)
+    companion = True
     mergeable = True
     value_range = (-1.0, 1.0)
 
