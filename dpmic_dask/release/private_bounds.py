@@ -81,16 +81,19 @@ def _add_histograms(a, b):
     return tuple(x + y for x, y in zip(a[0], b[0])), a[1] + b[1], a[2] | b[2]
 
 
-def noisy_histograms(counts, eps_column: float):
+def noisy_histograms(counts, eps_column: float, sensitivity: float = 2.0):
     """Every column's histogram with exact discrete Laplace noise of scale
-    ``2 / eps_column`` on each count (replacing one row moves one count down and
-    one up: L1 sensitivity 2 per column). Call only after the charge.
+    ``sensitivity / eps_column`` on each count. Row level, replacing one row moves
+    one count down and one up: L1 sensitivity 2 per column (the default); per unit
+    (``privacy_unit`` with ``max_rows_per_unit = k``, add/remove of one unit on the
+    bounded frame) at most ``k`` counts move by one: sensitivity ``k``
+    (``docs/privacy.md`` section 12). Call only after the charge.
 
     The sums are exact int64: counts lie in ``[0, n]``, and a draw is held within
     ``n`` of the int64 limit, as a saturating sampler holds it at the limit (a
     draw that large has probability below ``exp(-2**10)`` at the largest scale
     allowed, :data:`~dpmic_dask.privacy.mechanisms.base.MAX_NOISE_UNITS`)."""
-    scale = histogram_scale(eps_column)
+    scale = histogram_scale(eps_column, sensitivity)
     sampler = active_sampler()
     limit = np.iinfo(np.int64).max
     noisy = []
@@ -102,14 +105,39 @@ def noisy_histograms(counts, eps_column: float):
     return noisy, scale
 
 
-def histogram_scale(eps_column: float) -> float:
-    """The noise scale ``2 / eps_column`` (counts), refused when it cannot be sampled
-    faithfully -- checked when the request is planned, before anything is read."""
+def histogram_scale(eps_column: float, sensitivity: float = 2.0) -> float:
+    """The noise scale ``sensitivity / eps_column`` (counts; 2 at row level, ``k``
+    per unit), refused when it cannot be sampled faithfully -- checked when the
+    request is planned, before anything is read."""
     if not eps_column > 0:
         raise InvalidParameterError("eps is too small to split over these columns")
-    scale = safe_up(2.0 / eps_column)
+    scale = safe_up(float(sensitivity) / eps_column)
     check_noise_units(scale, "histogram")
     return scale
+
+
+def _unit_arguments(schema, names, privacy_unit, max_rows_per_unit):
+    """``(unit columns, k)`` for a standalone bounds step per unit, else ``None``
+    (checked before anything is read)."""
+    from dpmic_dask.release.units import check_max_rows, check_unit_columns
+
+    if privacy_unit is None:
+        if max_rows_per_unit is not None:
+            raise InvalidParameterError("max_rows_per_unit needs privacy_unit (the column "
+                                        "that identifies a unit)")
+        return None
+    unit = check_unit_columns(privacy_unit)
+    if max_rows_per_unit is None:
+        raise InvalidParameterError("privacy_unit needs max_rows_per_unit, the most rows of "
+                                    "one unit that are used")
+    k = check_max_rows(max_rows_per_unit)
+    if any(u not in schema for u in unit):
+        raise InvalidParameterError("privacy_unit column(s) are not in the frame")
+    clash = sorted(set(unit) & set(names))
+    if clash:
+        raise InvalidParameterError(
+            f"the privacy unit column(s) {clash} cannot have bounds released")
+    return unit, k
 
 
 def per_column(value, columns, check, what: str) -> tuple:
@@ -139,7 +167,7 @@ def check_refine(refine) -> bool:
 def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, refine=True,
                    nulls="raise", fill=None, ledger=None, dataset=None,
                    split_every=DEFAULT_SPLIT_EVERY, progress=None,
-                   label=None) -> BoundsRelease:
+                   label=None, privacy_unit=None, max_rows_per_unit=None) -> BoundsRelease:
     """Estimate public-to-be bounds of ``columns`` with ``eps`` (pure DP), one charge.
 
     See :mod:`dpmic_dask.privacy.bounds` for the mechanism; ``docs/privacy.md`` for the proof.
@@ -150,20 +178,38 @@ def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, refine=Tr
     ``FIRST_PASS_SHARE`` of it to the first) or spent on the first pass alone.
     Columns of every kind (:mod:`dpmic_dask.stats.kinds`) are estimated on their axis
     (times: seconds since the epoch, UTC); the report prints them in their kind.
+
+    ``privacy_unit`` (a column or columns) with ``max_rows_per_unit = k``: privacy
+    per unit -- at most ``k`` rows per unit are kept (a keyed hash, fresh key) and
+    each histogram's noise is ``k / eps_pass`` (``docs/privacy.md`` section 12); the
+    row count is not released.
     """
+    from dpmic_dask.release.units import bound_contributions, unit_label
     from dpmic_dask.stats.kinds import axis_arguments, axis_frame
 
     backend = backend_for(frame)
     names = [columns] if isinstance(columns, str) else list(columns or ())
+    unit = _unit_arguments(backend.schema(frame), names, privacy_unit, max_rows_per_unit)
     axis = axis_arguments(backend.schema(frame), bounds=dict.fromkeys(names, (0.0, 1.0)),
                           columns=names, fill=fill)
-    frame, fill = axis_frame(frame, axis.kinds), axis.fill
+    fill = axis.fill
     domain = axis.in_axis(domain)  # per-column domains given in each column's kind
     plan = _bounds_plan(axis.schema, columns, coverage, domain, nulls, fill,
                         PrivacyCost(check_epsilon(eps)), refine)
-    precheck_budget(ledger, dataset, PrivacyCost(plan.eps))
+    if unit is not None:
+        plan = plan.per_unit(unit_label(unit[0]), unit[1])
+    precheck_budget(ledger, dataset, PrivacyCost(plan.eps),
+                    **({"privacy_unit": unit[0]} if unit is not None else {}))
+    if unit is not None:  # every check passed: bound, then read only the bounded rows
+        frame = bound_contributions(frame, unit[0], unit[1], plan.columns)
+        if hasattr(frame, "persist"):  # both passes read the same bounded rows
+            frame = frame.persist()
+        backend = backend_for(frame)
+    frame = axis_frame(frame, axis.kinds)
     counts, rows = _bounds_counts(frame, backend, plan, plan.columns, plan.fill, split_every,
-                                  progress)
+                                  progress, min_rows=unit is None)
+    if unit is not None:
+        rows = None  # the bounded row count is not public
     charge = charge_budget(PrivacyCost(plan.eps), ledger, dataset,
                            description=label or "private bounds", mechanism="bounds-hist",
                            columns=plan.columns)
@@ -189,6 +235,33 @@ class _BoundsPlan:
     fill: tuple | None
     rho: float | None = None
     refines: tuple = ()
+    #: L1 sensitivity of one column's histogram: 2 (replace one row), or ``k`` per
+    #: unit (add/remove one unit's at most ``k`` rows of the bounded frame).
+    sensitivity: float = 2.0
+    #: ``(unit label, k)`` per unit, else ``None``.
+    unit: tuple | None = None
+
+    def scale(self, eps_pass: float) -> float:
+        """The histogram noise scale of a pass (checked before anything is read)."""
+        return histogram_scale(eps_pass, self.sensitivity)
+
+    def draw(self, rows, eps_pass: float):
+        """Noisy histograms of a pass at this plan's sensitivity."""
+        if self.sensitivity == 2.0:
+            return noisy_histograms(rows, eps_pass)
+        return noisy_histograms(rows, eps_pass, sensitivity=self.sensitivity)
+
+    def checked_scales(self) -> None:
+        """Refuse now a scale that cannot be sampled (only the passes run)."""
+        for eps_pass in ((self.eps_first, self.eps_second) if any(self.refines)
+                         else (self.eps_column,)):
+            self.scale(eps_pass)
+
+    def per_unit(self, unit_label: str, k: int) -> _BoundsPlan:
+        """The plan on a frame bounded to ``k`` rows per unit: sensitivity ``k``."""
+        plan = dataclasses.replace(self, sensitivity=float(k), unit=(unit_label, int(k)))
+        plan.checked_scales()
+        return plan
 
     @property
     def eps_first(self) -> float:
@@ -233,17 +306,17 @@ def _bounds_plan(schema, columns, coverage, domain, nulls, fill,
         total, rho_spent = safe_up(k * eps_column), part.amount()
     plan = _BoundsPlan(tuple(checked_columns), total, eps_column, coverages, grids, fills,
                        rho_spent, refines)
-    # a scale that cannot be sampled is refused now
-    for eps_pass in ((plan.eps_first, plan.eps_second) if any(refines) else (eps_column,)):
-        histogram_scale(eps_pass)
+    plan.checked_scales()  # a scale that cannot be sampled is refused now
     return plan
 
 
-def _bounds_counts(frame, backend, plan: _BoundsPlan, columns, fill, split_every, progress):
+def _bounds_counts(frame, backend, plan: _BoundsPlan, columns, fill, split_every, progress,
+                   min_rows=True):
     """One pass over ``columns`` (the bounds' columns and every other column of the
     release): the bounds' exact histograms and the row count, after refusing
     missing values without a fill, cells that are not numbers, and too few rows --
-    everything about the data that a later pass could find, found before the charge."""
+    everything about the data that a later pass could find, found before the charge.
+    ``min_rows=False`` (per unit, where the row count is not public): no row check."""
     columns = tuple(columns)
     grids = tuple(plan.grids[plan.columns.index(name)] if name in plan.columns else None
                   for name in columns)
@@ -256,7 +329,7 @@ def _bounds_counts(frame, backend, plan: _BoundsPlan, columns, fill, split_every
         raise MissingValuesError(
             f"column(s) {names} contain missing values; pass nulls='fill' with public "
             "fill values (nothing was charged)")
-    if rows < MIN_ROWS:
+    if min_rows and rows < MIN_ROWS:
         raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
     by_name = dict(zip((c for c, g in zip(columns, grids) if g is not None), counts))
     return [by_name[c] for c in plan.columns], int(rows)
@@ -310,10 +383,10 @@ def _bounds_release(counts, rows, plan: _BoundsPlan, charge_id: str,
     fine: dict[str, BoundsGrid] = {}
     restart: set[str] = set()
     refining = any(plan.refines)
-    scale = histogram_scale(plan.eps_first if refining else plan.eps_column)
+    scale = plan.scale(plan.eps_first if refining else plan.eps_column)
     for row, grid, cov, c, twice in zip(counts, plan.grids, plan.coverages, plan.columns,
                                         plan.refines):
-        (noisy,), scale_c = noisy_histograms([row], plan.eps_first if twice else plan.eps_column)
+        (noisy,), scale_c = plan.draw([row], plan.eps_first if twice else plan.eps_column)
         found[c] = _valid_bounds(bounds_from_noisy(noisy, grid, cov, scale_c), c)
         if not twice:
             continue
@@ -329,9 +402,9 @@ def _bounds_release(counts, rows, plan: _BoundsPlan, charge_id: str,
     second = recount(fine)
     refined = []
     # only scales the plan checked before the charge are computed here
-    scale2 = histogram_scale(plan.eps_second) if refining else None
+    scale2 = plan.scale(plan.eps_second) if refining else None
     if second:
-        second_noisy, scale2 = noisy_histograms([second[c] for c in fine], plan.eps_second)
+        second_noisy, scale2 = plan.draw([second[c] for c in fine], plan.eps_second)
         for (c, grid), row in zip(fine.items(), second_noisy):
             cov = plan.coverages[plan.columns.index(c)]
             if c in restart:
@@ -367,7 +440,9 @@ def _bounds_release(counts, rows, plan: _BoundsPlan, charge_id: str,
                          domain=domains or None, unresolved=unresolved, charge_id=charge_id,
                          seeded=not active_sampler().secure, refined=tuple(refined),
                          refine_noise_scale=scale2, first_pass_share=FIRST_PASS_SHARE,
-                         domain_use=use)
+                         domain_use=use,
+                         privacy_unit=plan.unit[0] if plan.unit is not None else None,
+                         max_rows_per_unit=plan.unit[1] if plan.unit is not None else None)
 
 
 @dataclass(frozen=True)
@@ -490,23 +565,46 @@ def run_private_bounds(frame, planned: PrivateBoundsPlan, *, ledger=None, datase
                            columns=request.columns)
     prepaid = PrepaidLedger(charge, planned.part)
     with after_charge(charge):
-        recount = partial(_refine_counts, frame, backend, plan, request.split_every, progress)
-        found = _bounds_release(counts, rows, plan, charge.charge_id, recount)
-        final = {c: found.bounds.get(c, planned.placeholder[c]) for c in planned.spec}
-        request = dc.replace(request, bounds=tuple(tuple(map(float, final[c]))
-                                                   for c in request.columns))
-        if planned.selection is None:
-            result = release_pairs(frame, request, ledger=prepaid, dataset=dataset,
-                                   progress=progress)
-        else:
-            result = release_selected(frame, request, planned.selection, ledger=prepaid,
-                                      dataset=dataset, progress=progress)
+        result, found = bounds_then_values(frame, frame, planned, counts, rows, charge,
+                                           prepaid, dataset=dataset, progress=progress)
     privacy = dc.replace(
         result.privacy, epsilon=total.epsilon, delta=total.delta, rho=total.rho, parts=parts,
         release_cost=planned.part,
         statement=privacy_statement(total, max(1, len(result.pairs)),
                                     detail=f"bounds and release together; {parts}"))
     return dc.replace(result, privacy=privacy, private_bounds=found)
+
+
+def bounds_then_values(frame, values_frame, planned: PrivateBoundsPlan, counts, rows, charge,
+                       prepaid, *, dataset=None, progress=None):
+    """After the charge (nothing here refuses): the bounds released from the first
+    pass's ``counts`` (and a refining pass over ``frame``), then the release's values
+    over ``values_frame`` at those bounds, paid from ``prepaid``. Per unit both are
+    the same bounded rows (``values_frame`` wraps ``frame`` with its public ``n0``)."""
+    request = planned.request
+    recount = partial(_refine_counts, frame, backend_for(frame), planned.bounds,
+                      request.split_every, progress)
+    found = _bounds_release(counts, rows, planned.bounds, charge.charge_id, recount)
+    final = {c: found.bounds.get(c, planned.placeholder[c]) for c in planned.spec}
+    request = dataclasses.replace(request, bounds=tuple(tuple(map(float, final[c]))
+                                                        for c in request.columns))
+    if planned.selection is None:
+        result = release_pairs(values_frame, request, ledger=prepaid, dataset=dataset,
+                               progress=progress)
+    else:
+        result = release_selected(values_frame, request, planned.selection, ledger=prepaid,
+                                  dataset=dataset, progress=progress)
+    return result, found
+
+
+def first_pass(frame, planned: PrivateBoundsPlan, *, progress=None, min_rows=True):
+    """The pass before the charge over every column of the release: the bounds'
+    exact first-pass histograms and the row count (missing values refused)."""
+    plan, request = planned.bounds, planned.request
+    read = tuple(dict.fromkeys((*request.columns, *plan.columns)))
+    return _bounds_counts(frame, backend_for(frame), plan, read,
+                          _fills_for(read, request, plan), request.split_every, progress,
+                          min_rows=min_rows)
 
 
 def _fills_for(read, request, plan: _BoundsPlan) -> tuple | None:

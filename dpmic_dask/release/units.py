@@ -358,9 +358,11 @@ def plan_units(schema, inner_planner, eps, *, delta, unit, k, count_share=None,
             raise InvalidParameterError(
                 f"statistic {mech.statistic.name!r} cannot be released per unit") from None
     if inner.bounds is not None:
-        raise InvalidParameterError(
-            'bounds="private" is not yet available with privacy_unit; release bounds first '
-            "with private_bounds(..., privacy_unit=...) and pass them as public bounds")
+        # the bounds step reads the bounded frame: each histogram's L1 sensitivity is k
+        # under add/remove of one unit (docs/privacy.md, section 12); refused now if a
+        # scale k / eps_pass cannot be sampled
+        inner = dataclasses.replace(inner, bounds=dataclasses.replace(
+            inner.bounds, bounds=inner.bounds.bounds.per_unit(unit_label(unit), k)))
     if not PrepaidLedger(None, part)._fits(inner.cost):  # type: ignore[arg-type]
         raise InvalidParameterError("the release does not fit its share")  # pragma: no cover
     floor = find_floor(inner, k)
@@ -460,6 +462,10 @@ def run_units(frame, plan, *, ledger=None, dataset=None, progress=None):
     request = inner.request
     precheck_budget(ledger, dataset, units.total, privacy_unit=units.unit)
     read = tuple(request.columns)
+    if inner.bounds is not None:
+        read = tuple(dict.fromkeys((*read, *inner.bounds.bounds.columns)))
+    # one bounded frame (one key) for every step: the bounds' passes and the values
+    # read the same rows of each unit
     bounded = bound_contributions(frame, units.unit, units.k, read)
     if hasattr(bounded, "persist"):
         # the bounded rows (at most k per unit) stay where they were computed for the
@@ -470,8 +476,15 @@ def run_units(frame, plan, *, ledger=None, dataset=None, progress=None):
 
         bounded = axis_frame(bounded, kinds, drop=None)
     backend = backend_for(bounded)
-    rows, missing = backend.reduce(bounded, read, partial(_rows_and_missing, columns=read),
-                                   _add, split_every=request.split_every, progress=progress)
+    if inner.bounds is not None:  # the bounds' first pass is the pass before the charge
+        from dpmic_dask.release.private_bounds import first_pass
+
+        counts, rows = first_pass(bounded, inner.bounds, progress=progress, min_rows=False)
+        missing = np.zeros(len(read), dtype=bool)  # refused by first_pass
+    else:
+        rows, missing = backend.reduce(bounded, read, partial(_rows_and_missing, columns=read),
+                                       _add, split_every=request.split_every,
+                                       progress=progress)
     if request.fill is None and np.asarray(missing).any():
         names = [c for c, m in zip(read, missing) if m]
         raise MissingValuesError(
@@ -479,11 +492,15 @@ def run_units(frame, plan, *, ledger=None, dataset=None, progress=None):
             "fill values (nothing was charged)")
     inner_label = (request.mechanism.label if inner.selection is None
                    else f"{inner.selection.selection.description} and the chosen values")
+    if inner.bounds is not None:
+        inner_label = inner.bounds.parts()
     parts = units.parts(inner_label)
+    steps = "bounds-hist+" if inner.bounds is not None else ""
     charge = charge_budget(
         units.total, ledger, dataset,
         description=f"{request.label or 'pairwise'} ({units.statement}; {parts})",
-        mechanism=f"unit-bound+count+{request.mechanism.label}", columns=request.columns)
+        mechanism=f"unit-bound+count+{steps}{request.mechanism.label}",
+        columns=request.columns)
     count = run_row_count(units.rowcount, int(rows))
     n0 = max(units.floor, count.n_low)
     released = per_unit(inner, units.k, n0)
@@ -492,8 +509,19 @@ def run_units(frame, plan, *, ledger=None, dataset=None, progress=None):
         # warnings about the noise at n0 are shown, never raised: nothing after the
         # charge may refuse, even under a warnings-as-errors filter
         warnings.simplefilter("default")
-        result = run_release(BoundedFrame(bounded, n0), released, ledger=prepaid,
-                             dataset=dataset, progress=progress)
+        if released.bounds is None:
+            result = run_release(BoundedFrame(bounded, n0), released, ledger=prepaid,
+                                 dataset=dataset, progress=progress)
+        else:
+            from dpmic_dask.release.private_bounds import bounds_then_values
+
+            result, found = bounds_then_values(
+                bounded, BoundedFrame(bounded, n0), released.bounds, counts, n0, charge,
+                prepaid, dataset=dataset, progress=progress)
+            if kinds:
+                found = dataclasses.replace(
+                    found, kinds={c: kd for c, kd in kinds.items() if kd})
+            result = dataclasses.replace(result, private_bounds=found)
     statement = unit_privacy_statement(
         privacy_statement(units.total, max(1, len(result.pairs)), detail=parts), units)
     privacy = dataclasses.replace(

@@ -138,7 +138,7 @@ def test_without_a_unit_the_plan_is_the_row_level_plan():
     ({"privacy_unit": "cid", "max_rows_per_unit": 4, "bounds": {**BOUNDS, "cid": (0, 300)}},
      "cannot be released"),
     ({"privacy_unit": "cid", "max_rows_per_unit": 4, "bounds": "private",
-      "columns": ["x", "y"]}, "private"),
+      "columns": ["cid", "x"]}, "cannot be released"),
     ({"privacy_unit": "cid", "max_rows_per_unit": 4, "delta": 1e-6,
       "mechanism": "micr-lap"}, "micr-gauss"),
 ])
