@@ -103,3 +103,17 @@ def test_bad_unit_keys_are_refused(setup, unit, match):
     _, _, job = setup
     with pytest.raises(JobError, match=match):
         load_job(job(unit=unit))
+
+
+def test_a_job_per_customer_with_private_bounds_runs_and_charges_once(setup):
+    tmp_path, ledger, job = setup
+    path = job()
+    path.write_text(path.read_text().replace("b = { bounds = [-1.5, 1.5] }",
+                                             'b = { bounds = "private" }'))
+    ran = invoke("run", path, "--run-id", "rb")
+    assert ran.exit_code == 0, ran.output
+    out = pd.concat(pd.read_csv(p) for p in sorted((tmp_path / "out").glob("*.csv")))
+    assert list(out.privacy_unit) == ["customer_id"]
+    (record,) = SQLLedger(ledger).history("sales")
+    assert "private bounds" in record.description
+    assert "per customer_id, at most 8 rows each" in record.description
