@@ -102,6 +102,7 @@ def test_concurrent_deliveries_to_one_table_write_the_rows_once(postgres_url, tm
     """The first delivery stops after its check for the run's rows; the second
     must wait for it (a lock held until the first commits), not insert too."""
     import threading
+    import time
 
     from dpmic_dask.batch import joboutput
     from dpmic_dask.batch.jobs import load_job
@@ -132,16 +133,23 @@ def test_concurrent_deliveries_to_one_table_write_the_rows_once(postgres_url, tm
     inside.wait()
     second = threading.Thread(target=lambda: results.append(joboutput.deliver(job, rows, "r")))
     second.start()
-    # until the second delivery is done, or waits for a lock another session holds
+    # until the second delivery is done, or waits for a lock another session holds;
+    # each look ends its transaction: pg_stat_activity is a snapshot taken once per
+    # transaction, so polling inside one would never see the wait begin
+    deadline = time.monotonic() + 60
     with sql_engine(postgres_url).connect() as conn:
         waiting = 0
-        while second.is_alive() and not waiting:
+        while second.is_alive() and not waiting and time.monotonic() < deadline:
             waiting = conn.execute(text(
                 "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
                 "AND datname = current_database()")).scalar()
+            conn.rollback()
+            time.sleep(0.01)
+    stuck = not waiting and second.is_alive()  # neither ended nor waited for a lock
     go.set()
     first.join()
     second.join()
+    assert not stuck, "the second delivery neither ended nor waited for the first"
     assert len(results) == 2
     with sql_engine(postgres_url).connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM rel")).scalar() == len(rows)
