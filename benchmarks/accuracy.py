@@ -51,11 +51,15 @@ def proxy_mic(rel, seed: int) -> float:
 
 def evaluate(task):
     """All releases for one relationship: rows of (mech, n, eps, exact, released, proxy)."""
-    from dpmic_dask.privacy.mechanisms import noisy_counts, noisy_values, plan_release
+    from dpmic_dask.privacy.mechanisms import (
+        default_parameters,
+        noisy_counts,
+        noisy_values,
+        plan_release,
+    )
     from dpmic_dask.privacy.noise import active_sampler
     from dpmic_dask.stats.characteristic import micr_from_counts
     from dpmic_dask.stats.counting import pair_counts
-    from dpmic_dask.stats.defaults import default_parameters
     from dpmic_dask.stats.grids import master_grid_family
     from dpmic_dask.stats.mice import mice_on_distinct_ranks
 
@@ -93,9 +97,8 @@ def tau_accuracy(rels, reps: int, seed: int, n: int = 10_000, eps: float = 1.0) 
     per release, budget split between MIC and tau as ``pairwise`` does)."""
     from scipy import stats
 
-    from dpmic_dask.privacy.mechanisms import build_mechanism, split_mechanism
+    from dpmic_dask.privacy.mechanisms import build_mechanism, default_parameters, split_mechanism
     from dpmic_dask.stats.counting import CountSpec, count_columns
-    from dpmic_dask.stats.defaults import default_parameters
     from dpmic_dask.stats.grids import tau_bins
     from dpmic_dask.stats.statistics import get_statistic
 

@@ -66,7 +66,7 @@ def errors_for(task):
 
 
 def main() -> None:
-    from dpmic_dask.stats.defaults import default_parameters
+    from dpmic_dask.privacy.mechanisms import default_parameters
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mechanism", default="micr-lap", choices=["micr-lap", "micr-geom"])
