@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import contextvars
+import math
 import threading
 import time
 import uuid
@@ -28,7 +29,13 @@ from dpmic_dask.errors import (
     InvalidParameterError,
     LedgerError,
 )
-from dpmic_dask.privacy.conversion import check_delta, check_epsilon, rho_from_eps_delta
+from dpmic_dask.privacy.conversion import (
+    approx_weight,
+    check_delta,
+    check_epsilon,
+    rho_cap,
+    rho_from_eps_delta,
+)
 from dpmic_dask.privacy.costs import PURE_DP, PrivacyCost, measure_for
 from dpmic_dask.stats.sensitivity import safe_up
 
@@ -56,11 +63,17 @@ def privacy_statement(cost: PrivacyCost, pairs: int, detail: str | None = None) 
         )
     rho = cost.as_rho()
     split = detail or f"{rho / pairs:.4g} per pair over {pairs} pair{plural}"
+    approx = ""
+    if cost.approx_delta:
+        approx = (f" Part of it is approximate: with probability at most "
+                  f"{cost.approx_delta:.3g} a category held by a single row is published; "
+                  "that chance is counted in delta, weighed 1 + e^eps (docs/privacy.md, "
+                  "'Approximate parts').")
     return (
         f"This release is ({cost.epsilon:g}, {cost.delta:g})-differentially private "
         f"with respect to replacing any one row. It is accounted as {rho:.6g}-zCDP "
         f"in total ({split}); zCDP costs add up across releases, epsilons of Gaussian "
-        "releases do not."
+        f"releases do not.{approx}"
     )
 
 
@@ -122,6 +135,27 @@ class Budget:
             return _exact(self.epsilon)
         return _exact(rho_from_eps_delta(self.epsilon, self.delta))
 
+    def cap_after(self, approx: Decimal) -> Decimal:
+        """The cap once approximate parts with bad-event chances adding up to
+        ``approx`` are charged: their ``delta``, weighed ``1 + e^eps``, is taken
+        from the budget's ``delta`` before ``rho`` is converted (:func:`rho_cap`)."""
+        if not approx:
+            return self.cap
+        return _exact(rho_cap(self.epsilon, self.delta, _float_up(approx)))
+
+    def approx(self, cost: PrivacyCost) -> Decimal:
+        """The bad-event ``delta`` ``cost`` adds to this budget's approximate parts
+        (:class:`BudgetMismatchError` on a pure budget, which cannot hold one)."""
+        if not cost.approx_delta:
+            return Decimal(0)
+        if self.is_pure:
+            raise BudgetMismatchError(
+                "a pure-DP budget (delta = 0) cannot pay for categories chosen from the "
+                "values that occur (their guarantee has a delta); use a budget with "
+                "delta > 0 or give public candidates")
+        approx_weight(self.epsilon)  # refuses a budget eps too large to hold one
+        return _exact(cost.approx_delta)
+
     def amount(self, cost: PrivacyCost) -> Decimal:
         """What ``cost`` uses of this budget, in its unit.
 
@@ -140,18 +174,35 @@ class Budget:
         return _exact(safe_up(cost.as_rho()))  # eps**2 / 2, rounded against the ledger
 
 
-def check_charge(dataset: str, budget: Budget, spent: Decimal, cost: PrivacyCost) -> Decimal:
+def check_charge(dataset: str, budget: Budget, spent: Decimal, cost: PrivacyCost,
+                 approx_spent: Decimal = Decimal(0)) -> Decimal:
     """The one check-and-record rule every ledger applies, under its own lock or
     transaction: the amount ``cost`` takes from ``budget``, or
-    :class:`BudgetExceededError` when ``spent`` plus that amount would pass the cap."""
+    :class:`BudgetExceededError` when ``spent`` plus that amount would pass the cap
+    (``approx_spent``: the bad-event deltas of the approximate parts charged
+    before, which with ``cost``'s own lower the cap, :meth:`Budget.cap_after`)."""
+    approx = approx_spent + budget.approx(cost)
     need = budget.amount(cost)
-    left = budget.cap - spent
+    cap = budget.cap_after(approx)
+    if approx and not cap > 0:
+        raise BudgetExceededError(
+            f"dataset {dataset!r} has no delta left for a part with a bad-event delta "
+            f"(its parts so far: {approx_spent}); nothing was released")
+    left = cap - spent
     if need > left:
         raise BudgetExceededError(
             f"release needs {need} but dataset {dataset!r} has {left} of its "
             f"{budget.unit} budget left; nothing was released"
         )
     return need
+
+
+def _float_up(amount: Decimal) -> float:
+    """``amount`` as a float, never below it."""
+    value = float(amount)
+    if Decimal(repr(value)) < amount:
+        value = math.nextafter(value, math.inf)
+    return value
 
 
 def unknown_dataset(dataset: str) -> LedgerError:
@@ -254,6 +305,15 @@ class InMemoryLedger:
                 total += budget.amount(charge.cost) if budget else _exact(charge.cost.epsilon)
         return total
 
+    def _approx_locked(self, dataset: str) -> Decimal:
+        return sum((_exact(c.cost.approx_delta) for c in self._charges
+                    if c.dataset == dataset), Decimal(0))
+
+    def approx_spent(self, dataset: str) -> Decimal:
+        """The bad-event deltas of ``dataset``'s approximate parts, added up."""
+        with self._lock:
+            return self._approx_locked(dataset)
+
     def _budget_locked(self, dataset: str) -> Budget | None:
         budget = self.budgets.get(dataset)
         if budget is None and not self.uncapped:
@@ -266,7 +326,7 @@ class InMemoryLedger:
             budget = self._budget_locked(dataset)
             if budget is None:
                 return None
-            return budget.cap - self._spent_locked(dataset)
+            return budget.cap_after(self._approx_locked(dataset)) - self._spent_locked(dataset)
 
     def check(self, dataset: str, cost: PrivacyCost) -> None:
         """Raise now what :meth:`charge` would raise, without recording anything
@@ -274,7 +334,8 @@ class InMemoryLedger:
         with self._lock:
             budget = self._budget_locked(dataset)
             if budget is not None:
-                check_charge(dataset, budget, self._spent_locked(dataset), cost)
+                check_charge(dataset, budget, self._spent_locked(dataset), cost,
+                             self._approx_locked(dataset))
 
     def charges(self, dataset: str | None = None) -> list[Charge]:
         """Every recorded charge (of ``dataset``, if given), oldest first."""
@@ -293,7 +354,8 @@ class InMemoryLedger:
         with self._lock:
             budget = self._budget_locked(dataset)
             if budget is not None:
-                check_charge(dataset, budget, self._spent_locked(dataset), cost)
+                check_charge(dataset, budget, self._spent_locked(dataset), cost,
+                             self._approx_locked(dataset))
             record = Charge(uuid.uuid4().hex, dataset, cost, description, time.time(),
                             mechanism, tuple(columns))
             self._charges.append(record)

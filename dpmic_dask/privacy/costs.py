@@ -38,6 +38,12 @@ class PrivacyCost:
     epsilon: float
     delta: float = 0.0
     rho: float | None = None
+    #: The chance of the bad event of an *approximate part* (zCDP only): a part
+    #: that is ``rho``-zCDP except with this probability, such as categories
+    #: chosen from the values that occur, where a value held by one row could be
+    #: published. ``delta`` is the whole statement's, this part included
+    #: (``docs/privacy.md``, "Approximate parts").
+    approx_delta: float = 0.0
 
     def __post_init__(self):
         # A cost reaches a ledger: it must be a real, positive amount, never NaN.
@@ -45,6 +51,10 @@ class PrivacyCost:
         check_delta(self.delta, "cost delta")
         if self.rho is not None and not (math.isfinite(self.rho) and self.rho > 0):
             raise InvalidParameterError("cost rho must be a finite number > 0")
+        check_delta(self.approx_delta, "cost approx_delta")
+        if self.approx_delta > 0 and (self.rho is None or not self.approx_delta < self.delta):
+            raise InvalidParameterError(
+                "an approximate part needs a zCDP cost whose delta exceeds its own")
 
     @property
     def measure(self) -> Measure:
@@ -64,8 +74,12 @@ class PrivacyCost:
         return self.measure.amount(self)
 
     def describe(self) -> str:
-        """``"epsilon 0.5"`` or ``"rho 0.01"``: the amount in words."""
-        return f"{self.measure.unit} {self.amount():.4g}"
+        """``"epsilon 0.5"`` or ``"rho 0.01"``: the amount in words (and the
+        bad-event ``delta`` of an approximate part)."""
+        text = f"{self.measure.unit} {self.amount():.4g}"
+        if self.approx_delta:
+            text += f" and a bad-event delta {self.approx_delta:.3g}"
+        return text
 
 
 class Measure(ABC):

@@ -20,8 +20,10 @@ runs with one id never both charge, and a retry never charges again. A batch
 run keeps its released values with its charge, in the same transaction
 (:meth:`SQLLedger.open_charge`; the release journal is :mod:`dpmic_dask.batch.journal`).
 Older ledgers (version 1: no run ids; 2: no jobs, no journal; 3: no job
-fingerprints) are upgraded in
-place on first use. A ledger that can be read but not written is reported as
+fingerprints; 4: no privacy units; 5: no approximate parts) are upgraded in
+place on first use. A charge with an approximate part (categories chosen from
+the values that occur) keeps its bad-event ``delta`` beside its ``rho``; those
+deltas lower the budget's ``rho`` cap (:meth:`~dpmic_dask.privacy.accounting.Budget.cap_after`). A ledger that can be read but not written is reported as
 read-only (:meth:`SQLLedger.check_writable`, before a run starts anything).
 """
 
@@ -94,7 +96,8 @@ def _record_from_row(r) -> ChargeRecord:
             raise TypeError
         return ChargeRecord(
             r[0], r[1], _amount(r[2], "this"),
-            PrivacyCost(float(r[3]), float(r[4]), None if r[5] is None else float(r[5])),
+            PrivacyCost(float(r[3]), float(r[4]), None if r[5] is None else float(r[5]),
+                        0.0 if r[11] is None else float(r[11])),
             r[6], r[7], tuple(str(c) for c in columns), r[9], r[10])
     except Exception:  # noqa: BLE001 - any unparsable value
         raise _corrupt(f"charge {str(r[0])[:64]!r}") from None
@@ -240,8 +243,26 @@ class SQLLedger:
         return _budget_from_row(row, dataset)
 
     def _spent(self, cur, dataset: str) -> Decimal:
-        cur.execute(self._sql("SELECT amount FROM dpmic_charges WHERE dataset = ?"), (dataset,))
-        return sum((_amount(r[0], dataset) for r in cur.fetchall()), Decimal(0))
+        return self._spent_parts(cur, dataset)[0]
+
+    def _spent_parts(self, cur, dataset: str) -> tuple[Decimal, Decimal]:
+        """What ``dataset`` spent (in its budget's unit) and the bad-event deltas of
+        its approximate parts, each added up exactly."""
+        cur.execute(self._sql("SELECT amount, approx_delta FROM dpmic_charges "
+                              "WHERE dataset = ?"), (dataset,))
+        spent, approx = Decimal(0), Decimal(0)
+        for amount, part in cur.fetchall():
+            spent += _amount(amount, dataset)
+            if part is not None:
+                approx += _amount(part, dataset)
+        return spent, approx
+
+    def approx_spent(self, dataset: str) -> Decimal:
+        """The bad-event deltas of ``dataset``'s approximate parts, added up."""
+        def work(cur):
+            self._require_budget(cur, dataset)
+            return self._spent_parts(cur, dataset)[1]
+        return self._run(work)
 
     def _require_unclaimed(self, cur, dataset: str, run_id: str | None,
                            job: str | None = None) -> None:
@@ -271,7 +292,8 @@ class SQLLedger:
     def remaining(self, dataset: str) -> Decimal:
         def work(cur):
             budget = self._require_budget(cur, dataset)
-            return budget.cap - self._spent(cur, dataset)
+            spent, approx = self._spent_parts(cur, dataset)
+            return budget.cap_after(approx) - spent
         return self._run(work)
 
     def check(self, dataset: str, cost: PrivacyCost, *, run_id: str | None = None,
@@ -281,7 +303,8 @@ class SQLLedger:
         def work(cur):
             budget = self._require_budget(cur, dataset)
             self._require_unclaimed(cur, dataset, run_id, job)
-            check_charge(dataset, budget, self._spent(cur, dataset), cost)
+            spent, approx = self._spent_parts(cur, dataset)
+            check_charge(dataset, budget, spent, cost, approx)
         self._run(work)
 
     def for_run(self, run_id: str, job: str | None = None) -> RunLedger:
@@ -296,7 +319,8 @@ class SQLLedger:
             self._require_budget(cur, dataset)
             cur.execute(self._sql(
                 "SELECT charge_id, created_at, amount, epsilon, delta, rho, description, "
-                "mechanism, columns, run_id, job FROM dpmic_charges WHERE dataset = ? "
+                "mechanism, columns, run_id, job, approx_delta FROM dpmic_charges "
+                "WHERE dataset = ? "
                 "ORDER BY created_at, charge_id"), (dataset,))
             return [_record_from_row(r) for r in cur.fetchall()]
         return self._run(work)
@@ -308,16 +332,18 @@ class SQLLedger:
         """Check and append a charge inside the caller's write transaction."""
         budget = self._require_budget(cur, dataset)
         self._require_unclaimed(cur, dataset, run_id, job)
-        need = check_charge(dataset, budget, self._spent(cur, dataset), cost)
+        spent, approx = self._spent_parts(cur, dataset)
+        need = check_charge(dataset, budget, spent, cost, approx)
         record = Charge(uuid.uuid4().hex, dataset, cost, description, time.time(),
                         mechanism, tuple(columns))
         cur.execute(self._sql(
             "INSERT INTO dpmic_charges (charge_id, dataset, created_at, amount, epsilon, "
-            "delta, rho, description, mechanism, columns, run_id, job) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+            "delta, rho, description, mechanism, columns, run_id, job, approx_delta) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
             (record.charge_id, dataset, _now(), str(need), repr(cost.epsilon),
              repr(cost.delta), None if cost.rho is None else repr(cost.rho), description,
-             mechanism, json.dumps([str(c) for c in columns]), run_id, job))
+             mechanism, json.dumps([str(c) for c in columns]), run_id, job,
+             repr(cost.approx_delta) if cost.approx_delta else None))
         return record
 
     def charge(self, dataset: str, cost: PrivacyCost, *, description: str = "",

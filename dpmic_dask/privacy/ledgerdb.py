@@ -169,7 +169,7 @@ class PostgresDB:
 
 # ---------------------------------------------------------------- the schema
 
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 _META = "CREATE TABLE IF NOT EXISTS dpmic_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 #: Version 3 adds the release journal: the released (noisy) rows of a batch run,
 #: written in the transaction of its charge, and the deliveries of those rows.
@@ -189,6 +189,9 @@ _FINGERPRINT = ["ALTER TABLE dpmic_release_journal ADD COLUMN fingerprint TEXT"]
 #: Version 5: a budget names the privacy unit it protects (NULL: one row, which is
 #: what every budget created before means).
 _UNIT = ["ALTER TABLE dpmic_budgets ADD COLUMN privacy_unit TEXT"]
+#: Version 6: a charge with an approximate part keeps its bad-event delta (NULL:
+#: none, which is what every charge recorded before means).
+_APPROX = ["ALTER TABLE dpmic_charges ADD COLUMN approx_delta TEXT"]
 _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS dpmic_budgets (
         dataset TEXT PRIMARY KEY, epsilon TEXT NOT NULL, delta TEXT NOT NULL,
@@ -203,11 +206,13 @@ _SCHEMA = [
     *_JOURNAL,
     *_FINGERPRINT,
     *_UNIT,
+    *_APPROX,
 ]
 #: Upgrades, by the version they start from. 1 -> 2: charges gain a run id.
 #: 2 -> 3: a run id is claimed per (dataset, job) instead of per dataset (NULLs
 #: never clash: charges without a job keep their own check), and the journal.
 #: 3 -> 4: the journal's fingerprint column. 4 -> 5: the budgets' privacy unit.
+#: 5 -> 6: the charges' approximate part.
 _UPGRADES = {
     "1": ["ALTER TABLE dpmic_charges ADD COLUMN run_id TEXT"],
     "2": ["DROP INDEX IF EXISTS dpmic_charges_run",
@@ -217,6 +222,7 @@ _UPGRADES = {
           *_JOURNAL],
     "3": _FINGERPRINT,
     "4": _UNIT,
+    "5": _APPROX,
 }
 
 

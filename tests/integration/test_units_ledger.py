@@ -16,6 +16,7 @@ import dpmic_dask  # noqa: F401  (the accessor)
 from dpmic_dask.errors import InvalidParameterError, LedgerError
 from dpmic_dask.privacy.accounting import Budget, InMemoryLedger
 from dpmic_dask.privacy.ledger import SQLLedger
+from dpmic_dask.privacy.ledgerdb import SCHEMA_VERSION
 from dpmic_dask.release.units import contribution_bound
 
 BOUNDS = {"x": (0.0, 1.0), "y": (0.0, 1.0)}
@@ -92,10 +93,11 @@ def test_a_version_four_ledger_is_upgraded_and_its_budgets_stay_per_row(tmp_path
     SQLLedger(url).init("old", Budget(1.0))
     with sqlite3.connect(path) as conn:  # back to the schema before the unit existed
         conn.execute("ALTER TABLE dpmic_budgets DROP COLUMN privacy_unit")
+        conn.execute("ALTER TABLE dpmic_charges DROP COLUMN approx_delta")
         conn.execute("UPDATE dpmic_meta SET value = '4' WHERE key = 'schema'")
     assert SQLLedger(url).budget_for("old") == Budget(1.0)
     with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT value FROM dpmic_meta").fetchone() == ("5",)
+        assert conn.execute("SELECT value FROM dpmic_meta").fetchone() == (SCHEMA_VERSION,)
     SQLLedger(url).init("new", Budget(1.0, privacy_unit="cid"))
     assert SQLLedger(url).budget_for("new").privacy_unit == "cid"
 
