@@ -68,7 +68,7 @@ def _refuse_with_causal(job) -> None:
         raise InvalidParameterError("[causal] and [select] cannot be combined: a job "
                                     "releases either a causal graph or pairwise values")
     private = [c for c, b in job.bounds.items()
-               if b == "private" or (isinstance(b, dict) and isinstance(b["categories"], dict))]
+               if b == "private" or (isinstance(b, dict) and not isinstance(b["categories"], list))]
     if private:
         raise InvalidParameterError(
             f"with [causal], columns need public bounds or public categories: "

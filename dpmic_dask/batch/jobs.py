@@ -34,6 +34,7 @@ Example (TOML)::
     # churned = { kind = "boolean" }       # booleans: bounds (0, 1) implied
     # region = { categories = ["north", "south", "east"] }  # categorical: a public list
     # plan = { categories = { private = ["basic", "plus", "pro"] } }  # chosen privately
+    # city = { categories = "private" }  # chosen from the values that occur (delta > 0)
 
     [privacy]
     eps = 1.0                              # also: delta, mechanism, B, c, nulls,
@@ -230,18 +231,21 @@ def _column_kind(spec: dict, name: str, src: str) -> dict:
 
 
 def _categories(spec: dict, name: str, src: str) -> dict:
-    """``columns.<name>.categories``: a public list (``["north", "south"]``) or
-    ``{ private = [candidates] }``; kept in ``Job.bounds`` as ``{"categories": ...}``
-    (the column's bounds come from the list; see :mod:`dpmic_dask.stats.categories`)."""
+    """``columns.<name>.categories``: a public list (``["north", "south"]``),
+    ``{ private = [candidates] }`` or ``"private"`` (from the values that occur);
+    kept in ``Job.bounds`` as ``{"categories": ...}`` (the column's bounds come
+    from the list; see :mod:`dpmic_dask.stats.categories`)."""
     others = sorted(set(spec) - {"categories", "fill"})
     if others:
         raise JobError(f"{src}: columns.{name}.{others[0]} does not apply to a categorical "
                        "column (its bounds come from its categories)")
     listed = spec["categories"]
+    if listed == "private":  # chosen from the values that occur (needs delta > 0)
+        return {"categories": "private"}
     if isinstance(listed, dict):
         if set(listed) != {"private"} or not isinstance(listed["private"], list):
-            raise JobError(f"{src}: columns.{name}.categories must be a list or "
-                           "{ private = [candidates] }")
+            raise JobError(f"{src}: columns.{name}.categories must be a list, "
+                           '{ private = [candidates] } or "private"')
         return {"categories": {"private": list(listed["private"])}}
     if not isinstance(listed, list):
         raise JobError(f"{src}: columns.{name}.categories must be a list of public categories")

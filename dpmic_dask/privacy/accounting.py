@@ -30,7 +30,6 @@ from dpmic_dask.errors import (
     LedgerError,
 )
 from dpmic_dask.privacy.conversion import (
-    approx_weight,
     check_delta,
     check_epsilon,
     rho_cap,
@@ -67,8 +66,7 @@ def privacy_statement(cost: PrivacyCost, pairs: int, detail: str | None = None) 
     if cost.approx_delta:
         approx = (f" Part of it is approximate: with probability at most "
                   f"{cost.approx_delta:.3g} a category held by a single row is published; "
-                  "that chance is counted in delta, weighed 1 + e^eps (docs/privacy.md, "
-                  "'Approximate parts').")
+                  "that chance is part of delta (docs/privacy.md, 'Approximate parts').")
     return (
         f"This release is ({cost.epsilon:g}, {cost.delta:g})-differentially private "
         f"with respect to replacing any one row. It is accounted as {rho:.6g}-zCDP "
@@ -137,8 +135,9 @@ class Budget:
 
     def cap_after(self, approx: Decimal) -> Decimal:
         """The cap once approximate parts with bad-event chances adding up to
-        ``approx`` are charged: their ``delta``, weighed ``1 + e^eps``, is taken
-        from the budget's ``delta`` before ``rho`` is converted (:func:`rho_cap`)."""
+        ``approx`` are charged: ``approx`` is taken from the budget's ``delta``
+        (and ``ln(1 / (1 - approx))`` from its ``eps``) before ``rho`` is
+        converted (:func:`rho_cap`)."""
         if not approx:
             return self.cap
         return _exact(rho_cap(self.epsilon, self.delta, _float_up(approx)))
@@ -153,7 +152,6 @@ class Budget:
                 "a pure-DP budget (delta = 0) cannot pay for categories chosen from the "
                 "values that occur (their guarantee has a delta); use a budget with "
                 "delta > 0 or give public candidates")
-        approx_weight(self.epsilon)  # refuses a budget eps too large to hold one
         return _exact(cost.approx_delta)
 
     def amount(self, cost: PrivacyCost) -> Decimal:

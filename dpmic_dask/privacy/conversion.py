@@ -209,36 +209,21 @@ def eps_within_rho(rho: float, delta: float) -> float:
     return low
 
 
-#: The largest budget ``eps`` that may hold approximate parts (a chance ``delta``
-#: that a value held by one row is published): the conversion below multiplies
-#: their ``delta`` by ``1 + e^eps``.
-APPROX_EPS_MAX = 50.0
-
-
-def approx_weight(eps: float) -> float:
-    """``1 + e^eps`` rounded up: what an approximate part's ``delta`` (the chance
-    of its bad event) weighs in an ``(eps, delta)`` budget (``docs/privacy.md``,
-    "Approximate parts"). Refuses ``eps`` above :data:`APPROX_EPS_MAX`."""
-    if not eps <= APPROX_EPS_MAX:
-        raise InvalidParameterError(
-            f"a budget with eps above {APPROX_EPS_MAX:g} cannot hold a part with a bad-event "
-            "delta (categories chosen from the values that occur)")
-    return safe_up(1.0 + math.exp(eps))
-
-
 def rho_cap(eps: float, delta: float, approx: float = 0.0) -> float:
     """The zCDP ``rho`` an ``(eps, delta)`` budget holds once approximate parts
-    with bad-event chances adding up to ``approx`` are in it: the ``delta`` left
-    for the zCDP conversion is ``delta - (1 + e^eps) approx`` (rounded down).
-    ``approx = 0`` is exactly :func:`rho_from_eps_delta`. Returns 0.0 when that
-    ``delta`` is used up."""
+    whose bad events have chances adding up to ``approx`` are in it: ``rho`` must
+    convert to ``(eps - ln(1 / (1 - approx)), delta - approx)``-DP (each rounded
+    down; ``docs/privacy.md``, "Approximate parts"). ``approx = 0`` is exactly
+    :func:`rho_from_eps_delta`. Returns 0.0 when nothing is left."""
     if approx == 0.0:
         return rho_from_eps_delta(eps, delta)
-    left = safe_down(delta - safe_up(approx_weight(eps) * approx))
-    if not left > 0.0:
+    if not 0.0 < approx < delta:
+        return 0.0
+    eps_left = safe_down(eps + math.log1p(-approx))
+    delta_left = safe_down(delta - safe_up(approx))
+    if not (eps_left > 0.0 and delta_left > 0.0):
         return 0.0
     try:
-        return rho_from_eps_delta(eps, left)
+        return rho_from_eps_delta(eps_left, delta_left)
     except InvalidParameterError:
         return 0.0
-

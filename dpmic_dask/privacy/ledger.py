@@ -23,8 +23,10 @@ Older ledgers (version 1: no run ids; 2: no jobs, no journal; 3: no job
 fingerprints; 4: no privacy units; 5: no approximate parts) are upgraded in
 place on first use. A charge with an approximate part (categories chosen from
 the values that occur) keeps its bad-event ``delta`` beside its ``rho``; those
-deltas lower the budget's ``rho`` cap (:meth:`~dpmic_dask.privacy.accounting.Budget.cap_after`). A ledger that can be read but not written is reported as
-read-only (:meth:`SQLLedger.check_writable`, before a run starts anything).
+deltas lower the budget's ``rho`` cap
+(:meth:`~dpmic_dask.privacy.accounting.Budget.cap_after`). A ledger that can be
+read but not written is reported as read-only (:meth:`SQLLedger.check_writable`,
+before a run starts anything).
 """
 
 from __future__ import annotations

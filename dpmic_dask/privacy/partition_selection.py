@@ -6,18 +6,18 @@ Two mechanisms; the proofs are in ``docs/privacy.md`` ("Private categories").
 Every candidate's count gets exact discrete Laplace noise of scale ``2 / eps``
 (replacing one row moves at most one count down and one up: L1 sensitivity 2),
 and the candidates whose noisy count reaches a public threshold are kept. The
-output depends on the data only through the noisy counts. This is the one the
-releases use (``categories={"region": {"private": [...]}}``).
+output depends on the data only through the noisy counts
+(``categories={"region": {"private": [...]}}``).
 
-:func:`select_partitions` -- ``(eps, delta)``-DP over an *unknown* domain:
-only values that occur are considered, so a value held by one row could appear
-in the output; the threshold ``T = 2 + ceil(2 ln(2 / delta) / eps)`` (at the
-scale ``2 / eps``) keeps such a value with probability at most
-``delta e^(-eps/2) / 2``. It needs ``delta > 0`` (:func:`check_unknown_domain`
-refuses ``delta = 0`` before anything is read). Its guarantee is approximate
-DP, which the package's ledgers (pure epsilon, or zCDP) cannot compose, so no
-release charges it yet: it is provided with its proof and exhaustive check for
-a ledger that tracks ``delta``.
+:func:`select_partitions` -- over an *unknown* domain: only values that occur
+are considered, so a value held by one row could appear in the output. With the
+threshold of :func:`bad_event_threshold` that happens with probability at most
+``p`` (the *bad event*); without it the choice is pure ``eps``-DP. Such a part
+is charged as ``eps**2 / 2``-zCDP plus a bad-event ``delta`` of ``p``
+(an *approximate part*, ``docs/privacy.md``, "Approximate parts"), which needs a
+budget with ``delta > 0`` (``categories={"region": "private"}``).
+:func:`unknown_domain_threshold` is the same choice stated as one
+``(eps, delta)``-DP guarantee.
 
 Noise is drawn only from :func:`dpmic_dask.privacy.noise.active_sampler`.
 """
@@ -93,24 +93,48 @@ def check_unknown_domain(eps: float, delta: float) -> None:
         raise InvalidParameterError("eps must be a finite number > 0")
 
 
-def select_partitions(counts: Mapping, eps: float, delta: float) -> list:
-    """``(eps, delta)``-DP choice of the values that occur (replace-one neighbours).
+def bad_event_threshold(eps: float, bad_event: float) -> int:
+    """The smallest ``T`` at which a value held by one row is kept with probability
+    at most ``bad_event``: with ``Z`` discrete Laplace of scale ``b`` (``2 / eps``
+    rounded up) and ``r = e^(-1/b)``, ``P(1 + Z >= T) = r^(T-1) / (1 + r)``, so
+    ``T = 1 + ceil(b ln(1 / (bad_event (1 + r))))``. Public."""
+    if not (eps > 0 and math.isfinite(eps)):
+        raise InvalidParameterError("eps is too small to split over these columns")
+    if not 0.0 < bad_event < 1.0:
+        raise InvalidParameterError("the bad-event delta must be in (0, 1)")
+    scale = safe_up(2.0 / eps)
+    r = math.exp(-1.0 / scale)
+    return 1 + max(0, math.ceil(scale * math.log(1.0 / (bad_event * (1.0 + r)))))
 
-    ``counts``: value -> exact count (> 0) of the values that occur. Each count
-    gets discrete Laplace noise of scale ``2 / eps``; a value is kept when its
-    noisy count reaches :func:`unknown_domain_threshold`. Returns the kept values
-    in a data-independent order (sorted by ``repr``). Call only after a charge."""
-    threshold = unknown_domain_threshold(eps, delta)
-    values = sorted(counts, key=repr)
-    exact = np.array([int(counts[v]) for v in values], dtype=np.int64)
+
+def select_partitions(counts: Mapping, eps: float, delta: float | None = None, *,
+                      threshold: int | None = None, limit: int | None = None) -> list:
+    """Choice of the values that occur (replace-one neighbours; call only after a
+    charge).
+
+    ``counts``: value -> exact count of the values that occur (values counted 0
+    are never considered). Each count gets discrete Laplace noise of scale
+    ``2 / eps``; a value is kept when its noisy count reaches ``threshold``
+    (default :func:`unknown_domain_threshold` of ``(eps, delta)``). With ``limit``
+    at most that many are kept: those with the largest noisy counts (ties in
+    ``repr`` order), post-processing. Returns the kept values sorted by ``repr``
+    (a data-independent order)."""
+    if threshold is None:
+        threshold = unknown_domain_threshold(eps, 0.0 if delta is None else delta)
+    values = sorted((v for v in counts if int(counts[v]) > 0), key=repr)
     if not values:
         return []
+    exact = np.array([int(counts[v]) for v in values], dtype=np.int64)
     scale = safe_up(2.0 / eps)
     noise = np.asarray(active_sampler().discrete_laplace(scale, exact.size), dtype=np.int64)
-    limit = np.iinfo(np.int64).max - int(exact.max())
-    noisy = exact + np.clip(noise, -limit, limit)
-    return [v for v, z in zip(values, noisy) if z >= threshold]
+    limit_int = np.iinfo(np.int64).max - int(exact.max())
+    noisy = exact + np.clip(noise, -limit_int, limit_int)
+    kept = [k for k in range(len(values)) if noisy[k] >= threshold]
+    if limit is not None and len(kept) > limit:
+        kept = sorted(sorted(kept, key=lambda k: -int(noisy[k]))[:limit])
+    return [values[k] for k in kept]
 
 
-__all__ = ["FALSE_KEEP", "candidate_scale", "candidate_threshold", "check_unknown_domain",
-           "select_candidates", "select_partitions", "unknown_domain_threshold"]
+__all__ = ["FALSE_KEEP", "bad_event_threshold", "candidate_scale", "candidate_threshold",
+           "check_unknown_domain", "select_candidates", "select_partitions",
+           "unknown_domain_threshold"]

@@ -27,10 +27,12 @@ from dpmic_dask.release.private_bounds import (
     run_private_bounds,
 )
 from dpmic_dask.release.private_categories import (
+    UNKNOWN,
     PrivateCategoriesPlan,
     plan_private_categories,
     run_private_categories,
     split_private,
+    worst_case_lists,
 )
 from dpmic_dask.release.request import API_NAMES, ArgumentNames, ReleaseRequest, pairwise_request
 from dpmic_dask.release.results import PairwiseResult
@@ -113,7 +115,7 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
     if private:
         check_private_categories(bounds, select, nulls, min_rows)
         eps, mechanism, step_costs = plan_private_categories(eps, delta, mechanism, private)
-        categories = {**(categories or {}), **private}
+        categories = {**(categories or {}), **worst_case_lists(schema, private)}
     # categorical columns: their public lists become their kinds (codes, bounds (0, K))
     kinds, columns, nulls, categorical = category_kinds(
         schema, categories, bounds=bounds, columns=columns, kinds=kinds, nulls=nulls,
@@ -137,9 +139,10 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
     if categorical:
         planned = with_categories(planned, categorical)
     if private:
-        cost, eps_column, release_part, total = step_costs
+        cost, eps_column, release_part, total, bad_event = step_costs
         planned = dataclasses.replace(planned, private_categories=PrivateCategoriesPlan(
-            {c: categorical[c] for c in private}, eps_column, cost, release_part, total))
+            {c: categorical[c] for c in private}, eps_column, cost, release_part, total,
+            tuple(c for c, listed in private.items() if listed is UNKNOWN), bad_event))
     return dataclasses.replace(planned, kinds=axis.kinds,
                                drop=planned.request.columns if drop_rows else None)
 
@@ -234,7 +237,9 @@ def run_release(frame, plan: ReleasePlan, *, ledger=None, dataset=None,
     from dpmic_dask.release.pipeline import release_pairs
 
     if plan.kinds or plan.drop:  # every column in axis numbers (dpmic_dask.stats.kinds)
-        frame = axis_frame(frame, plan.kinds or {}, drop=plan.drop)
+        raw = plan.private_categories.unknown if plan.private_categories else ()
+        kinds = {c: k for c, k in (plan.kinds or {}).items() if c not in raw}
+        frame = axis_frame(frame, kinds, drop=plan.drop)  # raw: coded after the choice
     if plan.private_categories is not None:
         return _in_kinds(run_private_categories(frame, plan, ledger=ledger, dataset=dataset,
                                                 progress=progress), plan)

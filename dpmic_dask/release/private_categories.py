@@ -4,7 +4,13 @@
 *candidate* list; the release keeps the candidates whose noisy count clears a
 public threshold (:func:`dpmic_dask.privacy.partition_selection.select_candidates`,
 pure DP) and treats the kept ones as the column's public list (the rest, and
-every value that is not a candidate, fall into "other"). A plan step like private
+every value that is not a candidate, fall into "other").
+``categories={"region": "private"}`` chooses among the values that occur (an
+unknown domain, :func:`~dpmic_dask.privacy.partition_selection.select_partitions`):
+a value held by one row is published with probability at most a bad-event
+``delta``, so the release needs ``delta > 0`` and is charged that part
+(``docs/privacy.md``, "Approximate parts"); at most :data:`MAX_KEPT` values are
+kept (fewer when the grid cannot hold them). A plan step like private
 bounds: :func:`plan_private_categories` splits the budget (``CATEGORIES_SHARE``
 of ``eps``, or of ``rho`` under zCDP, to the choice) before anything is read;
 :func:`run_private_categories` makes one pass that counts the candidates and
@@ -25,10 +31,21 @@ import pandas as pd
 
 from dpmic_dask.backends import backend_for
 from dpmic_dask.checks import MIN_ROWS
-from dpmic_dask.errors import InvalidDataError, InvalidParameterError, MissingValuesError
+from dpmic_dask.errors import (
+    DPMICError,
+    InvalidDataError,
+    InvalidParameterError,
+    MissingValuesError,
+)
 from dpmic_dask.privacy.accounting import PrivacyCost, privacy_statement
+from dpmic_dask.privacy.conversion import rho_cap
 from dpmic_dask.privacy.costs import PURE_DP, ZCDP, column_epsilon, measure_for
-from dpmic_dask.privacy.partition_selection import candidate_scale, select_candidates
+from dpmic_dask.privacy.partition_selection import (
+    bad_event_threshold,
+    candidate_scale,
+    select_candidates,
+    select_partitions,
+)
 from dpmic_dask.release.pipeline import (
     after_charge,
     charge_budget,
@@ -37,28 +54,33 @@ from dpmic_dask.release.pipeline import (
     release_pairs,
 )
 from dpmic_dask.release.selected import check_selected_plan, release_selected
-from dpmic_dask.stats.categories import PRIVATE, CategoryAxis
+from dpmic_dask.stats.categories import PRIVATE, CategoryAxis, column_kind
 from dpmic_dask.stats.counting import column_values
+from dpmic_dask.stats.sensitivity import safe_down
 
 #: Share of ``eps`` (or of ``rho`` under zCDP) spent on choosing categories.
 CATEGORIES_SHARE = 0.1
+#: The most values kept per column chosen from the values that occur (the
+#: release is checked before the charge at this many, or at the most the grid holds).
+MAX_KEPT = 100
+#: Share of a release's ``delta`` given to the bad events of choosing from the
+#: values that occur; the rest converts ``rho``.
+APPROX_SHARE = 0.5
+#: What :func:`split_private` puts for a column chosen from the values that occur.
+UNKNOWN = None
 
 
 def split_private(categories):
     """``(public, private)``: the lists given as public, and column -> candidate
-    tuple for ``{"private": [...]}`` entries. ``"private"`` alone (an unknown
-    domain) is refused: see :mod:`dpmic_dask.privacy.partition_selection`."""
+    tuple for ``{"private": [...]}`` entries, or :data:`UNKNOWN` for ``"private"``
+    alone (chosen from the values that occur)."""
     if not isinstance(categories, Mapping):
         return categories, {}
     public, private = {}, {}
     for column, listed in categories.items():
         if isinstance(listed, str) and listed == PRIVATE:
-            raise InvalidParameterError(
-                f"categories[{column!r}] = 'private' would choose among the values that occur "
-                "(an unknown domain): that needs delta > 0 and an (eps, delta) guarantee that "
-                "the ledger, which composes in pure epsilon or zCDP, cannot account; give "
-                f"public candidates instead: categories={{{column!r}: {{'private': [...]}}}} "
-                "(pure DP; nothing was read or charged)")
+            private[column] = UNKNOWN
+            continue
         if isinstance(listed, Mapping):
             if set(listed) != {PRIVATE}:
                 raise InvalidParameterError(
@@ -72,51 +94,122 @@ def split_private(categories):
 @dataclass(frozen=True)
 class PrivateCategoriesPlan:
     """The choice step: its columns and their candidate codings (``axes``: the
-    worst case, every candidate kept), each column's ``eps_column``, the step's
-    cost ``part``-wise (``cost``), the release's prepaid ``release_part`` and the
-    ``total`` charged once."""
+    worst case, every candidate kept; a placeholder for a column chosen from the
+    values that occur, named in ``unknown``), each column's ``eps_column``, the
+    step's cost ``part``-wise (``cost``), the release's prepaid ``release_part``
+    and the ``total`` charged once; ``bad_event``: each unknown column's chance
+    that a value held by one row is kept."""
 
     axes: dict
     eps_column: float
     cost: PrivacyCost
     release_part: PrivacyCost
     total: PrivacyCost
+    unknown: tuple = ()
+    bad_event: float = 0.0
 
     def describe(self) -> str:
-        return (f"private categories for {list(self.axes)}: {self.cost.describe()}, "
+        text = (f"private categories for {list(self.axes)}: {self.cost.describe()}, "
                 f"epsilon {self.eps_column:.4g} per column")
+        if self.unknown:
+            text += (f"; {list(self.unknown)} chosen from the values that occur (a value held "
+                     f"by one row is kept with probability at most {self.bad_event:.3g})")
+        return text
+
+
+def worst_case_lists(schema, private: dict, size: int = 2) -> dict:
+    """Each private column's list for planning: its candidates, or, for a column
+    chosen from the values that occur, ``size`` placeholders of its dtype's kind
+    (the real list is known only after the charge; the release is checked at
+    the most it may keep, before the charge). Refuses a column whose values
+    cannot be categories (only string, ``category`` and integer columns can)."""
+    dtypes = dict(schema.items()) if hasattr(schema, "items") else {}
+    lists = {}
+    for column, listed in private.items():
+        if listed is not UNKNOWN:
+            lists[column] = listed
+            continue
+        if column not in dtypes:
+            raise InvalidParameterError(f"categories given for column {column!r}, which the "
+                                        "frame does not have")
+        kind = column_kind(dtypes[column])
+        if kind == "other":
+            raise InvalidParameterError(
+                f"column {column!r} (dtype {dtypes[column]}) cannot have its categories chosen "
+                "from the values that occur: only string, category and integer columns can")
+        lists[column] = placeholders(kind, size)
+    return lists
+
+
+def placeholders(kind: str, size: int) -> tuple:
+    """``size`` distinct stand-in categories of a column ``kind`` (never matched:
+    such a column is read raw and coded only with the chosen list)."""
+    if kind == "integer":
+        return tuple(range(size))
+    return tuple(f"\x00{j}" for j in range(size))
 
 
 def plan_private_categories(eps, delta, mechanism, private: dict, share=CATEGORIES_SHARE):
     """Split the budget: ``share`` to the choice (pure ``eps_column``-DP per column;
     under zCDP the largest ``eps_column`` with ``C eps_column**2 / 2`` within the
-    share), the rest to the release. Returns ``(release eps, release mechanism,
-    costs)`` where ``costs`` is ``(choice cost, eps_column, release part, total)``."""
+    share), the rest to the release. A column chosen from the values that occur
+    (:data:`UNKNOWN`) needs ``delta > 0``: :data:`APPROX_SHARE` of ``delta``
+    goes to the bad events (split evenly over those columns) and the total
+    ``rho`` is what the rest converts (:func:`~dpmic_dask.privacy.conversion.rho_cap`).
+    Returns ``(release eps, release mechanism, costs)`` where ``costs`` is
+    ``(choice cost, eps_column, release part, total, bad event per column)``."""
     measure = measure_for(delta)
+    unknown = [c for c, listed in private.items() if listed is UNKNOWN]
+    if unknown and measure is PURE_DP:
+        raise InvalidParameterError(
+            f"categories of {unknown} chosen from the values that occur need delta > 0: a "
+            "value held by one row is published with probability at most a share of delta. "
+            f"Give delta > 0, or public candidates: {{'private': [candidates]}} (pure DP); "
+            "nothing was read or charged")
     if measure is ZCDP and mechanism not in ("auto", "micr-gauss"):
         raise InvalidParameterError("with private categories and delta > 0 the release is "
                                     "micr-gauss (mechanism='auto' or 'micr-gauss')")
-    total = measure.total(eps, delta)
+    bad_event = 0.0
+    if unknown:
+        approx = safe_down(APPROX_SHARE * delta)
+        bad_event = safe_down(approx / len(unknown))
+        rho = rho_cap(eps, delta, approx)
+        if not rho > 0:
+            raise InvalidParameterError("eps is too small for this delta")
+        total = PrivacyCost(eps, delta, rho, approx)
+    else:
+        total = measure.total(eps, delta)
     (part,) = measure.split(total, (share,))
     k = len(private)
     eps_column = column_epsilon(part, k)
     cost = PrivacyCost(part.epsilon) if measure is PURE_DP else part
     candidate_scale(eps_column)  # a scale that cannot be used is refused now
+    if unknown:
+        bad_event_threshold(eps_column, bad_event)  # likewise
     release_part = measure.rest(total, part.amount())
     if measure is PURE_DP:
         release_eps, release_mechanism = release_part.epsilon, mechanism
     else:
         release_eps, release_mechanism = ZCDP.within(release_part.amount(), delta), "micr-gauss"
-    return release_eps, release_mechanism, (cost, eps_column, release_part, total)
+    return release_eps, release_mechanism, (cost, eps_column, release_part, total, bad_event)
 
 
-def _first_pass(frame, *, columns, private, codes, fill):
-    """One partition: each private column's code histogram, the row count, and
-    every column's missing flag (every column converted: a cell that is not a
-    number is refused here, before the charge)."""
-    hist = [np.zeros(codes[c], dtype=np.int64) for c in private]
+def _first_pass(frame, *, columns, private, codes, fill, unknown=(), null_category=()):
+    """One partition: each private column's code histogram (a column chosen from
+    the values that occur: the count of each value that occurs, as a Series), the
+    row count, and every column's missing flag (every other column converted: a
+    cell that is not a number is refused here, before the charge)."""
+    hist = []
+    for c in private:
+        hist.append(None if c in unknown else np.zeros(codes[c], dtype=np.int64))
     missing = np.zeros(len(columns), dtype=bool)
     for k, name in enumerate(columns):
+        if name in unknown:
+            series = frame[name]
+            nulls = series.isna()
+            missing[k] = bool(nulls.any()) and name not in null_category
+            hist[private.index(name)] = value_counts(series[~nulls])
+            continue
         v = column_values(frame, name)
         nan = np.isnan(v)
         if nan.any():
@@ -128,8 +221,25 @@ def _first_pass(frame, *, columns, private, codes, fill):
     return hist, len(frame), missing
 
 
+def value_counts(series: pd.Series) -> pd.Series:
+    """How many times each value occurs (int64, indexed by the values as Python
+    objects; values that do not occur are not listed, whatever the dtype's
+    categories say)."""
+    counts = series.value_counts(sort=False, dropna=True)
+    counts = counts[counts.to_numpy() > 0]
+    return pd.Series(counts.to_numpy(dtype=np.int64),
+                     index=pd.Index(counts.index.astype(object), dtype=object))
+
+
+def _merge(x, y):
+    if isinstance(x, pd.Series):
+        both = pd.concat([x, y])
+        return both.groupby(level=0, sort=False).sum().astype(np.int64)
+    return x + y
+
+
 def _add(a, b):
-    return [x + y for x, y in zip(a[0], b[0])], a[1] + b[1], a[2] | b[2]
+    return [_merge(x, y) for x, y in zip(a[0], b[0])], a[1] + b[1], a[2] | b[2]
 
 
 def _recode_values(values: np.ndarray, remap: np.ndarray) -> np.ndarray:
@@ -144,16 +254,20 @@ def _recode_series(series: pd.Series, remap: np.ndarray) -> pd.Series:
                      index=series.index, name=series.name)
 
 
-def recode(frame, remaps: dict):
+def recode(frame, remaps: dict, coded: dict | None = None):
     """``frame`` (categorical columns as candidate codes) with each column of
-    ``remaps`` mapped to the chosen list's codes (a per-row map)."""
+    ``remaps`` mapped to the chosen list's codes (a per-row map), and each column
+    of ``coded`` (read raw: chosen from the values that occur) coded by its chosen
+    :class:`CategoryAxis`."""
     out = frame.copy()
-    for column, remap in remaps.items():
+    columns = {**{c: partial(_recode_series, remap=r) for c, r in remaps.items()},
+               **{c: axis.encode_series for c, axis in (coded or {}).items()}}
+    for column, fn in columns.items():
         if isinstance(frame, pd.DataFrame):
-            out[column] = _recode_series(frame[column], remap)
+            out[column] = fn(frame[column])
         else:
             meta = pd.Series([], dtype=np.float64, name=column)
-            out[column] = frame[column].map_partitions(_recode_series, remap, meta=meta)
+            out[column] = frame[column].map_partitions(fn, meta=meta)
     return out
 
 
@@ -176,9 +290,10 @@ def run_private_categories(frame, plan, *, ledger=None, dataset=None, progress=N
     """Run a release planned with private categories (``plan``: a
     :class:`~dpmic_dask.release.plan.ReleasePlan` whose ``private_categories`` is
     set; ``frame`` has its columns in axis numbers, the private ones as candidate
-    codes). One precheck; one pass over every column of the release; every check
-    of the release at the worst case; the one charge; then the choice and the
-    release on a prepaid part of the charge."""
+    codes, and those chosen from the values that occur raw). One precheck; one
+    pass over every column of the release; every check of the release at the
+    worst case; the one charge; then the choice and the release on a prepaid
+    part of the charge."""
     from dpmic_dask.privacy.accounting import PrepaidLedger
 
     step: PrivateCategoriesPlan = plan.private_categories
@@ -187,10 +302,11 @@ def run_private_categories(frame, plan, *, ledger=None, dataset=None, progress=N
     precheck_budget(ledger, dataset, step.total)
     private = tuple(step.axes)
     codes = {c: a.codes for c, a in step.axes.items()}
+    nullable = tuple(c for c in step.unknown if step.axes[c].null_category)
     hist, rows, missing = backend.reduce(
         frame, request.columns,
         partial(_first_pass, columns=request.columns, private=private, codes=codes,
-                fill=request.fill),
+                fill=request.fill, unknown=step.unknown, null_category=nullable),
         _add, split_every=request.split_every, progress=progress)
     if request.fill is None and np.asarray(missing).any():
         names = [c for c, m in zip(request.columns, missing) if m]
@@ -199,24 +315,42 @@ def run_private_categories(frame, plan, *, ledger=None, dataset=None, progress=N
             "nulls='category' (nothing was charged)")
     if rows < MIN_ROWS:
         raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
-    # every check of the release at the worst case (every candidate kept)
-    if plan.selection is None:
+    # every check of the release at the worst case (every candidate kept; the
+    # most values the grid holds for a column chosen from the values that occur)
+    kept_at_most = 0
+    if step.unknown:
+        kept_at_most = _most_kept(plan, int(rows))
+    elif plan.selection is None:
         check_plan(request, int(rows))
-        inner_label = request.mechanism.label
     else:
         check_selected_plan(request, plan.selection, int(rows))
+    if plan.selection is None:
+        inner_label = request.mechanism.label
+    else:
         inner_label = f"{plan.selection.selection.description} and the chosen values"
+    mechanism = "categories-" + ("lap-sel" if step.unknown else "lap")
     charge = charge_budget(step.total, ledger, dataset,
                            description=f"{request.label or 'pairwise'} ({step.describe()})",
-                           mechanism=f"categories-lap+{request.mechanism.label}",
+                           mechanism=f"{mechanism}+{request.mechanism.label}",
                            columns=request.columns)
-    chosen, remaps, report = {}, {}, {}
+    chosen, remaps, coded, report = {}, {}, {}, {}
+    scale = candidate_scale(step.eps_column)
+    thresholds = []
     for name, counts in zip(private, hist):
         axis = step.axes[name]
-        kept, scale, threshold = select_candidates(counts[:len(axis.categories)],
-                                                   step.eps_column)
-        final, remap = chosen_axis(axis, kept)
-        chosen[name], remaps[name] = final, remap
+        if name in step.unknown:
+            threshold = bad_event_threshold(step.eps_column, step.bad_event)
+            listed = tuple(select_partitions(dict(zip(counts.index, counts.to_numpy())),
+                                             step.eps_column, threshold=threshold,
+                                             limit=kept_at_most))
+            final = CategoryAxis(name, listed, axis.null_category)
+            coded[name] = final
+        else:
+            kept, scale, threshold = select_candidates(counts[:len(axis.categories)],
+                                                       step.eps_column)
+            final, remaps[name] = chosen_axis(axis, kept)
+        thresholds.append(threshold)
+        chosen[name] = final
         report[name] = final.categories
     axes = {**dict(request.categories), **chosen}
     bounds = tuple(axes[c].bounds if c in axes else b
@@ -225,15 +359,17 @@ def run_private_categories(frame, plan, *, ledger=None, dataset=None, progress=N
     prepaid = PrepaidLedger(charge, step.release_part)
     with after_charge(charge):
         if plan.selection is None:
-            result = release_pairs(recode(frame, remaps), inner, ledger=prepaid,
+            result = release_pairs(recode(frame, remaps, coded), inner, ledger=prepaid,
                                    dataset=dataset, progress=progress)
         else:
-            result = release_selected(recode(frame, remaps), inner, plan.selection,
+            result = release_selected(recode(frame, remaps, coded), inner, plan.selection,
                                       ledger=prepaid, dataset=dataset, progress=progress)
     total = step.total
-    parts = (f"{step.describe()} (noise scale {scale:.4g} on each candidate's count, "
-             f"threshold {threshold}); release: {inner_label} with "
-             f"{step.release_part.describe()}")
+    shown = ", ".join(str(t) for t in sorted(set(thresholds)))
+    limit = (f"; at most {kept_at_most} values kept per column chosen from the values that "
+             "occur") if step.unknown else ""
+    parts = (f"{step.describe()} (noise scale {scale:.4g} on each count, threshold "
+             f"{shown}{limit}); release: {inner_label} with {step.release_part.describe()}")
     privacy = dataclasses.replace(
         result.privacy, epsilon=total.epsilon, delta=total.delta, rho=total.rho, parts=parts,
         release_cost=step.release_part,
@@ -242,5 +378,38 @@ def run_private_categories(frame, plan, *, ledger=None, dataset=None, progress=N
     return dataclasses.replace(result, privacy=privacy, private_categories=report)
 
 
-__all__ = ["CATEGORIES_SHARE", "PrivateCategoriesPlan", "chosen_axis", "plan_private_categories",
-           "recode", "run_private_categories", "split_private"]
+def _most_kept(plan, rows: int) -> int:
+    """The most values a column chosen from the values that occur may keep: the
+    largest ``K <= MAX_KEPT`` at which every check of the release passes with
+    ``K`` categories in each such column (and every candidate kept). Public: a
+    function of the plan and the row count. Raises the release's own refusal
+    when even two do not fit (before the charge)."""
+    step: PrivateCategoriesPlan = plan.private_categories
+
+    def check(size: int) -> None:
+        axes = dict(plan.request.categories)
+        for name in step.unknown:
+            axes[name] = CategoryAxis(name, placeholders("string", size),
+                                      axes[name].null_category)
+        request = dataclasses.replace(plan.request, categories=tuple(axes.items()))
+        if plan.selection is None:
+            check_plan(request, rows)
+        else:
+            check_selected_plan(request, plan.selection, rows)
+
+    check(2)  # the release's own refusal, if even the smallest list does not fit
+    low, high = 2, MAX_KEPT
+    while low < high:
+        mid = (low + high + 1) // 2
+        try:
+            check(mid)
+        except DPMICError:
+            high = mid - 1
+        else:
+            low = mid
+    return low
+
+
+__all__ = ["APPROX_SHARE", "CATEGORIES_SHARE", "MAX_KEPT", "UNKNOWN", "PrivateCategoriesPlan",
+           "chosen_axis", "placeholders", "plan_private_categories", "recode",
+           "run_private_categories", "split_private", "worst_case_lists"]

@@ -378,6 +378,7 @@ def plan_unit_release(schema, eps, *, privacy_unit=None, max_rows_per_unit=None,
     private row count (``count_share`` of the budget, default 5%) in front of it.
     Without ``privacy_unit`` this is exactly the row-level plan. Nothing is read."""
     from dpmic_dask.release.plan import plan_release
+    from dpmic_dask.release.private_categories import split_private
 
     if privacy_unit is None:
         if max_rows_per_unit is not None or count_share is not None:
@@ -391,6 +392,11 @@ def plan_unit_release(schema, eps, *, privacy_unit=None, max_rows_per_unit=None,
             "(see dpmic_dask.contribution_bound to choose it privately)")
     if release.get("nulls") == "drop":
         raise InvalidParameterError('nulls="drop" is not yet available with privacy_unit')
+    if split_private(release.get("categories"))[1]:
+        raise InvalidParameterError(
+            "categories chosen privately are not yet available with privacy_unit (their "
+            "choice counts rows, not units): give public category lists (nothing was read "
+            "or charged)")
     if measure_for(delta) is ZCDP and mechanism not in ("auto", "micr-gauss"):
         raise InvalidParameterError("with privacy_unit and delta > 0 the release is "
                                     "micr-gauss (mechanism='auto' or 'micr-gauss')")

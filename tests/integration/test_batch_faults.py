@@ -23,6 +23,7 @@ import dpmic_dask as dm
 from dpmic_dask.batch.cli import Exit, main
 from dpmic_dask.privacy.accounting import Budget, PrivacyCost
 from dpmic_dask.privacy.ledger import SQLLedger
+from dpmic_dask.privacy.ledgerdb import SCHEMA_VERSION
 from tests.integration.test_jobs import JOB, write_input
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -399,7 +400,7 @@ def test_a_version_one_ledger_is_upgraded_in_place(tmp_path):
         ledger.for_run("r1").charge("d", PrivacyCost(0.25))
     assert ledger.remaining("d") == Decimal("0.5")
     with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT value FROM dpmic_meta").fetchone() == ("5",)
+        assert conn.execute("SELECT value FROM dpmic_meta").fetchone() == (SCHEMA_VERSION,)
         # budgets made before the privacy unit existed protect one row each
         assert conn.execute("SELECT privacy_unit FROM dpmic_budgets").fetchone() == (None,)
 

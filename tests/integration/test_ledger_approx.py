@@ -1,10 +1,9 @@
 """Approximate parts in every ledger: a charge whose part has a bad-event delta
-(categories chosen from the values that occur) lowers the budget's rho cap by
-taking ``(1 + e^eps) delta_a`` from its delta before rho is converted."""
+``p`` (categories chosen from the values that occur) lowers the budget's rho cap:
+rho must convert to ``(eps - ln(1 / (1 - p)), delta - p)``."""
 
 from __future__ import annotations
 
-import math
 import sqlite3
 from decimal import Decimal
 
@@ -18,8 +17,8 @@ from dpmic_dask.privacy.ledger import SQLLedger
 from dpmic_dask.privacy.ledgerdb import SCHEMA_VERSION
 
 EPS, DELTA = 1.0, 1e-6
-#: A release's approximate part: half of its delta, weighed 1 + e^eps.
-APPROX = DELTA / (2 * (1 + math.e)) * 0.999
+#: A release's approximate part: about half of its delta.
+APPROX = DELTA / 2 * 0.999
 
 
 def approx_cost(rho=None, approx=APPROX) -> PrivacyCost:
@@ -72,7 +71,7 @@ def test_the_approximate_part_lowers_the_cap(ledger):
 
 
 def test_bad_event_deltas_add_up_until_the_delta_is_gone(ledger):
-    part = DELTA / (1 + math.e) / 3
+    part = DELTA / 3
     tiny = 1e-12
     for _ in range(2):
         ledger.charge("d", PrivacyCost(EPS, DELTA, tiny, part))

@@ -128,10 +128,9 @@ def test_unknown_domain_needs_delta():
         select_partitions({"a": 5}, 1.0, 0.0)
     frame = pd.DataFrame({"g": pd.Series(["a", "b"] * 4, dtype=object), "x": np.arange(8.0)})
     ledger = InMemoryLedger(uncapped=True)
-    for delta in (0.0, 1e-6):
-        with pytest.raises(InvalidParameterError, match="delta > 0"):
-            frame.dpmic.pairwise(eps=1.0, delta=delta, bounds={"x": (0, 8)},
-                                 categories={"g": "private"}, ledger=ledger)
+    with pytest.raises(InvalidParameterError, match="delta > 0"):
+        frame.dpmic.pairwise(eps=1.0, delta=0.0, bounds={"x": (0, 8)},
+                             categories={"g": "private"}, ledger=ledger)
     assert not ledger.charges()
 
 

@@ -1,0 +1,221 @@
+"""Categories chosen from the values that occur (``categories={"c": "private"}``).
+
+Exactly, on every neighbouring pair of small tables: without its bad event (a
+value held by one row kept) the choice is pure ``eps``-DP, the bad event has
+probability at most ``p``, and together they give the ``(eps + ln(1/(1-p)), p)``
+statement ``docs/privacy.md`` ("Approximate parts") charges. Through the public
+release: the keep rates fit the stated noise scale and threshold, and the charge
+carries the bad-event delta.
+"""
+
+from __future__ import annotations
+
+import math
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpmic_dask  # noqa: F401  (registers the accessor)
+from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.privacy.accounting import Budget, InMemoryLedger
+from dpmic_dask.privacy.partition_selection import bad_event_threshold
+from dpmic_dask.release.private_categories import (
+    UNKNOWN,
+    plan_private_categories,
+)
+from dpmic_dask.stats.sensitivity import safe_up
+from tests.statistical.test_categories_selection import (
+    delta_needed,
+    fits,
+    neighbours,
+    output_law,
+    tail,
+)
+from tests.statistical.test_release_noise_paths import zero_noise
+
+pytestmark = pytest.mark.slow
+
+
+def _common_law(counts: dict, other: dict, scale: float, threshold: int) -> dict:
+    """The choice with every value absent from ``other`` suppressed."""
+    return output_law({v: c for v, c in counts.items() if other.get(v, 0) > 0}, scale,
+                      threshold)
+
+
+@pytest.mark.parametrize("eps,p", [(0.5, 1e-2), (1.0, 1e-3), (2.0, 1e-4)])
+def test_the_choice_is_pure_dp_but_for_its_bad_event(eps, p):
+    scale = safe_up(2.0 / eps)
+    threshold = bad_event_threshold(eps, p)
+    stated = eps + math.log(1.0 / (1.0 - p))
+    worst_ratio, worst_bad, worst_delta = 0.0, 0.0, 0.0
+    for n in range(1, 6):
+        for base, other in neighbours(("a", "b", "c"), n):
+            for x, y in ((base, other), (other, base)):
+                unique = [v for v, c in x.items() if c > 0 and y.get(v, 0) == 0]
+                assert len(unique) <= 1  # replacing one row: one value per side
+                for v in unique:
+                    worst_bad = max(worst_bad, tail(scale, threshold - x[v]))
+                px, qy = _common_law(x, y, scale, threshold), _common_law(y, x, scale, threshold)
+                for s, pv in px.items():
+                    worst_ratio = max(worst_ratio, math.log(pv / qy[s]))
+                worst_delta = max(worst_delta, delta_needed(
+                    output_law(x, scale, threshold), output_law(y, scale, threshold), stated))
+    assert worst_ratio <= eps * (1 + 1e-9)
+    assert worst_ratio > 0.45 * eps  # the suppressed choice does spend eps
+    assert worst_bad <= p
+    assert worst_delta <= p
+    # the threshold matters: three noise scales lower, the bad event passes p
+    low = threshold - math.ceil(3 * scale)
+    assert tail(scale, low - 1) > p
+
+
+# ------------------------------------------------------ through the public release
+
+EPS, DELTA = 20.0, 1e-3
+VALUES = 40
+
+
+def _step():
+    _, _, (_, eps_column, _, _, bad_event) = plan_private_categories(
+        EPS, DELTA, "auto", {"g": UNKNOWN})
+    return safe_up(2.0 / eps_column), bad_event_threshold(eps_column, bad_event)
+
+
+def _table(threshold: int) -> pd.DataFrame:
+    # value j holds threshold - 4 + (j % 4) rows: keep probabilities at 4 levels
+    counts = [threshold - 4 + j % 4 for j in range(VALUES)]
+    values = np.repeat([f"v{j:02d}" for j in range(VALUES)], counts)
+    gen = np.random.default_rng(5)  # test data only
+    return pd.DataFrame({"g": pd.Series(values, dtype=object),
+                         "x": gen.uniform(0, 1, values.size)})
+
+
+def _release(frame, ledger=None, **options):
+    return frame.dpmic.pairwise(eps=EPS, delta=DELTA, bounds={"x": (0, 1)},
+                                categories={"g": "private"}, B=90, c=1,
+                                ledger=ledger or InMemoryLedger(uncapped=True), **options)
+
+
+def keep_frequencies(runs: int, sampler_zero: bool = False):
+    scale, threshold = _step()
+    frame = _table(threshold)
+    kept, trials = np.zeros(4), np.zeros(4)
+    for _ in range(runs):
+        if sampler_zero:
+            with zero_noise():
+                res = _release(frame)
+        else:
+            res = _release(frame)
+        chosen = set(res.private_categories["g"])
+        for j in range(VALUES):
+            kept[j % 4] += f"v{j:02d}" in chosen
+            trials[j % 4] += 1
+    return kept, trials, scale, threshold
+
+
+def test_the_choice_draws_its_noise_at_the_stated_scale():
+    kept, trials, scale, threshold = keep_frequencies(150)
+    assert fits(kept, trials, scale, threshold)
+    assert not fits(kept, trials, 0.7 * scale, threshold)
+    assert not fits(kept, trials, 1.3 * scale, threshold)
+
+
+def test_the_check_fails_without_noise():
+    kept, trials, scale, threshold = keep_frequencies(20, sampler_zero=True)
+    assert not fits(kept, trials, scale, threshold)
+
+
+def test_the_charge_carries_the_bad_event_and_fits_the_budget_exactly():
+    frame = _table(_step()[1])
+    ledger = InMemoryLedger()
+    ledger.set_budget("d", Budget(EPS, DELTA))
+    res = _release(frame, ledger=ledger, dataset="d")
+    (charge,) = ledger.charges()
+    assert charge.mechanism.startswith("categories-lap-sel+")
+    assert charge.cost.epsilon == EPS and charge.cost.delta == DELTA
+    assert 0.49 * DELTA < charge.cost.approx_delta <= 0.5 * DELTA
+    assert ledger.remaining("d") == 0
+    assert "chosen from the values that occur" in res.privacy.statement
+    assert "Part of it is approximate" in res.privacy.statement
+
+
+def _boom_frame():
+    meta = pd.DataFrame({"g": pd.Series([], dtype=object), "x": pd.Series([], dtype=float),
+                         "cid": pd.Series([], dtype=np.int64)})
+
+    def boom():
+        raise OSError("this partition must not be read")
+
+    return dd.from_delayed([dask.delayed(boom)()], meta=meta)
+
+
+@pytest.mark.parametrize("options,words", [
+    ({"delta": 0.0}, "delta > 0"),
+    ({"delta": 1e-6, "privacy_unit": "cid", "max_rows_per_unit": 2}, "privacy_unit"),
+    ({"delta": 1e-6, "mechanism": "micr-lap"}, "micr-gauss"),
+])
+def test_refusals_come_before_anything_is_read(options, words):
+    ledger = InMemoryLedger(uncapped=True)
+    with pytest.raises(InvalidParameterError, match=words):
+        _boom_frame().dpmic.pairwise(eps=1.0, bounds={"x": (0, 1)}, columns=["g", "x"],
+                                     categories={"g": "private"}, ledger=ledger, **options)
+    assert not ledger.charges()
+
+
+def test_a_float_column_cannot_take_its_categories_from_its_values():
+    frame = pd.DataFrame({"f": np.linspace(0, 1, 50), "x": np.linspace(0, 1, 50)})
+    with pytest.raises(InvalidParameterError, match=r"'f' \(dtype float64\)"):
+        frame.dpmic.pairwise(eps=1.0, delta=1e-6, bounds={"x": (0, 1)},
+                             categories={"f": "private"})
+
+
+def test_common_values_are_kept_and_rare_ones_are_not_on_pandas_and_dask():
+    gen = np.random.default_rng(11)  # test data only
+    n = 6000
+    common = gen.choice([3, 7, 9], n)
+    rare = np.arange(1000, 1030)  # thirty values held by one row each
+    g = pd.Series(np.concatenate([common, rare]), dtype="Int64")
+    g[:40] = pd.NA  # nulls kept as their own category
+    x = np.concatenate([common + gen.normal(0, 0.5, n), gen.uniform(0, 10, rare.size)])
+    frame = pd.DataFrame({"g": g, "x": x})
+    for data in (frame, dd.from_pandas(frame, npartitions=3)):
+        res = data.dpmic.pairwise(eps=40.0, delta=1e-5, bounds={"x": (-2, 12)},
+                                  categories={"g": "private"}, nulls="category",
+                                  ledger=InMemoryLedger(uncapped=True))
+        assert res.private_categories["g"] == (3, 7, 9)
+        assert res.values[0] > 0.9
+
+
+def test_more_values_than_the_grid_holds_keeps_the_largest_noisy_counts():
+    gen = np.random.default_rng(12)  # test data only
+    values = np.repeat(np.arange(30), np.arange(30) * 40 + 400)  # 400 .. 1560 rows
+    frame = pd.DataFrame({"g": pd.Series(values.astype(str), dtype="string[pyarrow]"),
+                          "x": gen.uniform(0, 1, values.size)})
+    ledger = InMemoryLedger(uncapped=True)
+    res = frame.dpmic.pairwise(eps=40.0, delta=1e-5, bounds={"x": (0, 1)}, B=20, c=1,
+                               categories={"g": "private"}, ledger=ledger)
+    kept = res.private_categories["g"]
+    assert 2 <= len(kept) < 30 and len(ledger.charges()) == 1
+    assert set(kept) == {str(v) for v in range(30 - len(kept), 30)}  # the largest
+    assert "at most" in res.privacy.parts and np.isfinite(res.values[0])
+
+
+def test_every_row_level_check_runs_before_the_charge():
+    frame = pd.DataFrame({"g": pd.Series(["a", None] * 30, dtype=object),
+                          "x": np.linspace(0, 1, 60)})
+    ledger = InMemoryLedger(uncapped=True)
+    with pytest.raises(dpmic_dask.MissingValuesError):
+        frame.dpmic.pairwise(eps=1.0, delta=1e-6, bounds={"x": (0, 1)},
+                             categories={"g": "private"}, ledger=ledger)
+    assert not ledger.charges()
+
+
+def test_combinations_of_steps_are_still_refused():
+    frame = pd.DataFrame({"g": pd.Series(["a", "b"] * 30, dtype=object),
+                          "x": np.linspace(0, 1, 60), "y": np.linspace(0, 1, 60)})
+    with pytest.raises(InvalidParameterError, match="private bounds"):
+        frame.dpmic.pairwise(eps=1.0, delta=1e-6, bounds={"x": "private", "y": (0, 1)},
+                             categories={"g": "private"})
