@@ -84,6 +84,11 @@ def budget_show(ledger_url, dataset, debug):
     click.echo(f"dataset:   {dataset}")
     click.echo(f"cap:       {cap.cap} {unit} (epsilon={cap.epsilon:g}, delta={cap.delta:g})")
     click.echo(f"spent:     {spent} {unit} in {releases} release(s)")
+    tracks = getattr(ledger, "tracks_approx_parts", False) and not cap.is_pure
+    parts = ledger.approx_spent(dataset) if tracks else 0  # type: ignore[attr-defined]
+    if parts:
+        click.echo(f"bad-event delta: {parts} (categories chosen from the values that occur; "
+                   "it lowers the cap)")
     click.echo(f"remaining: {left} {unit}")
 
 

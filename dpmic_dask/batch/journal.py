@@ -144,6 +144,8 @@ class JournaledRun:
     released, since rows leave the process only from the journal.
     """
 
+    tracks_approx_parts = True
+
     def __init__(self, ledger: SQLLedger, run_id: str, job: str,
                  fingerprint: str | None = None):
         self.ledger, self.run_id, self.job = ledger, run_id, job

@@ -269,6 +269,9 @@ class InMemoryLedger:
     without any cap; it holds no budgets.
     """
 
+    #: Keeps the bad-event deltas of approximate parts.
+    tracks_approx_parts = True
+
     budgets: dict = field(default_factory=dict)
     uncapped: bool = False
     _charges: list = field(default_factory=list)

@@ -120,6 +120,9 @@ class SQLLedger:
     """A persistent ledger at ``url``: ``sqlite:///path/to/file.db`` or
     ``postgresql://user:password@host:port/dbname``."""
 
+    #: Keeps the bad-event deltas of approximate parts (schema 6).
+    tracks_approx_parts = True
+
     def __init__(self, url: str):
         self.url = url
         parsed = urlparse(url)
@@ -423,6 +426,8 @@ class RunLedger:
     """A :class:`SQLLedger` bound to one batch run: :meth:`check` and :meth:`charge`
     also claim the run id, so one run id charges at most once per dataset and job."""
 
+    tracks_approx_parts = True
+
     def __init__(self, ledger: SQLLedger, run_id: str, job: str | None = None):
         self.ledger = ledger
         self.run_id = run_id
@@ -439,6 +444,7 @@ def describe(record: ChargeRecord) -> dict:
     """A JSON-friendly view of a history row."""
     return {
         "charge_id": record.charge_id,
+        "approx_delta": record.cost.approx_delta,
         "time": record.created_at,
         "amount": str(record.amount),
         "epsilon": record.cost.epsilon,

@@ -29,6 +29,7 @@ from dpmic_dask.errors import (
     DPMICError,
     InvalidDataError,
     InvalidParameterError,
+    LedgerError,
     MissingValuesError,
     PrivacyLeakWarning,
     ReleaseIncompleteError,
@@ -106,6 +107,11 @@ def precheck_budget(ledger, dataset, cost: PrivacyCost, privacy_unit=None) -> No
     from dpmic_dask.release.units import check_ledger_unit
 
     check_ledger_unit(ledger, dataset, privacy_unit)
+    if cost.approx_delta and not getattr(_ledger(ledger), "tracks_approx_parts", False):
+        raise LedgerError(
+            "this ledger does not keep the bad-event deltas of approximate parts (categories "
+            "chosen from the values that occur), so it cannot pay for one; use an "
+            "in-memory, SQLite or PostgreSQL ledger (nothing was read or charged)")
     try:
         _ledger(ledger).check(dataset or DEFAULT_DATASET, cost)
     except BudgetExceededError as exc:

@@ -237,7 +237,8 @@ def run_release(frame, plan: ReleasePlan, *, ledger=None, dataset=None,
     from dpmic_dask.release.pipeline import release_pairs
 
     if plan.kinds or plan.drop:  # every column in axis numbers (dpmic_dask.stats.kinds)
-        raw = plan.private_categories.unknown if plan.private_categories else ()
+        step = plan.private_categories
+        raw = step.unknown if isinstance(step, PrivateCategoriesPlan) else ()
         kinds = {c: k for c, k in (plan.kinds or {}).items() if c not in raw}
         frame = axis_frame(frame, kinds, drop=plan.drop)  # raw: coded after the choice
     if plan.private_categories is not None:

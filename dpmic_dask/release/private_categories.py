@@ -76,7 +76,8 @@ def split_private(categories):
     alone (chosen from the values that occur)."""
     if not isinstance(categories, Mapping):
         return categories, {}
-    public, private = {}, {}
+    public: dict = {}
+    private: dict = {}
     for column, listed in categories.items():
         if isinstance(listed, str) and listed == PRIVATE:
             private[column] = UNKNOWN

@@ -110,3 +110,63 @@ def test_an_approximate_part_is_a_delta_below_the_statement(approx):
         PrivacyCost(EPS, DELTA, 0.01, approx)
     with pytest.raises(dm.InvalidParameterError):
         PrivacyCost(EPS, 0.0, None, 1e-9)  # pure costs have no approximate part
+
+
+def test_budget_show_and_forecast_count_the_bad_event_deltas(tmp_path):
+    from click.testing import CliRunner
+
+    from dpmic_dask.batch.cli import main
+    from dpmic_dask.batch.runner import forecast
+
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    ledger = SQLLedger(url)
+    ledger.init("d", Budget(EPS, DELTA))
+    rho = rho_from_eps_delta(EPS, DELTA) / 10 * 0.999
+    plain = PrivacyCost(EPS, DELTA, rho)
+    with_part = PrivacyCost(EPS, DELTA, rho, DELTA / 4)
+    assert forecast(ledger, "d", plain).runs == 10
+    # each run also takes a quarter of delta: the fourth has no delta left
+    runs = forecast(ledger, "d", with_part).runs
+    assert runs == 3
+    for _ in range(runs):
+        ledger.charge("d", with_part)
+    with pytest.raises(dm.BudgetExceededError):
+        ledger.check("d", with_part)
+    shown = CliRunner().invoke(main, ["budget", "show", "--ledger", url, "--dataset", "d"])
+    assert shown.exit_code == 0, shown.output
+    assert "bad-event delta: 7.5E-7" in shown.output
+
+
+class ForgetfulLedger:
+    """A ledger that adds up rho but keeps no bad-event deltas."""
+
+    def __init__(self):
+        self.inner = InMemoryLedger(uncapped=True)
+
+    def check(self, dataset, cost):
+        self.inner.check(dataset, cost)
+
+    def charge(self, dataset, cost, **details):
+        return self.inner.charge(dataset, cost, **details)
+
+    def remaining(self, dataset):
+        return None
+
+    def history(self, dataset):
+        return self.inner.history(dataset)
+
+
+def test_a_ledger_that_keeps_no_bad_event_deltas_cannot_pay_for_one():
+    import numpy as np
+    import pandas as pd
+
+    frame = pd.DataFrame({"g": pd.Series(["a", "b"] * 50, dtype=object),
+                          "x": np.linspace(0, 1, 100)})
+    ledger = ForgetfulLedger()
+    with pytest.raises(dm.LedgerError, match="bad-event deltas"):
+        frame.dpmic.pairwise(eps=1.0, delta=1e-6, bounds={"x": (0, 1)},
+                             categories={"g": "private"}, ledger=ledger)
+    assert ledger.history("d") == []
+    frame.dpmic.pairwise(eps=1.0, delta=1e-6, bounds={"x": (0, 1)},
+                         categories={"g": {"private": ["a", "b"]}}, ledger=ledger)
+    assert len(ledger.inner.charges()) == 1  # candidates have no bad event: it pays
