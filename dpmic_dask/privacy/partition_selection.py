@@ -104,27 +104,38 @@ def bad_event_threshold(eps: float, bad_event: float) -> int:
         raise InvalidParameterError("the bad-event delta must be in (0, 1)")
     scale = safe_up(2.0 / eps)
     r = math.exp(-1.0 / scale)
-    return 1 + max(0, math.ceil(scale * math.log(1.0 / (bad_event * (1.0 + r)))))
+    threshold = 1 + max(0, math.ceil(scale * math.log(1.0 / (bad_event * (1.0 + r)))))
+    # the float logarithm can land one short at an integer boundary: step up until
+    # the tail itself is within the bound (with a margin for the float error)
+    while r ** (threshold - 1) / (1.0 + r) > bad_event * (1.0 - 1e-9):
+        threshold += 1
+    return threshold
 
 
 def select_partitions(counts: Mapping, eps: float, delta: float | None = None, *,
                       threshold: int | None = None, limit: int | None = None) -> list:
     """Choice of the values that occur (replace-one neighbours; call only after a
-    charge).
-
-    ``counts``: value -> exact count of the values that occur (values counted 0
-    are never considered). Each count gets discrete Laplace noise of scale
-    ``2 / eps``; a value is kept when its noisy count reaches ``threshold``
-    (default :func:`unknown_domain_threshold` of ``(eps, delta)``). With ``limit``
-    at most that many are kept: those with the largest noisy counts (ties in
-    ``repr`` order), post-processing. Returns the kept values sorted by ``repr``
-    (a data-independent order)."""
+    charge): :func:`select_sorted` over ``counts`` (value -> exact count; values
+    counted 0 are never considered) in ``repr`` order, at ``threshold`` (default
+    :func:`unknown_domain_threshold` of ``(eps, delta)``)."""
     if threshold is None:
         threshold = unknown_domain_threshold(eps, 0.0 if delta is None else delta)
     values = sorted((v for v in counts if int(counts[v]) > 0), key=repr)
-    if not values:
-        return []
     exact = np.array([int(counts[v]) for v in values], dtype=np.int64)
+    return select_sorted(values, exact, eps, threshold, limit=limit)
+
+
+def select_sorted(values: list, exact: np.ndarray, eps: float, threshold: int, *,
+                  limit: int | None = None) -> list:
+    """The choice itself, over ``values`` already in a data-independent order with
+    their exact counts ``exact`` (each > 0). Each count gets discrete Laplace
+    noise of scale ``2 / eps``; a value is kept when its noisy count reaches
+    ``threshold``. With ``limit`` at most that many are kept: those with the
+    largest noisy counts (ties in the given order), post-processing. Returns the
+    kept values in the given order. Only noise and comparisons: nothing here can
+    fail on the data."""
+    if len(values) == 0:
+        return []
     scale = safe_up(2.0 / eps)
     noise = np.asarray(active_sampler().discrete_laplace(scale, exact.size), dtype=np.int64)
     limit_int = np.iinfo(np.int64).max - int(exact.max())
@@ -136,5 +147,5 @@ def select_partitions(counts: Mapping, eps: float, delta: float | None = None, *
 
 
 __all__ = ["FALSE_KEEP", "bad_event_threshold", "candidate_scale", "candidate_threshold",
-           "check_unknown_domain", "select_candidates", "select_partitions",
+           "check_unknown_domain", "select_candidates", "select_partitions", "select_sorted",
            "unknown_domain_threshold"]

@@ -22,6 +22,8 @@ part of that charge. The proof is in ``docs/privacy.md`` ("Private categories").
 from __future__ import annotations
 
 import dataclasses
+import numbers
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -44,7 +46,7 @@ from dpmic_dask.privacy.partition_selection import (
     bad_event_threshold,
     candidate_scale,
     select_candidates,
-    select_partitions,
+    select_sorted,
 )
 from dpmic_dask.release.pipeline import (
     after_charge,
@@ -68,6 +70,8 @@ MAX_KEPT = 100
 APPROX_SHARE = 0.5
 #: What :func:`split_private` puts for a column chosen from the values that occur.
 UNKNOWN = None
+#: The most distinct values such a column may hold (refused before the charge).
+MAX_DISTINCT = 1_000_000
 
 
 def split_private(categories):
@@ -209,7 +213,7 @@ def _first_pass(frame, *, columns, private, codes, fill, unknown=(), null_catego
             series = frame[name]
             nulls = series.isna()
             missing[k] = bool(nulls.any()) and name not in null_category
-            hist[private.index(name)] = value_counts(series[~nulls])
+            hist[private.index(name)] = value_counts(series[~nulls], name)
             continue
         v = column_values(frame, name)
         nan = np.isnan(v)
@@ -222,20 +226,73 @@ def _first_pass(frame, *, columns, private, codes, fill, unknown=(), null_catego
     return hist, len(frame), missing
 
 
-def value_counts(series: pd.Series) -> pd.Series:
-    """How many times each value occurs (int64, indexed by the values as Python
-    objects; values that do not occur are not listed, whatever the dtype's
-    categories say)."""
+def value_counts(series: pd.Series, name: str) -> Counter:
+    """How many times each value occurs, keyed by the value as a Python ``str``
+    (string, object and ``category`` columns) or ``int`` (integer columns):
+    one exact type per column, so values of different types that Python deems
+    equal (``1``, ``1.0``, ``True``) can never be counted as one. Any other
+    value is refused, naming the column and the value's type (never the value),
+    before the charge. Values that do not occur are not listed, whatever a
+    ``category`` dtype's own categories say."""
+    dtype = series.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        used = np.bincount(series.cat.codes.to_numpy().astype(np.int64), minlength=len(
+            dtype.categories))
+        labels = dtype.categories
+        exact = _exact_values(pd.Series(labels[used > 0], dtype=object), name)
+        return Counter(dict(zip(exact, used[used > 0].tolist())))
+    kind = column_kind(dtype)
+    if kind == "integer" or (kind == "string" and not _is_object(dtype)):
+        typed = int if kind == "integer" else str  # the dtype holds one type only
+    else:  # object: every value's type is checked (a fast scan; values only on refusal)
+        inferred = pd.api.types.infer_dtype(series, skipna=False)
+        if inferred not in ("string", "integer", "empty"):
+            _exact_values(series.to_numpy(dtype=object), name)  # names the type
+            raise InvalidDataError(  # pragma: no cover - the line above refuses
+                f"column {name!r} holds values that are not all strings or all integers")
+        typed = int if inferred == "integer" else str
     counts = series.value_counts(sort=False, dropna=True)
-    counts = counts[counts.to_numpy() > 0]
-    return pd.Series(counts.to_numpy(dtype=np.int64),
-                     index=pd.Index(counts.index.astype(object), dtype=object))
+    return Counter(dict(zip((typed(v) for v in counts.index), counts.to_numpy().tolist())))
+
+
+def _is_object(dtype) -> bool:
+    return getattr(dtype, "kind", None) == "O" and not isinstance(dtype, pd.StringDtype)
+
+
+def _exact_values(values, name: str) -> list:
+    """``values`` (no nulls) as Python ``str`` or ``int``, all of one type, or
+    :class:`InvalidDataError` naming the column and the first other type."""
+    out: list = []
+    kinds: set = set()
+    for v in values:
+        if isinstance(v, str):
+            out.append(str(v))
+            kinds.add(str)
+        elif isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)):
+            out.append(int(v))
+            kinds.add(int)
+        else:
+            raise InvalidDataError(
+                f"column {name!r} holds a value of type {type(v).__name__}: categories chosen "
+                "from the values that occur must be all strings or all integers (nothing was "
+                "charged)")
+        if len(kinds) > 1:
+            raise InvalidDataError(
+                f"column {name!r} mixes strings and integers: categories chosen from the "
+                "values that occur must be all of one type (nothing was charged)")
+    return out
 
 
 def _merge(x, y):
-    if isinstance(x, pd.Series):
-        both = pd.concat([x, y])
-        return both.groupby(level=0, sort=False).sum().astype(np.int64)
+    if isinstance(x, Counter):
+        kinds = {type(next(iter(c))) for c in (x, y) if c}
+        if len(kinds) > 1:
+            raise InvalidDataError("a column mixes strings and integers across partitions: "
+                                   "categories chosen from the values that occur must be all "
+                                   "of one type (nothing was charged)")
+        both = Counter(x)
+        both.update(y)
+        return both
     return x + y
 
 
@@ -321,6 +378,10 @@ def run_private_categories(frame, plan, *, ledger=None, dataset=None, progress=N
     kept_at_most = 0
     if step.unknown:
         kept_at_most = _most_kept(plan, int(rows))
+        occurring = {}  # sorted now: after the charge only noise and thresholds run
+        for name, counts in zip(private, hist):
+            if name in step.unknown:
+                occurring[name] = _occurring(name, counts)
     elif plan.selection is None:
         check_plan(request, int(rows))
     else:
@@ -341,9 +402,9 @@ def run_private_categories(frame, plan, *, ledger=None, dataset=None, progress=N
         axis = step.axes[name]
         if name in step.unknown:
             threshold = bad_event_threshold(step.eps_column, step.bad_event)
-            listed = tuple(select_partitions(dict(zip(counts.index, counts.to_numpy())),
-                                             step.eps_column, threshold=threshold,
-                                             limit=kept_at_most))
+            values, exact = occurring[name]
+            listed = tuple(select_sorted(values, exact, step.eps_column, threshold,
+                                         limit=kept_at_most))
             final = CategoryAxis(name, listed, axis.null_category)
             coded[name] = final
         else:
@@ -379,6 +440,19 @@ def run_private_categories(frame, plan, *, ledger=None, dataset=None, progress=N
     return dataclasses.replace(result, privacy=privacy, private_categories=report)
 
 
+def _occurring(name: str, counts: Counter) -> tuple[list, np.ndarray]:
+    """The values that occur in their natural order (all strings or all integers)
+    and their counts; refuses more than :data:`MAX_DISTINCT` of them (before the
+    charge: the noise after it is one draw per value)."""
+    if len(counts) > MAX_DISTINCT:
+        raise InvalidDataError(
+            f"column {name!r} has more than {MAX_DISTINCT:,} distinct values: too many to "
+            "choose categories from the values that occur; give public candidates instead "
+            "(nothing was charged)")
+    values = sorted(counts)
+    return values, np.array([counts[v] for v in values], dtype=np.int64)
+
+
 def _most_kept(plan, rows: int) -> int:
     """The most values a column chosen from the values that occur may keep: the
     largest ``K <= MAX_KEPT`` at which every check of the release passes with
@@ -411,6 +485,6 @@ def _most_kept(plan, rows: int) -> int:
     return low
 
 
-__all__ = ["APPROX_SHARE", "CATEGORIES_SHARE", "MAX_KEPT", "UNKNOWN", "PrivateCategoriesPlan",
-           "chosen_axis", "placeholders", "plan_private_categories", "recode",
-           "run_private_categories", "split_private", "worst_case_lists"]
+__all__ = ["APPROX_SHARE", "CATEGORIES_SHARE", "MAX_DISTINCT", "MAX_KEPT", "UNKNOWN",
+           "PrivateCategoriesPlan", "chosen_axis", "placeholders", "plan_private_categories",
+           "recode", "run_private_categories", "split_private", "worst_case_lists"]

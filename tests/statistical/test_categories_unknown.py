@@ -11,6 +11,7 @@ carries the bad-event delta.
 from __future__ import annotations
 
 import math
+import re
 
 import dask
 import dask.dataframe as dd
@@ -21,6 +22,7 @@ import pytest
 import dpmic_dask  # noqa: F401  (registers the accessor)
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.accounting import Budget, InMemoryLedger
+from dpmic_dask.privacy.conversion import rho_from_eps_delta
 from dpmic_dask.privacy.partition_selection import bad_event_threshold
 from dpmic_dask.release.private_categories import (
     UNKNOWN,
@@ -78,10 +80,35 @@ EPS, DELTA = 20.0, 1e-3
 VALUES = 40
 
 
-def _step():
-    _, _, (_, eps_column, _, _, bad_event) = plan_private_categories(
-        EPS, DELTA, "auto", {"g": UNKNOWN})
-    return safe_up(2.0 / eps_column), bad_event_threshold(eps_column, bad_event)
+def _step(columns: int = 1):
+    """The noise scale and threshold of each column, derived here from the
+    documented rule (not from the package's plan): half of ``delta`` to the bad
+    events, split over the columns; 10% of the total ``rho`` to the choice."""
+    p = DELTA / 2
+    rho = rho_from_eps_delta(EPS + math.log1p(-p), DELTA - p)
+    eps_column = math.sqrt(2 * 0.1 * rho / columns)
+    scale = 2.0 / eps_column
+    r = math.exp(-1.0 / scale)
+    threshold = 1
+    while r ** (threshold - 1) / (1 + r) > p / columns:
+        threshold += 1
+    return scale, threshold
+
+
+def test_the_plan_matches_the_documented_rule():
+    for columns in (1, 2, 3):
+        private = {f"g{j}": UNKNOWN for j in range(columns)}
+        _, _, (_, eps_column, _, total, bad_event) = plan_private_categories(
+            EPS, DELTA, "auto", private)
+        scale, threshold = _step(columns)
+        assert safe_up(2.0 / eps_column) == pytest.approx(scale, rel=1e-9)
+        assert bad_event_threshold(eps_column, bad_event) == threshold
+        assert total.approx_delta == pytest.approx(DELTA / 2, rel=1e-9)
+        assert bad_event * columns <= total.approx_delta
+
+
+def _threshold_shown(result) -> int:
+    return int(re.search(r"threshold (\d+)", result.privacy.parts).group(1))
 
 
 def _table(threshold: int) -> pd.DataFrame:
@@ -93,22 +120,30 @@ def _table(threshold: int) -> pd.DataFrame:
                          "x": gen.uniform(0, 1, values.size)})
 
 
-def _release(frame, ledger=None, **options):
+def _release(frame, ledger=None, names=("g",), B=90, **options):
     return frame.dpmic.pairwise(eps=EPS, delta=DELTA, bounds={"x": (0, 1)},
-                                categories={"g": "private"}, B=90, c=1,
+                                columns=[*names, "x"],
+                                categories={name: "private" for name in names}, B=B, c=1,
                                 ledger=ledger or InMemoryLedger(uncapped=True), **options)
 
 
-def keep_frequencies(runs: int, sampler_zero: bool = False):
-    scale, threshold = _step()
+def keep_frequencies(runs: int, sampler_zero: bool = False, columns: int = 1):
+    """Keep counts of ``g``'s values by level. With ``columns = 2`` a second column
+    chosen the same way (two values, always kept) shares the choice's budget."""
+    scale, threshold = _step(columns)
     frame = _table(threshold)
+    names, B = ["g"], 90
+    if columns == 2:
+        frame["h"] = np.where(np.arange(len(frame)) % 2 == 0, "a", "b")
+        names, B = ["g", "h"], 150  # a categorical pair of 41 x 3 codes
     kept, trials = np.zeros(4), np.zeros(4)
     for _ in range(runs):
         if sampler_zero:
             with zero_noise():
-                res = _release(frame)
+                res = _release(frame, names=names, B=B)
         else:
-            res = _release(frame)
+            res = _release(frame, names=names, B=B)
+        assert _threshold_shown(res) == threshold
         chosen = set(res.private_categories["g"])
         for j in range(VALUES):
             kept[j % 4] += f"v{j:02d}" in chosen
@@ -118,6 +153,13 @@ def keep_frequencies(runs: int, sampler_zero: bool = False):
 
 def test_the_choice_draws_its_noise_at_the_stated_scale():
     kept, trials, scale, threshold = keep_frequencies(150)
+    assert fits(kept, trials, scale, threshold)
+    assert not fits(kept, trials, 0.7 * scale, threshold)
+    assert not fits(kept, trials, 1.3 * scale, threshold)
+
+
+def test_two_columns_share_the_choice_at_the_stated_scale():
+    kept, trials, scale, threshold = keep_frequencies(150, columns=2)
     assert fits(kept, trials, scale, threshold)
     assert not fits(kept, trials, 0.7 * scale, threshold)
     assert not fits(kept, trials, 1.3 * scale, threshold)
@@ -219,3 +261,47 @@ def test_combinations_of_steps_are_still_refused():
     with pytest.raises(InvalidParameterError, match="private bounds"):
         frame.dpmic.pairwise(eps=1.0, delta=1e-6, bounds={"x": "private", "y": (0, 1)},
                              categories={"g": "private"})
+
+
+class Secret:
+    """A value whose hash and repr would leak if anything called them."""
+
+    def __hash__(self):
+        raise RuntimeError("secret-hash-4471")
+
+    def __repr__(self):
+        return "secret-repr-4471"
+
+
+@pytest.mark.parametrize("first,words", [
+    (True, "type bool"), ("zzz", "mixes strings and integers"), (1.0, "type float"),
+    ([1, 2], "type list"), (Secret(), "type Secret"),
+])
+def test_values_of_other_types_are_refused_before_the_charge(first, words):
+    # 1, 1.0 and True are equal in Python: counted as one value, the published
+    # label would depend on which came first (a neighbour changes it)
+    values = pd.Series([first] + [1] * 199 + [2] * 200, dtype=object)
+    frame = pd.DataFrame({"g": values, "x": np.linspace(0, 1, 400)})
+    with dask.config.set({"dataframe.convert-string": False}):  # keep the objects
+        on_dask = dd.from_pandas(frame, npartitions=3)
+    for data in (frame, on_dask):
+        ledger = InMemoryLedger(uncapped=True)
+        with pytest.raises(dpmic_dask.DPMICError) as caught, \
+                dask.config.set({"dataframe.convert-string": False}):
+            data.dpmic.pairwise(eps=1.0, delta=1e-6, bounds={"x": (0, 1)},
+                                categories={"g": "private"}, ledger=ledger)
+        assert not ledger.charges()
+        assert "4471" not in str(caught.value) and "zzz" not in str(caught.value)
+        if data is frame:
+            assert words in str(caught.value)
+
+
+def test_integers_are_counted_exactly_across_partitions():
+    big = 2 ** 53
+    g = np.repeat(np.array([big, big + 1], dtype=np.int64), 2000)
+    frame = pd.DataFrame({"g": g, "x": np.tile([0.2, 0.8], 2000)})
+    res = dd.from_pandas(frame, npartitions=4).dpmic.pairwise(
+        eps=40.0, delta=1e-5, bounds={"x": (0, 1)}, categories={"g": "private"},
+        ledger=InMemoryLedger(uncapped=True))
+    assert res.private_categories["g"] == (big, big + 1)
+    assert all(type(v) is int for v in res.private_categories["g"])
