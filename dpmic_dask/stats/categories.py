@@ -135,9 +135,16 @@ class CategoryAxis:
 
     def encode(self, values) -> np.ndarray:
         """float64 ``code + 0.5`` of every value; NaN for a missing value unless
-        missing values are a category. A per-row map fixed by the list alone."""
+        missing values are a category. A per-row map fixed by the list alone.
+        A value that cannot be looked up (unhashable, or failing to compare) is
+        refused naming the column and the failure's type, never its message."""
         series = values if isinstance(values, pd.Series) else pd.Series(values)
-        found = listed_codes(series, self.categories)
+        try:
+            found = listed_codes(series, self.categories)
+        except Exception as exc:  # noqa: BLE001 - a value's own failure may quote it
+            raise InvalidDataError(
+                f"column {self.name or series.name!r} holds a value that cannot be matched "
+                f"against its category list ({type(exc).__name__})") from None
         codes = found.astype(np.float64)
         codes[found == NOT_LISTED] = self.other_code
         missing = found == MISSING

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpmic_dask.errors import InvalidDataError
 from dpmic_dask.stats.categories import CategoryAxis
 
 LISTED = ("north", "south", "east")
@@ -50,3 +51,24 @@ def test_integer_categories(dtype):
     axis = CategoryAxis("k", (3, 7), null_category=True)
     expected = reference(values, axis)
     np.testing.assert_array_equal(axis.encode(pd.Series(values, dtype=dtype)), expected)
+
+
+class _Secret:
+    """A value whose own failures would quote it."""
+
+    def __hash__(self):
+        raise RuntimeError("secret-hash-4471")
+
+    def __eq__(self, other):
+        raise RuntimeError("secret-eq-4471")
+
+
+@pytest.mark.parametrize("odd", [_Secret(), [1, 2]])
+def test_a_value_that_cannot_be_looked_up_is_refused_without_its_message(odd):
+    import dpmic_dask  # noqa: F401  (the accessor)
+
+    frame = pd.DataFrame({"g": pd.Series([odd] + ["a"] * 99, dtype=object),
+                          "x": np.linspace(0, 1, 100)})
+    with pytest.raises(InvalidDataError, match="cannot be matched") as caught:
+        frame.dpmic.pairwise(eps=1.0, bounds={"x": (0, 1)}, categories={"g": ["a", "b"]})
+    assert "4471" not in str(caught.value) and "'g'" in str(caught.value)
