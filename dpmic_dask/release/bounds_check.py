@@ -315,12 +315,18 @@ def report_lines(result) -> list[str]:
 
 
 def _show(messages) -> None:
-    """Each message as a :class:`BoundsWarning`, never raised (after the charge
-    nothing may refuse, even under a warnings-as-errors filter)."""
-    from dpmic_dask.release.results import _notice
+    """Each message as a :class:`BoundsWarning` pointing at the caller's line
+    (``frame.dpmic.pairwise(...)``), never raised: after the charge nothing may
+    refuse, even under a warnings-as-errors filter."""
+    import warnings
 
     for message in messages:
-        _notice(message, BoundsWarning)
+        try:
+            warnings.warn(message, BoundsWarning, stacklevel=6)
+        except BoundsWarning:
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", BoundsWarning)
+                warnings.warn(message, BoundsWarning, stacklevel=6)
 
 
 # ------------------------------------------------------------------ running
