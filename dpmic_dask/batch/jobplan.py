@@ -134,7 +134,7 @@ def job_fingerprint(job: Job) -> str:
     if job.bounds_options:  # absent: fingerprints of older jobs unchanged
         content["bounds_options"] = job.bounds_options
     if job.bounds_check is not None:  # absent: fingerprints of older jobs unchanged
-        content["bounds_check"] = job.bounds_check
+        content["bounds"] = {"check": job.bounds_check}
     if job.kinds or job.min_rows is not None:  # absent: fingerprints of older jobs unchanged
         content["kinds"] = {"columns": job.kinds, "min_rows": job.min_rows}
     text = json.dumps(content, sort_keys=True, default=repr)
