@@ -279,7 +279,7 @@ class BoundsCheck:
     def message(self, column) -> str:
         found = self.checks[column]
         a, b = self.formatted(column, found.edges)
-        return (f"column {column}: its public bounds look at least {found.ratio:g}x wider "
+        return (f"column {column}: its public bounds look at least {found.ratio:.3g}x wider "
                 f"than its values (the private check puts {COVERAGE:.0%} of rows in "
                 f"{a}..{b}); MIC is lower than tighter bounds would give; consider bounds "
                 f"{a}..{b}")
