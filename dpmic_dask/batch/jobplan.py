@@ -20,6 +20,8 @@ def job_release_plan(job: Job, schema):
     (messages spell the job file's keys): its private-bounds step, its
     ``[select]`` step, its values. Nothing is read."""
     if job.causal is not None:  # [causal]: the causal release's checks and charge
+        if job.bounds_check is not None:
+            raise InvalidParameterError("bounds.check is not available with [causal]")
         from dpmic_dask.batch.jobcausal import causal_plan
 
         return causal_plan(job, schema)
@@ -47,6 +49,8 @@ def job_release_plan(job: Job, schema):
     if categories:  # categorical columns: their lists, not bounds
         private["categories"] = categories
     bounds = {c: b for c, b in job.bounds.items() if not isinstance(b, dict)}
+    if job.bounds_check is not None:  # [bounds] check: a private check of public bounds
+        private["bounds_check"] = job.bounds_check
     if job.privacy_unit is not None:  # per unit: bounding and a private row count first
         private["privacy_unit"] = list(job.privacy_unit)
         private["max_rows_per_unit"] = job.max_rows_per_unit
@@ -56,6 +60,21 @@ def job_release_plan(job: Job, schema):
                         statistics=job.statistics, B=job.B, c=job.c,
                         task_memory=job.task_memory, names=JobFileNames(),
                         kinds=dict(job.kinds) or None, min_rows=job.min_rows, **private)
+
+
+def bounds_section(section: dict, src: str) -> dict:
+    """The optional ``[bounds]`` section: ``check``, the share of ``privacy.eps``
+    spent on a private check of the public bounds (a number in (0, 1))."""
+    from dpmic_dask.batch.jobfile import JobError
+
+    if "check" not in section:
+        return {}
+    share = section["check"]
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share < 1:
+        raise JobError(f"{src}: bounds.check must be a number between 0 and 1 (exclusive): "
+                       "the share of privacy.eps spent on checking the public bounds, e.g. "
+                       "0.05")
+    return {"bounds_check": float(share)}
 
 
 def job_cost(job: Job):
@@ -114,6 +133,8 @@ def job_fingerprint(job: Job) -> str:
         content["causal"] = job.causal
     if job.bounds_options:  # absent: fingerprints of older jobs unchanged
         content["bounds_options"] = job.bounds_options
+    if job.bounds_check is not None:  # absent: fingerprints of older jobs unchanged
+        content["bounds"] = {"check": job.bounds_check}
     if job.kinds or job.min_rows is not None:  # absent: fingerprints of older jobs unchanged
         content["kinds"] = {"columns": job.kinds, "min_rows": job.min_rows}
     text = json.dumps(content, sort_keys=True, default=repr)

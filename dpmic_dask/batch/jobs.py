@@ -55,6 +55,9 @@ Example (TOML)::
     [ledger]
     url = "sqlite:///ledger.db"            # default: $DPMIC_LEDGER, else sqlite:///dpmic-ledger.db
 
+    [bounds]                               # optional: check the public bounds privately
+    check = 0.05                           #   with this share of eps (same charge)
+
     [select]                               # optional: release only privately chosen pairs
     top_k = 10                             # the 10 strongest (or: threshold = 0.3 with
     share = 0.5                            #   max_pairs = 20); share of eps for choosing
@@ -84,6 +87,7 @@ SECTIONS = {
     "select": {"top_k", "threshold", "max_pairs", "share", "screen_B"},
     "causal": {"alpha", "max_condition_size", "bins", "test", "select_share"},
     "ledger": {"url"},
+    "bounds": {"check"},  # [bounds] check = 0.05: a private check of public bounds
 }
 COLUMN_KEYS = {"bounds", "fill", "kind", "unit", "domain", "coverage", "refine", "categories"}
 #: Kinds a job file can name (``columns.ts.kind``); see :mod:`dpmic_dask.stats.kinds`.
@@ -129,6 +133,7 @@ class Job:
     nulls: str = "raise"
     statistics: tuple = ("mic",)
     bounds_share: float | None = None
+    bounds_check: float | None = None
     output_path: str | None = None
     output_format: str = "parquet"
     output_sql_url: str | None = None
@@ -513,6 +518,10 @@ def load_job(path) -> Job:
     if "timeout" in cluster:
         kw["timeout"] = _seconds(cluster["timeout"], "cluster.timeout", src)
     kw.update(_select(_section(data, "select", src), src))
+    if "bounds" in data:
+        from dpmic_dask.batch.jobplan import bounds_section
+
+        kw.update(bounds_section(_section(data, "bounds", src), src))
     if "causal" in data:
         from dpmic_dask.batch.jobcausal import parse_causal
 

@@ -173,6 +173,9 @@ def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, prog
         if found.pin():
             echo("to pin them as public in the job file (and stop paying for them):\n"
                  + found.pin())
+    if result.bounds_check is not None:  # [bounds] check: what the noisy histograms say
+        for line in result.bounds_check.lines():
+            echo(line)
     echo(f"remaining budget of {job.dataset!r}: {ledger.remaining(job.dataset)}")
     echo(forecast(ledger, job.dataset, cost).sentence(f"of job {job.name!r}"))
 

@@ -27,7 +27,8 @@ class DPMICAccessor:
                  split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None, label=None,
                  task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",),
                  bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
-                 privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True):
+                 privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True,
+                 bounds_check=None):
         """Release the private MIC of every pair of columns, once.
 
         Parameters
@@ -80,6 +81,15 @@ class DPMICAccessor:
             (undefined for unordered categories). Categories inferred from the data
             (a ``category`` dtype's own) are never used: a string or ``category``
             column without a list is refused before anything is read.
+        bounds_check : float in (0, 1), optional
+            Check the public bounds privately with this share of ``eps`` (e.g.
+            0.05; the rest goes to the release, one charge): a noisy 16-bin
+            histogram of each numeric or time column over its bounds. Bounds far
+            wider than the values (99% of rows in at most a quarter of the range)
+            are reported with a :class:`~dpmic_dask.errors.BoundsWarning` and in
+            ``report()``, with tighter bounds to consider; ``result.bounds_check``
+            holds the released histograms. Default: off (``report()`` says the
+            bounds were not checked).
         kinds : dict {column: kind}, optional
             The kind of a column whose dtype does not say it, e.g. ``{"ts":
             "timestamp"}`` for strings, ``{"ts": {"kind": "timestamp", "unit": "s"}}``
@@ -132,7 +142,7 @@ class DPMICAccessor:
                              privacy_unit=privacy_unit, max_rows_per_unit=max_rows_per_unit,
                              domain=domain,
                              kinds=kinds, min_rows=min_rows, categories=categories,
-                             refine=refine)
+                             refine=refine, bounds_check=bounds_check)
 
     def _release(self, eps, *, ledger, dataset, progress, **arguments):
         """Plan the release from the arguments and the frame's schema, then run it."""
@@ -146,7 +156,8 @@ class DPMICAccessor:
                   dataset=None, split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None,
                   label=None, task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",),
                   bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
-                 privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True):
+                 privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True,
+                 bounds_check=None):
         """Privately choose the ``k`` most related pairs, then release their values.
 
         The budget does not grow with the number of pairs: the noisy top-``k``
@@ -177,6 +188,8 @@ class DPMICAccessor:
             equally); pairs are always chosen by MICr.
         bounds_share, coverage, domain : with ``"private"`` bounds, as for
             :meth:`pairwise` (the bounds first, then the selection and release).
+        bounds_check : as for :meth:`pairwise` (the check first, then the selection
+            and release).
 
         Returns
         -------
@@ -191,7 +204,7 @@ class DPMICAccessor:
             statistics=statistics, bounds_share=bounds_share, coverage=coverage,
             privacy_unit=privacy_unit, max_rows_per_unit=max_rows_per_unit,
             domain=domain, kinds=kinds, min_rows=min_rows, categories=categories,
-            refine=refine,
+            refine=refine, bounds_check=bounds_check,
             select={"rule": "top-k", "k": k, "share": select_share, "screen_B": screen_B})
 
     def pairs_above(self, threshold, eps, *, bounds, max_pairs, columns=None, delta=0.0,
@@ -200,7 +213,8 @@ class DPMICAccessor:
                     split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None, label=None,
                     task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",),
                     bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
-                 privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True):
+                 privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True,
+                 bounds_check=None):
         """Privately find pairs whose MICr exceeds a public ``threshold``, then release
         their values.
 
@@ -226,7 +240,7 @@ class DPMICAccessor:
             statistics=statistics, bounds_share=bounds_share, coverage=coverage,
             privacy_unit=privacy_unit, max_rows_per_unit=max_rows_per_unit,
             domain=domain, kinds=kinds, min_rows=min_rows, categories=categories,
-            refine=refine,
+            refine=refine, bounds_check=bounds_check,
             select={"rule": "above", "threshold": threshold, "max_pairs": max_pairs,
                     "share": select_share, "screen_B": screen_B})
 

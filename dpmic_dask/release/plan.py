@@ -19,8 +19,16 @@ from dataclasses import dataclass
 
 from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.privacy.conversion import check_epsilon
 from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.privacy.selection import SelectionPlan, selection_rule
+from dpmic_dask.release.bounds_check import (
+    check_bounds_check,
+    plan_bounds_check,
+    refuse_with,
+    run_bounds_check,
+    split_check_budget,
+)
 from dpmic_dask.release.private_bounds import (
     PrivateBoundsPlan,
     plan_private_bounds,
@@ -60,10 +68,15 @@ class ReleasePlan:
     #: Private categories (:mod:`dpmic_dask.release.private_categories`): a choice
     #: among public candidates in front of the release, paid from the same charge.
     private_categories: object | None = None
+    #: A private check of the public bounds (:mod:`dpmic_dask.release.bounds_check`)
+    #: in front of the release, paid from the same charge.
+    bounds_check: object | None = None
 
     @property
     def cost(self) -> PrivacyCost:
         """The one charge of the whole release."""
+        if self.bounds_check is not None:
+            return self.bounds_check.total  # type: ignore[attr-defined]
         if self.private_categories is not None:
             return self.private_categories.total  # type: ignore[attr-defined]
         if self.units is not None:
@@ -75,7 +88,8 @@ class ReleasePlan:
     @property
     def steps(self) -> tuple[str, ...]:
         """The steps in order, in words (``("private bounds", "selection", "values")``)."""
-        return tuple(step for step, present in (("private categories",
+        return tuple(step for step, present in (("bounds check", self.bounds_check is not None),
+                                                ("private categories",
                                                  self.private_categories is not None),
                                                 ("private bounds", self.bounds is not None),
                                                 ("selection", self.selection is not None),
@@ -93,7 +107,7 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
                  select: dict | None = None, bounds_share=None, coverage=0.99, domain=None,
                  refine=True, nulls="raise", fill=None, label=None, statistics=("mic",),
                  B=None, c=None, names: ArgumentNames = API_NAMES, kinds=None, min_rows=None,
-                 categories=None, **sizing) -> ReleasePlan:
+                 categories=None, bounds_check=None, **sizing) -> ReleasePlan:
     """Check a release against ``schema`` and plan it (nothing read or charged).
 
     ``select``: ``None`` (every pair), or ``{"rule": "top-k", "k": ...}`` /
@@ -106,12 +120,19 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
     ``nulls="drop"`` needs ``min_rows``, a public minimum of the rows kept.
     ``categories`` gives categorical columns their public lists
     (:mod:`dpmic_dask.stats.categories`; ``nulls="category"`` keeps their nulls).
+    ``bounds_check`` (a share of the budget, default off) puts a private check of
+    the public bounds first (:mod:`dpmic_dask.release.bounds_check`).
     """
     if select is not None:
         selection_rule(select.get("rule"))  # a registered rule, or refused now
     # privately chosen categories: the release is planned at its share, with every
     # candidate as a category (the worst case); the choice comes first, same charge
     categories, private = split_private(categories)
+    check_share = check_bounds_check(bounds_check, names.bounds_check)
+    if check_share is not None:  # the check's share first; the release is planned at the rest
+        refuse_with(private_bounds=has_private_bounds(bounds), private_categories=bool(private))
+        eps, mechanism, check_costs = split_check_budget(check_epsilon(eps, names.eps), delta,
+                                                         mechanism, check_share)
     if private:
         check_private_categories(bounds, select, nulls, min_rows)
         eps, mechanism, step_costs = plan_private_categories(eps, delta, mechanism, private)
@@ -143,6 +164,9 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
         planned = dataclasses.replace(planned, private_categories=PrivateCategoriesPlan(
             {c: categorical[c] for c in private}, eps_column, cost, release_part, total,
             tuple(c for c, listed in private.items() if listed is UNKNOWN), bad_event))
+    if check_share is not None:
+        planned = dataclasses.replace(planned, bounds_check=plan_bounds_check(
+            planned.request, axis.kinds, check_share, check_costs))
     return dataclasses.replace(planned, kinds=axis.kinds,
                                drop=planned.request.columns if drop_rows else None)
 
@@ -241,6 +265,9 @@ def run_release(frame, plan: ReleasePlan, *, ledger=None, dataset=None,
         raw = step.unknown if isinstance(step, PrivateCategoriesPlan) else ()
         kinds = {c: k for c, k in (plan.kinds or {}).items() if c not in raw}
         frame = axis_frame(frame, kinds, drop=plan.drop)  # raw: coded after the choice
+    if plan.bounds_check is not None:
+        return _in_kinds(run_bounds_check(frame, plan, ledger=ledger, dataset=dataset,
+                                          progress=progress), plan)
     if plan.private_categories is not None:
         return _in_kinds(run_private_categories(frame, plan, ledger=ledger, dataset=dataset,
                                                 progress=progress), plan)

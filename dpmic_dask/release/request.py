@@ -41,6 +41,7 @@ class ArgumentNames:
     max_pairs: str = "max_pairs"
     share: str = "select_share"
     screen_B: str = "screen_B"
+    bounds_check: str = "bounds_check"
 
     def bounds(self, column) -> str:
         return f"bounds[{column!r}]"
@@ -62,6 +63,7 @@ class JobFileNames(ArgumentNames):
     max_pairs: str = "select.max_pairs"
     share: str = "select.share"
     screen_B: str = "select.screen_B"
+    bounds_check: str = "bounds.check"
 
     def bounds(self, column) -> str:
         return f"columns.{column}.bounds"

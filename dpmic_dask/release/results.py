@@ -376,6 +376,9 @@ class PairwiseResult(_ReportFields):
     #: Privately chosen categories (column -> the kept candidates, in candidate
     #: order): public from now on, to reuse as the columns' lists.
     private_categories: dict | None = None
+    #: The private check of public bounds (``bounds_check=``), a
+    #: :class:`~dpmic_dask.release.bounds_check.BoundsCheck`; ``None`` when off.
+    bounds_check: object | None = None
 
     def companion(self, statistic: str) -> Companion:
         """The released companion statistic called ``statistic`` (e.g. ``"tau"``)."""
@@ -582,6 +585,9 @@ class PairwiseResult(_ReportFields):
                                for c, kept in self.private_categories.items())
             lines.append(f"Categories chosen privately (public from now on; other values in "
                          f"'other'): {chosen}.")
+        from dpmic_dask.release.bounds_check import report_lines
+
+        lines += report_lines(self)
         for item in self.companions:
             name = output_name(item.statistic)
             what = " (binned Kendall tau-a)" if name == "tau_a" else ""

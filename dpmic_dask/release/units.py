@@ -397,6 +397,10 @@ def plan_unit_release(schema, eps, *, privacy_unit=None, max_rows_per_unit=None,
             "categories chosen privately are not yet available with privacy_unit (their "
             "choice counts rows, not units): give public category lists (nothing was read "
             "or charged)")
+    if release.get("bounds_check") is not None:  # row-level histograms: refused before reading
+        from dpmic_dask.release.bounds_check import refuse_with
+
+        refuse_with(per_unit=True)
     if measure_for(delta) is ZCDP and mechanism not in ("auto", "micr-gauss"):
         raise InvalidParameterError("with privacy_unit and delta > 0 the release is "
                                     "micr-gauss (mechanism='auto' or 'micr-gauss')")

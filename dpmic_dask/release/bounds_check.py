@@ -1,0 +1,400 @@
+"""A private check of public bounds: are they far wider than the data?
+
+``bounds_check=0.05`` (job files: ``[bounds] check = 0.05``) spends that share of
+a release's budget, inside its one charge, on a noisy histogram of each numeric
+or time column with public bounds ``[lo, hi]``: :data:`CHECK_BINS` equal bins of
+``[lo, hi]``, values binned exactly as the release bins them (clamped to the
+bounds, nulls as the release's null policy), counted per partition and summed.
+Each column's histogram gets discrete Laplace noise of scale ``2 / eps_c``
+(replacing one row moves one count down and one up; ``docs/privacy.md``, "The
+check of public bounds"). A plan step like private categories:
+:func:`split_check_budget` splits the budget before anything is read,
+:func:`run_bounds_check` makes one pass (the histograms, the row count, every
+check of the data), checks the release at that row count, charges the total
+once, draws the noise, then runs the release on a prepaid part of the charge.
+
+What is said about a column is post-processing of its noisy histogram only
+(:func:`read_check`): the shortest run of bins holding :data:`COVERAGE` of the
+clipped-at-0 noisy mass; when it spans at most :data:`NARROW` of the range and
+the noisy total is at least :data:`MIN_TOTAL_SCALES` noise scales, the bounds
+are reported as far wider than the values, with the run's edges as a suggestion.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from functools import partial
+
+import numpy as np
+
+from dpmic_dask.backends import backend_for
+from dpmic_dask.checks import MIN_ROWS
+from dpmic_dask.errors import (
+    BoundsWarning,
+    InvalidDataError,
+    InvalidParameterError,
+    MissingValuesError,
+)
+from dpmic_dask.privacy.accounting import PrivacyCost, privacy_statement
+from dpmic_dask.privacy.costs import PURE_DP, ZCDP, column_epsilon, measure_for
+from dpmic_dask.privacy.noise import active_sampler
+from dpmic_dask.privacy.selection import check_share
+from dpmic_dask.stats.counting import bins, column_values
+
+#: Equal-width bins of each checked column's public range.
+CHECK_BINS = 16
+#: The run of bins reported holds this share of the clipped noisy mass.
+COVERAGE = 0.99
+#: A run spanning at most this share of the range makes the bounds "far wider".
+NARROW = 0.25
+#: ... and only when the noisy total is at least this many noise scales (then 1%
+#: of the rows is at least two noise scales, and the clipped noise of an empty bin,
+#: about half a scale on average, cannot pass for the data's tail).
+MIN_TOTAL_SCALES = 200
+#: The report's line when the check was not asked for.
+UNCHECKED = ("Public bounds: used as given, not checked against the data (bounds_check="
+             "<share> checks them privately, inside the same charge).")
+
+
+def check_bounds_check(share, name: str = "bounds_check") -> float | None:
+    """``None`` (off), or the share of the release's budget: a number in (0, 1)."""
+    return None if share is None else check_share(share, name)
+
+
+def split_check_budget(eps, delta, mechanism, share):
+    """Split ``(eps, delta)``: ``share`` (of ``eps``, or of ``rho`` under zCDP) to the
+    check, the rest to the release. Returns ``(release eps, release mechanism,
+    (check part, release part, total))``. Nothing is read."""
+    measure = measure_for(delta)
+    if measure is ZCDP and mechanism not in ("auto", "micr-gauss"):
+        raise InvalidParameterError("with bounds_check and delta > 0 the release is "
+                                    "micr-gauss (mechanism='auto' or 'micr-gauss')")
+    total = measure.total(eps, delta)
+    (part,) = measure.split(total, (share,))
+    release_part = measure.rest(total, part.amount())
+    if measure is PURE_DP:
+        release_eps, release_mechanism = release_part.epsilon, mechanism
+    else:
+        release_eps, release_mechanism = ZCDP.within(release_part.amount(), delta), "micr-gauss"
+    return release_eps, release_mechanism, (part, release_part, total)
+
+
+def refuse_with(*, private_bounds: bool = False, private_categories: bool = False,
+                per_unit: bool = False) -> None:
+    """What ``bounds_check`` does not combine with (refused before anything is read)."""
+    if private_bounds:
+        raise InvalidParameterError(
+            "bounds_check checks public bounds; it does not combine with private bounds, "
+            "whose release already reports a domain far wider than the data")
+    if private_categories:
+        raise InvalidParameterError(
+            "bounds_check and private categories in one release are not supported: choose "
+            "the categories first and give them as public")
+    if per_unit:
+        raise InvalidParameterError(
+            "bounds_check is not available with privacy_unit (its histograms are row "
+            "level); check the bounds in a row-level release, or leave it off")
+
+
+@dataclass(frozen=True)
+class BoundsCheckPlan:
+    """The check step: the checked columns (indices into the request's columns)
+    and their public axis bounds, each column's pure ``eps_column`` and noise
+    scale, the check's ``cost``, the release's prepaid ``release_part`` and the
+    ``total`` charged once."""
+
+    columns: tuple
+    indices: tuple
+    bounds: tuple
+    eps_column: float
+    scale: float
+    cost: PrivacyCost
+    release_part: PrivacyCost
+    total: PrivacyCost
+    share: float
+    kinds: dict = field(default_factory=dict)
+
+    def describe(self) -> str:
+        return (f"bounds check of {list(self.columns)}: {self.cost.describe()}, epsilon "
+                f"{self.eps_column:.4g} per column ({CHECK_BINS} bins, noise scale "
+                f"{self.scale:.4g} counts)")
+
+
+def plan_bounds_check(request, kinds: dict | None, share: float, costs) -> BoundsCheckPlan:
+    """The check of ``request``'s numeric and time columns (not booleans, whose
+    bounds the type gives, nor categorical columns), paid from ``costs`` (of
+    :func:`split_check_budget`). Refuses a release with nothing to check, or a
+    scale that cannot be sampled. Nothing is read."""
+    from dpmic_dask.release.private_bounds import histogram_scale
+    from dpmic_dask.stats.kinds import BooleanKind
+
+    part, release_part, total = costs
+    kinds = kinds or {}
+    categorical = {name for name, _ in request.categories}
+    chosen = [k for k, name in enumerate(request.columns)
+              if name not in categorical and not isinstance(kinds.get(name), BooleanKind)]
+    if not chosen:
+        raise InvalidParameterError(
+            "bounds_check has nothing to check: no numeric or time column with public bounds")
+    eps_column = column_epsilon(part, len(chosen))
+    scale = histogram_scale(eps_column)  # refused now if it cannot be sampled
+    cost = PrivacyCost(part.epsilon) if part.measure is PURE_DP else part
+    names = tuple(request.columns[k] for k in chosen)
+    return BoundsCheckPlan(names, tuple(chosen), tuple(request.bounds[k] for k in chosen),
+                           eps_column, scale, cost, release_part, total, share,
+                           {c: kinds[c] for c in names if kinds.get(c) is not None})
+
+
+# ------------------------------------------------------------------ counting
+
+
+def check_partition(frame, *, columns, checked, bounds, fill):
+    """One partition: the checked columns' exact histograms (``CHECK_BINS`` equal
+    bins of their public bounds, values clamped to them as the release clamps),
+    the row count and every column's missing flag. A missing value is replaced by
+    the column's public fill value, or (without one) flagged and not counted: the
+    release is then refused before the charge. Every column is converted, so a
+    cell that is not a number is refused here."""
+    hists = np.zeros((len(checked), CHECK_BINS), dtype=np.int64)
+    missing = np.zeros(len(columns), dtype=bool)
+    where = {k: at for at, k in enumerate(checked)}
+    for k, name in enumerate(columns):
+        v = column_values(frame, name)
+        nan = np.isnan(v)
+        if nan.any():
+            missing[k] = True
+            v = v[~nan] if fill is None else np.where(nan, fill[k], v)
+        if k in where:
+            at = where[k]
+            hists[at] += np.bincount(bins(v, bounds[at], CHECK_BINS), minlength=CHECK_BINS)
+    return hists, len(frame), missing
+
+
+def _add(a, b):
+    return a[0] + b[0], a[1] + b[1], a[2] | b[2]
+
+
+# ------------------------------------------------------------------ reading off
+
+
+@dataclass(frozen=True)
+class ColumnCheck:
+    """What the noisy histogram of one column says (post-processing only): the
+    shortest run of bins ``first..last`` holding ``COVERAGE`` of the clipped noisy
+    mass (``None`` if the clipped mass is 0), the run's edges in axis numbers,
+    and whether the bounds look far wider than the values (``wide``)."""
+
+    run: tuple | None
+    edges: tuple | None
+    ratio: float | None
+    confident: bool
+    wide: bool
+
+
+def shortest_run(noisy, coverage: float = COVERAGE) -> tuple[int, int] | None:
+    """The shortest run of consecutive bins holding ``coverage`` of the clipped-at-0
+    mass of ``noisy`` (ties: the run with more mass, then the leftmost); ``None``
+    when nothing is left after clipping. Exact integer arithmetic."""
+    mass = np.maximum(np.asarray(noisy, dtype=np.int64), 0)
+    whole = int(mass.sum())
+    if whole <= 0:
+        return None
+    # coverage as a fraction p/q, compared in integers: q * run >= p * whole
+    p, q = (coverage).as_integer_ratio()
+    prefix = np.concatenate(([0], np.cumsum(mass)))
+    for length in range(1, mass.size + 1):
+        sums = prefix[length:] - prefix[:-length]
+        ok = [i for i, s in enumerate(sums.tolist()) if q * s >= p * whole]
+        if ok:
+            start = max(ok, key=lambda i: (int(sums[i]), -i))
+            return start, start + length - 1
+    return 0, mass.size - 1  # pragma: no cover - the whole range always holds it
+
+
+def read_check(noisy, bounds, scale: float) -> ColumnCheck:
+    """The rule, on released values only: the shortest run holding ``COVERAGE`` of
+    the clipped noisy mass; the bounds are far wider than the values when the run
+    spans at most ``NARROW`` of the range and the noisy total (before clipping) is
+    at least ``MIN_TOTAL_SCALES`` noise scales."""
+    noisy = np.asarray(noisy, dtype=np.int64)
+    confident = bool(int(noisy.sum()) >= MIN_TOTAL_SCALES * scale)
+    run = shortest_run(noisy)
+    if run is None:
+        return ColumnCheck(None, None, None, confident, False)
+    first, last = run
+    lo, hi = bounds
+    width = hi - lo
+    edges = (lo + width * first / CHECK_BINS,
+             hi if last == CHECK_BINS - 1 else lo + width * (last + 1) / CHECK_BINS)
+    span = last - first + 1
+    ratio = CHECK_BINS / span
+    return ColumnCheck(run, edges, ratio, confident,
+                       confident and span <= NARROW * CHECK_BINS)
+
+
+@dataclass(frozen=True)
+class BoundsCheck:
+    """The released check of public bounds (plain numbers; ``docs/privacy.md``,
+    "The check of public bounds").
+
+    ``histograms[column]`` is the column's noisy histogram (``bins`` equal bins
+    of ``bounds[column]``, discrete Laplace of scale ``noise_scale`` counts on each
+    count; ``epsilon_per_column`` each, ``cost`` in all); ``checks[column]`` what
+    it says (:class:`ColumnCheck`); ``wide`` the columns whose public bounds look
+    far wider than their values. Bounds are axis numbers (times: seconds since the
+    epoch, UTC); :meth:`formatted` prints them in the column's kind.
+    """
+
+    bounds: dict
+    histograms: dict
+    checks: dict
+    noise_scale: float
+    epsilon_per_column: float
+    cost: PrivacyCost
+    bins: int = CHECK_BINS
+    kinds: dict = field(default_factory=dict)
+    seeded: bool = False
+
+    @property
+    def wide(self) -> tuple:
+        return tuple(c for c, found in self.checks.items() if found.wide)
+
+    def formatted(self, column, numbers) -> tuple[str, str]:
+        from dpmic_dask.stats.kinds import format_value
+
+        kind = self.kinds.get(column)
+        return tuple(format_value(kind, x) for x in numbers)  # type: ignore[return-value]
+
+    def suggested(self, column) -> tuple | None:
+        """The run's edges as bounds in the column's own kind (``None``: no run)."""
+        edges = self.checks[column].edges
+        if edges is None:
+            return None
+        kind = self.kinds.get(column)
+        if kind is None:
+            return tuple(float(x) for x in edges)
+        return tuple(kind.format(x) for x in edges)
+
+    def message(self, column) -> str:
+        found = self.checks[column]
+        a, b = self.formatted(column, found.edges)
+        return (f"column {column}: its public bounds look at least {found.ratio:.3g}x wider "
+                f"than its values (the private check puts {COVERAGE:.0%} of rows in "
+                f"{a}..{b}); MIC is lower than tighter bounds would give; consider bounds "
+                f"{a}..{b}")
+
+    def lines(self) -> list[str]:
+        """The report's lines: what was checked and what it found."""
+        lines = [f"Public bounds checked privately ({len(self.bounds)} column(s), "
+                 f"{self.bins} equal bins each, epsilon {self.epsilon_per_column:.4g} per "
+                 f"column, noise scale {self.noise_scale:.4g} counts; {self.cost.describe()} "
+                 "of the total)."]
+        lines += [self.message(c) for c in self.wide]
+        unsure = [c for c, f in self.checks.items() if not f.confident]
+        if unsure:
+            lines.append(f"Bounds check inconclusive for {unsure}: the noisy row count is "
+                         f"below {MIN_TOTAL_SCALES} noise scales (more rows or a larger "
+                         "bounds_check share make it conclusive).")
+        if not self.wide and len(unsure) < len(self.checks):
+            lines.append("No checked column's public bounds look far wider than its values.")
+        return lines
+
+
+def report_lines(result) -> list[str]:
+    """What ``result.report()`` says about public bounds: the check's lines, or that
+    the public bounds were used as given (no line when every column's bounds were
+    released privately)."""
+    found = getattr(result, "bounds_check", None)
+    if found is not None:
+        return found.lines()
+    private = result.private_bounds
+    if private is not None and set(result.columns) <= set(private.bounds):
+        return []
+    return [UNCHECKED]
+
+
+def _show(messages) -> None:
+    """Each message as a :class:`BoundsWarning` pointing at the caller's line
+    (``frame.dpmic.pairwise(...)``), never raised: after the charge nothing may
+    refuse, even under a warnings-as-errors filter."""
+    import warnings
+
+    for message in messages:
+        try:
+            warnings.warn(message, BoundsWarning, stacklevel=6)
+        except BoundsWarning:
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", BoundsWarning)
+                warnings.warn(message, BoundsWarning, stacklevel=6)
+
+
+# ------------------------------------------------------------------ running
+
+
+def run_bounds_check(frame, plan, *, ledger=None, dataset=None, progress=None):
+    """Run a release planned with a bounds check (``plan.bounds_check`` set;
+    ``frame`` in axis numbers). One precheck; one pass over every column of the
+    release (the histograms, the row count, missing values refused); every check
+    of the release at that row count; the one charge; then the noise, the check's
+    findings and the release on a prepaid part of the charge."""
+    from dpmic_dask.privacy.accounting import PrepaidLedger
+    from dpmic_dask.release.pipeline import (
+        after_charge,
+        charge_budget,
+        precheck_budget,
+        public_rows,
+    )
+    from dpmic_dask.release.plan import run_release
+    from dpmic_dask.release.private_bounds import noisy_histograms
+    from dpmic_dask.release.units import check_inner
+
+    step: BoundsCheckPlan = plan.bounds_check
+    request = plan.request
+    backend = backend_for(frame)
+    precheck_budget(ledger, dataset, step.total)
+    hists, rows, missing = backend.reduce(
+        frame, request.columns,
+        partial(check_partition, columns=request.columns, checked=step.indices,
+                bounds=step.bounds, fill=request.fill),
+        _add, split_every=request.split_every, progress=progress)
+    if request.fill is None and np.asarray(missing).any():
+        names = [c for c, m in zip(request.columns, missing) if m]
+        raise MissingValuesError(
+            f"column(s) {names} contain missing values; pass nulls='fill' with public "
+            "fill values (nothing was charged)")
+    if rows < MIN_ROWS:
+        raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
+    check_inner(plan, public_rows(request, int(rows)))  # every check before the charge
+    inner_label = (request.mechanism.label if plan.selection is None
+                   else f"{plan.selection.selection.description} and the chosen values")
+    parts = f"{step.describe()}; release: {inner_label} with {step.release_part.describe()}"
+    charge = charge_budget(step.total, ledger, dataset,
+                           description=f"{request.label or 'pairwise'} ({parts})",
+                           mechanism=f"bounds-check+{request.mechanism.label}",
+                           columns=request.columns)
+    noisy, scale = noisy_histograms(list(hists), step.eps_column)
+    checks = {c: read_check(h, b, scale) for c, h, b in zip(step.columns, noisy, step.bounds)}
+    found = BoundsCheck(
+        bounds=dict(zip(step.columns, step.bounds)),
+        histograms={c: tuple(int(x) for x in h) for c, h in zip(step.columns, noisy)},
+        checks=checks, noise_scale=scale, epsilon_per_column=step.eps_column, cost=step.cost,
+        kinds=dict(step.kinds), seeded=not active_sampler().secure)
+    _show(found.message(c) for c in found.wide)  # post-processing of released counts
+    inner = dataclasses.replace(plan, bounds_check=None, kinds=None, drop=None)
+    prepaid = PrepaidLedger(charge, step.release_part)
+    with after_charge(charge):
+        result = run_release(frame, inner, ledger=prepaid, dataset=dataset, progress=progress)
+    total = step.total
+    privacy = dataclasses.replace(
+        result.privacy, epsilon=total.epsilon, delta=total.delta, rho=total.rho, parts=parts,
+        release_cost=step.release_part,
+        statement=privacy_statement(total, max(1, len(result.pairs)),
+                                    detail=f"bounds check and release together; {parts}"))
+    return dataclasses.replace(result, privacy=privacy, bounds_check=found)
+
+
+__all__ = ["CHECK_BINS", "COVERAGE", "MIN_TOTAL_SCALES", "NARROW", "BoundsCheck",
+           "BoundsCheckPlan", "ColumnCheck", "check_bounds_check", "plan_bounds_check",
+           "read_check", "report_lines", "run_bounds_check", "shortest_run",
+           "split_check_budget"]

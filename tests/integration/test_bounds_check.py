@@ -1,0 +1,236 @@
+"""bounds_check through the public API and job files: the warning on bounds far
+wider than the data (the issue's example: values up to 700, bounds [0, 10000]),
+none on tight bounds, one charge of the release's eps, the report's lines."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpmic_dask  # noqa: F401  (registers the accessor)
+from dpmic_dask import InMemoryLedger
+from dpmic_dask.errors import BoundsWarning, MissingValuesError
+from dpmic_dask.privacy.accounting import Budget
+from dpmic_dask.release.bounds_check import UNCHECKED
+
+N = 100_000
+
+
+@pytest.fixture(scope="module")
+def amounts():
+    gen = np.random.default_rng(7)  # test data only
+    amount = gen.uniform(0.0, 700.0, N)
+    return pd.DataFrame({"amount": amount,
+                         "wave": np.sin(amount / 60.0) + gen.normal(0.0, 0.3, N)})
+
+
+def release(frame, bounds, **kw):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        result = frame.dpmic.pairwise(eps=1.0, bounds=bounds, **kw)
+    return result, [w for w in seen if issubclass(w.category, BoundsWarning)]
+
+
+def test_bounds_far_wider_than_the_data_are_reported(amounts):
+    ledger = InMemoryLedger({"d": Budget(5.0)})
+    # 0.1 of eps: noise scale 40 counts; the 12 bins outside a run of 4 hold about
+    # 240 +- 120 of clipped noise, far below 1% of the rows
+    result, seen = release(amounts, {"amount": (0, 10000), "wave": (-2, 2)},
+                           bounds_check=0.1, ledger=ledger, dataset="d")
+    assert [w for w in seen if "column amount" in str(w.message)]
+    assert not [w for w in seen if "column wave" in str(w.message)]
+    found = result.bounds_check
+    assert found.wide == ("amount",)
+    lo, hi = found.suggested("amount")
+    assert lo == 0 and 700 <= hi <= 1250  # the run's edges: 625 per bin
+    report = result.report()
+    assert "column amount: its public bounds look at least" in report
+    assert "consider bounds 0..1250" in report or "consider bounds 0..625" in report
+    assert UNCHECKED not in report
+    # one charge: the release's eps, the check's share inside it
+    (charge,) = ledger.history("d")
+    assert float(charge.cost.epsilon) == pytest.approx(1.0)
+    assert result.epsilon == pytest.approx(1.0)
+    assert result.privacy.release_cost.epsilon == pytest.approx(0.9)
+    # no value of the data in what is said: only bin edges of the public range
+    for line in (str(w.message) for w in seen):
+        assert "700" not in line and "699" not in line
+
+
+def test_tight_bounds_are_not_reported(amounts):
+    result, seen = release(amounts, {"amount": (0, 1000), "wave": (-2, 2)}, bounds_check=0.1)
+    assert not seen and result.bounds_check.wide == ()
+    assert "No checked column's public bounds look far wider" in result.report()
+
+
+def test_without_the_check_the_report_says_the_bounds_were_not_checked(amounts):
+    result, seen = release(amounts, {"amount": (0, 10000), "wave": (-2, 2)})
+    assert not seen and result.bounds_check is None
+    lines = result.report().splitlines()
+    assert UNCHECKED in lines and "bounds_check" in UNCHECKED
+    assert not any(ch.isdigit() for ch in UNCHECKED)
+
+
+def test_selection_releases_take_the_check_too(amounts):
+    frame = amounts.assign(noise=np.random.default_rng(1).uniform(0, 1, N))
+    bounds = {"amount": (0, 10000), "wave": (-2, 2), "noise": (0, 1)}
+    ledger = InMemoryLedger({"d": Budget(5.0)})
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        top = frame.dpmic.top_pairs(1, 1.0, bounds=bounds, bounds_check=0.1, ledger=ledger,
+                                    dataset="d")
+        above = frame.dpmic.pairs_above(0.2, 1.0, bounds=bounds, max_pairs=1,
+                                        bounds_check=0.1, ledger=ledger, dataset="d")
+    for result in (top, above):
+        assert result.bounds_check.wide == ("amount",)
+        assert "Selection:" in result.report() and "column amount" in result.report()
+    assert [float(c.cost.epsilon) for c in ledger.history("d")] == pytest.approx([1.0, 1.0])
+    assert sum("column amount" in str(w.message) for w in seen) == 2
+
+
+def test_times_are_printed_in_their_kind():
+    gen = np.random.default_rng(3)  # test data only
+    start = pd.Timestamp("2024-01-01").value // 10**9
+    seconds = gen.uniform(start, start + 30 * 86400, N)
+    frame = pd.DataFrame({"signup": pd.to_datetime(seconds, unit="s"),
+                          "spend": gen.uniform(0, 1, N)})
+    result, seen = release(frame, {"signup": ("2020-01-01", "2028-01-01"), "spend": (0, 1)},
+                           bounds_check=0.1)
+    assert result.bounds_check.wide == ("signup",)
+    (message,) = [str(w.message) for w in seen]
+    # bins of half a year from 2020-01-01: the data's month falls in the one from 2024-01-01
+    assert "consider bounds 2024-01-01..2024-07-01" in message
+
+
+def test_missing_values_are_refused_before_the_charge_and_filled_when_asked():
+    gen = np.random.default_rng(4)  # test data only
+    x = gen.uniform(0, 10, 5000)
+    x[::50] = np.nan
+    frame = pd.DataFrame({"x": x, "y": gen.uniform(0, 10, 5000)})
+    ledger = InMemoryLedger({"d": Budget(5.0)})
+    with pytest.raises(MissingValuesError, match="nothing was charged"):
+        frame.dpmic.pairwise(1.0, bounds={"x": (0, 10), "y": (0, 10)}, bounds_check=0.05,
+                             ledger=ledger, dataset="d")
+    assert ledger.history("d") == []
+    filled = frame.dpmic.pairwise(1.0, bounds={"x": (0, 10), "y": (0, 10)}, nulls="fill",
+                                  fill={"x": 5.0, "y": 5.0}, bounds_check=0.05, ledger=ledger,
+                                  dataset="d")
+    assert sum(filled.bounds_check.histograms["x"]) == pytest.approx(5000, abs=2000)
+    dropped = frame.dpmic.pairwise(1.0, bounds={"x": (0, 10), "y": (0, 10)}, nulls="drop",
+                                   min_rows=1000, bounds_check=0.05, ledger=ledger,
+                                   dataset="d")
+    assert "min_rows" in dropped.privacy.statement and dropped.bounds_check is not None
+    assert len(ledger.history("d")) == 2
+
+
+def test_a_dask_frame_merges_partitions_by_summing(amounts, monkeypatch):
+    import dask.dataframe as dd
+
+    from dpmic_dask.testing import seeded_noise
+
+    monkeypatch.setenv("DPMIC_DASK_ALLOW_SEEDED_NOISE", "1")
+    bounds = {"amount": (0, 10000), "wave": (-2, 2)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with seeded_noise(5, not_private=True):
+            one = amounts.dpmic.pairwise(1.0, bounds=bounds, bounds_check=0.05)
+        with seeded_noise(5, not_private=True):
+            many = dd.from_pandas(amounts, npartitions=7).dpmic.pairwise(
+                1.0, bounds=bounds, bounds_check=0.05)
+    assert one.bounds_check.histograms == many.bounds_check.histograms
+    assert one.bounds_check.seeded and "NOT PRIVATE" in one.report()
+
+
+# ------------------------------------------------------------------ job files
+
+
+@pytest.fixture
+def job_setup(tmp_path):
+    from dpmic_dask.privacy.ledger import SQLLedger
+    from tests.integration.test_jobs import JOB
+
+    gen = np.random.default_rng(0)  # test data only
+    rows = 100_000
+    a = gen.uniform(0, 700, rows)
+    frame = pd.DataFrame({"a": a, "b": np.sin(a / 60) + 0.1 * gen.normal(size=rows),
+                          "c": gen.random(rows)})
+    (tmp_path / "in").mkdir()
+    frame.to_parquet(tmp_path / "in" / "part-0.parquet")
+    ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
+    SQLLedger(ledger).init("d", Budget(5.0))
+
+    def job(section="[bounds]\ncheck = 0.05\n"):
+        text = JOB.format(input=tmp_path / "in", output=tmp_path / "out", ledger=ledger,
+                          eps=1.0).replace("a = { bounds = [0, 1] }", "a = { bounds = [0, 10000] }")
+        path = tmp_path / "job.toml"
+        path.write_text(text + section)
+        return path
+
+    return ledger, job
+
+
+def test_a_job_file_checks_its_bounds(job_setup):
+    from click.testing import CliRunner
+
+    from dpmic_dask.batch.cli import main
+    from dpmic_dask.batch.jobplan import job_cost
+    from dpmic_dask.batch.jobs import load_job
+    from dpmic_dask.privacy.ledger import SQLLedger
+
+    ledger, job = job_setup
+    loaded = load_job(job())
+    assert loaded.bounds_check == 0.05
+    assert job_cost(loaded).epsilon == pytest.approx(1.0)
+    assert load_job(job("")).bounds_check is None
+    # 0.2 of eps over three columns: noise scale 30 counts, far below 1% of the rows
+    run = CliRunner().invoke(main, ["run", str(job("[bounds]\ncheck = 0.2\n")), "--run-id",
+                                    "r1"])
+    assert run.exit_code == 0, run.output
+    assert "Public bounds checked privately" in run.output
+    assert "column a: its public bounds look at least" in run.output
+    (charge,) = SQLLedger(ledger).history("d")
+    assert float(charge.cost.epsilon) == pytest.approx(1.0)
+    assert charge.mechanism.startswith("bounds-check+")
+
+
+@pytest.mark.parametrize("section, message", [
+    ("[bounds]\ncheck = 0\n", "bounds.check must be a number between 0 and 1"),
+    ("[bounds]\ncheck = 1.5\n", "bounds.check must be a number between 0 and 1"),
+    ('[bounds]\ncheck = "5%"\n', "bounds.check must be a number between 0 and 1"),
+    ("[bounds]\ncheck = true\n", "bounds.check must be a number between 0 and 1"),
+    ("[bounds]\nchek = 0.05\n", "unknown key bounds.chek"),
+])
+def test_a_bad_bounds_check_key_is_refused_with_one_line(job_setup, section, message):
+    from click.testing import CliRunner
+
+    from dpmic_dask.batch.cli import Exit, main
+
+    _, job = job_setup
+    result = CliRunner().invoke(main, ["validate", str(job(section))])
+    assert result.exit_code == Exit.INVALID, result.output
+    assert message in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_the_warning_never_refuses_after_the_charge(amounts):
+    ledger = InMemoryLedger({"d": Budget(5.0)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        with pytest.warns(BoundsWarning, match="column amount") as seen:
+            result = amounts.dpmic.pairwise(1.0, bounds={"amount": (0, 10000), "wave": (-2, 2)},
+                                            bounds_check=0.1, ledger=ledger, dataset="d")
+    assert result.bounds_check.wide == ("amount",) and len(ledger.history("d")) == 1
+    assert seen[0].filename == __file__  # points at the caller's line
+
+
+def test_the_check_is_part_of_a_jobs_fingerprint(job_setup):
+    from dpmic_dask.batch.jobplan import job_fingerprint
+    from dpmic_dask.batch.jobs import load_job
+
+    _, job = job_setup
+    off = job_fingerprint(load_job(job("")))
+    on = job_fingerprint(load_job(job("[bounds]\ncheck = 0.05\n")))
+    other = job_fingerprint(load_job(job("[bounds]\ncheck = 0.1\n")))
+    assert len({off, on, other}) == 3
+    assert job_fingerprint(load_job(job("[bounds]\n"))) == off  # an empty section changes nothing

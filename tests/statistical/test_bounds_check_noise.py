@@ -1,0 +1,54 @@
+"""The check of public bounds (``bounds_check=``, docs/privacy.md "The check of public
+bounds") releases each checked column's 16-bin histogram with discrete Laplace noise
+of scale ``2 / eps_c``: checked through the public release function against the exact
+histograms, at the stated scale, and shown to fail at 0.7x and 1.3x of it."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpmic_dask  # noqa: F401  (registers the accessor)
+from dpmic_dask.privacy.costs import column_epsilon, measure_for
+from dpmic_dask.release.bounds_check import CHECK_BINS
+from dpmic_dask.stats.counting import bins
+from dpmic_dask.stats.sensitivity import safe_up
+from tests.statistical.helpers import ALPHA, chi_square_pvalue, discrete_laplace_pmf
+
+COLUMNS, ROWS, EPS, SHARE, RELEASES = 8, 400, 8.0, 0.5, 40
+BOUNDS = (0.0, 10.0)
+
+
+def table():
+    gen = np.random.default_rng(11)  # test data only; some values outside the bounds
+    data = {f"x{k}": gen.uniform(-1.0, 11.0, ROWS) * (1 + k % 3) / 2 for k in range(COLUMNS)}
+    return pd.DataFrame(data)
+
+
+def stated_scale(delta: float) -> float:
+    """``2 / eps_c`` from the budget split alone (pure: ``share * eps / C``; zCDP: the
+    largest ``eps_c`` with ``C eps_c**2 / 2`` within ``share`` of ``rho``)."""
+    measure = measure_for(delta)
+    (part,) = measure.split(measure.total(EPS, delta), (SHARE,))
+    return safe_up(2.0 / column_epsilon(part, COLUMNS))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+def test_released_check_counts_are_discrete_laplace_at_the_stated_scale(delta):
+    frame = table()
+    exact = {c: np.bincount(bins(frame[c].to_numpy(), BOUNDS, CHECK_BINS), minlength=CHECK_BINS)
+             for c in frame.columns}
+    scale = stated_scale(delta)
+    residuals = []
+    for _ in range(RELEASES):
+        result = frame.dpmic.pairwise(EPS, delta=delta, bounds=dict.fromkeys(frame.columns, BOUNDS),
+                                      B=16, c=2, bounds_check=SHARE)
+        found = result.bounds_check
+        assert found.noise_scale == scale
+        for c in frame.columns:
+            residuals.append(np.asarray(found.histograms[c]) - exact[c])
+    z = np.concatenate(residuals)
+    assert z.size == RELEASES * COLUMNS * CHECK_BINS
+    assert chi_square_pvalue(z, lambda s: discrete_laplace_pmf(scale, s)) > ALPHA
+    for wrong in (0.7 * scale, 1.3 * scale):
+        assert chi_square_pvalue(z, lambda s, w=wrong: discrete_laplace_pmf(w, s)) < ALPHA
