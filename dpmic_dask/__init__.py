@@ -26,6 +26,7 @@ from dpmic_dask.errors import (
 from dpmic_dask.privacy.accounting import Budget, InMemoryLedger, using_ledger
 from dpmic_dask.privacy.ledger import SQLLedger
 from dpmic_dask.release import accessor as _accessor  # noqa: F401  (registers frame.dpmic)
+from dpmic_dask.release.choose_categories import CategoriesRelease, private_categories
 from dpmic_dask.release.pipeline import private_mic, session_ledger
 from dpmic_dask.release.private_bounds import private_bounds
 from dpmic_dask.release.results import BoundsRelease, PairwiseResult, PrivacyReport, Release
@@ -39,6 +40,7 @@ __all__ = [
     "Budget",
     "BudgetExceededError",
     "BudgetMismatchError",
+    "CategoriesRelease",
     "CharacteristicMatrix",
     "ClusterError",
     "DataReadError",
@@ -61,6 +63,7 @@ __all__ = [
     "micr",
     "micr_characteristic",
     "private_bounds",
+    "private_categories",
     "private_mic",
     "session_ledger",
     "causal",

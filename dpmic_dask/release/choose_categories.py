@@ -1,0 +1,180 @@
+"""Categories chosen privately, on their own: one charge, to reuse as public lists.
+
+:func:`private_categories` is to categories what
+:func:`~dpmic_dask.release.private_bounds.private_bounds` is to bounds: it
+releases only the chosen lists, so a later release (for example one with
+private bounds, which cannot be combined with a choice of categories in one
+release) takes them as public. The mechanisms and their proofs are the ones of
+:mod:`dpmic_dask.release.private_categories` (``docs/privacy.md``, "Private
+categories" and "Categories from the values that occur"): the whole budget goes
+to the choice, split over the columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+
+import numpy as np
+import pandas as pd
+
+from dpmic_dask.backends import backend_for
+from dpmic_dask.errors import InvalidParameterError, MissingValuesError
+from dpmic_dask.privacy.accounting import privacy_statement
+from dpmic_dask.privacy.conversion import check_delta, check_epsilon, rho_cap
+from dpmic_dask.privacy.costs import PURE_DP, PrivacyCost, column_epsilon, measure_for
+from dpmic_dask.privacy.partition_selection import (
+    bad_event_threshold,
+    candidate_scale,
+    select_candidates,
+    select_sorted,
+)
+from dpmic_dask.release.pipeline import charge_budget, precheck_budget
+from dpmic_dask.release.private_categories import (
+    APPROX_SHARE,
+    MAX_KEPT,
+    UNKNOWN,
+    _add,
+    _first_pass,
+    _occurring,
+    split_private,
+)
+from dpmic_dask.stats.categories import CategoryAxis, _check_list, column_kind
+from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY
+from dpmic_dask.stats.sensitivity import safe_down
+
+
+@dataclass(frozen=True)
+class CategoriesRelease:
+    """Privately chosen category lists (``categories``: column -> tuple), with
+    what the choice spent and how (one line per column in ``details``)."""
+
+    categories: dict
+    epsilon: float
+    delta: float
+    rho: float | None
+    approx_delta: float
+    eps_column: float
+    statement: str
+    charge_id: str
+    details: dict = field(default_factory=dict)
+
+    def report(self) -> str:
+        """The chosen lists and the guarantee, in words."""
+        lines = [f"{name}: {list(kept)} ({self.details[name]})"
+                 for name, kept in self.categories.items()]
+        return "\n".join([*lines, self.statement])
+
+
+def _columns(schema, columns, nulls: str) -> dict:
+    """Each column's candidate tuple or :data:`UNKNOWN`, checked against the schema."""
+    if not isinstance(columns, dict) or not columns:
+        raise InvalidParameterError(
+            "columns must be a dict {column: 'private' or [candidates]}")
+    given = {c: ({"private": v} if isinstance(v, (list, tuple)) else v)
+             for c, v in columns.items()}
+    public, private = split_private(given)
+    if public:
+        raise InvalidParameterError(
+            f"column(s) {list(public)}: give 'private' or a list of candidates")
+    dtypes = dict(schema.items())
+    for name, listed in private.items():
+        if name not in dtypes:
+            raise InvalidParameterError(f"column {name!r} is not in the frame")
+        if listed is UNKNOWN:
+            if column_kind(dtypes[name]) == "other":
+                raise InvalidParameterError(
+                    f"column {name!r} (dtype {dtypes[name]}) cannot have its categories chosen "
+                    "from the values that occur: only string, category and integer columns can")
+        else:
+            private[name] = _check_list(name, dtypes[name], listed)
+    if nulls not in ("raise", "category"):
+        raise InvalidParameterError("nulls must be 'raise' or 'category'")
+    return private
+
+
+def private_categories(frame, eps, *, columns: dict, delta: float = 0.0, nulls: str = "raise",
+                       ledger=None, dataset=None, progress=None) -> CategoriesRelease:
+    """Choose each column's categories privately, in one charge of ``(eps, delta)``.
+
+    ``columns``: column -> a list of public candidates (pure DP: the candidates
+    whose noisy count clears a threshold), or ``"private"`` (the values that
+    occur: needs ``delta > 0``; a value held by one row is kept with probability
+    at most ``delta / 2``, which the ledger counts). ``nulls="category"`` keeps a
+    missing value out of the choice (it is its own category in a release);
+    ``"raise"`` refuses nulls. Every check runs before the charge; after it,
+    only noise and thresholds. The result's lists are ready to pass as public
+    ``categories`` to a later release.
+    """
+    eps = check_epsilon(eps)
+    delta = check_delta(delta)
+    backend = backend_for(frame)
+    private = _columns(backend.schema(frame), columns, nulls)
+    names = tuple(private)
+    unknown = tuple(c for c in names if private[c] is UNKNOWN)
+    measure = measure_for(delta)
+    if unknown and measure is PURE_DP:
+        raise InvalidParameterError(
+            f"categories of {list(unknown)} chosen from the values that occur need delta > 0; "
+            "give delta > 0 or public candidates (nothing was read or charged)")
+    bad_event = 0.0
+    if unknown:
+        approx = safe_down(APPROX_SHARE * delta)
+        bad_event = safe_down(approx / len(unknown))
+        rho = rho_cap(eps, delta, approx)
+        if not rho > 0:
+            raise InvalidParameterError("eps is too small for this delta")
+        total = PrivacyCost(eps, delta, rho, approx)
+    else:
+        total = measure.total(eps, delta)
+    eps_column = column_epsilon(total, len(names))
+    scale = candidate_scale(eps_column)  # a scale that cannot be used is refused now
+    threshold = bad_event_threshold(eps_column, bad_event) if unknown else 0
+    precheck_budget(ledger, dataset, total)
+    axes = {c: CategoryAxis(c, private[c], nulls == "category") for c in names
+            if c not in unknown}
+    coded = frame[list(names)]
+    for name, axis in axes.items():  # candidates as codes, the others raw
+        if isinstance(coded, pd.DataFrame):
+            coded = coded.assign(**{name: axis.encode_series(coded[name])})
+        else:
+            meta = pd.Series([], dtype=np.float64, name=name)
+            coded = coded.assign(**{name: coded[name].map_partitions(axis.encode_series,
+                                                                     meta=meta)})
+    nullable = unknown if nulls == "category" else ()
+    hist, _, missing = backend_for(coded).reduce(
+        coded, list(names),
+        partial(_first_pass, columns=list(names), private=names,
+                codes={c: a.codes for c, a in axes.items()}, fill=None, unknown=unknown,
+                null_category=nullable),
+        _add, split_every=DEFAULT_SPLIT_EVERY, progress=progress)
+    if np.asarray(missing).any():
+        raise MissingValuesError(
+            f"column(s) {[c for c, m in zip(names, missing) if m]} contain missing values; "
+            "pass nulls='category' (nothing was charged)")
+    occurring = {c: _occurring(c, h) for c, h in zip(names, hist) if c in unknown}
+    charge = charge_budget(total, ledger, dataset,
+                           description=f"private categories for {list(names)}",
+                           mechanism="categories-lap" + ("-sel" if unknown else ""),
+                           columns=names)
+    chosen, details = {}, {}
+    for name, counts in zip(names, hist):
+        if name in unknown:
+            values, exact = occurring[name]
+            chosen[name] = tuple(select_sorted(values, exact, eps_column, threshold,
+                                               limit=MAX_KEPT))
+            details[name] = (f"from the values that occur: noise scale {scale:.4g}, "
+                             f"threshold {threshold}, at most {MAX_KEPT} kept")
+        else:
+            axis = axes[name]
+            kept, _, t = select_candidates(counts[:len(axis.categories)], eps_column)
+            chosen[name] = tuple(c for c, k in zip(axis.categories, kept) if k)
+            details[name] = f"from {len(axis.categories)} candidates: noise scale {scale:.4g}, " \
+                            f"threshold {t}"
+    statement = privacy_statement(total, 1, detail=f"epsilon {eps_column:.4g} per column over "
+                                                   f"{len(names)} column(s)")
+    return CategoriesRelease(chosen, total.epsilon, total.delta, total.rho, total.approx_delta,
+                             eps_column, statement, charge.charge_id, details)
+
+
+__all__ = ["CategoriesRelease", "private_categories"]
