@@ -20,8 +20,7 @@ from typing import Callable
 import numpy as np
 
 from dpmic_dask.errors import InvalidParameterError
-from dpmic_dask.privacy.accounting import PrivacyCost
-from dpmic_dask.privacy.costs import PURE_DP, ZCDP, measure_for
+from dpmic_dask.privacy.costs import PURE_DP, ZCDP, PrivacyCost, measure_for
 from dpmic_dask.privacy.mechanisms.base import LATTICE, Mechanism, check_noise_units
 from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.stats.sensitivity import safe_down, safe_up

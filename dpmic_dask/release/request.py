@@ -25,7 +25,7 @@ from dpmic_dask.privacy.mechanisms import (
     split_mechanism,
 )
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY, DEFAULT_TASK_MEMORY, check_grid_lower_bound
-from dpmic_dask.stats.statistics import union_layout
+from dpmic_dask.stats.statistics.registry import union_layout
 
 
 @dataclass(frozen=True)

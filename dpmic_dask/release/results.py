@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpmic_dask.privacy.accounting import PrivacyCost
+from dpmic_dask.privacy.costs import PrivacyCost
 
 #: A release whose values' ``ci95`` exceeds this warns (:class:`~dpmic_dask.errors.NoiseWarning`)
 #: before the charge, from public quantities, and after, with how many values are
@@ -22,7 +22,7 @@ WIDE_DOMAIN = 0.25
 def output_name(statistic: str) -> str:
     """The column a released statistic is written under: the statistic's label
     (``tau`` -> ``tau_a``: the binned Kendall tau is a tau-a)."""
-    from dpmic_dask.stats.statistics import get_statistic
+    from dpmic_dask.stats.statistics.registry import get_statistic
 
     return get_statistic(statistic).label
 
@@ -379,7 +379,7 @@ class PairwiseResult(_ReportFields):
 
     def companion(self, statistic: str) -> Companion:
         """The released companion statistic called ``statistic`` (e.g. ``"tau"``)."""
-        from dpmic_dask.stats.statistics import public_statistics
+        from dpmic_dask.stats.statistics.registry import public_statistics
 
         statistic = public_statistics().get(statistic, statistic)
         for item in self.companions:

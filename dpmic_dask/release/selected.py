@@ -43,7 +43,7 @@ from dpmic_dask.release.request import API_NAMES, ArgumentNames, ReleaseRequest,
 from dpmic_dask.release.results import PairwiseResult, PrivacyReport
 from dpmic_dask.stats.counting import CountSpec
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY, DEFAULT_TASK_MEMORY, check_micr_grid
-from dpmic_dask.stats.statistics import union_layout
+from dpmic_dask.stats.statistics.registry import union_layout
 
 #: ``screen_B="auto"`` scores candidates on this grid (when ``B`` is larger), then
 #: counts the chosen pairs again at ``B``: in ``benchmarks/selection.py`` it chose

@@ -35,7 +35,7 @@ from dpmic_dask.privacy.mechanisms.gaussian import GaussianMechanism
 from dpmic_dask.privacy.mechanisms.geometric import GeometricCountsMechanism
 from dpmic_dask.privacy.mechanisms.laplace import LaplaceMechanism
 from dpmic_dask.stats.defaults import grid_defaults
-from dpmic_dask.stats.statistics import get_statistic, public_statistics
+from dpmic_dask.stats.statistics.registry import get_statistic, public_statistics
 
 #: public name -> (statistic name, mechanism class)
 _RELEASES: dict[str, tuple[str, type[Mechanism]]] = {}

@@ -25,14 +25,17 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dpmic_dask.errors import InvalidParameterError
-from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon
 from dpmic_dask.privacy.noise import NoiseLaw
 from dpmic_dask.stats.defaults import grid_defaults
+
+if TYPE_CHECKING:
+    from dpmic_dask.privacy.costs import PrivacyCost
 
 #: Real outputs are rounded to multiples of this before integer noise is added.
 LATTICE = 2.0 ** -40

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 from dpmic_dask.errors import InvalidParameterError
-from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.conversion import rho_from_eps_delta
+from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.privacy.mechanisms.base import (
     GAUSS_CI95,
     LATTICE,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from dpmic_dask.privacy.accounting import PrivacyCost
+from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.privacy.mechanisms.base import Mechanism, NoisePlan, check_noise_units
 from dpmic_dask.privacy.noise import LAPLACE
 from dpmic_dask.stats.sensitivity import safe_up

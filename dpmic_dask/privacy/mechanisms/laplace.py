@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dpmic_dask.privacy.accounting import PrivacyCost
+from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.privacy.mechanisms.base import (
     LAPLACE_CI95,
     LATTICE,
