@@ -27,7 +27,8 @@ from dpmic_dask.errors import (
 from dpmic_dask.privacy.accounting import Budget, InMemoryLedger, using_ledger
 from dpmic_dask.privacy.ledger import SQLLedger
 from dpmic_dask.release.accessor import DPMICAccessor as _DPMICAccessor  # registers frame.dpmic
-from dpmic_dask.release.pipeline import private_mic, session_ledger
+from dpmic_dask.release.charge import session_ledger
+from dpmic_dask.release.one_pair import private_mic
 from dpmic_dask.release.private_bounds import private_bounds
 from dpmic_dask.release.results import BoundsRelease, PairwiseResult, PrivacyReport, Release
 from dpmic_dask.release.units import contribution_bound

@@ -47,14 +47,14 @@ from dpmic_dask.errors import InvalidDataError, InvalidParameterError, MissingVa
 from dpmic_dask.privacy.accounting import privacy_statement
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon
 from dpmic_dask.privacy.costs import measure_for
-from dpmic_dask.release.pipeline import (
-    DEFAULT_SPLIT_EVERY,
+from dpmic_dask.release.charge import (
     after_charge,
     charge_budget,
     check_ledger,
     precheck_budget,
     warn_if_delta_large,
 )
+from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY
 
 #: Default number of bins of a bounded column (a range equipartition).
 DEFAULT_BINS = 5

@@ -8,9 +8,11 @@ A thin facade: it stores the frame, builds one release plan from the arguments
 from __future__ import annotations
 
 from dpmic_dask.backends import backend_for, install_accessor
-from dpmic_dask.release import pipeline
+from dpmic_dask.release.charge import check_ledger
+from dpmic_dask.release.nonprivate import run_pairwise_nonprivate
 from dpmic_dask.release.plan import run_release
 from dpmic_dask.release.units import plan_unit_release
+from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY, DEFAULT_TASK_MEMORY
 
 
 class DPMICAccessor:
@@ -24,8 +26,8 @@ class DPMICAccessor:
 
     def pairwise(self, eps, *, bounds, columns=None, delta=0.0, mechanism="auto", B=None,
                  c=None, nulls="raise", fill=None, ledger=None, dataset=None,
-                 split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None, label=None,
-                 task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",),
+                 split_every=DEFAULT_SPLIT_EVERY, progress=None, label=None,
+                 task_memory=DEFAULT_TASK_MEMORY, statistics=("mic",),
                  bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
                  privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True):
         """Release the private MIC of every pair of columns, once.
@@ -136,15 +138,15 @@ class DPMICAccessor:
 
     def _release(self, eps, *, ledger, dataset, progress, **arguments):
         """Plan the release from the arguments and the frame's schema, then run it."""
-        pipeline.check_ledger(ledger)
+        check_ledger(ledger)
         plan = plan_unit_release(self._schema(), eps, **arguments)
         return run_release(self._frame, plan, ledger=ledger, dataset=dataset,
                            progress=progress)
 
     def top_pairs(self, k, eps, *, bounds, columns=None, delta=0.0, select_share=0.5,
                   screen_B="auto", B=None, c=None, nulls="raise", fill=None, ledger=None,
-                  dataset=None, split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None,
-                  label=None, task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",),
+                  dataset=None, split_every=DEFAULT_SPLIT_EVERY, progress=None,
+                  label=None, task_memory=DEFAULT_TASK_MEMORY, statistics=("mic",),
                   bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
                  privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True):
         """Privately choose the ``k`` most related pairs, then release their values.
@@ -197,8 +199,8 @@ class DPMICAccessor:
     def pairs_above(self, threshold, eps, *, bounds, max_pairs, columns=None, delta=0.0,
                     select_share=0.5, screen_B="auto", B=None, c=None, nulls="raise",
                     fill=None, ledger=None, dataset=None,
-                    split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None, label=None,
-                    task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",),
+                    split_every=DEFAULT_SPLIT_EVERY, progress=None, label=None,
+                    task_memory=DEFAULT_TASK_MEMORY, statistics=("mic",),
                     bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
                  privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True):
         """Privately find pairs whose MICr exceeds a public ``threshold``, then release
@@ -231,8 +233,8 @@ class DPMICAccessor:
                     "share": select_share, "screen_B": screen_B})
 
     def pairwise_nonprivate(self, *, bounds, B, c, columns=None, nulls="raise", fill=None,
-                            split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None,
-                            task_memory=pipeline.DEFAULT_TASK_MEMORY, kinds=None,
+                            split_every=DEFAULT_SPLIT_EVERY, progress=None,
+                            task_memory=DEFAULT_TASK_MEMORY, kinds=None,
                             categories=None):
         """Exact, NON-PRIVATE MICr of every pair (for data that is not sensitive).
 
@@ -254,7 +256,7 @@ class DPMICAccessor:
         frame = axis_frame(self._frame, axis.kinds,
                            drop=list(axis.kinds) if nulls == "drop" else None)
         nulls = "raise" if nulls == "drop" else nulls
-        return pipeline.run_pairwise_nonprivate(
+        return run_pairwise_nonprivate(
             frame, bounds=bounds, B=B, c=c, columns=columns, nulls=nulls, fill=fill,
             split_every=split_every, progress=progress, task_memory=task_memory,
             categories=axes,

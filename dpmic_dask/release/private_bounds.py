@@ -40,14 +40,8 @@ from dpmic_dask.privacy.costs import PURE_DP, ZCDP, column_epsilon, measure_for
 from dpmic_dask.privacy.mechanisms.base import check_noise_units
 from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.privacy.selection import SelectionPlan, check_share
-from dpmic_dask.release.pipeline import (
-    after_charge,
-    charge_budget,
-    check_plan,
-    precheck_budget,
-    public_rows,
-    release_pairs,
-)
+from dpmic_dask.release.charge import after_charge, charge_budget, precheck_budget
+from dpmic_dask.release.pipeline import check_plan, public_rows, release_pairs
 from dpmic_dask.release.request import ReleaseRequest, pairwise_request
 from dpmic_dask.release.results import WIDE_DOMAIN, BoundsRelease, PairwiseResult
 from dpmic_dask.release.selected import check_selected_plan, release_selected, selection_request

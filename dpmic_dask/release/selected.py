@@ -4,7 +4,7 @@
 (:func:`~dpmic_dask.privacy.selection.plan_selection`); :func:`release_selected` scores
 every pair where the counts are, charges the total once, then draws the
 selection's noise and the release's. The charge and precheck are the
-pipeline's (:func:`~dpmic_dask.release.pipeline.charge_budget`).
+release's (:func:`~dpmic_dask.release.charge.charge_budget`).
 """
 
 from __future__ import annotations
@@ -28,17 +28,14 @@ from dpmic_dask.privacy.selection import (
     selection_rule,
 )
 from dpmic_dask.release import pipeline
-from dpmic_dask.release.pipeline import (
+from dpmic_dask.release.charge import (
     after_charge,
-    block_size,
     charge_budget,
-    companion,
-    grid_parameters,
     log,
     precheck_budget,
-    values_of,
     warn_if_delta_large,
 )
+from dpmic_dask.release.pipeline import block_size, companion, grid_parameters, values_of
 from dpmic_dask.release.request import API_NAMES, ArgumentNames, ReleaseRequest, pairwise_request
 from dpmic_dask.release.results import PairwiseResult, PrivacyReport
 from dpmic_dask.stats.counting import CountSpec

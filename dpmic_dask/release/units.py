@@ -410,7 +410,7 @@ def plan_unit_release(schema, eps, *, privacy_unit=None, max_rows_per_unit=None,
 def check_ledger_unit(ledger, dataset, unit: tuple[str, ...] | None) -> None:
     """Refuse, before anything is read, a release whose privacy unit is not the one
     the dataset's budget is for (a ledger without budgets accepts any unit)."""
-    from dpmic_dask.release.pipeline import DEFAULT_DATASET, _ledger
+    from dpmic_dask.release.charge import DEFAULT_DATASET, _ledger
 
     ledger = _ledger(ledger)
     budget_for = getattr(ledger, "budget_for", None)
@@ -451,7 +451,7 @@ def run_units(frame, plan, *, ledger=None, dataset=None, progress=None):
     the one charge; the noisy count and ``n0``; the release on the bounded frame
     from the prepaid part."""
     from dpmic_dask.privacy.accounting import PrepaidLedger
-    from dpmic_dask.release.pipeline import after_charge, charge_budget, precheck_budget
+    from dpmic_dask.release.charge import after_charge, charge_budget, precheck_budget
     from dpmic_dask.release.plan import run_release
 
     units = plan.units
@@ -607,7 +607,7 @@ def contribution_bound(frame, unit, eps, *, quantile=0.9, ledger=None, dataset=N
     read off the noisy cumulative counts (post-processing). Charged once."""
     from dpmic_dask.privacy.conversion import check_epsilon
     from dpmic_dask.privacy.noise import active_sampler
-    from dpmic_dask.release.pipeline import charge_budget, precheck_budget
+    from dpmic_dask.release.charge import charge_budget, precheck_budget
     from dpmic_dask.stats.sensitivity import safe_up
 
     unit = check_unit_columns(unit)
