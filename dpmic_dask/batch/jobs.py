@@ -455,7 +455,7 @@ def load_job(path) -> Job:
         kw["bounds_share"] = _typed(priv["bounds_share"], (int, float), "privacy.bounds_share",
                                     src, "a number between 0 and 1")
     if "statistics" in priv:
-        from dpmic_dask.privacy.mechanisms import check_statistics
+        from dpmic_dask.privacy.mechanisms.registry import check_statistics
 
         try:
             kw["statistics"] = check_statistics(priv["statistics"])

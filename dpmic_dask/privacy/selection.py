@@ -396,7 +396,7 @@ def plan_selection(rule: str, *, eps: float, delta: float, share: float, statist
     release's). ``statistics=("mic", "tau")``: the release
     part is split equally between MIC and Kendall's tau of the chosen pairs.
     """
-    from dpmic_dask.privacy.mechanisms import split_mechanism, value_mechanism
+    from dpmic_dask.privacy.mechanisms.registry import split_mechanism, value_mechanism
 
     chosen_rule = selection_rule(rule)
     share = check_share(share)

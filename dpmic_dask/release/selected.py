@@ -18,7 +18,7 @@ from dpmic_dask.checks import MIN_ROWS, check_max_cells
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError
 from dpmic_dask.privacy.accounting import privacy_statement
 from dpmic_dask.privacy.costs import measure_for
-from dpmic_dask.privacy.mechanisms import check_statistics
+from dpmic_dask.privacy.mechanisms.registry import check_statistics
 from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.privacy.selection import (
     EveryPairRanked,

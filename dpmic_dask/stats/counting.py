@@ -21,12 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from itertools import combinations
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from dpmic_dask.errors import InvalidDataError
-from dpmic_dask.stats.grids import GridFamily
 from dpmic_dask.stats.kernels.binning import (
     add_histogram_2d,
     bin_column,
@@ -34,6 +34,9 @@ from dpmic_dask.stats.kernels.binning import (
     fixed_point_positions,
 )
 from dpmic_dask.stats.kernels.readoff import add_cells, column_cells, read_off_orientation
+
+if TYPE_CHECKING:
+    from dpmic_dask.stats.grids import GridFamily
 
 
 @dataclass(frozen=True)

@@ -150,6 +150,12 @@ class Mechanism(ABC):
         self.statistic = statistic
         self.label = label
 
+    @classmethod
+    def for_cost(cls, cost: PrivacyCost, *, statistic, label: str) -> Mechanism:
+        """The mechanism that spends ``cost`` (a part of a larger budget) on
+        ``statistic``'s values."""
+        return cls(epsilon=cost.epsilon, statistic=statistic, label=label)
+
     @property
     @abstractmethod
     def cost(self) -> PrivacyCost:

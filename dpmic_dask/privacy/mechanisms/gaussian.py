@@ -34,6 +34,12 @@ class GaussianMechanism(Mechanism):
             raise InvalidParameterError("rho must be a finite number > 0")
         self._rho = rho
 
+    @classmethod
+    def for_cost(cls, cost: PrivacyCost, *, statistic, label: str) -> GaussianMechanism:
+        """The Gaussian that spends the zCDP part ``cost`` (its ``rho`` itself)."""
+        return cls(epsilon=cost.epsilon, delta=cost.delta, rho=cost.rho, statistic=statistic,
+                   label=label)
+
     @property
     def cost(self) -> PrivacyCost:
         rho = self._rho if self._rho is not None else rho_from_eps_delta(self.epsilon,
