@@ -9,13 +9,13 @@ from functools import partial
 
 from dpmic_dask.backends import backend_for
 from dpmic_dask.checks import MIN_ROWS
-from dpmic_dask.release.pipeline import (
-    _evaluate,
+from dpmic_dask.release.request import pairwise_request
+from dpmic_dask.release.stages import (
     check_category_grids,
+    evaluate_pairs,
     grid_parameters,
     pair_function,
 )
-from dpmic_dask.release.request import pairwise_request
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY, DEFAULT_TASK_MEMORY
 
 
@@ -38,7 +38,7 @@ def run_pairwise_nonprivate(frame, *, bounds, B, c, columns=None, nulls="raise",
         request = dataclasses.replace(request, categories=tuple(categories.items()))
         check_category_grids(request, B, c)
     rows = backend.row_count(frame, request.columns)
-    evaluation = _evaluate(frame, backend, request, layout, rows, B, c,
+    evaluation = evaluate_pairs(frame, backend, request, layout, rows, B, c,
                            pair_function(request, layout, partial(statistic.value, layout=layout)),
                            progress)
     return pd.DataFrame({

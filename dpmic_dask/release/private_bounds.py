@@ -41,10 +41,11 @@ from dpmic_dask.privacy.mechanisms.base import check_noise_units
 from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.privacy.selection import SelectionPlan, check_share
 from dpmic_dask.release.charge import after_charge, charge_budget, precheck_budget
-from dpmic_dask.release.pipeline import check_plan, public_rows, release_pairs
+from dpmic_dask.release.pipeline import release_pairs, release_selected
 from dpmic_dask.release.request import ReleaseRequest, pairwise_request
 from dpmic_dask.release.results import WIDE_DOMAIN, BoundsRelease, PairwiseResult
-from dpmic_dask.release.selected import check_selected_plan, release_selected, selection_request
+from dpmic_dask.release.selected import selection_request
+from dpmic_dask.release.stages import check_plan, check_selected_plan, public_rows
 from dpmic_dask.stats.counting import column_values
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY
 from dpmic_dask.stats.sensitivity import safe_down, safe_up
@@ -530,8 +531,8 @@ def run_private_bounds(frame, planned: PrivateBoundsPlan, *, ledger=None, datase
 
     Order: the precheck; one pass over every column of the release (the bounds'
     histograms, the row count, and every check of the data); every check of the
-    release planned at that row count (:func:`~dpmic_dask.release.pipeline.check_plan`,
-    :func:`~dpmic_dask.release.selected.check_selected_plan`); the one charge; then only
+    release planned at that row count (:func:`~dpmic_dask.release.stages.check_plan`,
+    :func:`~dpmic_dask.release.stages.check_selected_plan`); the one charge; then only
     noise and post-processing, and the release's own pass over the data at the
     released bounds (which can fail only if the data changed between the passes:
     :class:`~dpmic_dask.errors.ReleaseIncompleteError`, naming the charge)."""

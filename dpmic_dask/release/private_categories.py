@@ -30,8 +30,8 @@ from dpmic_dask.privacy.accounting import PrivacyCost, privacy_statement
 from dpmic_dask.privacy.costs import PURE_DP, ZCDP, column_epsilon, measure_for
 from dpmic_dask.privacy.partition_selection import candidate_scale, select_candidates
 from dpmic_dask.release.charge import after_charge, charge_budget, precheck_budget
-from dpmic_dask.release.pipeline import check_plan, release_pairs
-from dpmic_dask.release.selected import check_selected_plan, release_selected
+from dpmic_dask.release.pipeline import release_pairs, release_selected
+from dpmic_dask.release.stages import check_plan, check_selected_plan
 from dpmic_dask.stats.categories import PRIVATE, CategoryAxis
 from dpmic_dask.stats.counting import column_values
 

@@ -278,8 +278,7 @@ def per_unit(plan, k: int, n0: int):
 
 def check_inner(plan, n: int) -> None:
     """Every data-independent check of the inner release at ``n`` rows."""
-    from dpmic_dask.release.pipeline import check_plan
-    from dpmic_dask.release.selected import check_selected_plan
+    from dpmic_dask.release.stages import check_plan, check_selected_plan
 
     if plan.selection is None:
         check_plan(plan.request, n)
