@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import cached_property
 
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.conversion import rho_from_eps_delta
@@ -40,11 +41,16 @@ class GaussianMechanism(Mechanism):
         return cls(epsilon=cost.epsilon, delta=cost.delta, rho=cost.rho, statistic=statistic,
                    label=label)
 
+    @cached_property
+    def _budget_rho(self) -> float:
+        """The zCDP budget: ``rho`` as given, or ``rho(eps, delta)`` (computed once)."""
+        return self._rho if self._rho is not None else rho_from_eps_delta(self.epsilon,
+                                                                          self.delta)
+
     @property
     def cost(self) -> PrivacyCost:
-        rho = self._rho if self._rho is not None else rho_from_eps_delta(self.epsilon,
-                                                                         self.delta)
-        return PrivacyCost(self.epsilon, self.delta, rho)
+        # epsilon, delta and rho were checked when the mechanism was built
+        return PrivacyCost.checked(self.epsilon, self.delta, self._budget_rho)
 
     def calibrate(self, *, n: int, pairs: int, B: float, c: int) -> NoisePlan:
         cost = self.cost

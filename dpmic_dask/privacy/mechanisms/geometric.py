@@ -21,7 +21,7 @@ class GeometricCountsMechanism(Mechanism):
 
     @property
     def cost(self) -> PrivacyCost:
-        return PrivacyCost(self.epsilon, 0.0, None)
+        return PrivacyCost.checked(self.epsilon)  # epsilon checked when built
 
     def calibrate(self, *, n: int, pairs: int, B: float, c: int) -> NoisePlan:
         grids = 2 * (int(B) // 2 - 1)

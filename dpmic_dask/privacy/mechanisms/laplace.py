@@ -22,7 +22,7 @@ class LaplaceMechanism(Mechanism):
 
     @property
     def cost(self) -> PrivacyCost:
-        return PrivacyCost(self.epsilon, 0.0, None)
+        return PrivacyCost.checked(self.epsilon)  # epsilon checked when built
 
     def calibrate(self, *, n: int, pairs: int, B: float, c: int) -> NoisePlan:
         sens = self.statistic.sensitivity(n, B)
