@@ -25,7 +25,7 @@ def job_release_plan(job: Job, schema):
         return causal_plan(job, schema)
     from dpmic_dask.privacy.costs import measure_for
     from dpmic_dask.release.request import JobFileNames
-    from dpmic_dask.release.units import plan_unit_release
+    from dpmic_dask.release.unitplan import plan_unit_release
 
     select = None
     if job.select_rule is not None:

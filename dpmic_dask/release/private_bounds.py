@@ -114,7 +114,7 @@ def histogram_scale(eps_column: float, sensitivity: float = 2.0) -> float:
 def _unit_arguments(schema, names, privacy_unit, max_rows_per_unit):
     """``(unit columns, k)`` for a standalone bounds step per unit, else ``None``
     (checked before anything is read)."""
-    from dpmic_dask.release.units import check_max_rows, check_unit_columns
+    from dpmic_dask.release.bounding import check_max_rows, check_unit_columns
 
     if privacy_unit is None:
         if max_rows_per_unit is not None:
@@ -179,7 +179,7 @@ def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, refine=Tr
     each histogram's noise is ``k / eps_pass`` (``docs/privacy.md`` section 12); the
     row count is not released.
     """
-    from dpmic_dask.release.units import bound_contributions, unit_label
+    from dpmic_dask.release.bounding import bound_contributions, unit_label
     from dpmic_dask.stats.kinds import axis_arguments, axis_frame
 
     backend = backend_for(frame)
