@@ -220,7 +220,7 @@ def _column_kind(spec: dict, name: str, src: str) -> dict:
         raise JobError(f"{src}: columns.{name}.kind must be one of {', '.join(JOB_KINDS)}")
     out = {"kind": kind}
     if "unit" in spec:
-        from dpmic_dask.stats.kinds import UNITS
+        from dpmic_dask.stats.timekind import UNITS
 
         if kind not in ("timestamp", "date", "timedelta") or spec["unit"] not in UNITS:
             raise JobError(f"{src}: columns.{name}.unit must be one of {', '.join(UNITS)} "
