@@ -255,7 +255,7 @@ def _bounds_options(spec: dict, name: str, src: str) -> dict:
     if keys and spec.get("bounds") != "private":
         raise JobError(f'{src}: columns.{name}.{keys[0]} applies to bounds = "private" only')
     from dpmic_dask.privacy.bounds import check_coverage, check_domain
-    from dpmic_dask.release.private_bounds import check_refine
+    from dpmic_dask.release.histograms import check_refine
 
     checks = {"domain": (check_domain, "[lo, hi], two finite numbers with lo < hi"),
               "coverage": (check_coverage, "a number between 0 and 1 (exclusive)"),

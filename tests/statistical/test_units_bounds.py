@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import dpmic_dask as dm
-import dpmic_dask.release.private_bounds as pb
+import dpmic_dask.release.histograms as pb
 import dpmic_dask.release.units as units_module
 from dpmic_dask.privacy.bounds import BoundsGrid, column_histograms
 from dpmic_dask.privacy.costs import PrivacyCost, column_epsilon
