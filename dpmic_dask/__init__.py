@@ -27,10 +27,12 @@ from dpmic_dask.errors import (
 from dpmic_dask.privacy.accounting import Budget, InMemoryLedger, using_ledger
 from dpmic_dask.privacy.ledger import SQLLedger
 from dpmic_dask.release.accessor import DPMICAccessor as _DPMICAccessor  # registers frame.dpmic
+from dpmic_dask.release.boundsresult import BoundsRelease
 from dpmic_dask.release.charge import session_ledger
 from dpmic_dask.release.one_pair import private_mic
 from dpmic_dask.release.private_bounds import private_bounds
-from dpmic_dask.release.results import BoundsRelease, PairwiseResult, PrivacyReport, Release
+from dpmic_dask.release.report import PrivacyReport, Release
+from dpmic_dask.release.results import PairwiseResult
 from dpmic_dask.release.units import contribution_bound
 from dpmic_dask.stats.characteristic import CharacteristicMatrix
 from dpmic_dask.stats.exact import mice, micr, micr_characteristic

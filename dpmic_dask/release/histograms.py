@@ -34,7 +34,7 @@ from dpmic_dask.privacy.bounds import (
 from dpmic_dask.privacy.costs import PURE_DP, column_epsilon
 from dpmic_dask.privacy.mechanisms.base import check_noise_units
 from dpmic_dask.privacy.noise import active_sampler
-from dpmic_dask.release.results import WIDE_DOMAIN, BoundsRelease
+from dpmic_dask.release.boundsresult import WIDE_DOMAIN, BoundsRelease
 from dpmic_dask.stats.counting import column_values
 from dpmic_dask.stats.sensitivity import safe_down, safe_up
 

@@ -14,8 +14,8 @@ from dpmic_dask.errors import InvalidDataError
 from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.privacy.selection import AllPairs
 from dpmic_dask.release.charge import charge_budget, precheck_budget, warn_if_delta_large
+from dpmic_dask.release.report import Release
 from dpmic_dask.release.request import pair_request
-from dpmic_dask.release.results import Release
 from dpmic_dask.release.stages import grid_parameters, value_report
 from dpmic_dask.stats.counting import pair_counts
 

@@ -37,7 +37,8 @@ from dpmic_dask.release.charge import (
     precheck_budget,
     warn_if_delta_large,
 )
-from dpmic_dask.release.results import PairwiseResult, PrivacyReport, warn_noise_after
+from dpmic_dask.release.report import PrivacyReport, warn_noise_after
+from dpmic_dask.release.results import PairwiseResult
 from dpmic_dask.release.stages import (
     check_plan,
     check_selected_plan,

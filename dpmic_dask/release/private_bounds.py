@@ -22,6 +22,7 @@ from dpmic_dask.privacy.accounting import PrivacyCost, privacy_statement
 from dpmic_dask.privacy.conversion import check_epsilon
 from dpmic_dask.privacy.costs import PURE_DP, ZCDP, measure_for
 from dpmic_dask.privacy.selection import SelectionPlan, check_share
+from dpmic_dask.release.boundsresult import BoundsRelease
 from dpmic_dask.release.charge import after_charge, charge_budget, precheck_budget
 from dpmic_dask.release.histograms import (
     BoundsPlan,
@@ -32,7 +33,7 @@ from dpmic_dask.release.histograms import (
 )
 from dpmic_dask.release.pipeline import release_pairs, release_selected
 from dpmic_dask.release.request import ReleaseRequest, pairwise_request
-from dpmic_dask.release.results import BoundsRelease, PairwiseResult
+from dpmic_dask.release.results import PairwiseResult
 from dpmic_dask.release.selected import selection_request
 from dpmic_dask.release.stages import check_plan, check_selected_plan, public_rows
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY

@@ -21,7 +21,8 @@ from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.errors import InvalidDataError, MissingValuesError
 from dpmic_dask.privacy.accounting import privacy_statement
 from dpmic_dask.privacy.noise import active_sampler
-from dpmic_dask.release.results import Companion, PrivacyReport, warn_noise_before
+from dpmic_dask.release.report import PrivacyReport, warn_noise_before
+from dpmic_dask.release.results import Companion
 from dpmic_dask.stats.counting import CountSpec
 from dpmic_dask.stats.limits import (
     check_mice_grid,

@@ -202,7 +202,7 @@ def private_mic_per_unit(x, y, units, *, eps, x_bounds, y_bounds, privacy_unit="
     ``max_rows_per_unit`` rows per unit are used. The same plan as ``pairwise``
     with one pair."""
     from dpmic_dask.release.plan import run_release
-    from dpmic_dask.release.results import Release
+    from dpmic_dask.release.report import Release
 
     if units is None or max_rows_per_unit is None:
         raise InvalidParameterError("privacy per unit needs both units=[...] (one value per "
