@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpmic_dask.privacy.costs import PrivacyCost
+if TYPE_CHECKING:
+    from dpmic_dask.privacy.costs import PrivacyCost
 
 #: A release whose values' ``ci95`` exceeds this warns (:class:`~dpmic_dask.errors.NoiseWarning`)
 #: before the charge, from public quantities, and after, with how many values are

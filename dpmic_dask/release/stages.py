@@ -23,7 +23,7 @@ from dpmic_dask.privacy.accounting import privacy_statement
 from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.release.report import PrivacyReport, warn_noise_before
 from dpmic_dask.release.results import Companion
-from dpmic_dask.stats.counting import CountSpec
+from dpmic_dask.stats.countspec import CountSpec
 from dpmic_dask.stats.limits import (
     check_mice_grid,
     check_micr_grid,
