@@ -6,7 +6,7 @@ schema in which every column is numeric) and ``dpmic run`` (on the input's).
 
 from __future__ import annotations
 
-from dpmic_dask.batch.jobs import Job
+from dpmic_dask.batch.jobmodel import Job
 from dpmic_dask.errors import InvalidParameterError
 
 
@@ -60,7 +60,7 @@ def job_release_plan(job: Job, schema):
 
 def job_cost(job: Job):
     """What one run of ``job`` is charged (no data read): its plan's one charge."""
-    from dpmic_dask.batch.jobs import job_schema
+    from dpmic_dask.batch.jobmodel import job_schema
 
     return job_release_plan(job, job_schema(job)).cost
 
