@@ -14,6 +14,17 @@ from dpmic_dask.release.plan import run_release
 from dpmic_dask.release.unitplan import plan_unit_release
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY, DEFAULT_TASK_MEMORY
 
+#: The arguments every private release method passes on to the plan as given.
+_RELEASE_ARGUMENTS = ("bounds", "columns", "delta", "B", "c", "nulls", "fill", "split_every",
+                      "label", "task_memory", "statistics", "bounds_share", "coverage",
+                      "privacy_unit", "max_rows_per_unit", "domain", "kinds", "min_rows",
+                      "categories", "refine")
+
+
+def _release_arguments(values: dict) -> dict:
+    """The shared release arguments out of a method's ``locals()``."""
+    return {name: values[name] for name in _RELEASE_ARGUMENTS}
+
 
 class DPMICAccessor:
     """``frame.dpmic``: differentially private MIC for every pair of columns."""
@@ -127,14 +138,7 @@ class DPMICAccessor:
         True
         """
         return self._release(eps, ledger=ledger, dataset=dataset, progress=progress,
-                             bounds=bounds, columns=columns, delta=delta, mechanism=mechanism,
-                             B=B, c=c, nulls=nulls, fill=fill, split_every=split_every,
-                             label=label, task_memory=task_memory, statistics=statistics,
-                             bounds_share=bounds_share, coverage=coverage,
-                             privacy_unit=privacy_unit, max_rows_per_unit=max_rows_per_unit,
-                             domain=domain,
-                             kinds=kinds, min_rows=min_rows, categories=categories,
-                             refine=refine)
+                             mechanism=mechanism, **_release_arguments(locals()))
 
     def _release(self, eps, *, ledger, dataset, progress, **arguments):
         """Plan the release from the arguments and the frame's schema, then run it."""
@@ -187,14 +191,9 @@ class DPMICAccessor:
             values; ``report()`` and ``privacy`` state the selection and both parts.
         """
         return self._release(
-            eps, ledger=ledger, dataset=dataset, progress=progress, bounds=bounds,
-            columns=columns, delta=delta, B=B, c=c, nulls=nulls, fill=fill,
-            split_every=split_every, label=label, task_memory=task_memory,
-            statistics=statistics, bounds_share=bounds_share, coverage=coverage,
-            privacy_unit=privacy_unit, max_rows_per_unit=max_rows_per_unit,
-            domain=domain, kinds=kinds, min_rows=min_rows, categories=categories,
-            refine=refine,
-            select={"rule": "top-k", "k": k, "share": select_share, "screen_B": screen_B})
+            eps, ledger=ledger, dataset=dataset, progress=progress,
+            select={"rule": "top-k", "k": k, "share": select_share, "screen_B": screen_B},
+            **_release_arguments(locals()))
 
     def pairs_above(self, threshold, eps, *, bounds, max_pairs, columns=None, delta=0.0,
                     select_share=0.5, screen_B="auto", B=None, c=None, nulls="raise",
@@ -222,15 +221,10 @@ class DPMICAccessor:
         eps, delta, select_share, screen_B, bounds, ... : as for :meth:`top_pairs`.
         """
         return self._release(
-            eps, ledger=ledger, dataset=dataset, progress=progress, bounds=bounds,
-            columns=columns, delta=delta, B=B, c=c, nulls=nulls, fill=fill,
-            split_every=split_every, label=label, task_memory=task_memory,
-            statistics=statistics, bounds_share=bounds_share, coverage=coverage,
-            privacy_unit=privacy_unit, max_rows_per_unit=max_rows_per_unit,
-            domain=domain, kinds=kinds, min_rows=min_rows, categories=categories,
-            refine=refine,
+            eps, ledger=ledger, dataset=dataset, progress=progress,
             select={"rule": "above", "threshold": threshold, "max_pairs": max_pairs,
-                    "share": select_share, "screen_B": screen_B})
+                    "share": select_share, "screen_B": screen_B},
+            **_release_arguments(locals()))
 
     def pairwise_nonprivate(self, *, bounds, B, c, columns=None, nulls="raise", fill=None,
                             split_every=DEFAULT_SPLIT_EVERY, progress=None,
