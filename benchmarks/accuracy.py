@@ -98,7 +98,8 @@ def tau_accuracy(rels, reps: int, seed: int, n: int = 10_000, eps: float = 1.0) 
     from scipy import stats
 
     from dpmic_dask.privacy.mechanisms import build_mechanism, default_parameters, split_mechanism
-    from dpmic_dask.stats.counting import CountSpec, count_columns
+    from dpmic_dask.stats.counting import count_columns
+    from dpmic_dask.stats.countspec import CountSpec
     from dpmic_dask.stats.grids import tau_bins
     from dpmic_dask.stats.statistics import get_statistic
 

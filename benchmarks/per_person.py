@@ -117,7 +117,7 @@ def main() -> None:
     from dask.distributed import Client, LocalCluster
 
     import dpmic_dask  # noqa: F401  (the accessor)
-    from dpmic_dask.release.units import bound_contributions
+    from dpmic_dask.release.bounding import bound_contributions
 
     logging.getLogger("distributed.shuffle").setLevel(logging.ERROR)
     logging.getLogger("distributed.nanny").setLevel(logging.ERROR)

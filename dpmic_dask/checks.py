@@ -130,6 +130,20 @@ def check_unique_labels(names, selected) -> None:
             "duplicates so that each selected column is one column")
 
 
+def check_column_list(columns, names) -> list:
+    """``columns`` as a list: a list of column names of the frame (``names``),
+    none repeated."""
+    if isinstance(columns, str) or not hasattr(columns, "__iter__"):
+        raise InvalidParameterError("columns must be a list of column names")
+    selected = list(columns)
+    missing = [c for c in selected if c not in names]
+    if missing:
+        raise InvalidParameterError(f"unknown column(s) selected: {missing}")
+    if len(set(selected)) != len(selected):
+        raise InvalidParameterError("columns must not repeat a column")
+    return selected
+
+
 def check_frame_request(dtypes, *, bounds, columns=None, nulls="raise", fill=None, names=None,
                         min_columns=2):
     """Validate a pairwise request against a frame's schema (no data is read).
@@ -165,14 +179,7 @@ def check_frame_request(dtypes, *, bounds, columns=None, nulls="raise", fill=Non
     if columns is None:
         selected = [c for c in names if c in bounds]
     else:
-        if isinstance(columns, str) or not hasattr(columns, "__iter__"):
-            raise InvalidParameterError("columns must be a list of column names")
-        selected = list(columns)
-        missing_cols = [c for c in selected if c not in names]
-        if missing_cols:
-            raise InvalidParameterError(f"unknown column(s) selected: {missing_cols}")
-        if len(set(selected)) != len(selected):
-            raise InvalidParameterError("columns must not repeat a column")
+        selected = check_column_list(columns, names)
         no_bounds = [c for c in selected if c not in bounds]
         if no_bounds:
             raise InvalidParameterError(

@@ -80,7 +80,7 @@ class BoundsWarning(UserWarning):
 
 class NoiseWarning(UserWarning):
     """A release whose noise may swamp its values (``ci95`` above
-    :data:`dpmic_dask.release.results.NOISY_CI95`). The privacy guarantee is intact."""
+    :data:`dpmic_dask.release.report.NOISY_CI95`). The privacy guarantee is intact."""
 
 
 # A privacy warning must never be swallowed by a "once per location" filter.

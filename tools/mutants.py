@@ -66,7 +66,7 @@ MUTANTS = {
         base.Mechanism.randomise = randomise
     """),
     "drop-gauss": ("Gaussian draws are zero", """
-        from dpmic_dask import noise
+        from dpmic_dask.privacy import noise
         noise.DiscreteGaussian.draw = lambda self, scale, size: np.zeros(size, np.int64)
     """),
     "halve-value-noise": ("value noise drawn at half the stated scale", """
@@ -86,21 +86,24 @@ MUTANTS = {
         base.noisy_counts = noisy_counts
     """),
     "drop-histogram-noise": ("private bounds read off exact histograms", """
-        from dpmic_dask import private_release
-        def noisy_histograms(counts, eps_column):
+        from dpmic_dask.release import histograms
+        def noisy_histograms(counts, eps_column, sensitivity=2.0):
             return ([np.asarray(r, np.int64) for r in counts],
-                    private_release.histogram_scale(eps_column))
-        private_release.noisy_histograms = noisy_histograms
+                    histograms.histogram_scale(eps_column, sensitivity))
+        histograms.noisy_histograms = noisy_histograms
     """),
     "skip-the-charge": ("releases are never charged", """
-        from dpmic_dask import accounting, pipeline
+        import sys
+        import dpmic_dask
+        from dpmic_dask.privacy import accounting
+        from dpmic_dask.release import charge
         def charge_budget(cost, ledger, dataset, *, description, mechanism, columns=()):
             return accounting.Charge("mutant", dataset or "default", cost, description,
                                      0.0, mechanism, tuple(columns))
-        pipeline.charge_budget = charge_budget
-        import dpmic_dask.release.selected, dpmic_dask.release.private_bounds
-        dpmic_dask.release.selected.charge_budget = charge_budget
-        dpmic_dask.release.private_bounds.charge_budget = charge_budget
+        original = charge.charge_budget
+        for module in list(sys.modules.values()):  # every module that imported it by name
+            if getattr(module, "charge_budget", None) is original:
+                module.charge_budget = charge_budget
     """),
     "gauss-costs-pure": ("a Gaussian release is accounted as pure epsilon-DP", """
         from dpmic_dask.privacy.costs import PrivacyCost
@@ -108,13 +111,13 @@ MUTANTS = {
         GaussianMechanism.cost = property(lambda self: PrivacyCost(self.epsilon))
     """),
     "halve-micr-sensitivity": ("noise calibrated to half MICr's sensitivity", """
-        from dpmic_dask import sensitivity
+        from dpmic_dask.stats import sensitivity
         from dpmic_dask.stats.statistics import micr
         original = sensitivity.micr_sensitivity
         micr.micr_sensitivity = lambda n: original(n) / 2
     """),
     "exact-top-k": ("top-k picks by exact scores, no selection noise", """
-        from dpmic_dask import selection
+        from dpmic_dask.privacy import selection
         def select(self, n_pairs, scores=None, sensitivity=None):
             order = np.argsort(-np.asarray(scores, float), kind="stable")
             return tuple(int(i) for i in order[:min(self.k, n_pairs)])
@@ -122,10 +125,15 @@ MUTANTS = {
     """),
     "charge-after-noise-refusal": ("the release part is calibrated only after the charge",
                                    """
-        from dpmic_dask import pipeline
-        pipeline.check_plan = lambda request, n: pipeline.grid_parameters(request, n)
-        import dpmic_dask.release.private_bounds as pr
-        pr.check_plan = pipeline.check_plan
+        import sys
+        import dpmic_dask
+        from dpmic_dask.release import stages
+        original = stages.check_plan
+        def check_plan(request, n):
+            return stages.grid_parameters(request, n)
+        for module in list(sys.modules.values()):  # every module that imported it by name
+            if getattr(module, "check_plan", None) is original:
+                module.check_plan = check_plan
     """),
 }
 

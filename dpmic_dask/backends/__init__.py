@@ -59,7 +59,7 @@ def _load_builtin() -> None:
 
 def count_frame(frame, spec, *, split_every: int = 8, progress: bool | None = None):
     """Exact counts of a whole frame, brought to the driver (tests, references)."""
-    from dpmic_dask.stats.counting import PartialCounts
+    from dpmic_dask.stats.countspec import PartialCounts
 
     agg = backend_for(frame).count(frame, spec, split_every=split_every, progress=progress)
     return PartialCounts(agg.counts(), agg.rows, agg.missing)

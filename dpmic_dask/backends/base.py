@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpmic_dask.errors import DataReadError, DPMICError
-from dpmic_dask.stats.counting import Block, CountSpec, PartialCounts
+from dpmic_dask.stats.countspec import Block, CountSpec, PartialCounts
 from dpmic_dask.stats.limits import DEFAULT_TASK_MEMORY
 
 

@@ -33,17 +33,16 @@ from dpmic_dask.backends.base import (
     pair_names,
 )
 from dpmic_dask.stats.counting import (
-    CountSpec,
-    PartialCounts,
     bin_partition,
     combine_partials,
     count_binned_partitions,
     empty_partial,
     gather_chunks,
     shared_binning,
-    streamed_counts,
 )
+from dpmic_dask.stats.countspec import CountSpec, PartialCounts
 from dpmic_dask.stats.limits import DEFAULT_TASK_MEMORY, partitions_per_task
+from dpmic_dask.stats.streaming import streamed_counts
 
 DEFAULT_SPLIT_EVERY = 8
 #: Binned columns shared by the blocks of an evaluation may take up to this many
@@ -132,7 +131,7 @@ def _group(rows, parts: int, columns: int, task_memory: int, blocks: int) -> int
 
 
 def _binned(frame, spec: CountSpec) -> list:
-    """One delayed :class:`~dpmic_dask.stats.counting.BinnedChunk` per partition of
+    """One delayed :class:`~dpmic_dask.stats.countspec.BinnedChunk` per partition of
     ``frame``'s ``spec.columns``. Binning is a per-partition map, which Dask fuses
     into the task that reads (or computes) the partition: its float64 values are
     freed as soon as they are binned, and only two bytes per value wait for the
@@ -159,7 +158,7 @@ def _counted(binned, spec: CountSpec, group: int, split_every: int, take=None):
 
 def _count_and_evaluate(*chunks, spec: CountSpec, fill, fn, names, take=None):
     """``evaluate_partial`` of the counts of ``chunks``, each pair counted when
-    ``fn`` asks for it (:func:`~dpmic_dask.stats.counting.streamed_counts`)."""
+    ``fn`` asks for it (:func:`~dpmic_dask.stats.streaming.streamed_counts`)."""
     return evaluate_partial(streamed_counts(gather_chunks(chunks, take), spec), fill, fn, names)
 
 

@@ -11,7 +11,7 @@ it for clean-up) run under :func:`deferred`: a signal then waits for the step.
 
 Whether the budget may have been charged is tracked conservatively:
 :func:`note_charge_possible` is called just before a release asks the ledger to
-charge (:func:`dpmic_dask.release.pipeline.charge_budget`); before that an
+charge (:func:`dpmic_dask.release.charge.charge_budget`); before that an
 interruption certainly charged nothing.
 """
 

@@ -6,7 +6,7 @@ schema in which every column is numeric) and ``dpmic run`` (on the input's).
 
 from __future__ import annotations
 
-from dpmic_dask.batch.jobs import Job
+from dpmic_dask.batch.jobmodel import Job
 from dpmic_dask.errors import InvalidParameterError
 
 
@@ -27,7 +27,7 @@ def job_release_plan(job: Job, schema):
         return causal_plan(job, schema)
     from dpmic_dask.privacy.costs import measure_for
     from dpmic_dask.release.request import JobFileNames
-    from dpmic_dask.release.units import plan_unit_release
+    from dpmic_dask.release.unitplan import plan_unit_release
 
     select = None
     if job.select_rule is not None:
@@ -79,7 +79,7 @@ def bounds_section(section: dict, src: str) -> dict:
 
 def job_cost(job: Job):
     """What one run of ``job`` is charged (no data read): its plan's one charge."""
-    from dpmic_dask.batch.jobs import job_schema
+    from dpmic_dask.batch.jobmodel import job_schema
 
     return job_release_plan(job, job_schema(job)).cost
 

@@ -65,289 +65,24 @@ Example (TOML)::
 
 from __future__ import annotations
 
-import math
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dpmic_dask.batch.jobfile import JobError, read_job_file
+from dpmic_dask.batch.jobmodel import COLUMN_KEYS, FORMATS, SECTIONS, Job, job_schema
+from dpmic_dask.batch.jobparts import (
+    _bounds_options,
+    _bytes,
+    _categories,
+    _column_kind,
+    _seconds,
+    _section,
+    _select,
+    _sql_partitions,
+    _typed,
+)
 from dpmic_dask.errors import InvalidParameterError
-from dpmic_dask.stats.limits import DEFAULT_TASK_MEMORY
-
-SECTIONS = {
-    "job": {"name", "dataset"},
-    "input": {"paths", "format", "sql_url", "sql_table", "sql_query", "timeout",
-              "partition_column", "partition_bounds", "partitions"},
-    "columns": None,  # column names are free; each entry has COLUMN_KEYS
-    "privacy": {"eps", "delta", "mechanism", "B", "c", "nulls", "statistics", "bounds_share",
-                "min_rows", "unit", "max_rows_per_unit"},
-    "output": {"path", "format", "sql_url", "sql_table", "timeout"},
-    "cluster": {"scheduler", "workers", "timeout", "task_memory"},
-    "select": {"top_k", "threshold", "max_pairs", "share", "screen_B"},
-    "causal": {"alpha", "max_condition_size", "bins", "test", "select_share"},
-    "ledger": {"url"},
-    "bounds": {"check"},  # [bounds] check = 0.05: a private check of public bounds
-}
-COLUMN_KEYS = {"bounds", "fill", "kind", "unit", "domain", "coverage", "refine", "categories"}
-#: Kinds a job file can name (``columns.ts.kind``); see :mod:`dpmic_dask.stats.kinds`.
-JOB_KINDS = ("number", "boolean", "timestamp", "date", "timedelta")
-FORMATS = ("parquet", "csv")
-
-
-@dataclass(frozen=True)
-class Job:
-    """A checked job (no data has been read, no budget touched)."""
-
-    source: str
-    name: str
-    dataset: str
-    input_paths: tuple = ()
-    input_format: str | None = None
-    sql_url: str | None = None
-    sql_table: str | None = None
-    sql_query: str | None = None
-    input_timeout: float = 30.0
-    partition_column: str | None = None
-    partition_bounds: tuple[float, float] | None = None
-    partitions: int = 1
-    bounds: dict = field(default_factory=dict)
-    fill: dict | None = None
-    #: Per-column kinds and casts (``columns.ts.kind = "timestamp"``, ``unit``):
-    #: ``{column: {"kind": ..., "unit": ...}}``, only for the columns that name one.
-    kinds: dict = field(default_factory=dict)
-    #: ``privacy.nulls = "drop"``: the public minimum of the rows kept.
-    min_rows: int | None = None
-    #: ``privacy.unit`` (the column(s) of one unit; ``None``: one row) and
-    #: ``privacy.max_rows_per_unit`` (docs/privacy.md, "Privacy per unit").
-    privacy_unit: tuple | None = None
-    max_rows_per_unit: int | None = None
-    #: Private-bounds knobs of ``bounds = "private"`` columns that set one:
-    #: ``{column: {"domain": (lo, hi), "coverage": ..., "refine": ...}}``.
-    bounds_options: dict = field(default_factory=dict)
-    eps: float = 1.0
-    delta: float = 0.0
-    mechanism: str = "auto"
-    B: int | None = None
-    c: int | None = None
-    nulls: str = "raise"
-    statistics: tuple = ("mic",)
-    bounds_share: float | None = None
-    bounds_check: float | None = None
-    output_path: str | None = None
-    output_format: str = "parquet"
-    output_sql_url: str | None = None
-    output_sql_table: str | None = None
-    output_timeout: float = 30.0
-    scheduler: str | None = None
-    timeout: float = 30.0
-    workers: int = 2
-    task_memory: int = DEFAULT_TASK_MEMORY
-    select_rule: str | None = None
-    select_k: int | None = None
-    select_threshold: float | None = None
-    select_max_pairs: int | None = None
-    select_share: float = 0.5
-    screen_B: int | str | None = "auto"
-    ledger_url: str = "sqlite:///dpmic-ledger.db"
-    #: ``[causal]``: release a private CPDAG (:mod:`dpmic_dask.batch.jobcausal`) with
-    #: these options instead of pairwise values; ``None``: no causal section.
-    causal: dict | None = None
-
-
-def _section(data, name, src, required=False) -> dict:
-    value = data.get(name)
-    if value is None:
-        if required:
-            raise JobError(f"{src}: missing section [{name}]")
-        return {}
-    if not isinstance(value, dict):
-        raise JobError(f"{src}: [{name}] must be a table")
-    allowed = SECTIONS[name]
-    if allowed is not None:
-        unknown = sorted(set(value) - allowed)
-        if unknown:
-            raise JobError(f"{src}: unknown key {name}.{unknown[0]} "
-                           f"(allowed: {', '.join(sorted(allowed))})")
-    return value
-
-
-def _typed(value, kinds, key, src, what):
-    if isinstance(value, bool) or not isinstance(value, kinds):
-        raise JobError(f"{src}: {key} must be {what}")
-    return value
-
-
-def _seconds(value, key, src) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 3600:
-        raise JobError(f"{src}: {key} must be a number of seconds in (0, 3600]")
-    return float(value)
-
-
-MAX_SQL_PARTITIONS = 100_000
-
-
-def _sql_partitions(inp: dict, src: str) -> dict:
-    """``partition_column``, ``partition_bounds``, ``partitions`` of a SQL input."""
-    keys = {"partition_column", "partition_bounds", "partitions"} & set(inp)
-    if not keys:
-        return {}
-    if "partition_column" not in inp:
-        raise JobError(f"{src}: input.{sorted(keys)[0]} needs input.partition_column")
-    column = _typed(inp["partition_column"], str, "input.partition_column", src, "a column name")
-    if not column.strip():
-        raise JobError(f"{src}: input.partition_column must be a non-empty column name")
-    if "partition_bounds" not in inp:
-        raise JobError(f"{src}: input.partition_column needs input.partition_bounds = [lo, hi], "
-                       "the public range of the column to split into partitions")
-    b = inp["partition_bounds"]
-    if not (isinstance(b, list) and len(b) == 2
-            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in b)
-            and all(math.isfinite(v) for v in b) and b[0] < b[1]):
-        raise JobError(f"{src}: input.partition_bounds must be [lo, hi], finite numbers, lo < hi")
-    count = inp.get("partitions", 16)
-    if isinstance(count, bool) or not isinstance(count, int) \
-            or not 1 <= count <= MAX_SQL_PARTITIONS:
-        raise JobError(f"{src}: input.partitions must be an integer from 1 to "
-                       f"{MAX_SQL_PARTITIONS:,}")
-    return {"partition_column": column, "partition_bounds": (float(b[0]), float(b[1])),
-            "partitions": count}
-
-
-def _column_kind(spec: dict, name: str, src: str) -> dict:
-    """``columns.<name>.kind`` and ``unit`` (a cast for values that arrive as strings
-    or numbers), as ``{"kind": ..., "unit": ...}``; ``{}`` when none is named."""
-    if "kind" not in spec:
-        if "unit" in spec:
-            raise JobError(f"{src}: columns.{name}.unit needs columns.{name}.kind")
-        return {}
-    kind = spec["kind"]
-    if kind not in JOB_KINDS:
-        raise JobError(f"{src}: columns.{name}.kind must be one of {', '.join(JOB_KINDS)}")
-    out = {"kind": kind}
-    if "unit" in spec:
-        from dpmic_dask.stats.kinds import UNITS
-
-        if kind not in ("timestamp", "date", "timedelta") or spec["unit"] not in UNITS:
-            raise JobError(f"{src}: columns.{name}.unit must be one of {', '.join(UNITS)} "
-                           "(for a timestamp, date or timedelta kind)")
-        out["unit"] = spec["unit"]
-    return out
-
-
-def _categories(spec: dict, name: str, src: str) -> dict:
-    """``columns.<name>.categories``: a public list (``["north", "south"]``),
-    ``{ private = [candidates] }`` or ``"private"`` (from the values that occur);
-    kept in ``Job.bounds`` as ``{"categories": ...}`` (the column's bounds come
-    from the list; see :mod:`dpmic_dask.stats.categories`)."""
-    others = sorted(set(spec) - {"categories", "fill"})
-    if others:
-        raise JobError(f"{src}: columns.{name}.{others[0]} does not apply to a categorical "
-                       "column (its bounds come from its categories)")
-    listed = spec["categories"]
-    if listed == "private":  # chosen from the values that occur (needs delta > 0)
-        return {"categories": "private"}
-    if isinstance(listed, dict):
-        if set(listed) != {"private"} or not isinstance(listed["private"], list):
-            raise JobError(f"{src}: columns.{name}.categories must be a list, "
-                           '{ private = [candidates] } or "private"')
-        return {"categories": {"private": list(listed["private"])}}
-    if not isinstance(listed, list):
-        raise JobError(f"{src}: columns.{name}.categories must be a list of public categories")
-    return {"categories": list(listed)}
-
-
-def _bounds_options(spec: dict, name: str, src: str) -> dict:
-    """``columns.<name>.domain``, ``coverage`` and ``refine`` of a column whose
-    bounds are ``"private"`` (checked as the API checks them)."""
-    keys = [k for k in ("domain", "coverage", "refine") if k in spec]
-    if keys and spec.get("bounds") != "private":
-        raise JobError(f'{src}: columns.{name}.{keys[0]} applies to bounds = "private" only')
-    from dpmic_dask.privacy.bounds import check_coverage, check_domain
-    from dpmic_dask.release.private_bounds import check_refine
-
-    checks = {"domain": (check_domain, "[lo, hi], two finite numbers with lo < hi"),
-              "coverage": (check_coverage, "a number between 0 and 1 (exclusive)"),
-              "refine": (check_refine, "true or false")}
-    out = {}
-    for key in keys:
-        check, what = checks[key]
-        try:
-            out[key] = check(spec[key])
-        except InvalidParameterError:
-            raise JobError(f"{src}: columns.{name}.{key} must be {what}") from None
-    return out
-
-
-def job_schema(job: Job) -> dict:
-    """The schema a job declares, for ``dpmic validate`` (the input's own dtypes are
-    checked by ``run``, or by ``validate --schema``): a named kind's dtype, else
-    float64 for numeric, boolean or private bounds and datetime64 for bounds given
-    otherwise (TOML dates and times, strings), whose kind then checks them."""
-    import numpy as np
-
-    declared = {"timestamp": "datetime64[ns]", "date": "datetime64[ns]",
-                "timedelta": "timedelta64[ns]", "boolean": "bool", "number": "float64"}
-    schema = {name: np.dtype(object) for name in job.privacy_unit or ()}  # any type
-    for name, bounds in job.bounds.items():
-        kind = job.kinds.get(name, {})
-        if isinstance(bounds, dict):  # a categorical column: strings (or integers)
-            schema[name] = np.dtype(object)
-        elif kind and "unit" not in kind:
-            schema[name] = np.dtype(declared[kind["kind"]])
-        elif kind or bounds == "private" or any(
-                isinstance(v, (int, float)) for v in bounds):
-            schema[name] = np.dtype("float64")
-        else:
-            schema[name] = np.dtype("datetime64[ns]")
-    return schema
-
-
-def _select(sel: dict, src: str) -> dict:
-    """The optional ``[select]`` section: ``top_k``, or ``threshold`` with ``max_pairs``."""
-    if not sel:
-        return {}
-    kw: dict[str, Any] = {}
-    if ("top_k" in sel) == ("threshold" in sel):
-        raise JobError(f"{src}: [select] needs exactly one of top_k, threshold")
-    if "top_k" in sel:
-        if "max_pairs" in sel:
-            raise JobError(f"{src}: select.max_pairs goes with select.threshold, not top_k")
-        kw["select_rule"] = "top-k"
-        kw["select_k"] = _typed(sel["top_k"], int, "select.top_k", src, "an integer >= 1")
-    else:
-        kw["select_rule"] = "above"
-        kw["select_threshold"] = _typed(sel["threshold"], (int, float), "select.threshold",
-                                        src, "a number in [0, 1]")
-        if "max_pairs" not in sel:
-            raise JobError(f"{src}: select.threshold needs select.max_pairs")
-        kw["select_max_pairs"] = _typed(sel["max_pairs"], int, "select.max_pairs", src,
-                                        "an integer >= 1")
-    if "share" in sel:
-        kw["select_share"] = _typed(sel["share"], (int, float), "select.share", src,
-                                    "a number between 0 and 1")
-    if "screen_B" in sel:
-        value = sel["screen_B"]
-        if value == "off":
-            kw["screen_B"] = None
-        elif value != "auto":
-            kw["screen_B"] = _typed(value, int, "select.screen_B", src,
-                                    'an integer, "auto" or "off"')
-    return kw
-
-
-def _bytes(value, key, src) -> int:
-    """A size in bytes: an integer, or a string with a unit ("256 MiB", "1GB")."""
-    if isinstance(value, str):
-        from dask.utils import parse_bytes
-
-        try:
-            value = parse_bytes(value)
-        except (ValueError, TypeError):
-            raise JobError(f"{src}: {key} must be a size such as \"256 MiB\"") from None
-    if isinstance(value, bool) or not isinstance(value, int) or not 2**20 <= value <= 2**40:
-        raise JobError(f"{src}: {key} must be a size from 1 MiB to 1 TiB")
-    return value
 
 
 def load_job(path) -> Job:
@@ -464,7 +199,7 @@ def load_job(path) -> Job:
         kw["bounds_share"] = _typed(priv["bounds_share"], (int, float), "privacy.bounds_share",
                                     src, "a number between 0 and 1")
     if "statistics" in priv:
-        from dpmic_dask.privacy.mechanisms import check_statistics
+        from dpmic_dask.privacy.mechanisms.registry import check_statistics
 
         try:
             kw["statistics"] = check_statistics(priv["statistics"])

@@ -128,7 +128,7 @@ def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, prog
     """The first run of a key: check, charge once, keep, deliver."""
     from dpmic_dask.batch.joboutput import check_output, result_rows
     from dpmic_dask.batch.jobplan import job_cost
-    from dpmic_dask.release.pipeline import precheck_budget
+    from dpmic_dask.release.charge import precheck_budget
     from dpmic_dask.release.units import check_ledger_unit
 
     check_output(job, run_id)

@@ -1,14 +1,13 @@
-"""``frame.dpmic.causal_graph``: the causal wing adds its method to the accessor.
+"""``frame.dpmic.causal_graph``: the causal wing's method of the accessor.
 
 The accessor lives in the release wing, below this one, so it cannot import
-causal discovery; this module attaches the method when the wing is imported
-(``import dpmic_dask.causal``), the way optional backends register themselves.
+causal discovery; the package (``dpmic_dask/__init__.py``) attaches this method
+to it on import, before any of its wings can be used.
 """
 
 from __future__ import annotations
 
 from dpmic_dask.causal.discover import causal_graph
-from dpmic_dask.release.accessor import DPMICAccessor
 
 
 def accessor_causal_graph(self, eps, **arguments):
@@ -22,4 +21,3 @@ def accessor_causal_graph(self, eps, **arguments):
 
 
 accessor_causal_graph.__name__ = "causal_graph"
-DPMICAccessor.causal_graph = accessor_causal_graph  # type: ignore[attr-defined]

@@ -42,19 +42,19 @@ from dpmic_dask.causal.tables import (
     combine_counts,
     count_partition,
 )
-from dpmic_dask.checks import MIN_ROWS, check_bounds, finite_real
+from dpmic_dask.checks import MIN_ROWS, check_bounds, check_column_list, finite_real
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError, MissingValuesError
 from dpmic_dask.privacy.accounting import privacy_statement
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon
 from dpmic_dask.privacy.costs import measure_for
-from dpmic_dask.release.pipeline import (
-    DEFAULT_SPLIT_EVERY,
+from dpmic_dask.release.charge import (
     after_charge,
     charge_budget,
     check_ledger,
     precheck_budget,
     warn_if_delta_large,
 )
+from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY
 
 #: Default number of bins of a bounded column (a range equipartition).
 DEFAULT_BINS = 5
@@ -126,14 +126,7 @@ def check_request(dtypes, *, columns, alpha, max_condition_size, bounds, categor
     if columns is None:
         selected = [c for c in names if c in bounds or c in categories]
     else:
-        if isinstance(columns, str) or not hasattr(columns, "__iter__"):
-            raise InvalidParameterError("columns must be a list of column names")
-        selected = list(columns)
-        missing = [c for c in selected if c not in names]
-        if missing:
-            raise InvalidParameterError(f"unknown column(s) selected: {missing}")
-        if len(set(selected)) != len(selected):
-            raise InvalidParameterError("columns must not repeat a column")
+        selected = check_column_list(columns, names)
         public = [c for c in selected if c not in bounds and c not in categories]
         if public:
             raise InvalidParameterError(

@@ -56,6 +56,24 @@ class PrivacyCost:
             raise InvalidParameterError(
                 "an approximate part needs a zCDP cost whose delta exceeds its own")
 
+    @classmethod
+    def checked(cls, epsilon: float, delta: float = 0.0, rho: float | None = None) -> PrivacyCost:
+        """A cost from amounts that are already checked: a part computed from a
+        valid cost (the measure's arithmetic), or a built mechanism's own
+        parameters. The user's ``eps`` and ``delta`` were checked where the
+        request was built, so only the invariants are asserted here, cheaply
+        (finite, positive, never NaN), with the messages of the full check."""
+        if not (math.isfinite(epsilon) and epsilon > 0):
+            raise InvalidParameterError("cost epsilon must be a finite number > 0")
+        if not (0.0 <= delta < 1.0):
+            raise InvalidParameterError("cost delta must be a number in [0, 1)")
+        if rho is not None and not (math.isfinite(rho) and rho > 0):
+            raise InvalidParameterError("cost rho must be a finite number > 0")
+        cost = object.__new__(cls)
+        for name, value in (("epsilon", epsilon), ("delta", delta), ("rho", rho)):
+            object.__setattr__(cost, name, value)
+        return cost
+
     @property
     def measure(self) -> Measure:
         """How this cost composes with others: :data:`PURE_DP` or :data:`ZCDP`."""
@@ -140,7 +158,7 @@ class PureDP(Measure):
         return cost.epsilon
 
     def cost(self, amount: float, delta: float) -> PrivacyCost:
-        return PrivacyCost(amount)
+        return PrivacyCost.checked(amount)
 
     def total(self, eps: float, delta: float) -> PrivacyCost:
         return PrivacyCost(eps)
@@ -157,7 +175,7 @@ class ZeroConcentratedDP(Measure):
         return cost.as_rho()
 
     def cost(self, amount: float, delta: float) -> PrivacyCost:
-        return PrivacyCost(eps_from_rho(amount, delta), delta, amount)
+        return PrivacyCost.checked(eps_from_rho(amount, delta), delta, amount)
 
     def total(self, eps: float, delta: float) -> PrivacyCost:
         return PrivacyCost(eps, delta, rho_from_eps_delta(eps, delta))

@@ -20,8 +20,7 @@ from typing import Callable
 import numpy as np
 
 from dpmic_dask.errors import InvalidParameterError
-from dpmic_dask.privacy.accounting import PrivacyCost
-from dpmic_dask.privacy.costs import PURE_DP, ZCDP, measure_for
+from dpmic_dask.privacy.costs import PURE_DP, ZCDP, PrivacyCost, measure_for
 from dpmic_dask.privacy.mechanisms.base import LATTICE, Mechanism, check_noise_units
 from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.stats.sensitivity import safe_down, safe_up
@@ -397,7 +396,7 @@ def plan_selection(rule: str, *, eps: float, delta: float, share: float, statist
     release's). ``statistics=("mic", "tau")``: the release
     part is split equally between MIC and Kendall's tau of the chosen pairs.
     """
-    from dpmic_dask.privacy.mechanisms import split_mechanism, value_mechanism
+    from dpmic_dask.privacy.mechanisms.registry import split_mechanism, value_mechanism
 
     chosen_rule = selection_rule(rule)
     share = check_share(share)

@@ -8,9 +8,22 @@ A thin facade: it stores the frame, builds one release plan from the arguments
 from __future__ import annotations
 
 from dpmic_dask.backends import backend_for, install_accessor
-from dpmic_dask.release import pipeline
+from dpmic_dask.release.charge import check_ledger
+from dpmic_dask.release.nonprivate import run_pairwise_nonprivate
 from dpmic_dask.release.plan import run_release
-from dpmic_dask.release.units import plan_unit_release
+from dpmic_dask.release.unitplan import plan_unit_release
+from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY, DEFAULT_TASK_MEMORY
+
+#: The arguments every private release method passes on to the plan as given.
+_RELEASE_ARGUMENTS = ("bounds", "columns", "delta", "B", "c", "nulls", "fill", "split_every",
+                      "label", "task_memory", "statistics", "bounds_share", "coverage",
+                      "privacy_unit", "max_rows_per_unit", "domain", "kinds", "min_rows",
+                      "categories", "refine", "bounds_check")
+
+
+def _release_arguments(values: dict) -> dict:
+    """The shared release arguments out of a method's ``locals()``."""
+    return {name: values[name] for name in _RELEASE_ARGUMENTS}
 
 
 class DPMICAccessor:
@@ -24,8 +37,8 @@ class DPMICAccessor:
 
     def pairwise(self, eps, *, bounds, columns=None, delta=0.0, mechanism="auto", B=None,
                  c=None, nulls="raise", fill=None, ledger=None, dataset=None,
-                 split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None, label=None,
-                 task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",),
+                 split_every=DEFAULT_SPLIT_EVERY, progress=None, label=None,
+                 task_memory=DEFAULT_TASK_MEMORY, statistics=("mic",),
                  bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
                  privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True,
                  bounds_check=None):
@@ -135,26 +148,19 @@ class DPMICAccessor:
         True
         """
         return self._release(eps, ledger=ledger, dataset=dataset, progress=progress,
-                             bounds=bounds, columns=columns, delta=delta, mechanism=mechanism,
-                             B=B, c=c, nulls=nulls, fill=fill, split_every=split_every,
-                             label=label, task_memory=task_memory, statistics=statistics,
-                             bounds_share=bounds_share, coverage=coverage,
-                             privacy_unit=privacy_unit, max_rows_per_unit=max_rows_per_unit,
-                             domain=domain,
-                             kinds=kinds, min_rows=min_rows, categories=categories,
-                             refine=refine, bounds_check=bounds_check)
+                             mechanism=mechanism, **_release_arguments(locals()))
 
     def _release(self, eps, *, ledger, dataset, progress, **arguments):
         """Plan the release from the arguments and the frame's schema, then run it."""
-        pipeline.check_ledger(ledger)
+        check_ledger(ledger)
         plan = plan_unit_release(self._schema(), eps, **arguments)
         return run_release(self._frame, plan, ledger=ledger, dataset=dataset,
                            progress=progress)
 
     def top_pairs(self, k, eps, *, bounds, columns=None, delta=0.0, select_share=0.5,
                   screen_B="auto", B=None, c=None, nulls="raise", fill=None, ledger=None,
-                  dataset=None, split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None,
-                  label=None, task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",),
+                  dataset=None, split_every=DEFAULT_SPLIT_EVERY, progress=None,
+                  label=None, task_memory=DEFAULT_TASK_MEMORY, statistics=("mic",),
                   bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
                  privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True,
                  bounds_check=None):
@@ -198,20 +204,15 @@ class DPMICAccessor:
             values; ``report()`` and ``privacy`` state the selection and both parts.
         """
         return self._release(
-            eps, ledger=ledger, dataset=dataset, progress=progress, bounds=bounds,
-            columns=columns, delta=delta, B=B, c=c, nulls=nulls, fill=fill,
-            split_every=split_every, label=label, task_memory=task_memory,
-            statistics=statistics, bounds_share=bounds_share, coverage=coverage,
-            privacy_unit=privacy_unit, max_rows_per_unit=max_rows_per_unit,
-            domain=domain, kinds=kinds, min_rows=min_rows, categories=categories,
-            refine=refine, bounds_check=bounds_check,
-            select={"rule": "top-k", "k": k, "share": select_share, "screen_B": screen_B})
+            eps, ledger=ledger, dataset=dataset, progress=progress,
+            select={"rule": "top-k", "k": k, "share": select_share, "screen_B": screen_B},
+            **_release_arguments(locals()))
 
     def pairs_above(self, threshold, eps, *, bounds, max_pairs, columns=None, delta=0.0,
                     select_share=0.5, screen_B="auto", B=None, c=None, nulls="raise",
                     fill=None, ledger=None, dataset=None,
-                    split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None, label=None,
-                    task_memory=pipeline.DEFAULT_TASK_MEMORY, statistics=("mic",),
+                    split_every=DEFAULT_SPLIT_EVERY, progress=None, label=None,
+                    task_memory=DEFAULT_TASK_MEMORY, statistics=("mic",),
                     bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
                  privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True,
                  bounds_check=None):
@@ -234,19 +235,14 @@ class DPMICAccessor:
         eps, delta, select_share, screen_B, bounds, ... : as for :meth:`top_pairs`.
         """
         return self._release(
-            eps, ledger=ledger, dataset=dataset, progress=progress, bounds=bounds,
-            columns=columns, delta=delta, B=B, c=c, nulls=nulls, fill=fill,
-            split_every=split_every, label=label, task_memory=task_memory,
-            statistics=statistics, bounds_share=bounds_share, coverage=coverage,
-            privacy_unit=privacy_unit, max_rows_per_unit=max_rows_per_unit,
-            domain=domain, kinds=kinds, min_rows=min_rows, categories=categories,
-            refine=refine, bounds_check=bounds_check,
+            eps, ledger=ledger, dataset=dataset, progress=progress,
             select={"rule": "above", "threshold": threshold, "max_pairs": max_pairs,
-                    "share": select_share, "screen_B": screen_B})
+                    "share": select_share, "screen_B": screen_B},
+            **_release_arguments(locals()))
 
     def pairwise_nonprivate(self, *, bounds, B, c, columns=None, nulls="raise", fill=None,
-                            split_every=pipeline.DEFAULT_SPLIT_EVERY, progress=None,
-                            task_memory=pipeline.DEFAULT_TASK_MEMORY, kinds=None,
+                            split_every=DEFAULT_SPLIT_EVERY, progress=None,
+                            task_memory=DEFAULT_TASK_MEMORY, kinds=None,
                             categories=None):
         """Exact, NON-PRIVATE MICr of every pair (for data that is not sensitive).
 
@@ -268,7 +264,7 @@ class DPMICAccessor:
         frame = axis_frame(self._frame, axis.kinds,
                            drop=list(axis.kinds) if nulls == "drop" else None)
         nulls = "raise" if nulls == "drop" else nulls
-        return pipeline.run_pairwise_nonprivate(
+        return run_pairwise_nonprivate(
             frame, bounds=bounds, B=B, c=c, columns=columns, nulls=nulls, fill=fill,
             split_every=split_every, progress=progress, task_memory=task_memory,
             categories=axes,

@@ -126,7 +126,7 @@ def plan_bounds_check(request, kinds: dict | None, share: float, costs) -> Bound
     bounds the type gives, nor categorical columns), paid from ``costs`` (of
     :func:`split_check_budget`). Refuses a release with nothing to check, or a
     scale that cannot be sampled. Nothing is read."""
-    from dpmic_dask.release.private_bounds import histogram_scale
+    from dpmic_dask.release.histograms import histogram_scale
     from dpmic_dask.stats.kinds import BooleanKind
 
     part, release_part, total = costs
@@ -339,15 +339,11 @@ def run_bounds_check(frame, plan, *, ledger=None, dataset=None, progress=None):
     of the release at that row count; the one charge; then the noise, the check's
     findings and the release on a prepaid part of the charge."""
     from dpmic_dask.privacy.accounting import PrepaidLedger
-    from dpmic_dask.release.pipeline import (
-        after_charge,
-        charge_budget,
-        precheck_budget,
-        public_rows,
-    )
+    from dpmic_dask.release.charge import after_charge, charge_budget, precheck_budget
+    from dpmic_dask.release.histograms import noisy_histograms
     from dpmic_dask.release.plan import run_release
-    from dpmic_dask.release.private_bounds import noisy_histograms
-    from dpmic_dask.release.units import check_inner
+    from dpmic_dask.release.stages import public_rows
+    from dpmic_dask.release.unitplan import check_inner
 
     step: BoundsCheckPlan = plan.bounds_check
     request = plan.request

@@ -29,7 +29,7 @@ from dpmic_dask.privacy.partition_selection import (
     select_candidates,
     select_sorted,
 )
-from dpmic_dask.release.pipeline import charge_budget, precheck_budget
+from dpmic_dask.release.charge import charge_budget, precheck_budget
 from dpmic_dask.release.private_categories import (
     APPROX_SHARE,
     MAX_KEPT,

@@ -2,7 +2,7 @@
 
 A release of pairs is ``[private bounds] -> [selection] -> values``: every
 pair's values (:func:`~dpmic_dask.release.pipeline.release_pairs`), or privately chosen
-pairs' values (:func:`~dpmic_dask.release.selected.release_selected`), optionally after
+pairs' values (:func:`~dpmic_dask.release.pipeline.release_selected`), optionally after
 a private-bounds step that both are paid from
 (:func:`~dpmic_dask.release.private_bounds.run_private_bounds`). :func:`plan_release`
 checks the arguments against the frame's schema and builds the
@@ -29,6 +29,7 @@ from dpmic_dask.release.bounds_check import (
     run_bounds_check,
     split_check_budget,
 )
+from dpmic_dask.release.pipeline import release_selected
 from dpmic_dask.release.private_bounds import (
     PrivateBoundsPlan,
     plan_private_bounds,
@@ -44,7 +45,7 @@ from dpmic_dask.release.private_categories import (
 )
 from dpmic_dask.release.request import API_NAMES, ArgumentNames, ReleaseRequest, pairwise_request
 from dpmic_dask.release.results import PairwiseResult
-from dpmic_dask.release.selected import release_selected, selection_request
+from dpmic_dask.release.selected import selection_request
 from dpmic_dask.stats.categories import category_kinds
 from dpmic_dask.stats.kinds import axis_arguments, axis_frame
 
@@ -215,7 +216,7 @@ def with_min_rows(planned: ReleasePlan, min_rows: int) -> ReleasePlan:
 def with_categories(planned: ReleasePlan, axes: dict) -> ReleasePlan:
     """``planned`` with every request knowing its categorical columns' codings
     (their pairs' statistic has a categorical axis, ``docs/statistics.md``)."""
-    from dpmic_dask.release.pipeline import check_category_grids
+    from dpmic_dask.release.stages import check_category_grids
 
     request = dataclasses.replace(planned.request, categories=tuple(axes.items()))
     if request.B is not None and request.c is not None:

@@ -48,14 +48,9 @@ from dpmic_dask.privacy.partition_selection import (
     select_candidates,
     select_sorted,
 )
-from dpmic_dask.release.pipeline import (
-    after_charge,
-    charge_budget,
-    check_plan,
-    precheck_budget,
-    release_pairs,
-)
-from dpmic_dask.release.selected import check_selected_plan, release_selected
+from dpmic_dask.release.charge import after_charge, charge_budget, precheck_budget
+from dpmic_dask.release.pipeline import release_pairs, release_selected
+from dpmic_dask.release.stages import check_plan, check_selected_plan
 from dpmic_dask.stats.categories import PRIVATE, CategoryAxis, column_kind
 from dpmic_dask.stats.counting import column_values
 from dpmic_dask.stats.sensitivity import safe_down

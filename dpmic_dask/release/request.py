@@ -17,15 +17,15 @@ from dpmic_dask.checks import check_bounds, check_clump_factor, check_frame_requ
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon
-from dpmic_dask.privacy.mechanisms import (
-    Mechanism,
+from dpmic_dask.privacy.mechanisms.base import Mechanism
+from dpmic_dask.privacy.mechanisms.registry import (
     build_mechanism,
     check_mechanism,
     check_statistics,
     split_mechanism,
 )
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY, DEFAULT_TASK_MEMORY, check_grid_lower_bound
-from dpmic_dask.stats.statistics import union_layout
+from dpmic_dask.stats.statistics.registry import union_layout
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,8 @@ import numpy as np
 import pandas as pd
 
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError
-from dpmic_dask.stats.kinds import ColumnKind, read_as_ordered, register_kind
+from dpmic_dask.stats.kindbase import ColumnKind
+from dpmic_dask.stats.kinds import read_as_ordered, register_kind
 
 #: How ``categories`` asks for a privately chosen list.
 PRIVATE = "private"

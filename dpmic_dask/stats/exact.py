@@ -2,7 +2,7 @@
 
 These functions release nothing privately. Their output reveals information
 about every row; use them on data that is not sensitive, or as references.
-The private releases live in :mod:`dpmic_dask.release.pipeline`.
+The private releases live in :mod:`dpmic_dask.release`.
 """
 
 from __future__ import annotations

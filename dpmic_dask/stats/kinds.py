@@ -53,335 +53,16 @@ No message here quotes a value: refusals name the column and its dtype only.
 
 from __future__ import annotations
 
-import datetime as _dt
-import decimal
-import numbers
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from dpmic_dask.checks import check_unique_labels
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError
-
-FLOAT64 = np.dtype(np.float64)
-
-#: Seconds per tick of a time unit (calendar units such as months have no fixed length).
-_SECONDS = {"W": 604800, "D": 86400, "h": 3600, "m": 60, "s": 1}
-_TICKS = {"ms": 10**3, "us": 10**6, "ns": 10**9}
-UNITS = tuple(_SECONDS) + tuple(_TICKS)
-#: Numbers given as time bounds are seconds; beyond this they are refused.
-MAX_SECONDS = 1e11
-
-
-class ColumnKind:
-    """One way of reading a column as axis values (subclass and :func:`register_kind`)."""
-
-    #: The kind's name, as users write it (``kinds={"ts": "timestamp"}``).
-    name: str = "kind"
-    #: Axis bounds that the type itself makes public (booleans: ``(0, 1)``), or None.
-    implied_bounds: tuple[float, float] | None = None
-
-    def detects(self, dtype) -> bool:
-        """Whether a column of ``dtype`` is of this kind (schema only)."""
-        return False
-
-    def claims(self, dtype, bounds) -> bool:
-        """Whether this kind reads an ambiguous (``object``) column whose bounds (or
-        other per-column spec) are ``bounds``; by default no."""
-        return False
-
-    def resolve(self, dtype, options: Mapping) -> ColumnKind:
-        """The kind specialised for one column of ``dtype``; ``options`` are the
-        user's per-column settings (e.g. ``{"unit": "ms"}``). Unknown options are
-        refused (one line naming the option)."""
-        if options:
-            raise InvalidParameterError(
-                f"kind {self.name!r} takes no option(s) {sorted(options)}")
-        return self
-
-    def axis(self, series: pd.Series) -> np.ndarray:
-        """The column's axis values, float64 with NaN for nulls."""
-        raise NotImplementedError
-
-    def bound(self, value, what: str):
-        """A bound or fill value given in this kind as an axis number (may be
-        returned unchecked: :func:`~dpmic_dask.checks.check_bounds` checks it)."""
-        return value
-
-    def format(self, number: float):
-        """An axis number back in this kind (for reports)."""
-        return float(number)
-
-    def describe(self) -> str:
-        return self.name
-
-
-def _column_error(column, dtype, what: str) -> InvalidDataError:
-    return InvalidDataError(f"column {column!r} (dtype {dtype}) {what}")
-
-
-def _float_axis(series: pd.Series) -> np.ndarray:
-    """float64 with NaN for nulls; a float64 NumPy column is handed out as it is."""
-    if series.dtype == FLOAT64:
-        return series.to_numpy()
-    try:
-        return series.to_numpy(dtype=np.float64, na_value=np.nan)
-    except (TypeError, ValueError, decimal.InvalidOperation, ArithmeticError):
-        raise _column_error(series.name, series.dtype,
-                            "holds values that are not numbers") from None
-
-
-def _arrow_type(dtype):
-    return getattr(dtype, "pyarrow_dtype", None)
-
-
-class BooleanKind(ColumnKind):
-    """Booleans: False -> 0, True -> 1, bounds ``(0, 1)`` implied by the type."""
-
-    name = "boolean"
-    implied_bounds = (0.0, 1.0)
-
-    def detects(self, dtype) -> bool:
-        return getattr(dtype, "kind", None) == "b"
-
-    def axis(self, series):
-        return _float_axis(series)
-
-    def format(self, number):
-        return bool(number >= 0.5)
-
-
-class NumberKind(ColumnKind):
-    """Numbers of every dtype (and ``object`` columns of numbers): the value itself."""
-
-    name = "number"
-
-    def detects(self, dtype) -> bool:
-        if getattr(dtype, "kind", None) in ("i", "u", "f"):
-            return True
-        arrow = _arrow_type(dtype)
-        if arrow is not None:
-            import pyarrow as pa
-
-            return bool(pa.types.is_decimal(arrow))
-        return False
-
-    def claims(self, dtype, bounds) -> bool:
-        # a plain object column (Decimal from SQL numeric), never a string column
-        return dtype == np.dtype(object) and _all_bounds(bounds, _is_number)
-
-    def axis(self, series):
-        return _float_axis(series)
-
-
-def _is_object(dtype) -> bool:
-    return getattr(dtype, "kind", None) == "O" and not isinstance(dtype, pd.CategoricalDtype)
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (numbers.Real, decimal.Decimal)) and not isinstance(
-        value, (bool, np.bool_))
-
-
-def _all_bounds(bounds, test) -> bool:
-    if isinstance(bounds, (list, tuple)) and len(bounds) == 2:
-        return all(test(v) for v in bounds)
-    return False
-
-
-def _per_second(unit: str) -> tuple[int, int]:
-    """``(multiply, divide)``: seconds = ticks * multiply / divide."""
-    if unit in _SECONDS:
-        return _SECONDS[unit], 1
-    if unit in _TICKS:
-        return 1, _TICKS[unit]
-    raise ValueError(unit)
-
-
-def seconds_of_ticks(ticks: np.ndarray, unit: str, count: int = 1,
-                     null: np.ndarray | None = None) -> np.ndarray:
-    """int64 ``ticks`` of ``count * unit`` as float64 seconds (NaN where ``null``).
-
-    Whole seconds and the remainder are converted apart, so a nanosecond time
-    stamp keeps the precision a double has at its magnitude (about 2e-7 s now)."""
-    multiply, divide = _per_second(unit)
-    ticks = np.asarray(ticks, dtype=np.int64)
-    if null is not None and null.any():
-        ticks = np.where(null, 0, ticks)
-    if divide == 1:
-        out = ticks.astype(np.float64) * float(multiply * count)
-    else:
-        whole, rest = np.divmod(ticks, divide)
-        out = (whole.astype(np.float64) + rest.astype(np.float64) / divide) * count
-    if null is not None and null.any():
-        out[null] = np.nan
-    return out
-
-
-@dataclass(frozen=True)
-class TimeKind(ColumnKind):
-    """Times as seconds since the epoch (UTC), or durations as seconds.
-
-    ``tz`` is the column's time zone (for reports only), ``date`` whether it
-    holds dates (reports print dates), ``unit`` the unit of numbers cast to
-    times (``None``: numbers are refused; strings and dates are parsed)."""
-
-    name: str = "timestamp"
-    duration: bool = False
-    tz: str | None = None
-    date: bool = False
-    unit: str | None = None
-    cast: bool = False
-
-    def detects(self, dtype) -> bool:
-        kind = getattr(dtype, "kind", None)
-        return kind == ("m" if self.duration else "M")
-
-    def claims(self, dtype, bounds) -> bool:
-        if self.duration:
-            return _is_object(dtype) and _all_bounds(
-                bounds, lambda v: isinstance(v, (_dt.timedelta, np.timedelta64)))
-        return _is_object(dtype) and _all_bounds(
-            bounds, lambda v: isinstance(v, (_dt.date, np.datetime64)) or (
-                isinstance(v, str) and _parses_as_time(v)))
-
-    def resolve(self, dtype, options):
-        options = dict(options)
-        unit = options.pop("unit", None)
-        if options:
-            raise InvalidParameterError(
-                f"kind {self.name!r} takes only the option 'unit', not {sorted(options)}")
-        if unit is not None and unit not in UNITS:
-            raise InvalidParameterError(
-                f"unit must be one of {', '.join(UNITS)} (got an unknown unit)")
-        tz = getattr(dtype, "tz", None)
-        arrow = _arrow_type(dtype)
-        date = False
-        if arrow is not None:
-            import pyarrow as pa
-
-            tz = getattr(arrow, "tz", None)
-            date = bool(pa.types.is_date(arrow))
-        cast = not self.detects(dtype)
-        return replace(self, tz=None if tz is None else str(tz), date=date, unit=unit,
-                       cast=cast)
-
-    def axis(self, series):
-        dtype = series.dtype
-        if self.detects(dtype):
-            if _arrow_type(dtype) is not None:
-                return self._arrow_axis(series)
-            unit, count = np.datetime_data(
-                dtype.base if isinstance(dtype, np.dtype) else np.dtype(f"M8[{dtype.unit}]"))
-            null = series.isna().to_numpy()
-            try:
-                return seconds_of_ticks(series.array.asi8, unit, count, null)
-            except ValueError:
-                raise _column_error(series.name, dtype,
-                                    "has a calendar unit of no fixed length") from None
-        return self._cast_axis(series)
-
-    def _arrow_axis(self, series):
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        arr = pa.chunked_array([pa.Array.from_pandas(series)]) if not isinstance(
-            series.array, pd.arrays.ArrowExtensionArray) else pa.chunked_array(
-                series.array.__arrow_array__())
-        kind = arr.type
-        null = np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-        if pa.types.is_date32(kind):
-            ticks, unit = pc.cast(arr, pa.int32()).cast(pa.int64()), "D"
-        elif pa.types.is_date64(kind):
-            ticks, unit = pc.cast(arr, pa.int64()), "ms"
-        else:
-            ticks, unit = pc.cast(arr, pa.int64()), kind.unit
-        ints = pc.fill_null(ticks, 0).to_numpy()
-        return seconds_of_ticks(ints, unit, 1, null)
-
-    def _cast_axis(self, series):
-        """A column that is not of a time dtype, read as times (or durations)."""
-        dtype = series.dtype
-        if self.unit is not None and (getattr(dtype, "kind", "") in "iuf" or _is_object(dtype)):
-            numbers_ = _float_axis(series)
-            multiply, divide = _per_second(self.unit)
-            return numbers_ * multiply / divide
-        try:
-            if self.duration:
-                converted = pd.to_timedelta(series)
-            else:
-                converted = pd.to_datetime(series, utc=True, format="mixed")
-        except (TypeError, ValueError, OverflowError):
-            raise _column_error(series.name, dtype,
-                                f"holds values that are not {self._plural()}") from None
-        return replace(self, cast=False).axis(converted)
-
-    def _plural(self) -> str:
-        return "durations" if self.duration else "dates or times"
-
-    def bound(self, value, what):
-        if _is_number(value):
-            # already seconds (e.g. released private bounds); a number beyond
-            # +-1e11 s (3,000 years) is milliseconds or nanoseconds by mistake
-            if abs(float(value)) > MAX_SECONDS:
-                raise InvalidParameterError(
-                    f"{what}: numbers for a {self.name} column are seconds (since the epoch, "
-                    f"UTC); this one is beyond +-{MAX_SECONDS:.0e} s -- give dates and times, "
-                    "or seconds")
-            return value
-        try:
-            if self.duration:
-                if not isinstance(value, (str, _dt.timedelta, np.timedelta64)):
-                    raise TypeError
-                delta = pd.Timedelta(value)
-                if delta is pd.NaT:
-                    raise ValueError
-                return delta.value / 1e9  # Timedelta.value is in nanoseconds
-            if not isinstance(value, (str, _dt.date, np.datetime64)):
-                raise TypeError
-            stamp = pd.Timestamp(value)
-        except (TypeError, ValueError, OverflowError):
-            raise InvalidParameterError(
-                f"{what} must be a pair of {self._plural()} (or numbers of seconds) for "
-                f"a {self.name} column") from None
-        if stamp is pd.NaT:
-            raise InvalidParameterError(f"{what} must not be missing")
-        if stamp.tzinfo is None:
-            stamp = stamp.tz_localize("UTC")
-        return _stamp_seconds(stamp)
-
-    def format(self, number):
-        if not np.isfinite(number):
-            return float(number)
-        if self.duration:  # to the millisecond: bounds print readably
-            return pd.Timedelta(seconds=float(number)).round("ms")
-        try:
-            stamp = pd.Timestamp(float(number), unit="s", tz="UTC")
-        except (OverflowError, ValueError):
-            return float(number)
-        if self.date:
-            return stamp.date()
-        return stamp.tz_convert(self.tz) if self.tz else stamp
-
-    def describe(self) -> str:
-        if self.duration:
-            return "timedelta (seconds)"
-        return "timestamp (seconds since the epoch, UTC)"
-
-
-def _stamp_seconds(stamp: pd.Timestamp) -> float:
-    ticks = stamp.as_unit("us").asm8.astype("datetime64[us]").view(np.int64)
-    return float(seconds_of_ticks(np.array([ticks]), "us")[0])
-
-
-def _parses_as_time(text: str) -> bool:
-    try:
-        return pd.Timestamp(text) is not pd.NaT
-    except (TypeError, ValueError, OverflowError):
-        return False
-
+from dpmic_dask.stats.kindbase import FLOAT64, BooleanKind, ColumnKind, NumberKind, is_object
+from dpmic_dask.stats.timekind import TimeKind
 
 #: The registry: kinds tried in order (a registered kind goes first).
 _REGISTRY: list[ColumnKind] = [BooleanKind(), NumberKind(), TimeKind(),
@@ -431,7 +112,7 @@ def column_kind(column, dtype, *, bounds=None, kind=None) -> ColumnKind:
         chosen = kind
     else:
         raise InvalidParameterError(f"kinds[{column!r}] must be a kind name or a dict")
-    if chosen is None and _is_object(dtype):  # strings and objects: read as their bounds say
+    if chosen is None and is_object(dtype):  # strings and objects: read as their bounds say
         chosen = next((k for k in _REGISTRY if k.claims(dtype, bounds)), None)
     if chosen is None:
         chosen = next((k for k in _REGISTRY if k.detects(dtype)), None)
@@ -439,7 +120,7 @@ def column_kind(column, dtype, *, bounds=None, kind=None) -> ColumnKind:
         chosen = next((k for k in _REGISTRY if k.claims(dtype, bounds)), None)
     if chosen is None:
         hint = (" (give its bounds as numbers, or as dates and times, or name its kind)"
-                if _is_object(dtype) else "")
+                if is_object(dtype) else "")
         raise InvalidDataError(
             f"column {column!r} has dtype {dtype}, which no column kind reads "
             f"({', '.join(registered_kinds())}){hint}")
@@ -620,7 +301,5 @@ def format_bounds(kind: ColumnKind | None, bounds) -> str:
     return f"[{format_value(kind, lo)}, {format_value(kind, hi)}]"
 
 
-__all__ = ["AxisArguments", "BooleanKind", "ColumnKind", "NumberKind", "TimeKind", "UNITS",
-           "axis_arguments", "axis_frame", "column_kind", "format_bounds", "format_value",
-           "kind_named", "read_as_ordered", "register_kind", "registered_kinds",
-           "seconds_of_ticks"]
+__all__ = ["AxisArguments", "axis_arguments", "axis_frame", "column_kind", "format_bounds",
+           "format_value", "kind_named", "read_as_ordered", "register_kind", "registered_kinds"]

@@ -14,7 +14,7 @@ import pytest
 import dpmic_dask as dm
 from dpmic_dask.checks import check_bounds
 from dpmic_dask.errors import ReleaseIncompleteError
-from dpmic_dask.release.private_bounds import noisy_histograms
+from dpmic_dask.release.histograms import noisy_histograms
 from dpmic_dask.testing import seeded_noise
 
 

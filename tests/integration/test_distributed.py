@@ -13,7 +13,7 @@ import pandas as pd
 from distributed import Client, LocalCluster
 
 from dpmic_dask.backends import count_frame
-from dpmic_dask.stats.counting import CountSpec
+from dpmic_dask.stats.countspec import CountSpec
 from dpmic_dask.stats.grids import master_grid_family
 from tests.integration.frames import BOUNDS, generated, make_part
 

@@ -7,7 +7,7 @@ import dpmic_dask as dm
 from dpmic_dask.backends import count_frame
 from dpmic_dask.privacy.accounting import Budget, InMemoryLedger
 from dpmic_dask.privacy.conversion import rho_from_eps_delta
-from dpmic_dask.stats.counting import CountSpec
+from dpmic_dask.stats.countspec import CountSpec
 from dpmic_dask.stats.grids import master_grid_family
 from tests.integration.frames import BOUNDS, split_with_empties, table
 

@@ -12,7 +12,7 @@ import pytest
 import dpmic_dask as dm
 from dpmic_dask.privacy.accounting import PrepaidLedger, PrivacyCost
 from dpmic_dask.privacy.bounds import BoundsGrid, bounds_from_noisy, column_histograms
-from dpmic_dask.release.private_bounds import noisy_histograms
+from dpmic_dask.release.histograms import noisy_histograms
 from tests.statistical.helpers import ALPHA, chi_square_pvalue, discrete_laplace_pmf
 
 
@@ -277,7 +277,7 @@ def test_unresolved_columns_warn_and_say_so():
 def test_both_passes_draw_noise_at_their_stated_scales(monkeypatch):
     """Through dm.private_bounds: the first pass's histogram at 2 / (0.3 eps_c), the
     refining pass's at 2 / (0.7 eps_c) (the release's own noise, captured)."""
-    import dpmic_dask.release.private_bounds as pb
+    import dpmic_dask.release.histograms as pb
 
     seen = []
     real = pb.noisy_histograms

@@ -153,17 +153,17 @@ def test_top_pairs_can_release_tau_of_the_chosen_pairs(table):
 
 
 def test_auto_screening_scores_on_a_small_grid_and_releases_at_B(table, monkeypatch):
-    import dpmic_dask.release.pipeline as pipeline
+    import dpmic_dask.release.stages as stages
 
     exact = exact_micr(table, B=60, c=5)
     grids = []
-    real = pipeline._evaluate
+    real = stages.evaluate_pairs
 
     def spy(frame, backend, request, layout, rows, B, c, fn, progress):
         grids.append(B)
         return real(frame, backend, request, layout, rows, B, c, fn, progress)
 
-    monkeypatch.setattr(pipeline, "_evaluate", spy)
+    monkeypatch.setattr(stages, "evaluate_pairs", spy)
     result = table.dpmic.top_pairs(2, 1e6, bounds=BOUNDS, B=60, c=5,
                                    ledger=dm.InMemoryLedger(uncapped=True))
     assert grids == [40]  # scored at the screening grid; the chosen pairs recounted at B
@@ -191,7 +191,7 @@ def test_the_chosen_pairs_are_counted_again_from_their_own_columns_only():
     """After screening, only the chosen pairs' columns are read and binned again
     (a wide table's recount after the charge must not read every column)."""
     from dpmic_dask.release.request import pairwise_request
-    from dpmic_dask.release.selected import chosen_pairs_spec
+    from dpmic_dask.release.stages import chosen_pairs_spec
     from dpmic_dask.stats.statistics import get_statistic
 
     schema = {f"c{k}": np.dtype("float64") for k in range(6)}

@@ -12,7 +12,8 @@ import pytest
 
 import dpmic_dask as dm
 from dpmic_dask.backends import backend_for
-from dpmic_dask.stats.counting import BinnedChunk, CountSpec, bin_chunk, count_binned, count_chunks
+from dpmic_dask.stats.counting import bin_chunk, count_binned, count_chunks
+from dpmic_dask.stats.countspec import BinnedChunk, CountSpec
 from dpmic_dask.stats.grids import master_grid_family
 from dpmic_dask.stats.limits import micr_grid_cost, pairs_per_block, partitions_per_task
 

@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 
 import dpmic_dask as dm
-import dpmic_dask.release.private_bounds as pb
+import dpmic_dask.release.histograms as pb
 import dpmic_dask.release.units as units_module
 from dpmic_dask.privacy.bounds import BoundsGrid, column_histograms
 from dpmic_dask.privacy.costs import PrivacyCost, column_epsilon
-from dpmic_dask.release.units import bound_contributions
+from dpmic_dask.release.bounding import bound_contributions
 from tests.statistical.helpers import ALPHA, chi_square_pvalue, discrete_laplace_pmf
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import dpmic_dask as dm
-from dpmic_dask.release.results import NOISY_CI95
+from dpmic_dask.release.report import NOISY_CI95
 
 
 def small_frame(n=569, seed=0):

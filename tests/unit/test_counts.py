@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpmic_dask.stats import counting
+from dpmic_dask.stats import counting, streaming
 from dpmic_dask.stats.counting import grid_block, pair_counts
 from dpmic_dask.stats.grids import master_grid_family
 
@@ -68,7 +68,8 @@ def test_counts_of_any_split_sum_to_counts_of_whole(seed, pieces):
 def test_partition_partials_are_int32_and_sums_widen_to_int64():
     import pandas as pd
 
-    from dpmic_dask.stats.counting import CountSpec, combine_partials, partition_counts
+    from dpmic_dask.stats.counting import combine_partials, partition_counts
+    from dpmic_dask.stats.countspec import CountSpec
 
     family = master_grid_family(8, 1)
     spec = CountSpec(("a", "b"), ((0.0, 1.0), (0.0, 1.0)), None, family)
@@ -101,7 +102,7 @@ def test_read_off_equals_plain_prefix_sums(B, c, extra):
         scratch = np.empty((shape[1] + 1, shape[2] + 1), np.int64)
         read_off_grids(hist, scratch, *family.kernel_layout, plain)
         np.testing.assert_array_equal(counting.master_counts(hist, family), plain)
-        layout = counting.read_off_layout(family)
+        layout = streaming.read_off_layout(family)
         work = hist.astype(np.int32)
         out = np.zeros(family.n_cells, np.int32)
         prefix = np.empty(shape[2] + 1, np.int32)
@@ -115,7 +116,8 @@ def test_read_off_equals_plain_prefix_sums(B, c, extra):
 def test_block_counts_equal_pair_by_pair_counts():
     """A task counting many pairs over several chunks (shared histogram, cells
     computed once per column) gives each pair's counts alone."""
-    from dpmic_dask.stats.counting import CountSpec, count_chunks
+    from dpmic_dask.stats.counting import count_chunks
+    from dpmic_dask.stats.countspec import CountSpec
 
     family = master_grid_family(40, 3)
     rng = np.random.default_rng(7)
@@ -135,7 +137,7 @@ def test_spec_tokens_tell_layouts_and_pairs_apart():
     """Dask caches by token: specs that count differently never share one."""
     from dask.base import tokenize
 
-    from dpmic_dask.stats.counting import CountSpec
+    from dpmic_dask.stats.countspec import CountSpec
     from dpmic_dask.stats.grids import count_layout
 
     def spec(family, pairs=None, bounds=(0.0, 1.0)):
@@ -156,12 +158,12 @@ def test_column_groups_binned_once_give_each_block_its_own_chunks(pair_list):
     import pandas as pd
 
     from dpmic_dask.stats.counting import (
-        CountSpec,
         bin_partition,
         count_binned_partitions,
         gather_chunks,
         shared_binning,
     )
+    from dpmic_dask.stats.countspec import CountSpec
 
     family = master_grid_family(20, 2)
     rng = np.random.default_rng(11)

@@ -15,15 +15,15 @@ import pytest
 
 import dpmic_dask as dm
 from dpmic_dask.stats import kinds
+from dpmic_dask.stats.kindbase import ColumnKind
 from dpmic_dask.stats.kinds import (
-    ColumnKind,
     axis_arguments,
     axis_frame,
     column_kind,
     format_bounds,
     register_kind,
-    seconds_of_ticks,
 )
+from dpmic_dask.stats.timekind import seconds_of_ticks
 
 JAN_2024 = 1_704_067_200.0  # 2024-01-01 00:00:00 UTC in seconds since the epoch
 

@@ -6,7 +6,8 @@ import pytest
 
 from dpmic_dask.privacy.accounting import PrivacyCost, privacy_statement
 from dpmic_dask.privacy.conversion import rho_from_eps_delta
-from dpmic_dask.release.results import PairwiseResult, PrivacyReport
+from dpmic_dask.release.report import PrivacyReport
+from dpmic_dask.release.results import PairwiseResult
 
 
 def result(values, *, eps=1.0, delta=0.0, rho=None, ci95=0.05, mechanism="micr-lap"):

@@ -10,7 +10,8 @@ import pytest
 from scipy import stats
 
 import dpmic_dask as dm
-from dpmic_dask.stats.counting import CountSpec, bins, count_columns
+from dpmic_dask.stats.counting import bins, count_columns
+from dpmic_dask.stats.countspec import CountSpec
 from dpmic_dask.stats.grids import master_grid_family, tau_bins
 from dpmic_dask.stats.statistics import get_statistic
 from dpmic_dask.stats.statistics.tau import tau_a, tau_sensitivity

@@ -12,14 +12,9 @@ import pytest
 import dpmic_dask  # noqa: F401  (the accessor)
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.accounting import InMemoryLedger
-from dpmic_dask.release.units import (
-    PRIORITY,
-    _tag_and_keep,
-    bound_contributions,
-    find_floor,
-    plan_unit_release,
-    size_grid,
-)
+from dpmic_dask.release.bounding import PRIORITY, _tag_and_keep, bound_contributions
+from dpmic_dask.release.unitplan import find_floor, plan_unit_release
+from dpmic_dask.release.units import size_grid
 
 BOUNDS = {"x": (0.0, 1.0), "y": (0.0, 1.0)}
 

@@ -3,7 +3,8 @@
 A public release name (``micr-lap``) pairs a statistic with a noise mechanism;
 ``auto`` resolves to one of them from ``delta`` only (the budget's measure). Adding a
 mechanism is one module here (a :class:`Mechanism` subclass), one
-:func:`register` call and its tests.
+:func:`register` call below and its tests (the registry itself is
+:mod:`dpmic_dask.privacy.mechanisms.registry`).
 
 =============  ===========  ===========================  ====================
 name           statistic    noise                        guarantee
@@ -17,9 +18,7 @@ name           statistic    noise                        guarantee
 
 from __future__ import annotations
 
-from dpmic_dask.errors import InvalidParameterError
-from dpmic_dask.privacy.conversion import check_delta, check_epsilon
-from dpmic_dask.privacy.costs import PURE_DP, measure_for
+from dpmic_dask.privacy.costs import PURE_DP, ZCDP
 from dpmic_dask.privacy.mechanisms.base import (
     GAUSS_CI95,
     LAPLACE_CI95,
@@ -27,152 +26,39 @@ from dpmic_dask.privacy.mechanisms.base import (
     MAX_NOISE_UNITS,
     Mechanism,
     NoisePlan,
-    check_law,
     noisy_counts,
     noisy_values,
 )
 from dpmic_dask.privacy.mechanisms.gaussian import GaussianMechanism
 from dpmic_dask.privacy.mechanisms.geometric import GeometricCountsMechanism
 from dpmic_dask.privacy.mechanisms.laplace import LaplaceMechanism
-from dpmic_dask.stats.defaults import grid_defaults
-from dpmic_dask.stats.statistics import get_statistic, public_statistics
-
-#: public name -> (statistic name, mechanism class)
-_RELEASES: dict[str, tuple[str, type[Mechanism]]] = {}
-
-
-def register(name: str, statistic: str, mechanism: type[Mechanism]) -> None:
-    """Make ``name`` a public release: ``statistic`` noised by ``mechanism``."""
-    get_statistic(statistic)  # must exist
-    check_law(mechanism)  # must say which noise it draws
-    _RELEASES[name] = (statistic, mechanism)
-
+from dpmic_dask.privacy.mechanisms.registry import (
+    _RELEASES,
+    build_mechanism,
+    check_mechanism,
+    check_statistics,
+    default_parameters,
+    mechanism_names,
+    plan_release,
+    register,
+    register_value_mechanism,
+    resolve_mechanism,
+    split_mechanism,
+    value_mechanism,
+)
 
 register("micr-lap", "micr", LaplaceMechanism)
 register("micr-gauss", "micr", GaussianMechanism)
 register("mice-lap", "mice", LaplaceMechanism)
 register("micr-geom", "micr", GeometricCountsMechanism)
-
-
-def mechanism_names() -> tuple[str, ...]:
-    """Every accepted ``mechanism=`` value, ``"auto"`` first."""
-    return ("auto", *_RELEASES)
-
-
-def check_mechanism(mechanism) -> str:
-    """``mechanism`` if it is a registered name or ``"auto"``."""
-    if mechanism not in mechanism_names():
-        raise InvalidParameterError(
-            "mechanism must be one of " + ", ".join(repr(m) for m in mechanism_names()))
-    return mechanism
-
-
-def resolve_mechanism(mechanism: str, eps: float, delta: float, pairs: int) -> str:
-    """``auto``: ``micr-lap`` when ``delta == 0`` (pure DP), ``micr-gauss`` when
-    ``delta > 0``.
-
-    ``delta > 0`` accounts the release in zCDP (:func:`~dpmic_dask.privacy.costs.measure_for`),
-    where a release is charged its ``rho``. At equal ``rho`` the Gaussian always
-    has less noise: Laplace spending ``rho`` has ``eps_L = sqrt(2 rho)``, so per
-    pair a standard deviation ``sqrt(2) P Delta / eps_L = P Delta / sqrt(rho)``,
-    against the Gaussian's ``Delta sqrt(P / (2 rho))``, a ratio of
-    ``1 / sqrt(2 P) < 1`` for every ``P >= 1`` (``docs/mechanisms.md``). Comparing
-    the two at the same ``(eps, delta)`` statement instead would pick Laplace for
-    a few pairs and charge a zCDP budget ``eps^2 / 2``, many times the Gaussian's
-    ``rho``."""
-    mechanism = check_mechanism(mechanism)
-    if mechanism != "auto":
-        if _RELEASES[mechanism][1].needs_delta and delta == 0:
-            raise InvalidParameterError(f"mechanism {mechanism!r} needs delta > 0")
-        return mechanism
-    if measure_for(delta) is PURE_DP:
-        return "micr-lap"
-    return "micr-gauss"
-
-
-def build_mechanism(mechanism: str, *, eps: float, delta: float, pairs: int) -> Mechanism:
-    """The mechanism object of a release (``auto`` resolved from ``(eps, delta, P)``)."""
-    eps = check_epsilon(eps)
-    delta = check_delta(delta)
-    name = resolve_mechanism(mechanism, eps, delta, pairs)
-    statistic, cls = _RELEASES[name]
-    # A pure mechanism ignores delta: the release is then pure eps-DP.
-    return cls(epsilon=eps, delta=delta if cls.needs_delta else 0.0,
-               statistic=get_statistic(statistic), label=name)
-
-
-def value_mechanism(cost, statistic, name: str) -> Mechanism:
-    """The value mechanism that spends ``cost`` on ``statistic``, chosen by the
-    cost's measure: Laplace for a pure part, Gaussian for a zCDP part (labelled
-    ``name-lap`` / ``name-gauss``)."""
-    from dpmic_dask.privacy.costs import ZCDP
-
-    label = f"{name}-{cost.measure.noise}"
-    if cost.measure is ZCDP:
-        return GaussianMechanism(epsilon=cost.epsilon, delta=cost.delta, rho=cost.rho,
-                                 statistic=statistic, label=label)
-    return LaplaceMechanism(epsilon=cost.epsilon, statistic=statistic, label=label)
-
-
-def split_mechanism(mechanism: Mechanism, statistics: tuple[str, ...]) -> tuple[Mechanism, ...]:
-    """One mechanism per released statistic, each with an equal share of
-    ``mechanism``'s budget (``eps / k`` under pure DP, ``rho / k`` under zCDP, both
-    rounded down so the shares never add up to more), of the same noise kind.
-
-    ``statistics`` as :func:`check_statistics` returns them (``"mic"`` first, then
-    companions' registry names); ``mechanism`` must add noise to values.
-    """
-    if mechanism.acts_on != "values":
-        raise InvalidParameterError(
-            f"mechanism {mechanism.label!r} adds noise to counts; a second statistic needs "
-            "value noise (micr-lap or micr-gauss)")
-    cost = mechanism.cost
-    parts = cost.measure.split(cost, [1.0 / len(statistics)] * len(statistics))
-    out = []
-    for name, part in zip(statistics, parts):
-        statistic = get_statistic(public_statistics().get(name, name))
-        out.append(value_mechanism(part, statistic, statistic.name))
-    return tuple(out)
-
-
-def check_statistics(statistics) -> tuple[str, ...]:
-    """``("mic",)`` or ``("mic", "tau_a")`` (a list or tuple; a string is one name;
-    ``"tau"`` is the older spelling of ``"tau_a"``). Returns ``"mic"`` and the
-    companions' registry names, one spelling each."""
-    if isinstance(statistics, str):
-        statistics = (statistics,)
-    try:
-        names = tuple(statistics)
-    except TypeError:
-        names = ()
-    known = public_statistics()
-    canonical = tuple(known.get(n, "") if isinstance(n, str) else "" for n in names)
-    if not names or names[0] != "mic" or "" in canonical or len(set(canonical)) != len(names):
-        raise InvalidParameterError(
-            "statistics must start with 'mic' and may add 'tau_a': ('mic',) or "
-            "('mic', 'tau_a')")
-    return ("mic", *canonical[1:])
-
-
-def plan_release(*, mechanism: str, n: int, eps: float, delta: float, pairs: int,
-                 B: float, c: int) -> NoisePlan:
-    """Split a total ``(eps, delta)`` over ``pairs`` values and calibrate the noise."""
-    return build_mechanism(mechanism, eps=eps, delta=delta, pairs=pairs).calibrate(
-        n=n, pairs=pairs, B=B, c=c)
-
+register_value_mechanism(PURE_DP, LaplaceMechanism)
+register_value_mechanism(ZCDP, GaussianMechanism)
 
 __all__ = [
     "GAUSS_CI95", "LAPLACE_CI95", "LATTICE", "MAX_NOISE_UNITS", "GaussianMechanism",
-    "GeometricCountsMechanism", "LaplaceMechanism", "Mechanism", "NoisePlan",
-    "build_mechanism", "check_mechanism", "check_statistics",
+    "GeometricCountsMechanism", "LaplaceMechanism", "Mechanism", "NoisePlan", "_RELEASES",
+    "build_mechanism", "check_mechanism", "check_statistics", "default_parameters",
     "mechanism_names", "split_mechanism",
-    "noisy_counts", "noisy_values", "plan_release", "register", "resolve_mechanism",
-    "value_mechanism",
+    "noisy_counts", "noisy_values", "plan_release", "register", "register_value_mechanism",
+    "resolve_mechanism", "value_mechanism",
 ]
-
-
-def default_parameters(mechanism: str, n: int, eps: float) -> tuple[float, int]:
-    """``(B, c)`` for a registered mechanism name (``micr-lap``, ...): the defaults
-    of the kind of grid that mechanism declares (``Mechanism.grid_kind``)."""
-    built = build_mechanism(mechanism, eps=1.0, delta=1e-6, pairs=1)
-    return grid_defaults(built.grid_kind, n, eps)

@@ -25,14 +25,17 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dpmic_dask.errors import InvalidParameterError
-from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon
 from dpmic_dask.privacy.noise import NoiseLaw
 from dpmic_dask.stats.defaults import grid_defaults
+
+if TYPE_CHECKING:
+    from dpmic_dask.privacy.costs import PrivacyCost
 
 #: Real outputs are rounded to multiples of this before integer noise is added.
 LATTICE = 2.0 ** -40
@@ -146,6 +149,12 @@ class Mechanism(ABC):
             raise InvalidParameterError(f"mechanism {label!r} needs delta > 0")
         self.statistic = statistic
         self.label = label
+
+    @classmethod
+    def for_cost(cls, cost: PrivacyCost, *, statistic, label: str) -> Mechanism:
+        """The mechanism that spends ``cost`` (a part of a larger budget) on
+        ``statistic``'s values."""
+        return cls(epsilon=cost.epsilon, statistic=statistic, label=label)
 
     @property
     @abstractmethod

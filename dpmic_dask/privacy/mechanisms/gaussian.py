@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+from functools import cached_property
 
 from dpmic_dask.errors import InvalidParameterError
-from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.conversion import rho_from_eps_delta
+from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.privacy.mechanisms.base import (
     GAUSS_CI95,
     LATTICE,
@@ -34,11 +35,22 @@ class GaussianMechanism(Mechanism):
             raise InvalidParameterError("rho must be a finite number > 0")
         self._rho = rho
 
+    @classmethod
+    def for_cost(cls, cost: PrivacyCost, *, statistic, label: str) -> GaussianMechanism:
+        """The Gaussian that spends the zCDP part ``cost`` (its ``rho`` itself)."""
+        return cls(epsilon=cost.epsilon, delta=cost.delta, rho=cost.rho, statistic=statistic,
+                   label=label)
+
+    @cached_property
+    def _budget_rho(self) -> float:
+        """The zCDP budget: ``rho`` as given, or ``rho(eps, delta)`` (computed once)."""
+        return self._rho if self._rho is not None else rho_from_eps_delta(self.epsilon,
+                                                                          self.delta)
+
     @property
     def cost(self) -> PrivacyCost:
-        rho = self._rho if self._rho is not None else rho_from_eps_delta(self.epsilon,
-                                                                         self.delta)
-        return PrivacyCost(self.epsilon, self.delta, rho)
+        # epsilon, delta and rho were checked when the mechanism was built
+        return PrivacyCost.checked(self.epsilon, self.delta, self._budget_rho)
 
     def calibrate(self, *, n: int, pairs: int, B: float, c: int) -> NoisePlan:
         cost = self.cost

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from dpmic_dask.privacy.accounting import PrivacyCost
+from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.privacy.mechanisms.base import Mechanism, NoisePlan, check_noise_units
 from dpmic_dask.privacy.noise import LAPLACE
 from dpmic_dask.stats.sensitivity import safe_up
@@ -21,7 +21,7 @@ class GeometricCountsMechanism(Mechanism):
 
     @property
     def cost(self) -> PrivacyCost:
-        return PrivacyCost(self.epsilon, 0.0, None)
+        return PrivacyCost.checked(self.epsilon)  # epsilon checked when built
 
     def calibrate(self, *, n: int, pairs: int, B: float, c: int) -> NoisePlan:
         grids = 2 * (int(B) // 2 - 1)

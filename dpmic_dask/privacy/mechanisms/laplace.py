@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dpmic_dask.privacy.accounting import PrivacyCost
+from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.privacy.mechanisms.base import (
     LAPLACE_CI95,
     LATTICE,
@@ -22,7 +22,7 @@ class LaplaceMechanism(Mechanism):
 
     @property
     def cost(self) -> PrivacyCost:
-        return PrivacyCost(self.epsilon, 0.0, None)
+        return PrivacyCost.checked(self.epsilon)  # epsilon checked when built
 
     def calibrate(self, *, n: int, pairs: int, B: float, c: int) -> NoisePlan:
         sens = self.statistic.sensitivity(n, B)

@@ -1,0 +1,164 @@
+"""Contribution bounding: at most ``k`` rows per privacy unit, chosen by a keyed
+hash of each row's own content (:func:`bound_contributions`), and the frame a
+release then sees (:class:`BoundedFrame`, counted by its own backend). The
+per-unit release around it is :mod:`dpmic_dask.release.units`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+
+import numpy as np
+import pandas as pd
+
+from dpmic_dask.backends import backend_for, register
+from dpmic_dask.backends.base import Backend
+from dpmic_dask.errors import InvalidParameterError
+
+#: The hidden column holding each row's keyed priority while bounding.
+PRIORITY = "__dpmic_priority__"
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+def check_unit_columns(unit) -> tuple[str, ...]:
+    """``"customer_id"`` or a list of column names -> a tuple of names."""
+    names = (unit,) if isinstance(unit, str) else unit
+    try:
+        names = tuple(names)
+    except TypeError:
+        names = ()
+    if not names or not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(
+            names):
+        raise InvalidParameterError(
+            "privacy_unit must name one column or a list of distinct columns")
+    return names
+
+
+def check_max_rows(k) -> int:
+    """``max_rows_per_unit``: an integer from 1 to 2**20."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= 2**20:
+        raise InvalidParameterError("max_rows_per_unit must be an integer from 1 to 2**20")
+    return int(k)
+
+
+def unit_label(unit: tuple[str, ...]) -> str:
+    """How a unit is named in statements and ledgers: ``customer_id`` or ``a+b``."""
+    return "+".join(unit)
+
+
+def unit_statement(unit: tuple[str, ...] | None, k: int | None) -> str:
+    """``per customer_id, at most 8 rows each`` (or the row-level default)."""
+    if unit is None:
+        return "per row (the default privacy unit: one row is one individual)"
+    return f"per {unit_label(unit)}, at most {k} rows each"
+
+
+def new_key() -> tuple[int, int]:
+    """A fresh secret key for one release (128 bits from the OS CSPRNG)."""
+    return secrets.randbits(64), secrets.randbits(64)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """A 64-bit finaliser (bijective): spreads a hash over all bits."""
+    with np.errstate(over="ignore"):
+        x = x ^ (x >> np.uint64(30))
+        x = x * _M1
+        x = x ^ (x >> np.uint64(27))
+        x = x * _M2
+        return x ^ (x >> np.uint64(31))
+
+
+def row_priority(frame: pd.DataFrame, content, key: tuple[int, int]) -> np.ndarray:
+    """Each row's keyed priority: a hash of the row's own ``content`` columns (the
+    unit's and the released ones), keyed by ``key``. A function of the row and the
+    key only; identical rows get the same priority (and are interchangeable)."""
+    h = pd.util.hash_pandas_object(frame[list(content)], index=False).to_numpy(np.uint64)
+    with np.errstate(over="ignore"):
+        return _mix(_mix(h ^ np.uint64(key[0])) + np.uint64(key[1]))
+
+
+def keep_smallest(frame: pd.DataFrame, unit, k: int, content) -> pd.DataFrame:
+    """The ``k`` rows of each unit with the smallest ``(priority, content)`` (a
+    frame that already has the priority column and no row without a unit)."""
+    if frame.empty:
+        return frame
+    order = frame.sort_values([PRIORITY, *content], kind="stable", na_position="last")
+    rank = order.groupby(list(unit), sort=False, dropna=True).cumcount().to_numpy()
+    return order[rank < k]
+
+
+def _tag_and_keep(frame: pd.DataFrame, unit, k: int, content, key) -> pd.DataFrame:
+    # A row whose unit is missing belongs to no known unit: it is dropped (a per-row
+    # rule). Kept as one shared unit, one person's rows could push out another's,
+    # k rows changed twice over (docs/privacy.md, section 12).
+    frame = frame[list(content)].dropna(subset=list(unit)).copy()
+    frame[PRIORITY] = row_priority(frame, content, key)
+    return keep_smallest(frame, unit, k, content)
+
+
+def bound_contributions(frame, unit, k: int, columns, key: tuple[int, int] | None = None):
+    """At most ``k`` rows per unit of ``frame`` (pandas or Dask): the unit's rows with
+    the smallest keyed hash of their content. Returns a frame of ``columns`` only
+    (the unit columns are never passed on). ``key``: fresh when ``None``."""
+    unit = tuple(unit)
+    columns = tuple(c for c in columns if c not in unit)
+    content = (*unit, *columns)
+    key = new_key() if key is None else key
+    if isinstance(frame, pd.DataFrame):
+        return _tag_and_keep(frame, unit, k, content, key)[list(columns)]
+    import dask.dataframe as dd
+
+    if not isinstance(frame, dd.DataFrame):
+        raise InvalidParameterError("privacy_unit needs a pandas or Dask DataFrame")
+    meta = frame._meta[list(content)].assign(**{PRIORITY: np.uint64(0)}).iloc[:0]
+    local = frame.map_partitions(_tag_and_keep, unit, k, content, key, meta=meta)
+    shuffled = local.shuffle(on=list(unit)) if local.npartitions > 1 else local
+    bounded = shuffled.map_partitions(keep_smallest, unit, k, content, meta=meta)
+    return bounded[list(columns)]
+
+
+class BoundedFrame:
+    """A bounded frame seen by the row-level release code with ``n0`` rows: every
+    row count it reports is the public ``n0``, never the exact one."""
+
+    def __init__(self, frame, n0: int):
+        self.frame = frame
+        self.n0 = int(n0)
+
+
+@register(BoundedFrame)
+class BoundedBackend(Backend):
+    """Delegates to the inner frame's backend; row counts are ``n0``."""
+
+    @staticmethod
+    def _inner(frame: BoundedFrame):
+        return backend_for(frame.frame)
+
+    def schema(self, frame):
+        return self._inner(frame).schema(frame.frame)
+
+    def row_count(self, frame, columns) -> int:
+        return frame.n0
+
+    def count(self, frame, spec, *, split_every, progress, rows=None, task_memory=2**28):
+        agg = self._inner(frame).count(frame.frame, spec, split_every=split_every,
+                                       progress=progress, rows=frame.n0,
+                                       task_memory=task_memory)
+        return dataclasses.replace(agg, rows=frame.n0)
+
+    def evaluate(self, frame, spec, fn, *, pairs_per_block, split_every, progress, rows=None,
+                 task_memory=2**28):
+        evaluation = self._inner(frame).evaluate(
+            frame.frame, spec, fn, pairs_per_block=pairs_per_block, split_every=split_every,
+            progress=progress, rows=frame.n0, task_memory=task_memory)
+        return dataclasses.replace(evaluation, rows=frame.n0)
+
+    def reduce(self, frame, columns, fn, combine, *, split_every, progress):
+        return self._inner(frame).reduce(frame.frame, columns, fn, combine,
+                                         split_every=split_every, progress=progress)
+
+    def map_counts(self, counts, fn):
+        return np.array([fn(c) for c in counts], dtype=np.float64)

@@ -1,0 +1,134 @@
+"""The result of a private bounds release (:class:`BoundsRelease`): the released
+bounds of each column, how they were found, and how they compare with the public
+domain. Numbers only; nothing here can draw noise again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: A public domain whose released bounds use less than this share of it is
+#: reported as far wider than the data.
+WIDE_DOMAIN = 0.25
+
+
+@dataclass(frozen=True)
+class BoundsRelease:
+    """Bounds estimated with differential privacy: plain numbers to keep and reuse as
+    public bounds (``bounds[column] = (lo, hi)``), and how they were made.
+
+    ``epsilon`` was spent in total (``epsilon_per_column`` on each column's two
+    noisy histograms: ``first_pass_share`` of it on the first pass, discrete
+    Laplace of scale ``noise_scale`` counts, the rest on the refining pass, scale
+    ``refine_noise_scale``); ``coverage`` is the share of values the bounds aim to
+    contain (a dict by column when columns differ); ``domain`` the public domain
+    grids by column (``None``: the half-octave grid for all); ``refined`` lists the
+    columns whose bounds come from the refining pass; ``unresolved`` the columns
+    where no bin stood out of the noise (their bounds are the fallback, with a
+    :class:`~dpmic_dask.errors.BoundsWarning`).
+    """
+
+    bounds: dict
+    epsilon: float
+    epsilon_per_column: float
+    coverage: float | dict
+    noise_scale: float
+    rows: int
+    domain: dict | tuple | None
+    unresolved: tuple
+    charge_id: str
+    seeded: bool = False
+    refined: tuple = ()
+    refine_noise_scale: float | None = None
+    first_pass_share: float | None = None
+    #: Columns with a public ``domain``: the share of its width the released bounds
+    #: use (post-processing of released values); below :data:`WIDE_DOMAIN` the
+    #: domain is far wider than the data.
+    domain_use: dict = field(default_factory=dict)
+    #: Each column's kind (:mod:`dpmic_dask.stats.kinds`), for printing its bounds
+    #: in that kind (dates, times); ``bounds`` themselves are axis numbers.
+    kinds: dict = field(default_factory=dict)
+    #: Privacy per unit (``docs/privacy.md`` section 12): the unit and ``k``; then
+    #: ``rows`` is not the exact row count (``None``, or inside a release the
+    #: private lower bound ``n0``).
+    privacy_unit: str | None = None
+    max_rows_per_unit: int | None = None
+
+    def formatted(self, column) -> str:
+        """``[lo, hi]`` of ``column`` in the column's own kind."""
+        from dpmic_dask.stats.kinds import format_bounds
+
+        return format_bounds(self.kinds.get(column), self.bounds[column])
+
+    def pinned(self, column) -> tuple:
+        """``column``'s bounds as public bounds in its own kind: numbers, or full-
+        precision ISO texts for times and durations."""
+        kind = self.kinds.get(column)
+        out = []
+        for number in self.bounds[column]:
+            value = kind.format(number) if kind is not None else float(number)
+            out.append(float(value) if isinstance(value, (int, float)) else
+                       value.isoformat() if hasattr(value, "isoformat") else str(value))
+        return tuple(out)
+
+    def pin(self) -> str:
+        """Job-file lines that pin these bounds as public for the next run (which
+        then stops paying for them); unresolved columns are left out."""
+        def toml(v) -> str:
+            return repr(v) if isinstance(v, float) else f'"{v}"'
+
+        return "\n".join(f"columns.{name}.bounds = [{toml(lo)}, {toml(hi)}]"
+                         for name in self.bounds if name not in self.unresolved
+                         for lo, hi in [self.pinned(name)])
+
+    def report(self) -> str:
+        lines = ["NOT PRIVATE: seeded test noise."] if self.seeded else []
+        aim = (f"{self.coverage:.3g}" if not isinstance(self.coverage, dict) else
+               ", ".join(f"{c} {v:.3g}" for c, v in self.coverage.items()))
+        if self.privacy_unit is not None:
+            lines.append(f"Privacy unit: per {self.privacy_unit}, at most "
+                         f"{self.max_rows_per_unit} rows each (neighbouring tables differ by "
+                         f"all rows of one {self.privacy_unit}).")
+        n = ("n not released" if self.rows is None else f"n = {self.rows} rows"
+             + (" (a private lower bound)" if self.privacy_unit is not None else ""))
+        lines.append(f"Private bounds of {len(self.bounds)} column(s), {n}, "
+                     f"aiming to contain {aim} of each column's values:")
+        for name in self.bounds:
+            how = (" (unresolved: fallback)" if name in self.unresolved else
+                   " (refined)" if name in self.refined else "")
+            lines.append(f"  {name}: {self.formatted(name)}{how}")
+        if self.domain is None:
+            grid = "signed half-octave grid"
+        elif isinstance(self.domain, dict):
+            grid = ("1024 equal bins of the public domain of " + ", ".join(self.domain)
+                    + (", else the signed half-octave grid"
+                       if len(self.domain) < len(self.bounds) else ""))
+        else:
+            grid = f"1024 equal bins of {self.domain}"
+        passes = ""
+        if self.refine_noise_scale is not None and self.first_pass_share is not None:
+            passes = (f"; {self.first_pass_share:g} of it on the first pass, the rest on a "
+                      f"refining pass of 1024 equal bins inside the first bounds, noise scale "
+                      f"{self.refine_noise_scale:.4g} counts, used for "
+                      f"{list(self.refined) if self.refined else 'no column'}")
+        lines.append(f"Budget: epsilon = {self.epsilon:g} ({self.epsilon_per_column:.4g} per "
+                     f"column; noisy histograms on a {grid}, noise scale "
+                     f"{self.noise_scale:.4g} counts{passes}). Ledger charge: "
+                     f"{self.charge_id}.")
+        wide = {c: u for c, u in self.domain_use.items()
+                if u < WIDE_DOMAIN and c not in self.unresolved}
+        if wide:
+            lines.append("Public domains far wider than the data (the released bounds use "
+                         + ", ".join(f"{c} {u:.1%}" for c, u in wide.items())
+                         + " of them): bounds that wide waste the grid; use the released "
+                         "bounds or tighter public ones.")
+        if self.unresolved:
+            lines.append(f"Unresolved: no bin stood out of the noise for "
+                         f"{list(self.unresolved)}; fallback bounds used: choose bounds for "
+                         "them yourself, or spend more on them.")
+        pinned = [c for c in self.bounds if c not in self.unresolved]
+        if pinned:
+            lines.append("To reuse them as public bounds (and stop paying for them), pin them: "
+                         "bounds={" + ", ".join(f"{c!r}: {self.pinned(c)!r}" for c in pinned)
+                         + "}, or in a job file columns.<name>.bounds = [lo, hi].")
+        return "\n".join(lines)

@@ -1,0 +1,129 @@
+"""The one charge of a release, and what runs around it.
+
+Every release path (the values of every pair, a private selection, private
+bounds and categories, per-unit releases, causal discovery, batch runs) checks
+its ledger and budget here before any data is read (:func:`precheck_budget`),
+charges once here (:func:`charge_budget`, before any noise is drawn) and runs
+what follows a charge inside :func:`after_charge`. Without ``ledger=`` the
+charge goes to :func:`session_ledger`.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from contextlib import contextmanager
+
+from dpmic_dask.errors import (
+    BudgetExceededError,
+    DPMICError,
+    InvalidParameterError,
+    LedgerError,
+    PrivacyLeakWarning,
+    ReleaseIncompleteError,
+)
+from dpmic_dask.privacy.accounting import default_ledger, ledger_from_url, note_charge_possible
+from dpmic_dask.privacy.costs import PrivacyCost
+
+log = logging.getLogger("dpmic_dask")
+DEFAULT_DATASET = "default"
+
+
+
+def session_ledger():
+    """The in-process default ledger used when no ``ledger=`` is given.
+
+    It is *uncapped*: it accepts every dataset and records every charge without
+    limiting anything. Pass a capped :class:`~dpmic_dask.InMemoryLedger` or a
+    persistent :class:`~dpmic_dask.SQLLedger` to enforce a budget, or make one the
+    default for a block with :func:`dpmic_dask.privacy.accounting.using_ledger`.
+    """
+    return default_ledger()
+
+
+
+def check_ledger(ledger) -> None:
+    """``None``, a ledger URL or a ledger (an object with ``check`` and ``charge``);
+    anything else is refused with its type only, before any data is read."""
+    if isinstance(ledger, str):
+        ledger_from_url(ledger)
+        return
+    if ledger is None or all(callable(getattr(ledger, m, None)) for m in ("check", "charge")):
+        return
+    raise InvalidParameterError(
+        "ledger must be a ledger (dpmic_dask.SQLLedger, dpmic_dask.InMemoryLedger, ...), a "
+        f"ledger URL or None, not a {type(ledger).__name__}")
+
+
+
+def _ledger(ledger):
+    """``ledger``, or the default (the precheck comes through here before any read)."""
+    check_ledger(ledger)
+    if isinstance(ledger, str):
+        return ledger_from_url(ledger)
+    return default_ledger() if ledger is None else ledger
+
+
+
+def precheck_budget(ledger, dataset, cost: PrivacyCost, privacy_unit=None) -> None:
+    """Before any data is read: refuse what the charge would refuse (an unknown
+    dataset, a ledger that cannot be reached, a budget of the wrong kind or one too
+    small, a budget for another privacy unit: ``privacy_unit`` is the release's,
+    ``None`` for one row). Not binding: the atomic charge after counting is what
+    counts."""
+    from dpmic_dask.release.units import check_ledger_unit
+
+    check_ledger_unit(ledger, dataset, privacy_unit)
+    if cost.approx_delta and not getattr(_ledger(ledger), "tracks_approx_parts", False):
+        raise LedgerError(
+            "this ledger does not keep the bad-event deltas of approximate parts (categories "
+            "chosen from the values that occur), so it cannot pay for one; use an "
+            "in-memory, SQLite or PostgreSQL ledger (nothing was read or charged)")
+    try:
+        _ledger(ledger).check(dataset or DEFAULT_DATASET, cost)
+    except BudgetExceededError as exc:
+        message = str(exc)
+    else:
+        return
+    raise BudgetExceededError(f"{message}; no data was read")
+
+
+
+def charge_budget(cost: PrivacyCost, ledger, dataset, *, description: str, mechanism: str,
+                  columns=()):
+    """The one budget charge of a release; raises before any noise if over budget."""
+    note_charge_possible()  # an interruption from here on may follow the charge
+    charge = _ledger(ledger).charge(dataset or DEFAULT_DATASET, cost, description=description,
+                                    mechanism=mechanism, columns=tuple(columns))
+    log.info("charged %s to dataset %r (charge %s)", mechanism, dataset or DEFAULT_DATASET,
+             charge.charge_id)
+    return charge
+
+
+
+def warn_if_delta_large(delta: float, n: int) -> None:
+    """``delta`` at or above ``1 / N`` allows releasing a random row in the clear."""
+    if delta > 0 and delta * n >= 1:
+        warnings.warn(
+            f"delta = {delta:g} is at least 1/N for N = {n} rows: an (eps, delta) guarantee "
+            "this weak allows publishing a random row in the clear; use delta well below 1/N",
+            PrivacyLeakWarning, stacklevel=4)
+
+
+
+@contextmanager
+def after_charge(charge):
+    """Around what runs after the charge of a release of several passes: a failure
+    no check could foresee (the data changed or became unreadable between the
+    passes) says that the budget was charged, and which charge."""
+    try:
+        yield
+    except DPMICError as exc:
+        reason = str(exc).replace(" (nothing was charged)", "").replace(
+            "; nothing was charged", "")
+        raise ReleaseIncompleteError(
+            f"the budget was charged (charge {charge.charge_id}) but the release could not be "
+            f"completed: {reason}. A step after the charge failed (the data changed or became "
+            "unreadable between the passes of this release, or the cluster failed); nothing "
+            "was released, and a new attempt is a new release that is charged again") from None
+

@@ -1,0 +1,346 @@
+"""Private bounds from noisy histograms: the plan of the passes over each column
+(:class:`BoundsPlan`: the coverage, the domain, whether to refine), the exact
+per-column histograms counted where the partitions are, their noise (drawn
+after the charge) and the bounds read off them (:func:`bounds_release`).
+:mod:`dpmic_dask.release.private_bounds` runs them alone or before a release.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+
+from dpmic_dask.checks import MIN_ROWS, check_bounds, check_frame_request
+from dpmic_dask.errors import (
+    BoundsWarning,
+    InvalidDataError,
+    InvalidParameterError,
+    MissingValuesError,
+)
+from dpmic_dask.privacy.accounting import PrivacyCost
+from dpmic_dask.privacy.bounds import (
+    FIRST_PASS_SHARE,
+    BoundsGrid,
+    bounds_from_noisy,
+    check_coverage,
+    check_domain,
+    refined_from_noisy,
+    refinement_grid,
+)
+from dpmic_dask.privacy.costs import PURE_DP, column_epsilon
+from dpmic_dask.privacy.mechanisms.base import check_noise_units
+from dpmic_dask.privacy.noise import active_sampler
+from dpmic_dask.release.boundsresult import WIDE_DOMAIN, BoundsRelease
+from dpmic_dask.stats.counting import column_values
+from dpmic_dask.stats.sensitivity import safe_down, safe_up
+
+
+def _bounds_partition(frame, *, columns, grids, fill):
+    """One partition's exact histograms of the columns with a grid (``grids[k]``
+    not ``None``, each on its own grid), its row count, and every column's
+    missing-value flag. Every column is converted (a cell that is not a number is
+    refused here), so a release that reads more columns later has nothing left
+    to find."""
+    hists, missing = [], np.zeros(len(columns), dtype=bool)
+    for k, name in enumerate(columns):
+        v = column_values(frame, name)
+        nan = np.isnan(v)
+        if nan.any():
+            missing[k] = True
+            v = np.where(nan, fill[k], v) if fill is not None else v[~nan]
+        if grids[k] is not None:
+            hists.append(np.bincount(grids[k].index(v), minlength=grids[k].size))
+    return tuple(hists), len(frame), missing
+
+
+def _add_histograms(a, b):
+    return tuple(x + y for x, y in zip(a[0], b[0])), a[1] + b[1], a[2] | b[2]
+
+
+def noisy_histograms(counts, eps_column: float, sensitivity: float = 2.0):
+    """Every column's histogram with exact discrete Laplace noise of scale
+    ``sensitivity / eps_column`` on each count. Row level, replacing one row moves
+    one count down and one up: L1 sensitivity 2 per column (the default); per unit
+    (``privacy_unit`` with ``max_rows_per_unit = k``, add/remove of one unit on the
+    bounded frame) at most ``k`` counts move by one: sensitivity ``k``
+    (``docs/privacy.md`` section 12). Call only after the charge.
+
+    The sums are exact int64: counts lie in ``[0, n]``, and a draw is held within
+    ``n`` of the int64 limit, as a saturating sampler holds it at the limit (a
+    draw that large has probability below ``exp(-2**10)`` at the largest scale
+    allowed, :data:`~dpmic_dask.privacy.mechanisms.base.MAX_NOISE_UNITS`)."""
+    scale = histogram_scale(eps_column, sensitivity)
+    sampler = active_sampler()
+    limit = np.iinfo(np.int64).max
+    noisy = []
+    for row in counts:
+        row = np.asarray(row, dtype=np.int64)
+        z = np.asarray(sampler.discrete_laplace(scale, row.size), dtype=np.int64)
+        top = limit - int(row.max(initial=0))
+        noisy.append(row + np.clip(z, -top, top))
+    return noisy, scale
+
+
+def histogram_scale(eps_column: float, sensitivity: float = 2.0) -> float:
+    """The noise scale ``sensitivity / eps_column`` (counts; 2 at row level, ``k``
+    per unit), refused when it cannot be sampled faithfully -- checked when the
+    request is planned, before anything is read."""
+    if not eps_column > 0:
+        raise InvalidParameterError("eps is too small to split over these columns")
+    scale = safe_up(float(sensitivity) / eps_column)
+    check_noise_units(scale, "histogram")
+    return scale
+
+
+def per_column(value, columns, check, what: str) -> tuple:
+    """One checked setting per column: ``value`` for all, or a dict by column name
+    (columns it does not name take ``default``, the value of key ``None`` if any)."""
+    if isinstance(value, dict):
+        unknown = [c for c in value if c is not None and c not in columns]
+        if unknown:
+            raise InvalidParameterError(f"{what} names column(s) {unknown} that are not "
+                                        "estimated privately")
+        default = value.get(None, _DEFAULTS[what])
+        return tuple(check(value.get(c, default)) for c in columns)
+    return tuple(check(value) for _ in columns)
+
+
+_DEFAULTS = {"coverage": 0.99, "domain": None, "refine": True}
+
+
+def check_refine(refine) -> bool:
+    """Whether a column's budget is split over two passes (the default) or spent
+    on the first pass alone."""
+    if not isinstance(refine, bool):
+        raise InvalidParameterError("refine must be True or False")
+    return refine
+
+
+@dataclass(frozen=True)
+class BoundsPlan:
+    """The bounds step: its columns, each column's first-pass grid and coverage,
+    and the noise. ``eps`` is the sum of the columns' epsilons (its pure-DP cost);
+    ``rho`` its zCDP cost when it is part of a zCDP release (the columns'
+    ``eps_column**2 / 2`` added up), else ``None``. Each column's ``eps_column``
+    is split: ``FIRST_PASS_SHARE`` to the first pass, the rest to the refining one."""
+
+    columns: tuple
+    eps: float
+    eps_column: float
+    coverages: tuple
+    grids: tuple
+    fill: tuple | None
+    rho: float | None = None
+    refines: tuple = ()
+    #: L1 sensitivity of one column's histogram: 2 (replace one row), or ``k`` per
+    #: unit (add/remove one unit's at most ``k`` rows of the bounded frame).
+    sensitivity: float = 2.0
+    #: ``(unit label, k)`` per unit, else ``None``.
+    unit: tuple | None = None
+
+    def scale(self, eps_pass: float) -> float:
+        """The histogram noise scale of a pass (checked before anything is read)."""
+        return histogram_scale(eps_pass, self.sensitivity)
+
+    def draw(self, rows, eps_pass: float):
+        """Noisy histograms of a pass at this plan's sensitivity."""
+        if self.sensitivity == 2.0:
+            return noisy_histograms(rows, eps_pass)
+        return noisy_histograms(rows, eps_pass, sensitivity=self.sensitivity)
+
+    def checked_scales(self) -> None:
+        """Refuse now a scale that cannot be sampled (only the passes run)."""
+        for eps_pass in ((self.eps_first, self.eps_second) if any(self.refines)
+                         else (self.eps_column,)):
+            self.scale(eps_pass)
+
+    def per_unit(self, unit_label: str, k: int) -> BoundsPlan:
+        """The plan on a frame bounded to ``k`` rows per unit: sensitivity ``k``."""
+        plan = dataclasses.replace(self, sensitivity=float(k), unit=(unit_label, int(k)))
+        plan.checked_scales()
+        return plan
+
+    @property
+    def eps_first(self) -> float:
+        return safe_down(self.eps_column * FIRST_PASS_SHARE)
+
+    @property
+    def eps_second(self) -> float:
+        return safe_down(self.eps_column - safe_up(self.eps_column * FIRST_PASS_SHARE))
+
+    def wide(self, column) -> tuple[float, float]:
+        """The range a column is checked against before its bounds are known."""
+        grid = self.grids[self.columns.index(column)]
+        return grid.domain or (-1e300, 1e300)
+
+    def describe(self) -> str:
+        amount = (f"epsilon {self.eps:.4g}" if self.rho is None else
+                  f"rho {self.rho:.4g}, epsilon {self.eps_column:.4g} per column")
+        return f"private bounds for {list(self.columns)}: {amount}"
+
+
+def plan_bounds(schema, columns, coverage, domain, nulls, fill,
+                part: PrivacyCost, refine=True) -> BoundsPlan:
+    """The bounds step paid by ``part``: pure DP, ``eps / C`` per column; or, in
+    zCDP, the largest ``eps_column`` with ``C eps_column**2 / 2 <= rho`` (each
+    column's histogram is ``eps_column``-DP, hence ``eps_column**2 / 2``-zCDP)."""
+    if isinstance(columns, str) or not columns:
+        raise InvalidParameterError("columns must name the columns to estimate bounds for")
+    names = list(columns)
+    grids = tuple(BoundsGrid(d) for d in per_column(domain, names, check_domain, "domain"))
+    coverages = per_column(coverage, names, check_coverage, "coverage")
+    refines = per_column(refine, names, check_refine, "refine")
+    # the request checks (names, numeric types, nulls/fill) against the grids' ranges
+    wide = {c: g.domain or (-1e300, 1e300) for c, g in zip(names, grids)}
+    checked_columns, _, fills = check_frame_request(schema, bounds=wide,
+                                                    columns=names, nulls=nulls, fill=fill,
+                                                    min_columns=1)
+    k = len(checked_columns)
+    eps_column = column_epsilon(part, k)
+    if part.measure is PURE_DP:
+        total, rho_spent = part.epsilon, None
+    else:
+        total, rho_spent = safe_up(k * eps_column), part.amount()
+    plan = BoundsPlan(tuple(checked_columns), total, eps_column, coverages, grids, fills,
+                       rho_spent, refines)
+    plan.checked_scales()  # a scale that cannot be sampled is refused now
+    return plan
+
+
+def bounds_counts(frame, backend, plan: BoundsPlan, columns, fill, split_every, progress,
+                  min_rows=True):
+    """One pass over ``columns`` (the bounds' columns and every other column of the
+    release): the bounds' exact histograms and the row count, after refusing
+    missing values without a fill, cells that are not numbers, and too few rows --
+    everything about the data that a later pass could find, found before the charge.
+    ``min_rows=False`` (per unit, where the row count is not public): no row check."""
+    columns = tuple(columns)
+    grids = tuple(plan.grids[plan.columns.index(name)] if name in plan.columns else None
+                  for name in columns)
+    counts, rows, missing = backend.reduce(
+        frame, columns,
+        partial(_bounds_partition, columns=columns, grids=grids, fill=fill),
+        _add_histograms, split_every=split_every, progress=progress)
+    if fill is None and missing.any():
+        names = [c for c, m in zip(columns, missing) if m]
+        raise MissingValuesError(
+            f"column(s) {names} contain missing values; pass nulls='fill' with public "
+            "fill values (nothing was charged)")
+    if min_rows and rows < MIN_ROWS:
+        raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
+    by_name = dict(zip((c for c, g in zip(columns, grids) if g is not None), counts))
+    return [by_name[c] for c in plan.columns], int(rows)
+
+
+def refine_counts(frame, backend, plan: BoundsPlan, split_every, progress, fine: dict):
+    """The refining pass (after the charge): exact histograms of the columns in
+    ``fine`` (column -> grid chosen from the first pass's released bounds), with
+    the same missing-value handling as the first pass. Nothing here refuses."""
+    columns = tuple(fine)
+    if not columns:
+        return {}
+    fill = None
+    if plan.fill is not None:
+        fills = dict(zip(plan.columns, plan.fill))
+        fill = tuple(fills[c] for c in columns)
+    counts, _, _ = backend.reduce(
+        frame, columns,
+        partial(_bounds_partition, columns=columns, grids=tuple(fine.values()), fill=fill),
+        _add_histograms, split_every=split_every, progress=progress)
+    return dict(zip(columns, counts))
+
+
+def _valid_bounds(found, name) -> tuple[float, float] | None:
+    """``found`` if it is valid public bounds (finite, ``lo < hi``, finite width)."""
+    if found is None:
+        return None
+    try:
+        return check_bounds(found, name)
+    except InvalidParameterError:
+        return None
+
+
+def _show(message: str) -> None:
+    """A :class:`BoundsWarning` shown, never raised: it comes after the charge, where
+    nothing may refuse, even under a warnings-as-errors filter."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", BoundsWarning)
+        warnings.warn(message, BoundsWarning, stacklevel=4)
+
+
+def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
+                   recount) -> BoundsRelease:
+    """The released bounds (never refuses: a column whose bounds cannot be read
+    off falls back and is marked unresolved). The first pass's noisy histograms
+    and the bounds read off them; for the columns whose first bounds are far from
+    zero relative to their width, a grid inside those bounds (a function of
+    released values only), ``recount(grids)`` -- the refining pass over the data --
+    its noisy histograms and the bounds read off them."""
+    found: dict[str, tuple[float, float] | None] = {}
+    fine: dict[str, BoundsGrid] = {}
+    restart: set[str] = set()
+    refining = any(plan.refines)
+    scale = plan.scale(plan.eps_first if refining else plan.eps_column)
+    for row, grid, cov, c, twice in zip(counts, plan.grids, plan.coverages, plan.columns,
+                                        plan.refines):
+        (noisy,), scale_c = plan.draw([row], plan.eps_first if twice else plan.eps_column)
+        found[c] = _valid_bounds(bounds_from_noisy(noisy, grid, cov, scale_c), c)
+        if not twice:
+            continue
+        # the second pass's grid, from the first pass's released bounds only: equal
+        # bins inside them when they are far from zero relative to their width,
+        # else the first grid again (read with the larger share)
+        inner = refinement_grid(found[c], grid)
+        if inner is not None:
+            fine[c] = inner
+        else:
+            fine[c] = grid
+            restart.add(c)
+    second = recount(fine)
+    refined = []
+    # only scales the plan checked before the charge are computed here
+    scale2 = plan.scale(plan.eps_second) if refining else None
+    if second:
+        second_noisy, scale2 = plan.draw([second[c] for c in fine], plan.eps_second)
+        for (c, grid), row in zip(fine.items(), second_noisy):
+            cov = plan.coverages[plan.columns.index(c)]
+            if c in restart:
+                again = _valid_bounds(bounds_from_noisy(row, grid, cov, scale2), c)
+                found[c] = again if again is not None else found[c]
+                continue
+            better = _valid_bounds(refined_from_noisy(row, grid, cov, scale2), c)
+            if better is not None:
+                found[c] = better
+                refined.append(c)
+    unresolved = tuple(c for c in plan.columns if found[c] is None)
+    fallback = {c: g.domain or (-1.0, 1.0) for c, g in zip(plan.columns, plan.grids)}
+    if unresolved:
+        _show(f"no private bounds could be found for column(s) {list(unresolved)} "
+              "at this budget and row count: they fall back to their domain, or "
+              "(-1, 1) without one; choose bounds for them yourself")
+    bounds: dict[str, tuple[float, float]] = {
+        c: (b if b is not None else fallback[c]) for c, b in found.items()}
+    domains = {c: g.domain for c, g in zip(plan.columns, plan.grids) if g.domain is not None}
+    # post-processing of released bounds: how much of a public domain they use
+    use = {c: (bounds[c][1] - bounds[c][0]) / (d[1] - d[0]) for c, d in domains.items()
+           if c not in unresolved}
+    wide = [c for c, u in use.items() if u < WIDE_DOMAIN]
+    if wide:
+        _show(f"the public domain of column(s) {wide} is far wider than the data "
+              f"(the released bounds use less than {WIDE_DOMAIN:.0%} of it): bounds "
+              "that wide waste the grid; use the released bounds or tighter ones")
+    coverages = dict(zip(plan.columns, plan.coverages))
+    return BoundsRelease(bounds=bounds, epsilon=plan.eps, epsilon_per_column=plan.eps_column,
+                         coverage=plan.coverages[0] if len(set(plan.coverages)) == 1
+                         else coverages,
+                         noise_scale=scale, rows=rows,
+                         domain=domains or None, unresolved=unresolved, charge_id=charge_id,
+                         seeded=not active_sampler().secure, refined=tuple(refined),
+                         refine_noise_scale=scale2, first_pass_share=FIRST_PASS_SHARE,
+                         domain_use=use,
+                         privacy_unit=plan.unit[0] if plan.unit is not None else None,
+                         max_rows_per_unit=plan.unit[1] if plan.unit is not None else None)

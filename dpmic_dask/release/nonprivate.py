@@ -1,0 +1,51 @@
+"""The exact, NON-PRIVATE MICr of every pair (``frame.dpmic.pairwise_nonprivate``),
+for data that is not sensitive: the values step's counting without a charge
+or noise."""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import partial
+
+from dpmic_dask.backends import backend_for
+from dpmic_dask.checks import MIN_ROWS
+from dpmic_dask.release.request import pairwise_request
+from dpmic_dask.release.stages import (
+    check_category_grids,
+    evaluate_pairs,
+    grid_parameters,
+    pair_function,
+)
+from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY, DEFAULT_TASK_MEMORY
+
+
+def run_pairwise_nonprivate(frame, *, bounds, B, c, columns=None, nulls="raise", fill=None,
+                            split_every: int = DEFAULT_SPLIT_EVERY, progress=None,
+                            task_memory: int = DEFAULT_TASK_MEMORY, categories=None):
+    """Exact (NON-PRIVATE) MICr of every pair: a DataFrame ``x, y, micr, n, B, c``.
+    ``categories`` (column -> :class:`~dpmic_dask.stats.categories.CategoryAxis`,
+    columns already coded) gives those columns' pairs a categorical axis."""
+    import pandas as pd
+
+    backend = backend_for(frame)
+    request = pairwise_request(backend.schema(frame), eps=1.0, bounds=bounds, columns=columns,
+                               B=B, c=c, nulls=nulls, fill=fill, split_every=split_every,
+                               mechanism="micr-lap", task_memory=task_memory)
+    B, c = grid_parameters(request, MIN_ROWS)
+    statistic = request.statistic
+    layout = statistic.layout(B, c)
+    if categories:
+        request = dataclasses.replace(request, categories=tuple(categories.items()))
+        check_category_grids(request, B, c)
+    rows = backend.row_count(frame, request.columns)
+    evaluation = evaluate_pairs(frame, backend, request, layout, rows, B, c,
+                           pair_function(request, layout, partial(statistic.value, layout=layout)),
+                           progress)
+    return pd.DataFrame({
+        "x": [request.columns[i] for i, _ in request.pairs],
+        "y": [request.columns[j] for _, j in request.pairs],
+        "micr": evaluation.values,
+        "n": evaluation.rows,
+        "B": B,
+        "c": c,
+    })

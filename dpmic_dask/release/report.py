@@ -1,0 +1,199 @@
+"""What a release says of itself: its :class:`PrivacyReport` (the mechanism, the
+cost, the noise, the charge, the guarantee in words), the result of one pair
+(:class:`Release`), and the notices of large noise, before the charge from
+public quantities and after it from the released values. Numbers only; nothing
+here can draw noise again.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from dpmic_dask.privacy.costs import PrivacyCost
+
+#: A release whose values' ``ci95`` exceeds this warns (:class:`~dpmic_dask.errors.NoiseWarning`)
+#: before the charge, from public quantities, and after, with how many values are
+#: within their noise.
+NOISY_CI95 = 0.25
+
+
+def _notice(message: str, category) -> None:
+    """Warn as the filters say (an ignored notice stays ignored), except that a
+    warnings-as-errors filter only shows it: it must never refuse a release."""
+    try:
+        warnings.warn(message, category, stacklevel=4)
+    except category:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", category)
+            warnings.warn(message, category, stacklevel=4)
+
+
+def warn_noise_before(ci95: float) -> None:
+    """Before the charge: the noise of a planned release (public: ``N``, the grid,
+    the budget), when its ``ci95`` exceeds :data:`NOISY_CI95`."""
+    if ci95 == ci95 and ci95 > NOISY_CI95:
+        from dpmic_dask.errors import NoiseWarning
+
+        # never raised: the same plan check also runs inside a prepaid part, after
+        # the charge, where nothing may refuse
+        _notice(f"this release's noise is large: 95% of it lies within +/-{ci95:.3g} "
+                f"per value (above {NOISY_CI95}); values inside it are flagged "
+                "within_noise. More rows, a larger eps or fewer pairs narrow it",
+                NoiseWarning)
+
+
+def warn_noise_after(values, ci95: float) -> None:
+    """After the release: how many released values lie inside their own ``ci95`` of 0
+    (post-processing of released values), when ``ci95`` exceeds :data:`NOISY_CI95`."""
+    if ci95 == ci95 and ci95 > NOISY_CI95:
+        from dpmic_dask.errors import NoiseWarning
+
+        inside = int(np.sum(np.abs(np.asarray(values, dtype=float)) <= ci95))
+        # after the charge nothing may refuse: never raised
+        _notice(f"{inside} of {len(values)} released values are within their noise "
+                f"(|value| <= ci95 = {ci95:.3g}): read them as indistinguishable from 0",
+                NoiseWarning)
+
+
+@dataclass(frozen=True)
+class PrivacyReport:
+    """How a release was produced and what it guarantees (shared by every result).
+
+    Attributes
+    ----------
+    mechanism : str
+        Public name of the release (``micr-lap``, ``micr-gauss``, ``mice-lap``,
+        ``micr-geom``); ``statistic`` the statistic released (``micr``, ``mice``).
+    epsilon, delta : float
+        Total privacy cost of the whole release (``delta = 0`` for pure DP);
+        ``rho`` the zCDP cost of Gaussian releases, else ``None``.
+    noise_scale : float
+        Laplace scale ``b`` or Gaussian ``sigma`` per value; for ``micr-geom`` the
+        per-cell geometric scale on counts.
+    ci95 : float
+        Half-width of the central 95% interval of the noise alone (``b ln 20`` or
+        ``1.96 sigma``); NaN for ``micr-geom``. It says how far noise alone moves a
+        value, not how far the statistic is from the population's.
+    sensitivity : float
+        Replace-one sensitivity of one value, to which the noise was calibrated.
+    n, B, c : the (public) number of rows and the grid parameters.
+    charge_id : str
+        The ledger charge paid before the noise was drawn.
+    seeded : bool
+        True only inside the test helper ``seeded_noise``: such values are NOT private.
+    statement : str
+        The privacy guarantee in words.
+    released, candidates : int
+        How many values were published, out of how many pairs considered.
+    selection : str
+        How the published pairs were chosen ("all pairs", "top 10 by MICr, ...").
+    parts : str
+        For releases that select pairs first: how the total was split between
+        the selection and the release of the chosen values ("" otherwise).
+    release_cost : PrivacyCost or None
+        The release part's cost when pairs were selected first (what the values
+        themselves cost); ``None`` when the whole budget went to the values.
+    """
+
+    mechanism: str
+    statistic: str
+    epsilon: float
+    delta: float
+    rho: float | None
+    noise_scale: float
+    ci95: float
+    sensitivity: float
+    n: int
+    B: float
+    c: int
+    charge_id: str
+    seeded: bool
+    statement: str
+    released: int = 1
+    candidates: int = 1
+    selection: str = "all pairs"
+    parts: str = ""
+    release_cost: PrivacyCost | None = None
+    #: The privacy unit (``None``: one row, the default), at most how many rows of
+    #: each unit were used, and (per unit) the released row count and its lower
+    #: confidence bound ``n0`` that the noise was calibrated to.
+    privacy_unit: str | None = None
+    max_rows_per_unit: int | None = None
+    rows_lower_bound: int | None = None
+    rows_noisy: int | None = None
+
+    def unit_line(self) -> str:
+        """The privacy unit in words (the row-level default stated as such)."""
+        if self.privacy_unit is None:
+            return ("Privacy unit: one row (the default; a person with several rows is "
+                    "protected only per row).")
+        return (f"Privacy unit: per {self.privacy_unit}, at most {self.max_rows_per_unit} "
+                f"rows each (noisy row count {self.rows_noisy}, noise calibrated to its "
+                f"lower bound n0 = {self.rows_lower_bound}).")
+
+    def budget_line(self) -> str:
+        if self.parts:
+            total = (f"epsilon = {self.epsilon:g}" if self.rho is None else
+                     f"epsilon = {self.epsilon:g}, delta = {self.delta:g} (rho = "
+                     f"{self.rho:.4g} zCDP)")
+            return f"Budget: {total} in total; {self.parts}."
+        per = "pair" if self.released != 1 else "value"
+        if self.rho is None:
+            return (f"Budget: epsilon = {self.epsilon:g} in total, "
+                    f"{self.epsilon / self.released:.4g} per {per}.")
+        return (f"Budget: epsilon = {self.epsilon:g}, delta = {self.delta:g} in total, "
+                f"accounted as rho = {self.rho:.4g} zCDP ({self.rho / self.released:.4g} "
+                f"per {per}).")
+
+    def noise_line(self) -> str:
+        if self.ci95 == self.ci95:  # not NaN
+            large = (f" That is above {NOISY_CI95}: values inside it are flagged "
+                     "within_noise (indistinguishable from 0)." if self.ci95 > NOISY_CI95 else "")
+            return (f"Noise: scale {self.noise_scale:.4g} per value; 95% of the noise alone "
+                    f"lies within +/-{self.ci95:.4g}. This interval does not include the "
+                    f"statistic's own estimation error.{large}")
+        return (f"Noise: two-sided geometric noise of scale {self.noise_scale:.4g} on every "
+                "master-grid count.")
+
+    def lines(self) -> list[str]:
+        """Budget, noise, guarantee and charge, one line each."""
+        return [self.budget_line(), self.noise_line(), self.statement, self.unit_line(),
+                f"Ledger charge: {self.charge_id}."]
+
+
+class ReportFields:
+    """Read the privacy report's fields from the result (``result.epsilon``, ...)."""
+
+    privacy: PrivacyReport
+
+    def __getattr__(self, name):
+        if name != "privacy" and name in PrivacyReport.__dataclass_fields__:
+            return getattr(self.privacy, name)
+        raise AttributeError(name)
+
+
+@dataclass(frozen=True)
+class Release(ReportFields):
+    """One differentially private value and how it was produced.
+
+    ``value`` is the released estimate, clamped to ``[0, 1]``; everything else
+    (``mechanism``, ``epsilon``, ``ci95``, ...) is in ``privacy`` and readable on
+    the release itself.
+    """
+
+    value: float
+    privacy: PrivacyReport
+
+    def report(self) -> str:
+        """Plain-text account of what was released and what it guarantees."""
+        p = self.privacy
+        lines = [f"MIC estimate: {self.value:.4f} ({p.mechanism}, n={p.n}, B={p.B:g}, c={p.c})"]
+        lines += p.lines()
+        if p.seeded:
+            lines.insert(0, "NOT PRIVATE: this value used seeded test noise.")
+        return "\n".join(lines)

@@ -1,0 +1,228 @@
+"""The plan of a release per privacy unit: the row-level plan, its noise
+calibrated per unit at a public lower bound ``n0`` of the bounded rows, the
+share of the private row count, and the smallest ``n0`` the plan passes at
+(:func:`find_floor`), all before anything is read. :mod:`dpmic_dask.release.units`
+runs it.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import warnings
+from dataclasses import dataclass
+
+from dpmic_dask.checks import MIN_ROWS
+from dpmic_dask.errors import DPMICError, InvalidParameterError
+from dpmic_dask.privacy.accounting import PrivacyCost
+from dpmic_dask.privacy.costs import PURE_DP, ZCDP, measure_for
+from dpmic_dask.privacy.mechanisms.base import Mechanism
+from dpmic_dask.privacy.selection import check_share
+from dpmic_dask.release.bounding import (
+    check_max_rows,
+    check_unit_columns,
+    unit_label,
+    unit_statement,
+)
+from dpmic_dask.release.rowcount import (
+    DEFAULT_BETA,
+    DEFAULT_COUNT_SHARE,
+    RowCountPlan,
+    plan_row_count,
+)
+from dpmic_dask.stats.group_sensitivity import UnitStatistic, check_unit_statistic
+
+#: A very large public row count at which the plan is also checked (grid defaults
+#: grow with ``n`` up to a compute cap).
+LARGE_N = 2**40
+
+
+@dataclass(frozen=True)
+class UnitsPlan:
+    """The per-unit part of a release plan: the unit, ``k``, the row count's plan,
+    the release's prepaid ``part``, the ``total`` charged once, and ``floor``: the
+    smallest ``n0`` at which every check of the release passes (found before
+    anything is read; the bound is never released below it)."""
+
+    unit: tuple[str, ...]
+    k: int
+    rowcount: RowCountPlan
+    part: PrivacyCost
+    total: PrivacyCost
+    floor: int
+
+    @property
+    def statement(self) -> str:
+        return unit_statement(self.unit, self.k)
+
+    def parts(self, inner: str) -> str:
+        return f"{self.rowcount.describe()}; release: {inner} with {self.part.describe()}"
+
+
+def _mechanisms(obj, seen=None):
+    """Every :class:`Mechanism` reachable from a plan (requests, selections)."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
+    if isinstance(obj, Mechanism):
+        yield obj
+        return
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for f in dataclasses.fields(obj):
+            yield from _mechanisms(getattr(obj, f.name), seen)
+    elif isinstance(obj, (tuple, list)):
+        for item in obj:
+            yield from _mechanisms(item, seen)
+    elif hasattr(obj, "__dict__") and type(obj).__module__.startswith("dpmic_dask.privacy"):
+        for value in vars(obj).values():
+            yield from _mechanisms(value, seen)
+
+
+def per_unit(plan, k: int, n0: int):
+    """A copy of a row-level release plan whose every statistic is released per
+    unit: tapered below ``n0``, sensitivity ``k * tapered_step(n0)``."""
+    plan = copy.deepcopy(plan)
+    for mech in _mechanisms(plan):
+        base = mech.statistic
+        while isinstance(base, UnitStatistic):
+            base = base.base
+        mech.statistic = UnitStatistic(base, k, n0)
+    return plan
+
+
+def check_inner(plan, n: int) -> None:
+    """Every data-independent check of the inner release at ``n`` rows."""
+    from dpmic_dask.release.stages import check_plan, check_selected_plan
+
+    if plan.selection is None:
+        check_plan(plan.request, n)
+    else:
+        check_selected_plan(plan.request, plan.selection, n)
+
+
+def _passes(plan, k: int, n: int) -> bool:
+    try:
+        with warnings.catch_warnings():  # a search, not a release: no noise warnings
+            warnings.simplefilter("ignore")
+            check_inner(per_unit(plan, k, n), n)
+    except DPMICError:
+        return False
+    return True
+
+
+def find_floor(plan, k: int) -> int:
+    """The smallest ``n0 >= MIN_ROWS`` at which the inner plan passes every check
+    (noise scales shrink as ``n0`` grows, so passing is monotone in ``n0``).
+    Refuses (nothing read) a plan that does not pass even at a very large ``n0``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_inner(per_unit(plan, k, LARGE_N), LARGE_N)  # raises the plan's own error
+    if _passes(plan, k, MIN_ROWS):
+        return MIN_ROWS
+    lo, hi = MIN_ROWS, LARGE_N  # fails at lo, passes at hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _passes(plan, k, mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def plan_units(schema, inner_planner, eps, *, delta, unit, k, count_share=None,
+               beta=DEFAULT_BETA, columns_used=()):
+    """Split ``(eps, delta)`` into the row count's share and the release's part,
+    plan the inner release with ``inner_planner(release_eps, mechanism_override)``
+    and find the floor. Nothing is read."""
+    from dpmic_dask.privacy.accounting import PrepaidLedger
+
+    unit = check_unit_columns(unit)
+    k = check_max_rows(k)
+    missing = [u for u in unit if u not in schema]
+    if missing:
+        raise InvalidParameterError(f"privacy_unit column(s) {missing} are not in the frame")
+    share = check_share(DEFAULT_COUNT_SHARE if count_share is None else count_share,
+                        "count_share")
+    measure = measure_for(delta)
+    total = measure.total(eps, delta)
+    (count_part,) = measure.split(total, (share,))
+    rowcount = plan_row_count(count_part, sensitivity=k, beta=beta)
+    part = measure.rest(total, count_part.amount())
+    if measure is PURE_DP:
+        release_eps, forced = part.epsilon, None
+    else:
+        release_eps, forced = ZCDP.within(part.amount(), delta), "micr-gauss"
+    inner = inner_planner(release_eps, forced)
+    used = set(inner.request.columns)
+    if inner.bounds is not None:
+        used |= set(inner.bounds.bounds.columns)
+    clash = sorted(used & set(unit))
+    if clash:
+        raise InvalidParameterError(
+            f"the privacy unit column(s) {clash} cannot be released or be part of a pair")
+    for mech in _mechanisms(inner):
+        if mech.acts_on != "values":
+            raise InvalidParameterError(
+                f"mechanism {mech.label!r} adds noise to counts; with privacy_unit use "
+                "micr-lap or micr-gauss")
+        try:
+            check_unit_statistic(mech.statistic.name)
+        except ValueError:
+            raise InvalidParameterError(
+                f"statistic {mech.statistic.name!r} cannot be released per unit") from None
+    if inner.bounds is not None:
+        # the bounds step reads the bounded frame: each histogram's L1 sensitivity is k
+        # under add/remove of one unit (docs/privacy.md, section 12); refused now if a
+        # scale k / eps_pass cannot be sampled
+        inner = dataclasses.replace(inner, bounds=dataclasses.replace(
+            inner.bounds, bounds=inner.bounds.bounds.per_unit(unit_label(unit), k)))
+    if not PrepaidLedger(None, part)._fits(inner.cost):  # type: ignore[arg-type]
+        raise InvalidParameterError("the release does not fit its share")  # pragma: no cover
+    floor = find_floor(inner, k)
+    rowcount = dataclasses.replace(rowcount, floor=floor)
+    units = UnitsPlan(unit, k, rowcount, part, total, floor)
+    return inner, units
+
+
+def plan_unit_release(schema, eps, *, privacy_unit=None, max_rows_per_unit=None, delta=0.0,
+                      mechanism="auto", count_share=None, beta=DEFAULT_BETA, **release):
+    """Plan a release (:func:`dpmic_dask.release.plan.plan_release`), per unit when
+    ``privacy_unit`` is given: bounding to ``max_rows_per_unit`` rows per unit and a
+    private row count (``count_share`` of the budget, default 5%) in front of it.
+    Without ``privacy_unit`` this is exactly the row-level plan. Nothing is read."""
+    from dpmic_dask.release.plan import plan_release
+    from dpmic_dask.release.private_categories import split_private
+
+    if privacy_unit is None:
+        if max_rows_per_unit is not None or count_share is not None:
+            raise InvalidParameterError(
+                "max_rows_per_unit and count_share need privacy_unit (the column that "
+                "identifies a unit)")
+        return plan_release(schema, eps, delta=delta, mechanism=mechanism, **release)
+    if max_rows_per_unit is None:
+        raise InvalidParameterError(
+            "privacy_unit needs max_rows_per_unit, the most rows of one unit that are used "
+            "(see dpmic_dask.contribution_bound to choose it privately)")
+    if release.get("nulls") == "drop":
+        raise InvalidParameterError('nulls="drop" is not yet available with privacy_unit')
+    if split_private(release.get("categories"))[1]:
+        raise InvalidParameterError(
+            "categories chosen privately are not yet available with privacy_unit (their "
+            "choice counts rows, not units): give public category lists (nothing was read "
+            "or charged)")
+    if release.get("bounds_check") is not None:  # row-level histograms: refused before reading
+        from dpmic_dask.release.bounds_check import refuse_with
+
+        refuse_with(per_unit=True)
+    if measure_for(delta) is ZCDP and mechanism not in ("auto", "micr-gauss"):
+        raise InvalidParameterError("with privacy_unit and delta > 0 the release is "
+                                    "micr-gauss (mechanism='auto' or 'micr-gauss')")
+
+    def planner(release_eps, forced):
+        return plan_release(schema, release_eps, delta=delta, mechanism=forced or mechanism,
+                            **release)
+
+    inner, units = plan_units(schema, planner, eps, delta=delta, unit=privacy_unit,
+                              k=max_rows_per_unit, count_share=count_share, beta=beta)
+    return dataclasses.replace(inner, units=units)

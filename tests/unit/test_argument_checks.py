@@ -1,0 +1,79 @@
+"""The user's ``eps`` is checked where the request is built; the costs derived
+from it (the measure's parts, a built mechanism's cost) assert their invariants
+without running the argument check again."""
+
+import math
+import sys
+from collections import Counter
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpmic_dask as dm
+from dpmic_dask.privacy import conversion
+from dpmic_dask.privacy.costs import PURE_DP, ZCDP, PrivacyCost
+
+BOUNDS = {"a": (0, 1), "b": (0, 1), "c": (0, 1)}
+
+
+@pytest.fixture
+def checks(monkeypatch):
+    """Every call of ``check_epsilon``, by the module that made it."""
+    calls: Counter = Counter()
+    original = conversion.check_epsilon
+
+    def counted(eps, name="eps"):
+        calls[sys._getframe(1).f_globals["__name__"]] += 1
+        return original(eps, name)
+
+    for module in list(sys.modules.values()):
+        if (getattr(module, "__name__", "").startswith("dpmic_dask")
+                and getattr(module, "check_epsilon", None) is original):
+            monkeypatch.setattr(module, "check_epsilon", counted)
+    return calls
+
+
+@pytest.fixture(scope="module")
+def frame():
+    gen = np.random.default_rng(3)
+    table = pd.DataFrame({name: gen.uniform(0, 1, 400) for name in BOUNDS})
+    return dd.from_pandas(table, npartitions=2)
+
+
+@pytest.mark.parametrize(("arguments", "most"), [
+    ({}, 3),  # the request, the registry's build, the mechanism's constructor
+    ({"delta": 1e-6, "statistics": ("mic", "tau_a")}, 6),  # + two shares, rho(eps, delta)
+])
+def test_eps_is_checked_where_the_request_is_built_not_per_derived_cost(
+        frame, checks, arguments, most):
+    result = frame.dpmic.pairwise(eps=1, bounds=BOUNDS,
+                                  ledger=dm.InMemoryLedger(uncapped=True), **arguments)
+    assert len(result.values) == 3
+    assert checks["dpmic_dask.release.request"] == 1
+    assert checks["dpmic_dask.privacy.costs"] == 0  # no derived cost re-checks eps
+    assert sum(checks.values()) <= most, dict(checks)
+
+
+def test_the_counter_sees_a_cost_built_from_user_input(checks):
+    """The test above can fail: a cost built with the full constructor is counted."""
+    PrivacyCost(0.5)
+    PURE_DP.split(PrivacyCost(1.0), [0.5, 0.5])
+    assert checks["dpmic_dask.privacy.costs"] == 2
+
+
+@pytest.mark.parametrize("bad", [math.nan, -1.0, 0.0, math.inf])
+def test_derived_costs_still_refuse_what_is_not_a_positive_amount(bad):
+    with pytest.raises(dm.InvalidParameterError, match="cost epsilon"):
+        PrivacyCost.checked(bad)
+    with pytest.raises(dm.InvalidParameterError, match="cost rho"):
+        PrivacyCost.checked(1.0, 1e-6, bad)
+    with pytest.raises(dm.InvalidParameterError, match="cost delta"):
+        PrivacyCost.checked(1.0, math.nan if bad != 0.0 else 1.0)
+
+
+def test_derived_costs_equal_the_checked_ones():
+    total = ZCDP.total(1.0, 1e-6)
+    for part in ZCDP.split(total, [0.25, 0.75]) + PURE_DP.split(PrivacyCost(2.0), [0.5, 0.5]):
+        assert part == PrivacyCost(part.epsilon, part.delta, part.rho)
