@@ -40,6 +40,11 @@ PRIVACY_TESTS = [
     "tests/statistical/test_selection.py",
     "tests/integration/test_private_bounds.py",
     "tests/integration/test_selection_release.py",
+    "tests/statistical/test_categories_unknown.py",
+    "tests/statistical/test_categories_alone.py",
+    "tests/integration/test_ledger_approx.py",
+    "tests/unit/test_bounds_check.py",
+    "tests/statistical/test_bounds_check_noise.py",
 ]
 
 #: name -> (what it breaks, the patch applied when the package is imported)
@@ -85,7 +90,7 @@ MUTANTS = {
             return original(counts, dataclasses.replace(plan, noise_scale=plan.noise_scale / 2))
         base.noisy_counts = noisy_counts
     """),
-    "drop-histogram-noise": ("private bounds read off exact histograms", """
+    "drop-histogram-noise": ("private bounds and the bounds check read exact histograms", """
         from dpmic_dask.release import histograms
         def noisy_histograms(counts, eps_column, sensitivity=2.0):
             return ([np.asarray(r, np.int64) for r in counts],
@@ -134,6 +139,35 @@ MUTANTS = {
         for module in list(sys.modules.values()):  # every module that imported it by name
             if getattr(module, "check_plan", None) is original:
                 module.check_plan = check_plan
+    """),
+    "ledger-forgets-bad-events": ("ledgers ignore the bad-event delta of approximate parts",
+                                  """
+        from decimal import Decimal
+        from dpmic_dask.privacy import accounting
+        accounting.Budget.approx = lambda self, cost: Decimal(0)
+    """),
+    "unknown-threshold-for-all-columns": ("the bad-event chance is not split over columns",
+                                          """
+        from dpmic_dask.privacy import partition_selection
+        from dpmic_dask.release import private_categories
+        original = private_categories.plan_private_categories
+        def plan_private_categories(eps, delta, mechanism, private, share=0.1):
+            out = original(eps, delta, mechanism, private, share)
+            unknown = sum(1 for v in private.values() if v is None)
+            *costs, bad_event = out[2]
+            return out[0], out[1], (*costs, bad_event * max(1, unknown))
+        private_categories.plan_private_categories = plan_private_categories
+        import sys
+        for module in list(sys.modules.values()):
+            if getattr(module, "plan_private_categories", None) is original:
+                module.plan_private_categories = plan_private_categories
+    """),
+    "drop-selection-noise": ("categories chosen from exact counts (no noise)", """
+        from dpmic_dask.privacy import partition_selection
+        class Zero:
+            def discrete_laplace(self, scale, size):
+                return np.zeros(size, np.int64)
+        partition_selection.active_sampler = lambda: Zero()
     """),
 }
 
