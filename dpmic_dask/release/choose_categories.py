@@ -21,8 +21,8 @@ import pandas as pd
 from dpmic_dask.backends import backend_for
 from dpmic_dask.errors import InvalidParameterError, MissingValuesError
 from dpmic_dask.privacy.accounting import privacy_statement
-from dpmic_dask.privacy.conversion import check_delta, check_epsilon, rho_cap
-from dpmic_dask.privacy.costs import PURE_DP, PrivacyCost, column_epsilon, measure_for
+from dpmic_dask.privacy.conversion import check_delta, check_epsilon
+from dpmic_dask.privacy.costs import column_epsilon
 from dpmic_dask.privacy.partition_selection import (
     bad_event_threshold,
     candidate_scale,
@@ -31,17 +31,16 @@ from dpmic_dask.privacy.partition_selection import (
 )
 from dpmic_dask.release.charge import charge_budget, precheck_budget
 from dpmic_dask.release.private_categories import (
-    APPROX_SHARE,
     MAX_KEPT,
     UNKNOWN,
     _add,
     _first_pass,
     _occurring,
+    choice_total,
     split_private,
 )
 from dpmic_dask.stats.categories import CategoryAxis, _check_list, column_kind
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY
-from dpmic_dask.stats.sensitivity import safe_down
 
 
 @dataclass(frozen=True)
@@ -112,21 +111,7 @@ def private_categories(frame, eps, *, columns: dict, delta: float = 0.0, nulls: 
     private = _columns(backend.schema(frame), columns, nulls)
     names = tuple(private)
     unknown = tuple(c for c in names if private[c] is UNKNOWN)
-    measure = measure_for(delta)
-    if unknown and measure is PURE_DP:
-        raise InvalidParameterError(
-            f"categories of {list(unknown)} chosen from the values that occur need delta > 0; "
-            "give delta > 0 or public candidates (nothing was read or charged)")
-    bad_event = 0.0
-    if unknown:
-        approx = safe_down(APPROX_SHARE * delta)
-        bad_event = safe_down(approx / len(unknown))
-        rho = rho_cap(eps, delta, approx)
-        if not rho > 0:
-            raise InvalidParameterError("eps is too small for this delta")
-        total = PrivacyCost(eps, delta, rho, approx)
-    else:
-        total = measure.total(eps, delta)
+    total, bad_event = choice_total(eps, delta, unknown)
     eps_column = column_epsilon(total, len(names))
     scale = candidate_scale(eps_column)  # a scale that cannot be used is refused now
     threshold = bad_event_threshold(eps_column, bad_event) if unknown else 0

@@ -149,6 +149,28 @@ def placeholders(kind: str, size: int) -> tuple:
     return tuple(f"\x00{j}" for j in range(size))
 
 
+def choice_total(eps: float, delta: float, unknown) -> tuple[PrivacyCost, float]:
+    """The whole budget as one cost, and each ``unknown`` column's bad-event
+    chance. Without such columns: the measure's total (pure for ``delta = 0``).
+    With them (they need ``delta > 0``): :data:`APPROX_SHARE` of ``delta`` to
+    the bad events, split evenly, and the ``rho`` the rest converts
+    (:func:`~dpmic_dask.privacy.conversion.rho_cap`)."""
+    measure = measure_for(delta)
+    if not unknown:
+        return measure.total(eps, delta), 0.0
+    if measure is PURE_DP:
+        raise InvalidParameterError(
+            f"categories of {list(unknown)} chosen from the values that occur need delta > 0: "
+            "a value held by one row is published with probability at most a share of delta. "
+            "Give delta > 0, or public candidates: {'private': [candidates]} (pure DP); "
+            "nothing was read or charged")
+    approx = safe_down(APPROX_SHARE * delta)
+    rho = rho_cap(eps, delta, approx)
+    if not rho > 0:
+        raise InvalidParameterError("eps is too small for this delta")
+    return PrivacyCost(eps, delta, rho, approx), safe_down(approx / len(unknown))
+
+
 def plan_private_categories(eps, delta, mechanism, private: dict, share=CATEGORIES_SHARE):
     """Split the budget: ``share`` to the choice (pure ``eps_column``-DP per column;
     under zCDP the largest ``eps_column`` with ``C eps_column**2 / 2`` within the
@@ -160,25 +182,10 @@ def plan_private_categories(eps, delta, mechanism, private: dict, share=CATEGORI
     ``(choice cost, eps_column, release part, total, bad event per column)``."""
     measure = measure_for(delta)
     unknown = [c for c, listed in private.items() if listed is UNKNOWN]
-    if unknown and measure is PURE_DP:
-        raise InvalidParameterError(
-            f"categories of {unknown} chosen from the values that occur need delta > 0: a "
-            "value held by one row is published with probability at most a share of delta. "
-            f"Give delta > 0, or public candidates: {{'private': [candidates]}} (pure DP); "
-            "nothing was read or charged")
+    total, bad_event = choice_total(eps, delta, unknown)
     if measure is ZCDP and mechanism not in ("auto", "micr-gauss"):
         raise InvalidParameterError("with private categories and delta > 0 the release is "
                                     "micr-gauss (mechanism='auto' or 'micr-gauss')")
-    bad_event = 0.0
-    if unknown:
-        approx = safe_down(APPROX_SHARE * delta)
-        bad_event = safe_down(approx / len(unknown))
-        rho = rho_cap(eps, delta, approx)
-        if not rho > 0:
-            raise InvalidParameterError("eps is too small for this delta")
-        total = PrivacyCost(eps, delta, rho, approx)
-    else:
-        total = measure.total(eps, delta)
     (part,) = measure.split(total, (share,))
     k = len(private)
     eps_column = column_epsilon(part, k)
@@ -481,5 +488,6 @@ def _most_kept(plan, rows: int) -> int:
 
 
 __all__ = ["APPROX_SHARE", "CATEGORIES_SHARE", "MAX_DISTINCT", "MAX_KEPT", "UNKNOWN",
-           "PrivateCategoriesPlan", "chosen_axis", "placeholders", "plan_private_categories",
-           "recode", "run_private_categories", "split_private", "worst_case_lists"]
+           "PrivateCategoriesPlan", "choice_total", "chosen_axis", "placeholders",
+           "plan_private_categories", "recode", "run_private_categories", "split_private",
+           "worst_case_lists"]
