@@ -97,6 +97,19 @@ def require_no_missing(array: np.ndarray, name: str) -> None:
         )
 
 
+#: What to do about missing values in a release's columns, by default.
+FILL_HINT = "pass nulls='fill' with public fill values"
+
+
+def refuse_missing(columns, missing, hint: str = FILL_HINT) -> None:
+    """Refuse, before the charge, the ``columns`` whose ``missing`` flag is set (a
+    first pass found a null there), naming the columns only."""
+    names = [c for c, m in zip(columns, np.asarray(missing, dtype=bool)) if m]
+    if names:
+        raise MissingValuesError(
+            f"column(s) {names} contain missing values; {hint} (nothing was charged)")
+
+
 def check_pair(x, y, names=("x", "y")) -> tuple[np.ndarray, np.ndarray]:
     """Convert and check a pair of columns of equal length with at least 4 rows."""
     xa = as_numeric_array(x, names[0])

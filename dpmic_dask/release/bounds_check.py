@@ -29,12 +29,11 @@ from functools import partial
 import numpy as np
 
 from dpmic_dask.backends import backend_for
-from dpmic_dask.checks import MIN_ROWS
+from dpmic_dask.checks import MIN_ROWS, refuse_missing
 from dpmic_dask.errors import (
     BoundsWarning,
     InvalidDataError,
     InvalidParameterError,
-    MissingValuesError,
 )
 from dpmic_dask.privacy.accounting import PrivacyCost, privacy_statement
 from dpmic_dask.privacy.costs import PURE_DP, ZCDP, column_epsilon, measure_for
@@ -354,11 +353,8 @@ def run_bounds_check(frame, plan, *, ledger=None, dataset=None, progress=None):
         partial(check_partition, columns=request.columns, checked=step.indices,
                 bounds=step.bounds, fill=request.fill),
         _add, split_every=request.split_every, progress=progress)
-    if request.fill is None and np.asarray(missing).any():
-        names = [c for c, m in zip(request.columns, missing) if m]
-        raise MissingValuesError(
-            f"column(s) {names} contain missing values; pass nulls='fill' with public "
-            "fill values (nothing was charged)")
+    if request.fill is None:
+        refuse_missing(request.columns, missing)
     if rows < MIN_ROWS:
         raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
     check_inner(plan, public_rows(request, int(rows)))  # every check before the charge

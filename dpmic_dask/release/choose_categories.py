@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from dpmic_dask.backends import backend_for
-from dpmic_dask.errors import InvalidParameterError, MissingValuesError
+from dpmic_dask.checks import refuse_missing
+from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.accounting import privacy_statement
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon
 from dpmic_dask.privacy.costs import column_epsilon
@@ -133,10 +134,7 @@ def private_categories(frame, eps, *, columns: dict, delta: float = 0.0, nulls: 
                 codes={c: a.codes for c, a in axes.items()}, fill=None, unknown=unknown,
                 null_category=nullable),
         _add, split_every=DEFAULT_SPLIT_EVERY, progress=progress)
-    if np.asarray(missing).any():
-        raise MissingValuesError(
-            f"column(s) {[c for c, m in zip(names, missing) if m]} contain missing values; "
-            "pass nulls='category' (nothing was charged)")
+    refuse_missing(names, missing, "pass nulls='category'")
     occurring = {c: _occurring(c, h) for c, h in zip(names, hist) if c in unknown}
     charge = charge_budget(total, ledger, dataset,
                            description=f"private categories for {list(names)}",

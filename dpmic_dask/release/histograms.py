@@ -14,12 +14,11 @@ from functools import partial
 
 import numpy as np
 
-from dpmic_dask.checks import MIN_ROWS, check_bounds, check_frame_request
+from dpmic_dask.checks import MIN_ROWS, check_bounds, check_frame_request, refuse_missing
 from dpmic_dask.errors import (
     BoundsWarning,
     InvalidDataError,
     InvalidParameterError,
-    MissingValuesError,
 )
 from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.bounds import (
@@ -225,11 +224,8 @@ def bounds_counts(frame, backend, plan: BoundsPlan, columns, fill, split_every, 
         frame, columns,
         partial(_bounds_partition, columns=columns, grids=grids, fill=fill),
         _add_histograms, split_every=split_every, progress=progress)
-    if fill is None and missing.any():
-        names = [c for c, m in zip(columns, missing) if m]
-        raise MissingValuesError(
-            f"column(s) {names} contain missing values; pass nulls='fill' with public "
-            "fill values (nothing was charged)")
+    if fill is None:
+        refuse_missing(columns, missing)
     if min_rows and rows < MIN_ROWS:
         raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
     by_name = dict(zip((c for c, g in zip(columns, grids) if g is not None), counts))

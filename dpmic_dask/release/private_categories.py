@@ -32,12 +32,11 @@ import numpy as np
 import pandas as pd
 
 from dpmic_dask.backends import backend_for
-from dpmic_dask.checks import MIN_ROWS
+from dpmic_dask.checks import MIN_ROWS, refuse_missing
 from dpmic_dask.errors import (
     DPMICError,
     InvalidDataError,
     InvalidParameterError,
-    MissingValuesError,
 )
 from dpmic_dask.privacy.accounting import PrivacyCost, privacy_statement
 from dpmic_dask.privacy.conversion import rho_cap
@@ -368,11 +367,8 @@ def run_private_categories(frame, plan, *, ledger=None, dataset=None, progress=N
         partial(_first_pass, columns=request.columns, private=private, codes=codes,
                 fill=request.fill, unknown=step.unknown, null_category=nullable),
         _add, split_every=request.split_every, progress=progress)
-    if request.fill is None and np.asarray(missing).any():
-        names = [c for c, m in zip(request.columns, missing) if m]
-        raise MissingValuesError(
-            f"column(s) {names} contain missing values; pass nulls='fill' or "
-            "nulls='category' (nothing was charged)")
+    if request.fill is None:
+        refuse_missing(request.columns, missing, "pass nulls='fill' or nulls='category'")
     if rows < MIN_ROWS:
         raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
     # every check of the release at the worst case (every candidate kept; the

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpmic_dask.checks import MIN_ROWS
-from dpmic_dask.errors import InvalidDataError, MissingValuesError
+from dpmic_dask.checks import MIN_ROWS, refuse_missing
+from dpmic_dask.errors import InvalidDataError
 from dpmic_dask.privacy.accounting import privacy_statement
 from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.release.report import PrivacyReport, warn_noise_before
@@ -171,11 +171,8 @@ def checked_counts(counted, request: ReleaseRequest, start: float, rows: int | N
     if rows is not None and counted.rows != rows:
         raise InvalidDataError("the number of rows changed between two passes over the data; "
                                "release from data that does not change (nothing was charged)")
-    if request.fill is None and counted.missing.any():
-        names = [c for c, m in zip(request.columns, counted.missing) if m]
-        raise MissingValuesError(
-            f"column(s) {names} contain missing values; pass nulls='fill' with public "
-            "fill values (nothing was charged)")
+    if request.fill is None:
+        refuse_missing(request.columns, counted.missing)
     return counted
 
 

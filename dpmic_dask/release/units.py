@@ -40,7 +40,8 @@ import numpy as np
 import pandas as pd
 
 from dpmic_dask.backends import backend_for
-from dpmic_dask.errors import InvalidParameterError, LedgerError, MissingValuesError
+from dpmic_dask.checks import refuse_missing
+from dpmic_dask.errors import InvalidParameterError, LedgerError
 from dpmic_dask.privacy.accounting import PrivacyCost, privacy_statement
 from dpmic_dask.release.bounding import (
     BoundedFrame,
@@ -133,11 +134,8 @@ def run_units(frame, plan, *, ledger=None, dataset=None, progress=None):
         rows, missing = backend.reduce(bounded, read, partial(_rows_and_missing, columns=read),
                                        _add, split_every=request.split_every,
                                        progress=progress)
-    if request.fill is None and np.asarray(missing).any():
-        names = [c for c, m in zip(read, missing) if m]
-        raise MissingValuesError(
-            f"column(s) {names} contain missing values; pass nulls='fill' with public "
-            "fill values (nothing was charged)")
+    if request.fill is None:
+        refuse_missing(read, missing)
     inner_label = (request.mechanism.label if inner.selection is None
                    else f"{inner.selection.selection.description} and the chosen values")
     if inner.bounds is not None:
