@@ -196,8 +196,29 @@ def measure_for(delta: float) -> Measure:
     return PURE_DP if check_delta(delta) == 0.0 else ZCDP
 
 
+def split_front(total: PrivacyCost, share: float, mechanism: str = "auto",
+                what: str = "this step") -> tuple[PrivacyCost, PrivacyCost, float, str]:
+    """The budget split of a step in front of a release (private bounds, private
+    categories, the bounds check, a private row count): ``share`` of ``total``
+    (of ``eps``, or of ``rho`` under zCDP) to the step, the rest to the release.
+
+    Returns ``(step part, release part, release eps, release mechanism)``: the
+    release is planned at ``release eps`` (its part's ``epsilon``; under zCDP the
+    largest ``eps`` whose ``rho`` fits its part) with ``mechanism`` (pure) or
+    ``micr-gauss`` (zCDP; another mechanism is refused, naming ``what``)."""
+    measure = total.measure
+    if measure is ZCDP and mechanism not in ("auto", "micr-gauss"):
+        raise InvalidParameterError(f"with {what} and delta > 0 the release is micr-gauss "
+                                    "(mechanism='auto' or 'micr-gauss')")
+    (part,) = measure.split(total, (share,))
+    rest = measure.rest(total, part.amount())
+    if measure is PURE_DP:
+        return part, rest, rest.epsilon, mechanism
+    return part, rest, ZCDP.within(rest.amount(), total.delta), "micr-gauss"
+
+
 __all__ = ["PURE_DP", "ZCDP", "Measure", "PrivacyCost", "PureDP", "ZeroConcentratedDP",
-           "measure_for"]
+           "measure_for", "split_front"]
 
 
 def column_epsilon(part: PrivacyCost, columns: int) -> float:

@@ -36,7 +36,7 @@ from dpmic_dask.errors import (
     InvalidParameterError,
 )
 from dpmic_dask.privacy.accounting import PrivacyCost, privacy_statement
-from dpmic_dask.privacy.costs import PURE_DP, ZCDP, column_epsilon, measure_for
+from dpmic_dask.privacy.costs import PURE_DP, column_epsilon, measure_for, split_front
 from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.privacy.selection import check_share
 from dpmic_dask.stats.counting import bins, column_values
@@ -65,17 +65,9 @@ def split_check_budget(eps, delta, mechanism, share):
     """Split ``(eps, delta)``: ``share`` (of ``eps``, or of ``rho`` under zCDP) to the
     check, the rest to the release. Returns ``(release eps, release mechanism,
     (check part, release part, total))``. Nothing is read."""
-    measure = measure_for(delta)
-    if measure is ZCDP and mechanism not in ("auto", "micr-gauss"):
-        raise InvalidParameterError("with bounds_check and delta > 0 the release is "
-                                    "micr-gauss (mechanism='auto' or 'micr-gauss')")
-    total = measure.total(eps, delta)
-    (part,) = measure.split(total, (share,))
-    release_part = measure.rest(total, part.amount())
-    if measure is PURE_DP:
-        release_eps, release_mechanism = release_part.epsilon, mechanism
-    else:
-        release_eps, release_mechanism = ZCDP.within(release_part.amount(), delta), "micr-gauss"
+    total = measure_for(delta).total(eps, delta)
+    part, release_part, release_eps, release_mechanism = split_front(
+        total, share, mechanism, "bounds_check")
     return release_eps, release_mechanism, (part, release_part, total)
 
 

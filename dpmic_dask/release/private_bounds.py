@@ -20,7 +20,7 @@ from dpmic_dask.errors import (
 )
 from dpmic_dask.privacy.accounting import PrivacyCost, privacy_statement
 from dpmic_dask.privacy.conversion import check_epsilon
-from dpmic_dask.privacy.costs import PURE_DP, ZCDP, measure_for
+from dpmic_dask.privacy.costs import measure_for, split_front
 from dpmic_dask.privacy.selection import SelectionPlan, check_share
 from dpmic_dask.release.boundsresult import BoundsRelease
 from dpmic_dask.release.charge import after_charge, charge_budget, precheck_budget
@@ -170,19 +170,11 @@ def plan_private_bounds(schema, eps, *, bounds, columns=None, delta=0.0, bounds_
         raise InvalidParameterError('a column\'s bounds must be (lo, hi) or "private"')
     private_fill = {c: fill[c] for c in private if c in fill} if fill else None
     # the budget split: the bounds' part, the release's part, and the whole
-    measure = measure_for(delta)
-    if measure is ZCDP and mechanism not in ("auto", "micr-gauss"):
-        raise InvalidParameterError("with private bounds and delta > 0 the release is "
-                                    "micr-gauss (mechanism='auto' or 'micr-gauss')")
-    total = measure.total(eps, delta)
-    (bounds_part,) = measure.split(total, (share,))
+    total = measure_for(delta).total(eps, delta)
+    bounds_part, part, release_eps, release_mechanism = split_front(
+        total, share, mechanism, "private bounds")
     plan = plan_bounds(schema, private, coverage, domain, nulls, private_fill, bounds_part,
                        refine)
-    part = measure.rest(total, bounds_part.amount())
-    if measure is PURE_DP:
-        release_eps, release_mechanism = part.epsilon, mechanism
-    else:
-        release_eps, release_mechanism = ZCDP.within(part.amount(), delta), "micr-gauss"
     # private columns are checked against a wide placeholder (fill values included);
     # the released bounds replace it before anything is counted
     placeholder = {c: (spec[c] if c not in private else plan.wide(c))

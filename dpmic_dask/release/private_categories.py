@@ -40,7 +40,7 @@ from dpmic_dask.errors import (
 )
 from dpmic_dask.privacy.accounting import PrivacyCost, privacy_statement
 from dpmic_dask.privacy.conversion import rho_cap
-from dpmic_dask.privacy.costs import PURE_DP, ZCDP, column_epsilon, measure_for
+from dpmic_dask.privacy.costs import PURE_DP, column_epsilon, measure_for, split_front
 from dpmic_dask.privacy.partition_selection import (
     bad_event_threshold,
     candidate_scale,
@@ -179,25 +179,15 @@ def plan_private_categories(eps, delta, mechanism, private: dict, share=CATEGORI
     ``rho`` is what the rest converts (:func:`~dpmic_dask.privacy.conversion.rho_cap`).
     Returns ``(release eps, release mechanism, costs)`` where ``costs`` is
     ``(choice cost, eps_column, release part, total, bad event per column)``."""
-    measure = measure_for(delta)
     unknown = [c for c, listed in private.items() if listed is UNKNOWN]
     total, bad_event = choice_total(eps, delta, unknown)
-    if measure is ZCDP and mechanism not in ("auto", "micr-gauss"):
-        raise InvalidParameterError("with private categories and delta > 0 the release is "
-                                    "micr-gauss (mechanism='auto' or 'micr-gauss')")
-    (part,) = measure.split(total, (share,))
-    k = len(private)
-    eps_column = column_epsilon(part, k)
-    cost = PrivacyCost(part.epsilon) if measure is PURE_DP else part
+    part, release_part, release_eps, release_mechanism = split_front(
+        total, share, mechanism, "private categories")
+    eps_column = column_epsilon(part, len(private))
     candidate_scale(eps_column)  # a scale that cannot be used is refused now
     if unknown:
         bad_event_threshold(eps_column, bad_event)  # likewise
-    release_part = measure.rest(total, part.amount())
-    if measure is PURE_DP:
-        release_eps, release_mechanism = release_part.epsilon, mechanism
-    else:
-        release_eps, release_mechanism = ZCDP.within(release_part.amount(), delta), "micr-gauss"
-    return release_eps, release_mechanism, (cost, eps_column, release_part, total, bad_event)
+    return release_eps, release_mechanism, (part, eps_column, release_part, total, bad_event)
 
 
 def _first_pass(frame, *, columns, private, codes, fill, unknown=(), null_category=()):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.errors import DPMICError, InvalidParameterError
 from dpmic_dask.privacy.accounting import PrivacyCost
-from dpmic_dask.privacy.costs import PURE_DP, ZCDP, measure_for
+from dpmic_dask.privacy.costs import PURE_DP, ZCDP, measure_for, split_front
 from dpmic_dask.privacy.mechanisms.base import Mechanism
 from dpmic_dask.privacy.selection import check_share
 from dpmic_dask.release.bounding import (
@@ -146,13 +146,9 @@ def plan_units(schema, inner_planner, eps, *, delta, unit, k, count_share=None,
                         "count_share")
     measure = measure_for(delta)
     total = measure.total(eps, delta)
-    (count_part,) = measure.split(total, (share,))
+    count_part, part, release_eps, _ = split_front(total, share)
     rowcount = plan_row_count(count_part, sensitivity=k, beta=beta)
-    part = measure.rest(total, count_part.amount())
-    if measure is PURE_DP:
-        release_eps, forced = part.epsilon, None
-    else:
-        release_eps, forced = ZCDP.within(part.amount(), delta), "micr-gauss"
+    forced = None if measure is PURE_DP else "micr-gauss"
     inner = inner_planner(release_eps, forced)
     used = set(inner.request.columns)
     if inner.bounds is not None:

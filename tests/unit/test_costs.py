@@ -7,7 +7,7 @@ import pytest
 
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.conversion import rho_from_eps_delta
-from dpmic_dask.privacy.costs import PURE_DP, ZCDP, PrivacyCost, measure_for
+from dpmic_dask.privacy.costs import PURE_DP, ZCDP, PrivacyCost, measure_for, split_front
 from dpmic_dask.privacy.mechanisms import GaussianMechanism, LaplaceMechanism, value_mechanism
 from dpmic_dask.stats.statistics import get_statistic
 
@@ -78,3 +78,18 @@ def test_column_epsilon_never_spends_more_than_its_part(columns):
     eps_c = column_epsilon(z, columns)
     assert columns * eps_c ** 2 / 2 <= z.amount()
     assert columns * (eps_c * (1 + 1e-9)) ** 2 / 2 > z.amount()  # the largest that fits
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+def test_a_front_step_and_its_release_share_the_budget(delta):
+    total = measure_for(delta).total(2.0, delta)
+    part, rest, release_eps, mechanism = split_front(total, 0.1, "auto", "a step")
+    assert part.amount() + rest.amount() <= total.amount()
+    assert part.amount() == pytest.approx(0.1 * total.amount(), rel=1e-9)
+    if delta == 0:
+        assert (release_eps, mechanism) == (rest.epsilon, "auto")
+    else:
+        assert mechanism == "micr-gauss"
+        assert rho_from_eps_delta(release_eps, delta) <= rest.amount()
+        with pytest.raises(InvalidParameterError, match="with a step and delta > 0"):
+            split_front(total, 0.1, "micr-lap", "a step")
