@@ -30,13 +30,11 @@ from dpmic_dask.privacy.partition_selection import (
     select_candidates,
     select_sorted,
 )
+from dpmic_dask.release.category_counts import add_passes, first_pass, occurring
 from dpmic_dask.release.charge import charge_budget, precheck_budget
 from dpmic_dask.release.private_categories import (
     MAX_KEPT,
     UNKNOWN,
-    _add,
-    _first_pass,
-    _occurring,
     choice_total,
     split_private,
 )
@@ -130,12 +128,12 @@ def private_categories(frame, eps, *, columns: dict, delta: float = 0.0, nulls: 
     nullable = unknown if nulls == "category" else ()
     hist, _, missing = backend_for(coded).reduce(
         coded, list(names),
-        partial(_first_pass, columns=list(names), private=names,
+        partial(first_pass, columns=list(names), private=names,
                 codes={c: a.codes for c, a in axes.items()}, fill=None, unknown=unknown,
                 null_category=nullable),
-        _add, split_every=DEFAULT_SPLIT_EVERY, progress=progress)
+        add_passes, split_every=DEFAULT_SPLIT_EVERY, progress=progress)
     refuse_missing(names, missing, "pass nulls='category'")
-    occurring = {c: _occurring(c, h) for c, h in zip(names, hist) if c in unknown}
+    found = {c: occurring(c, h) for c, h in zip(names, hist) if c in unknown}
     charge = charge_budget(total, ledger, dataset,
                            description=f"private categories for {list(names)}",
                            mechanism="categories-lap" + ("-sel" if unknown else ""),
@@ -143,7 +141,7 @@ def private_categories(frame, eps, *, columns: dict, delta: float = 0.0, nulls: 
     chosen, details = {}, {}
     for name, counts in zip(names, hist):
         if name in unknown:
-            values, exact = occurring[name]
+            values, exact = found[name]
             chosen[name] = tuple(select_sorted(values, exact, eps_column, threshold,
                                                limit=MAX_KEPT))
             details[name] = (f"from the values that occur: noise scale {scale:.4g}, "

@@ -22,8 +22,6 @@ part of that charge. The proof is in ``docs/privacy.md`` ("Private categories").
 from __future__ import annotations
 
 import dataclasses
-import numbers
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -47,11 +45,12 @@ from dpmic_dask.privacy.partition_selection import (
     select_candidates,
     select_sorted,
 )
+from dpmic_dask.release.category_counts import add_passes, first_pass
+from dpmic_dask.release.category_counts import occurring as count_occurring
 from dpmic_dask.release.charge import after_charge, charge_budget, precheck_budget
 from dpmic_dask.release.pipeline import release_pairs, release_selected
 from dpmic_dask.release.stages import check_plan, check_selected_plan
 from dpmic_dask.stats.categories import PRIVATE, CategoryAxis, column_kind
-from dpmic_dask.stats.counting import column_values
 from dpmic_dask.stats.sensitivity import safe_down
 
 #: Share of ``eps`` (or of ``rho`` under zCDP) spent on choosing categories.
@@ -64,8 +63,6 @@ MAX_KEPT = 100
 APPROX_SHARE = 0.5
 #: What :func:`split_private` puts for a column chosen from the values that occur.
 UNKNOWN = None
-#: The most distinct values such a column may hold (refused before the charge).
-MAX_DISTINCT = 1_000_000
 
 
 def split_private(categories):
@@ -190,107 +187,6 @@ def plan_private_categories(eps, delta, mechanism, private: dict, share=CATEGORI
     return release_eps, release_mechanism, (part, eps_column, release_part, total, bad_event)
 
 
-def _first_pass(frame, *, columns, private, codes, fill, unknown=(), null_category=()):
-    """One partition: each private column's code histogram (a column chosen from
-    the values that occur: the count of each value that occurs, as a Series), the
-    row count, and every column's missing flag (every other column converted: a
-    cell that is not a number is refused here, before the charge)."""
-    hist = []
-    for c in private:
-        hist.append(None if c in unknown else np.zeros(codes[c], dtype=np.int64))
-    missing = np.zeros(len(columns), dtype=bool)
-    for k, name in enumerate(columns):
-        if name in unknown:
-            series = frame[name]
-            nulls = series.isna()
-            missing[k] = bool(nulls.any()) and name not in null_category
-            hist[private.index(name)] = value_counts(series[~nulls], name)
-            continue
-        v = column_values(frame, name)
-        nan = np.isnan(v)
-        if nan.any():
-            missing[k] = True
-            v = v[~nan] if fill is None else np.where(nan, fill[k], v)
-        if name in private:
-            at = private.index(name)
-            hist[at] += np.bincount(np.floor(v).astype(np.int64), minlength=codes[name])
-    return hist, len(frame), missing
-
-
-def value_counts(series: pd.Series, name: str) -> Counter:
-    """How many times each value occurs, keyed by the value as a Python ``str``
-    (string, object and ``category`` columns) or ``int`` (integer columns):
-    one exact type per column, so values of different types that Python deems
-    equal (``1``, ``1.0``, ``True``) can never be counted as one. Any other
-    value is refused, naming the column and the value's type (never the value),
-    before the charge. Values that do not occur are not listed, whatever a
-    ``category`` dtype's own categories say."""
-    dtype = series.dtype
-    if isinstance(dtype, pd.CategoricalDtype):
-        used = np.bincount(series.cat.codes.to_numpy().astype(np.int64), minlength=len(
-            dtype.categories))
-        labels = dtype.categories
-        exact = _exact_values(pd.Series(labels[used > 0], dtype=object), name)
-        return Counter(dict(zip(exact, used[used > 0].tolist())))
-    kind = column_kind(dtype)
-    if kind == "integer" or (kind == "string" and not _is_object(dtype)):
-        typed = int if kind == "integer" else str  # the dtype holds one type only
-    else:  # object: every value's type is checked (a fast scan; values only on refusal)
-        inferred = pd.api.types.infer_dtype(series, skipna=False)
-        if inferred not in ("string", "integer", "empty"):
-            _exact_values(series.to_numpy(dtype=object), name)  # names the type
-            raise InvalidDataError(  # pragma: no cover - the line above refuses
-                f"column {name!r} holds values that are not all strings or all integers")
-        typed = int if inferred == "integer" else str
-    counts = series.value_counts(sort=False, dropna=True)
-    return Counter(dict(zip((typed(v) for v in counts.index), counts.to_numpy().tolist())))
-
-
-def _is_object(dtype) -> bool:
-    return getattr(dtype, "kind", None) == "O" and not isinstance(dtype, pd.StringDtype)
-
-
-def _exact_values(values, name: str) -> list:
-    """``values`` (no nulls) as Python ``str`` or ``int``, all of one type, or
-    :class:`InvalidDataError` naming the column and the first other type."""
-    out: list = []
-    kinds: set = set()
-    for v in values:
-        if isinstance(v, str):
-            out.append(str(v))
-            kinds.add(str)
-        elif isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)):
-            out.append(int(v))
-            kinds.add(int)
-        else:
-            raise InvalidDataError(
-                f"column {name!r} holds a value of type {type(v).__name__}: categories chosen "
-                "from the values that occur must be all strings or all integers (nothing was "
-                "charged)")
-        if len(kinds) > 1:
-            raise InvalidDataError(
-                f"column {name!r} mixes strings and integers: categories chosen from the "
-                "values that occur must be all of one type (nothing was charged)")
-    return out
-
-
-def _merge(x, y):
-    if isinstance(x, Counter):
-        kinds = {type(next(iter(c))) for c in (x, y) if c}
-        if len(kinds) > 1:
-            raise InvalidDataError("a column mixes strings and integers across partitions: "
-                                   "categories chosen from the values that occur must be all "
-                                   "of one type (nothing was charged)")
-        both = Counter(x)
-        both.update(y)
-        return both
-    return x + y
-
-
-def _add(a, b):
-    return [_merge(x, y) for x, y in zip(a[0], b[0])], a[1] + b[1], a[2] | b[2]
-
-
 def _recode_values(values: np.ndarray, remap: np.ndarray) -> np.ndarray:
     out = np.full(values.shape, np.nan)
     ok = ~np.isnan(values)
@@ -354,9 +250,9 @@ def run_private_categories(frame, plan, *, ledger=None, dataset=None, progress=N
     nullable = tuple(c for c in step.unknown if step.axes[c].null_category)
     hist, rows, missing = backend.reduce(
         frame, request.columns,
-        partial(_first_pass, columns=request.columns, private=private, codes=codes,
+        partial(first_pass, columns=request.columns, private=private, codes=codes,
                 fill=request.fill, unknown=step.unknown, null_category=nullable),
-        _add, split_every=request.split_every, progress=progress)
+        add_passes, split_every=request.split_every, progress=progress)
     if request.fill is None:
         refuse_missing(request.columns, missing, "pass nulls='fill' or nulls='category'")
     if rows < MIN_ROWS:
@@ -369,7 +265,7 @@ def run_private_categories(frame, plan, *, ledger=None, dataset=None, progress=N
         occurring = {}  # sorted now: after the charge only noise and thresholds run
         for name, counts in zip(private, hist):
             if name in step.unknown:
-                occurring[name] = _occurring(name, counts)
+                occurring[name] = count_occurring(name, counts)
     elif plan.selection is None:
         check_plan(request, int(rows))
     else:
@@ -428,19 +324,6 @@ def run_private_categories(frame, plan, *, ledger=None, dataset=None, progress=N
     return dataclasses.replace(result, privacy=privacy, private_categories=report)
 
 
-def _occurring(name: str, counts: Counter) -> tuple[list, np.ndarray]:
-    """The values that occur in their natural order (all strings or all integers)
-    and their counts; refuses more than :data:`MAX_DISTINCT` of them (before the
-    charge: the noise after it is one draw per value)."""
-    if len(counts) > MAX_DISTINCT:
-        raise InvalidDataError(
-            f"column {name!r} has more than {MAX_DISTINCT:,} distinct values: too many to "
-            "choose categories from the values that occur; give public candidates instead "
-            "(nothing was charged)")
-    values = sorted(counts)
-    return values, np.array([counts[v] for v in values], dtype=np.int64)
-
-
 def _most_kept(plan, rows: int) -> int:
     """The most values a column chosen from the values that occur may keep: the
     largest ``K <= MAX_KEPT`` at which every check of the release passes with
@@ -473,7 +356,7 @@ def _most_kept(plan, rows: int) -> int:
     return low
 
 
-__all__ = ["APPROX_SHARE", "CATEGORIES_SHARE", "MAX_DISTINCT", "MAX_KEPT", "UNKNOWN",
+__all__ = ["APPROX_SHARE", "CATEGORIES_SHARE", "MAX_KEPT", "UNKNOWN",
            "PrivateCategoriesPlan", "choice_total", "chosen_axis", "placeholders",
            "plan_private_categories", "recode", "run_private_categories", "split_private",
            "worst_case_lists"]
