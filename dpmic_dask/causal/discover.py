@@ -44,9 +44,9 @@ from dpmic_dask.causal.tables import (
 )
 from dpmic_dask.checks import MIN_ROWS, check_bounds, check_column_list, finite_real
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError, MissingValuesError
-from dpmic_dask.privacy.accounting import privacy_statement
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon
 from dpmic_dask.privacy.costs import measure_for
+from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.charge import (
     after_charge,
     charge_budget,

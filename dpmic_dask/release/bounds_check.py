@@ -35,10 +35,11 @@ from dpmic_dask.errors import (
     InvalidDataError,
     InvalidParameterError,
 )
-from dpmic_dask.privacy.accounting import PrivacyCost, privacy_statement
+from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.costs import PURE_DP, column_epsilon, measure_for, split_front
 from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.privacy.selection import check_share
+from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.stats.counting import bins, column_values
 
 #: Equal-width bins of each checked column's public range.

@@ -21,7 +21,6 @@ import pandas as pd
 from dpmic_dask.backends import backend_for
 from dpmic_dask.checks import refuse_missing
 from dpmic_dask.errors import InvalidParameterError
-from dpmic_dask.privacy.accounting import privacy_statement
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon
 from dpmic_dask.privacy.costs import column_epsilon
 from dpmic_dask.privacy.partition_selection import (
@@ -30,6 +29,7 @@ from dpmic_dask.privacy.partition_selection import (
     select_candidates,
     select_sorted,
 )
+from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.category_counts import add_passes, first_pass, occurring
 from dpmic_dask.release.charge import charge_budget, precheck_budget
 from dpmic_dask.release.private_categories import (

@@ -26,9 +26,9 @@ import numpy as np
 
 from dpmic_dask.backends import backend_for
 from dpmic_dask.errors import InvalidParameterError
-from dpmic_dask.privacy.accounting import privacy_statement
 from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.privacy.selection import AllPairs, Selection
+from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release import stages
 from dpmic_dask.release.charge import (
     after_charge,

@@ -18,10 +18,11 @@ from dpmic_dask.backends import backend_for
 from dpmic_dask.errors import (
     InvalidParameterError,
 )
-from dpmic_dask.privacy.accounting import PrivacyCost, privacy_statement
+from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.conversion import check_epsilon
 from dpmic_dask.privacy.costs import measure_for, split_front
 from dpmic_dask.privacy.selection import SelectionPlan, check_share
+from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.boundsresult import BoundsRelease
 from dpmic_dask.release.charge import after_charge, charge_budget, precheck_budget
 from dpmic_dask.release.histograms import (

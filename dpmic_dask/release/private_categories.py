@@ -36,7 +36,7 @@ from dpmic_dask.errors import (
     InvalidDataError,
     InvalidParameterError,
 )
-from dpmic_dask.privacy.accounting import PrivacyCost, privacy_statement
+from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.conversion import rho_cap
 from dpmic_dask.privacy.costs import PURE_DP, column_epsilon, measure_for, split_front
 from dpmic_dask.privacy.partition_selection import (
@@ -45,6 +45,7 @@ from dpmic_dask.privacy.partition_selection import (
     select_candidates,
     select_sorted,
 )
+from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.category_counts import add_passes, first_pass
 from dpmic_dask.release.category_counts import occurring as count_occurring
 from dpmic_dask.release.charge import after_charge, charge_budget, precheck_budget

@@ -115,7 +115,7 @@ class PairwiseResult(ReportFields):
         """
         import pandas as pd
 
-        from dpmic_dask.privacy.accounting import value_cost
+        from dpmic_dask.privacy.statement import value_cost
 
         p = self.privacy
         spent = p.release_cost or PrivacyCost(self.epsilon, self.delta, self.rho)

@@ -19,8 +19,8 @@ import numpy as np
 
 from dpmic_dask.checks import MIN_ROWS, refuse_missing
 from dpmic_dask.errors import InvalidDataError
-from dpmic_dask.privacy.accounting import privacy_statement
 from dpmic_dask.privacy.noise import active_sampler
+from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.report import PrivacyReport, warn_noise_before
 from dpmic_dask.release.results import Companion
 from dpmic_dask.stats.countspec import CountSpec

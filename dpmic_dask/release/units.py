@@ -42,7 +42,8 @@ import pandas as pd
 from dpmic_dask.backends import backend_for
 from dpmic_dask.checks import refuse_missing
 from dpmic_dask.errors import InvalidParameterError, LedgerError
-from dpmic_dask.privacy.accounting import PrivacyCost, privacy_statement
+from dpmic_dask.privacy.accounting import PrivacyCost
+from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.bounding import (
     BoundedFrame,
     bound_contributions,

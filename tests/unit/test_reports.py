@@ -4,8 +4,9 @@ import math
 
 import pytest
 
-from dpmic_dask.privacy.accounting import PrivacyCost, privacy_statement
+from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.conversion import rho_from_eps_delta
+from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.report import PrivacyReport
 from dpmic_dask.release.results import PairwiseResult
 
