@@ -12,6 +12,7 @@ per pair (:meth:`DaskBackend.evaluate`), which it noises.
 from __future__ import annotations
 
 import functools
+import operator
 import os
 import sys
 from dataclasses import dataclass
@@ -142,6 +143,30 @@ def _binned(frame, spec: CountSpec) -> list:
     return binned.to_delayed()
 
 
+def _bin_groups(frame: pd.DataFrame, specs: tuple[CountSpec, ...]) -> tuple:
+    """One partition binned for each of ``specs`` (column groups of one request)."""
+    return tuple(bin_partition(frame, s) for s in specs)
+
+
+def _binned_groups(frame, specs: tuple[CountSpec, ...]) -> list[list]:
+    """For each of ``specs``, one delayed binned chunk per partition, all from one
+    map over the union of their columns.
+
+    Each group cannot be binned from its own projection of ``frame``: Dask may
+    fuse a projection's partitions by how many columns it reads (Parquet reading
+    a few columns joins files into one task), so two projections of one table can
+    split its rows differently, and a partition of one group would meet rows of
+    another. One map over all the columns gives every group the same partitions.
+    """
+    columns = list(dict.fromkeys(c for s in specs for c in s.columns))
+    meta = pd.Series([], dtype=object)
+    binned = frame[columns].map_partitions(functools.partial(_bin_groups, specs=specs),
+                                           meta=meta, enforce_metadata=False)
+    parts = binned.to_delayed()
+    pick = dask.delayed(operator.getitem, pure=True)
+    return [[pick(part, k) for part in parts] for k in range(len(specs))]
+
+
 def _counted(binned, spec: CountSpec, group: int, split_every: int, take=None):
     """The root of a tree summing the counts of ``binned`` (for each partition, a
     tuple of delayed binned chunks: the partition's, or its column groups' with
@@ -222,7 +247,7 @@ class DaskBackend(Backend):
         # tasks' memory.
         shared = shared_binning(spec, blocks, rows, SHARED_BINNING_TASKS * task_memory)
         grouped = (None if shared is None else
-                   [guarded(spec.columns, _binned, frame, s) for s in shared.specs])
+                   guarded(spec.columns, _binned_groups, frame, shared.specs))
         for b, block in enumerate(blocks):
             take = None
             if shared is None or grouped is None:
