@@ -7,8 +7,12 @@ import tempfile
 
 import pytest
 from distributed import Client
+from hypothesis import Phase, settings
 
 from tests.postgres import fresh_database, start_server
+
+# tools/mutants.py: a failing example is enough there; shrinking it takes minutes
+settings.register_profile("mutants", phases=[Phase.explicit, Phase.reuse, Phase.generate])
 
 
 @pytest.fixture(scope="session")
