@@ -34,6 +34,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from layouts import DEFAULT_LAYOUTS, file_counts, time_layouts  # noqa: E402
 from workers import peak_rss_bytes  # noqa: E402
 
 COLUMNS = [f"c{i}" for i in range(10)]
@@ -118,9 +119,13 @@ def main() -> None:
                         help="comma-separated row counts for the scaling table")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/dpmic-bench"))
+    parser.add_argument("--layouts", default=DEFAULT_LAYOUTS,
+                        help="the table rewritten in these numbers of files, pairwise timed "
+                             "on each (benchmarks/layouts.py)")
     args = parser.parse_args()
 
-    main_run = measure(write_table(args.data_dir, args.rows), args.rows, args.repeat)
+    main_path = write_table(args.data_dir, args.rows)
+    main_run = measure(main_path, args.rows, args.repeat)
     t_sum, t_corr = main_run["sum (I/O floor)"], main_run["corr (Pearson)"]
     t_mic = main_run["dpmic pairwise"]
     print(f"{args.rows:,} rows x {len(COLUMNS)} float64 columns, Parquet, "
@@ -138,6 +143,15 @@ def main() -> None:
           f"({'ok' if ratio <= 1.2 else 'MISSED'})")
     print(f"pairwise throughput: {args.rows / t_mic / 2 / 1e6:.2f} M rows/s per core "
           f"({len(COLUMNS) * (len(COLUMNS) - 1) // 2} pairs)")
+    bounds = {name: (-4.0, 4.0) for name in COLUMNS}
+    print(f"own layout: {-(-args.rows // ROWS_PER_FILE)} files")
+    for line in time_layouts(main_path, file_counts(args.layouts),
+                             lambda ddf: ddf.dpmic.pairwise(1.0, bounds=bounds, B=150, c=5,
+                                                            progress=False),
+                             own_seconds=t_mic, repeat=args.repeat,
+                             cluster=dict(n_workers=2, threads_per_worker=1, processes=True,
+                                          dashboard_address=None)):
+        print(line)
 
     print(f"\n{'rows':>12} {'pairwise s':>11} {'M rows/s/core':>14} {'peak worker MiB':>16}")
     for rows in [int(r) for r in args.scaling.split(",") if r]:

@@ -36,6 +36,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from layouts import DEFAULT_LAYOUTS, file_counts, time_layouts  # noqa: E402
 from workers import peak_rss_bytes  # noqa: E402
 
 ROWS_PER_FILE = 250_000
@@ -103,6 +104,9 @@ def main() -> None:
     parser.add_argument("--top-pairs", default="",
                         help="cases timed with top_pairs(20, ...), e.g. 300x100000,1000x100000")
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/dpmic-bench"))
+    parser.add_argument("--layouts", default=DEFAULT_LAYOUTS,
+                        help="the first case's table rewritten in these numbers of files, "
+                             "pairwise timed on each (benchmarks/layouts.py)")
     args = parser.parse_args()
     parse = lambda text: [tuple(int(v) for v in case.split("x"))  # noqa: E731
                           for case in text.split(",") if case]
@@ -123,6 +127,17 @@ def main() -> None:
                   f"(pairwise / corr {r['pairwise'] / r['corr']:5.2f}), "
                   f"{r['per_pair_row']:.4f} s per M pair-rows, peak worker {r['peak']:6.0f} MiB",
                   flush=True)
+    if cases and not cases[0][2]:
+        columns, rows, _ = cases[0]
+        bounds = {f"c{c:03d}": (-4.0, 4.0) for c in range(columns)}
+        print(f"{columns} cols x {rows:,} rows, own layout: {-(-rows // ROWS_PER_FILE)} files")
+        for line in time_layouts(
+                write_table(args.data_dir, columns, rows), file_counts(args.layouts),
+                lambda ddf: ddf.dpmic.pairwise(1.0, delta=1e-7, bounds=bounds, progress=False),
+                own_seconds=rows_out[0]["pairwise"],
+                cluster=dict(n_workers=2, threads_per_worker=1, processes=True,
+                             memory_limit="4GiB", dashboard_address=None)):
+            print(line, flush=True)
     by = {(r["columns"], r["rows"]): r for r in rows_out if not r["top_pairs"]}
     print()
     checks = []

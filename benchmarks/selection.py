@@ -41,6 +41,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from layouts import DEFAULT_LAYOUTS, file_counts, time_layouts  # noqa: E402
 from relationships import FUNCTIONS, Relationship  # noqa: E402
 from workers import peak_rss_bytes  # noqa: E402
 
@@ -185,6 +186,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="100000,1000000")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/dpmic-bench"))
+    parser.add_argument("--layouts", default=DEFAULT_LAYOUTS,
+                        help="the table rewritten in these numbers of files, the release "
+                             "timed on each (benchmarks/layouts.py)")
     args = parser.parse_args()
     relationships = choose_relationships()
     print("planted: " + ", ".join(f"{a}-{b} {r.label}" for r, (a, b) in
@@ -217,6 +221,17 @@ def main() -> None:
                            med["topk_gauss"] == 1.0))
             checks.append(("n=1e6 median abs error <= 0.005", med["err_gauss"],
                            med["err_gauss"] <= 0.005))
+        if n == int(args.sizes.split(",")[0]):
+            bounds = {name: (0.0, 1.0) for name in COLUMNS}
+            print(f"  own layout: {-(-n // ROWS_PER_FILE)} files")
+            for line in time_layouts(
+                    write_table(args.data_dir, n, relationships), file_counts(args.layouts),
+                    lambda ddf: ddf.dpmic.top_pairs(K, EPS, delta=DELTA, bounds=bounds,
+                                                    progress=False),
+                    own_seconds=r["t_full"],
+                    cluster=dict(n_workers=2, threads_per_worker=1, processes=True,
+                                 memory_limit="4GiB", dashboard_address=None)):
+                print("  " + line, flush=True)
     print("\ncalibration (micr-gauss at eps = 1, delta = 1e-6):")
     for line in calibration_lines():
         print(line)

@@ -49,6 +49,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from layouts import DEFAULT_LAYOUTS, file_counts, time_layouts  # noqa: E402
 from workers import peak_rss_bytes  # noqa: E402
 
 START = pd.Timestamp("2023-01-01")
@@ -196,6 +197,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2,
                         help="releases of each table, alternating; the fastest counts")
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/dpmic-bench"))
+    parser.add_argument("--layouts", default=DEFAULT_LAYOUTS,
+                        help="the table rewritten in these numbers of files, the release "
+                             "timed on each (benchmarks/layouts.py)")
     args = parser.parse_args()
     mixed_path, float_path = write_tables(args.data_dir, args.rows, args.partitions)
     min_rows = int(0.85 * args.rows)  # public: the documented null rate is below 15%
@@ -264,6 +268,14 @@ def main() -> None:
           f"(ratio {ratio:.2f}); choosing the categories {choose_seconds:.1f} s more; "
           f"peak worker memory {peak:.0f} MiB")
     checks.append(("time mixed / all-float <= 1.5", ratio, ratio <= 1.5))
+    print(f"own layout: {args.partitions} files")
+    kept = {c: list(v) for c, v in chosen.categories.items()}
+    for line in time_layouts(mixed_path, file_counts(args.layouts),
+                             lambda ddf: release(ddf, min_rows, kept), own_seconds=seconds,
+                             cluster=dict(n_workers=args.workers, threads_per_worker=1,
+                                          processes=True, memory_limit="4GiB",
+                                          dashboard_address=None)):
+        print(line)
     print()
     for name, value, ok in checks:
         print(f"{'met ' if ok else 'MISS'} {name}: {value:.3f}")
