@@ -96,8 +96,9 @@ def _add(a, b):
 
 def run_units(frame, plan, *, ledger=None, dataset=None, progress=None):
     """Run a per-unit release plan (``plan.units`` set): precheck and the ledger's
-    unit before anything is read; bounding; one pass before the charge (the exact
-    bounded row count, every column read and converted, missing values refused);
+    unit before anything is read; missing values refused from the whole table;
+    bounding; one pass before the charge (the exact bounded row count, every
+    column read and converted);
     the one charge; the noisy count and ``n0``; the release on the bounded frame
     from the prepaid part."""
     from dpmic_dask.privacy.accounting import PrepaidLedger
@@ -107,13 +108,24 @@ def run_units(frame, plan, *, ledger=None, dataset=None, progress=None):
     units = plan.units
     inner = dataclasses.replace(plan, units=None)
     kinds, drop = getattr(plan, "kinds", None), getattr(plan, "drop", None)
-    if kinds or drop:  # column kinds are converted on the bounded columns
+    if kinds or drop:
+        # run_release has converted every column to axis numbers already: the
+        # inner release must not convert them again ("a" -> 0.5 -> "other")
         inner = dataclasses.replace(inner, kinds=None, drop=None)
     request = inner.request
     precheck_budget(ledger, dataset, units.total, privacy_unit=units.unit)
     read = tuple(request.columns)
     if inner.bounds is not None:
         read = tuple(dict.fromkeys((*read, *inner.bounds.bounds.columns)))
+    if request.fill is None:
+        # missing values are refused from the whole table, before bounding: after
+        # it, whether a row with a missing value survives depends on the fresh key,
+        # and a refusal that comes and goes with the key invites retries until it
+        # passes (conditioning the key on the data)
+        _, missing = backend_for(frame).reduce(
+            frame, read, partial(_rows_and_missing, columns=read), _add,
+            split_every=request.split_every, progress=progress)
+        refuse_missing(read, missing)
     # one bounded frame (one key) for every step: the bounds' passes and the values
     # read the same rows of each unit
     bounded = bound_contributions(frame, units.unit, units.k, read)
@@ -121,22 +133,14 @@ def run_units(frame, plan, *, ledger=None, dataset=None, progress=None):
         # the bounded rows (at most k per unit) stay where they were computed for the
         # pass before the charge and the release's own pass: one shuffle, not two
         bounded = bounded.persist()
-    if kinds:
-        from dpmic_dask.stats.kinds import axis_frame
-
-        bounded = axis_frame(bounded, kinds, drop=None)
     backend = backend_for(bounded)
     if inner.bounds is not None:  # the bounds' first pass is the pass before the charge
         from dpmic_dask.release.private_bounds import first_pass
 
         counts, rows = first_pass(bounded, inner.bounds, progress=progress, min_rows=False)
-        missing = np.zeros(len(read), dtype=bool)  # refused by first_pass
     else:
-        rows, missing = backend.reduce(bounded, read, partial(_rows_and_missing, columns=read),
-                                       _add, split_every=request.split_every,
-                                       progress=progress)
-    if request.fill is None:
-        refuse_missing(read, missing)
+        rows, _ = backend.reduce(bounded, read, partial(_rows_and_missing, columns=read), _add,
+                                 split_every=request.split_every, progress=progress)
     inner_label = (request.mechanism.label if inner.selection is None
                    else f"{inner.selection.selection.description} and the chosen values")
     if inner.bounds is not None:

@@ -143,10 +143,19 @@ class UnitStatistic:
         return 1.0 if rows >= self.n0 else rows / self.n0
 
     def value(self, counts: np.ndarray, layout) -> float:
-        rows = rows_in(counts, layout)
-        if rows < 2:
-            return 0.0
-        return self.weight(rows) * self.base.value(counts, layout)  # type: ignore[attr-defined]
+        return self.tapered(self.base.value)(counts, layout)  # type: ignore[attr-defined]
+
+    def tapered(self, value):
+        """``value`` (a function of a pair's counts and layout with this statistic's
+        range and one-row steps, e.g. MIC on a categorical axis) tapered below
+        ``n0`` as this statistic is: what the sensitivity ``k * tapered_step(n0)``
+        is for. Every value released per unit goes through here."""
+        def tapered_value(counts: np.ndarray, layout) -> float:
+            rows = rows_in(counts, layout)
+            if rows < 2:
+                return 0.0
+            return self.weight(rows) * value(counts, layout)
+        return tapered_value
 
     def sensitivity(self, n: int, B: float) -> float:
         """Ignores ``n`` (the release passes ``n0``): the bound holds at every size."""

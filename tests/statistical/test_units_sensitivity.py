@@ -159,3 +159,48 @@ def test_closed_forms_and_the_group_factor():
     # about half the replace-one bound per row: add/remove is one move's half
     from dpmic_dask.stats.sensitivity import micr_sensitivity
     assert 0.45 < micr_add_remove(n0) / micr_sensitivity(n0) < 0.55
+
+
+def categorical_values(k: int, n0: int, data, tapered: bool = True):
+    """MIC of every dataset in ``data`` with x on a categorical axis of two listed
+    categories and "other" (codes 0.5, 1.5, 2.5 for the lattice's x positions),
+    through the per-pair functions a release per unit uses (``PairValues`` over
+    ``UnitStatistic``); ``tapered=False``: the categorical MIC as it was once
+    released per unit, untapered."""
+    from dpmic_dask.stats.categories import CategoryAxis
+    from dpmic_dask.stats.statistics.categorical import CategoricalMIC, PairValues
+
+    axis = CategoryAxis("x", ("a", "b"))
+    statistic = UnitStatistic(get_statistic("micr"), k, n0)
+    layout = statistic.layout(8, 2)
+    if tapered:
+        (fn,) = PairValues([statistic], layout, {"x": axis}, False).for_pairs([("x", "y")])
+    else:
+        cat = CategoricalMIC(axis, None)
+        fn = lambda counts: cat.value(counts, layout)  # noqa: E731
+    code = {0.1: 0.5, 0.5: 1.5, 0.9: 2.5}
+    out = {}
+    for d in data:
+        xs = np.array([code[POINTS[i][0]] for i, c in enumerate(d) for _ in range(c)], float)
+        ys = np.array([POINTS[i][1] for i, c in enumerate(d) for _ in range(c)], dtype=float)
+        out[d] = fn(pair_counts(xs, ys, axis.bounds, (0.0, 1.0), layout))
+    return out, statistic.sensitivity(10**9, 8)
+
+
+@pytest.mark.parametrize("n0", [4, 6, 9])
+def test_a_categorical_axis_released_per_unit_stays_within_the_bound(data, n0):
+    """Pairs with a categorical axis get the same taper as every other pair: one
+    unit of up to k rows moves the released value by at most the unit sensitivity
+    the noise is calibrated to."""
+    for k in (1, 2, 3):
+        h, bound = categorical_values(k, n0, data)
+        worst = max(abs(h[d] - h[s]) for d in data for s in sub_multisets(d, k))
+        assert 0 < worst <= bound, (k, worst, bound)
+
+
+def test_an_untapered_categorical_axis_would_exceed_the_bound(data):
+    """The test of the test: the categorical MIC without the taper moves by more
+    than the bound when n0 is above the table's size."""
+    h, bound = categorical_values(1, 9, data, tapered=False)
+    worst = max(abs(h[d] - h[s]) for d in data for s in sub_multisets(d, 1))
+    assert worst > bound

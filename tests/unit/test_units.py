@@ -235,3 +235,28 @@ def test_rows_without_a_unit_are_dropped_not_pooled():
     rows_after = sorted(map(tuple, bound_contributions(
         more, ("cid",), 1, ("x", "y"), KEY).to_numpy()))
     assert rows_after == sorted(map(tuple, kept.to_numpy()))
+
+
+def test_pairs_with_a_categorical_axis_are_tapered_per_unit():
+    """Released per unit, a pair with a categorical axis is tapered below n0 as
+    every other pair is (its noise is calibrated to the tapered value)."""
+    import numpy as np
+
+    from dpmic_dask.stats.categories import CategoryAxis
+    from dpmic_dask.stats.counting import pair_counts
+    from dpmic_dask.stats.group_sensitivity import UnitStatistic
+    from dpmic_dask.stats.statistics import get_statistic
+    from dpmic_dask.stats.statistics.categorical import CategoricalMIC, PairValues
+
+    axis = CategoryAxis("x", ("a", "b", "c"))
+    rng = np.random.default_rng(5)
+    codes = rng.integers(0, 3, 200) + 0.5
+    y = codes / 3 + 0.1 * rng.random(200)
+    for n0 in (100, 200, 400, 1000):
+        statistic = UnitStatistic(get_statistic("micr"), 4, n0)
+        layout = statistic.layout(20, 2)
+        counts = pair_counts(codes, y, axis.bounds, (0.0, 1.2), layout)
+        (fn,) = PairValues([statistic], layout, {"x": axis}, False).for_pairs([("x", "y")])
+        plain = CategoricalMIC(axis, None).value(counts, layout)
+        assert plain > 0.5
+        assert fn(counts) == pytest.approx(min(1.0, 200 / n0) * plain, rel=1e-12)

@@ -211,7 +211,8 @@ class PairValues:
             funcs = [s.value for s in self.statistics]
         else:
             cat = CategoricalMIC(x, y)
-            funcs = [cat.value if s.name == "micr" else _undefined for s in self.statistics]
+            funcs = [_as_released(s, cat.value) if s.name == "micr" else _undefined
+                     for s in self.statistics]
         layout = self.layout
         if self.tuple_values:
             return lambda counts: tuple(f(counts, layout) for f in funcs)
@@ -224,6 +225,14 @@ class PairValues:
 
     def __call__(self, counts):  # pragma: no cover - backends use for_pairs
         raise TypeError("PairValues needs the pair's columns: use for_pairs")
+
+
+def _as_released(statistic, value):
+    """``value`` as ``statistic`` releases its own: tapered below ``n0`` when the
+    statistic is released per privacy unit (its noise is calibrated to the
+    tapered value, :class:`~dpmic_dask.stats.group_sensitivity.UnitStatistic`)."""
+    taper = getattr(type(statistic), "tapered", None)
+    return value if taper is None else statistic.tapered(value)
 
 
 def _undefined(counts, layout) -> float:
