@@ -23,10 +23,12 @@ from dpmic_dask.errors import (
 from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.bounds import (
     FIRST_PASS_SHARE,
+    TINY,
     BoundsGrid,
     bounds_from_noisy,
     check_coverage,
     check_domain,
+    noise_threshold,
     refined_from_noisy,
     refinement_grid,
 )
@@ -119,6 +121,10 @@ def check_refine(refine) -> bool:
     return refine
 
 
+#: Warn before the charge when a bin needs more than this share of the rows.
+BLIND_SHARE = 8
+
+
 @dataclass(frozen=True)
 class BoundsPlan:
     """The bounds step: its columns, each column's first-pass grid and coverage,
@@ -170,6 +176,24 @@ class BoundsPlan:
     @property
     def eps_second(self) -> float:
         return safe_down(self.eps_column - safe_up(self.eps_column * FIRST_PASS_SHARE))
+
+    def rows_to_be_seen(self) -> float:
+        """Rows one bin of the first pass needs before its noisy count passes the
+        threshold that places mass (a function of the plan only)."""
+        eps_pass = self.eps_first if any(self.refines) else self.eps_column
+        return max(noise_threshold(self.scale(eps_pass), grid.size) for grid in self.grids)
+
+    def warn_if_blind(self, rows: int) -> None:
+        """Before the charge, at a public row count: say when a bin needs so many
+        rows that a column whose values spread over a few bins, or sit beside a
+        large mass at zero, may come back unresolved."""
+        need = self.rows_to_be_seen()
+        if need > rows / BLIND_SHARE:
+            _show(f"at this budget a bin of the private bounds' first pass needs about "
+                  f"{need:,.0f} of the {rows:,} rows to be seen: a column whose values "
+                  "spread over several bins, or sit beside a large mass at zero, may be "
+                  "unresolved (fallback bounds, a warning and a line in the report); give "
+                  "such columns public bounds or a domain, or a larger eps")
 
     def wide(self, column) -> tuple[float, float]:
         """The range a column is checked against before its bounds are known."""
@@ -251,8 +275,18 @@ def refine_counts(frame, backend, plan: BoundsPlan, split_every, progress, fine:
 
 
 def _valid_bounds(found, name) -> tuple[float, float] | None:
-    """``found`` if it is valid public bounds (finite, ``lo < hi``, finite width)."""
+    """``found`` if it is valid public bounds (finite, ``lo < hi``, finite width)
+    that reach beyond the log grid's zero bin and its subnormal neighbours.
+
+    Bounds of about ``+-3e-308`` say only that the mass the noisy histogram could
+    place sits at zero (a binary or zero-inflated column whose other values no
+    bin's noisy count could show): every value but zero would clamp to an edge
+    of an interval of no use, and the column's pairs would read about 0. Such a
+    column is unresolved instead (its fallback, a warning, a line in the report).
+    """
     if found is None:
+        return None
+    if max(abs(found[0]), abs(found[1])) < TINY:
         return None
     try:
         return check_bounds(found, name)

@@ -113,6 +113,8 @@ def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, refine=Tr
                                  progress, min_rows=unit is None)
     if unit is not None:
         rows = None  # the bounded row count is not public
+    else:
+        plan.warn_if_blind(rows)
     charge = charge_budget(PrivacyCost(plan.eps), ledger, dataset,
                            description=label or "private bounds", mechanism="bounds-hist",
                            columns=plan.columns)
@@ -227,6 +229,7 @@ def run_private_bounds(frame, planned: PrivateBoundsPlan, *, ledger=None, datase
         check_plan(request, rows)
     else:
         check_selected_plan(request, planned.selection, rows)
+    plan.warn_if_blind(rows)
     parts = planned.parts()
     charge = charge_budget(total, ledger, dataset,
                            description=f"{request.label or 'pairwise'} ({parts})",

@@ -267,8 +267,11 @@ def test_every_bounds_knob_is_set_per_column():
 def test_unresolved_columns_warn_and_say_so():
     frame = pd.DataFrame({"a": np.random.default_rng(22).normal(size=200)})
     ledger = dm.InMemoryLedger(uncapped=True)
-    with pytest.warns(dm.BoundsWarning, match="no private bounds could be found"):
+    with pytest.warns(dm.BoundsWarning) as seen:
         found = dm.private_bounds(frame, 0.01, columns=["a"], ledger=ledger)
+    said = [str(w.message) for w in seen]
+    # before the charge: the rows a bin needs; after it: the column unresolved
+    assert "needs about" in said[0] and "no private bounds could be found" in said[-1]
     assert found.unresolved == ("a",) and found.bounds["a"] == (-1.0, 1.0)
     assert "Unresolved" in found.report() and found.pin() == ""
     assert not issubclass(dm.BoundsWarning, dm.PrivacyLeakWarning)
@@ -466,3 +469,53 @@ def test_the_reported_noise_scale_is_the_one_drawn_without_refinement():
                               ledger=dm.InMemoryLedger(uncapped=True))
     assert found.noise_scale == pytest.approx(2.0, rel=1e-6)
     assert found.refine_noise_scale is None
+
+
+def test_bounds_never_collapse_onto_zero():
+    """A rare yes/no column and a zero-inflated amount among ten columns at eps 1
+    (as on the RAND HIE table): the noisy histograms place only the mass at zero.
+    Bounds of +-3e-308 used to come back, unmarked, and every pair with the
+    column read about 0; now such a column is unresolved (fallback bounds, a
+    warning after the charge, a line in the report), and a warning before the
+    charge says how many rows a bin needs to be seen."""
+    from dpmic_dask.privacy.bounds import TINY
+
+    gen = np.random.default_rng(34)
+    n = 20_190
+    x = gen.normal(size=n)
+    frame = pd.DataFrame({
+        "x": x,
+        "amount": np.where(gen.random(n) < 0.6, 0.0, np.exp(3 + x + 0.3 * gen.normal(size=n))),
+        "rare": (x + gen.normal(size=n) > 2.2).astype(float),
+        **{f"n{k}": gen.normal(size=n) * 10**k for k in range(7)}})
+    ledger = dm.InMemoryLedger(uncapped=True)
+    for _ in range(3):
+        with pytest.warns(dm.BoundsWarning) as seen:
+            result = frame.dpmic.pairwise(1.0, bounds="private", columns=list(frame),
+                                          ledger=ledger)
+        said = [str(w.message) for w in seen]
+        assert any("needs about" in m for m in said), said
+        found = result.private_bounds
+        for column in ("amount", "rare"):
+            lo, hi = found.bounds[column]
+            assert max(abs(lo), abs(hi)) >= TINY and hi - lo >= 1.0, (column, lo, hi)
+            if column in found.unresolved:
+                assert (lo, hi) == (-1.0, 1.0)
+            else:
+                v = frame[column].to_numpy()
+                assert np.mean((v >= lo) & (v <= hi)) >= 0.97
+        assert set(found.unresolved) & {"amount", "rare"}
+        assert "Unresolved" in result.report()
+        assert any("no private bounds could be found" in m for m in said)
+
+
+def test_a_reading_inside_the_zero_bin_is_unresolved():
+    from dpmic_dask.release.histograms import _valid_bounds
+
+    grid = BoundsGrid()
+    edges = grid.edges()
+    z = grid.zero_bin
+    assert _valid_bounds((float(edges[z - 1]), float(edges[z + 2])), "a") is None
+    assert _valid_bounds((float(edges[z]), float(edges[z + 1])), "a") is None
+    assert _valid_bounds((0.0, 1.0), "a") == (0.0, 1.0)
+    assert _valid_bounds((-2.0 ** -900, 2.0 ** -900), "a") is not None
