@@ -21,6 +21,7 @@ from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.conversion import check_epsilon
 from dpmic_dask.privacy.costs import PrivacyCost
+from dpmic_dask.privacy.mechanisms import mechanism_supports
 from dpmic_dask.privacy.selection import SelectionPlan, selection_rule
 from dpmic_dask.release.bounds_check import (
     check_bounds_check,
@@ -141,7 +142,8 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
     # categorical columns: their public lists become their kinds (codes, bounds (0, K))
     kinds, columns, nulls, categorical = category_kinds(
         schema, categories, bounds=bounds, columns=columns, kinds=kinds, nulls=nulls,
-        fill=fill, mechanism=mechanism)
+        fill=fill, unsupported_by=None if mechanism_supports(mechanism, "categorical", delta)
+        else mechanism)
     # every column in axis numbers: its kind from the schema, bounds and fill values
     # given in the column's own kind converted (dpmic_dask.stats.kinds)
     axis = axis_arguments(schema, bounds=bounds, columns=columns, fill=fill, kinds=kinds,
@@ -199,8 +201,9 @@ def check_drop(nulls, fill, min_rows, mechanism) -> bool:
         raise InvalidParameterError(
             f'nulls="drop" needs min_rows, a public minimum (an integer >= {MIN_ROWS}) of the '
             "rows left after dropping those with nulls, chosen without looking at the data")
-    if mechanism == "micr-geom":
-        raise InvalidParameterError('mechanism "micr-geom" does not support nulls="drop"')
+    if not mechanism_supports(mechanism, "drop"):
+        raise InvalidParameterError(f'mechanism {mechanism!r} does not support nulls="drop" '
+                                    "(its noise is calibrated to the exact row count)")
     return True
 
 

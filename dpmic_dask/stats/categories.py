@@ -367,7 +367,7 @@ __all__ = ["MAX_CATEGORIES", "PRIVATE", "CategoryAxis", "CategoryKind", "check_c
 
 
 def category_kinds(schema, categories, *, bounds, columns, kinds, nulls, fill=None,
-                   mechanism="auto"):
+                   unsupported_by: str | None = None):
     """Put a request's ``categories`` into its column ``kinds`` (nothing is read).
 
     Returns ``(kinds, columns, nulls, axes)``: ``kinds`` with each categorical
@@ -376,7 +376,9 @@ def category_kinds(schema, categories, *, bounds, columns, kinds, nulls, fill=No
     ``bounds`` or ``categories``, in the schema's order); ``nulls`` as the
     numeric path knows it (``"category"`` keeps a categorical column's nulls as
     a category of their own and refuses nulls elsewhere, like ``"raise"``); and
-    ``axes`` (column -> :class:`CategoryAxis`). Refuses a selected string,
+    ``axes`` (column -> :class:`CategoryAxis`). ``unsupported_by``: the name of
+    the release's mechanism when it cannot hold a categorical axis (any
+    categorical column is then refused). Refuses a selected string,
     object or ``category`` column without a list, naming it and its dtype.
     """
     names = list(schema.index) if hasattr(schema, "index") else list(schema)
@@ -403,8 +405,9 @@ def category_kinds(schema, categories, *, bounds, columns, kinds, nulls, fill=No
     if unused:
         raise InvalidParameterError(f"categories given for column(s) {unused} that the "
                                     "release does not use (add them to columns)")
-    if mechanism == "micr-geom":
-        raise InvalidParameterError("mechanism 'micr-geom' does not support categorical columns")
+    if unsupported_by is not None:
+        raise InvalidParameterError(f"mechanism {unsupported_by!r} does not support "
+                                    "categorical columns")
     if isinstance(bounds, Mapping):
         bounded = [c for c in axes if c in bounds]
         if bounded:

@@ -149,3 +149,51 @@ def test_a_statistic_has_one_public_spelling_from_its_label():
     assert public_statistics() == {"mic": "micr", "tau_a": "tau", "tau": "tau"}
     with pytest.raises(InvalidParameterError, match="tau_a"):
         check_statistics(("mic", "tau", "tau_a"))  # one statistic, two spellings
+
+
+def test_what_a_mechanism_supports_is_its_own_declaration_not_its_name():
+    """A count mechanism registered under a new name cannot hold a categorical
+    axis or nulls="drop": both are refused before anything is read or charged
+    (keyed on the name "micr-geom", such a release was accepted, charged, and
+    failed with ReleaseIncompleteError)."""
+    import pandas as pd
+
+    import dpmic_dask  # noqa: F401
+    from dpmic_dask.errors import InvalidParameterError
+    from dpmic_dask.privacy.accounting import InMemoryLedger
+    from dpmic_dask.privacy.mechanisms import (
+        _RELEASES,
+        GeometricCountsMechanism,
+        mechanism_supports,
+        register,
+    )
+    from dpmic_dask.release.charge import DEFAULT_DATASET
+
+    class CountsAgain(GeometricCountsMechanism):
+        pass
+
+    class ValuesToo(GeometricCountsMechanism):
+        features = frozenset({"drop"})
+
+    register("micr-counts-again", "micr", CountsAgain)
+    try:
+        assert not mechanism_supports("micr-counts-again", "categorical")
+        assert not mechanism_supports("micr-counts-again", "drop")
+        assert not mechanism_supports("micr-geom", "categorical")
+        assert mechanism_supports("micr-lap", "categorical")
+        assert mechanism_supports("auto", "drop", delta=1e-6)
+        assert ValuesToo.supports("drop") and not ValuesToo.supports("categorical")
+        rng = np.random.default_rng(4)
+        frame = pd.DataFrame({"x": rng.random(400), "y": rng.random(400),
+                              "city": rng.choice(["a", "b"], 400)})
+        ledger = InMemoryLedger(uncapped=True)
+        with pytest.raises(InvalidParameterError, match="categorical"):
+            frame.dpmic.pairwise(1.0, bounds={"x": (0, 1)}, columns=["x", "city"],
+                                 categories={"city": ["a", "b"]},
+                                 mechanism="micr-counts-again", ledger=ledger)
+        with pytest.raises(InvalidParameterError, match="drop"):
+            frame.dpmic.pairwise(1.0, bounds={"x": (0, 1), "y": (0, 1)}, nulls="drop",
+                                 min_rows=100, mechanism="micr-counts-again", ledger=ledger)
+        assert ledger.spent(DEFAULT_DATASET) == 0
+    finally:
+        del _RELEASES["micr-counts-again"]

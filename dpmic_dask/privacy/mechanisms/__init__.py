@@ -39,6 +39,7 @@ from dpmic_dask.privacy.mechanisms.registry import (
     check_statistics,
     default_parameters,
     mechanism_names,
+    mechanism_supports,
     plan_release,
     register,
     register_value_mechanism,
@@ -58,7 +59,7 @@ __all__ = [
     "GAUSS_CI95", "LAPLACE_CI95", "LATTICE", "MAX_NOISE_UNITS", "GaussianMechanism",
     "GeometricCountsMechanism", "LaplaceMechanism", "Mechanism", "NoisePlan", "_RELEASES",
     "build_mechanism", "check_mechanism", "check_statistics", "default_parameters",
-    "mechanism_names", "split_mechanism",
+    "mechanism_names", "mechanism_supports", "split_mechanism",
     "noisy_counts", "noisy_values", "plan_release", "register", "register_value_mechanism",
     "resolve_mechanism", "value_mechanism",
 ]

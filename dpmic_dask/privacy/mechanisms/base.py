@@ -139,6 +139,21 @@ class Mechanism(ABC):
     law: NoiseLaw
     acts_on: str = "values"
     needs_delta: bool = False
+    #: What a release with this mechanism can hold beyond ordered numeric pairs,
+    #: checked before any charge (:meth:`supports`): ``"categorical"`` (a pair with
+    #: a categorical axis) and ``"drop"`` (``nulls="drop"``, calibrated to a public
+    #: ``min_rows``). ``None``: from what the mechanism noises -- a mechanism on
+    #: values supports both; one on counts neither (its values are read off noisy
+    #: counts by the plain statistic, which knows no categorical axis, and its
+    #: noise is calibrated to the exact row count).
+    features: frozenset[str] | None = None
+
+    @classmethod
+    def supports(cls, feature: str) -> bool:
+        """Whether a release with this mechanism can hold ``feature``."""
+        if cls.features is not None:
+            return feature in cls.features
+        return cls.acts_on == "values"
 
 
     def __init__(self, *, epsilon, delta=0.0, statistic, label: str):
