@@ -139,11 +139,14 @@ def test_private_bounds_with_delta_use_zcdp_shares():
     (charge,) = ledger.charges()
     assert charge.cost.rho == rho_from_eps_delta(1.0, 1e-7)
     assert result.mechanism == "micr-gauss"
-    # the bounds' C = 2 histograms compose to C eps_column**2 / 2 = bounds_share of rho
-    # (not eps_b**2 / 2, which would take 25% of rho here): the release keeps the rest
+    # each of the C = 2 columns has two passes, 0.3 and 0.7 of eps_column, each pure
+    # DP: they compose to C (0.3**2 + 0.7**2) eps_column**2 / 2 = bounds_share of rho
+    # (charging C eps_column**2 / 2 for them would pay for noise never drawn; eps_b**2
+    # / 2 would take 25% of rho here): the release keeps the rest
     rho = charge.cost.rho
     eps_column = result.private_bounds.epsilon_per_column
-    bounds_rho = 2 * eps_column ** 2 / 2
+    bounds_rho = 2 * ((0.3 * eps_column) ** 2 + (0.7 * eps_column) ** 2) / 2
+    assert result.private_bounds.noise_scale == pytest.approx(2 / (0.3 * eps_column))
     assert bounds_rho <= 0.1 * rho
     assert bounds_rho == pytest.approx(0.1 * rho, rel=1e-9)
     assert bounds_rho + result.privacy.release_cost.rho <= rho
