@@ -90,7 +90,9 @@ def _sql_partitions(inp: dict, src: str) -> dict:
 
 def _column_kind(spec: dict, name: str, src: str) -> dict:
     """``columns.<name>.kind`` and ``unit`` (a cast for values that arrive as strings
-    or numbers), as ``{"kind": ..., "unit": ...}``; ``{}`` when none is named."""
+    or numbers), as ``{"kind": ..., "unit": ...}``; ``{}`` when none is named.
+    Numbers need their ``unit``: an input column of numbers cast to a time kind
+    without one is refused from its schema (``dpmic validate --schema``, ``run``)."""
     if "kind" not in spec:
         if "unit" in spec:
             raise JobError(f"{src}: columns.{name}.unit needs columns.{name}.kind")

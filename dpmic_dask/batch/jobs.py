@@ -30,7 +30,9 @@ Example (TOML)::
     #                                      # private-bounds knobs, per column
     # signup = { bounds = [2023-01-01, 2025-01-01] }   # times: bounds as TOML dates
     # ts = { kind = "timestamp", unit = "s", bounds = [2023-01-01, 2025-01-01] }
-    #                                      # a cast: epoch numbers (or strings) as times
+    #                                      # a cast: epoch numbers as times (unit
+    #                                      #   required: s, ms, us, ns, D...; strings
+    #                                      #   need none)
     # churned = { kind = "boolean" }       # booleans: bounds (0, 1) implied
     # region = { categories = ["north", "south", "east"] }  # categorical: a public list
     # plan = { categories = { private = ["basic", "plus", "pro"] } }  # chosen privately

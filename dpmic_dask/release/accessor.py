@@ -105,9 +105,11 @@ class DPMICAccessor:
             bounds were not checked).
         kinds : dict {column: kind}, optional
             The kind of a column whose dtype does not say it, e.g. ``{"ts":
-            "timestamp"}`` for strings, ``{"ts": {"kind": "timestamp", "unit": "s"}}``
-            for epoch numbers (:mod:`dpmic_dask.stats.kinds`: times are seconds since
-            the epoch, UTC).
+            "timestamp"}`` for strings, ``{"ts": ("timestamp", "s")}`` (or ``{"ts":
+            {"kind": "timestamp", "unit": "s"}}``) for epoch numbers, which need
+            their unit: a numeric column cast to a time kind without one is refused
+            before anything is read or charged (:mod:`dpmic_dask.stats.kinds`: times
+            are seconds since the epoch, UTC).
         ledger, dataset : where the one budget charge is recorded (a ledger object, or a
             ledger URL such as ``"sqlite:///ledger.db"``).
         split_every : int

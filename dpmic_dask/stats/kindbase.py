@@ -54,6 +54,10 @@ class ColumnKind:
         returned unchecked: :func:`~dpmic_dask.checks.check_bounds` checks it)."""
         return value
 
+    def check_bounds(self, lo, hi, what: str) -> None:
+        """Refuse bounds ``(lo, hi)`` (axis numbers) that no value of the column can
+        reach, from its dtype alone (one line naming ``what``); by default none."""
+
     def format(self, number: float):
         """An axis number back in this kind (for reports)."""
         return float(number)

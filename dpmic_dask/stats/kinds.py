@@ -17,16 +17,25 @@ Built-in kinds (tried in this order; a later :func:`register_kind` goes first):
     ``Float64``, pyarrow-backed, ``decimal128[pyarrow]``), and ``object`` columns
     of numbers (``Decimal`` from SQL ``numeric``) when their bounds are numbers:
     the value itself, as an IEEE double.
-``timestamp``
+``timestamp`` (also named ``date``)
     ``datetime64`` of any unit, naive or tz-aware, pyarrow timestamps and dates,
-    ``object`` columns of ``date`` / ``datetime`` (or, cast explicitly, strings and
-    numbers in a ``unit``): **seconds since 1970-01-01 00:00:00 UTC**; a naive
-    value is taken to be UTC. Bounds: strings, ``date``, ``datetime``,
-    ``Timestamp``, ``datetime64`` (or numbers, read as seconds since the epoch).
+    ``object`` columns of ``date`` / ``datetime`` (or, cast explicitly, strings:
+    ``kinds={"ts": "timestamp"}``, and numbers **with their unit**:
+    ``kinds={"ts": ("timestamp", "s")}``): **seconds since 1970-01-01 00:00:00
+    UTC**; a naive value is taken to be UTC. Bounds: strings, ``date``,
+    ``datetime``, ``Timestamp``, ``datetime64`` (or numbers, read as seconds
+    since the epoch).
 ``timedelta``
-    ``timedelta64`` of any unit, pyarrow durations: the length in **seconds**.
-    Bounds: ``timedelta``, ``Timedelta``, strings such as ``"30 days"`` (or
-    numbers of seconds).
+    ``timedelta64`` of any unit, pyarrow durations (or, cast explicitly, strings,
+    and numbers with their unit): the length in **seconds**. Bounds:
+    ``timedelta``, ``Timedelta``, strings such as ``"30 days"`` (or numbers of
+    seconds).
+
+A cast of numbers to a time kind needs their unit (``W``, ``D``, ``h``, ``m``,
+``s``, ``ms``, ``us``, ``ns``): a numeric column cast without one is refused from
+its dtype, before anything is read or charged (epoch seconds read as
+nanoseconds would all fall in one bin). With a unit, an integer column is
+refused when its bounds lie outside every time its dtype can hold in that unit.
 
 Nulls (None, NaN, NaT, NA) become NaN, which the null policy handles.
 
@@ -38,8 +47,9 @@ API (all a new kind needs):
   column's bounds; ``implied_bounds`` bounds the axis when the type does;
   ``resolve(dtype, options)`` returns the kind specialised for one column (its
   unit, time zone, category list...), ``options`` being the dict a user gave in
-  ``kinds={column: {...}}`` or a job file's ``columns.<name>`` (minus
-  ``bounds``/``fill``).
+  ``kinds={column: {...}}`` (``{"unit": u}`` for a pair ``(name, u)``) or a job
+  file's ``columns.<name>`` (minus ``bounds``/``fill``); ``check_bounds``
+  refuses bounds (in axis numbers) that no value of the column can reach.
 * :func:`register_kind` adds a kind (tried before the built-in ones).
 * :func:`read_as_ordered` (a named kind or claiming bounds: not a category),
   :func:`kind_named`, :func:`column_kind` (the kind of one column, or one line
@@ -62,7 +72,7 @@ import pandas as pd
 from dpmic_dask.checks import check_unique_labels
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError
 from dpmic_dask.stats.kindbase import FLOAT64, BooleanKind, ColumnKind, NumberKind, is_object
-from dpmic_dask.stats.timekind import TimeKind
+from dpmic_dask.stats.timekind import TimeKind, UnitNeededError
 
 #: The registry: kinds tried in order (a registered kind goes first).
 _REGISTRY: list[ColumnKind] = [BooleanKind(), NumberKind(), TimeKind(),
@@ -95,23 +105,38 @@ def kind_named(name: str) -> ColumnKind:
         f"unknown column kind (known: {', '.join(registered_kinds())})")
 
 
+def kind_options(column, kind) -> tuple:
+    """``(kind, options)`` of one ``kinds`` entry: a name, a :class:`ColumnKind`,
+    ``None``, a pair ``(name, unit)`` (``("timestamp", "s")``) or a dict
+    ``{"kind": name, **options}`` (``{"kind": "timestamp", "unit": "s"}``)."""
+    if isinstance(kind, Mapping):
+        options = dict(kind)
+        return options.pop("kind", None), options
+    if isinstance(kind, tuple):
+        if len(kind) != 2 or not all(isinstance(part, str) for part in kind):
+            raise InvalidParameterError(
+                f"kinds[{column!r}] as a pair must be (kind, unit), e.g. ('timestamp', 's')")
+        return kind[0], {"unit": kind[1]}
+    return kind, {}
+
+
 def column_kind(column, dtype, *, bounds=None, kind=None) -> ColumnKind:
     """The kind of one column, resolved for it.
 
     ``kind``: ``None`` (detect from ``dtype``, and for ``object`` columns from the
-    type of ``bounds``), a name, a dict ``{"kind": name, **options}`` or a
-    :class:`ColumnKind`. A column no kind reads is one line naming the column and
-    its dtype."""
-    options: dict = {}
-    if isinstance(kind, Mapping):
-        options = dict(kind)
-        kind = options.pop("kind", None)
+    type of ``bounds``), a name, a pair ``(name, unit)``, a dict ``{"kind": name,
+    **options}`` or a :class:`ColumnKind`. A column no kind reads is one line
+    naming the column and its dtype; so is a cast of numbers to a time kind
+    without their unit."""
+    kind, options = kind_options(column, kind)
+    asked = kind if isinstance(kind, str) else None
     if isinstance(kind, str):
         chosen: ColumnKind | None = kind_named(kind)
     elif kind is None or isinstance(kind, ColumnKind):
         chosen = kind
     else:
-        raise InvalidParameterError(f"kinds[{column!r}] must be a kind name or a dict")
+        raise InvalidParameterError(
+            f"kinds[{column!r}] must be a kind name, a pair (kind, unit) or a dict")
     if chosen is None and is_object(dtype):  # strings and objects: read as their bounds say
         chosen = next((k for k in _REGISTRY if k.claims(dtype, bounds)), None)
     if chosen is None:
@@ -126,6 +151,8 @@ def column_kind(column, dtype, *, bounds=None, kind=None) -> ColumnKind:
             f"({', '.join(registered_kinds())}){hint}")
     try:
         return chosen.resolve(dtype, options)
+    except UnitNeededError as exc:
+        raise InvalidParameterError(exc.line(column, asked)) from None
     except InvalidParameterError as exc:
         raise InvalidParameterError(f"kinds[{column!r}]: {exc}") from None
     except InvalidDataError as exc:
@@ -139,6 +166,8 @@ def read_as_ordered(dtype, *, bounds=None, kind=None) -> bool:
     Categorical checks skip such columns."""
     if isinstance(kind, Mapping):
         kind = kind.get("kind")
+    elif isinstance(kind, tuple) and kind:
+        kind = kind[0]
     if kind is not None:
         return getattr(kind, "name", kind) != "category"
     return any(k.claims(dtype, bounds) for k in _REGISTRY if k.name != "category")
@@ -230,8 +259,10 @@ def axis_arguments(schema, *, bounds, columns=None, fill=None, kinds=None,
             except (TypeError, ValueError):
                 pass  # refused by the request's checks, with their wording
             else:
-                bounds[column] = (kind.bound(lo, bounds_name(column)),
-                                  kind.bound(hi, bounds_name(column)))
+                axis_lo = kind.bound(lo, bounds_name(column))
+                axis_hi = kind.bound(hi, bounds_name(column))
+                kind.check_bounds(axis_lo, axis_hi, bounds_name(column))
+                bounds[column] = (axis_lo, axis_hi)
         if isinstance(fill, Mapping) and column in fill:
             fill = {**fill, column: kind.bound(fill[column], fill_name(column))}
         if isinstance(kind, NumberKind) and dtype == FLOAT64:
@@ -302,4 +333,5 @@ def format_bounds(kind: ColumnKind | None, bounds) -> str:
 
 
 __all__ = ["AxisArguments", "axis_arguments", "axis_frame", "column_kind", "format_bounds",
-           "format_value", "kind_named", "read_as_ordered", "register_kind", "registered_kinds"]
+           "format_value", "kind_named", "kind_options", "read_as_ordered", "register_kind",
+           "registered_kinds"]

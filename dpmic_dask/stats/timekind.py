@@ -1,8 +1,15 @@
 """Times and durations as column kinds: ``timestamp`` (seconds since
 1970-01-01 00:00:00 UTC; a naive value is taken to be UTC) and ``timedelta``
 (a length in seconds), from ``datetime64``, ``timedelta64``, pyarrow times and
-durations, ``object`` columns of dates and times, or strings and numbers cast
-explicitly in a ``unit`` (see :mod:`dpmic_dask.stats.kinds`).
+durations, ``object`` columns of dates and times, strings cast explicitly, or
+numbers cast explicitly **with their unit** (see :mod:`dpmic_dask.stats.kinds`).
+
+A number is a time only in a unit: epoch seconds read as nanoseconds all fall in
+the first two seconds of 1970, clamp into one bin and release noise around 0. So
+a cast of a numeric column without a ``unit`` is refused from the schema, before
+anything is read or charged (:class:`UnitNeededError`), and an ``object`` column
+found to hold numbers is refused the same way when it is read (before the
+charge); neither message quotes a value.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import pandas as pd
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.stats.kindbase import (
     ColumnKind,
+    NumberKind,
     all_bounds,
     arrow_type,
     column_error,
@@ -47,6 +55,46 @@ def _per_second(unit: str) -> tuple[int, int]:
     raise ValueError(unit)
 
 
+def holds_numbers(dtype) -> bool:
+    """Whether ``dtype`` is a numeric dtype (integers, unsigned, floats of every
+    flavour, pyarrow decimals): values that are times only in a unit."""
+    return NumberKind().detects(dtype)
+
+
+def unit_hint(column, kind: str) -> str:
+    """How to give a cast its unit, in the Python API and in a job file."""
+    return (f"kinds={{{column!r}: ({kind!r}, 's')}} (in a job file columns.{column}.unit = "
+            f"\"s\"; units: {', '.join(UNITS)})")
+
+
+class UnitNeededError(InvalidParameterError):
+    """A cast of numbers to a time kind without their unit (raised by
+    :meth:`TimeKind.resolve`, which does not know the column's name;
+    :func:`~dpmic_dask.stats.kinds.column_kind` words it with :meth:`line`)."""
+
+    def __init__(self, dtype, kind: str):
+        self.dtype, self.kind = str(dtype), kind
+        super().__init__(f"a cast of {self.dtype} numbers to {kind} needs their unit "
+                         f"(one of {', '.join(UNITS)})")
+
+    def line(self, column, kind: str | None = None) -> str:
+        """One line naming ``column`` and its dtype (never a value), and the fix."""
+        kind = kind or self.kind
+        return (f"column {column!r} holds {self.dtype} numbers; a cast to {kind} needs "
+                f"their unit: {unit_hint(column, kind)}")
+
+
+def _integer_span(dtype, unit: str) -> tuple[float, float] | None:
+    """The seconds an integer ``dtype`` can hold in ``unit`` (``None``: not integers)."""
+    base = getattr(dtype, "numpy_dtype", dtype)
+    try:
+        info = np.iinfo(base)
+    except (TypeError, ValueError):
+        return None
+    multiply, divide = _per_second(unit)
+    return (float(info.min) * multiply / divide, float(info.max) * multiply / divide)
+
+
 def seconds_of_ticks(ticks: np.ndarray, unit: str, count: int = 1,
                      null: np.ndarray | None = None) -> np.ndarray:
     """int64 ``ticks`` of ``count * unit`` as float64 seconds (NaN where ``null``).
@@ -73,7 +121,9 @@ class TimeKind(ColumnKind):
 
     ``tz`` is the column's time zone (for reports only), ``date`` whether it
     holds dates (reports print dates), ``unit`` the unit of numbers cast to
-    times (``None``: numbers are refused; strings and dates are parsed)."""
+    times (``None``: numbers are refused; strings and dates are parsed),
+    ``span`` the seconds an integer column cast in ``unit`` can hold and
+    ``source`` its dtype (for :meth:`check_bounds`)."""
 
     name: str = "timestamp"
     duration: bool = False
@@ -81,6 +131,8 @@ class TimeKind(ColumnKind):
     date: bool = False
     unit: str | None = None
     cast: bool = False
+    span: tuple[float, float] | None = None
+    source: str | None = None
 
     def detects(self, dtype) -> bool:
         kind = getattr(dtype, "kind", None)
@@ -112,8 +164,38 @@ class TimeKind(ColumnKind):
             tz = getattr(arrow, "tz", None)
             date = bool(pa.types.is_date(arrow))
         cast = not self.detects(dtype)
+        span = None
+        if cast and holds_numbers(dtype):
+            if unit is None:  # epoch seconds read as nanoseconds: every value in one bin
+                raise UnitNeededError(dtype, self.name)
+            span = _integer_span(dtype, unit)
         return replace(self, tz=None if tz is None else str(tz), date=date, unit=unit,
-                       cast=cast)
+                       cast=cast, span=span, source=str(dtype) if cast else None)
+
+    def check_bounds(self, lo, hi, what):
+        """Refuse bounds outside every time an integer column cast in its unit can
+        hold (int32 milliseconds reach only 25 days around 1970): every value would
+        be clamped to one end. The span comes from the dtype, never the data."""
+        if self.span is None:
+            return
+        low, high = self.span
+        try:
+            outside = float(hi) < low or float(lo) > high
+        except (TypeError, ValueError):
+            return  # refused by the request's checks, with their wording
+        if outside:
+            raise InvalidParameterError(
+                f"{what}: the column's {self.source} values in unit {self.unit!r} can only "
+                f"be {self._plural()} from {self._shown(low)} to {self._shown(high)}, none "
+                "inside these bounds (is the unit right?)")
+
+    def _shown(self, number: float) -> str:
+        value = self.format(number)
+        if isinstance(value, float):
+            return f"{value:.6g}"
+        if isinstance(value, pd.Timestamp):
+            return value.tz_convert("UTC").strftime("%Y-%m-%d %H:%M:%S UTC")
+        return str(value)
 
     def axis(self, series):
         dtype = series.dtype
@@ -155,14 +237,23 @@ class TimeKind(ColumnKind):
             numbers_ = float_axis(series)
             multiply, divide = _per_second(self.unit)
             return numbers_ * multiply / divide
+        if self.unit is None and (holds_numbers(dtype) or (
+                is_object(dtype) and _infers_numbers(series))):
+            # numbers without a unit (an object column's are seen only when read)
+            raise column_error(series.name, dtype,
+                                f"holds numbers; a cast to {self.name} needs their unit: "
+                                f"{unit_hint(series.name, self.name)}")
         try:
             if self.duration:
                 converted = pd.to_timedelta(series)
             else:
                 converted = pd.to_datetime(series, utc=True, format="mixed")
         except (TypeError, ValueError, OverflowError):
-            raise column_error(series.name, dtype,
-                                f"holds values that are not {self._plural()}") from None
+            what = f"holds values that are not {self._plural()}"
+            if _text_of_numbers(series):
+                what = (f"holds numbers as text; a cast to {self.name} needs their unit: "
+                        f"{unit_hint(series.name, self.name)}")
+            raise column_error(series.name, dtype, what) from None
         return replace(self, cast=False).axis(converted)
 
     def _plural(self) -> str:
@@ -221,6 +312,21 @@ class TimeKind(ColumnKind):
 def _stamp_seconds(stamp: pd.Timestamp) -> float:
     ticks = stamp.as_unit("us").asm8.astype("datetime64[us]").view(np.int64)
     return float(seconds_of_ticks(np.array([ticks]), "us")[0])
+
+
+def _infers_numbers(series: pd.Series) -> bool:
+    """Whether an ``object`` column holds numbers (ints, floats, ``Decimal``)."""
+    inferred = pd.api.types.infer_dtype(series, skipna=True)
+    return inferred in ("integer", "floating", "decimal", "mixed-integer-float")
+
+
+def _text_of_numbers(series: pd.Series) -> bool:
+    """Whether every non-null value of a text column reads as a number."""
+    try:
+        pd.to_numeric(series.dropna(), errors="raise")
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return True
 
 
 def _parses_as_time(text: str) -> bool:

@@ -127,3 +127,44 @@ def test_job_file_kind_keys_are_checked(tmp_path):
         privacy = 'eps = 1.0\nnulls = "drop"' if "min_rows" in message else "eps = 1.0"
         with pytest.raises(Exception, match=message):
             load_job(write_job(tmp_path, columns, privacy))
+
+
+EPOCH = """
+signup = {{ bounds = [2023-01-01, 2025-01-01] }}
+epoch_s = {{ kind = "{kind}", {unit}bounds = [2023-01-01, 2025-01-01] }}
+"""
+
+
+@pytest.mark.parametrize("kind", ["timestamp", "date"])
+def test_an_epoch_column_cast_without_its_unit_is_refused_before_any_charge(folder, kind):
+    """Issue #34: int64 epoch seconds cast without a unit were read as nanoseconds
+    (one bin, a value of 0 released and charged, validate said ok)."""
+    from dpmic_dask.privacy.accounting import ledger_from_url
+
+    url = f"sqlite:///{folder / 'ledger.db'}"
+    job = write_job(folder, EPOCH.format(kind=kind, unit=""))
+    runner = CliRunner()
+    assert runner.invoke(main, ["budget", "init", "--ledger", url, "--dataset", "kinds",
+                                "--eps", "5"]).exit_code == 0
+    refusal = (f"column 'epoch_s' holds int64 numbers; a cast to {kind} needs their unit: "
+               f"kinds={{'epoch_s': ('{kind}', 's')}} (in a job file columns.epoch_s.unit = "
+               '"s"')
+    checked = runner.invoke(main, ["validate", "--schema", job])
+    assert checked.exit_code == 2, checked.output
+    assert refusal in checked.output and len(checked.output.strip().splitlines()) == 1
+    assert "1672" not in checked.output and "1673" not in checked.output  # no value
+    ran = runner.invoke(main, ["run", job, "--run-id", "no-unit"])
+    assert ran.exit_code == 2, ran.output
+    assert refusal in ran.output and "remaining budget" not in ran.output
+    assert ledger_from_url(url).spent("kinds") == 0
+    assert not (folder / "out").exists() or not list((folder / "out").glob("*.parquet"))
+    # with its unit the same job validates, runs and releases the relation
+    job = write_job(folder, EPOCH.format(kind=kind, unit='unit = "s", '))
+    checked = runner.invoke(main, ["validate", "--schema", job])
+    assert checked.exit_code == 0, checked.output
+    ran = runner.invoke(main, ["run", job, "--run-id", "unit"])
+    assert ran.exit_code == 0, ran.output
+    assert ledger_from_url(url).spent("kinds") == 2
+    (written,) = (folder / "out").glob("*.parquet")
+    out = pd.read_parquet(written).set_index(["x", "y"])
+    assert out.mic[("signup", "epoch_s")] > 0.9
