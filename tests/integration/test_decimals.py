@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpmic_dask as dm
+from dpmic_dask.causal.discover import causal_graph_exact
 from dpmic_dask.release.charge import DEFAULT_DATASET
 from dpmic_dask.testing import seeded_noise
 
@@ -162,3 +163,10 @@ def test_decimals_mixed_with_strings_are_refused_naming_no_value(text):
             assert text not in message and "acct" not in message and "\n" not in message
         assert ledger.spent(DEFAULT_DATASET) == 0
 
+
+def test_causal_discovery_reads_decimal_columns_as_numbers(tmp_path):
+    frames, floats = decimal_frames(tmp_path, amounts())
+    expected = causal_graph_exact(floats, bounds=BOUNDS).edges
+    for name, frame in frames:
+        got = causal_graph_exact(frame, bounds=BOUNDS).edges
+        pd.testing.assert_frame_equal(got, expected, check_exact=True, obj=name)
