@@ -54,6 +54,7 @@ from dpmic_dask.release.charge import (
     precheck_budget,
     warn_if_delta_large,
 )
+from dpmic_dask.stats.kindbase import reads_as_number
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY
 
 #: Default number of bins of a bounded column (a range equipartition).
@@ -137,8 +138,7 @@ def check_request(dtypes, *, columns, alpha, max_condition_size, bounds, categor
     if any(names.count(c) > 1 for c in selected):
         raise InvalidDataError("a selected column label appears more than once in the frame")
     bins = _integer(bins, "bins", 2, MAX_BINS)
-    non_numeric = [c for c in selected
-                   if c in bounds and getattr(dtypes[c], "kind", "O") not in "biuf"]
+    non_numeric = [c for c in selected if c in bounds and not reads_as_number(dtypes[c], bounds[c])]
     if non_numeric:
         raise InvalidDataError(f"column(s) {non_numeric} are not numeric; give them public "
                                "categories instead of bounds")
@@ -276,8 +276,8 @@ def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_conditi
     max_condition_size : int
         Largest conditioning set (PC's depth); sets the number of levels paid for.
     bounds : dict {column: (lo, hi)}
-        Public bounds of numeric columns, binned into ``bins`` equal-width bins
-        (values outside are clamped).
+        Public bounds of numeric columns (decimals included), binned into
+        ``bins`` equal-width bins (values outside are clamped).
     categories : dict {column: [values...]}
         Public category lists (booleans, codes, strings); any other value falls in
         one extra "other" bin.

@@ -27,6 +27,7 @@ import numpy as np
 from numba import njit
 
 from dpmic_dask.stats.kernels.binning import equipartition_bins, fixed_point_positions
+from dpmic_dask.stats.kindbase import number_axis
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,9 @@ def count_partition(frame, layout: LevelTables) -> LevelCounts:
     codes = np.empty((len(layout.codings), n), dtype=np.uint8)
     missing = np.zeros(len(layout.codings), dtype=bool)
     for j, coding in enumerate(layout.codings):
-        codes[j], missing[j] = coding.codes(frame[coding.name].to_numpy())
+        column = frame[coding.name]
+        values = column.to_numpy() if coding.bounds is None else number_axis(column)
+        codes[j], missing[j] = coding.codes(values)
     out = np.zeros(layout.cells, dtype=np.int64)
     cols, mults, offsets = layout._layout
     if n and len(layout.keys):

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError
-from dpmic_dask.stats.kindbase import ColumnKind
+from dpmic_dask.stats.kindbase import ColumnKind, is_decimal
 from dpmic_dask.stats.kinds import read_as_ordered, register_kind
 
 #: How ``categories`` asks for a privately chosen list.
@@ -61,9 +61,12 @@ def _is_object_dtype(dtype) -> bool:
 
 def column_kind(dtype) -> str:
     """``"category"`` (a pandas ``category`` dtype), ``"string"`` (str, pyarrow or
-    Python strings, ``object``), ``"integer"``, or ``"other"`` -- from the dtype only."""
+    Python strings, ``object``), ``"integer"``, or ``"other"`` (floats, pyarrow
+    decimals, times...) -- from the dtype only."""
     if isinstance(dtype, pd.CategoricalDtype):
         return "category"
+    if is_decimal(dtype):  # kind "O", like strings, but numbers
+        return "other"
     kind = getattr(dtype, "kind", "O")
     if kind == "O" or _is_string_dtype(dtype):
         return "string"

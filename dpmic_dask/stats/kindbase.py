@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import decimal
 import numbers
+import sys
 from collections.abc import Mapping
 
 import numpy as np
@@ -72,9 +73,13 @@ def column_error(column, dtype, what: str) -> InvalidDataError:
 
 
 def float_axis(series: pd.Series) -> np.ndarray:
-    """float64 with NaN for nulls; a float64 NumPy column is handed out as it is."""
+    """float64 with NaN for nulls; a float64 NumPy column is handed out as it is.
+    Decimals (``Decimal`` objects, pyarrow decimals) become the double nearest
+    their exact value, as ``float(Decimal)`` rounds (:func:`decimal_axis`)."""
     if series.dtype == FLOAT64:
         return series.to_numpy()
+    if is_decimal(series.dtype):
+        return decimal_axis(series)
     try:
         return series.to_numpy(dtype=np.float64, na_value=np.nan)
     except (TypeError, ValueError, decimal.InvalidOperation, ArithmeticError):
@@ -82,9 +87,73 @@ def float_axis(series: pd.Series) -> np.ndarray:
                             "holds values that are not numbers") from None
 
 
+#: What :func:`pandas.api.types.infer_dtype` calls an ``object`` column of numbers
+#: only (nulls skipped); ``"mixed"`` and ``"mixed-integer"`` are looked at value by value.
+_NUMBER_OBJECTS = frozenset({"integer", "floating", "mixed-integer-float", "decimal", "empty"})
+
+
+def holds_numbers(series: pd.Series) -> bool:
+    """Whether an ``object`` column holds only numbers (``int``, ``float``,
+    ``Decimal``, NumPy numbers; not ``bool``) and nulls. A number written as a
+    string is not a number: converting it would hide a column of text."""
+    inferred = pd.api.types.infer_dtype(series, skipna=True)
+    if inferred in _NUMBER_OBJECTS:
+        return True
+    if inferred not in ("mixed", "mixed-integer"):
+        return False
+    return all(map(is_number, series.dropna()))
+
+
+def decimal_axis(series: pd.Series) -> np.ndarray:
+    """A pyarrow decimal column as float64, NaN for nulls, each value the double
+    nearest its exact value (what ``float(Decimal)`` gives: a column written as
+    float64 from the same decimal text has the same numbers).
+
+    Up to 15 digits (``decimal128(12, 2)``...) the unscaled integer ``m`` of a
+    value ``m / 10**s`` is exact as a double, and so is ``10**s`` up to
+    ``s = 22``: one IEEE division rounds the exact quotient, read straight from
+    the Arrow buffers. Wider decimals go through Python's ``Decimal``."""
+    arrow = arrow_type(series.dtype)
+    scale = arrow.scale
+    if arrow.precision > 15 or abs(scale) > 22 or arrow.byte_width not in (4, 8, 16, 32) \
+            or sys.byteorder != "little":
+        return series.to_numpy(dtype=np.float64, na_value=np.nan)
+    word = np.int32 if arrow.byte_width == 4 else np.int64
+    parts = []
+    for chunk in series.array.__arrow_array__().chunks:
+        n, first = len(chunk), chunk.offset
+        if n == 0:
+            continue
+        raw = np.frombuffer(chunk.buffers()[1], dtype=np.uint8)
+        cells = raw[first * arrow.byte_width:(first + n) * arrow.byte_width]
+        # the low word of a little-endian two's complement value holds all of it
+        unscaled = cells.view(word).reshape(n, -1)[:, 0].astype(np.float64)
+        if scale > 0:
+            unscaled /= float(10 ** scale)
+        elif scale < 0:
+            unscaled *= float(10 ** -scale)
+        if chunk.null_count:
+            null = chunk.is_null().to_numpy(zero_copy_only=False)
+            unscaled[np.asarray(null, dtype=bool)] = np.nan
+        parts.append(unscaled)
+    return np.concatenate(parts) if parts else np.empty(0, dtype=np.float64)
+
+
 def arrow_type(dtype):
     """The pyarrow type of a pyarrow-backed dtype, else ``None``."""
     return getattr(dtype, "pyarrow_dtype", None)
+
+
+def is_decimal(dtype) -> bool:
+    """Whether ``dtype`` is a pyarrow decimal (``decimal128``, ``decimal256``...), as
+    ``dd.read_parquet`` reads a Parquet decimal column. Its NumPy ``kind`` is ``"O"``,
+    like a column of strings: the dtype says number, not the ``kind``."""
+    arrow = arrow_type(dtype)
+    if arrow is None:
+        return False
+    import pyarrow as pa
+
+    return bool(pa.types.is_decimal(arrow))
 
 
 class BooleanKind(ColumnKind):
@@ -109,21 +178,31 @@ class NumberKind(ColumnKind):
     name = "number"
 
     def detects(self, dtype) -> bool:
-        if getattr(dtype, "kind", None) in ("i", "u", "f"):
-            return True
-        arrow = arrow_type(dtype)
-        if arrow is not None:
-            import pyarrow as pa
-
-            return bool(pa.types.is_decimal(arrow))
-        return False
+        return getattr(dtype, "kind", None) in ("i", "u", "f") or is_decimal(dtype)
 
     def claims(self, dtype, bounds) -> bool:
         # a plain object column (Decimal from SQL numeric), never a string column
         return dtype == np.dtype(object) and all_bounds(bounds, is_number)
 
     def axis(self, series):
-        return float_axis(series)
+        return number_axis(series)
+
+
+def reads_as_number(dtype, bounds=None) -> bool:
+    """Whether a column of ``dtype`` whose bounds are ``bounds`` is read as its
+    numbers: booleans, integers, floats, decimals, and ``object`` columns
+    (``Decimal`` from SQL ``numeric``) given bounds that are numbers."""
+    number = NumberKind()
+    return BooleanKind().detects(dtype) or number.detects(dtype) or number.claims(dtype, bounds)
+
+
+def number_axis(series: pd.Series) -> np.ndarray:
+    """:func:`float_axis` of a column of numbers; an ``object`` column holding
+    anything else (a string, even one that reads as a number) is refused,
+    naming the column and its dtype."""
+    if is_object(series.dtype) and not holds_numbers(series):
+        raise column_error(series.name, series.dtype, "holds values that are not numbers")
+    return float_axis(series)
 
 
 def is_object(dtype) -> bool:

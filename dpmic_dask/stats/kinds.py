@@ -14,9 +14,12 @@ Built-in kinds (tried in this order; a later :func:`register_kind` goes first):
     ``(0, 1)`` are implied (public by type); none need be given or paid for.
 ``number``
     every integer, unsigned and float dtype (NumPy, pandas nullable ``Int64`` /
-    ``Float64``, pyarrow-backed, ``decimal128[pyarrow]``), and ``object`` columns
-    of numbers (``Decimal`` from SQL ``numeric``) when their bounds are numbers:
-    the value itself, as an IEEE double.
+    ``Float64``, pyarrow-backed), pyarrow decimals (``decimal128`` /
+    ``decimal256``: Parquet decimals as ``dd.read_parquet`` reads them), and
+    ``object`` columns of numbers (``Decimal`` from SQL ``numeric`` or pandas)
+    when their bounds are numbers: the value itself, as an IEEE double (a
+    decimal as the double nearest its exact value, as ``float(Decimal)``). An
+    ``object`` column holding anything else, a numeric string too, is refused.
 ``timestamp`` (also named ``date``)
     ``datetime64`` of any unit, naive or tz-aware, pyarrow timestamps and dates,
     ``object`` columns of ``date`` / ``datetime`` (or, cast explicitly, strings:

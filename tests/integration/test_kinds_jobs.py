@@ -89,6 +89,45 @@ def test_a_mixed_job_validates_and_runs(folder):
     assert out.mic[("signup", "churned")] > 0.3
 
 
+def test_a_parquet_decimal_column_is_a_number_in_a_job(tmp_path):
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    gen = np.random.default_rng(34)  # test data only
+    cents = gen.integers(0, 100_000, 4000)
+    amount = [None if k % 50 == 0 else decimal.Decimal(int(c)).scaleb(-2)
+              for k, c in enumerate(cents)]
+    spend = 2 * cents / 100 + gen.normal(0, 20, len(cents))
+    pq.write_table(pa.table({"amount": pa.array(amount, type=pa.decimal128(12, 2)),
+                             "spend": spend, "token": [SECRET] * len(cents)}),
+                   tmp_path / "data.parquet")
+    columns = ('amount = { bounds = [0, 1000], fill = 500 }\n'
+               'spend = { bounds = [-100, 2100], fill = 0 }')
+    job = write_job(tmp_path, columns, 'eps = 2.0\nnulls = "fill"')
+    runner = CliRunner()
+    checked = runner.invoke(main, ["validate", "--schema", job])
+    assert checked.exit_code == 0, checked.output
+    init = runner.invoke(main, ["budget", "init", "--ledger", f"sqlite:///{tmp_path / 'ledger.db'}",
+                                "--dataset", "kinds", "--eps", "5"])
+    assert init.exit_code == 0, init.output
+    ran = runner.invoke(main, ["run", job, "--run-id", "one"])
+    assert ran.exit_code == 0, ran.output
+    (written,) = (tmp_path / "out").glob("*.parquet")
+    out = pd.read_parquet(written).set_index(["x", "y"])
+    assert out.mic[("amount", "spend")] > 0.5 and (out.n == 4000).all()
+    # without fill values the nulls are refused, before the charge
+    refused = write_job(tmp_path, columns.replace(", fill = 500", "").replace(", fill = 0", ""),
+                        "eps = 2.0")
+    ran = runner.invoke(main, ["run", refused, "--run-id", "two"])
+    assert ran.exit_code != 0 and "'amount'" in ran.output and "missing" in ran.output
+    assert SECRET not in ran.output
+    left = runner.invoke(main, ["budget", "show", "--ledger", f"sqlite:///{tmp_path / 'ledger.db'}",
+                                "--dataset", "kinds"])
+    assert left.exit_code == 0 and "in 1 release(s)" in left.output  # the first run only
+
+
 @pytest.mark.parametrize("columns,refusal", [
     # a string column given numeric bounds: no kind reads it (named, no value)
     ('token = { bounds = [0, 1] }\namount = { bounds = [0, 100] }', "'token'"),

@@ -46,13 +46,16 @@ def numbers_of_every_dtype():
         "double[pyarrow]": pd.Series(base, dtype="double[pyarrow]"),
         "decimal[pyarrow]": pd.Series([decimal.Decimal(1), decimal.Decimal(2), None],
                                       dtype=pd.ArrowDtype(pa.decimal128(10, 2))),
+        "decimal256[pyarrow]": pd.Series([decimal.Decimal(1), decimal.Decimal(2), None],
+                                         dtype=pd.ArrowDtype(pa.decimal256(40, 2))),
+        "Decimal objects": pd.Series([decimal.Decimal(1), decimal.Decimal(2), None]),
     }
 
 
 @pytest.mark.parametrize("name", list(numbers_of_every_dtype()))
 def test_numbers_of_every_dtype_are_their_values(name):
     series = numbers_of_every_dtype()[name]
-    kind = column_kind("c", series.dtype)
+    kind = column_kind("c", series.dtype, bounds=(0, 10))  # bounds: an object column's kind
     assert kind.name == "number"
     values = kind.axis(series)
     assert values.dtype == np.float64
@@ -75,6 +78,58 @@ def test_decimals_from_sql_numeric_are_numbers_when_their_bounds_are():
     kind = column_kind("price", series.dtype, bounds=(0, 10))
     assert kind.name == "number"
     np.testing.assert_array_equal(kind.axis(series), [1.25, np.nan, 3.0])
+
+
+@pytest.mark.parametrize("arrow_type", [
+    pa.decimal128(12, 2), pa.decimal256(12, 2), pa.decimal128(15, 15), pa.decimal128(15, -3),
+    pa.decimal128(9, 0), pa.decimal128(18, 4), pa.decimal128(38, 10), pa.decimal256(60, 25)])
+def test_pyarrow_decimals_are_the_double_nearest_their_value(arrow_type):
+    gen = np.random.default_rng(arrow_type.precision)  # test data only
+    digits = gen.integers(0, 10, (2000, arrow_type.precision))
+    unscaled = [int("".join(map(str, row[:gen.integers(1, arrow_type.precision + 1)])))
+                for row in digits]
+    unscaled += [10 ** arrow_type.precision - 1, 1, 0]
+    values = [None if k % 11 == 3 else decimal.Decimal((k % 2, tuple(map(int, str(u))),
+                                                          -arrow_type.scale))
+              for k, u in enumerate(unscaled)]
+    exact = np.array([np.nan if v is None else float(v) for v in values])
+    array = pa.array(values, type=arrow_type)
+    series = pd.Series(array, dtype=pd.ArrowDtype(arrow_type), name="amount")
+    kind = column_kind("amount", series.dtype)
+    assert kind.name == "number"
+    np.testing.assert_array_equal(kind.axis(series), exact)  # NaN where null
+    np.testing.assert_array_equal(kind.axis(series.iloc[7:1500]), exact[7:1500])
+    chunked = pd.Series(pd.arrays.ArrowExtensionArray(pa.chunked_array(
+        [array.slice(5, 300), array.slice(1000, 3), array.slice(0, 0)])))
+    np.testing.assert_array_equal(kind.axis(chunked), np.r_[exact[5:305], exact[1000:1003]])
+    assert kind.axis(series.iloc[:0]).dtype == np.float64
+
+
+def test_decimal_columns_are_numbers_never_categories():
+    from dpmic_dask.stats import categories
+
+    for arrow_type in (pa.decimal128(12, 2), pa.decimal256(40, 2)):
+        dtype = pd.ArrowDtype(arrow_type)
+        assert dtype.kind == "O"  # like a string column: the dtype says number, not its kind
+        assert categories.column_kind(dtype) == "other"
+        assert not categories.needs_categories(dtype)
+        axis = axis_arguments({"amount": dtype, "x": np.dtype("float64")},
+                              bounds={"amount": (decimal.Decimal(0), 10), "x": (0, 1)})
+        assert axis.kinds["amount"].name == "number" and axis.bounds["amount"] == (0, 10)
+
+
+@pytest.mark.parametrize("values", [
+    [decimal.Decimal("1.5"), "2.5"], [decimal.Decimal("1.5"), "SECRET-99"],
+    [decimal.Decimal("1.5"), True], [1, "2"], ["1", "2"]])
+def test_an_object_column_of_numbers_holds_nothing_else(values):
+    series = pd.Series([*values, None] * 4, dtype=object, name="price")
+    kind = column_kind("price", series.dtype, bounds=(0, 10))
+    with pytest.raises(dm.InvalidDataError) as info:
+        kind.axis(series)
+    assert str(info.value) == "column 'price' (dtype object) holds values that are not numbers"
+    mixed = pd.Series([decimal.Decimal("1.5"), 2, 3.25, np.int64(4), np.float32(0.5), None,
+                       np.nan, pd.NA, decimal.Decimal("NaN")], dtype=object)
+    np.testing.assert_array_equal(kind.axis(mixed), [1.5, 2, 3.25, 4, 0.5] + [np.nan] * 4)
 
 
 @pytest.mark.parametrize("dtype", ["bool", "boolean", "bool[pyarrow]"])
