@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import time
+import warnings
 from pathlib import Path
 
 import click
@@ -25,6 +26,18 @@ from dpmic_dask.batch.clibudget import budget
 #: Run ids name output files and ledger claims: letters, digits and ``._:+-``,
 #: starting with a letter or digit, at most 128 characters.
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+-]{0,127}$")
+
+
+_python_format = warnings.formatwarning
+
+
+def _one_line(message, category, filename, lineno, line=None) -> str:
+    """The package's own warnings on the command line: one line, ``warning: ...``
+    (Python's format adds the source file and line of the library); others as
+    Python formats them."""
+    if category.__module__.startswith("dpmic_dask"):
+        return f"warning: {message}\n"
+    return _python_format(message, category, filename, lineno, line)
 
 
 def check_run_id(ctx, param, value):
@@ -58,6 +71,7 @@ def main(verbose):
     Example:
       dpmic demo --rows 1000000 --eps 1
     """
+    warnings.formatwarning = _one_line
     if verbose:
         import logging
 
