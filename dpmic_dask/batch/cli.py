@@ -190,7 +190,8 @@ def _check_input_schema(job) -> None:
 
 run_id_help = ("Idempotency key (e.g. the schedule's logical date), per dataset and job: "
                "a run id that already charged is never charged again; its journaled "
-               "values are delivered if they were not. 1-128 letters, digits and ._:+-")
+               "values are delivered if they were not, or if the output lost them. "
+               "1-128 letters, digits and ._:+-")
 
 
 @main.command()
@@ -206,7 +207,9 @@ def run(job_file, run_id, progress, debug):
 
     Order: check the job, the run id and that the ledger can be written; if this
     job already charged this run id, deliver its journaled values (if not yet
-    delivered) and stop; check the output and the budget -- nothing is charged
+    delivered, or if the delivered file or table rows are missing now; exit 7
+    naming 'dpmic deliver' if they cannot be written again) and stop -- nothing
+    is charged again; check the output and the budget -- nothing is charged
     and no cluster is started if any of these fails; start or reach the
     cluster; read and count the input; charge once, committed together with the
     released values (the ledger's journal); write them to the output.
@@ -235,7 +238,8 @@ def deliver(job_file, run_id, debug):
 
     Use it after 'dpmic run' exited 7 (the output could not be written), or to
     write a release again (a file is rewritten with the same rows; a SQL table
-    that holds the run's rows is left as it is). Nothing is computed and nothing
+    that holds the run's rows is left as it is, and one that holds only some of
+    them is refused, exit 7: delete those first). Nothing is computed and nothing
     is charged: the values are those released and kept with the charge.
 
     \b

@@ -12,8 +12,11 @@ and an existing SQL table must be able to take this job's columns (missing
 columns are added, nullable; a column of the wrong kind is refused).
 :func:`deliver` writes rows from the release journal; it can be repeated (a
 file is rewritten with the same rows, a SQL table that holds the run's rows is
-left as it is). A failure to write is a :class:`DeliveryError`, one line naming
-the destination.
+left as it is; one that holds only some of them is refused, never added to or
+reported as delivered). A failure to write is a :class:`DeliveryError`, one
+line naming the destination. :func:`delivery_gap` says what of a recorded
+delivery is no longer in the output (a deleted file, a dropped table's rows),
+so that a rerun never reports a delivery that is not there.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import hashlib
 import os
 import re
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,7 +46,12 @@ BASE_COLUMNS = {
 
 class DeliveryError(DPMICError):
     """Released rows could not be written to the output. They are kept in the
-    ledger's release journal; the message names the destination, never a value."""
+    ledger's release journal; the message names the destination, never a value.
+    ``reason`` is the cause alone (an OS or driver error's name, a refusal)."""
+
+    def __init__(self, message: str, reason: str | None = None):
+        super().__init__(message)
+        self.reason = reason if reason is not None else message
 
 
 def expected_columns(job) -> dict:
@@ -330,13 +339,21 @@ def _check_table(job, run_id: str | None = None) -> None:
 # ---------------------------------------------------------------- after the charge
 
 
-def undeliverable(job, run_id: str, reason: str) -> DeliveryError:
-    """The error of a kept release that could not be written (one line)."""
-    return DeliveryError(
-        f"cannot write run {run_id!r} to {describe_output(job)}: {reason}. The released "
-        f"values are kept in the ledger's journal; once the output can be written, run "
-        f"the same 'dpmic run' again or 'dpmic deliver {job.source} --run-id {run_id}' "
-        "(nothing more is charged)")
+def undeliverable(job, run_id: str, reason: str, *, missing: str | None = None,
+                  advice: str | None = None) -> DeliveryError:
+    """The error of a kept release that could not be written (one line); with
+    ``missing`` (what of an earlier delivery is gone), of one that could not be
+    written again. ``advice`` replaces the default "retry, or ``dpmic deliver``"."""
+    if missing is None:
+        failed = f"cannot write run {run_id!r} to {describe_output(job)}: {reason}"
+    else:
+        failed = (f"run {run_id!r} was released and delivered to {describe_output(job)}, "
+                  f"but {missing}, and it cannot be written again: {reason}")
+    if advice is None:
+        advice = (f"once the output can be written, run the same 'dpmic run' again or "
+                  f"'dpmic deliver {job.source} --run-id {run_id}' (nothing more is charged)")
+    return DeliveryError(f"{failed}. The released values are kept in the ledger's journal; "
+                         f"{advice}", reason)
 
 
 def deliver(job, rows: pd.DataFrame, run_id: str) -> str:
@@ -383,8 +400,22 @@ def _lock_table(conn, name: str) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+def _count_run_rows(conn, job, run_id: str) -> int:
+    """How many rows of ``run_id`` (this job and dataset) the output table holds
+    (0 if there is no table)."""
+    from sqlalchemy import column, func, inspect, select, table
+
+    name = job.output_sql_table
+    if not inspect(conn).has_table(name):
+        return 0
+    # The table name is quoted by SQLAlchemy, never interpolated.
+    count = (select(func.count()).select_from(table(name))
+             .where(column("run_id") == run_id, column("job") == job.name,
+                    column("dataset") == job.dataset))
+    return int(conn.execute(count).scalar() or 0)
+
+
 def _write_table(job, rows: pd.DataFrame, run_id: str) -> str:
-    from sqlalchemy import column, inspect, literal, select, table
     from sqlalchemy.exc import SQLAlchemyError
 
     from dpmic_dask.batch.jobio import sql_engine
@@ -395,13 +426,13 @@ def _write_table(job, rows: pd.DataFrame, run_id: str) -> str:
     try:
         with sql_engine(job.output_sql_url, job.output_timeout).begin() as conn:
             _lock_table(conn, name)
-            if inspect(conn).has_table(name):
-                # The table name is quoted by SQLAlchemy, never interpolated.
-                present = (select(literal(1)).select_from(table(name))
-                           .where(column("run_id") == run_id, column("job") == job.name,
-                                  column("dataset") == job.dataset).limit(1))
-                if conn.execute(present).first() is not None:
-                    return f"{name} (SQL; its rows were there already)"
+            present = _count_run_rows(conn, job, run_id)
+            if present and present == len(rows):
+                return f"{name} (SQL; its rows were there already)"
+            if present:  # some of them: never added to, never reported as delivered
+                raise undeliverable(job, run_id, f"the table holds {present} rows of it, "
+                                    f"not the {len(rows)} released",
+                                    advice=partial_rows_advice(job, run_id))
             rows.to_sql(name, conn, if_exists="append", index=False,
                         dtype=_sql_types(rows, job))
     except SQLAlchemyError as exc:
@@ -411,3 +442,84 @@ def _write_table(job, rows: pd.DataFrame, run_id: str) -> str:
     if reason is not None:
         raise undeliverable(job, run_id, reason)
     return f"{name} (SQL)"
+
+
+def partial_rows_advice(job, run_id: str) -> str:
+    """What to do about a table holding some of a run's rows."""
+    return (f"delete the table's rows of run {run_id!r} and job {job.name!r}, then run "
+            f"'dpmic deliver {job.source} --run-id {run_id}' (nothing more is charged)")
+
+
+# ---------------------------------------------------------------- a delivery still there
+
+
+@dataclass(frozen=True)
+class Gap:
+    """What of a recorded delivery is not in the output now (no data value):
+    ``what`` completes "delivered to ..., but"; ``rewritable`` is false when a
+    delivery from the journal would not restore it (a SQL table holding some of
+    the run's rows: a delivery never adds to them, :func:`_write_table`)."""
+
+    what: str
+    rewritable: bool = True
+
+
+def delivery_gap(job, entry) -> Gap | None:
+    """What of the delivery of journal ``entry`` to this job's output is missing
+    now, or ``None`` if it is all there: the run's file (there, readable, with
+    as many rows as were released), a ``[causal]`` run's folder and every file
+    in it, or the run's rows in a SQL table (counted by run id, job and dataset;
+    the values themselves are not compared)."""
+    if getattr(job, "causal", None) is not None:
+        from dpmic_dask.batch.jobcausal import graph_gap
+
+        return graph_gap(job, entry.run_id)
+    released = len(entry.rows())
+    if job.output_path:
+        return _file_gap(job, entry.run_id, released)
+    return _table_gap(job, entry.run_id, released)
+
+
+def _file_gap(job, run_id: str, released: int) -> Gap | None:
+    path = run_file(job, run_id)
+    name = shown(os.path.abspath(path))
+    if not path.is_file():
+        return Gap(f"its file {name} is missing")
+    try:
+        if job.output_format == "csv":
+            import pandas as pd
+
+            rows = len(pd.read_csv(path))
+        else:
+            import pyarrow.parquet as pq
+
+            rows = pq.read_metadata(path).num_rows
+    except Exception:  # noqa: BLE001 - any unreadable file (truncated, not this format)
+        return Gap(f"its file {name} cannot be read")
+    if rows != released:
+        return Gap(f"its file {name} holds {rows} rows, not the {released} released")
+    return None
+
+
+def _table_gap(job, run_id: str, released: int) -> Gap | None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from dpmic_dask.batch.jobio import _sql_failure, sql_engine
+
+    failure: DPMICError | None = None
+    rows = 0
+    try:
+        with sql_engine(job.output_sql_url, job.output_timeout).connect() as conn:
+            rows = _count_run_rows(conn, job, run_id)
+    except SQLAlchemyError as exc:
+        failure = _sql_failure(exc, "output")
+    if failure is not None:
+        raise type(failure)(f"run {run_id!r} was delivered to {describe_output(job)}, but "
+                            f"whether its rows are still there cannot be checked: {failure}")
+    if rows == released:
+        return None
+    if rows == 0:
+        return Gap(f"the table holds none of its {released} rows")
+    # some of them: a delivery would refuse to add to them (see _write_table)
+    return Gap(f"the table holds {rows} rows of it, not the {released} released",
+               rewritable=False)

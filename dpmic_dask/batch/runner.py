@@ -6,7 +6,11 @@ A run is keyed by ``(dataset, job name, run id)``. Order of ``dpmic run``:
 2. the journal: a run that already charged is settled from it -- refused if a
    different job (another fingerprint, :func:`~dpmic_dask.batch.jobplan.job_fingerprint`)
    charged the key, else its values are delivered to this job's output if they
-   were not delivered there, and nothing is computed or charged;
+   were not delivered there, or if what was delivered there is missing now (a
+   deleted file; a table without the run's rows), and nothing is computed or
+   charged. Output that cannot be restored from the journal is a
+   :class:`DeliveryError` naming ``dpmic deliver``: a rerun never reports a
+   delivery that is not there;
 3. the output can take this job's rows (folder probe, SQL table columns);
 4. the budget precheck; then the cluster, the data, the one charge, the noise;
 5. the charge commits together with the released rows (the journal);
@@ -83,7 +87,8 @@ def _settle(job, ledger: SQLLedger, entry: JournalEntry, fingerprint: str,
             echo: Echo) -> None:
     """A run of this key already charged: refuse another job's run, report a run
     whose values were lost, else deliver the kept values to this job's output
-    unless they were delivered there already. Nothing is computed or charged."""
+    unless they were delivered there already and are still there. Nothing is
+    computed or charged."""
     from dpmic_dask.batch.joboutput import destination, shown
 
     if not entry.same_job(fingerprint):
@@ -92,12 +97,40 @@ def _settle(job, ledger: SQLLedger, entry: JournalEntry, fingerprint: str,
         raise _lost(job, entry)
     here = destination(job, entry.run_id)
     if entry.delivered_to(here):
-        echo(f"run {entry.run_id} already released and delivered to {shown(here)}; "
-             "nothing to do")
+        _redeliver_missing(job, ledger, entry, shown(here), echo)
         return
     where = _deliver(job, ledger, entry, echo)
     echo(f"run {entry.run_id} already released (charge {entry.charge_id}); delivered its "
          f"journaled values to {where}; nothing was charged")
+
+
+def _redeliver_missing(job, ledger: SQLLedger, entry: JournalEntry, here: str,
+                       echo: Echo) -> None:
+    """A run delivered to this job's output before: nothing to do if the output
+    still holds it, else write the journaled values again (no charge). Output
+    that cannot be written again is one line naming ``dpmic deliver`` (exit 7)."""
+    from dpmic_dask.batch.joboutput import (
+        DeliveryError,
+        delivery_gap,
+        partial_rows_advice,
+        undeliverable,
+    )
+
+    gap = delivery_gap(job, entry)
+    if gap is None:
+        echo(f"run {entry.run_id} already released and delivered to {here}; nothing to do")
+        return
+    if not gap.rewritable:
+        raise undeliverable(
+            job, entry.run_id, "a delivery never adds to a run's rows, so nothing was "
+            "written", missing=gap.what,
+            advice=partial_rows_advice(job, entry.run_id))
+    try:
+        where = _deliver(job, ledger, entry, echo)
+    except DeliveryError as exc:
+        raise undeliverable(job, entry.run_id, exc.reason, missing=gap.what) from None
+    echo(f"run {entry.run_id} already released (charge {entry.charge_id}), but {gap.what}: "
+         f"delivered its journaled values again to {where}; nothing was charged")
 
 
 def run_job(job, run_id: str, *, progress=None, echo: Echo) -> None:

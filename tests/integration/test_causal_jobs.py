@@ -128,6 +128,17 @@ def test_causal_job_runs_once_and_writes_its_files(setup):
     assert "nothing to do" in again.output
     assert len(history(ledger)) == 1
 
+    # files of the delivered folder lost: the rerun writes the journaled graph again
+    kept = {name: (folder / name).read_text() for name in ("edges.csv", "report.txt")}
+    for name in kept:
+        (folder / name).unlink()
+    rerun = invoke("run", path, "--run-id", "r1")
+    assert rerun.exit_code == 0, rerun.output
+    assert "edges.csv and 1 more file are missing from its folder" in rerun.output
+    assert "delivered its journaled values again" in rerun.output
+    assert {name: (folder / name).read_text() for name in kept} == kept
+    assert len(history(ledger)) == 1
+
     # the output lost: delivered again from the journal, the same graph, no charge
     written = (folder / "edges.csv").read_text()
     shutil.rmtree(tmp_path / "out")

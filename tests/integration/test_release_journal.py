@@ -4,12 +4,14 @@ job, read-only ledgers and outputs, and budget forecasts."""
 import errno
 import json
 import os
+import shutil
 import subprocess
 from contextlib import contextmanager
 
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from sqlalchemy import create_engine
 
 from dpmic_dask.batch.cli import Exit, main
 from dpmic_dask.privacy.accounting import Budget
@@ -149,6 +151,122 @@ def test_an_unwritable_output_folder_is_refused_before_the_charge(env):
     assert result.exit_code == Exit.INVALID, result.output
     assert "output folder" in result.output
     assert history(ledger) == []
+
+
+# ---------------------------------------------------------------- 1b. a delivery that is gone
+
+
+def no_release(monkeypatch):
+    """From here on a release would fail: what a run writes comes from the journal."""
+    def no_cluster(**kwargs):
+        raise AssertionError("a cluster was started for a run that already charged")
+
+    monkeypatch.setattr("dpmic_dask.batch.cluster.open_cluster", no_cluster)
+
+
+@pytest.mark.parametrize("loss", ["file", "folder", "truncated", "csv"])
+def test_a_rerun_delivers_a_lost_output_again_from_the_journal(env, monkeypatch, loss):
+    tmp_path, ledger, job = env
+    out = tmp_path / "out"
+    csv = {f'path = "{out}"': f'path = "{out}"\nformat = "csv"'} if loss == "csv" else {}
+    path = job(**csv)
+    first = invoke("run", path, "--run-id", "night")
+    assert first.exit_code == 0, first.output
+    written = out / f"run-night--nightly.{'csv' if csv else 'parquet'}"
+    delivered = written.read_bytes()
+    read = pd.read_csv if csv else pd.read_parquet
+    released = read(written)
+    no_release(monkeypatch)
+    if loss == "folder":
+        shutil.rmtree(out)
+    elif loss == "truncated":  # damaged in place: not the released rows any more
+        written.write_bytes(delivered[: len(delivered) // 2])
+    else:
+        written.unlink()
+
+    again = invoke("run", path, "--run-id", "night")
+    assert again.exit_code == 0, again.output
+    (line,) = again.output.strip().splitlines()
+    assert line.startswith("run night already released (charge ")
+    assert ("cannot be read" if loss == "truncated" else f"{written} is missing") in line
+    assert "delivered its journaled values again" in line and "nothing was charged" in line
+    # the first delivery's values (same noise, time and charge), not a new release
+    assert written.read_bytes() == delivered
+    pd.testing.assert_frame_equal(read(written), released)
+    assert every_file(out) == [written.name]
+    (row,) = history(ledger)
+    assert row["release"] == "delivered" and row["charge_id"] == released.charge_id[0]
+
+    done = invoke("run", path, "--run-id", "night")
+    assert done.exit_code == 0, done.output
+    assert "already released and delivered" in done.output and "nothing to do" in done.output
+    assert len(history(ledger)) == 1
+
+
+def test_a_lost_output_that_cannot_be_written_again_names_dpmic_deliver(env, monkeypatch):
+    tmp_path, ledger, job = env
+    path = job()
+    assert invoke("run", path, "--run-id", "night").exit_code == 0
+    written = tmp_path / "out" / "run-night--nightly.parquet"
+    released = pd.read_parquet(written)
+    written.unlink()
+    no_release(monkeypatch)
+    with read_only(tmp_path / "out"):
+        failed = invoke("run", path, "--run-id", "night")
+    assert failed.exit_code == Exit.OUTPUT, failed.output
+    (line,) = failed.output.strip().splitlines()
+    assert line.startswith("error: run 'night' was released and delivered to output folder")
+    assert f"{written} is missing, and it cannot be written again" in line
+    assert f"'dpmic deliver {path} --run-id night'" in line
+    assert "already released and delivered" not in line and not written.exists()
+    assert [r["release"] for r in history(ledger)] == ["delivered"]
+
+    delivered = invoke("deliver", path, "--run-id", "night")  # what the line says to run
+    assert delivered.exit_code == 0, delivered.output
+    pd.testing.assert_frame_equal(pd.read_parquet(written), released)
+    assert len(history(ledger)) == 1
+
+
+def test_a_rerun_restores_the_rows_of_a_sql_output(env, monkeypatch):
+    tmp_path, ledger, job = env
+    sql = f"sqlite:///{tmp_path / 'out.db'}"
+    path = job(**{f'path = "{tmp_path / "out"}"': f'sql_url = "{sql}"\nsql_table = "rel"'})
+    assert invoke("run", path, "--run-id", "night").exit_code == 0
+    engine = create_engine(sql)
+    released = pd.read_sql_table("rel", engine)
+    assert len(released) == 3
+    no_release(monkeypatch)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DELETE FROM rel")
+
+    again = invoke("run", path, "--run-id", "night")
+    assert again.exit_code == 0, again.output
+    assert "but the table holds none of its 3 rows: delivered its journaled values again" \
+        in again.output
+    pd.testing.assert_frame_equal(pd.read_sql_table("rel", engine), released)
+    done = invoke("run", path, "--run-id", "night")
+    assert done.exit_code == 0 and "nothing to do" in done.output
+
+    # some of the run's rows gone: a delivery leaves rows that are there, so it is
+    # not written again; the line says how to restore it
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DELETE FROM rel WHERE rowid = (SELECT MIN(rowid) FROM rel)")
+    partial = invoke("run", path, "--run-id", "night")
+    assert partial.exit_code == Exit.OUTPUT, partial.output
+    (line,) = partial.output.strip().splitlines()
+    assert "the table holds 2 rows of it, not the 3 released" in line
+    assert f"then run 'dpmic deliver {path} --run-id night'" in line
+    refused = invoke("deliver", path, "--run-id", "night")  # never "there already"
+    assert refused.exit_code == Exit.OUTPUT, refused.output
+    assert "the table holds 2 rows of it, not the 3 released" in refused.output
+    assert len(pd.read_sql_table("rel", engine)) == 2
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DELETE FROM rel")
+    assert invoke("deliver", path, "--run-id", "night").exit_code == 0
+    pd.testing.assert_frame_equal(pd.read_sql_table("rel", engine), released)
+    engine.dispose()
+    (row,) = history(ledger)
+    assert row["release"] == "delivered"
 
 
 # ---------------------------------------------------------------- 2. run ids per job
