@@ -14,6 +14,31 @@ from tests.postgres import fresh_database, start_server
 # tools/mutants.py: a failing example is enough there; shrinking it takes minutes
 settings.register_profile("mutants", phases=[Phase.explicit, Phase.reuse, Phase.generate])
 
+#: Modules whose tests start Dask clusters of worker processes, `dpmic` as a process,
+#: or jobs on their own local cluster: the `cluster` tier (`pytest` alone skips it;
+#: `.ci/run` runs every tier).
+CLUSTER_MODULES = frozenset(f"integration/{name}.py" for name in (
+    "test_batch_faults", "test_bounds_check", "test_causal_cluster", "test_causal_jobs",
+    "test_categories_jobs", "test_cli", "test_cli_budget", "test_cluster_lifecycle",
+    "test_distributed", "test_jobs", "test_kinds_jobs", "test_ledger_sqlite", "test_memory",
+    "test_release_journal", "test_release_keys", "test_seams", "test_units_jobs",
+))
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tiers: ``postgres`` (a PostgreSQL server), ``cluster`` (worker
+    processes, `dpmic` processes, jobs on local clusters); ``slow`` is marked by
+    hand. ``pytest`` alone deselects all three (pyproject.toml); ``.ci/run`` runs
+    them all."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & {"postgres_server", "postgres_url"} or "postgres" in item.path.name:
+            item.add_marker(pytest.mark.postgres)
+        where = f"{item.path.parent.name}/{item.path.name}"
+        if ("cli_cluster" in fixtures or where in CLUSTER_MODULES
+                or "processes" in item.name):
+            item.add_marker(pytest.mark.cluster)
+
 
 @pytest.fixture(scope="session")
 def postgres_server():

@@ -46,6 +46,7 @@ def test_readme_python_example_prints_what_the_readme_shows(workdir):
     assert normalise(proc.stdout) == normalise(shown)
 
 
+@pytest.mark.cluster  # runs `dpmic` jobs on local clusters
 def test_readme_batch_job_commands_print_what_the_readme_shows(workdir):
     commands = next(b for b in blocks("bash") if "dpmic run examples/batch_job.toml" in b)
     shown = next(b for b in blocks("text") if "run first: released" in b)

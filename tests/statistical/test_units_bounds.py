@@ -50,6 +50,7 @@ def spy_on_histograms(monkeypatch):
     return seen
 
 
+@pytest.mark.slow
 def test_adding_or_removing_one_unit_moves_each_bounded_histogram_by_at_most_k():
     """Exhaustively over small tables (fixed key): removing every row of one unit
     changes each column's histogram of the bounded frame by at most k in L1."""

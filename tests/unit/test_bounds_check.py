@@ -69,6 +69,7 @@ def _hist(values, *, fill):
     return hists[0]
 
 
+@pytest.mark.slow
 def test_one_replaced_row_moves_each_histogram_by_at_most_two_exhaustively():
     """Every table of 3 rows over values inside, on and outside the bounds, +-inf
     and nulls: replacing one row moves the column's histogram by at most 2 in L1
