@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +34,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_pairwise import io_floor  # noqa: E402
 from per_person import build_frame  # noqa: E402
 
 FLOAT_BOUNDS = (-4.0, 4.0)
@@ -58,18 +58,6 @@ def write_parquet(root: Path, columns: int, rows: int, files: int) -> Path:
         pd.DataFrame(data).to_parquet(target / f"part-{k:05d}.parquet", index=False)
     (target / "_done").touch()
     return target
-
-
-def _sums(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.sum().to_frame().T
-
-
-def io_floor(path: Path) -> None:
-    import dask.dataframe as dd
-
-    frame = dd.read_parquet(str(path))
-    meta = frame._meta.sum().to_frame().T
-    frame.map_partitions(_sums, meta=meta, token=f"floor-{uuid.uuid4().hex}").sum().compute()
 
 
 def stream_figures(stream: list[dict], wall: float) -> tuple[float, float, float]:

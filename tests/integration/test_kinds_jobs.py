@@ -67,13 +67,10 @@ def folder(tmp_path):
     return tmp_path
 
 
-def test_a_mixed_job_validates_and_runs(folder):
-    job = write_job(folder, MIXED, 'eps = 2.0\nnulls = "drop"\nmin_rows = 4000')
-    loaded = load_job(job)
-    assert loaded.kinds["epoch_s"] == {"kind": "timestamp", "unit": "s"}
-    assert loaded.bounds["churned"] == (0, 1) and loaded.min_rows == 4000
+def validate_and_run(folder, job) -> pd.DataFrame:
+    """``validate --schema``, a budget of eps 5 for dataset "kinds", ``run``: each
+    exits 0; the released rows, indexed by pair."""
     runner = CliRunner()
-    assert runner.invoke(main, ["validate", job]).exit_code == 0
     checked = runner.invoke(main, ["validate", "--schema", job])
     assert checked.exit_code == 0, checked.output
     init = runner.invoke(main, ["budget", "init", "--ledger", f"sqlite:///{folder / 'ledger.db'}",
@@ -82,7 +79,16 @@ def test_a_mixed_job_validates_and_runs(folder):
     ran = runner.invoke(main, ["run", job, "--run-id", "one"])
     assert ran.exit_code == 0, ran.output
     (written,) = (folder / "out").glob("*.parquet")
-    out = pd.read_parquet(written).set_index(["x", "y"])
+    return pd.read_parquet(written).set_index(["x", "y"])
+
+
+def test_a_mixed_job_validates_and_runs(folder):
+    job = write_job(folder, MIXED, 'eps = 2.0\nnulls = "drop"\nmin_rows = 4000')
+    loaded = load_job(job)
+    assert loaded.kinds["epoch_s"] == {"kind": "timestamp", "unit": "s"}
+    assert loaded.bounds["churned"] == (0, 1) and loaded.min_rows == 4000
+    assert CliRunner().invoke(main, ["validate", job]).exit_code == 0
+    out = validate_and_run(folder, job)
     assert (out.n == 4000).all()  # the public minimum, not the rows kept
     # the same instant three ways: read alike
     assert out.mic[("signup", "epoch_s")] > 0.9 and out.mic[("signup", "stamp_text")] > 0.9
@@ -107,15 +113,7 @@ def test_a_parquet_decimal_column_is_a_number_in_a_job(tmp_path):
                'spend = { bounds = [-100, 2100], fill = 0 }')
     job = write_job(tmp_path, columns, 'eps = 2.0\nnulls = "fill"')
     runner = CliRunner()
-    checked = runner.invoke(main, ["validate", "--schema", job])
-    assert checked.exit_code == 0, checked.output
-    init = runner.invoke(main, ["budget", "init", "--ledger", f"sqlite:///{tmp_path / 'ledger.db'}",
-                                "--dataset", "kinds", "--eps", "5"])
-    assert init.exit_code == 0, init.output
-    ran = runner.invoke(main, ["run", job, "--run-id", "one"])
-    assert ran.exit_code == 0, ran.output
-    (written,) = (tmp_path / "out").glob("*.parquet")
-    out = pd.read_parquet(written).set_index(["x", "y"])
+    out = validate_and_run(tmp_path, job)
     assert out.mic[("amount", "spend")] > 0.5 and (out.n == 4000).all()
     # without fill values the nulls are refused, before the charge
     refused = write_job(tmp_path, columns.replace(", fill = 500", "").replace(", fill = 0", ""),
