@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
 from dpmic_dask.backends import backend_for, register
 from dpmic_dask.backends.base import Backend
+from dpmic_dask.checks import refuse_missing
 from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.stats.counting import column_values
 
 #: The hidden column holding each row's keyed priority while bounding.
 PRIORITY = "__dpmic_priority__"
@@ -97,6 +100,31 @@ def _tag_and_keep(frame: pd.DataFrame, unit, k: int, content, key) -> pd.DataFra
     frame = frame[list(content)].dropna(subset=list(unit)).copy()
     frame[PRIORITY] = row_priority(frame, content, key)
     return keep_smallest(frame, unit, k, content)
+
+
+def rows_and_missing(frame: pd.DataFrame, *, columns) -> tuple[int, np.ndarray]:
+    """A partition's row count and, per column, whether it has a missing value."""
+    missing = np.zeros(len(columns), dtype=bool)
+    for i, name in enumerate(columns):
+        missing[i] = bool(np.isnan(column_values(frame, name)).any())
+    return len(frame), missing
+
+
+def add_rows_and_missing(a, b):
+    """Two partitions' :func:`rows_and_missing` together."""
+    return a[0] + b[0], a[1] | b[1]
+
+
+def refuse_missing_in_table(frame, columns, *, split_every: int, progress=None) -> None:
+    """Refuse missing values in ``columns`` (axis numbers) of the whole table, before
+    bounding. Checked on the bounded rows only, the refusal would depend on which
+    rows the fresh key keeps: the same call would refuse or go through at random,
+    and a caller retrying until it passes would condition the key on the data."""
+    columns = list(columns)
+    _, missing = backend_for(frame).reduce(
+        frame, columns, partial(rows_and_missing, columns=columns), add_rows_and_missing,
+        split_every=split_every, progress=progress)
+    refuse_missing(columns, missing)
 
 
 def bound_contributions(frame, unit, k: int, columns, key: tuple[int, int] | None = None):

@@ -87,7 +87,11 @@ def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, refine=Tr
     each histogram's noise is ``k / eps_pass`` (``docs/privacy.md`` section 12); the
     row count is not released.
     """
-    from dpmic_dask.release.bounding import bound_contributions, unit_label
+    from dpmic_dask.release.bounding import (
+        bound_contributions,
+        refuse_missing_in_table,
+        unit_label,
+    )
     from dpmic_dask.stats.kinds import axis_arguments, axis_frame
 
     backend = backend_for(frame)
@@ -103,12 +107,17 @@ def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, refine=Tr
         plan = plan.per_unit(unit_label(unit[0]), unit[1])
     precheck_budget(ledger, dataset, PrivacyCost(plan.eps),
                     **({"privacy_unit": unit[0]} if unit is not None else {}))
+    # every column in axis numbers once, before bounding (the keyed hash then reads
+    # them: a per-row map, so the kept set is still the unit's rows and the key's)
+    frame = axis_frame(frame, axis.kinds)
     if unit is not None:  # every check passed: bound, then read only the bounded rows
+        if plan.fill is None:  # refused from the whole table, not the rows the key keeps
+            refuse_missing_in_table(frame, plan.columns, split_every=split_every,
+                                    progress=progress)
         frame = bound_contributions(frame, unit[0], unit[1], plan.columns)
         if hasattr(frame, "persist"):  # both passes read the same bounded rows
             frame = frame.persist()
         backend = backend_for(frame)
-    frame = axis_frame(frame, axis.kinds)
     counts, rows = bounds_counts(frame, backend, plan, plan.columns, plan.fill, split_every,
                                  progress, min_rows=unit is None)
     if unit is not None:

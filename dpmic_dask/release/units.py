@@ -40,21 +40,22 @@ import numpy as np
 import pandas as pd
 
 from dpmic_dask.backends import backend_for
-from dpmic_dask.checks import refuse_missing
 from dpmic_dask.errors import InvalidParameterError, LedgerError
 from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.bounding import (
     BoundedFrame,
+    add_rows_and_missing,
     bound_contributions,
     check_unit_columns,
+    refuse_missing_in_table,
+    rows_and_missing,
     unit_label,
 )
 from dpmic_dask.release.rowcount import (
     run_row_count,
 )
 from dpmic_dask.release.unitplan import UnitsPlan, per_unit, plan_unit_release
-from dpmic_dask.stats.counting import column_values
 
 
 def check_ledger_unit(ledger, dataset, unit: tuple[str, ...] | None) -> None:
@@ -83,17 +84,6 @@ def check_ledger_unit(ledger, dataset, unit: tuple[str, ...] | None) -> None:
 # ------------------------------------------------------------------- running
 
 
-def _rows_and_missing(frame: pd.DataFrame, *, columns):
-    missing = np.zeros(len(columns), dtype=bool)
-    for i, name in enumerate(columns):
-        missing[i] = bool(np.isnan(column_values(frame, name)).any())
-    return len(frame), missing
-
-
-def _add(a, b):
-    return a[0] + b[0], a[1] | b[1]
-
-
 def run_units(frame, plan, *, ledger=None, dataset=None, progress=None):
     """Run a per-unit release plan (``plan.units`` set): precheck and the ledger's
     unit before anything is read; missing values refused from the whole table;
@@ -118,14 +108,8 @@ def run_units(frame, plan, *, ledger=None, dataset=None, progress=None):
     if inner.bounds is not None:
         read = tuple(dict.fromkeys((*read, *inner.bounds.bounds.columns)))
     if request.fill is None:
-        # missing values are refused from the whole table, before bounding: after
-        # it, whether a row with a missing value survives depends on the fresh key,
-        # and a refusal that comes and goes with the key invites retries until it
-        # passes (conditioning the key on the data)
-        _, missing = backend_for(frame).reduce(
-            frame, read, partial(_rows_and_missing, columns=read), _add,
-            split_every=request.split_every, progress=progress)
-        refuse_missing(read, missing)
+        refuse_missing_in_table(frame, read, split_every=request.split_every,
+                                progress=progress)
     # one bounded frame (one key) for every step: the bounds' passes and the values
     # read the same rows of each unit
     bounded = bound_contributions(frame, units.unit, units.k, read)
@@ -139,8 +123,9 @@ def run_units(frame, plan, *, ledger=None, dataset=None, progress=None):
 
         counts, rows = first_pass(bounded, inner.bounds, progress=progress, min_rows=False)
     else:
-        rows, _ = backend.reduce(bounded, read, partial(_rows_and_missing, columns=read), _add,
-                                 split_every=request.split_every, progress=progress)
+        rows, _ = backend.reduce(bounded, read, partial(rows_and_missing, columns=read),
+                                 add_rows_and_missing, split_every=request.split_every,
+                                 progress=progress)
     inner_label = (request.mechanism.label if inner.selection is None
                    else f"{inner.selection.selection.description} and the chosen values")
     if inner.bounds is not None:

@@ -81,3 +81,23 @@ def test_a_missing_value_refuses_whatever_rows_the_key_keeps(dask_frame):
                                  columns=["x", "y"], privacy_unit="cust",
                                  max_rows_per_unit=1, ledger=ledger)
     assert ledger.spent(DEFAULT_DATASET) == 0
+
+
+@pytest.mark.parametrize("dask_frame", [False, True])
+def test_private_bounds_per_unit_refuse_a_missing_value_whatever_the_key_keeps(dask_frame):
+    """The same for private bounds alone (dpmic_dask.private_bounds per unit): the
+    table is converted and checked before bounding, not on the rows kept."""
+    from dpmic_dask.errors import MissingValuesError
+    from dpmic_dask.privacy.accounting import InMemoryLedger
+    from dpmic_dask.release.charge import DEFAULT_DATASET
+
+    df = customers(2_000)
+    df.loc[:399, "cust"] = -1
+    df.loc[7, "x"] = np.nan
+    frame = dd.from_pandas(df, npartitions=3) if dask_frame else df
+    ledger = InMemoryLedger(uncapped=True)
+    for _ in range(4):
+        with pytest.raises(MissingValuesError, match="missing"):
+            dpmic_dask.private_bounds(frame, 1.0, columns=["x", "y"], privacy_unit="cust",
+                                      max_rows_per_unit=1, ledger=ledger)
+    assert ledger.spent(DEFAULT_DATASET) == 0

@@ -74,10 +74,9 @@ def mechanism_supports(mechanism: str, feature: str, delta: float = 0.0) -> bool
     """Whether the release ``mechanism`` (a registered name or ``"auto"``) can hold
     ``feature`` (:meth:`Mechanism.supports`), decided from the mechanism's own
     declaration, never from its name."""
-    mechanism = check_mechanism(mechanism)
-    if mechanism == "auto":
-        mechanism = "micr-lap" if measure_for(delta) is PURE_DP else "micr-gauss"
-    return _RELEASES[mechanism][1].supports(feature)
+    name = resolve_mechanism(mechanism, 1.0, delta, 1) if mechanism == "auto" else \
+        check_mechanism(mechanism)
+    return _RELEASES[name][1].supports(feature)
 
 
 def build_mechanism(mechanism: str, *, eps: float, delta: float, pairs: int) -> Mechanism:
