@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -40,8 +41,24 @@ def check_unit_columns(unit) -> tuple[str, ...]:
     return names
 
 
+@dataclass(frozen=True)
+class ContributionBound:
+    """A released quantile of rows per unit (:func:`~dpmic_dask.contribution_bound`);
+    pass it as ``max_rows_per_unit`` as it is (its ``k`` is used)."""
+
+    k: int
+    quantile: float
+    epsilon: float
+    noise_scale: float
+    privacy_unit: str
+    charge_id: str
+
+
 def check_max_rows(k) -> int:
-    """``max_rows_per_unit``: an integer from 1 to 2**20."""
+    """``max_rows_per_unit``: an integer from 1 to 2**20, or what
+    :func:`~dpmic_dask.contribution_bound` returned (its released ``k``)."""
+    if isinstance(k, ContributionBound):
+        k = k.k
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= 2**20:
         raise InvalidParameterError("max_rows_per_unit must be an integer from 1 to 2**20")
     return int(k)

@@ -105,6 +105,10 @@ def has_private_bounds(bounds) -> bool:
     return isinstance(bounds, dict) and any(isinstance(v, str) for v in bounds.values())
 
 
+#: What ``nulls=`` a release takes.
+RELEASE_NULLS = ("raise", "fill", "drop", "category")
+
+
 def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="auto",
                  select: dict | None = None, bounds_share=None, coverage=0.99, domain=None,
                  refine=True, nulls="raise", fill=None, label=None, statistics=("mic",),
@@ -125,6 +129,9 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
     ``bounds_check`` (a share of the budget, default off) puts a private check of
     the public bounds first (:mod:`dpmic_dask.release.bounds_check`).
     """
+    if not isinstance(nulls, str) or nulls not in RELEASE_NULLS:
+        raise InvalidParameterError("nulls must be 'raise', 'fill' (with fill values), 'drop' "
+                                    "(with min_rows) or 'category' (categorical columns)")
     if select is not None:
         selection_rule(select.get("rule"))  # a registered rule, or refused now
     # privately chosen categories: the release is planned at its share, with every

@@ -33,7 +33,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -45,6 +44,7 @@ from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.bounding import (
     BoundedFrame,
+    ContributionBound,
     add_rows_and_missing,
     bound_contributions,
     check_unit_columns,
@@ -278,18 +278,6 @@ def contribution_bound(frame, unit, eps, *, quantile=0.9, ledger=None, dataset=N
     where = int(np.searchsorted(cumulative, quantile * total, side="left")) if total > 0 else 0
     return ContributionBound(int(grid[min(where, len(grid) - 1)]), float(quantile), eps,
                              scale, unit_label(unit), charge.charge_id)
-
-
-@dataclass(frozen=True)
-class ContributionBound:
-    """A released quantile of rows per unit (use it as ``max_rows_per_unit``)."""
-
-    k: int
-    quantile: float
-    epsilon: float
-    noise_scale: float
-    privacy_unit: str
-    charge_id: str
 
 
 __all__ = ["ContributionBound", "check_ledger_unit", "contribution_bound", "private_mic_per_unit",

@@ -119,6 +119,18 @@ def test_contribution_bound_releases_a_quantile_of_rows_per_unit(ledger):
         contribution_bound(unreadable(), "cid", 1.0, ledger=ledger, dataset="per-row")
     with pytest.raises(InvalidParameterError):
         contribution_bound(ddf, "cid", 1.0, quantile=1.0)
+    # the result is accepted as max_rows_per_unit as it is (it was refused, and only
+    # after contribution_bound had been charged)
+    result = ddf.dpmic.pairwise(1.0, bounds={"x": (0.0, 1.0), "y": (0.0, 1.0)},
+                                columns=["x", "y"], privacy_unit="cid",
+                                max_rows_per_unit=found, ledger=ledger,
+                                dataset="per-customer")
+    assert result.privacy.max_rows_per_unit == found.k
+    with pytest.raises(InvalidParameterError, match="max_rows_per_unit"):
+        ddf.dpmic.pairwise(1.0, bounds={"x": (0.0, 1.0), "y": (0.0, 1.0)},
+                           columns=["x", "y"], privacy_unit="cid",
+                           max_rows_per_unit=found.quantile, ledger=ledger,
+                           dataset="per-customer")
 
 
 def test_contribution_bound_on_pandas_is_the_same_rule():

@@ -77,3 +77,19 @@ def test_derived_costs_equal_the_checked_ones():
     total = ZCDP.total(1.0, 1e-6)
     for part in ZCDP.split(total, [0.25, 0.75]) + PURE_DP.split(PrivacyCost(2.0), [0.5, 0.5]):
         assert part == PrivacyCost(part.epsilon, part.delta, part.rho)
+
+
+def test_a_bad_nulls_names_every_policy_a_release_takes():
+    import numpy as np
+    import pandas as pd
+
+    import dpmic_dask  # noqa: F401
+    from dpmic_dask.errors import InvalidParameterError
+
+    gen = np.random.default_rng(0)  # test data only
+    frame = pd.DataFrame({"x": gen.random(100), "y": gen.random(100)})
+    for bad in ("bogus", ["drop"], None):
+        with pytest.raises(InvalidParameterError) as refused:
+            frame.dpmic.pairwise(1.0, bounds={"x": (0, 1), "y": (0, 1)}, nulls=bad)
+        said = str(refused.value)
+        assert all(f"'{p}'" in said for p in ("raise", "fill", "drop", "category")), said
