@@ -23,6 +23,7 @@ from dpmic_dask.errors import (
     ReleaseIncompleteError,
     RunClaimedError,
     UnavailableError,
+    UnitMismatchError,
 )
 from dpmic_dask.privacy.accounting import Budget, InMemoryLedger, using_ledger
 from dpmic_dask.privacy.ledger import SQLLedger
@@ -65,6 +66,7 @@ __all__ = [
     "ReleaseIncompleteError",
     "RunClaimedError",
     "UnavailableError",
+    "UnitMismatchError",
     "Release",
     "mice",
     "micr",

@@ -55,6 +55,13 @@ class LedgerError(DPMICError):
     """The privacy ledger is missing, unreachable, corrupt or not initialised."""
 
 
+class UnitMismatchError(LedgerError):
+    """The dataset's budget is for another privacy unit than the release asks for:
+    the release (its job or arguments) is invalid, the ledger is intact. A
+    :class:`LedgerError` too, so that code catching that keeps catching it; the
+    command line exits 2 (invalid job), not 4 (ledger)."""
+
+
 class RunClaimedError(DPMICError):
     """A batch run id has already charged this dataset (a concurrent run, or one
     that died after charging); nothing is charged again."""

@@ -23,6 +23,7 @@ from dpmic_dask.errors import (
     ReleaseIncompleteError,
     RunClaimedError,
     UnavailableError,
+    UnitMismatchError,
 )
 
 
@@ -44,7 +45,8 @@ def exit_code(exc: BaseException) -> Exit:
     from dpmic_dask.batch.joboutput import DeliveryError
 
     for kind, code in ((DeliveryError, Exit.OUTPUT),
-                       (BudgetExceededError, Exit.BUDGET), (LedgerError, Exit.LEDGER),
+                       (BudgetExceededError, Exit.BUDGET),
+                       (UnitMismatchError, Exit.INVALID), (LedgerError, Exit.LEDGER),
                        (UnavailableError, Exit.UNAVAILABLE), (RunClaimedError, Exit.RUN_CLAIMED),
                        (ReleaseIncompleteError, Exit.RUN_CLAIMED),
                        (DPMICError, Exit.INVALID)):

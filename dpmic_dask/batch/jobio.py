@@ -90,6 +90,8 @@ def load_input(job):
         for pattern in job.input_paths:
             if "://" not in pattern and not glob.glob(pattern):
                 raise JobIOError(f"cannot open input {pattern!r}: no such file")
+        if job.input_format == "csv":
+            _refuse_duplicated_headers(list(job.input_paths))
         failure = None
         try:
             if job.input_format == "csv":
@@ -161,6 +163,33 @@ def sql_ranges(column, bounds, partitions):
     cuts = [lo + (hi - lo) * k / partitions for k in range(1, partitions)]
     edges = [None, *cuts, None]
     return [(column, edges[k], edges[k + 1]) for k in range(partitions)]
+
+
+def _refuse_duplicated_headers(paths) -> None:
+    """Refuse CSV files whose header names a column twice: the reader would rename
+    the second one (``a.1``) and a job naming ``a`` would silently read the first.
+    Only the header line is read (a header is schema, not data)."""
+    import csv
+
+    import fsspec
+
+    try:
+        files = fsspec.open_files(paths, mode="rt", compression="infer", newline="")
+    except Exception:  # noqa: BLE001 - the reader below reports an unopenable input
+        return
+    for opened in files:
+        try:
+            with opened as handle:
+                header = next(csv.reader(handle), [])
+        except Exception:  # noqa: BLE001 - the reader below reports an unreadable file
+            continue
+        seen: set[str] = set()
+        for name in header:  # empty names are read as distinct "Unnamed: i" columns
+            if name and name in seen:
+                raise JobIOError(f"the CSV input {opened.path!r} names column {name!r} more "
+                                 "than once in its header: rename or drop one (nothing was "
+                                 "charged)")
+            seen.add(name)
 
 
 def _require_columns(available, wanted) -> None:

@@ -145,6 +145,8 @@ class JournaledRun:
     """
 
     tracks_approx_parts = True
+    #: the charge commits in :meth:`keep` / :meth:`abandon`, which log it then
+    commits_later = True
 
     def __init__(self, ledger: SQLLedger, run_id: str, job: str,
                  fingerprint: str | None = None):
@@ -152,6 +154,7 @@ class JournaledRun:
         self.fingerprint = fingerprint
         self._open: OpenCharge | None = None
         self._dataset: str | None = None
+        self._mechanism = ""
 
     def check(self, dataset: str, cost: PrivacyCost) -> None:
         self.ledger.check(dataset, cost, run_id=self.run_id, job=self.job)
@@ -162,6 +165,7 @@ class JournaledRun:
         self._open = self.ledger.open_charge(dataset, cost, run_id=self.run_id, job=self.job,
                                              **details)
         self._dataset = dataset
+        self._mechanism = str(details.get("mechanism") or "")
         return self._open.record
 
     @property
@@ -185,6 +189,7 @@ class JournaledRun:
             # the charge stays even if its values cannot be kept (never refunded)
             cur.execute("ROLLBACK TO SAVEPOINT dpmic_journal")
             opened.commit()
+            self._log_charged(opened)
             if isinstance(exc, opened.ledger._db.errors):
                 if opened.ledger._db.is_full(exc):
                     raise LedgerError(
@@ -196,8 +201,15 @@ class JournaledRun:
                 raise opened.ledger._failure(exc) from None
             raise
         opened.commit()
+        self._log_charged(opened)
         return JournalEntry(opened.record.charge_id, self._dataset, self.job, self.run_id,
                             payload, fingerprint=self.fingerprint)
+
+    def _log_charged(self, opened: OpenCharge) -> None:
+        from dpmic_dask.release.charge import log_charged
+
+        assert self._dataset is not None
+        log_charged(self._mechanism, self._dataset, opened.record.charge_id)
 
     def keep(self, rows: pd.DataFrame) -> JournalEntry:
         """Commit the charge together with the released ``rows``."""

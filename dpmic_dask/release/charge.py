@@ -93,11 +93,19 @@ def charge_budget(cost: PrivacyCost, ledger, dataset, *, description: str, mecha
                   columns=()):
     """The one budget charge of a release; raises before any noise if over budget."""
     note_charge_possible()  # an interruption from here on may follow the charge
-    charge = _ledger(ledger).charge(dataset or DEFAULT_DATASET, cost, description=description,
-                                    mechanism=mechanism, columns=tuple(columns))
-    log.info("charged %s to dataset %r (charge %s)", mechanism, dataset or DEFAULT_DATASET,
-             charge.charge_id)
+    target = _ledger(ledger)
+    charge = target.charge(dataset or DEFAULT_DATASET, cost, description=description,
+                           mechanism=mechanism, columns=tuple(columns))
+    if not getattr(target, "commits_later", False):  # else logged by its commit
+        log_charged(mechanism, dataset or DEFAULT_DATASET, charge.charge_id)
     return charge
+
+
+def log_charged(mechanism: str, dataset: str, charge_id: str) -> None:
+    """Log a charge once it is committed (a ledger whose charge commits later, a
+    batch run's :class:`~dpmic_dask.batch.journal.JournaledRun`, calls this from
+    its commit: an uncommitted charge may still be rolled back)."""
+    log.info("charged %s to dataset %r (charge %s)", mechanism, dataset, charge_id)
 
 
 

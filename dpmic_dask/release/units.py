@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from dpmic_dask.backends import backend_for
-from dpmic_dask.errors import InvalidParameterError, LedgerError
+from dpmic_dask.errors import InvalidParameterError, UnitMismatchError
 from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.bounding import (
@@ -75,7 +75,7 @@ def check_ledger_unit(ledger, dataset, unit: tuple[str, ...] | None) -> None:
     if stored != asked:
         have = "one row" if stored is None else repr(stored)
         want = "one row" if asked is None else repr(asked)
-        raise LedgerError(
+        raise UnitMismatchError(
             f"dataset {dataset or DEFAULT_DATASET!r} has a budget per {have}; this release "
             f"asks for privacy per {want}. One dataset's budget is for one privacy unit; "
             "nothing was charged and no data was read")

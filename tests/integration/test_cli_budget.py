@@ -27,6 +27,7 @@ def test_budget_init_show_history(tmp_path):
     ledger.charge("sales", PrivacyCost(0.25), description="ad hoc")
     show = invoke("budget", "show", "--ledger", url, "--dataset", "sales")
     assert show.exit_code == 0
+    assert "unit:      one row " in show.output
     assert "spent:     0.75 epsilon in 2 release(s)" in show.output
     assert "remaining: 1.25 epsilon" in show.output
     hist = invoke("budget", "history", "--ledger", url, "--dataset", "sales", "--json")
@@ -36,6 +37,23 @@ def test_budget_init_show_history(tmp_path):
     assert [r["amount"] for r in rows] == ["0.5", "0.25"]
     text = invoke("budget", "history", "--ledger", url, "--dataset", "sales")
     assert "daily export" in text.output and text.exit_code == 0
+
+
+def test_budget_show_gives_zcdp_budgets_to_four_digits_with_their_eps_delta(tmp_path):
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    made = invoke("budget", "init", "--ledger", url, "--dataset", "z", "--eps", "1",
+                  "--delta", "1e-6", "--unit", "customer_id")
+    assert made.exit_code == 0 and "budget 0.02436 rho (zCDP)" in made.output, made.output
+    SQLLedger(url).charge("z", PrivacyCost(0.1))  # rho = 0.1 ** 2 / 2
+    show = invoke("budget", "show", "--ledger", url, "--dataset", "z")
+    assert show.exit_code == 0, show.output
+    lines = show.output.splitlines()
+    assert "unit:      customer_id (the privacy unit the budget protects; releases of " \
+        "another unit are refused)" in lines
+    assert "cap:       0.02436 rho (zCDP), implies (eps=1, delta=1e-06)" in lines
+    assert "spent:     0.005 rho (zCDP) in 1 release(s), implies (eps=0.4299, delta=1e-06)" \
+        in lines
+    assert "remaining: 0.01936 rho (zCDP), implies (eps=0.8843, delta=1e-06)" in lines
 
 
 def test_budget_errors_have_exit_codes(tmp_path):

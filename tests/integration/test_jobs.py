@@ -209,6 +209,45 @@ def test_csv_input_and_output(setup, tmp_path):
     assert len(pd.read_csv(tmp_path / "csvout" / "run-r1--nightly.csv")) == 3
 
 
+def test_csv_input_with_a_duplicated_header_name_is_refused(setup, tmp_path):
+    _, ledger, job = setup
+    frame = write_input(tmp_path / "csvin")
+    frame = frame[["a", "b", "c"]].assign(extra=frame.c)
+    frame.columns = ["a", "b", "c", "a"]  # the second 'a' would be read as 'a.1'
+    frame.to_csv(tmp_path / "csvin" / "data.csv", index=False)
+    path = job(**{f"{tmp_path / 'in'}/*.parquet": f"{tmp_path}/csvin/*.csv"})
+    result = invoke("run", path, "--run-id", "r1")
+    assert result.exit_code == Exit.INVALID, result.output
+    assert "names column 'a' more than once" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert SQLLedger(ledger).history("d") == []
+
+
+def test_verbose_logs_the_charge_after_it_is_committed(setup, monkeypatch):
+    import logging
+
+    from dpmic_dask.privacy.ledger import OpenCharge
+
+    _, ledger, job = setup
+    commit = OpenCharge.commit
+
+    def noted_commit(self):
+        commit(self)
+        sys.stderr.write("<committed>\n")
+
+    monkeypatch.setattr(OpenCharge, "commit", noted_commit)
+    logger = logging.getLogger("dpmic_dask")
+    handlers, level = list(logger.handlers), logger.level
+    try:
+        result = CliRunner().invoke(main, ["-v", "run", str(job()), "--run-id", "r1"])
+    finally:
+        logger.handlers[:], logger.level = handlers, level
+    assert result.exit_code == 0, result.output
+    charged = "to dataset 'd' (charge "
+    assert result.output.count(charged) == 1, result.output
+    assert result.output.index("<committed>") < result.output.index(charged)
+
+
 def test_run_as_a_real_process(setup):
     tmp_path, ledger, job = setup
     proc = subprocess.run([sys.executable, "-m", "dpmic_dask", "run", str(job()), "--run-id", "p1"],

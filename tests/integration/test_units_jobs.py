@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from dpmic_dask.batch.cli import main
+from dpmic_dask.batch.cli import Exit, main
 from dpmic_dask.batch.jobs import JobError, load_job
 from dpmic_dask.privacy.ledger import SQLLedger
 
@@ -87,10 +87,30 @@ def test_a_job_per_customer_runs_and_says_so(setup):
 def test_a_job_of_another_unit_is_refused_before_reading(setup):
     _, ledger, job = setup
     row_level = invoke("run", job(unit=""), "--run-id", "r2")
-    assert row_level.exit_code != 0 and "one privacy unit" in row_level.output
+    # an invalid job, not a broken ledger: exit 2, one line
+    assert row_level.exit_code == Exit.INVALID and "one privacy unit" in row_level.output
+    assert len(row_level.output.strip().splitlines()) == 1
     per_unit_on_rows = invoke("run", job(dataset="rows"), "--run-id", "r3")
-    assert per_unit_on_rows.exit_code != 0 and "one privacy unit" in per_unit_on_rows.output
+    assert per_unit_on_rows.exit_code == Exit.INVALID
+    assert "one privacy unit" in per_unit_on_rows.output
+    assert len(per_unit_on_rows.output.strip().splitlines()) == 1
     assert SQLLedger(ledger).history("sales") == [] == SQLLedger(ledger).history("rows")
+    shown = invoke("budget", "show", "--ledger", ledger, "--dataset", "sales")
+    assert shown.exit_code == 0 and "unit:      customer_id " in shown.output
+    shown = invoke("budget", "show", "--ledger", ledger, "--dataset", "rows")
+    assert shown.exit_code == 0 and "unit:      one row " in shown.output
+
+
+def test_a_unit_mismatch_is_still_a_ledger_error(setup):
+    from dpmic_dask.batch.clibase import exit_code
+    from dpmic_dask.errors import LedgerError, UnitMismatchError
+    from dpmic_dask.release.units import check_ledger_unit
+
+    _, ledger, _ = setup
+    with pytest.raises(UnitMismatchError, match="one privacy unit") as info:
+        check_ledger_unit(SQLLedger(ledger), "sales", None)
+    assert isinstance(info.value, LedgerError) and exit_code(info.value) == Exit.INVALID
+    assert exit_code(LedgerError("corrupt")) == Exit.LEDGER
 
 
 @pytest.mark.parametrize("unit,match", [
