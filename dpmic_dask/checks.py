@@ -128,6 +128,20 @@ def check_pair(x, y, names=("x", "y")) -> tuple[np.ndarray, np.ndarray]:
 NULL_POLICIES = ("raise", "fill")
 
 
+def is_one_fill(fill) -> bool:
+    """``fill=0.0``: one public number for every column (not a bool)."""
+    return isinstance(fill, (int, float, np.integer, np.floating)) and not isinstance(
+        fill, (bool, np.bool_))
+
+
+def missing_fill_message(columns) -> str:
+    """The refusal of ``nulls="fill"`` without a fill value for ``columns``."""
+    return (f"nulls='fill' needs a public fill value for every column it reads; fill gives "
+            f"none for column(s) {list(columns)} (a column without missing values needs one "
+            "too: which columns have missing values is not public). Add them to fill, or "
+            "pass one number for every column (fill=0.0)")
+
+
 def _dtype_is_numeric(dtype) -> bool:
     kind = getattr(dtype, "kind", "O")
     return kind in "biuf"
@@ -168,7 +182,8 @@ def check_frame_request(dtypes, *, bounds, columns=None, nulls="raise", fill=Non
     columns : sequence of column names, or None for every column named in ``bounds``
         (in the frame's order)
     nulls : "raise" or "fill"
-    fill : mapping column -> public fill value (required with ``nulls="fill"``)
+    fill : mapping column -> public fill value, or one number for every column
+        (required with ``nulls="fill"``, for every column)
 
     names : how messages spell ``bounds[col]`` and ``fill[col]`` (an object with
         ``bounds(col)`` and ``fill(col)`` methods; default: the Python API's)
@@ -211,13 +226,16 @@ def check_frame_request(dtypes, *, bounds, columns=None, nulls="raise", fill=Non
         raise InvalidParameterError("nulls must be 'raise' or 'fill'")
     fills: tuple[float, ...] | None = None
     if nulls == "fill":
+        if is_one_fill(fill):
+            fill = dict.fromkeys(selected, fill)
         if not isinstance(fill, Mapping):
             raise InvalidParameterError(
-                "nulls='fill' needs fill={column: public value inside its bounds}"
+                "nulls='fill' needs fill={column: public value inside its bounds} or one "
+                "number for every column (fill=0.0)"
             )
         no_fill = [c for c in selected if c not in fill]
         if no_fill:
-            raise InvalidParameterError(f"fill values are missing for column(s) {no_fill}")
+            raise InvalidParameterError(missing_fill_message(no_fill))
         values = []
         for c, (lo, hi) in zip(selected, checked):
             what = f"a finite number inside {bounds_name(c)}"

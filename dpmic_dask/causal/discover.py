@@ -46,6 +46,7 @@ from dpmic_dask.checks import MIN_ROWS, check_bounds, check_column_list, finite_
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError, MissingValuesError
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon
 from dpmic_dask.privacy.costs import measure_for
+from dpmic_dask.privacy.mechanisms.base import GAUSS_CI95, LAPLACE_CI95
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.charge import (
     after_charge,
@@ -54,6 +55,7 @@ from dpmic_dask.release.charge import (
     precheck_budget,
     warn_if_delta_large,
 )
+from dpmic_dask.release.report import warn_noise_swamps_tests
 from dpmic_dask.stats.kindbase import reads_as_number
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY
 
@@ -315,6 +317,7 @@ def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_conditi
     budget = CausalBudget.plan(eps, delta, shares=shares, pairs=request.pairs,
                                test=request.test, n=n, high=_margin_range(request, n))
     budget.check()
+    _warn_if_noisy(request, n, budget)  # public quantities only, before the charge
     charge = charge_budget(budget.total, ledger, dataset,
                            description=label or f"causal graph of {len(request.codings)} columns",
                            mechanism=f"causal-pc-{request.test}", columns=request.names)
@@ -323,6 +326,20 @@ def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_conditi
                         first, passes)
     report = _private_report(request, n, budget, skeleton, len(passes))
     return _result(request, n, skeleton, dict(skeleton.last_statistic), report)
+
+
+def _warn_if_noisy(request: CausalRequest, n: int, budget: CausalBudget) -> None:
+    """:class:`~dpmic_dask.errors.NoiseWarning` before the charge when the noisiest
+    level's decision noise (95% half-width) exceeds a quarter of the test
+    statistic's range, as a pairwise release warns when its ``ci95`` exceeds a
+    quarter of MIC's range ``[0, 1]`` (public: ``n``, ``p``, the shares)."""
+    largest = max(c.size for c in request.codings)
+    span = statistic_range(request.test, n, (1, largest, largest))
+    factor = GAUSS_CI95 if budget.zcdp else LAPLACE_CI95
+    ci95 = max(budget.decision_scale(level) * factor
+               for level in range(len(budget.decision_parts)))
+    statistic = "|Z| of Kendall's tau" if request.test == "tau" else "G"
+    warn_noise_swamps_tests(ci95, span, f"this causal graph's tests ({statistic}) are noisy")
 
 
 def _margin_range(request: CausalRequest, n: int) -> float:

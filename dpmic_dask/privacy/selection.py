@@ -283,16 +283,22 @@ class SelectionPlan:
     companions: tuple = ()  # further statistics' mechanisms (equal shares of the release)
 
     def parts(self, chosen: int | None = None) -> str:
-        """The parts in words, for the ledger and the report; with ``chosen = 0``
+        """The parts in words, for the ledger and the report. A threshold's selection
+        says that the whole budget is charged whatever passes; with ``chosen = 0``
         (nothing passed), that the release's share was charged but not spent."""
         def spent(mechanism) -> str:
             return f"{mechanism.label} with {mechanism.cost.describe()}"
 
         released = ", ".join(spent(m) for m in (self.release, *self.companions))
         if chosen == 0:
-            released += (" -- no pair was chosen, so nothing was released: this share was "
+            released += (" -- no pair was chosen, so nothing was released, and the whole "
+                         f"budget ({self.total.describe()}) was charged all the same: this "
+                         "share was "
                          "charged with the selection (one charge, made before the outcome "
                          "was known) but not spent")
+        elif isinstance(self.selection, AboveThreshold):
+            released += (f" (the whole budget, {self.total.describe()}, is charged whatever "
+                         "passes the threshold, even if nothing does)")
         return f"selection: {self.selection.description}; release: {released}"
 
 

@@ -226,7 +226,10 @@ class DPMICAccessor:
         its cost depends on ``max_pairs``, not on the number of pairs. Answers near
         the threshold are noisy both ways. ``select_share`` of the budget goes to the
         scan, the rest to the values of the pairs found (fresh noise, calibrated to
-        how many were found). One ledger charge covers both.
+        how many were found). One ledger charge covers both, and it is the whole
+        ``eps`` (and ``delta``) whatever passes: when no pair passes, nothing is
+        released and the release's share is charged all the same (the charge is made
+        before the outcome is known; the report and the ledger say so).
 
         Parameters
         ----------

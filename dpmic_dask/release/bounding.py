@@ -17,7 +17,7 @@ import pandas as pd
 from dpmic_dask.backends import backend_for, register
 from dpmic_dask.backends.base import Backend
 from dpmic_dask.checks import refuse_missing
-from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.errors import InvalidDataError, InvalidParameterError
 from dpmic_dask.stats.counting import column_values
 
 #: The hidden column holding each row's keyed priority while bounding.
@@ -39,6 +39,63 @@ def check_unit_columns(unit) -> tuple[str, ...]:
         raise InvalidParameterError(
             "privacy_unit must name one column or a list of distinct columns")
     return names
+
+
+def _kind_of_type(t: type) -> str:
+    """The kind of a unit value's type: 17 and np.int64(17) are both ``int``."""
+    for kind, types in (("bool", (bool, np.bool_)), ("int", (int, np.integer)),
+                        ("float", (float, np.floating)), ("str", (str,)), ("bytes", (bytes,))):
+        if issubclass(t, types):
+            return kind
+    return t.__name__
+
+
+def _mixed_message(name: str, kinds) -> str:
+    return (f"privacy_unit column {name!r} mixes value types ({', '.join(sorted(kinds))}): "
+            "one unit written both as a number and as text would be counted as two "
+            "units, or two units as one. Convert the column to one type (nothing was charged)")
+
+
+def check_unit_dtypes(schema, unit) -> None:
+    """Refuse, before anything is read, a unit column whose dtype already says it mixes
+    value types (a categorical whose categories are ints and strings). Object columns
+    are checked while reading (:func:`refuse_mixed_units`)."""
+    for name in unit:
+        dtype = schema[name]
+        if isinstance(dtype, pd.CategoricalDtype) and dtype.categories is not None:
+            kinds = {_kind_of_type(t) for t in set(map(type, dtype.categories))}
+            if len(kinds) > 1:
+                raise InvalidDataError(_mixed_message(name, kinds))
+
+
+def unit_value_kinds(frame: pd.DataFrame, *, columns) -> tuple[frozenset, ...]:
+    """A partition's value kinds (``int``, ``str``, ...) per column, missing values left
+    out. Kinds only: never a value."""
+    return tuple(frozenset(_kind_of_type(t) for t in set(frame[c].dropna().map(type)))
+                 for c in columns)
+
+
+def add_value_kinds(a, b):
+    """Two partitions' :func:`unit_value_kinds` together."""
+    return tuple(x | y for x, y in zip(a, b))
+
+
+def refuse_mixed_units(frame, unit, *, split_every: int, progress=None) -> None:
+    """Refuse, before the charge, a unit column of object dtype whose values mix types
+    over the whole table (partitions may each hold one type): the keyed hash, the
+    shuffle and the grouping would not agree on which rows are one unit. Names the
+    column and the kinds found, never a value. Other dtypes hold one type: no pass."""
+    schema = backend_for(frame).schema(frame)
+    check_unit_dtypes(schema, unit)
+    columns = [u for u in unit if pd.api.types.is_object_dtype(schema[u])]
+    if not columns:
+        return
+    kinds = backend_for(frame).reduce(
+        frame, columns, partial(unit_value_kinds, columns=columns), add_value_kinds,
+        split_every=split_every, progress=progress)
+    for name, found in zip(columns, kinds):
+        if len(found) > 1:
+            raise InvalidDataError(_mixed_message(name, found))
 
 
 @dataclass(frozen=True)

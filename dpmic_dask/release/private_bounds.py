@@ -46,7 +46,11 @@ DEFAULT_BOUNDS_SHARE = 0.1
 def _unit_arguments(schema, names, privacy_unit, max_rows_per_unit):
     """``(unit columns, k)`` for a standalone bounds step per unit, else ``None``
     (checked before anything is read)."""
-    from dpmic_dask.release.bounding import check_max_rows, check_unit_columns
+    from dpmic_dask.release.bounding import (
+        check_max_rows,
+        check_unit_columns,
+        check_unit_dtypes,
+    )
 
     if privacy_unit is None:
         if max_rows_per_unit is not None:
@@ -60,6 +64,7 @@ def _unit_arguments(schema, names, privacy_unit, max_rows_per_unit):
     k = check_max_rows(max_rows_per_unit)
     if any(u not in schema for u in unit):
         raise InvalidParameterError("privacy_unit column(s) are not in the frame")
+    check_unit_dtypes(schema, unit)
     clash = sorted(set(unit) & set(names))
     if clash:
         raise InvalidParameterError(
@@ -90,6 +95,7 @@ def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, refine=Tr
     from dpmic_dask.release.bounding import (
         bound_contributions,
         refuse_missing_in_table,
+        refuse_mixed_units,
         unit_label,
     )
     from dpmic_dask.stats.kinds import axis_arguments, axis_frame
@@ -107,6 +113,8 @@ def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, refine=Tr
         plan = plan.per_unit(unit_label(unit[0]), unit[1])
     precheck_budget(ledger, dataset, PrivacyCost(plan.eps),
                     **({"privacy_unit": unit[0]} if unit is not None else {}))
+    if unit is not None:  # a unit column of objects mixing types: refused from the table
+        refuse_mixed_units(frame, unit[0], split_every=split_every, progress=progress)
     # every column in axis numbers once, before bounding (the keyed hash then reads
     # them: a per-row map, so the kept set is still the unit's rows and the key's)
     frame = axis_frame(frame, axis.kinds)

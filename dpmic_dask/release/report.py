@@ -47,6 +47,20 @@ def warn_noise_before(ci95: float) -> None:
                 NoiseWarning)
 
 
+def warn_noise_swamps_tests(ci95: float, span: float, what: str) -> None:
+    """Before the charge: statistical tests whose noise's 95% half-width ``ci95``
+    exceeds :data:`NOISY_CI95` of their statistic's range ``span`` (the rule of a
+    pairwise release, whose values range over ``[0, 1]``). Never raised."""
+    if ci95 == ci95 and ci95 > NOISY_CI95 * span:
+        from dpmic_dask.errors import NoiseWarning
+
+        _notice(f"{what}: 95% of the noise of one test's statistic lies within "
+                f"+/-{ci95:.3g}, above {NOISY_CI95} of the statistic's range "
+                f"({NOISY_CI95 * span:.3g}); the tests' decisions are mostly noise. More "
+                "rows, a larger eps, fewer columns or a smaller max_condition_size narrow it",
+                NoiseWarning)
+
+
 def warn_noise_after(values, ci95: float) -> None:
     """After the release: how many released values lie inside their own ``ci95`` of 0
     (post-processing of released values), when ``ci95`` exceeds :data:`NOISY_CI95`."""

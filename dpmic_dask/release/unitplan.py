@@ -21,6 +21,7 @@ from dpmic_dask.privacy.selection import check_share
 from dpmic_dask.release.bounding import (
     check_max_rows,
     check_unit_columns,
+    check_unit_dtypes,
     unit_label,
     unit_statement,
 )
@@ -142,6 +143,7 @@ def plan_units(schema, inner_planner, eps, *, delta, unit, k, count_share=None,
     missing = [u for u in unit if u not in schema]
     if missing:
         raise InvalidParameterError(f"privacy_unit column(s) {missing} are not in the frame")
+    check_unit_dtypes(schema, unit)
     share = check_share(DEFAULT_COUNT_SHARE if count_share is None else count_share,
                         "count_share")
     measure = measure_for(delta)

@@ -48,7 +48,9 @@ from dpmic_dask.release.bounding import (
     add_rows_and_missing,
     bound_contributions,
     check_unit_columns,
+    check_unit_dtypes,
     refuse_missing_in_table,
+    refuse_mixed_units,
     rows_and_missing,
     unit_label,
 )
@@ -56,6 +58,7 @@ from dpmic_dask.release.rowcount import (
     run_row_count,
 )
 from dpmic_dask.release.unitplan import UnitsPlan, per_unit, plan_unit_release
+from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY
 
 
 def check_ledger_unit(ledger, dataset, unit: tuple[str, ...] | None) -> None:
@@ -107,6 +110,8 @@ def run_units(frame, plan, *, ledger=None, dataset=None, progress=None):
     read = tuple(request.columns)
     if inner.bounds is not None:
         read = tuple(dict.fromkeys((*read, *inner.bounds.bounds.columns)))
+    # a unit column of objects mixing types (17 and "17"): refused from the whole table
+    refuse_mixed_units(frame, units.unit, split_every=request.split_every, progress=progress)
     if request.fill is None:
         refuse_missing_in_table(frame, read, split_every=request.split_every,
                                 progress=progress)
@@ -254,9 +259,11 @@ def contribution_bound(frame, unit, eps, *, quantile=0.9, ledger=None, dataset=N
     schema = backend_for(frame).schema(frame)
     if any(u not in schema for u in unit):
         raise InvalidParameterError("privacy_unit column(s) are not in the frame")
+    check_unit_dtypes(schema, unit)
     grid = size_grid(int(top))
     cost = PrivacyCost(eps)
     precheck_budget(ledger, dataset, cost, privacy_unit=unit)
+    refuse_mixed_units(frame, unit, split_every=DEFAULT_SPLIT_EVERY, progress=None)
     sizes = _unit_sizes(frame, unit)
     edges = np.append(grid, np.iinfo(np.int64).max)
 

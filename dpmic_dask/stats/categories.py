@@ -33,6 +33,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
+from dpmic_dask.checks import is_one_fill, missing_fill_message
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError
 from dpmic_dask.stats.kindbase import ColumnKind, is_decimal
 from dpmic_dask.stats.kinds import read_as_ordered, register_kind
@@ -340,8 +341,10 @@ def check_categories(schema, categories, *, nulls="raise", fill=None,
         values = _check_list(column, dtype, listed)
         fill_value = None
         if nulls == "fill":
+            if is_one_fill(fill):
+                fill = dict.fromkeys(categories, fill)
             if not isinstance(fill, Mapping) or column not in fill:
-                raise InvalidParameterError(f"fill values are missing for column(s) {[column]}")
+                raise InvalidParameterError(missing_fill_message([column]))
             if fill[column] not in values:
                 raise InvalidParameterError(
                     f"fill[{column!r}] must be one of the listed categories")

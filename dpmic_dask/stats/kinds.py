@@ -72,7 +72,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from dpmic_dask.checks import check_unique_labels
+from dpmic_dask.checks import check_unique_labels, is_one_fill
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError
 from dpmic_dask.stats.kindbase import FLOAT64, BooleanKind, ColumnKind, NumberKind, is_object
 from dpmic_dask.stats.timekind import TimeKind, UnitNeededError
@@ -248,6 +248,8 @@ def axis_arguments(schema, *, bounds, columns=None, fill=None, kinds=None,
     else:
         used = [c for c in columns if c in dtypes]
     check_unique_labels([name for name, _ in items], used)  # dtypes keeps one of each
+    if is_one_fill(fill):  # fill=0.0: one number for every column, in each column's kind
+        fill = dict.fromkeys(used, fill)
     schema_out = dict(dtypes)
     resolved: dict = {}
     for column in used:

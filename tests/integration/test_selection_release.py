@@ -103,6 +103,27 @@ def test_pairs_above_reports_pairs_over_the_threshold_in_order(table):
     assert "sparse vector" in result.report()
 
 
+@pytest.mark.parametrize("delta", [0.0, 1e-8])
+def test_pairs_above_says_the_whole_budget_is_charged_when_nothing_passes(table, delta):
+    ledger = dm.InMemoryLedger(uncapped=True)
+    none = table.dpmic.pairs_above(0.999, 1e5, delta=delta, bounds=BOUNDS, max_pairs=2,
+                                   B=40, c=5, ledger=ledger)
+    assert none.pairs == ()
+    (charge,) = ledger.charges()
+    assert charge.cost.epsilon == 1e5 and charge.cost.delta == delta
+    report = " ".join(none.report().split())
+    whole = "epsilon 1e+05" if delta == 0 else "rho 9.732e+04"
+    assert ("no pair was chosen, so nothing was released, and the whole budget "
+            f"({whole}) was charged all the same") in report, report
+    # the plan says it before the outcome: the ledger's description of the charge
+    assert "is charged whatever passes the threshold, even if nothing does" in (
+        charge.description)
+    from dpmic_dask.release.accessor import DPMICAccessor
+
+    doc = " ".join(DPMICAccessor.pairs_above.__doc__.split())
+    assert "it is the whole ``eps`` (and ``delta``) whatever passes" in doc
+
+
 @pytest.mark.parametrize("scheduler", ["threads", "processes"])
 def test_screening_recounts_the_chosen_pairs_at_full_B(table, scheduler):
     ddf = dd.from_pandas(table, npartitions=3)

@@ -93,3 +93,39 @@ def test_a_bad_nulls_names_every_policy_a_release_takes():
             frame.dpmic.pairwise(1.0, bounds={"x": (0, 1), "y": (0, 1)}, nulls=bad)
         said = str(refused.value)
         assert all(f"'{p}'" in said for p in ("raise", "fill", "drop", "category")), said
+
+
+def test_nulls_fill_names_the_columns_without_a_fill_value():
+    import dpmic_dask  # noqa: F401
+    from dpmic_dask.errors import InvalidParameterError
+
+    gen = np.random.default_rng(0)  # test data only
+    frame = pd.DataFrame({"a": gen.random(100), "b": gen.random(100), "c": gen.random(100)})
+    frame.loc[3, "c"] = np.nan
+    with pytest.raises(InvalidParameterError) as refused:
+        frame.dpmic.pairwise(1.0, bounds=BOUNDS, nulls="fill", fill={"c": 0.5})
+    said = str(refused.value)
+    assert "fill gives none for column(s) ['a', 'b']" in said, said
+    assert "fill=0.0" in said  # the one-number form is offered
+    for bad in ("zero", [0.0], True):
+        with pytest.raises(InvalidParameterError, match=r"one number for every column"):
+            frame.dpmic.pairwise(1.0, bounds=BOUNDS, nulls="fill", fill=bad)
+
+
+@pytest.mark.parametrize("fill", [0.5, 0, np.float32(0.25)])
+def test_nulls_fill_takes_one_number_for_every_column(fill):
+    import dask
+
+    import dpmic_dask  # noqa: F401
+
+    gen = np.random.default_rng(1)  # test data only
+    frame = pd.DataFrame({"a": gen.random(100), "b": gen.random(100), "c": gen.random(100)})
+    frame.loc[[3, 7], "c"] = np.nan
+    with dask.config.set(scheduler="sync"):
+        for data in (frame, dd.from_pandas(frame, npartitions=2)):
+            one = data.dpmic.pairwise(50.0, bounds=BOUNDS, nulls="fill", fill=fill)
+            each = data.dpmic.pairwise(50.0, bounds=BOUNDS, nulls="fill",
+                                       fill=dict.fromkeys("abc", fill))
+            assert one.pairs == each.pairs and one.privacy.n == each.privacy.n == 100
+    with pytest.raises(dm.InvalidParameterError, match=r"fill\['a'\] must be a finite number"):
+        frame.dpmic.pairwise(1.0, bounds=BOUNDS, nulls="fill", fill=2.0)  # outside (0, 1)

@@ -393,3 +393,34 @@ def test_benchmark_networks_follow_their_protocol():
         assert skeleton == {frozenset(e) for e in edges}
         precision, recall, f1, shd = bench.scores(truth, truth)
         assert (precision, recall, f1, shd) == (1.0, 1.0, 1.0, 0)
+
+
+@pytest.mark.parametrize("test", ["tau", "g"])
+def test_meaningless_tests_warn_before_the_charge(monkeypatch, test):
+    import warnings
+
+    import dpmic_dask.causal  # noqa: F401  (adds frame.dpmic.causal_graph)
+    from dpmic_dask.causal import discover
+    from dpmic_dask.errors import NoiseWarning
+
+    ledger = capped()
+    real_charge = discover.charge_budget
+    at_charge = []
+
+    def spy_charge(*args, **kwargs):
+        at_charge.append(len(record))
+        return real_charge(*args, **kwargs)
+
+    monkeypatch.setattr(discover, "charge_budget", spy_charge)
+    frame = dd.from_pandas(chain_frame(4000), npartitions=2)
+    with pytest.warns(NoiseWarning, match=r"causal graph's tests .* mostly noise") as record:
+        frame.dpmic.causal_graph(1e-4, bounds=BOUNDS4, bins=4, test=test, ledger=ledger,
+                                 dataset="d")
+    assert at_charge and at_charge[0] >= 1  # warned before the one charge
+    assert len(ledger.charges("d")) == 1
+    # a budget whose tests are informative does not warn
+    with warnings.catch_warnings(record=True) as quiet:
+        warnings.simplefilter("always")
+        frame.dpmic.causal_graph(8.0, bounds=BOUNDS4, bins=4, test=test, ledger=ledger,
+                                 dataset="d")
+    assert not [w for w in quiet if issubclass(w.category, NoiseWarning)]

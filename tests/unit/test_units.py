@@ -260,3 +260,57 @@ def test_pairs_with_a_categorical_axis_are_tapered_per_unit():
         plain = CategoricalMIC(axis, None).value(counts, layout)
         assert plain > 0.5
         assert fn(counts) == pytest.approx(min(1.0, 200 / n0) * plain, rel=1e-12)
+
+
+def mixed_units(frame):
+    """``cid`` as objects: even units as ints, odd ones as strings (17 and '17'
+    could be one customer written two ways)."""
+    mixed = frame.copy()
+    mixed["cid"] = pd.Series([c if c % 2 == 0 else str(c) for c in frame["cid"]],
+                             dtype=object, index=frame.index)
+    return mixed
+
+
+@pytest.mark.parametrize("how", ["pandas", "dask-one-type-per-partition", "dask-mixed"])
+def test_a_unit_column_mixing_ints_and_strings_is_refused_before_the_charge(how):
+    import dask
+
+    from dpmic_dask.errors import InvalidDataError
+
+    frame = mixed_units(events())
+    text = frame["cid"].map(lambda c: isinstance(c, str))
+    ledger = InMemoryLedger(uncapped=True)
+    with dask.config.set({"dataframe.convert-string": False}):
+        data = frame if how == "pandas" else dd.from_pandas(frame, npartitions=2)
+        if how == "dask-one-type-per-partition":  # each partition holds one type only
+            data = dd.concat([dd.from_pandas(frame[~text], npartitions=1),
+                              dd.from_pandas(frame[text], npartitions=1)])
+        assert data["cid"].dtype == object
+        for run in (lambda: dpmic_dask.contribution_bound(data, "cid", 1.0, ledger=ledger),
+                    lambda: data.dpmic.pairwise(1.0, bounds=BOUNDS, privacy_unit="cid",
+                                                max_rows_per_unit=4, ledger=ledger),
+                    lambda: dpmic_dask.private_bounds(data, 1.0, columns=["x"],
+                                                      privacy_unit="cid",
+                                                      max_rows_per_unit=4, ledger=ledger)):
+            with pytest.raises(InvalidDataError, match=r"'cid' mixes value types \(int, str\)"
+                               ) as refused:
+                run()
+            assert "nothing was charged" in str(refused.value)
+            assert not any(ch.isdigit() for ch in str(refused.value))  # no unit's value
+    assert ledger.charges() == []
+
+
+def test_a_categorical_unit_mixing_ints_and_strings_is_refused_from_its_dtype():
+    from dpmic_dask.errors import InvalidDataError
+
+    dtype = pd.CategoricalDtype([17, "17"])
+    with pytest.raises(InvalidDataError, match=r"'cid' mixes value types \(int, str\)"):
+        plan_unit_release(pd.Series({"cid": dtype, "x": np.dtype("f8"), "y": np.dtype("f8")}),
+                          1.0, bounds=BOUNDS, privacy_unit="cid", max_rows_per_unit=4)
+
+
+def test_a_unit_column_of_one_object_type_goes_through():
+    frame = events()
+    frame["cid"] = frame["cid"].map(lambda c: f"c{c}").astype(object)
+    result = frame.dpmic.pairwise(50.0, bounds=BOUNDS, privacy_unit="cid", max_rows_per_unit=4)
+    assert result.privacy.privacy_unit == "cid"
