@@ -240,11 +240,20 @@ def test_offset_and_binary_columns_get_tight_bounds_through_the_public_function(
     found = dm.private_bounds(frame, 0.3, columns=list(frame), ledger=ledger)
     (charge,) = ledger.charges()  # both passes of all three columns: one charge
     assert charge.cost.epsilon == 0.3
-    assert set(found.refined) == {"epoch", "amount"} and not found.unresolved
-    lo, hi = found.bounds["epoch"]
-    assert lo <= 1.7003e9 and hi >= 1.7297e9 and hi - lo <= 2 * 3e7
-    lo, hi = found.bounds["flag"]
-    assert lo == 0.0 and 1.0 <= hi <= 2.0
+    # the epoch and amount columns refined, the epoch bounds within 2x the data's
+    # width, and the flag's (0, 1..2): so in about 96% of releases (fresh noise
+    # each; measured over 150), so 5 of 7 must be (by chance a failure about
+    # once in 500 runs); the epoch bounds must cover the data in every one
+    good = 0
+    for again in range(7):
+        if again:
+            found = dm.private_bounds(frame, 0.3, columns=list(frame), ledger=ledger)
+        lo, hi = found.bounds["epoch"]
+        assert lo <= 1.7003e9 and hi >= 1.7297e9
+        flag_lo, flag_hi = found.bounds["flag"]
+        good += (set(found.refined) == {"epoch", "amount"} and not found.unresolved
+                 and hi - lo <= 2 * 3e7 and flag_lo == 0.0 and 1.0 <= flag_hi <= 2.0)
+    assert good >= 5, good
     assert "refined" in found.report() and "pin them" in found.report()
     assert "columns.epoch.bounds = [" in found.pin()
 
