@@ -115,9 +115,9 @@ def test_pairwise_says_a_public_range_is_far_wider_than_the_data():
     wide = frame.dpmic.pairwise(1.0, bounds={"amount": (0, 10_000), "y": (-1.5, 1.5)},
                                 ledger=ledger)
     better = 0
-    # in about 1-2% of releases the private bounds cut into the data (a known gap of
+    # in up to 2.5% of releases the private bounds cut into the data (a known gap of
     # the domain grid's reading, see the README): 2 of 3 releases must beat the
-    # wide bounds (by chance a failure about once in 1,000 runs)
+    # wide bounds (by chance a failure about once in 500 runs)
     for _ in range(3):
         with pytest.warns(dm.BoundsWarning, match="far wider than the data"):
             checked = frame.dpmic.pairwise(1.0, bounds={"amount": "private", "y": (-1.5, 1.5)},
