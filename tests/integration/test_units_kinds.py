@@ -60,12 +60,25 @@ def test_private_time_bounds_per_unit_are_dates_around_the_data():
     assert value > 0.8
 
 
+def per_unit_pairwise(frame, ledger):
+    return frame.dpmic.pairwise(1.0, bounds={"x": (0.0, 1.0), "y": (-0.3, 1.3)},
+                                columns=["x", "y"], privacy_unit="cust", max_rows_per_unit=1,
+                                ledger=ledger)
+
+
+def per_unit_private_bounds(frame, ledger):
+    return dpmic_dask.private_bounds(frame, 1.0, columns=["x", "y"], privacy_unit="cust",
+                                     max_rows_per_unit=1, ledger=ledger)
+
+
+@pytest.mark.parametrize("release", [per_unit_pairwise, per_unit_private_bounds])
 @pytest.mark.parametrize("dask_frame", [False, True])
-def test_a_missing_value_refuses_whatever_rows_the_key_keeps(dask_frame):
+def test_a_missing_value_refuses_whatever_rows_the_key_keeps(dask_frame, release):
     """One customer with 400 rows, one of them with a missing value, k = 1: the row
     survives bounding with probability 1/400. The refusal must not depend on that
     draw (a refusal that comes and goes with the key invites retries until it
-    passes): every try refuses, before the charge."""
+    passes): every try refuses, before the charge -- in a release per unit and in
+    private bounds alone (the table is converted and checked before bounding)."""
     from dpmic_dask.errors import MissingValuesError
     from dpmic_dask.privacy.accounting import InMemoryLedger
     from dpmic_dask.release.charge import DEFAULT_DATASET
@@ -77,27 +90,5 @@ def test_a_missing_value_refuses_whatever_rows_the_key_keeps(dask_frame):
     ledger = InMemoryLedger(uncapped=True)
     for _ in range(4):
         with pytest.raises(MissingValuesError, match="missing"):
-            frame.dpmic.pairwise(1.0, bounds={"x": (0.0, 1.0), "y": (-0.3, 1.3)},
-                                 columns=["x", "y"], privacy_unit="cust",
-                                 max_rows_per_unit=1, ledger=ledger)
-    assert ledger.spent(DEFAULT_DATASET) == 0
-
-
-@pytest.mark.parametrize("dask_frame", [False, True])
-def test_private_bounds_per_unit_refuse_a_missing_value_whatever_the_key_keeps(dask_frame):
-    """The same for private bounds alone (dpmic_dask.private_bounds per unit): the
-    table is converted and checked before bounding, not on the rows kept."""
-    from dpmic_dask.errors import MissingValuesError
-    from dpmic_dask.privacy.accounting import InMemoryLedger
-    from dpmic_dask.release.charge import DEFAULT_DATASET
-
-    df = customers(2_000)
-    df.loc[:399, "cust"] = -1
-    df.loc[7, "x"] = np.nan
-    frame = dd.from_pandas(df, npartitions=3) if dask_frame else df
-    ledger = InMemoryLedger(uncapped=True)
-    for _ in range(4):
-        with pytest.raises(MissingValuesError, match="missing"):
-            dpmic_dask.private_bounds(frame, 1.0, columns=["x", "y"], privacy_unit="cust",
-                                      max_rows_per_unit=1, ledger=ledger)
+            release(frame, ledger)
     assert ledger.spent(DEFAULT_DATASET) == 0
