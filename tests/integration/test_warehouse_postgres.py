@@ -104,9 +104,12 @@ wait = { bounds = [0, 44000] }
     out = pd.read_sql_table("dpmic_results", postgres_url.replace(
         "postgresql://", "postgresql+psycopg://")).set_index(["x", "y"])
     assert len(out) == 21 and (out.n == 3000).all()
+    # each of these pairs is about 1 exact (one instant five ways); a fixed 0.8 failed
+    # by chance in about 1% of runs (noise of -0.23 at ci95 0.126); 3 ci95 below 0.9
+    # fails by chance about once in 10^4, and still fails a column read wrongly (~0)
     for pair in [("signup", "seen"), ("signup", "joined"), ("signup", "weeks"),
                  ("signup", "wait"), ("signup", "spend")]:
-        assert out.mic[pair] > 0.8, pair
+        assert out.mic[pair] > 0.9 - 3 * out.ci95[pair] > 0.4, pair
     assert out.mic[("signup", "churned")] > 0.3
 
 
