@@ -234,11 +234,12 @@ def deliver_graph(job, payload: str, run_id: str) -> str:
 
 def graph_gap(job, run_id: str):
     """What of a delivered graph's folder is missing now
-    (a :class:`~dpmic_dask.batch.joboutput.Gap`), or ``None``: the folder and
+    (a :class:`~dpmic_dask.batch.jobdelivered.Gap`), or ``None``: the folder and
     each of its files (``graph.png`` where matplotlib is installed)."""
     import importlib.util
 
-    from dpmic_dask.batch.joboutput import Gap, run_file, shown
+    from dpmic_dask.batch.jobdelivered import Gap
+    from dpmic_dask.batch.joboutput import run_file, shown
 
     folder = run_file(job, run_id)
     name = shown(os.path.abspath(folder))

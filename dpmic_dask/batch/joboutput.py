@@ -25,7 +25,6 @@ import hashlib
 import os
 import re
 import uuid
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -400,7 +399,7 @@ def _lock_table(conn, name: str) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
-def _count_run_rows(conn, job, run_id: str) -> int:
+def count_run_rows(conn, job, run_id: str) -> int:
     """How many rows of ``run_id`` (this job and dataset) the output table holds
     (0 if there is no table)."""
     from sqlalchemy import column, func, inspect, select, table
@@ -426,7 +425,7 @@ def _write_table(job, rows: pd.DataFrame, run_id: str) -> str:
     try:
         with sql_engine(job.output_sql_url, job.output_timeout).begin() as conn:
             _lock_table(conn, name)
-            present = _count_run_rows(conn, job, run_id)
+            present = count_run_rows(conn, job, run_id)
             if present and present == len(rows):
                 return f"{name} (SQL; its rows were there already)"
             if present:  # some of them: never added to, never reported as delivered
@@ -448,78 +447,3 @@ def partial_rows_advice(job, run_id: str) -> str:
     """What to do about a table holding some of a run's rows."""
     return (f"delete the table's rows of run {run_id!r} and job {job.name!r}, then run "
             f"'dpmic deliver {job.source} --run-id {run_id}' (nothing more is charged)")
-
-
-# ---------------------------------------------------------------- a delivery still there
-
-
-@dataclass(frozen=True)
-class Gap:
-    """What of a recorded delivery is not in the output now (no data value):
-    ``what`` completes "delivered to ..., but"; ``rewritable`` is false when a
-    delivery from the journal would not restore it (a SQL table holding some of
-    the run's rows: a delivery never adds to them, :func:`_write_table`)."""
-
-    what: str
-    rewritable: bool = True
-
-
-def delivery_gap(job, entry) -> Gap | None:
-    """What of the delivery of journal ``entry`` to this job's output is missing
-    now, or ``None`` if it is all there: the run's file (there, readable, with
-    as many rows as were released), a ``[causal]`` run's folder and every file
-    in it, or the run's rows in a SQL table (counted by run id, job and dataset;
-    the values themselves are not compared)."""
-    if getattr(job, "causal", None) is not None:
-        from dpmic_dask.batch.jobcausal import graph_gap
-
-        return graph_gap(job, entry.run_id)
-    released = len(entry.rows())
-    if job.output_path:
-        return _file_gap(job, entry.run_id, released)
-    return _table_gap(job, entry.run_id, released)
-
-
-def _file_gap(job, run_id: str, released: int) -> Gap | None:
-    path = run_file(job, run_id)
-    name = shown(os.path.abspath(path))
-    if not path.is_file():
-        return Gap(f"its file {name} is missing")
-    try:
-        if job.output_format == "csv":
-            import pandas as pd
-
-            rows = len(pd.read_csv(path))
-        else:
-            import pyarrow.parquet as pq
-
-            rows = pq.read_metadata(path).num_rows
-    except Exception:  # noqa: BLE001 - any unreadable file (truncated, not this format)
-        return Gap(f"its file {name} cannot be read")
-    if rows != released:
-        return Gap(f"its file {name} holds {rows} rows, not the {released} released")
-    return None
-
-
-def _table_gap(job, run_id: str, released: int) -> Gap | None:
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from dpmic_dask.batch.jobio import _sql_failure, sql_engine
-
-    failure: DPMICError | None = None
-    rows = 0
-    try:
-        with sql_engine(job.output_sql_url, job.output_timeout).connect() as conn:
-            rows = _count_run_rows(conn, job, run_id)
-    except SQLAlchemyError as exc:
-        failure = _sql_failure(exc, "output")
-    if failure is not None:
-        raise type(failure)(f"run {run_id!r} was delivered to {describe_output(job)}, but "
-                            f"whether its rows are still there cannot be checked: {failure}")
-    if rows == released:
-        return None
-    if rows == 0:
-        return Gap(f"the table holds none of its {released} rows")
-    # some of them: a delivery would refuse to add to them (see _write_table)
-    return Gap(f"the table holds {rows} rows of it, not the {released} released",
-               rewritable=False)

@@ -109,12 +109,8 @@ def _redeliver_missing(job, ledger: SQLLedger, entry: JournalEntry, here: str,
     """A run delivered to this job's output before: nothing to do if the output
     still holds it, else write the journaled values again (no charge). Output
     that cannot be written again is one line naming ``dpmic deliver`` (exit 7)."""
-    from dpmic_dask.batch.joboutput import (
-        DeliveryError,
-        delivery_gap,
-        partial_rows_advice,
-        undeliverable,
-    )
+    from dpmic_dask.batch.jobdelivered import delivery_gap
+    from dpmic_dask.batch.joboutput import DeliveryError, partial_rows_advice, undeliverable
 
     gap = delivery_gap(job, entry)
     if gap is None:

@@ -1,0 +1,85 @@
+"""Whether a recorded delivery is still in a job's output: the run's file, a
+``[causal]`` run's folder, or the run's rows in a SQL table (:func:`delivery_gap`).
+A rerun writes what is missing again from the journal (``batch/runner.py``), or
+says in one line that it cannot and how to deliver it. Nothing here reads or
+names a data value."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from dpmic_dask.batch.joboutput import count_run_rows, describe_output, run_file, shown
+from dpmic_dask.errors import DPMICError
+
+
+@dataclass(frozen=True)
+class Gap:
+    """What of a recorded delivery is not in the output now (no data value):
+    ``what`` completes "delivered to ..., but"; ``rewritable`` is false when a
+    delivery from the journal would not restore it (a SQL table holding some of
+    the run's rows: a delivery never adds to them, ``joboutput._write_table``)."""
+
+    what: str
+    rewritable: bool = True
+
+
+def delivery_gap(job, entry) -> Gap | None:
+    """What of the delivery of journal ``entry`` to this job's output is missing
+    now, or ``None`` if it is all there: the run's file (there, readable, with
+    as many rows as were released), a ``[causal]`` run's folder and every file
+    in it, or the run's rows in a SQL table (counted by run id, job and dataset;
+    the values themselves are not compared)."""
+    if getattr(job, "causal", None) is not None:
+        from dpmic_dask.batch.jobcausal import graph_gap
+
+        return graph_gap(job, entry.run_id)
+    released = len(entry.rows())
+    if job.output_path:
+        return _file_gap(job, entry.run_id, released)
+    return _table_gap(job, entry.run_id, released)
+
+
+def _file_gap(job, run_id: str, released: int) -> Gap | None:
+    path = run_file(job, run_id)
+    name = shown(os.path.abspath(path))
+    if not path.is_file():
+        return Gap(f"its file {name} is missing")
+    try:
+        if job.output_format == "csv":
+            import pandas as pd
+
+            rows = len(pd.read_csv(path))
+        else:
+            import pyarrow.parquet as pq
+
+            rows = pq.read_metadata(path).num_rows
+    except Exception:  # noqa: BLE001 - any unreadable file (truncated, not this format)
+        return Gap(f"its file {name} cannot be read")
+    if rows != released:
+        return Gap(f"its file {name} holds {rows} rows, not the {released} released")
+    return None
+
+
+def _table_gap(job, run_id: str, released: int) -> Gap | None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from dpmic_dask.batch.jobio import _sql_failure, sql_engine
+
+    failure: DPMICError | None = None
+    rows = 0
+    try:
+        with sql_engine(job.output_sql_url, job.output_timeout).connect() as conn:
+            rows = count_run_rows(conn, job, run_id)
+    except SQLAlchemyError as exc:
+        failure = _sql_failure(exc, "output")
+    if failure is not None:
+        raise type(failure)(f"run {run_id!r} was delivered to {describe_output(job)}, but "
+                            f"whether its rows are still there cannot be checked: {failure}")
+    if rows == released:
+        return None
+    if rows == 0:
+        return Gap(f"the table holds none of its {released} rows")
+    # some of them: a delivery would refuse to add to them (see joboutput._write_table)
+    return Gap(f"the table holds {rows} rows of it, not the {released} released",
+               rewritable=False)
