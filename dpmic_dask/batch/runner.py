@@ -235,7 +235,7 @@ def _release(job, ledger: JournaledRun, progress):
     from dpmic_dask.batch import jobio
     from dpmic_dask.batch.cluster import open_cluster
     from dpmic_dask.batch.jobplan import job_release_plan
-    from dpmic_dask.release.plan import run_release
+    from dpmic_dask.release.executor import run_release
 
     with open_cluster(scheduler=job.scheduler, workers=job.workers, timeout=job.timeout):
         frame = jobio.load_input(job)

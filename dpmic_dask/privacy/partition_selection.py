@@ -38,11 +38,20 @@ from dpmic_dask.stats.sensitivity import safe_up
 FALSE_KEEP = 0.05
 
 
-def candidate_scale(eps_column: float) -> float:
-    """Noise scale ``2 / eps_column`` of each candidate's count (rounded up)."""
+#: L1 sensitivity of a column's counts when neighbours replace one row (one
+#: count down, one up). Per privacy unit it is ``k``: adding or removing a unit's
+#: at most ``k`` bounded rows moves the counts by at most ``k`` in all.
+ROW_SENSITIVITY = 2
+
+
+def candidate_scale(eps_column: float, sensitivity: int = ROW_SENSITIVITY) -> float:
+    """Noise scale ``sensitivity / eps_column`` of each candidate's count (rounded up)."""
     if not eps_column > 0 or not math.isfinite(eps_column):
         raise InvalidParameterError("eps is too small to split over these columns")
-    return safe_up(2.0 / eps_column)
+    scale = safe_up(sensitivity / eps_column)
+    if not math.isfinite(scale):
+        raise InvalidParameterError("eps is too small to split over these columns")
+    return scale
 
 
 def candidate_threshold(scale: float, candidates: int, false_keep: float = FALSE_KEEP) -> int:
@@ -54,14 +63,16 @@ def candidate_threshold(scale: float, candidates: int, false_keep: float = FALSE
     return max(1, math.ceil(scale * math.log(1.0 / target)))
 
 
-def select_candidates(counts, eps_column: float, threshold: int | None = None):
+def select_candidates(counts, eps_column: float, threshold: int | None = None, *,
+                      sensitivity: int = ROW_SENSITIVITY):
     """Pure ``eps_column``-DP choice among public candidates (call after the charge).
 
     ``counts``: exact int counts of each candidate (rows whose value is not a
-    candidate are not counted). Returns ``(kept, scale, threshold)``: the boolean
-    mask of kept candidates, the noise scale, and the threshold used."""
+    candidate are not counted); ``sensitivity``: their L1 sensitivity (2 per row,
+    ``k`` per unit). Returns ``(kept, scale, threshold)``: the boolean mask of kept
+    candidates, the noise scale, and the threshold used."""
     counts = np.asarray(counts, dtype=np.int64)
-    scale = candidate_scale(eps_column)
+    scale = candidate_scale(eps_column, sensitivity)
     if threshold is None:
         threshold = candidate_threshold(scale, counts.size)
     noise = np.asarray(active_sampler().discrete_laplace(scale, counts.size), dtype=np.int64)
@@ -93,21 +104,23 @@ def check_unknown_domain(eps: float, delta: float) -> None:
         raise InvalidParameterError("eps must be a finite number > 0")
 
 
-def bad_event_threshold(eps: float, bad_event: float) -> int:
-    """The smallest ``T`` at which a value held by one row is kept with probability
-    at most ``bad_event``: with ``Z`` discrete Laplace of scale ``b`` (``2 / eps``
-    rounded up) and ``r = e^(-1/b)``, ``P(1 + Z >= T) = r^(T-1) / (1 + r)``, so
-    ``T = 1 + ceil(b ln(1 / (bad_event (1 + r))))``. Public."""
+def bad_event_threshold(eps: float, bad_event: float, *,
+                        sensitivity: int = ROW_SENSITIVITY, held: int = 1) -> int:
+    """The smallest ``T`` at which a value held by one row (per unit: by the at
+    most ``held = k`` rows of one unit) is kept with probability at most
+    ``bad_event``: with ``Z`` discrete Laplace of scale ``b`` (``sensitivity / eps``
+    rounded up) and ``r = e^(-1/b)``, ``P(held + Z >= T) = r^(T-held) / (1 + r)``,
+    so ``T = held + ceil(b ln(1 / (bad_event (1 + r))))``. Public."""
     if not (eps > 0 and math.isfinite(eps)):
         raise InvalidParameterError("eps is too small to split over these columns")
     if not 0.0 < bad_event < 1.0:
         raise InvalidParameterError("the bad-event delta must be in (0, 1)")
-    scale = safe_up(2.0 / eps)
+    scale = candidate_scale(eps, sensitivity)
     r = math.exp(-1.0 / scale)
-    threshold = 1 + max(0, math.ceil(scale * math.log(1.0 / (bad_event * (1.0 + r)))))
+    threshold = held + max(0, math.ceil(scale * math.log(1.0 / (bad_event * (1.0 + r)))))
     # the float logarithm can land one short at an integer boundary: step up until
     # the tail itself is within the bound (with a margin for the float error)
-    while r ** (threshold - 1) / (1.0 + r) > bad_event * (1.0 - 1e-9):
+    while r ** (threshold - held) / (1.0 + r) > bad_event * (1.0 - 1e-9):
         threshold += 1
     return threshold
 
@@ -126,7 +139,7 @@ def select_partitions(counts: Mapping, eps: float, delta: float | None = None, *
 
 
 def select_sorted(values: list, exact: np.ndarray, eps: float, threshold: int, *,
-                  limit: int | None = None) -> list:
+                  limit: int | None = None, sensitivity: int = ROW_SENSITIVITY) -> list:
     """The choice itself, over ``values`` already in a data-independent order with
     their exact counts ``exact`` (each > 0). Each count gets discrete Laplace
     noise of scale ``2 / eps``; a value is kept when its noisy count reaches
@@ -136,7 +149,7 @@ def select_sorted(values: list, exact: np.ndarray, eps: float, threshold: int, *
     fail on the data."""
     if len(values) == 0:
         return []
-    scale = safe_up(2.0 / eps)
+    scale = candidate_scale(eps, sensitivity)
     noise = np.asarray(active_sampler().discrete_laplace(scale, exact.size), dtype=np.int64)
     limit_int = np.iinfo(np.int64).max - int(exact.max())
     noisy = exact + np.clip(noise, -limit_int, limit_int)
@@ -146,6 +159,7 @@ def select_sorted(values: list, exact: np.ndarray, eps: float, threshold: int, *
     return [values[k] for k in kept]
 
 
-__all__ = ["FALSE_KEEP", "bad_event_threshold", "candidate_scale", "candidate_threshold",
+__all__ = ["FALSE_KEEP", "ROW_SENSITIVITY", "bad_event_threshold", "candidate_scale",
+           "candidate_threshold",
            "check_unknown_domain", "select_candidates", "select_partitions", "select_sorted",
            "unknown_domain_threshold"]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dpmic_dask.backends import backend_for, install_accessor
 from dpmic_dask.release.charge import check_ledger
+from dpmic_dask.release.executor import run_release
 from dpmic_dask.release.nonprivate import run_pairwise_nonprivate
-from dpmic_dask.release.plan import run_release
 from dpmic_dask.release.unitplan import plan_unit_release
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY, DEFAULT_TASK_MEMORY
 

@@ -22,24 +22,17 @@ are reported as far wider than the values, with the run's edges as a suggestion.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
-from functools import partial
 
 import numpy as np
 
-from dpmic_dask.backends import backend_for
-from dpmic_dask.checks import MIN_ROWS, refuse_missing
 from dpmic_dask.errors import (
     BoundsWarning,
-    InvalidDataError,
     InvalidParameterError,
 )
 from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.costs import PURE_DP, column_epsilon, measure_for, split_front
-from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.privacy.selection import check_share
-from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.stats.counting import bins, column_values
 
 #: Equal-width bins of each checked column's public range.
@@ -106,6 +99,9 @@ class BoundsCheckPlan:
     total: PrivacyCost
     share: float
     kinds: dict = field(default_factory=dict)
+    #: L1 sensitivity of one column's histogram: 2 (replacing a row), or ``k``
+    #: per unit (adding or removing a unit's at most ``k`` bounded rows).
+    sensitivity: int = 2
 
     def describe(self) -> str:
         return (f"bounds check of {list(self.columns)}: {self.cost.describe()}, epsilon "
@@ -113,11 +109,13 @@ class BoundsCheckPlan:
                 f"{self.scale:.4g} counts)")
 
 
-def plan_bounds_check(request, kinds: dict | None, share: float, costs) -> BoundsCheckPlan:
+def plan_bounds_check(request, kinds: dict | None, share: float, costs, *, exclude=(),
+                      sensitivity: int = 2) -> BoundsCheckPlan:
     """The check of ``request``'s numeric and time columns (not booleans, whose
-    bounds the type gives, nor categorical columns), paid from ``costs`` (of
-    :func:`split_check_budget`). Refuses a release with nothing to check, or a
-    scale that cannot be sampled. Nothing is read."""
+    bounds the type gives, nor categorical columns, nor the ``exclude``d ones whose
+    bounds are private), paid from ``costs`` (``(check part, release part,
+    total)``). Refuses a release with nothing to check, or a scale that cannot be
+    sampled. Nothing is read."""
     from dpmic_dask.release.histograms import histogram_scale
     from dpmic_dask.stats.kinds import BooleanKind
 
@@ -125,17 +123,19 @@ def plan_bounds_check(request, kinds: dict | None, share: float, costs) -> Bound
     kinds = kinds or {}
     categorical = {name for name, _ in request.categories}
     chosen = [k for k, name in enumerate(request.columns)
-              if name not in categorical and not isinstance(kinds.get(name), BooleanKind)]
+              if name not in categorical and name not in exclude
+              and not isinstance(kinds.get(name), BooleanKind)]
     if not chosen:
         raise InvalidParameterError(
             "bounds_check has nothing to check: no numeric or time column with public bounds")
     eps_column = column_epsilon(part, len(chosen))
-    scale = histogram_scale(eps_column)  # refused now if it cannot be sampled
+    scale = histogram_scale(eps_column, sensitivity)  # refused now if it cannot be sampled
     cost = PrivacyCost(part.epsilon) if part.measure is PURE_DP else part
     names = tuple(request.columns[k] for k in chosen)
     return BoundsCheckPlan(names, tuple(chosen), tuple(request.bounds[k] for k in chosen),
                            eps_column, scale, cost, release_part, total, share,
-                           {c: kinds[c] for c in names if kinds.get(c) is not None})
+                           {c: kinds[c] for c in names if kinds.get(c) is not None},
+                           sensitivity)
 
 
 # ------------------------------------------------------------------ counting
@@ -321,65 +321,6 @@ def _show(messages) -> None:
                 warnings.warn(message, BoundsWarning, stacklevel=6)
 
 
-# ------------------------------------------------------------------ running
-
-
-def run_bounds_check(frame, plan, *, ledger=None, dataset=None, progress=None):
-    """Run a release planned with a bounds check (``plan.bounds_check`` set;
-    ``frame`` in axis numbers). One precheck; one pass over every column of the
-    release (the histograms, the row count, missing values refused); every check
-    of the release at that row count; the one charge; then the noise, the check's
-    findings and the release on a prepaid part of the charge."""
-    from dpmic_dask.privacy.accounting import PrepaidLedger
-    from dpmic_dask.release.charge import after_charge, charge_budget, precheck_budget
-    from dpmic_dask.release.histograms import noisy_histograms
-    from dpmic_dask.release.plan import run_release
-    from dpmic_dask.release.stages import public_rows
-    from dpmic_dask.release.unitplan import check_inner
-
-    step: BoundsCheckPlan = plan.bounds_check
-    request = plan.request
-    backend = backend_for(frame)
-    precheck_budget(ledger, dataset, step.total)
-    hists, rows, missing = backend.reduce(
-        frame, request.columns,
-        partial(check_partition, columns=request.columns, checked=step.indices,
-                bounds=step.bounds, fill=request.fill),
-        _add, split_every=request.split_every, progress=progress)
-    if request.fill is None:
-        refuse_missing(request.columns, missing)
-    if rows < MIN_ROWS:
-        raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
-    check_inner(plan, public_rows(request, int(rows)))  # every check before the charge
-    inner_label = (request.mechanism.label if plan.selection is None
-                   else f"{plan.selection.selection.description} and the chosen values")
-    parts = f"{step.describe()}; release: {inner_label} with {step.release_part.describe()}"
-    charge = charge_budget(step.total, ledger, dataset,
-                           description=f"{request.label or 'pairwise'} ({parts})",
-                           mechanism=f"bounds-check+{request.mechanism.label}",
-                           columns=request.columns)
-    noisy, scale = noisy_histograms(list(hists), step.eps_column)
-    checks = {c: read_check(h, b, scale) for c, h, b in zip(step.columns, noisy, step.bounds)}
-    found = BoundsCheck(
-        bounds=dict(zip(step.columns, step.bounds)),
-        histograms={c: tuple(int(x) for x in h) for c, h in zip(step.columns, noisy)},
-        checks=checks, noise_scale=scale, epsilon_per_column=step.eps_column, cost=step.cost,
-        kinds=dict(step.kinds), seeded=not active_sampler().secure)
-    _show(found.message(c) for c in found.wide)  # post-processing of released counts
-    inner = dataclasses.replace(plan, bounds_check=None, kinds=None, drop=None)
-    prepaid = PrepaidLedger(charge, step.release_part)
-    with after_charge(charge):
-        result = run_release(frame, inner, ledger=prepaid, dataset=dataset, progress=progress)
-    total = step.total
-    privacy = dataclasses.replace(
-        result.privacy, epsilon=total.epsilon, delta=total.delta, rho=total.rho, parts=parts,
-        release_cost=step.release_part,
-        statement=privacy_statement(total, max(1, len(result.pairs)),
-                                    detail=f"bounds check and release together; {parts}"))
-    return dataclasses.replace(result, privacy=privacy, bounds_check=found)
-
-
 __all__ = ["CHECK_BINS", "COVERAGE", "MIN_TOTAL_SCALES", "NARROW", "BoundsCheck",
            "BoundsCheckPlan", "ColumnCheck", "check_bounds_check", "plan_bounds_check",
-           "read_check", "report_lines", "run_bounds_check", "shortest_run",
-           "split_check_budget"]
+           "read_check", "report_lines", "shortest_run", "split_check_budget"]

@@ -59,9 +59,19 @@ if TYPE_CHECKING:
     from dpmic_dask.release.request import ReleaseRequest
 
 
+def _pay(charge, ledger, dataset, cost, **what):
+    """The values step's charge: the plan's one charge when steps in front of it
+    made it already (``charge``), else the charge itself, made here."""
+    if charge is not None:
+        return charge
+    return charge_budget(cost, ledger, dataset, **what)
+
+
 def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, progress=None,
-                  selection: Selection | None = None) -> PairwiseResult:
-    """Run a checked request: precheck, count, charge once, noise once."""
+                  selection: Selection | None = None, charge=None) -> PairwiseResult:
+    """Run a checked request: precheck, count, charge once, noise once. With
+    ``charge`` (the plan's one charge, made by the executor before the steps in
+    front of the values) there is no precheck and no charge here."""
     selection = selection or AllPairs()
     if selection.cost is not None:
         raise InvalidParameterError(
@@ -70,7 +80,8 @@ def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, 
     mech, statistic = request.mechanism, request.statistic
     log.info("validated: %d columns, %d pairs, %s, eps=%g", len(request.columns),
              request.n_pairs, mech.label, request.eps)
-    precheck_budget(ledger, dataset, request.cost)
+    if charge is None:
+        precheck_budget(ledger, dataset, request.cost)
     n_rows = backend.row_count(frame, request.columns)
     B, c = check_plan(request, public_rows(request, n_rows))
     layout = request.layout(B, c)
@@ -92,8 +103,8 @@ def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, 
     description = request.label or "pairwise"
     if mech.acts_on == "counts":
         counts = counted.counts()[list(chosen)]
-        charge = charge_budget(mech.cost, ledger, dataset, description=description,
-                               mechanism=mech.label, columns=request.columns)
+        charge = _pay(charge, ledger, dataset, mech.cost, description=description,
+                      mechanism=mech.label, columns=request.columns)
         noisy = np.stack([mech.randomise(cell_counts, plan) for cell_counts in counts])
         with after_charge(charge):  # the statistic of the noisy counts, on the cluster
             values = backend.map_counts(noisy, value_of)
@@ -102,8 +113,8 @@ def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, 
         labels = "+".join(m.label for m in (mech, *request.companions))
         plans = [m.calibrate(n=n_public, pairs=len(chosen), B=B, c=c)
                  for m in request.companions]
-        charge = charge_budget(request.cost, ledger, dataset, description=description,
-                               mechanism=labels, columns=request.columns)
+        charge = _pay(charge, ledger, dataset, request.cost, description=description,
+                      mechanism=labels, columns=request.columns)
         if request.companions:
             values = mech.randomise(exact[:, 0], plan)
             companions = tuple(
@@ -135,7 +146,7 @@ def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, 
 
 
 def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *, ledger=None,
-                     dataset=None, progress=None) -> PairwiseResult:
+                     dataset=None, progress=None, charge=None) -> PairwiseResult:
     """Choose pairs privately, then release the chosen pairs' values with fresh noise.
 
     One precheck before any data is read; every check of the plan
@@ -147,13 +158,14 @@ def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *, led
     """
     if plan.selection.cost is None:  # a choice that reads no data: every pair, ranked
         return release_pairs(frame, request, ledger=ledger, dataset=dataset,
-                                      progress=progress, selection=plan.selection)
+                             progress=progress, selection=plan.selection, charge=charge)
     backend = backend_for(frame)
     release, selection = plan.release, plan.selection
     statistic = release.statistic  # type: ignore[attr-defined]
     log.info("validated: %d columns, %d candidate pairs, %s", len(request.columns),
              request.n_pairs, selection.description)
-    precheck_budget(ledger, dataset, plan.total)
+    if charge is None:
+        precheck_budget(ledger, dataset, plan.total)
     n_rows = backend.row_count(frame, request.columns)
     B, c, screen = check_selected_plan(request, plan, public_rows(request, n_rows))
     statistics = (statistic, *(m.statistic for m in plan.companions))
@@ -172,8 +184,8 @@ def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *, led
     warn_if_delta_large(request.delta, n_public)
     sensitivity = statistic.sensitivity(n_public, screen)
     labels = "+".join(m.label for m in (release, *plan.companions))
-    charge = charge_budget(
-        plan.total, ledger, dataset,
+    charge = _pay(
+        charge, ledger, dataset, plan.total,
         description=f"{request.label or 'selected pairs'} ({plan.parts()})",
         mechanism=f"{type(selection).__name__}+{labels}", columns=request.columns)
     mic_scores = scores.values[:, 0] if plan.companions else scores.values

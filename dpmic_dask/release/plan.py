@@ -15,40 +15,35 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.errors import InvalidParameterError
-from dpmic_dask.privacy.conversion import check_epsilon
-from dpmic_dask.privacy.costs import PrivacyCost
+from dpmic_dask.privacy.conversion import check_delta, check_epsilon
+from dpmic_dask.privacy.costs import PrivacyCost, column_epsilon, split_front
 from dpmic_dask.privacy.mechanisms import mechanism_supports
+from dpmic_dask.privacy.partition_selection import (
+    ROW_SENSITIVITY,
+    bad_event_threshold,
+    candidate_scale,
+)
 from dpmic_dask.privacy.selection import SelectionPlan, selection_rule
-from dpmic_dask.release.bounds_check import (
-    check_bounds_check,
-    plan_bounds_check,
-    refuse_with,
-    run_bounds_check,
-    split_check_budget,
-)
-from dpmic_dask.release.pipeline import release_selected
-from dpmic_dask.release.private_bounds import (
-    PrivateBoundsPlan,
-    plan_private_bounds,
-    run_private_bounds,
-)
+from dpmic_dask.release.bounds_check import check_bounds_check, plan_bounds_check
+from dpmic_dask.release.private_bounds import PrivateBoundsPlan, plan_private_bounds
 from dpmic_dask.release.private_categories import (
+    CATEGORIES_SHARE,
     UNKNOWN,
     PrivateCategoriesPlan,
-    plan_private_categories,
-    run_private_categories,
+    choice_total,
     split_private,
     worst_case_lists,
 )
 from dpmic_dask.release.request import API_NAMES, ArgumentNames, ReleaseRequest, pairwise_request
-from dpmic_dask.release.results import PairwiseResult
 from dpmic_dask.release.selected import selection_request
 from dpmic_dask.stats.categories import category_kinds
-from dpmic_dask.stats.kinds import axis_arguments, axis_frame
+from dpmic_dask.stats.kinds import axis_arguments
+from dpmic_dask.stats.sensitivity import safe_down
 
 
 @dataclass(frozen=True)
@@ -73,16 +68,25 @@ class ReleasePlan:
     #: A private check of the public bounds (:mod:`dpmic_dask.release.bounds_check`)
     #: in front of the release, paid from the same charge.
     bounds_check: object | None = None
+    #: With steps in front of the values: the one charge, split into every
+    #: step's part, and the part left to the values (private bounds included).
+    total: PrivacyCost | None = None
+    release_part: PrivacyCost | None = None
+    #: Lines the report gives about steps that were asked for and do nothing here.
+    notes: tuple = ()
 
     @property
     def cost(self) -> PrivacyCost:
         """The one charge of the whole release."""
-        if self.bounds_check is not None:
-            return self.bounds_check.total  # type: ignore[attr-defined]
-        if self.private_categories is not None:
-            return self.private_categories.total  # type: ignore[attr-defined]
         if self.units is not None:
             return self.units.total  # type: ignore[attr-defined]
+        if self.total is not None:
+            return self.total
+        return self.values_cost
+
+    @property
+    def values_cost(self) -> PrivacyCost:
+        """What the values step spends (with a private-bounds step, both)."""
         if self.bounds is not None:
             return self.bounds.total
         return self.request.cost if self.selection is None else self.selection.total
@@ -90,9 +94,11 @@ class ReleasePlan:
     @property
     def steps(self) -> tuple[str, ...]:
         """The steps in order, in words (``("private bounds", "selection", "values")``)."""
-        return tuple(step for step, present in (("bounds check", self.bounds_check is not None),
+        return tuple(step for step, present in (("contribution bounding and row count",
+                                                 self.units is not None),
                                                 ("private categories",
                                                  self.private_categories is not None),
+                                                ("bounds check", self.bounds_check is not None),
                                                 ("private bounds", self.bounds is not None),
                                                 ("selection", self.selection is not None),
                                                 ("values", True)) if present)
@@ -113,7 +119,8 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
                  select: dict | None = None, bounds_share=None, coverage=0.99, domain=None,
                  refine=True, nulls="raise", fill=None, label=None, statistics=("mic",),
                  B=None, c=None, names: ArgumentNames = API_NAMES, kinds=None, min_rows=None,
-                 categories=None, bounds_check=None, **sizing) -> ReleasePlan:
+                 categories=None, bounds_check=None, budget: PrivacyCost | None = None,
+                 unit_k: int | None = None, **sizing) -> ReleasePlan:
     """Check a release against ``schema`` and plan it (nothing read or charged).
 
     ``select``: ``None`` (every pair), or ``{"rule": "top-k", "k": ...}`` /
@@ -128,6 +135,12 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
     (:mod:`dpmic_dask.stats.categories`; ``nulls="category"`` keeps their nulls).
     ``bounds_check`` (a share of the budget, default off) puts a private check of
     the public bounds first (:mod:`dpmic_dask.release.bounds_check`).
+
+    The front steps' parts are split off one total, in order: the check, the
+    choice of categories, then (inside the values' part) private bounds.
+    ``budget``: the part this plan may spend when a step in front of it (the row
+    count per unit) has taken its own; ``unit_k``: per unit, each front step's
+    counts have sensitivity ``k`` and ``nulls="drop"`` needs no ``min_rows``.
     """
     if not isinstance(nulls, str) or nulls not in RELEASE_NULLS:
         raise InvalidParameterError("nulls must be 'raise', 'fill' (with fill values), 'drop' "
@@ -137,15 +150,30 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
     # privately chosen categories: the release is planned at its share, with every
     # candidate as a category (the worst case); the choice comes first, same charge
     categories, private = split_private(categories)
+    unknown = tuple(c for c, listed in private.items() if listed is UNKNOWN)
     check_share = check_bounds_check(bounds_check, names.bounds_check)
-    if check_share is not None:  # the check's share first; the release is planned at the rest
-        refuse_with(private_bounds=has_private_bounds(bounds), private_categories=bool(private))
-        eps, mechanism, check_costs = split_check_budget(check_epsilon(eps, names.eps), delta,
-                                                         mechanism, check_share)
+    checkable = check_share is not None and bool(checkable_columns(
+        schema, bounds, columns, categories, private, kinds))
+    total = budget
+    if private or checkable:  # the one total the front steps' parts are split off
+        eps = check_epsilon(eps, names.eps)
+        chosen, _ = choice_total(eps, check_delta(delta, names.delta), unknown)
+        total = chosen if budget is None else budget  # unknown: a pure budget refused
+    check_part = None
+    fronts = FrontSplit(total, eps, mechanism)
+    if checkable:
+        check_part = fronts.take(check_share, "bounds_check")
     if private:
-        check_private_categories(bounds, select, nulls, min_rows)
-        eps, mechanism, step_costs = plan_private_categories(eps, delta, mechanism, private)
+        step_part = fronts.take(CATEGORIES_SHARE, "private categories")
+        sensitivity = ROW_SENSITIVITY if unit_k is None else unit_k
+        eps_column = column_epsilon(step_part, len(private))
+        bad_event = safe_down(total.approx_delta / len(unknown)) if unknown else 0.0
+        candidate_scale(eps_column, sensitivity)  # a scale that cannot be used is refused now
+        if unknown:
+            bad_event_threshold(eps_column, bad_event, sensitivity=sensitivity,
+                                held=1 if unit_k is None else unit_k)
         categories = {**(categories or {}), **worst_case_lists(schema, private)}
+    eps, mechanism = fronts.eps, fronts.mechanism
     # categorical columns: their public lists become their kinds (codes, bounds (0, K))
     kinds, columns, nulls, categorical = category_kinds(
         schema, categories, bounds=bounds, columns=columns, kinds=kinds, nulls=nulls,
@@ -157,7 +185,7 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
                           bounds_name=names.bounds, fill_name=names.fill)
     schema, bounds, fill = axis.schema, axis.bounds, axis.fill
     domain = axis.in_axis(domain)  # per-column private-bounds domains in each kind
-    drop_rows = check_drop(nulls, fill, min_rows, mechanism)
+    drop_rows = check_drop(nulls, fill, min_rows, mechanism, per_unit=unit_k is not None)
     if drop_rows:
         nulls = "raise"  # the frame the release reads has no nulls left
     planned = _plan(schema, eps, bounds=bounds, columns=columns, delta=delta,
@@ -165,44 +193,81 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
                     coverage=coverage, domain=domain, refine=refine, nulls=nulls, fill=fill,
                     label=label,
                     statistics=statistics, B=B, c=c, names=names, **sizing)
-    if drop_rows:
+    if drop_rows and unit_k is None:
         planned = with_min_rows(planned, min_rows)
     if categorical:
         planned = with_categories(planned, categorical)
     if private:
-        cost, eps_column, release_part, total, bad_event = step_costs
         planned = dataclasses.replace(planned, private_categories=PrivateCategoriesPlan(
-            {c: categorical[c] for c in private}, eps_column, cost, release_part, total,
-            tuple(c for c, listed in private.items() if listed is UNKNOWN), bad_event))
-    if check_share is not None:
+            {c: categorical[c] for c in private}, eps_column, step_part, fronts.rest, total,
+            unknown, bad_event, unit_k))
+    if check_part is not None:
+        private_bounds = planned.bounds.bounds.columns if planned.bounds is not None else ()
         planned = dataclasses.replace(planned, bounds_check=plan_bounds_check(
-            planned.request, axis.kinds, check_share, check_costs))
+            planned.request, axis.kinds, check_share, (check_part, fronts.rest, total),
+            exclude=private_bounds, sensitivity=ROW_SENSITIVITY if unit_k is None else unit_k))
+    elif check_share is not None:
+        planned = dataclasses.replace(planned, notes=(
+            "Bounds check: nothing to check (no numeric or time column has public bounds); "
+            "no budget was spent on it.",))
+    if fronts.taken or budget is not None:
+        planned = dataclasses.replace(planned, total=total, release_part=fronts.rest)
     return dataclasses.replace(planned, kinds=axis.kinds,
                                drop=planned.request.columns if drop_rows else None)
 
 
-def check_private_categories(bounds, select, nulls, min_rows) -> None:
-    """What a release with private categories does not combine with (refused
-    before anything is read)."""
-    if has_private_bounds(bounds):
-        raise InvalidParameterError(
-            "private categories and private bounds in one release are not supported: "
-            "release the bounds first (dpmic_dask.private_bounds) and give them as public")
-    if nulls not in ("raise", "category") or min_rows is not None:
-        raise InvalidParameterError(
-            "private categories take nulls='raise' or nulls='category'")
+class FrontSplit:
+    """The parts of one total taken by the steps in front of the values, in order
+    (each a ``share`` of what is left: of ``eps``, or of ``rho`` under zCDP); what
+    is left (:attr:`rest`) is the values' part, planned at :attr:`eps` with
+    :attr:`mechanism` (``micr-gauss`` under zCDP)."""
+
+    def __init__(self, total: PrivacyCost, eps: float, mechanism: str):
+        self.rest, self.eps, self.mechanism = total, eps, mechanism
+        self.taken: list = []
+
+    def take(self, share: float, what: str) -> PrivacyCost:
+        part, self.rest, self.eps, self.mechanism = split_front(
+            self.rest, share, self.mechanism, what)
+        self.taken.append(part)
+        return part
 
 
-def check_drop(nulls, fill, min_rows, mechanism) -> bool:
+def checkable_columns(schema, bounds, columns, categories, private, kinds) -> list:
+    """The columns a check of public bounds would look at: those with public
+    ``(lo, hi)`` bounds that are neither categorical nor boolean (none when every
+    bound is private). Known from the arguments and the schema alone."""
+    if not isinstance(bounds, Mapping):
+        return []
+    categorical = set(categories or ()) | set(private)
+    dtypes = dict(schema.items()) if hasattr(schema, "items") else {}
+    out = []
+    for name, given in bounds.items():
+        if isinstance(given, str) or name in categorical:
+            continue
+        if columns is not None and name not in columns:
+            continue
+        kind = (kinds or {}).get(name)
+        if kind in ("bool", "boolean") or str(dtypes.get(name, "")) in ("bool", "boolean"):
+            continue
+        out.append(name)
+    return out
+
+
+def check_drop(nulls, fill, min_rows, mechanism, per_unit: bool = False) -> bool:
     """Whether ``nulls="drop"`` was asked for, after checking what it needs: a
     public ``min_rows`` (the kept row count is not public; noise is calibrated to
-    this minimum, docs/privacy.md "Dropping rows with nulls")."""
+    this minimum, docs/privacy.md "Dropping rows with nulls"). Per unit the bounded
+    row count is released privately anyway, so ``min_rows`` is not needed there
+    (given, it is only checked)."""
     if nulls != "drop":
         if min_rows is not None:
             raise InvalidParameterError('min_rows applies to nulls="drop" only')
         return False
     if fill is not None:
         raise InvalidParameterError("fill is only used with nulls='fill'")
+    if per_unit and min_rows is None:
+        return True
     if isinstance(min_rows, bool) or not isinstance(min_rows, numbers.Integral) \
             or min_rows < MIN_ROWS:
         raise InvalidParameterError(
@@ -266,53 +331,4 @@ def _plan(schema, eps, *, bounds, columns, delta, mechanism, select, bounds_shar
     return ReleasePlan(request, selection)
 
 
-def run_release(frame, plan: ReleasePlan, *, ledger=None, dataset=None,
-                progress=None) -> PairwiseResult:
-    """Run a plan: one precheck, every check before one charge, noise once."""
-    from dpmic_dask.release.pipeline import release_pairs
-
-    if plan.kinds or plan.drop:  # every column in axis numbers (dpmic_dask.stats.kinds)
-        step = plan.private_categories
-        raw = step.unknown if isinstance(step, PrivateCategoriesPlan) else ()
-        kinds = {c: k for c, k in (plan.kinds or {}).items() if c not in raw}
-        frame = axis_frame(frame, kinds, drop=plan.drop)  # raw: coded after the choice
-    if plan.bounds_check is not None:
-        return _in_kinds(run_bounds_check(frame, plan, ledger=ledger, dataset=dataset,
-                                          progress=progress), plan)
-    if plan.private_categories is not None:
-        return _in_kinds(run_private_categories(frame, plan, ledger=ledger, dataset=dataset,
-                                                progress=progress), plan)
-    if plan.units is not None:
-        from dpmic_dask.release.units import run_units
-
-        return run_units(frame, plan, ledger=ledger, dataset=dataset, progress=progress)
-    if plan.bounds is not None:
-        result = run_private_bounds(frame, plan.bounds, ledger=ledger, dataset=dataset,
-                                    progress=progress)
-    elif plan.selection is not None:
-        result = release_selected(frame, plan.request, plan.selection, ledger=ledger,
-                                  dataset=dataset, progress=progress)
-    else:
-        result = release_pairs(frame, plan.request, ledger=ledger, dataset=dataset,
-                               progress=progress)
-    return _in_kinds(result, plan)
-
-
-def _in_kinds(result: PairwiseResult, plan: ReleasePlan) -> PairwiseResult:
-    """Post-processing for the reader: private bounds printed in each column's kind,
-    and, after ``nulls="drop"``, what ``n`` means."""
-    if result.private_bounds is not None and plan.kinds:
-        result = dataclasses.replace(result, private_bounds=dataclasses.replace(
-            result.private_bounds, kinds={c: k for c, k in plan.kinds.items() if k}))
-    if plan.drop:
-        note = (f" Rows with a missing value in any of the {len(plan.drop)} columns were "
-                f"dropped (nulls='drop'): n = {plan.request.min_rows} is the public minimum "
-                "min_rows that every noise scale is calibrated to; the number of rows kept "
-                "is not released. The guarantee holds for every table that keeps at least "
-                "min_rows rows (docs/privacy.md, 'Dropping rows with nulls').")
-        result = dataclasses.replace(result, privacy=dataclasses.replace(
-            result.privacy, statement=result.privacy.statement + note))
-    return result
-
-
-__all__ = ["ReleasePlan", "has_private_bounds", "plan_release", "run_release"]
+__all__ = ["FrontSplit", "ReleasePlan", "checkable_columns", "has_private_bounds", "plan_release"]

@@ -22,7 +22,6 @@ from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.conversion import check_epsilon
 from dpmic_dask.privacy.costs import measure_for, split_front
 from dpmic_dask.privacy.selection import SelectionPlan, check_share
-from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.boundsresult import BoundsRelease
 from dpmic_dask.release.charge import after_charge, charge_budget, precheck_budget
 from dpmic_dask.release.histograms import (
@@ -32,11 +31,8 @@ from dpmic_dask.release.histograms import (
     plan_bounds,
     refine_counts,
 )
-from dpmic_dask.release.pipeline import release_pairs, release_selected
 from dpmic_dask.release.request import ReleaseRequest, pairwise_request
-from dpmic_dask.release.results import PairwiseResult
 from dpmic_dask.release.selected import selection_request
-from dpmic_dask.release.stages import check_plan, check_selected_plan, public_rows
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY
 
 #: Default share of ``eps`` spent on private bounds inside a release.
@@ -216,74 +212,6 @@ def plan_private_bounds(schema, eps, *, bounds, columns=None, delta=0.0, bounds_
     if not PrepaidLedger(None, part)._fits(inner_cost):  # type: ignore[arg-type]
         raise InvalidParameterError("the release does not fit its share")  # pragma: no cover
     return PrivateBoundsPlan(plan, request, selection_plan, total, part, spec, placeholder)
-
-
-def run_private_bounds(frame, planned: PrivateBoundsPlan, *, ledger=None, dataset=None,
-                       progress=None) -> PairwiseResult:
-    """Run a planned release with private bounds, charged once.
-
-    Order: the precheck; one pass over every column of the release (the bounds'
-    histograms, the row count, and every check of the data); every check of the
-    release planned at that row count (:func:`~dpmic_dask.release.stages.check_plan`,
-    :func:`~dpmic_dask.release.stages.check_selected_plan`); the one charge; then only
-    noise and post-processing, and the release's own pass over the data at the
-    released bounds (which can fail only if the data changed between the passes:
-    :class:`~dpmic_dask.errors.ReleaseIncompleteError`, naming the charge)."""
-    import dataclasses as dc
-
-    from dpmic_dask.privacy.accounting import PrepaidLedger
-
-    backend = backend_for(frame)
-    plan, request, total = planned.bounds, planned.request, planned.total
-    precheck_budget(ledger, dataset, total)
-    read = tuple(dict.fromkeys((*request.columns, *plan.columns)))
-    read_fill = _fills_for(read, request, plan)
-    counts, rows = bounds_counts(frame, backend, plan, read, read_fill, request.split_every,
-                                 progress)
-    # every check of the release at this row count, before the charge
-    rows = public_rows(request, rows)  # the public minimum after nulls="drop"
-    if planned.selection is None:
-        check_plan(request, rows)
-    else:
-        check_selected_plan(request, planned.selection, rows)
-    plan.warn_if_blind(rows)
-    parts = planned.parts()
-    charge = charge_budget(total, ledger, dataset,
-                           description=f"{request.label or 'pairwise'} ({parts})",
-                           mechanism=f"bounds-hist+{request.mechanism.label}",
-                           columns=request.columns)
-    prepaid = PrepaidLedger(charge, planned.part)
-    with after_charge(charge):
-        result, found = bounds_then_values(frame, frame, planned, counts, rows, charge,
-                                           prepaid, dataset=dataset, progress=progress)
-    privacy = dc.replace(
-        result.privacy, epsilon=total.epsilon, delta=total.delta, rho=total.rho, parts=parts,
-        release_cost=planned.part,
-        statement=privacy_statement(total, max(1, len(result.pairs)),
-                                    detail=f"bounds and release together; {parts}"))
-    return dc.replace(result, privacy=privacy, private_bounds=found)
-
-
-def bounds_then_values(frame, values_frame, planned: PrivateBoundsPlan, counts, rows, charge,
-                       prepaid, *, dataset=None, progress=None):
-    """After the charge (nothing here refuses): the bounds released from the first
-    pass's ``counts`` (and a refining pass over ``frame``), then the release's values
-    over ``values_frame`` at those bounds, paid from ``prepaid``. Per unit both are
-    the same bounded rows (``values_frame`` wraps ``frame`` with its public ``n0``)."""
-    request = planned.request
-    recount = partial(refine_counts, frame, backend_for(frame), planned.bounds,
-                      request.split_every, progress)
-    found = bounds_release(counts, rows, planned.bounds, charge.charge_id, recount)
-    final = {c: found.bounds.get(c, planned.placeholder[c]) for c in planned.spec}
-    request = dataclasses.replace(request, bounds=tuple(tuple(map(float, final[c]))
-                                                        for c in request.columns))
-    if planned.selection is None:
-        result = release_pairs(values_frame, request, ledger=prepaid, dataset=dataset,
-                               progress=progress)
-    else:
-        result = release_selected(values_frame, request, planned.selection, ledger=prepaid,
-                                  dataset=dataset, progress=progress)
-    return result, found
 
 
 def first_pass(frame, planned: PrivateBoundsPlan, *, progress=None, min_rows=True):

@@ -29,27 +29,18 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from dpmic_dask.backends import backend_for
-from dpmic_dask.checks import MIN_ROWS, refuse_missing
 from dpmic_dask.errors import (
     DPMICError,
-    InvalidDataError,
     InvalidParameterError,
 )
 from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.conversion import rho_cap
 from dpmic_dask.privacy.costs import PURE_DP, column_epsilon, measure_for, split_front
 from dpmic_dask.privacy.partition_selection import (
+    ROW_SENSITIVITY,
     bad_event_threshold,
     candidate_scale,
-    select_candidates,
-    select_sorted,
 )
-from dpmic_dask.privacy.statement import privacy_statement
-from dpmic_dask.release.category_counts import add_passes, first_pass
-from dpmic_dask.release.category_counts import occurring as count_occurring
-from dpmic_dask.release.charge import after_charge, charge_budget, precheck_budget
-from dpmic_dask.release.pipeline import release_pairs, release_selected
 from dpmic_dask.release.stages import check_plan, check_selected_plan
 from dpmic_dask.stats.categories import PRIVATE, CategoryAxis, column_kind
 from dpmic_dask.stats.sensitivity import safe_down
@@ -104,6 +95,24 @@ class PrivateCategoriesPlan:
     total: PrivacyCost
     unknown: tuple = ()
     bad_event: float = 0.0
+    #: Per unit: ``k``. A column's counts then have L1 sensitivity ``k`` (adding or
+    #: removing a unit's at most ``k`` bounded rows; 2 per row, replacing one), and
+    #: a value held by one unit is counted up to ``k`` times (once per row).
+    unit_k: int | None = None
+
+    @property
+    def sensitivity(self) -> int:
+        return ROW_SENSITIVITY if self.unit_k is None else self.unit_k
+
+    @property
+    def scale(self) -> float:
+        return candidate_scale(self.eps_column, self.sensitivity)
+
+    def threshold(self) -> int:
+        """The public threshold of a column chosen from the values that occur."""
+        return bad_event_threshold(self.eps_column, self.bad_event,
+                                   sensitivity=self.sensitivity,
+                                   held=1 if self.unit_k is None else self.unit_k)
 
     def describe(self) -> str:
         text = (f"private categories for {list(self.axes)}: {self.cost.describe()}, "
@@ -232,117 +241,23 @@ def chosen_axis(candidates: CategoryAxis, kept: np.ndarray) -> tuple[CategoryAxi
     return final, remap
 
 
-def run_private_categories(frame, plan, *, ledger=None, dataset=None, progress=None):
-    """Run a release planned with private categories (``plan``: a
-    :class:`~dpmic_dask.release.plan.ReleasePlan` whose ``private_categories`` is
-    set; ``frame`` has its columns in axis numbers, the private ones as candidate
-    codes, and those chosen from the values that occur raw). One precheck; one
-    pass over every column of the release; every check of the release at the
-    worst case; the one charge; then the choice and the release on a prepaid
-    part of the charge."""
-    from dpmic_dask.privacy.accounting import PrepaidLedger
-
-    step: PrivateCategoriesPlan = plan.private_categories
-    request = plan.request
-    backend = backend_for(frame)
-    precheck_budget(ledger, dataset, step.total)
-    private = tuple(step.axes)
-    codes = {c: a.codes for c, a in step.axes.items()}
-    nullable = tuple(c for c in step.unknown if step.axes[c].null_category)
-    hist, rows, missing = backend.reduce(
-        frame, request.columns,
-        partial(first_pass, columns=request.columns, private=private, codes=codes,
-                fill=request.fill, unknown=step.unknown, null_category=nullable),
-        add_passes, split_every=request.split_every, progress=progress)
-    if request.fill is None:
-        refuse_missing(request.columns, missing, "pass nulls='fill' or nulls='category'")
-    if rows < MIN_ROWS:
-        raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
-    # every check of the release at the worst case (every candidate kept; the
-    # most values the grid holds for a column chosen from the values that occur)
-    kept_at_most = 0
-    if step.unknown:
-        kept_at_most = _most_kept(plan, int(rows))
-        occurring = {}  # sorted now: after the charge only noise and thresholds run
-        for name, counts in zip(private, hist):
-            if name in step.unknown:
-                occurring[name] = count_occurring(name, counts)
-    elif plan.selection is None:
-        check_plan(request, int(rows))
-    else:
-        check_selected_plan(request, plan.selection, int(rows))
-    if plan.selection is None:
-        inner_label = request.mechanism.label
-    else:
-        inner_label = f"{plan.selection.selection.description} and the chosen values"
-    mechanism = "categories-" + ("lap-sel" if step.unknown else "lap")
-    charge = charge_budget(step.total, ledger, dataset,
-                           description=f"{request.label or 'pairwise'} ({step.describe()})",
-                           mechanism=f"{mechanism}+{request.mechanism.label}",
-                           columns=request.columns)
-    chosen, remaps, coded, report = {}, {}, {}, {}
-    scale = candidate_scale(step.eps_column)
-    thresholds = []
-    for name, counts in zip(private, hist):
-        axis = step.axes[name]
-        if name in step.unknown:
-            threshold = bad_event_threshold(step.eps_column, step.bad_event)
-            values, exact = occurring[name]
-            listed = tuple(select_sorted(values, exact, step.eps_column, threshold,
-                                         limit=kept_at_most))
-            final = CategoryAxis(name, listed, axis.null_category)
-            coded[name] = final
-        else:
-            kept, scale, threshold = select_candidates(counts[:len(axis.categories)],
-                                                       step.eps_column)
-            final, remaps[name] = chosen_axis(axis, kept)
-        thresholds.append(threshold)
-        chosen[name] = final
-        report[name] = final.categories
-    axes = {**dict(request.categories), **chosen}
-    bounds = tuple(axes[c].bounds if c in axes else b
-                   for c, b in zip(request.columns, request.bounds))
-    inner = dataclasses.replace(request, categories=tuple(axes.items()), bounds=bounds)
-    prepaid = PrepaidLedger(charge, step.release_part)
-    with after_charge(charge):
-        if plan.selection is None:
-            result = release_pairs(recode(frame, remaps, coded), inner, ledger=prepaid,
-                                   dataset=dataset, progress=progress)
-        else:
-            result = release_selected(recode(frame, remaps, coded), inner, plan.selection,
-                                      ledger=prepaid, dataset=dataset, progress=progress)
-    total = step.total
-    shown = ", ".join(str(t) for t in sorted(set(thresholds)))
-    limit = (f"; at most {kept_at_most} values kept per column chosen from the values that "
-             "occur") if step.unknown else ""
-    parts = (f"{step.describe()} (noise scale {scale:.4g} on each count, threshold "
-             f"{shown}{limit}); release: {inner_label} with {step.release_part.describe()}")
-    privacy = dataclasses.replace(
-        result.privacy, epsilon=total.epsilon, delta=total.delta, rho=total.rho, parts=parts,
-        release_cost=step.release_part,
-        statement=privacy_statement(total, max(1, len(result.pairs)),
-                                    detail=f"categories and release together; {parts}"))
-    return dataclasses.replace(result, privacy=privacy, private_categories=report)
-
-
-def _most_kept(plan, rows: int) -> int:
+def most_kept(request, selection, unknown, rows: int) -> int:
     """The most values a column chosen from the values that occur may keep: the
-    largest ``K <= MAX_KEPT`` at which every check of the release passes with
-    ``K`` categories in each such column (and every candidate kept). Public: a
-    function of the plan and the row count. Raises the release's own refusal
-    when even two do not fit (before the charge)."""
-    step: PrivateCategoriesPlan = plan.private_categories
+    largest ``K <= MAX_KEPT`` at which every check of the values passes with ``K``
+    categories in each ``unknown`` column (and every candidate kept). Public: a
+    function of the plan and the public row count. Raises the release's own
+    refusal when even two do not fit (before the charge)."""
 
     def check(size: int) -> None:
-        axes = dict(plan.request.categories)
-        for name in step.unknown:
+        axes = dict(request.categories)
+        for name in unknown:
             axes[name] = CategoryAxis(name, placeholders("string", size),
                                       axes[name].null_category)
-        request = dataclasses.replace(plan.request, categories=tuple(axes.items()))
-        if plan.selection is None:
-            check_plan(request, rows)
+        planned = dataclasses.replace(request, categories=tuple(axes.items()))
+        if selection is None:
+            check_plan(planned, rows)
         else:
-            check_selected_plan(request, plan.selection, rows)
+            check_selected_plan(planned, selection, rows)
 
     check(2)  # the release's own refusal, if even the smallest list does not fit
     low, high = 2, MAX_KEPT
@@ -359,5 +274,5 @@ def _most_kept(plan, rows: int) -> int:
 
 __all__ = ["APPROX_SHARE", "CATEGORIES_SHARE", "MAX_KEPT", "UNKNOWN",
            "PrivateCategoriesPlan", "choice_total", "chosen_axis", "placeholders",
-           "plan_private_categories", "recode", "run_private_categories", "split_private",
+           "most_kept", "plan_private_categories", "recode", "split_private",
            "worst_case_lists"]

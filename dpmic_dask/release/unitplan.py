@@ -131,11 +131,12 @@ def find_floor(plan, k: int) -> int:
     return hi
 
 
-def plan_units(schema, inner_planner, eps, *, delta, unit, k, count_share=None,
-               beta=DEFAULT_BETA, columns_used=()):
-    """Split ``(eps, delta)`` into the row count's share and the release's part,
-    plan the inner release with ``inner_planner(release_eps, mechanism_override)``
-    and find the floor. Nothing is read."""
+def plan_units(schema, inner_planner, total: PrivacyCost, *, delta, unit, k, count_share=None,
+               beta=DEFAULT_BETA):
+    """Split ``total`` into the row count's share and the release's part, plan the
+    inner release with ``inner_planner(release_eps, mechanism_override, budget)``
+    (``budget``: its part, carrying ``total``'s bad-event delta) and find the
+    floor. Nothing is read."""
     from dpmic_dask.privacy.accounting import PrepaidLedger
 
     unit = check_unit_columns(unit)
@@ -146,12 +147,14 @@ def plan_units(schema, inner_planner, eps, *, delta, unit, k, count_share=None,
     check_unit_dtypes(schema, unit)
     share = check_share(DEFAULT_COUNT_SHARE if count_share is None else count_share,
                         "count_share")
-    measure = measure_for(delta)
-    total = measure.total(eps, delta)
+    measure = total.measure
     count_part, part, release_eps, _ = split_front(total, share)
     rowcount = plan_row_count(count_part, sensitivity=k, beta=beta)
     forced = None if measure is PURE_DP else "micr-gauss"
-    inner = inner_planner(release_eps, forced)
+    budget = part
+    if total.approx_delta:  # the bad events of choosing categories: the inner plan's
+        budget = PrivacyCost(release_eps, delta, part.rho, total.approx_delta)
+    inner = inner_planner(release_eps, forced, budget)
     used = set(inner.request.columns)
     if inner.bounds is not None:
         used |= set(inner.bounds.bounds.columns)
@@ -189,8 +192,9 @@ def plan_unit_release(schema, eps, *, privacy_unit=None, max_rows_per_unit=None,
     ``privacy_unit`` is given: bounding to ``max_rows_per_unit`` rows per unit and a
     private row count (``count_share`` of the budget, default 5%) in front of it.
     Without ``privacy_unit`` this is exactly the row-level plan. Nothing is read."""
+    from dpmic_dask.privacy.conversion import check_epsilon
     from dpmic_dask.release.plan import plan_release
-    from dpmic_dask.release.private_categories import split_private
+    from dpmic_dask.release.private_categories import UNKNOWN, choice_total, split_private
 
     if privacy_unit is None:
         if max_rows_per_unit is not None or count_share is not None:
@@ -202,25 +206,18 @@ def plan_unit_release(schema, eps, *, privacy_unit=None, max_rows_per_unit=None,
         raise InvalidParameterError(
             "privacy_unit needs max_rows_per_unit, the most rows of one unit that are used "
             "(see dpmic_dask.contribution_bound to choose it privately)")
-    if release.get("nulls") == "drop":
-        raise InvalidParameterError('nulls="drop" is not yet available with privacy_unit')
-    if split_private(release.get("categories"))[1]:
-        raise InvalidParameterError(
-            "categories chosen privately are not yet available with privacy_unit (their "
-            "choice counts rows, not units): give public category lists (nothing was read "
-            "or charged)")
-    if release.get("bounds_check") is not None:  # row-level histograms: refused before reading
-        from dpmic_dask.release.bounds_check import refuse_with
-
-        refuse_with(per_unit=True)
     if measure_for(delta) is ZCDP and mechanism not in ("auto", "micr-gauss"):
         raise InvalidParameterError("with privacy_unit and delta > 0 the release is "
                                     "micr-gauss (mechanism='auto' or 'micr-gauss')")
+    private = split_private(release.get("categories"))[1]
+    total, _ = choice_total(check_epsilon(eps), delta,
+                            [c for c, listed in private.items() if listed is UNKNOWN])
+    k = check_max_rows(max_rows_per_unit)
 
-    def planner(release_eps, forced):
+    def planner(release_eps, forced, budget):
         return plan_release(schema, release_eps, delta=delta, mechanism=forced or mechanism,
-                            **release)
+                            budget=budget, unit_k=k, **release)
 
-    inner, units = plan_units(schema, planner, eps, delta=delta, unit=privacy_unit,
-                              k=max_rows_per_unit, count_share=count_share, beta=beta)
+    inner, units = plan_units(schema, planner, total, delta=delta, unit=privacy_unit,
+                              k=k, count_share=count_share, beta=beta)
     return dataclasses.replace(inner, units=units)

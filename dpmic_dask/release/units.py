@@ -30,10 +30,7 @@ of the bounded frame.
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import warnings
-from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -41,23 +38,14 @@ import pandas as pd
 from dpmic_dask.backends import backend_for
 from dpmic_dask.errors import InvalidParameterError, UnitMismatchError
 from dpmic_dask.privacy.accounting import PrivacyCost
-from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.bounding import (
-    BoundedFrame,
     ContributionBound,
-    add_rows_and_missing,
-    bound_contributions,
     check_unit_columns,
     check_unit_dtypes,
-    refuse_missing_in_table,
     refuse_mixed_units,
-    rows_and_missing,
     unit_label,
 )
-from dpmic_dask.release.rowcount import (
-    run_row_count,
-)
-from dpmic_dask.release.unitplan import UnitsPlan, per_unit, plan_unit_release
+from dpmic_dask.release.unitplan import UnitsPlan, plan_unit_release
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY
 
 
@@ -84,93 +72,7 @@ def check_ledger_unit(ledger, dataset, unit: tuple[str, ...] | None) -> None:
             "nothing was charged and no data was read")
 
 
-# ------------------------------------------------------------------- running
-
-
-def run_units(frame, plan, *, ledger=None, dataset=None, progress=None):
-    """Run a per-unit release plan (``plan.units`` set): precheck and the ledger's
-    unit before anything is read; missing values refused from the whole table;
-    bounding; one pass before the charge (the exact bounded row count, every
-    column read and converted);
-    the one charge; the noisy count and ``n0``; the release on the bounded frame
-    from the prepaid part."""
-    from dpmic_dask.privacy.accounting import PrepaidLedger
-    from dpmic_dask.release.charge import after_charge, charge_budget, precheck_budget
-    from dpmic_dask.release.plan import run_release
-
-    units = plan.units
-    inner = dataclasses.replace(plan, units=None)
-    kinds, drop = getattr(plan, "kinds", None), getattr(plan, "drop", None)
-    if kinds or drop:
-        # run_release has converted every column to axis numbers already: the
-        # inner release must not convert them again ("a" -> 0.5 -> "other")
-        inner = dataclasses.replace(inner, kinds=None, drop=None)
-    request = inner.request
-    precheck_budget(ledger, dataset, units.total, privacy_unit=units.unit)
-    read = tuple(request.columns)
-    if inner.bounds is not None:
-        read = tuple(dict.fromkeys((*read, *inner.bounds.bounds.columns)))
-    # a unit column of objects mixing types (17 and "17"): refused from the whole table
-    refuse_mixed_units(frame, units.unit, split_every=request.split_every, progress=progress)
-    if request.fill is None:
-        refuse_missing_in_table(frame, read, split_every=request.split_every,
-                                progress=progress)
-    # one bounded frame (one key) for every step: the bounds' passes and the values
-    # read the same rows of each unit
-    bounded = bound_contributions(frame, units.unit, units.k, read)
-    if hasattr(bounded, "persist"):
-        # the bounded rows (at most k per unit) stay where they were computed for the
-        # pass before the charge and the release's own pass: one shuffle, not two
-        bounded = bounded.persist()
-    backend = backend_for(bounded)
-    if inner.bounds is not None:  # the bounds' first pass is the pass before the charge
-        from dpmic_dask.release.private_bounds import first_pass
-
-        counts, rows = first_pass(bounded, inner.bounds, progress=progress, min_rows=False)
-    else:
-        rows, _ = backend.reduce(bounded, read, partial(rows_and_missing, columns=read),
-                                 add_rows_and_missing, split_every=request.split_every,
-                                 progress=progress)
-    inner_label = (request.mechanism.label if inner.selection is None
-                   else f"{inner.selection.selection.description} and the chosen values")
-    if inner.bounds is not None:
-        inner_label = inner.bounds.parts()
-    parts = units.parts(inner_label)
-    steps = "bounds-hist+" if inner.bounds is not None else ""
-    charge = charge_budget(
-        units.total, ledger, dataset,
-        description=f"{request.label or 'pairwise'} ({units.statement}; {parts})",
-        mechanism=f"unit-bound+count+{steps}{request.mechanism.label}",
-        columns=request.columns)
-    count = run_row_count(units.rowcount, int(rows))
-    n0 = max(units.floor, count.n_low)
-    released = per_unit(inner, units.k, n0)
-    prepaid = PrepaidLedger(charge, units.part)
-    with after_charge(charge), warnings.catch_warnings():
-        # warnings about the noise at n0 are shown, never raised: nothing after the
-        # charge may refuse, even under a warnings-as-errors filter
-        warnings.simplefilter("default")
-        if released.bounds is None:
-            result = run_release(BoundedFrame(bounded, n0), released, ledger=prepaid,
-                                 dataset=dataset, progress=progress)
-        else:
-            from dpmic_dask.release.private_bounds import bounds_then_values
-
-            result, found = bounds_then_values(
-                bounded, BoundedFrame(bounded, n0), released.bounds, counts, n0, charge,
-                prepaid, dataset=dataset, progress=progress)
-            if kinds:
-                found = dataclasses.replace(
-                    found, kinds={c: kd for c, kd in kinds.items() if kd})
-            result = dataclasses.replace(result, private_bounds=found)
-    statement = unit_privacy_statement(
-        privacy_statement(units.total, max(1, len(result.pairs)), detail=parts), units)
-    privacy = dataclasses.replace(
-        result.privacy, epsilon=units.total.epsilon, delta=units.total.delta,
-        rho=units.total.rho, parts=parts, release_cost=units.part, statement=statement,
-        privacy_unit=unit_label(units.unit), max_rows_per_unit=units.k,
-        rows_lower_bound=n0, rows_noisy=count.noisy)
-    return dataclasses.replace(result, privacy=privacy)
+# ------------------------------------------------------------------- statements
 
 
 def unit_privacy_statement(statement: str, units: UnitsPlan) -> str:
@@ -194,7 +96,7 @@ def private_mic_per_unit(x, y, units, *, eps, x_bounds, y_bounds, privacy_unit="
     row ``i`` (named ``privacy_unit`` in the statement and the ledger); at most
     ``max_rows_per_unit`` rows per unit are used. The same plan as ``pairwise``
     with one pair."""
-    from dpmic_dask.release.plan import run_release
+    from dpmic_dask.release.executor import run_release
     from dpmic_dask.release.report import Release
 
     if units is None or max_rows_per_unit is None:
@@ -288,4 +190,4 @@ def contribution_bound(frame, unit, eps, *, quantile=0.9, ledger=None, dataset=N
 
 
 __all__ = ["ContributionBound", "check_ledger_unit", "contribution_bound", "private_mic_per_unit",
-           "run_units", "size_grid", "unit_privacy_statement"]
+           "size_grid", "unit_privacy_statement"]

@@ -291,10 +291,11 @@ def _convert_frame(frame: pd.DataFrame, kinds: Mapping, drop) -> pd.DataFrame:
     return out.dropna(subset=list(drop)) if drop else out
 
 
-def axis_frame(frame, kinds: Mapping, *, drop=None):
+def axis_frame(frame, kinds: Mapping, *, drop=None, keep=()):
     """``frame`` with each column of ``kinds`` (name -> resolved kind, ``None`` for
     a float64 column left as it is) as float64 axis values, and, with ``drop``
-    (column names), without the rows that have a null in any of them (listwise).
+    (column names), without the rows that have a null in any of them (listwise;
+    the ``keep`` columns, such as a privacy unit's, are carried along as they are).
 
     pandas frames are converted now (a refusal comes before anything else).
     Dask frames lazily: with ``drop`` in one task per partition (every column is
@@ -306,7 +307,7 @@ def axis_frame(frame, kinds: Mapping, *, drop=None):
     if isinstance(frame, pd.DataFrame):
         return _convert_frame(frame, todo, drop)
     if drop:  # only the release's columns are read (a wide table's others are not)
-        frame = frame[list(dict.fromkeys([*kinds, *drop]))]
+        frame = frame[list(dict.fromkeys([*kinds, *drop, *keep]))]
         meta = _convert_frame(frame._meta, todo, None)
         return frame.map_partitions(_convert_frame, todo, drop, meta=meta)
     out = frame.copy()

@@ -134,23 +134,33 @@ def test_a_share_outside_zero_one_is_refused(share):
         plan_release(SCHEMA, 1.0, bounds={"a": (0, 1), "b": (0, 10)}, bounds_check=share)
 
 
-def test_what_the_check_does_not_combine_with_is_refused_before_reading():
-    with pytest.raises(InvalidParameterError, match="private bounds"):
-        plan_release(SCHEMA, 1.0, bounds={"a": "private", "b": (0, 10)}, bounds_check=0.05)
-    with pytest.raises(InvalidParameterError, match="privacy_unit"):
-        plan_unit_release({**SCHEMA, "u": np.dtype("int64")}, 1.0, privacy_unit="u",
-                          max_rows_per_unit=2, bounds={"a": (0, 1), "b": (0, 10)},
-                          bounds_check=0.05)
+def test_the_check_combines_with_every_other_step_and_is_a_no_op_where_it_means_nothing():
+    # private bounds: only the public ones are checked
+    mixed = plan_release(SCHEMA, 1.0, bounds={"a": "private", "b": (0, 10)}, bounds_check=0.05)
+    assert mixed.bounds_check.columns == ("b",) and mixed.bounds is not None
+    assert mixed.cost == PrivacyCost(1.0)
+    # per unit: each histogram's sensitivity is k (a unit's k rows added or removed)
+    unit = plan_unit_release({**SCHEMA, "u": np.dtype("int64")}, 1.0, privacy_unit="u",
+                             max_rows_per_unit=3, bounds={"a": (0, 1), "b": (0, 10)},
+                             bounds_check=0.05)
+    check = unit.bounds_check
+    assert check.sensitivity == 3 and check.scale == pytest.approx(3 / check.eps_column)
+    # private categories: the categorical column is not checked
+    categories = plan_release({**SCHEMA, "r": np.dtype("object")}, 1.0,
+                              bounds={"a": (0, 1), "b": (0, 10)}, columns=["a", "b", "r"],
+                              categories={"r": {"private": ["x", "y"]}}, bounds_check=0.05)
+    assert categories.bounds_check.columns == ("a", "b")
+    assert categories.private_categories is not None
+    # nothing to check: no budget spent on it, and the report says so
+    for nothing in (plan_release(SCHEMA, 1.0, bounds="private", columns=["a", "b"],
+                                 bounds_check=0.05),
+                    plan_release({"f": np.dtype("bool"), "g": np.dtype("bool")}, 1.0,
+                                 bounds={}, columns=["f", "g"], bounds_check=0.05)):
+        assert nothing.bounds_check is None and nothing.total is None
+        assert any("nothing to check" in line for line in nothing.notes)
     with pytest.raises(InvalidParameterError, match="micr-gauss"):
         plan_release(SCHEMA, 1.0, delta=1e-6, mechanism="micr-lap",
                      bounds={"a": (0, 1), "b": (0, 10)}, bounds_check=0.05)
-    with pytest.raises(InvalidParameterError, match="nothing to check"):
-        plan_release({"f": np.dtype("bool"), "g": np.dtype("bool")}, 1.0, bounds={},
-                     columns=["f", "g"], bounds_check=0.05)
-    with pytest.raises(InvalidParameterError, match="private categories"):
-        plan_release({**SCHEMA, "r": np.dtype("object")}, 1.0,
-                     bounds={"a": (0, 1), "b": (0, 10)}, columns=["a", "b", "r"],
-                     categories={"r": {"private": ["x", "y"]}}, bounds_check=0.05)
 
 
 def test_a_budget_too_small_for_the_check_is_refused_before_reading():

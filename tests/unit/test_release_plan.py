@@ -45,7 +45,7 @@ def test_a_registered_selection_rule_is_planned_and_run_like_the_built_in_ones()
     import pandas as pd
 
     from dpmic_dask.privacy.selection import _RULES, NoisyTopK, SelectionRule, register_rule
-    from dpmic_dask.release.plan import run_release
+    from dpmic_dask.release.executor import run_release
 
     register_rule(SelectionRule(
         "strongest", ("count",),

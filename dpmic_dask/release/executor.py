@@ -1,0 +1,166 @@
+"""The one executor of a release plan: every step's checks, one charge, noise.
+
+:func:`run_release` runs a :class:`~dpmic_dask.release.plan.ReleasePlan` in a
+fixed order:
+
+1. the columns are encoded once, from their kind to axis values
+   (:func:`~dpmic_dask.stats.kinds.axis_frame`; rows with nulls dropped for
+   ``nulls="drop"``);
+2. the budget precheck of the plan's one cost, before anything is read;
+3. each front step's ``before`` (:mod:`dpmic_dask.release.steps`): its pass
+   over the data and its checks, any of which may refuse;
+4. the values' checks at the public row count (row level; per unit they ran at
+   the plan's floor before anything was read);
+5. **the one charge** of the plan's cost;
+6. each front step's ``after`` (its noise; what it releases rewrites the later
+   steps' inputs), then the values with their noise, paid from the same charge.
+   Nothing after the charge refuses: a failure there (the data changed between
+   passes) says the budget was charged, and which charge.
+
+The report is derived from the plan and what each step released
+(:func:`_report`); nothing patches it elsewhere. A plan without front steps is
+the values step alone, which makes the charge at its own point (after its
+pass, before its noise).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+from dpmic_dask.privacy.statement import privacy_statement
+from dpmic_dask.release.bounding import BoundedFrame, unit_label
+from dpmic_dask.release.charge import after_charge, charge_budget, precheck_budget
+from dpmic_dask.release.pipeline import release_pairs, release_selected
+from dpmic_dask.release.results import PairwiseResult
+from dpmic_dask.release.stages import public_rows
+from dpmic_dask.release.steps import Run, UnitStep, check_rows, front_steps
+from dpmic_dask.release.unitplan import check_inner
+from dpmic_dask.stats.kinds import axis_frame
+
+
+def run_release(frame, plan, *, ledger=None, dataset=None, progress=None) -> PairwiseResult:
+    """Run a plan: one precheck, every check before one charge, noise once."""
+    if plan.kinds or plan.drop:  # every column in axis numbers, once
+        step = plan.private_categories
+        raw = step.unknown if step is not None else ()  # coded after the choice
+        kinds = {c: k for c, k in (plan.kinds or {}).items() if c not in raw}
+        frame = axis_frame(frame, kinds, drop=plan.drop,
+                           keep=plan.units.unit if plan.units is not None else ())
+    steps = front_steps(plan)
+    if not steps:
+        result = _values(frame, plan.request, plan.selection, ledger=ledger, dataset=dataset,
+                         progress=progress)
+        return _in_kinds(result, plan, None)
+    run = Run(frame, plan.request, plan.selection, plan.bounds,
+              plan.request.split_every, progress,
+              raw=plan.private_categories.unknown if plan.private_categories else ())
+    unit = plan.units.unit if plan.units is not None else None
+    precheck_budget(ledger, dataset, plan.cost, privacy_unit=unit)
+    for step in steps:
+        step.before(run)
+        if isinstance(step, UnitStep):
+            run.found["floor"] = plan.units.floor
+    if run.rows is None:  # per unit with no other step: the bounded rows counted
+        steps[0].count(run)
+    check_rows(run)
+    if run.unit_k is None:  # every check of the values at the worst case, before the charge
+        run.public = public_rows(run.request, run.rows)
+        check_inner(plan, run.public)
+    parts = "; ".join(step.describe(run) for step in steps)  # before the charge: its label
+    request = plan.request
+    charge = charge_budget(
+        plan.cost, ledger, dataset,
+        description=f"{request.label or 'pairwise'} ({parts}; release: {_values_label(plan)})",
+        mechanism="+".join([*(step.label for step in steps), request.mechanism.label]),
+        columns=request.columns)
+    with after_charge(charge), warnings.catch_warnings():
+        # warnings about the noise are shown, never raised: nothing after the charge
+        # may refuse, even under a warnings-as-errors filter
+        warnings.simplefilter("default")
+        for step in steps:
+            step.after(run, charge)
+        values_request, selection = run.values_plan()
+        values_frame = run.frame if run.unit_k is None else BoundedFrame(run.frame, run.n0)
+        result = _values(values_frame, values_request, selection, charge=charge,
+                         progress=progress)
+    return _in_kinds(_report(result, plan, steps, run), plan, run)
+
+
+def _values(frame, request, selection, *, ledger=None, dataset=None, progress=None,
+            charge=None) -> PairwiseResult:
+    """The values step: every pair, or the pairs a selection chooses."""
+    if selection is None:
+        return release_pairs(frame, request, ledger=ledger, dataset=dataset, progress=progress,
+                             charge=charge)
+    return release_selected(frame, request, selection, ledger=ledger, dataset=dataset,
+                            progress=progress, charge=charge)
+
+
+def _values_label(plan) -> str:
+    request = plan.request
+    inner = (request.mechanism.label if plan.selection is None
+             else f"{plan.selection.selection.description} and the chosen values")
+    return f"{inner} with {_release_part(plan).describe()}"
+
+
+def _release_part(plan):
+    """The values' own part of the one charge (after every step in front)."""
+    if plan.bounds is not None:
+        return plan.bounds.part
+    if plan.release_part is not None:
+        return plan.release_part
+    return plan.units.part if plan.units is not None else plan.values_cost
+
+
+def _report(result: PairwiseResult, plan, steps, run: Run) -> PairwiseResult:
+    """The result's privacy report, derived from the plan (its one charge and each
+    step's part) and what each step released."""
+    total = plan.cost
+    parts = "; ".join([*(step.describe(run) for step in steps),
+                       f"release: {_values_label(plan)}"])
+    names = " and ".join(step.name for step in steps)
+    statement = privacy_statement(total, max(1, len(result.pairs)),
+                                  detail=f"{names} and release together; {parts}")
+    extra: dict = {}
+    if plan.units is not None:
+        from dpmic_dask.release.units import unit_privacy_statement
+
+        statement = unit_privacy_statement(statement, plan.units)
+        extra = dict(privacy_unit=unit_label(plan.units.unit), max_rows_per_unit=plan.units.k,
+                     rows_lower_bound=run.n0, rows_noisy=run.found.get("rows_noisy"))
+    privacy = dataclasses.replace(
+        result.privacy, epsilon=total.epsilon, delta=total.delta, rho=total.rho, parts=parts,
+        release_cost=_release_part(plan), statement=statement, **extra)
+    found = {name: run.found[name] for name in ("private_categories", "bounds_check",
+                                                "private_bounds") if name in run.found}
+    return dataclasses.replace(result, privacy=privacy, **found)
+
+
+def _in_kinds(result: PairwiseResult, plan, run: Run | None) -> PairwiseResult:
+    """Post-processing for the reader: private bounds printed in each column's kind,
+    what ``n`` means after ``nulls="drop"``, and the steps asked for that did
+    nothing here."""
+    if result.private_bounds is not None and plan.kinds:
+        result = dataclasses.replace(result, private_bounds=dataclasses.replace(
+            result.private_bounds, kinds={c: k for c, k in plan.kinds.items() if k}))
+    note = ""
+    if plan.drop and plan.units is None:
+        note = (f" Rows with a missing value in any of the {len(plan.drop)} columns were "
+                f"dropped (nulls='drop'): n = {plan.request.min_rows} is the public minimum "
+                "min_rows that every noise scale is calibrated to; the number of rows kept "
+                "is not released. The guarantee holds for every table that keeps at least "
+                "min_rows rows (docs/privacy.md, 'Dropping rows with nulls').")
+    elif plan.drop:
+        note = (f" Rows with a missing value in any of the {len(plan.drop)} columns were "
+                "dropped (nulls='drop') before bounding each unit's rows; n is the public "
+                "lower bound of the kept rows released by the private row count.")
+    for line in plan.notes:
+        note += " " + line
+    if note:
+        result = dataclasses.replace(result, privacy=dataclasses.replace(
+            result.privacy, statement=result.privacy.statement + note))
+    return result
+
+
+__all__ = ["run_release"]

@@ -1,0 +1,386 @@
+"""The steps in front of a release's values, as the executor runs them.
+
+A plan (:class:`~dpmic_dask.release.plan.ReleasePlan`) holds, in this order, the
+steps it asks for: contribution bounding and a private row count (per unit),
+the choice of categories, the check of public bounds, private bounds; the
+values come last (:mod:`dpmic_dask.release.executor`). Each step here has
+
+- ``cost``: its part of the plan's one charge (a typed :class:`PrivacyCost`);
+- ``before(run)``: what it reads and checks before the charge (it may refuse;
+  nothing is drawn);
+- ``after(run, charge)``: its noise and what it releases, after the charge
+  (nothing here refuses), including what it tells the later steps: the
+  bounded frame and ``n0``, the chosen categories, the released bounds;
+- ``describe(run)``: its part of the report, in words.
+
+Every step reads the frame as the steps before it left it (:attr:`Run.frame`):
+columns are encoded once, from their kind to axis values, before the first
+step, and a step never encodes them again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from functools import partial
+
+from dpmic_dask.backends import backend_for
+from dpmic_dask.checks import MIN_ROWS, refuse_missing
+from dpmic_dask.errors import InvalidDataError
+from dpmic_dask.privacy.noise import active_sampler
+from dpmic_dask.privacy.partition_selection import select_candidates, select_sorted
+from dpmic_dask.release.bounding import (
+    add_rows_and_missing,
+    bound_contributions,
+    refuse_missing_in_table,
+    refuse_mixed_units,
+    rows_and_missing,
+)
+from dpmic_dask.release.bounds_check import (
+    BoundsCheck,
+    BoundsCheckPlan,
+    _add,
+    _show,
+    check_partition,
+    read_check,
+)
+from dpmic_dask.release.category_counts import add_passes
+from dpmic_dask.release.category_counts import first_pass as categories_pass
+from dpmic_dask.release.category_counts import occurring as count_occurring
+from dpmic_dask.release.histograms import (
+    bounds_counts,
+    bounds_release,
+    noisy_histograms,
+    refine_counts,
+)
+from dpmic_dask.release.private_categories import (
+    PrivateCategoriesPlan,
+    chosen_axis,
+    most_kept,
+    recode,
+)
+from dpmic_dask.release.rowcount import run_row_count
+from dpmic_dask.release.stages import public_rows
+from dpmic_dask.release.unitplan import UnitsPlan, per_unit
+from dpmic_dask.stats.categories import CategoryAxis
+
+
+@dataclass
+class Run:
+    """One run of a plan: the frame as the steps so far left it, the values'
+    request and selection as the released facts rewrote them, the row counts,
+    and what each step released (for the result and its report)."""
+
+    frame: object
+    request: object
+    selection: object
+    bounds: object  # the private-bounds step's plan, or None
+    split_every: int
+    progress: object = None
+    #: The exact row count seen before the charge (never released), and the
+    #: public one every noise scale and check uses (``n0`` per unit).
+    rows: int | None = None
+    public: int | None = None
+    unit_k: int | None = None
+    n0: int | None = None
+    found: dict = field(default_factory=dict)
+    said: dict = field(default_factory=dict)
+    #: Columns read raw until the choice of categories codes them (chosen from
+    #: the values that occur): the categories' own pass reads them, no other.
+    raw: tuple = ()
+
+    def numeric(self) -> tuple[tuple, tuple | None]:
+        """The values' columns in axis numbers now, and their fill values."""
+        request = self.request
+        keep = [k for k, name in enumerate(request.columns) if name not in self.raw]
+        fill = None if request.fill is None else tuple(request.fill[k] for k in keep)
+        return tuple(request.columns[k] for k in keep), fill
+
+    def values_plan(self):
+        """The values' request and selection, per unit released at ``n0``."""
+        if self.unit_k is None:
+            return self.request, self.selection
+        return per_unit((self.request, self.selection), self.unit_k, self.n0)
+
+    def read(self) -> tuple:
+        """Every column any step reads."""
+        read = tuple(self.request.columns)
+        if self.bounds is not None:
+            read = tuple(dict.fromkeys((*read, *self.bounds.bounds.columns)))
+        return read
+
+    def seen(self, rows) -> None:
+        """A pass before the charge counted ``rows`` (missing values refused there)."""
+        self.rows = int(rows)
+
+
+class UnitStep:
+    """Contribution bounding and a private row count (privacy per unit).
+
+    Before the charge: a unit column mixing types and missing values (unless the
+    plan fills or drops them) are refused from the whole table, never from the
+    kept rows (that refusal would depend on the fresh key); then at most ``k``
+    rows per unit are kept, once, for every later step. After it: the noisy count
+    of the bounded rows, and ``n0``, its public lower bound."""
+
+    name = "units"
+    label = "unit-bound+count"
+
+    def __init__(self, plan: UnitsPlan, *, fills: bool):
+        self.plan, self.fills = plan, fills
+
+    @property
+    def cost(self):
+        return self.plan.rowcount.cost
+
+    def before(self, run: Run) -> None:
+        units = self.plan
+        refuse_mixed_units(run.frame, units.unit, split_every=run.split_every,
+                           progress=run.progress)
+        read = run.read()
+        if not self.fills:
+            refuse_missing_in_table(run.frame, [c for c in read if c not in run.raw],
+                                    split_every=run.split_every, progress=run.progress)
+        bounded = bound_contributions(run.frame, units.unit, units.k, read)
+        if hasattr(bounded, "persist"):
+            # the bounded rows stay where they were computed for every later pass:
+            # one shuffle, not one per pass
+            bounded = bounded.persist()
+        run.frame = bounded
+        run.unit_k = units.k
+
+    def count(self, run: Run) -> None:
+        """The bounded row count, when no later step's pass counted it."""
+        read = [c for c in run.read() if c not in run.raw]
+        rows, _ = backend_for(run.frame).reduce(
+            run.frame, read, partial(rows_and_missing, columns=read), add_rows_and_missing,
+            split_every=run.split_every, progress=run.progress)
+        run.seen(rows)
+
+    def after(self, run: Run, charge) -> None:
+        count = run_row_count(self.plan.rowcount, int(run.rows))
+        run.n0 = run.public = max(self.plan.floor, count.n_low)
+        run.found["rows_noisy"] = count.noisy
+
+    def describe(self, run: Run) -> str:
+        return self.plan.rowcount.describe()
+
+
+class CategoriesStep:
+    """The choice of categories (:mod:`dpmic_dask.release.private_categories`).
+
+    Before the charge: one pass counting each private column's candidates (or the
+    values that occur, sorted and capped), the row count and missing values; the
+    most values a column chosen from the values that occur may keep, at the
+    worst case of the values' checks. After it: the noisy choice, the columns
+    recoded to the chosen lists, the values' request given them."""
+
+    name = "categories"
+
+    @property
+    def label(self) -> str:
+        return "categories-" + ("lap-sel" if self.plan.unknown else "lap")
+
+    def __init__(self, plan: PrivateCategoriesPlan):
+        self.plan = plan
+        self.kept_at_most = 0
+        self.hist = None
+        self.occurring: dict = {}
+
+    @property
+    def cost(self):
+        return self.plan.cost
+
+    def before(self, run: Run) -> None:
+        step, request = self.plan, run.request
+        private = tuple(step.axes)
+        codes = {c: a.codes for c, a in step.axes.items()}
+        nullable = tuple(c for c in step.unknown if step.axes[c].null_category)
+        self.hist, rows, missing = backend_for(run.frame).reduce(
+            run.frame, request.columns,
+            partial(categories_pass, columns=request.columns, private=private, codes=codes,
+                    fill=request.fill, unknown=step.unknown, null_category=nullable),
+            add_passes, split_every=run.split_every, progress=run.progress)
+        if request.fill is None:
+            refuse_missing(request.columns, missing, "pass nulls='fill' or nulls='category'")
+        run.seen(rows)
+        if step.unknown:
+            # the most values the grid holds, at the smallest public row count the
+            # values may get (per unit: the floor; the checks pass for every n0 above)
+            request, selection = run.request, run.selection
+            if run.unit_k is not None:
+                request, selection = per_unit((request, selection), run.unit_k,
+                                              self.floor(run))
+            self.kept_at_most = most_kept(request, selection, step.unknown, self.floor(run))
+            for name, counts in zip(private, self.hist):
+                if name in step.unknown:  # sorted now: after the charge only noise runs
+                    self.occurring[name] = count_occurring(name, counts)
+
+    def floor(self, run: Run) -> int:
+        if run.unit_k is not None:
+            return int(run.found["floor"])
+        return public_rows(run.request, int(run.rows))
+
+    def after(self, run: Run, charge) -> None:
+        step = self.plan
+        chosen, remaps, coded, report, thresholds = {}, {}, {}, {}, []
+        for name, counts in zip(step.axes, self.hist):
+            axis = step.axes[name]
+            if name in step.unknown:
+                threshold = step.threshold()
+                values, exact = self.occurring[name]
+                listed = tuple(select_sorted(values, exact, step.eps_column, threshold,
+                                             limit=self.kept_at_most,
+                                             sensitivity=step.sensitivity))
+                final = coded[name] = CategoryAxis(name, listed, axis.null_category)
+            else:
+                kept, _, threshold = select_candidates(counts[:len(axis.categories)],
+                                                       step.eps_column,
+                                                       sensitivity=step.sensitivity)
+                final, remaps[name] = chosen_axis(axis, kept)
+            thresholds.append(threshold)
+            chosen[name] = final
+            report[name] = final.categories
+        run.frame = recode(run.frame, remaps, coded)
+        run.raw = ()
+        axes = {**dict(run.request.categories), **chosen}
+        bounds = tuple(axes[c].bounds if c in axes else b
+                       for c, b in zip(run.request.columns, run.request.bounds))
+        run.request = dataclasses.replace(run.request, categories=tuple(axes.items()),
+                                          bounds=bounds)
+        run.found["private_categories"] = report
+        run.said["categories"] = (thresholds, self.kept_at_most)
+
+    def describe(self, run: Run) -> str:
+        step = self.plan
+        thresholds, kept_at_most = run.said.get("categories", ((), 0))
+        shown = ", ".join(str(t) for t in sorted(set(thresholds)))
+        limit = (f"; at most {kept_at_most} values kept per column chosen from the values "
+                 "that occur") if step.unknown else ""
+        return (f"{step.describe()} (noise scale {step.scale:.4g} on each count, threshold "
+                f"{shown}{limit})")
+
+
+class CheckStep:
+    """The check of public bounds (:mod:`dpmic_dask.release.bounds_check`).
+
+    Before the charge: one pass (each checked column's histogram over its public
+    bounds, the row count, missing values refused). After it: the noise and the
+    findings, shown as warnings and kept for the report."""
+
+    name = "bounds check"
+    label = "bounds-check"
+
+    def __init__(self, plan: BoundsCheckPlan):
+        self.plan = plan
+        self.hists = None
+
+    @property
+    def cost(self):
+        return self.plan.cost
+
+    def before(self, run: Run) -> None:
+        step = self.plan
+        columns, fill = run.numeric()
+        checked = tuple(columns.index(name) for name in step.columns)
+        self.hists, rows, missing = backend_for(run.frame).reduce(
+            run.frame, columns,
+            partial(check_partition, columns=columns, checked=checked, bounds=step.bounds,
+                    fill=fill),
+            _add, split_every=run.split_every, progress=run.progress)
+        if fill is None:
+            refuse_missing(columns, missing)
+        run.seen(rows)
+
+    def after(self, run: Run, charge) -> None:
+        step = self.plan
+        noisy, scale = noisy_histograms(list(self.hists), step.eps_column, step.sensitivity)
+        checks = {c: read_check(h, b, scale)
+                  for c, h, b in zip(step.columns, noisy, step.bounds)}
+        found = BoundsCheck(
+            bounds=dict(zip(step.columns, step.bounds)),
+            histograms={c: tuple(int(x) for x in h) for c, h in zip(step.columns, noisy)},
+            checks=checks, noise_scale=scale, epsilon_per_column=step.eps_column,
+            cost=step.cost, kinds=dict(step.kinds), seeded=not active_sampler().secure)
+        _show(found.message(c) for c in found.wide)  # post-processing of released counts
+        run.found["bounds_check"] = found
+
+    def describe(self, run: Run) -> str:
+        return self.plan.describe()
+
+
+class BoundsStep:
+    """Private bounds (:mod:`dpmic_dask.release.private_bounds`).
+
+    Before the charge: the first pass (each private column's histogram on its
+    fixed grid, the row count, missing values refused). After it: the bounds read
+    off the noisy histograms (and a refining pass), given to the values."""
+
+    name = "private bounds"
+    label = "bounds-hist"
+
+    def __init__(self, planned):
+        self.planned = planned
+        self.counts = None
+
+    @property
+    def cost(self):
+        """Inside the values' part: private bounds and the values share it."""
+        return self.planned.total
+
+    def before(self, run: Run) -> None:
+        plan, request = self.planned.bounds, run.request
+        read = tuple(c for c in run.read() if c not in run.raw)
+        fills = None
+        if request.fill is not None:
+            given = dict(zip(request.columns, request.fill))
+            if plan.fill is not None:
+                given.update(zip(plan.columns, plan.fill))
+            fills = tuple(given[name] for name in read)
+        self.counts, rows = bounds_counts(run.frame, backend_for(run.frame), plan, read, fills,
+                                          run.split_every, run.progress,
+                                          min_rows=run.unit_k is None)
+        run.seen(rows)
+        if run.unit_k is None:
+            plan.warn_if_blind(public_rows(request, int(rows)))
+
+    def after(self, run: Run, charge) -> None:
+        planned = self.planned
+        recount = partial(refine_counts, run.frame, backend_for(run.frame), planned.bounds,
+                          run.split_every, run.progress)
+        found = bounds_release(self.counts, run.public, planned.bounds, charge.charge_id,
+                               recount)
+        final = {c: found.bounds.get(c, planned.placeholder[c]) for c in planned.spec}
+        run.request = dataclasses.replace(run.request, bounds=tuple(
+            tuple(map(float, final[c])) if c in final else b
+            for c, b in zip(run.request.columns, run.request.bounds)))
+        run.found["private_bounds"] = found
+
+    def describe(self, run: Run) -> str:
+        return self.planned.bounds.describe()
+
+
+def front_steps(plan) -> list:
+    """The plan's steps in front of the values, in the order they run."""
+    steps: list = []
+    if plan.units is not None:
+        fills = plan.request.fill is not None or bool(plan.drop)
+        steps.append(UnitStep(plan.units, fills=fills))
+    if plan.private_categories is not None:
+        steps.append(CategoriesStep(plan.private_categories))
+    if plan.bounds_check is not None:
+        steps.append(CheckStep(plan.bounds_check))
+    if plan.bounds is not None:
+        steps.append(BoundsStep(plan.bounds))
+    return steps
+
+
+def check_rows(run: Run) -> None:
+    """The public row count a release needs at least (row level; per unit the
+    plan's floor is the least ``n0`` and was checked before anything was read)."""
+    if run.unit_k is None and run.rows is not None and run.rows < MIN_ROWS:
+        raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
+
+
+__all__ = ["BoundsStep", "CategoriesStep", "CheckStep", "Run", "UnitStep", "check_rows",
+           "front_steps"]
