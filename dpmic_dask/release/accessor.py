@@ -1,16 +1,20 @@
 """The ``.dpmic`` accessor on pandas and Dask DataFrames (registered on import).
 
 A thin facade: it stores the frame, builds one release plan from the arguments
-(:func:`dpmic_dask.release.plan.plan_release`) and runs it
-(:func:`dpmic_dask.release.plan.run_release`). Its ``__init__`` never raises.
+(:func:`dpmic_dask.release.unitplan.plan_unit_release`; public as :meth:`plan`)
+and runs it (:func:`dpmic_dask.release.executor.run_release`). Its ``__init__``
+never raises.
 """
 
 from __future__ import annotations
 
+import pandas as pd
+
 from dpmic_dask.backends import backend_for, install_accessor
+from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.release.charge import check_ledger
-from dpmic_dask.release.executor import run_release
 from dpmic_dask.release.nonprivate import run_pairwise_nonprivate
+from dpmic_dask.release.public_plan import Plan
 from dpmic_dask.release.unitplan import plan_unit_release
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY, DEFAULT_TASK_MEMORY
 
@@ -155,9 +159,55 @@ class DPMICAccessor:
     def _release(self, eps, *, ledger, dataset, progress, **arguments):
         """Plan the release from the arguments and the frame's schema, then run it."""
         check_ledger(ledger)
-        plan = plan_unit_release(self._schema(), eps, **arguments)
-        return run_release(self._frame, plan, ledger=ledger, dataset=dataset,
-                           progress=progress)
+        return self._plan(eps, **arguments).release(ledger=ledger, dataset=dataset,
+                                                    progress=progress)
+
+    def _plan(self, eps, **arguments) -> Plan:
+        known = len(self._frame) if isinstance(self._frame, pd.DataFrame) else None
+        return Plan(self._frame, plan_unit_release(self._schema(), eps, **arguments), known)
+
+    def plan(self, eps, *, bounds, columns=None, delta=0.0, mechanism="auto", B=None, c=None,
+             nulls="raise", fill=None, split_every=DEFAULT_SPLIT_EVERY, label=None,
+             task_memory=DEFAULT_TASK_MEMORY, statistics=("mic",), bounds_share=None,
+             coverage=0.99, domain=None, kinds=None, min_rows=None, privacy_unit=None,
+             max_rows_per_unit=None, categories=None, refine=True, bounds_check=None,
+             top_k=None, threshold=None, max_pairs=None, select_share=0.5, screen_B="auto"):
+        """Plan a release without reading or charging anything.
+
+        Takes :meth:`pairwise`'s arguments (and ``top_k``, or ``threshold`` with
+        ``max_pairs``, for :meth:`top_pairs` / :meth:`pairs_above`'s private
+        selection, with ``select_share`` and ``screen_B``); reads the frame's
+        schema only. Returns a :class:`~dpmic_dask.release.public_plan.Plan`:
+        ``plan.explain()`` prints the steps, each one's part of the budget, each
+        column's kind and where its bounds and categories come from, and the noise
+        each value will get; ``plan.cost`` is the one charge;
+        ``plan.release(ledger=..., dataset=...)`` runs it (every call a new,
+        charged release). ``pairwise(eps, ...)`` is ``plan(eps, ...).release()``.
+
+        >>> import numpy as np, pandas as pd
+        >>> import dpmic_dask
+        >>> gen = np.random.default_rng(0)
+        >>> df = pd.DataFrame({"age": gen.uniform(18, 90, 5_000)})
+        >>> df["income"] = 1_000 * df["age"] + gen.normal(0, 5_000, 5_000)
+        >>> plan = df.dpmic.plan(1.0, bounds={"age": (0, 100), "income": (0, 2e5)})
+        >>> plan.cost.epsilon
+        1.0
+        >>> plan.steps
+        ('values',)
+        """
+        select = None
+        if top_k is not None and threshold is not None:
+            raise InvalidParameterError("give top_k or threshold (with max_pairs), not both")
+        if top_k is not None:
+            select = {"rule": "top-k", "k": top_k, "share": select_share, "screen_B": screen_B}
+        elif threshold is not None:
+            select = {"rule": "above", "threshold": threshold, "max_pairs": max_pairs,
+                      "share": select_share, "screen_B": screen_B}
+        elif max_pairs is not None:
+            raise InvalidParameterError("max_pairs goes with threshold")
+        arguments = _release_arguments(locals())
+        return self._plan(eps, mechanism=mechanism, **arguments,
+                          **({"select": select} if select is not None else {}))
 
     def top_pairs(self, k, eps, *, bounds, columns=None, delta=0.0, select_share=0.5,
                   screen_B="auto", B=None, c=None, nulls="raise", fill=None, ledger=None,

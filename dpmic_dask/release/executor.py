@@ -34,7 +34,7 @@ from dpmic_dask.release.charge import after_charge, charge_budget, precheck_budg
 from dpmic_dask.release.pipeline import release_pairs, release_selected
 from dpmic_dask.release.results import PairwiseResult
 from dpmic_dask.release.stages import public_rows
-from dpmic_dask.release.steps import Run, UnitStep, check_rows, front_steps
+from dpmic_dask.release.steps import Run, check_rows, front_steps
 from dpmic_dask.release.unitplan import check_inner
 from dpmic_dask.stats.kinds import axis_frame
 
@@ -59,8 +59,6 @@ def run_release(frame, plan, *, ledger=None, dataset=None, progress=None) -> Pai
     precheck_budget(ledger, dataset, plan.cost, privacy_unit=unit)
     for step in steps:
         step.before(run)
-        if isinstance(step, UnitStep):
-            run.found["floor"] = plan.units.floor
     if run.rows is None:  # per unit with no other step: the bounded rows counted
         steps[0].count(run)
     check_rows(run)

@@ -205,24 +205,20 @@ class CategoriesStep:
             refuse_missing(request.columns, missing, "pass nulls='fill' or nulls='category'")
         run.seen(rows)
         if step.unknown:
-            # the most values the grid holds, at the smallest public row count the
-            # values may get (per unit: the floor; the checks pass for every n0 above)
-            request, selection = run.request, run.selection
-            if run.unit_k is not None:
-                request, selection = per_unit((request, selection), run.unit_k,
-                                              self.floor(run))
-            self.kept_at_most = most_kept(request, selection, step.unknown, self.floor(run))
+            if run.unit_k is None:  # the most values the grid holds at the public rows
+                self.kept_at_most = most_kept(run.request, run.selection, step.unknown,
+                                              public_rows(run.request, int(run.rows)))
             for name, counts in zip(private, self.hist):
                 if name in step.unknown:  # sorted now: after the charge only noise runs
                     self.occurring[name] = count_occurring(name, counts)
 
-    def floor(self, run: Run) -> int:
-        if run.unit_k is not None:
-            return int(run.found["floor"])
-        return public_rows(run.request, int(run.rows))
-
     def after(self, run: Run, charge) -> None:
         step = self.plan
+        if step.unknown and run.unit_k is not None:
+            # per unit: the most values the grid holds at the released n0 (public
+            # now; the plan passed with two values at its floor, so this never fails)
+            request, selection = per_unit((run.request, run.selection), run.unit_k, run.n0)
+            self.kept_at_most = most_kept(request, selection, step.unknown, run.n0)
         chosen, remaps, coded, report, thresholds = {}, {}, {}, {}, []
         for name, counts in zip(step.axes, self.hist):
             axis = step.axes[name]

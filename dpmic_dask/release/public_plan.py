@@ -1,0 +1,187 @@
+"""A release plan as users see it: its steps, its one cost, its noise, and
+:meth:`Plan.release`.
+
+``plan = frame.dpmic.plan(eps, ...)`` takes ``pairwise``'s arguments (and
+``top_k`` or ``threshold`` with ``max_pairs`` for a selection), reads the
+frame's schema only, and returns a :class:`Plan`: nothing is read, nothing is
+charged. ``plan.explain()`` says what the release will do; ``plan.cost`` is
+the one charge; ``plan.release(ledger=...)`` runs it (each call is a new
+release, charged again). ``pairwise(...)`` is ``plan(...).release()``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from dpmic_dask.errors import DPMICError
+from dpmic_dask.privacy.costs import PrivacyCost
+from dpmic_dask.release.executor import run_release
+from dpmic_dask.release.stages import check_plan, check_selected_plan
+from dpmic_dask.release.unitplan import per_unit
+from dpmic_dask.stats.kinds import format_bounds
+
+#: Row counts at which the noise is shown when the plan has no public one.
+SHOWN_ROWS = (10_000, 100_000, 1_000_000)
+
+
+class Plan:
+    """A planned release of one frame (nothing read, nothing charged)."""
+
+    def __init__(self, frame, planned, known_rows: int | None = None):
+        self._frame = frame
+        self._planned = planned
+        self._known_rows = known_rows
+
+    @property
+    def cost(self) -> PrivacyCost:
+        """The one charge the release makes (typed: pure ``epsilon``, or zCDP ``rho``
+        with its ``(epsilon, delta)``)."""
+        return self._planned.cost
+
+    @property
+    def steps(self) -> tuple[str, ...]:
+        """The steps in the order they run, in words."""
+        return self._planned.steps
+
+    def release(self, *, ledger=None, dataset=None, progress=None):
+        """Run the plan: every check before one charge of :attr:`cost`, then noise."""
+        return run_release(self._frame, self._planned, ledger=ledger, dataset=dataset,
+                           progress=progress)
+
+    def explain(self, rows: int | None = None, *, show: bool = True) -> str:
+        """What the release does, in words: its steps and each one's part of the one
+        charge, each column's kind and where its bounds and categories come from,
+        and the noise scale and ``ci95`` each pair's value will get at ``rows`` rows
+        (default: the plan's public row count where it has one, else a few sizes).
+        Printed (``show=False``: only returned)."""
+        text = "\n".join(explain_lines(self._planned, rows or self._known_rows))
+        if show:
+            print(text)
+        return text
+
+    def __repr__(self) -> str:
+        return (f"<Plan: {' -> '.join(self.steps)}; one charge of "
+                f"{self.cost.describe()}>")
+
+
+def explain_lines(planned, rows: int | None) -> list[str]:
+    """:meth:`Plan.explain`'s lines."""
+    request = planned.request
+    cost = planned.cost
+    head = f"epsilon {cost.epsilon:g}" + (f", delta {cost.delta:g}" if cost.delta else "")
+    lines = [f"Release plan: {len(request.columns)} columns, {request.n_pairs} pairs; one "
+             f"charge of {head} ({cost.describe()})."]
+    units = planned.units
+    if units is not None:
+        lines.append(f"Privacy unit: {units.statement}; neighbouring tables differ by all "
+                     "rows of one unit.")
+    else:
+        lines.append("Privacy unit: one row.")
+    lines.append("Steps, in order:")
+    for number, (name, said) in enumerate(_step_lines(planned), start=1):
+        lines.append(f"  {number}. {name}: {said}")
+    lines.append("Columns:")
+    lines.extend("  " + line for line in _column_lines(planned))
+    lines.append("Noise of each released value:")
+    lines.extend("  " + line for line in _noise_lines(planned, rows))
+    lines.extend(planned.notes)
+    return lines
+
+
+def _values_said(planned) -> str:
+    from dpmic_dask.release.executor import _values_label
+
+    return _values_label(planned)
+
+
+def _step_lines(planned) -> list[tuple[str, str]]:
+    out = []
+    if planned.units is not None:
+        out.append(("contribution bounding and row count",
+                    f"at most {planned.units.k} rows per unit kept (a keyed hash, fresh key); "
+                    + planned.units.rowcount.describe()))
+    if planned.private_categories is not None:
+        step = planned.private_categories
+        out.append(("private categories", f"{step.describe()} (noise scale {step.scale:.4g} "
+                                          "on each count)"))
+    if planned.bounds_check is not None:
+        out.append(("bounds check", planned.bounds_check.describe()))
+    if planned.bounds is not None:
+        out.append(("private bounds", planned.bounds.bounds.describe()))
+    if planned.selection is not None:
+        out.append(("selection", planned.selection.selection.description))
+    out.append(("values", _values_said(planned)))
+    return out
+
+
+def _column_lines(planned) -> list[str]:
+    request = planned.request
+    kinds = planned.kinds or {}
+    categories = dict(request.categories)
+    private_categories = planned.private_categories
+    chosen = private_categories.axes if private_categories is not None else {}
+    private_bounds = set(planned.bounds.bounds.columns) if planned.bounds is not None else set()
+    checked = set(planned.bounds_check.columns) if planned.bounds_check is not None else set()
+    width = max(len(str(c)) for c in request.columns)
+    out = []
+    for name, bounds in zip(request.columns, request.bounds):
+        kind = kinds.get(name)
+        kind_name = "number" if kind is None else getattr(kind, "name", "number")
+        if name in chosen:
+            where = ("categories chosen privately from the values that occur"
+                     if name in private_categories.unknown else
+                     f"categories chosen privately among {len(chosen[name].categories)} "
+                     "public candidates")
+        elif name in categories:
+            where = f"{len(categories[name].categories)} public categories (others: 'other')"
+        elif name in private_bounds:
+            where = "bounds released privately (private bounds step)"
+        elif getattr(kind, "implied_bounds", None) is not None:
+            where = "bounds (0, 1) from its type"
+        else:
+            where = f"public bounds {format_bounds(kind, bounds)}" + (
+                ", checked privately" if name in checked else "")
+        out.append(f"{str(name):<{width}}  {kind_name:<9}  {where}")
+    return out
+
+
+def _noise_lines(planned, rows: int | None) -> list[str]:
+    request = planned.request
+    if planned.drop and planned.units is None:
+        sizes = [request.min_rows]
+        said = "at the public min_rows"
+    elif rows is not None:
+        sizes = [int(rows)]
+        said = "at the public row count" if planned.units is None else "at n0"
+    else:
+        sizes = list(SHOWN_ROWS)
+        said = ("per unit at n0, the released lower bound of the bounded rows"
+                if planned.units is not None else "the row count is not known before reading")
+    out = []
+    for n in sizes:
+        try:
+            noise = _noise_at(planned, n)
+        except DPMICError as exc:
+            out.append(f"n = {n:,}: refused at this size ({exc})")
+            continue
+        out.append(f"n = {n:,}: {noise.mechanism}, noise scale {noise.noise_scale:.4g}, "
+                   f"ci95 +/-{noise.ci95:.3g} (B = {noise.B:g}, c = {noise.c})")
+    return [f"({said})", *out]
+
+
+def _noise_at(planned, n: int):
+    """The values' noise plan at ``n`` public rows (per unit: ``n0 = n``)."""
+    request, selection = planned.request, planned.selection
+    if planned.units is not None:
+        request, selection = per_unit((request, selection), planned.units.k, n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if selection is None:
+            B, c = check_plan(request, n)
+            return request.mechanism.calibrate(n=n, pairs=request.n_pairs, B=B, c=c)
+        B, c, _ = check_selected_plan(request, selection, n)
+        published = max(1, selection.selection.most(request.n_pairs))
+        return selection.release.calibrate(n=n, pairs=published, B=B, c=c)
+
+
+__all__ = ["Plan", "explain_lines"]

@@ -1,0 +1,104 @@
+"""``frame.dpmic.plan(...)``: a release planned from the schema alone, explained,
+costed, and run by ``plan.release()`` with exactly the planned charge."""
+
+from __future__ import annotations
+
+import re
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpmic_dask as dm
+from dpmic_dask.errors import InvalidParameterError
+
+BOUNDS = {"x": (0, 1), "y": (-1, 3)}
+
+
+def table(n=4_000, seed=0):
+    gen = np.random.default_rng(seed)
+    x = gen.uniform(0, 1, n)
+    return pd.DataFrame({"cid": gen.integers(0, n // 4, n), "x": x,
+                         "y": 2 * x + gen.normal(0, 0.1, n),
+                         "region": np.where(x < 0.5, "north", "south")})
+
+
+def unreadable(frame: pd.DataFrame):
+    """A Dask frame whose every partition refuses to be read."""
+    def refuse(part):
+        raise AssertionError("the plan read the data")
+    lazy = dd.from_pandas(frame, npartitions=2)
+    return lazy.map_partitions(refuse, meta=frame.iloc[:0])
+
+
+def test_a_plan_reads_nothing_and_explains_every_step_and_column():
+    plan = unreadable(table()).dpmic.plan(
+        2.0, delta=1e-6, columns=["x", "y", "region"], bounds={"x": (0, 1), "y": "private"},
+        categories={"region": "private"}, privacy_unit="cid", max_rows_per_unit=4,
+        bounds_check=0.05)
+    assert plan.steps == ("contribution bounding and row count", "private categories",
+                          "bounds check", "private bounds", "values")
+    text = plan.explain(show=False)
+    for said in ("Privacy unit: per cid, at most 4 rows each", "1. contribution bounding",
+                 "2. private categories", "3. bounds check", "4. private bounds",
+                 "5. values", "public bounds [0, 1], checked privately",
+                 "bounds released privately", "chosen privately from the values that occur"):
+        assert said in text, said
+    assert text.count("n = ") == 3  # per unit: the noise at a few sizes of n0
+    assert plan.cost.delta == 1e-6 and plan.cost.approx_delta > 0
+
+
+def test_release_charges_exactly_the_planned_cost_for_every_kind_of_plan():
+    frame = table()
+    for arguments in ({"bounds": BOUNDS},
+                      {"bounds": BOUNDS, "delta": 1e-6, "statistics": ("mic", "tau_a")},
+                      {"bounds": {"x": (0, 1), "y": "private"}, "bounds_check": 0.1},
+                      {"bounds": BOUNDS, "top_k": 1, "columns": ["x", "y", "region"],
+                       "categories": {"region": {"private": ["north", "south"]}}},
+                      {"bounds": BOUNDS, "privacy_unit": "cid", "max_rows_per_unit": 2,
+                       "delta": 1e-6}):
+        plan = frame.dpmic.plan(3.0, **arguments)
+        unit = arguments.get("privacy_unit")
+        ledger = dm.InMemoryLedger()
+        delta = 1e-3 if arguments.get("delta") else 0.0
+        ledger.set_budget("d", dm.Budget(10.0, delta, privacy_unit=unit))
+        result = plan.release(ledger=ledger, dataset="d")
+        (charge,) = ledger.charges("d")
+        assert charge.cost == plan.cost, arguments
+        assert result.epsilon == plan.cost.epsilon
+
+
+def test_the_explained_noise_is_the_noise_the_release_gets():
+    frame = table()
+    plan = frame.dpmic.plan(1.0, bounds=BOUNDS, B=40, c=5)
+    text = plan.explain(show=False)
+    (line,) = [s for s in text.splitlines() if s.strip().startswith(f"n = {len(frame):,}")]
+    scale = float(re.search(r"noise scale ([0-9.e+-]+)", line).group(1))
+    ci95 = float(re.search(r"ci95 \+/-([0-9.e+-]+)", line).group(1))
+    result = plan.release(ledger=dm.InMemoryLedger(uncapped=True))
+    assert result.privacy.noise_scale == pytest.approx(scale, rel=1e-3)
+    assert result.privacy.ci95 == pytest.approx(ci95, rel=1e-2)
+    # at 4x the rows the noise is about 4x smaller (MICr's sensitivity is O(1/n))
+    bigger = plan.explain(rows=4 * len(frame), show=False)
+    other = float(re.search(r"noise scale ([0-9.e+-]+)", bigger).group(1))
+    assert scale / 4 < other < scale / 3
+
+
+def test_pairwise_is_plan_then_release():
+    frame = table()
+    ledger = dm.InMemoryLedger(uncapped=True)
+    frame.dpmic.pairwise(1.0, bounds=BOUNDS, ledger=ledger)
+    frame.dpmic.plan(1.0, bounds=BOUNDS).release(ledger=ledger)
+    first, second = ledger.charges("default")
+    assert first.cost == second.cost and first.mechanism == second.mechanism
+
+
+def test_a_selection_is_asked_for_one_way_only():
+    frame = table()
+    with pytest.raises(InvalidParameterError, match="not both"):
+        frame.dpmic.plan(1.0, bounds=BOUNDS, top_k=1, threshold=0.5, max_pairs=1)
+    with pytest.raises(InvalidParameterError, match="max_pairs goes with threshold"):
+        frame.dpmic.plan(1.0, bounds=BOUNDS, max_pairs=1)
+    plan = frame.dpmic.plan(1.0, bounds=BOUNDS, threshold=0.5, max_pairs=1)
+    assert "selection" in plan.steps and "above" in plan.explain(show=False).lower()
