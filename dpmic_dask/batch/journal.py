@@ -21,8 +21,11 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from dpmic_dask.errors import DPMICError, LedgerError
-from dpmic_dask.privacy.accounting import Charge, PrivacyCost
-from dpmic_dask.privacy.ledger import OpenCharge, SQLLedger, _now
+from dpmic_dask.privacy.charges import Charge
+from dpmic_dask.privacy.costs import PrivacyCost
+from dpmic_dask.privacy.ledger import SQLLedger
+from dpmic_dask.privacy.ledgerrows import _now
+from dpmic_dask.privacy.ledgerrun import OpenCharge
 
 
 def encode_rows(rows: pd.DataFrame) -> str:
