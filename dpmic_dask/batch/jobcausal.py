@@ -113,7 +113,7 @@ def causal_plan(job, schema) -> CausalPlan:
     """Every check :func:`~dpmic_dask.causal.causal_graph` makes before reading data,
     on ``schema``; the cost of its one charge."""
     from dpmic_dask.causal.decide import check_shares
-    from dpmic_dask.causal.discover import check_request
+    from dpmic_dask.causal.request import check_request
     from dpmic_dask.privacy.conversion import check_delta, check_epsilon
     from dpmic_dask.privacy.costs import measure_for
 
