@@ -26,6 +26,7 @@ from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.privacy.ledger import SQLLedger
 from dpmic_dask.privacy.ledgerrows import _now
 from dpmic_dask.privacy.ledgerrun import OpenCharge
+from dpmic_dask.release.charge import log_charged
 
 
 def encode_rows(rows: pd.DataFrame) -> str:
@@ -209,8 +210,6 @@ class JournaledRun:
                             payload, fingerprint=self.fingerprint)
 
     def _log_charged(self, opened: OpenCharge) -> None:
-        from dpmic_dask.release.charge import log_charged
-
         assert self._dataset is not None
         log_charged(self._mechanism, self._dataset, opened.record.charge_id)
 
