@@ -22,7 +22,7 @@ import signal
 import threading
 from contextlib import contextmanager
 
-from dpmic_dask.privacy.accounting import (  # noqa: F401  (re-exported)
+from dpmic_dask.privacy.charges import (  # noqa: F401  (re-exported)
     charge_possible,
     note_charge_possible,
     note_nothing_charged,

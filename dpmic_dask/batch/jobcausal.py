@@ -25,6 +25,7 @@ The output is a folder (``output.path``); a run writes
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -34,8 +35,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from dpmic_dask.batch.jobdelivered import Gap
 from dpmic_dask.batch.jobfile import JobError
-from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.batch.joboutput import run_file, shown, undeliverable
+from dpmic_dask.causal import causal_graph
+from dpmic_dask.causal.decide import check_shares
+from dpmic_dask.causal.request import check_request
+from dpmic_dask.causal.result import CausalGraph, CausalReport
+from dpmic_dask.errors import InvalidParameterError, LedgerError
+from dpmic_dask.privacy.conversion import check_delta, check_epsilon
+from dpmic_dask.privacy.costs import measure_for
 
 #: Keys of ``[causal]`` (and the defaults of :func:`dpmic_dask.causal.causal_graph`).
 CAUSAL_DEFAULTS: dict[str, Any] = {"alpha": 0.05, "max_condition_size": 2, "bins": 5,
@@ -112,11 +123,6 @@ class CausalPlan:
 def causal_plan(job, schema) -> CausalPlan:
     """Every check :func:`~dpmic_dask.causal.causal_graph` makes before reading data,
     on ``schema``; the cost of its one charge."""
-    from dpmic_dask.causal.decide import check_shares
-    from dpmic_dask.causal.discover import check_request
-    from dpmic_dask.privacy.conversion import check_delta, check_epsilon
-    from dpmic_dask.privacy.costs import measure_for
-
     _refuse_with_causal(job)
     eps, delta = check_epsilon(job.eps), check_delta(job.delta)
     args = _arguments(job)
@@ -137,8 +143,6 @@ def causal_plan(job, schema) -> CausalPlan:
 def run_causal(job, frame, ledger, progress):
     """The release: :func:`~dpmic_dask.causal.causal_graph` on ``frame``, charged
     once to ``ledger`` (the run's :class:`~dpmic_dask.batch.journal.JournaledRun`)."""
-    from dpmic_dask.causal import causal_graph
-
     return causal_graph(frame, job.eps, ledger=ledger, dataset=job.dataset, label=job.name,
                         progress=progress, **_arguments(job))
 
@@ -168,11 +172,6 @@ def encode_graph(graph, *, run_id: str, job) -> str:
 
 def decode_graph(text: str):
     """``(CausalGraph, report text)`` from :func:`encode_graph`'s text."""
-    import numpy as np
-
-    from dpmic_dask.causal.result import CausalGraph, CausalReport
-    from dpmic_dask.errors import LedgerError
-
     try:
         data = json.loads(text)
         report = CausalReport(True, data["test"], data["alpha"], data["rows"], data["bins"],
@@ -212,8 +211,6 @@ def deliver_graph(job, payload: str, run_id: str) -> str:
     """Write a run's journaled graph into its folder (``run-<id>--<job>/`` in the
     output folder) atomically: written under a hidden name, then renamed into
     place (an earlier delivery of the same run is replaced)."""
-    from dpmic_dask.batch.joboutput import run_file, undeliverable
-
     graph, report = decode_graph(payload)
     final = run_file(job, run_id)
     tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex[:12]}.tmp")
@@ -236,11 +233,6 @@ def graph_gap(job, run_id: str):
     """What of a delivered graph's folder is missing now
     (a :class:`~dpmic_dask.batch.jobdelivered.Gap`), or ``None``: the folder and
     each of its files (``graph.png`` where matplotlib is installed)."""
-    import importlib.util
-
-    from dpmic_dask.batch.jobdelivered import Gap
-    from dpmic_dask.batch.joboutput import run_file, shown
-
     folder = run_file(job, run_id)
     name = shown(os.path.abspath(folder))
     if not folder.is_dir():

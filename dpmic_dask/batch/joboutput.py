@@ -14,9 +14,11 @@ columns are added, nullable; a column of the wrong kind is refused).
 file is rewritten with the same rows, a SQL table that holds the run's rows is
 left as it is; one that holds only some of them is refused, never added to or
 reported as delivered). A failure to write is a :class:`DeliveryError`, one
-line naming the destination. :func:`delivery_gap` says what of a recorded
+line naming the destination.
+:func:`~dpmic_dask.batch.jobdelivered.delivery_gap` says what of a recorded
 delivery is no longer in the output (a deleted file, a dropped table's rows),
-so that a rerun never reports a delivery that is not there.
+so that a rerun never reports a delivery that is not there. The rows
+themselves (their columns and kinds) are :mod:`dpmic_dask.batch.outputrows`.
 """
 
 from __future__ import annotations
@@ -25,22 +27,22 @@ import hashlib
 import os
 import re
 import uuid
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dpmic_dask.batch.jobio import JobIOError, _sql_failure, prepare_folder, sql_engine
+from dpmic_dask.batch.outputrows import (
+    BASE_COLUMNS,  # noqa: F401  (re-exported)
+    _arrow_schema,
+    _sql_types,
+    declared,
+    expected_columns,
+    result_rows,  # noqa: F401  (re-exported)
+)
 from dpmic_dask.errors import DPMICError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
-
-#: Columns of every released row, in order, with their kind.
-BASE_COLUMNS = {
-    "run_id": str, "released_at": str, "job": str, "dataset": str, "x": str, "y": str,
-    "mic": float, "ci95": float, "noise_scale": float, "mechanism": str, "statistic": str,
-    "release_epsilon": float, "release_delta": float, "value_cost": float, "cost_unit": str,
-    "n": int, "B": int, "c": int,
-}
 
 
 class DeliveryError(DPMICError):
@@ -51,100 +53,6 @@ class DeliveryError(DPMICError):
     def __init__(self, message: str, reason: str | None = None):
         super().__init__(message)
         self.reason = reason if reason is not None else message
-
-
-def expected_columns(job) -> dict:
-    """The columns (name -> kind) a run of ``job`` writes."""
-    from dpmic_dask.release.results import output_name
-
-    columns = dict(BASE_COLUMNS)
-    # whether each value lies inside its own ci95 of 0 (0 or 1)
-    columns["within_noise"] = int
-    for statistic in job.statistics[1:]:
-        name = output_name(statistic)  # tau is written as tau_a
-        columns.update({name: float, f"{name}_ci95": float, f"{name}_noise_scale": float,
-                        f"{name}_within_noise": int})
-    if "tau" in job.statistics:
-        columns["nonlinearity"] = float
-    if any(b == "private" for b in job.bounds.values()):
-        # the bounds each value was computed at: a run that estimated bounds writes
-        # them, so that the next run can pin them as public (and stop paying)
-        columns.update({"x_lo": float, "x_hi": float, "y_lo": float, "y_hi": float})
-    columns["charge_id"] = str
-    return columns
-
-
-#: pandas dtypes of the column kinds (an empty column would otherwise be float64).
-_DTYPES = {str: "object", float: "float64", int: "int64"}
-
-
-def declared(rows: pd.DataFrame, job) -> pd.DataFrame:
-    """``rows`` with every column of an empty release given its declared kind (a
-    release that passed no pair still writes ``x`` and ``y`` as strings)."""
-    if len(rows):
-        return rows
-    kinds = expected_columns(job)
-    return rows.astype({name: _DTYPES[kinds[name]] for name in rows.columns if name in kinds})
-
-
-def result_rows(result, *, run_id: str, job) -> pd.DataFrame:
-    """The rows a run writes: the tidy table plus run id, time, job, dataset, charge."""
-    table = result.to_pandas()
-    for flag in [c for c in table.columns if c.endswith("within_noise")]:
-        table[flag] = table[flag].astype("int64")  # 0 or 1 in every output format
-    table.insert(0, "run_id", run_id)
-    table.insert(1, "released_at", datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    table.insert(2, "job", job.name)
-    table.insert(3, "dataset", job.dataset)
-    if result.private_bounds is not None:
-        used = {c: _numbers(b) for c, b in job.bounds.items()}
-        used.update(result.private_bounds.bounds)  # axis numbers
-        for side in ("x", "y"):
-            table[f"{side}_lo"] = [float(used.get(c, _NO_BOUNDS)[0]) for c in table[side]]
-            table[f"{side}_hi"] = [float(used.get(c, _NO_BOUNDS)[1]) for c in table[side]]
-    table["charge_id"] = result.charge_id
-    return declared(table, job)
-
-
-_NO_BOUNDS = (float("nan"), float("nan"))
-
-
-def _numbers(bounds) -> tuple[float, float]:
-    """Public bounds as two numbers (bounds given in another kind, such as dates,
-    are written as NaN: the job file holds them)."""
-    try:
-        lo, hi = (float(v) for v in bounds)
-    except (TypeError, ValueError):
-        return _NO_BOUNDS
-    return lo, hi
-
-
-def _fixed(rows: pd.DataFrame, job) -> dict:
-    """The declared kinds a written table or file takes: every column's when
-    ``rows`` is empty; else the string columns' (numbers keep their inferred
-    type, so a value is never cast)."""
-    kinds = expected_columns(job)
-    return {name: kinds[name] for name in rows.columns
-            if name in kinds and (not len(rows) or kinds[name] is str)}
-
-
-def _sql_types(rows: pd.DataFrame, job) -> dict:
-    """SQL types of the declared columns, for a table the delivery creates."""
-    from sqlalchemy import BigInteger, Float, Text
-
-    types: dict[type, Any] = {str: Text(), int: BigInteger(), float: Float(precision=53)}
-    return {name: types[kind] for name, kind in _fixed(rows, job).items()}
-
-
-def _arrow_schema(rows: pd.DataFrame, job):
-    """The Parquet schema of ``rows``: declared kinds, whatever the row count."""
-    import pyarrow as pa
-
-    types = {str: pa.string(), int: pa.int64(), float: pa.float64()}
-    kinds = _fixed(rows, job)
-    inferred = pa.Schema.from_pandas(rows, preserve_index=False)
-    return pa.schema([pa.field(f.name, types[kinds[f.name]]) if f.name in kinds else f
-                      for f in inferred])
 
 
 def job_slug(name: str) -> str:
@@ -158,8 +66,6 @@ def job_slug(name: str) -> str:
 
 def run_file(job, run_id: str) -> Path:
     """The file a run of ``job`` writes in its output folder."""
-    from dpmic_dask.batch.jobio import JobIOError
-
     folder = Path(job.output_path)
     # a [causal] run writes a folder of files (dpmic_dask.batch.jobcausal)
     suffix = "" if getattr(job, "causal", None) is not None else f".{job.output_format}"
@@ -212,8 +118,6 @@ def check_output(job, run_id: str | None = None) -> None:
 
 
 def _probe_folder(folder) -> None:
-    from dpmic_dask.batch.jobio import JobIOError, prepare_folder
-
     path = prepare_folder(folder, "output folder")
     probe = path / f".dpmic-probe-{uuid.uuid4().hex}"
     try:
@@ -268,8 +172,6 @@ def _probe_insert(conn, table: str, job, run_id: str | None) -> None:
     from sqlalchemy import table as sql_table
     from sqlalchemy.exc import DBAPIError
 
-    from dpmic_dask.batch.jobio import JobIOError
-
     row = probe_row(job, run_id)
     target = sql_table(table, *[column(name) for name in row])
 
@@ -297,8 +199,6 @@ def _probe_insert(conn, table: str, job, run_id: str | None) -> None:
 def _check_table(job, run_id: str | None = None) -> None:
     from sqlalchemy import BigInteger, Float, Text, inspect, text
     from sqlalchemy.exc import SQLAlchemyError
-
-    from dpmic_dask.batch.jobio import JobIOError, _sql_failure, sql_engine
 
     table, wanted = job.output_sql_table, expected_columns(job)
     failure: DPMICError | None = None
@@ -416,8 +316,6 @@ def count_run_rows(conn, job, run_id: str) -> int:
 
 def _write_table(job, rows: pd.DataFrame, run_id: str) -> str:
     from sqlalchemy.exc import SQLAlchemyError
-
-    from dpmic_dask.batch.jobio import sql_engine
 
     name = job.output_sql_table
     rows = declared(rows, job)

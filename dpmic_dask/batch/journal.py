@@ -21,8 +21,12 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from dpmic_dask.errors import DPMICError, LedgerError
-from dpmic_dask.privacy.accounting import Charge, PrivacyCost
-from dpmic_dask.privacy.ledger import OpenCharge, SQLLedger, _now
+from dpmic_dask.privacy.charges import Charge
+from dpmic_dask.privacy.costs import PrivacyCost
+from dpmic_dask.privacy.ledger import SQLLedger
+from dpmic_dask.privacy.ledgerrows import _now
+from dpmic_dask.privacy.ledgerrun import OpenCharge
+from dpmic_dask.release.charge import log_charged
 
 
 def encode_rows(rows: pd.DataFrame) -> str:
@@ -206,8 +210,6 @@ class JournaledRun:
                             payload, fingerprint=self.fingerprint)
 
     def _log_charged(self, opened: OpenCharge) -> None:
-        from dpmic_dask.release.charge import log_charged
-
         assert self._dataset is not None
         log_charged(self._mechanism, self._dataset, opened.record.charge_id)
 

@@ -27,6 +27,10 @@ deltas lower the budget's ``rho`` cap
 (:meth:`~dpmic_dask.privacy.accounting.Budget.cap_after`). A ledger that can be
 read but not written is reported as read-only (:meth:`SQLLedger.check_writable`,
 before a run starts anything).
+
+How rows read back (and :func:`describe`) is :mod:`dpmic_dask.privacy.ledgerrows`;
+the run-bound view and the open charge of a batch run are
+:mod:`dpmic_dask.privacy.ledgerrun`.
 """
 
 from __future__ import annotations
@@ -34,8 +38,6 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from decimal import Decimal
 from pathlib import Path
 from urllib.parse import urlparse
@@ -43,12 +45,12 @@ from urllib.parse import urlparse
 from dpmic_dask.errors import DPMICError, InvalidParameterError, LedgerError, RunClaimedError
 from dpmic_dask.privacy.accounting import (
     Budget,
-    Charge,
-    PrivacyCost,
     check_charge,
     register_ledger_scheme,
     unknown_dataset,
 )
+from dpmic_dask.privacy.charges import Charge
+from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.privacy.ledgerdb import (
     _META,
     _SCHEMA,
@@ -58,61 +60,15 @@ from dpmic_dask.privacy.ledgerdb import (
     SQLiteDB,
     _upgrade_statements,
 )
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-@dataclass(frozen=True)
-class ChargeRecord:
-    """One row of a dataset's history."""
-
-    charge_id: str
-    created_at: str
-    amount: Decimal
-    cost: PrivacyCost
-    description: str
-    mechanism: str
-    columns: tuple
-    run_id: str | None = None
-    job: str | None = None
-
-
-def _corrupt(what: str) -> LedgerError:
-    return LedgerError(f"the ledger is corrupt: {what} does not parse; nothing was charged "
-                       "(restore the ledger from a backup)")
-
-
-def _budget_from_row(row, dataset: str) -> Budget:
-    try:
-        return Budget(float(row[0]), float(row[1]), row[2] if len(row) > 2 else None)
-    except Exception:  # noqa: BLE001 - any unparsable or out-of-range value
-        raise _corrupt(f"the budget of dataset {dataset!r}") from None
-
-
-def _record_from_row(r) -> ChargeRecord:
-    try:
-        columns = json.loads(r[8])
-        if not isinstance(columns, list):
-            raise TypeError
-        return ChargeRecord(
-            r[0], r[1], _amount(r[2], "this"),
-            PrivacyCost(float(r[3]), float(r[4]), None if r[5] is None else float(r[5]),
-                        0.0 if r[11] is None else float(r[11])),
-            r[6], r[7], tuple(str(c) for c in columns), r[9], r[10])
-    except Exception:  # noqa: BLE001 - any unparsable value
-        raise _corrupt(f"charge {str(r[0])[:64]!r}") from None
-
-
-def _amount(text, dataset: str) -> Decimal:
-    try:
-        value = Decimal(text)
-    except Exception:  # noqa: BLE001
-        raise _corrupt(f"a charge amount of dataset {dataset!r}") from None
-    if not value.is_finite() or value < 0:
-        raise _corrupt(f"a charge amount of dataset {dataset!r}")
-    return value
+from dpmic_dask.privacy.ledgerrows import (
+    ChargeRecord,
+    _amount,
+    _budget_from_row,
+    _now,
+    _record_from_row,
+    describe,  # noqa: F401  (re-exported)
+)
+from dpmic_dask.privacy.ledgerrun import OpenCharge, RunLedger
 
 
 @register_ledger_scheme("sqlite", "postgresql", "postgres")
@@ -389,71 +345,3 @@ class SQLLedger:
                 raise self._failure(exc) from None
             raise
         return OpenCharge(self, conn, cur, record)
-
-
-class OpenCharge:
-    """A charge inserted in a write transaction that is still open."""
-
-    def __init__(self, ledger: SQLLedger, conn, cur, record: Charge):
-        self.ledger, self._conn, self.cur, self.record = ledger, conn, cur, record
-
-    def sql(self, text: str) -> str:
-        """``text`` with this database's placeholders."""
-        return self.ledger._sql(text)
-
-    def commit(self) -> None:
-        """Commit the charge and what was added to its transaction, then close."""
-        try:
-            self.cur.execute("COMMIT")
-        except self.ledger._db.errors as exc:
-            problem = self.ledger._failure(exc)
-            raise LedgerError(f"the charge could not be committed, so nothing was charged "
-                              f"and nothing is released: {problem}") from None
-        finally:
-            self._conn.close()
-
-    def rollback(self) -> None:
-        """Undo the charge (nothing was released from it), then close."""
-        try:
-            self.cur.execute("ROLLBACK")
-        except self.ledger._db.errors:  # the connection is gone: the server rolls back
-            pass
-        finally:
-            self._conn.close()
-
-
-class RunLedger:
-    """A :class:`SQLLedger` bound to one batch run: :meth:`check` and :meth:`charge`
-    also claim the run id, so one run id charges at most once per dataset and job."""
-
-    tracks_approx_parts = True
-
-    def __init__(self, ledger: SQLLedger, run_id: str, job: str | None = None):
-        self.ledger = ledger
-        self.run_id = run_id
-        self.job = job
-
-    def check(self, dataset: str, cost: PrivacyCost) -> None:
-        self.ledger.check(dataset, cost, run_id=self.run_id, job=self.job)
-
-    def charge(self, dataset: str, cost: PrivacyCost, **kwargs) -> Charge:
-        return self.ledger.charge(dataset, cost, run_id=self.run_id, job=self.job, **kwargs)
-
-
-def describe(record: ChargeRecord) -> dict:
-    """A JSON-friendly view of a history row."""
-    return {
-        "charge_id": record.charge_id,
-        "approx_delta": record.cost.approx_delta,
-        "time": record.created_at,
-        "amount": str(record.amount),
-        "epsilon": record.cost.epsilon,
-        "delta": record.cost.delta,
-        "rho": record.cost.rho,
-        "job": record.description,
-        "mechanism": record.mechanism,
-        "columns": list(record.columns),
-        "run_id": record.run_id,
-        "job_name": record.job,
-    }
-

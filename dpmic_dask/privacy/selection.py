@@ -7,13 +7,13 @@ values actually published -- never to "one value per pair" by assumption.
 :class:`AllPairs` reads no data and costs nothing. :class:`NoisyTopK` and
 :class:`AboveThreshold` read every pair's exact score and cost budget; the
 pipeline charges their cost and the release's as one charge, before either
-draws noise.
+draws noise. :class:`Selection` itself and the rules that read no data are in
+:mod:`dpmic_dask.privacy.selectionbase`.
 """
 
 from __future__ import annotations
 
 import math
-from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Callable
 
@@ -22,85 +22,14 @@ import numpy as np
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.costs import PURE_DP, ZCDP, PrivacyCost, measure_for
 from dpmic_dask.privacy.mechanisms.base import LATTICE, Mechanism, check_noise_units
+from dpmic_dask.privacy.mechanisms.registry import split_mechanism, value_mechanism
 from dpmic_dask.privacy.noise import active_sampler
+from dpmic_dask.privacy.selectionbase import (
+    AllPairs,  # noqa: F401  (re-exported)
+    EveryPairRanked,  # noqa: F401  (re-exported)
+    Selection,
+)
 from dpmic_dask.stats.sensitivity import safe_down, safe_up
-
-
-class Selection(ABC):
-    """Chooses the pairs a release publishes."""
-
-    #: A short description for reports ("all pairs", "top 10 of 4950 by MICr", ...).
-    description: str = ""
-
-    @property
-    @abstractmethod
-    def cost(self) -> PrivacyCost | None:
-        """The privacy cost of choosing (``None`` when the choice reads no data)."""
-
-    def most(self, n_pairs: int) -> int:
-        """The largest number of pairs this rule can publish out of ``n_pairs``."""
-        return n_pairs
-
-    def prepare(self, sensitivity: float) -> None:
-        """Refuse, before the charge, a choice whose noise cannot be sampled
-        faithfully at this ``sensitivity`` (nothing for rules without noise)."""
-        return None
-
-    def order(self, released: np.ndarray) -> np.ndarray:
-        """The order in which the published pairs are reported, from their released
-        (noisy) values only: post-processing. As selected, by default."""
-        return np.arange(len(released))
-
-    @abstractmethod
-    def select(self, n_pairs: int, scores=None,
-               sensitivity: float | None = None) -> tuple[int, ...]:
-        """Indices of the pairs to publish, in the order they are reported.
-
-        Rules with a cost read the exact ``scores`` (one per pair) whose L-infinity
-        replace-one sensitivity is ``sensitivity``; call them only after the charge."""
-
-
-@dataclass(frozen=True)
-class AllPairs(Selection):
-    """Publish every pair: the choice does not depend on the data and costs nothing."""
-
-    description: str = "all pairs"
-
-    @property
-    def cost(self) -> PrivacyCost | None:
-        return None
-
-    def select(self, n_pairs: int, scores=None,
-               sensitivity: float | None = None) -> tuple[int, ...]:
-        return tuple(range(n_pairs))
-
-
-@dataclass(frozen=True)
-class EveryPairRanked(Selection):
-    """``top_pairs(k)`` with ``k`` at least the number of pairs: every pair is
-    published, so choosing reads no data and costs nothing -- the whole budget
-    goes to the values. The pairs are reported strongest first, ordered by their
-    released values (post-processing)."""
-
-    asked: str
-    candidates: int
-
-    @property
-    def description(self) -> str:  # type: ignore[override]
-        return (f"all {self.candidates} pairs ({self.asked} asked; every pair is published, "
-                "so nothing is spent on choosing), ordered by released value")
-
-    @property
-    def cost(self) -> PrivacyCost | None:
-        return None
-
-    def select(self, n_pairs: int, scores=None,
-               sensitivity: float | None = None) -> tuple[int, ...]:
-        return tuple(range(n_pairs))
-
-    def order(self, released: np.ndarray) -> np.ndarray:
-        return np.argsort(-np.asarray(released, dtype=np.float64), kind="stable")
-
 
 # ------------------------------------------------------------- private selection
 
@@ -402,8 +331,6 @@ def plan_selection(rule: str, *, eps: float, delta: float, share: float, statist
     release's). ``statistics=("mic", "tau")``: the release
     part is split equally between MIC and Kendall's tau of the chosen pairs.
     """
-    from dpmic_dask.privacy.mechanisms.registry import split_mechanism, value_mechanism
-
     chosen_rule = selection_rule(rule)
     share = check_share(share)
     measure = measure_for(delta)

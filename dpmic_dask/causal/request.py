@@ -1,0 +1,129 @@
+"""A causal-discovery request and every check of its arguments, made against
+the frame's schema before any data is read: the columns and their public
+bounds or categories (:class:`~dpmic_dask.causal.tables.ColumnCoding`), bins,
+``alpha``, the largest conditioning set, the test, and the size of the largest
+table a level may count. The release itself is
+:func:`dpmic_dask.causal.discover.causal_graph`.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from dpmic_dask.causal.citests import check_test
+from dpmic_dask.causal.tables import ColumnCoding
+from dpmic_dask.checks import check_bounds, check_column_list, finite_real
+from dpmic_dask.errors import InvalidDataError, InvalidParameterError
+from dpmic_dask.stats.kindbase import reads_as_number
+
+#: Default number of bins of a bounded column (a range equipartition).
+DEFAULT_BINS = 5
+MAX_BINS = 16
+MAX_CATEGORIES = 254
+#: Counts (int64) one pass holds at most: a level that needs more is counted in
+#: blocks, one pass each; a single table must fit (checked before anything is read).
+MAX_LEVEL_CELLS = 2**26
+
+
+@dataclass(frozen=True)
+class CausalRequest:
+    """A validated request (no data read)."""
+
+    codings: tuple[ColumnCoding, ...]
+    alpha: float
+    max_condition_size: int
+    bins: int
+    test: str
+
+    @property
+    def names(self) -> tuple:
+        return tuple(c.name for c in self.codings)
+
+    @property
+    def pairs(self) -> int:
+        p = len(self.codings)
+        return p * (p - 1) // 2
+
+    @property
+    def levels(self) -> int:
+        return self.max_condition_size + 1
+
+
+def _integer(value, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
+            or not low <= int(value) <= high:
+        raise InvalidParameterError(f"{name} must be an integer in [{low}, {high}]")
+    return int(value)
+
+
+def _categories(values, name) -> tuple:
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise InvalidParameterError(f"categories[{name!r}] must be a list of public values")
+    cats = tuple(values)
+    if not 1 <= len(cats) <= MAX_CATEGORIES:
+        raise InvalidParameterError(
+            f"categories[{name!r}] must list 1 to {MAX_CATEGORIES} public values")
+    if any(c != c for c in cats) or len(set(cats)) != len(cats):
+        raise InvalidParameterError(f"categories[{name!r}] must list distinct values, no NaN")
+    return cats
+
+
+def check_request(dtypes, *, columns, alpha, max_condition_size, bounds, categories, bins,
+                  test) -> CausalRequest:
+    """Every check of the arguments against the frame's schema (no data read)."""
+    names = list(dtypes.index) if hasattr(dtypes, "index") else list(dtypes)
+    bounds = {} if bounds is None else bounds
+    categories = {} if categories is None else categories
+    for what, mapping in (("bounds", bounds), ("categories", categories)):
+        if not isinstance(mapping, Mapping):
+            raise InvalidParameterError(f"{what} must be a mapping {{column: ...}}")
+        unknown = [c for c in mapping if c not in names]
+        if unknown:
+            raise InvalidParameterError(f"{what} given for unknown column(s): {unknown}")
+    both = [c for c in bounds if c in categories]
+    if both:
+        raise InvalidParameterError(f"column(s) {both} have both bounds and categories")
+    if columns is None:
+        selected = [c for c in names if c in bounds or c in categories]
+    else:
+        selected = check_column_list(columns, names)
+        public = [c for c in selected if c not in bounds and c not in categories]
+        if public:
+            raise InvalidParameterError(
+                f"public bounds or categories are missing for column(s) {public}; they must "
+                "come from domain knowledge, never from the data")
+    if len(selected) < 2:
+        raise InvalidParameterError("at least two columns with bounds or categories are needed")
+    if any(names.count(c) > 1 for c in selected):
+        raise InvalidDataError("a selected column label appears more than once in the frame")
+    bins = _integer(bins, "bins", 2, MAX_BINS)
+    non_numeric = [c for c in selected if c in bounds and not reads_as_number(dtypes[c], bounds[c])]
+    if non_numeric:
+        raise InvalidDataError(f"column(s) {non_numeric} are not numeric; give them public "
+                               "categories instead of bounds")
+    codings = []
+    for c in selected:
+        if c in bounds:
+            codings.append(ColumnCoding(c, bins, bounds=check_bounds(bounds[c],
+                                                                     f"bounds[{c!r}]")))
+        else:
+            cats = _categories(categories[c], c)
+            codings.append(ColumnCoding(c, len(cats) + 1, categories=cats))
+    alpha = finite_real(alpha, "alpha", "a number in (0, 1)")
+    if not 0.0 < alpha < 1.0:
+        raise InvalidParameterError("alpha must be a number in (0, 1)")
+    # more than p - 2 can never be used: the levels paid for stop there
+    max_condition_size = min(_integer(max_condition_size, "max_condition_size", 0, 8),
+                             len(selected) - 2)
+    request = CausalRequest(tuple(codings), alpha, max_condition_size, bins, check_test(test))
+    sizes = sorted((c.size for c in codings), reverse=True)
+    largest_table = math.prod(sizes[:max_condition_size + 2])
+    if largest_table > MAX_LEVEL_CELLS:
+        raise InvalidParameterError(
+            f"a table conditioning on {max_condition_size} columns may need {largest_table} "
+            f"counts (more than {MAX_LEVEL_CELLS}); use fewer bins or categories, or a "
+            "smaller max_condition_size")
+    return request

@@ -1,0 +1,96 @@
+"""How a column meets a public category list, by a rule fixed before any data
+is read: what class of dtype it is (:func:`column_kind`, :func:`needs_categories`)
+and the position of every value in the list (:func:`listed_codes`). The category
+kind and the coding built on these are :mod:`dpmic_dask.stats.categories`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dpmic_dask.stats.kindbase import is_decimal
+
+
+def _is_string_dtype(dtype) -> bool:
+    if isinstance(dtype, pd.CategoricalDtype):
+        return False
+    try:
+        return bool(pd.api.types.is_string_dtype(dtype))
+    except TypeError:  # pragma: no cover - exotic dtypes
+        return False
+
+
+def _is_object_dtype(dtype) -> bool:
+    """A NumPy ``object`` column (any Python objects), not a pandas string dtype."""
+    return isinstance(dtype, np.dtype) and dtype.kind == "O"
+
+
+def column_kind(dtype) -> str:
+    """``"category"`` (a pandas ``category`` dtype), ``"string"`` (str, pyarrow or
+    Python strings, ``object``), ``"integer"``, or ``"other"`` (floats, pyarrow
+    decimals, times...) -- from the dtype only."""
+    if isinstance(dtype, pd.CategoricalDtype):
+        return "category"
+    if is_decimal(dtype):  # kind "O", like strings, but numbers
+        return "other"
+    kind = getattr(dtype, "kind", "O")
+    if kind == "O" or _is_string_dtype(dtype):
+        return "string"
+    if kind in "iu" and not pd.api.types.is_bool_dtype(dtype):
+        return "integer"
+    return "other"
+
+
+def needs_categories(dtype) -> bool:
+    """Whether a column of this dtype can only be used with a category list
+    (strings, objects and pandas ``category`` columns)."""
+    return column_kind(dtype) in ("category", "string")
+
+
+#: :func:`listed_codes` of a value that is not listed, and of a missing value.
+NOT_LISTED, MISSING = -1, -2
+
+
+def listed_codes(series: pd.Series, categories: tuple) -> np.ndarray:
+    """int64 position of every value in ``categories``; :data:`NOT_LISTED` (-1) for
+    a value that is not listed, :data:`MISSING` (-2) for a null (None, NaN, NA).
+
+    Every branch computes the same per-row function -- equality with a listed
+    category -- only faster for some dtypes: a ``category`` column looks its
+    dtype's categories up in the list once and maps its integer codes (the
+    dtype's categories serve as a table, never as a list); pyarrow strings use
+    Arrow's hash look-up; ``object`` columns factorize first, then look up the
+    distinct values."""
+    index = _index(categories)
+    dtype = series.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        per_category = index.get_indexer(dtype.categories)
+        codes = series.cat.codes.to_numpy().astype(np.int64)  # -1: missing
+        return np.where(codes >= 0, per_category[np.maximum(codes, 0)], MISSING)
+    array = series.array
+    if hasattr(array, "__arrow_array__") and all(isinstance(c, str) for c in categories):
+        data = array.__arrow_array__()
+        if pa.types.is_string(data.type) or pa.types.is_large_string(data.type):
+            found = pc.index_in(data, value_set=pa.array(list(categories), type=data.type))
+            codes = np.asarray(pc.fill_null(found, NOT_LISTED).to_numpy(zero_copy_only=False),
+                               dtype=np.int64)
+            null = np.asarray(data.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+            codes[null] = MISSING
+            return codes
+    if _is_object_dtype(dtype):
+        codes, uniques = pd.factorize(series, use_na_sentinel=True)  # -1: missing
+        per_value = index.get_indexer(uniques)
+        return np.where(codes >= 0, per_value[np.maximum(codes, 0)], MISSING).astype(np.int64)
+    codes = index.get_indexer(series).astype(np.int64)  # type: ignore[arg-type]
+    codes[series.isna().to_numpy(dtype=bool)] = MISSING
+    return codes
+
+
+@lru_cache(maxsize=256)
+def _index(categories: tuple) -> pd.Index:
+    return pd.Index(list(categories), dtype=object)
