@@ -154,7 +154,9 @@ def validate(job_file, read_schema, debug):
     addresses and URLs, on the schema the job declares. With --schema it opens
     the input's schema and checks the columns' real types too: every column
     'run' would refuse from the schema is refused here, one line naming it and
-    its type.
+    its type, and the release plan is printed as plan.explain() prints it: the
+    steps, each one's part of the budget, each column's kind and where its
+    bounds and categories come from, and the noise each value will get.
 
     \b
     Example:
@@ -164,17 +166,21 @@ def validate(job_file, read_schema, debug):
     from dpmic_dask.batch.jobs import load_job
 
     job = load_job(job_file)
-    if read_schema:
-        _check_input_schema(job)
+    planned = _check_input_schema(job) if read_schema else None
     pairs = len(job.bounds) * (len(job.bounds) - 1) // 2
     what = f"{pairs} pairs" if job.causal is None else "a causal graph"
     click.echo(f"{job_file}: ok ({len(job.bounds)} columns, {what}, eps={job.eps:g}, "
                f"dataset {job.dataset!r}, ledger {job.ledger_url})")
+    if planned is not None and job.causal is None:  # the release plan, as plan.explain()
+        from dpmic_dask.release.public_plan import explain_lines
+
+        click.echo("\n".join(explain_lines(planned, None)))
 
 
-def _check_input_schema(job) -> None:
+def _check_input_schema(job):
     """Plan the job's release on its input's schema, as 'run' does (nothing read
-    but the schema, nothing charged); a refusal is one line naming the job file."""
+    but the schema, nothing charged), and return the plan; a refusal is one line
+    naming the job file."""
     from dpmic_dask.backends import backend_for
     from dpmic_dask.batch.jobfile import JobError
     from dpmic_dask.batch.jobio import JobIOError, load_input
@@ -183,7 +189,7 @@ def _check_input_schema(job) -> None:
 
     frame = load_input(job)
     try:
-        job_release_plan(job, backend_for(frame).schema(frame))
+        return job_release_plan(job, backend_for(frame).schema(frame))
     except (InvalidDataError, InvalidParameterError, JobIOError) as exc:
         raise JobError(f"{job.source}: {exc}") from None
 

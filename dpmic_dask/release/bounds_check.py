@@ -31,7 +31,7 @@ from dpmic_dask.errors import (
     InvalidParameterError,
 )
 from dpmic_dask.privacy.accounting import PrivacyCost
-from dpmic_dask.privacy.costs import PURE_DP, column_epsilon, measure_for, split_front
+from dpmic_dask.privacy.costs import PURE_DP, column_epsilon
 from dpmic_dask.privacy.selection import check_share
 from dpmic_dask.stats.counting import bins, column_values
 
@@ -53,33 +53,6 @@ UNCHECKED = ("Public bounds: used as given, not checked against the data (bounds
 def check_bounds_check(share, name: str = "bounds_check") -> float | None:
     """``None`` (off), or the share of the release's budget: a number in (0, 1)."""
     return None if share is None else check_share(share, name)
-
-
-def split_check_budget(eps, delta, mechanism, share):
-    """Split ``(eps, delta)``: ``share`` (of ``eps``, or of ``rho`` under zCDP) to the
-    check, the rest to the release. Returns ``(release eps, release mechanism,
-    (check part, release part, total))``. Nothing is read."""
-    total = measure_for(delta).total(eps, delta)
-    part, release_part, release_eps, release_mechanism = split_front(
-        total, share, mechanism, "bounds_check")
-    return release_eps, release_mechanism, (part, release_part, total)
-
-
-def refuse_with(*, private_bounds: bool = False, private_categories: bool = False,
-                per_unit: bool = False) -> None:
-    """What ``bounds_check`` does not combine with (refused before anything is read)."""
-    if private_bounds:
-        raise InvalidParameterError(
-            "bounds_check checks public bounds; it does not combine with private bounds, "
-            "whose release already reports a domain far wider than the data")
-    if private_categories:
-        raise InvalidParameterError(
-            "bounds_check and private categories in one release are not supported: choose "
-            "the categories first and give them as public")
-    if per_unit:
-        raise InvalidParameterError(
-            "bounds_check is not available with privacy_unit (its histograms are row "
-            "level); check the bounds in a row-level release, or leave it off")
 
 
 @dataclass(frozen=True)
@@ -323,4 +296,4 @@ def _show(messages) -> None:
 
 __all__ = ["CHECK_BINS", "COVERAGE", "MIN_TOTAL_SCALES", "NARROW", "BoundsCheck",
            "BoundsCheckPlan", "ColumnCheck", "check_bounds_check", "plan_bounds_check",
-           "read_check", "report_lines", "shortest_run", "split_check_budget"]
+           "read_check", "report_lines", "shortest_run"]
