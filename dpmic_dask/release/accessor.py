@@ -16,6 +16,8 @@ from dpmic_dask.release.charge import check_ledger
 from dpmic_dask.release.nonprivate import run_pairwise_nonprivate
 from dpmic_dask.release.public_plan import Plan
 from dpmic_dask.release.unitplan import plan_unit_release
+from dpmic_dask.stats.categories import category_kinds
+from dpmic_dask.stats.kinds import axis_arguments, axis_frame
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY, DEFAULT_TASK_MEMORY
 
 #: The arguments every private release method passes on to the plan as given.
@@ -307,9 +309,6 @@ class DPMICAccessor:
         ``x, y, micr, n, B, c``. ``categories`` as for :meth:`pairwise` (public
         lists): those columns' pairs get the categorical statistic, exactly.
         """
-        from dpmic_dask.stats.categories import category_kinds
-        from dpmic_dask.stats.kinds import axis_arguments, axis_frame
-
         kinds, columns, nulls, axes = category_kinds(
             self._schema(), categories, bounds=bounds, columns=columns, kinds=kinds,
             nulls=nulls, fill=fill)

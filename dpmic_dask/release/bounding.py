@@ -11,6 +11,7 @@ import secrets
 from dataclasses import dataclass
 from functools import partial
 
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
@@ -211,7 +212,6 @@ def bound_contributions(frame, unit, k: int, columns, key: tuple[int, int] | Non
     key = new_key() if key is None else key
     if isinstance(frame, pd.DataFrame):
         return _tag_and_keep(frame, unit, k, content, key)[list(columns)]
-    import dask.dataframe as dd
 
     if not isinstance(frame, dd.DataFrame):
         raise InvalidParameterError("privacy_unit needs a pandas or Dask DataFrame")

@@ -22,6 +22,7 @@ are reported as far wider than the values, with the run's edges as a suggestion.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,8 +33,10 @@ from dpmic_dask.errors import (
 )
 from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.costs import PURE_DP, column_epsilon
+from dpmic_dask.privacy.histnoise import histogram_scale
 from dpmic_dask.privacy.selection import check_share
 from dpmic_dask.stats.counting import bins, column_values
+from dpmic_dask.stats.kinds import BooleanKind, format_value
 
 #: Equal-width bins of each checked column's public range.
 CHECK_BINS = 16
@@ -45,10 +48,6 @@ NARROW = 0.25
 #: of the rows is at least two noise scales, and the clipped noise of an empty bin,
 #: about half a scale on average, cannot pass for the data's tail).
 MIN_TOTAL_SCALES = 200
-#: The report's line when the check was not asked for.
-UNCHECKED = ("Public bounds: used as given, not checked against the data (bounds_check="
-             "<share> checks them privately, inside the same charge).")
-
 
 def check_bounds_check(share, name: str = "bounds_check") -> float | None:
     """``None`` (off), or the share of the release's budget: a number in (0, 1)."""
@@ -89,9 +88,6 @@ def plan_bounds_check(request, kinds: dict | None, share: float, costs, *, exclu
     bounds are private), paid from ``costs`` (``(check part, release part,
     total)``). Refuses a release with nothing to check, or a scale that cannot be
     sampled. Nothing is read."""
-    from dpmic_dask.release.histograms import histogram_scale
-    from dpmic_dask.stats.kinds import BooleanKind
-
     part, release_part, total = costs
     kinds = kinds or {}
     categorical = {name for name, _ in request.categories}
@@ -226,7 +222,6 @@ class BoundsCheck:
         return tuple(c for c, found in self.checks.items() if found.wide)
 
     def formatted(self, column, numbers) -> tuple[str, str]:
-        from dpmic_dask.stats.kinds import format_value
 
         kind = self.kinds.get(column)
         return tuple(format_value(kind, x) for x in numbers)  # type: ignore[return-value]
@@ -266,25 +261,10 @@ class BoundsCheck:
         return lines
 
 
-def report_lines(result) -> list[str]:
-    """What ``result.report()`` says about public bounds: the check's lines, or that
-    the public bounds were used as given (no line when every column's bounds were
-    released privately)."""
-    found = getattr(result, "bounds_check", None)
-    if found is not None:
-        return found.lines()
-    private = result.private_bounds
-    if private is not None and set(result.columns) <= set(private.bounds):
-        return []
-    return [UNCHECKED]
-
-
 def _show(messages) -> None:
     """Each message as a :class:`BoundsWarning` pointing at the caller's line
     (``frame.dpmic.pairwise(...)``), never raised: after the charge nothing may
     refuse, even under a warnings-as-errors filter."""
-    import warnings
-
     for message in messages:
         try:
             warnings.warn(message, BoundsWarning, stacklevel=6)
@@ -296,4 +276,4 @@ def _show(messages) -> None:
 
 __all__ = ["CHECK_BINS", "COVERAGE", "MIN_TOTAL_SCALES", "NARROW", "BoundsCheck",
            "BoundsCheckPlan", "ColumnCheck", "check_bounds_check", "plan_bounds_check",
-           "read_check", "report_lines", "shortest_run"]
+           "read_check", "shortest_run"]

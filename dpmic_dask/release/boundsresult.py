@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dpmic_dask.stats.kinds import format_bounds
+
 #: A public domain whose released bounds use less than this share of it is
 #: reported as far wider than the data.
 WIDE_DOMAIN = 0.25
@@ -56,8 +58,6 @@ class BoundsRelease:
 
     def formatted(self, column) -> str:
         """``[lo, hi]`` of ``column`` in the column's own kind."""
-        from dpmic_dask.stats.kinds import format_bounds
-
         return format_bounds(self.kinds.get(column), self.bounds[column])
 
     def pinned(self, column) -> tuple:

@@ -21,9 +21,11 @@ from dpmic_dask.errors import (
     LedgerError,
     PrivacyLeakWarning,
     ReleaseIncompleteError,
+    UnitMismatchError,
 )
 from dpmic_dask.privacy.accounting import default_ledger, ledger_from_url, note_charge_possible
 from dpmic_dask.privacy.costs import PrivacyCost
+from dpmic_dask.release.bounding import unit_label
 
 log = logging.getLogger("dpmic_dask")
 DEFAULT_DATASET = "default"
@@ -65,14 +67,33 @@ def _ledger(ledger):
 
 
 
+def check_ledger_unit(ledger, dataset, unit: tuple[str, ...] | None) -> None:
+    """Refuse, before anything is read, a release whose privacy unit is not the one
+    the dataset's budget is for (a ledger without budgets accepts any unit)."""
+    ledger = _ledger(ledger)
+    budget_for = getattr(ledger, "budget_for", None)
+    if not callable(budget_for):
+        return
+    budget = budget_for(dataset or DEFAULT_DATASET)
+    if budget is None:
+        return
+    stored = getattr(budget, "privacy_unit", None)
+    asked = None if unit is None else unit_label(unit)
+    if stored != asked:
+        have = "one row" if stored is None else repr(stored)
+        want = "one row" if asked is None else repr(asked)
+        raise UnitMismatchError(
+            f"dataset {dataset or DEFAULT_DATASET!r} has a budget per {have}; this release "
+            f"asks for privacy per {want}. One dataset's budget is for one privacy unit; "
+            "nothing was charged and no data was read")
+
+
 def precheck_budget(ledger, dataset, cost: PrivacyCost, privacy_unit=None) -> None:
     """Before any data is read: refuse what the charge would refuse (an unknown
     dataset, a ledger that cannot be reached, a budget of the wrong kind or one too
     small, a budget for another privacy unit: ``privacy_unit`` is the release's,
     ``None`` for one row). Not binding: the atomic charge after counting is what
     counts."""
-    from dpmic_dask.release.units import check_ledger_unit
-
     check_ledger_unit(ledger, dataset, privacy_unit)
     if cost.approx_delta and not getattr(_ledger(ledger), "tracks_approx_parts", False):
         raise LedgerError(

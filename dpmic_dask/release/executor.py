@@ -35,7 +35,7 @@ from dpmic_dask.release.pipeline import release_pairs, release_selected
 from dpmic_dask.release.results import PairwiseResult
 from dpmic_dask.release.stages import public_rows
 from dpmic_dask.release.steps import Run, check_rows, front_steps
-from dpmic_dask.release.unitplan import check_inner
+from dpmic_dask.release.unitbase import check_inner, unit_privacy_statement
 from dpmic_dask.stats.kinds import axis_frame
 
 
@@ -69,7 +69,7 @@ def run_release(frame, plan, *, ledger=None, dataset=None, progress=None) -> Pai
     request = plan.request
     charge = charge_budget(
         plan.cost, ledger, dataset,
-        description=f"{request.label or 'pairwise'} ({parts}; release: {_values_label(plan)})",
+        description=f"{request.label or 'pairwise'} ({parts}; release: {plan.values_label()})",
         mechanism="+".join([*(step.label for step in steps), request.mechanism.label]),
         columns=request.columns)
     with after_charge(charge), warnings.catch_warnings():
@@ -95,41 +95,23 @@ def _values(frame, request, selection, *, ledger=None, dataset=None, progress=No
                             progress=progress, charge=charge)
 
 
-def _values_label(plan) -> str:
-    request = plan.request
-    inner = (request.mechanism.label if plan.selection is None
-             else f"{plan.selection.selection.description} and the chosen values")
-    return f"{inner} with {_release_part(plan).describe()}"
-
-
-def _release_part(plan):
-    """The values' own part of the one charge (after every step in front)."""
-    if plan.bounds is not None:
-        return plan.bounds.part
-    if plan.release_part is not None:
-        return plan.release_part
-    return plan.units.part if plan.units is not None else plan.values_cost
-
-
 def _report(result: PairwiseResult, plan, steps, run: Run) -> PairwiseResult:
     """The result's privacy report, derived from the plan (its one charge and each
     step's part) and what each step released."""
     total = plan.cost
     parts = "; ".join([*(step.describe(run) for step in steps),
-                       f"release: {_values_label(plan)}"])
+                       f"release: {plan.values_label()}"])
     names = " and ".join(step.name for step in steps)
     statement = privacy_statement(total, max(1, len(result.pairs)),
                                   detail=f"{names} and release together; {parts}")
     extra: dict = {}
     if plan.units is not None:
-        from dpmic_dask.release.units import unit_privacy_statement
-
         statement = unit_privacy_statement(statement, plan.units)
         extra = dict(privacy_unit=unit_label(plan.units.unit), max_rows_per_unit=plan.units.k,
                      rows_lower_bound=run.n0, rows_noisy=run.found.get("rows_noisy"))
     privacy = dataclasses.replace(
         result.privacy, epsilon=total.epsilon, delta=total.delta, rho=total.rho, parts=parts,
-        release_cost=_release_part(plan), statement=statement, **extra)
+        release_cost=plan.values_part, statement=statement, **extra)
     found = {name: run.found[name] for name in ("private_categories", "bounds_check",
                                                 "private_bounds") if name in run.found}
     return dataclasses.replace(result, privacy=privacy, **found)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 from functools import partial
 
+import pandas as pd
+
 from dpmic_dask.backends import backend_for
 from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.release.request import pairwise_request
@@ -25,8 +27,6 @@ def run_pairwise_nonprivate(frame, *, bounds, B, c, columns=None, nulls="raise",
     """Exact (NON-PRIVATE) MICr of every pair: a DataFrame ``x, y, micr, n, B, c``.
     ``categories`` (column -> :class:`~dpmic_dask.stats.categories.CategoryAxis`,
     columns already coded) gives those columns' pairs a categorical axis."""
-    import pandas as pd
-
     backend = backend_for(frame)
     request = pairwise_request(backend.schema(frame), eps=1.0, bounds=bounds, columns=columns,
                                B=B, c=c, nulls=nulls, fill=fill, split_every=split_every,

@@ -17,6 +17,7 @@ from dpmic_dask.release.charge import charge_budget, precheck_budget, warn_if_de
 from dpmic_dask.release.report import Release
 from dpmic_dask.release.request import pair_request
 from dpmic_dask.release.stages import grid_parameters, value_report
+from dpmic_dask.release.units import private_mic_per_unit
 from dpmic_dask.stats.counting import pair_counts
 
 
@@ -64,7 +65,6 @@ def private_mic(x, y, *, eps, x_bounds, y_bounds, mechanism="auto", delta=0.0, B
     True
     """
     if units is not None or max_rows_per_unit is not None:  # per unit (docs/privacy.md, 12)
-        from dpmic_dask.release.units import private_mic_per_unit
 
         return private_mic_per_unit(x, y, units, eps=eps, x_bounds=x_bounds,
                                     y_bounds=y_bounds, privacy_unit=privacy_unit,

@@ -41,6 +41,7 @@ from dpmic_dask.release.private_categories import (
 )
 from dpmic_dask.release.request import API_NAMES, ArgumentNames, ReleaseRequest, pairwise_request
 from dpmic_dask.release.selected import selection_request
+from dpmic_dask.release.stages import check_category_grids
 from dpmic_dask.stats.categories import category_kinds
 from dpmic_dask.stats.kinds import axis_arguments
 from dpmic_dask.stats.sensitivity import safe_down
@@ -90,6 +91,21 @@ class ReleasePlan:
         if self.bounds is not None:
             return self.bounds.total
         return self.request.cost if self.selection is None else self.selection.total
+
+    @property
+    def values_part(self) -> PrivacyCost:
+        """The values' own part of the one charge (after every step in front)."""
+        if self.bounds is not None:
+            return self.bounds.part
+        if self.release_part is not None:
+            return self.release_part
+        return self.units.part if self.units is not None else self.values_cost
+
+    def values_label(self) -> str:
+        """The values step in words, with its part (the ledger's and report's wording)."""
+        inner = (self.request.mechanism.label if self.selection is None
+                 else f"{self.selection.selection.description} and the chosen values")
+        return f"{inner} with {self.values_part.describe()}"
 
     @property
     def steps(self) -> tuple[str, ...]:
@@ -291,8 +307,6 @@ def with_min_rows(planned: ReleasePlan, min_rows: int) -> ReleasePlan:
 def with_categories(planned: ReleasePlan, axes: dict) -> ReleasePlan:
     """``planned`` with every request knowing its categorical columns' codings
     (their pairs' statistic has a categorical axis, ``docs/statistics.md``)."""
-    from dpmic_dask.release.stages import check_category_grids
-
     request = dataclasses.replace(planned.request, categories=tuple(axes.items()))
     if request.B is not None and request.c is not None:
         check_category_grids(request, int(request.B), request.c)  # before any read

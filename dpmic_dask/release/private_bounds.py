@@ -22,6 +22,15 @@ from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.conversion import check_epsilon
 from dpmic_dask.privacy.costs import measure_for, split_front
 from dpmic_dask.privacy.selection import SelectionPlan, check_share
+from dpmic_dask.release.bounding import (
+    bound_contributions,
+    check_max_rows,
+    check_unit_columns,
+    check_unit_dtypes,
+    refuse_missing_in_table,
+    refuse_mixed_units,
+    unit_label,
+)
 from dpmic_dask.release.boundsresult import BoundsRelease
 from dpmic_dask.release.charge import after_charge, charge_budget, precheck_budget
 from dpmic_dask.release.histograms import (
@@ -33,6 +42,7 @@ from dpmic_dask.release.histograms import (
 )
 from dpmic_dask.release.request import ReleaseRequest, pairwise_request
 from dpmic_dask.release.selected import selection_request
+from dpmic_dask.stats.kinds import axis_arguments, axis_frame
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY
 
 #: Default share of ``eps`` spent on private bounds inside a release.
@@ -42,12 +52,6 @@ DEFAULT_BOUNDS_SHARE = 0.1
 def _unit_arguments(schema, names, privacy_unit, max_rows_per_unit):
     """``(unit columns, k)`` for a standalone bounds step per unit, else ``None``
     (checked before anything is read)."""
-    from dpmic_dask.release.bounding import (
-        check_max_rows,
-        check_unit_columns,
-        check_unit_dtypes,
-    )
-
     if privacy_unit is None:
         if max_rows_per_unit is not None:
             raise InvalidParameterError("max_rows_per_unit needs privacy_unit (the column "
@@ -88,14 +92,6 @@ def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, refine=Tr
     each histogram's noise is ``k / eps_pass`` (``docs/privacy.md`` section 12); the
     row count is not released.
     """
-    from dpmic_dask.release.bounding import (
-        bound_contributions,
-        refuse_missing_in_table,
-        refuse_mixed_units,
-        unit_label,
-    )
-    from dpmic_dask.stats.kinds import axis_arguments, axis_frame
-
     backend = backend_for(frame)
     names = [columns] if isinstance(columns, str) else list(columns or ())
     unit = _unit_arguments(backend.schema(frame), names, privacy_unit, max_rows_per_unit)
@@ -171,8 +167,6 @@ def plan_private_bounds(schema, eps, *, bounds, columns=None, delta=0.0, bounds_
     the rest to the release (Gaussian with ``delta > 0``). ``select`` (the
     arguments of :func:`selection_request` after ``rule``, with ``rule``) makes the
     release a private selection instead of every pair. Nothing is read."""
-    from dpmic_dask.privacy.accounting import PrepaidLedger
-
     eps = check_epsilon(eps)
     share = check_share(DEFAULT_BOUNDS_SHARE if bounds_share is None else bounds_share,
                         "bounds_share")
@@ -209,7 +203,7 @@ def plan_private_bounds(schema, eps, *, bounds, columns=None, delta=0.0, bounds_
             bounds=placeholder, columns=columns or list(spec), nulls=nulls, fill=fill,
             label=label, **options, **release)
         inner_cost = selection_plan.total
-    if not PrepaidLedger(None, part)._fits(inner_cost):  # type: ignore[arg-type]
+    if not part.measure.fits(inner_cost, part):
         raise InvalidParameterError("the release does not fit its share")  # pragma: no cover
     return PrivateBoundsPlan(plan, request, selection_plan, total, part, spec, placeholder)
 

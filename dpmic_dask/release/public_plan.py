@@ -17,7 +17,7 @@ from dpmic_dask.errors import DPMICError
 from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.release.executor import run_release
 from dpmic_dask.release.stages import check_plan, check_selected_plan
-from dpmic_dask.release.unitplan import per_unit
+from dpmic_dask.release.unitbase import per_unit
 from dpmic_dask.stats.kinds import format_bounds
 
 #: Row counts at which the noise is shown when the plan has no public one.
@@ -88,12 +88,6 @@ def explain_lines(planned, rows: int | None) -> list[str]:
     return lines
 
 
-def _values_said(planned) -> str:
-    from dpmic_dask.release.executor import _values_label
-
-    return _values_label(planned)
-
-
 def _step_lines(planned) -> list[tuple[str, str]]:
     out = []
     if planned.units is not None:
@@ -110,7 +104,7 @@ def _step_lines(planned) -> list[tuple[str, str]]:
         out.append(("private bounds", planned.bounds.bounds.describe()))
     if planned.selection is not None:
         out.append(("selection", planned.selection.selection.description))
-    out.append(("values", _values_said(planned)))
+    out.append(("values", planned.values_label()))
     return out
 
 

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dpmic_dask.errors import NoiseWarning
+
 if TYPE_CHECKING:
     from dpmic_dask.privacy.costs import PrivacyCost
 
@@ -37,7 +39,6 @@ def warn_noise_before(ci95: float) -> None:
     """Before the charge: the noise of a planned release (public: ``N``, the grid,
     the budget), when its ``ci95`` exceeds :data:`NOISY_CI95`."""
     if ci95 == ci95 and ci95 > NOISY_CI95:
-        from dpmic_dask.errors import NoiseWarning
 
         # never raised: the same plan check also runs inside a prepaid part, after
         # the charge, where nothing may refuse
@@ -52,7 +53,6 @@ def warn_noise_swamps_tests(ci95: float, span: float, what: str) -> None:
     exceeds :data:`NOISY_CI95` of their statistic's range ``span`` (the rule of a
     pairwise release, whose values range over ``[0, 1]``). Never raised."""
     if ci95 == ci95 and ci95 > NOISY_CI95 * span:
-        from dpmic_dask.errors import NoiseWarning
 
         _notice(f"{what}: 95% of the noise of one test's statistic lies within "
                 f"+/-{ci95:.3g}, above {NOISY_CI95} of the statistic's range "
@@ -65,7 +65,6 @@ def warn_noise_after(values, ci95: float) -> None:
     """After the release: how many released values lie inside their own ``ci95`` of 0
     (post-processing of released values), when ``ci95`` exceeds :data:`NOISY_CI95`."""
     if ci95 == ci95 and ci95 > NOISY_CI95:
-        from dpmic_dask.errors import NoiseWarning
 
         inside = int(np.sum(np.abs(np.asarray(values, dtype=float)) <= ci95))
         # after the charge nothing may refuse: never raised

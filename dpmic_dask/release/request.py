@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import combinations
 
+import numpy as np
+
 from dpmic_dask.checks import check_bounds, check_clump_factor, check_frame_request, check_max_cells
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.accounting import PrivacyCost
@@ -200,8 +202,6 @@ def pair_request(*, eps, x_bounds, y_bounds, mechanism="auto", delta=0.0, B=None
 def numeric_schema(columns) -> dict:
     """A schema in which every named column is float64 (job files: dtypes come with
     the data, so ``dpmic validate`` assumes numeric columns)."""
-    import numpy as np
-
     return {name: np.dtype("float64") for name in columns}
 
 

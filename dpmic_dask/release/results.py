@@ -7,17 +7,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from dpmic_dask.privacy.costs import PrivacyCost
+from dpmic_dask.privacy.statement import value_cost
 from dpmic_dask.release.boundsresult import WIDE_DOMAIN, BoundsRelease
 from dpmic_dask.release.report import PrivacyReport, ReportFields
+from dpmic_dask.stats.statistics.registry import get_statistic, public_statistics
 
 
 def output_name(statistic: str) -> str:
     """The column a released statistic is written under: the statistic's label
     (``tau`` -> ``tau_a``: the binned Kendall tau is a tau-a)."""
-    from dpmic_dask.stats.statistics.registry import get_statistic
-
     return get_statistic(statistic).label
 
 
@@ -36,6 +37,25 @@ def spectral_order(matrix: np.ndarray) -> np.ndarray:
     _, vectors = np.linalg.eigh(laplacian)
     fiedler = vectors[:, 1] if vectors.shape[1] > 1 else vectors[:, 0]
     return np.argsort(fiedler, kind="stable")
+
+
+#: The report's line when public bounds were not checked.
+UNCHECKED = ("Public bounds: used as given, not checked against the data (bounds_check="
+             "<share> checks them privately, inside the same charge).")
+
+
+def report_lines(result) -> list[str]:
+    """What ``result.report()`` says about public bounds: the check's lines, or that
+    the public bounds were used as given (no line when every column with bounds
+    had them released privately: categorical columns have lists, not bounds)."""
+    found = getattr(result, "bounds_check", None)
+    if found is not None:
+        return found.lines()
+    private = result.private_bounds
+    bounded = set(result.columns) - set(getattr(result, "private_categories", None) or {})
+    if private is not None and bounded <= set(private.bounds):
+        return []
+    return [UNCHECKED]
 
 
 @dataclass(frozen=True)
@@ -77,8 +97,6 @@ class PairwiseResult(ReportFields):
 
     def companion(self, statistic: str) -> Companion:
         """The released companion statistic called ``statistic`` (e.g. ``"tau"``)."""
-        from dpmic_dask.stats.statistics.registry import public_statistics
-
         statistic = public_statistics().get(statistic, statistic)
         for item in self.companions:
             if item.statistic == statistic:
@@ -113,10 +131,6 @@ class PairwiseResult(ReportFields):
         many ties (binary ones) it is smaller in size than ``scipy.stats.kendalltau``'s
         tau-b (docs/statistics.md).
         """
-        import pandas as pd
-
-        from dpmic_dask.privacy.statement import value_cost
-
         p = self.privacy
         spent = p.release_cost or PrivacyCost(self.epsilon, self.delta, self.rho)
         cost, unit = value_cost(spent, max(1, len(self.pairs)))
@@ -156,8 +170,6 @@ class PairwiseResult(ReportFields):
     def matrix(self, statistic: str = "mic"):
         """Symmetric DataFrame of released values (NaN on the diagonal: not released);
         ``statistic="tau"`` for the released Kendall's tau."""
-        import pandas as pd
-
         values = self.values if statistic == "mic" else self.companion(statistic).values
 
         where = {name: k for k, name in enumerate(self.columns)}
@@ -280,7 +292,6 @@ class PairwiseResult(ReportFields):
                                for c, kept in self.private_categories.items())
             lines.append(f"Categories chosen privately (public from now on; other values in "
                          f"'other'): {chosen}.")
-        from dpmic_dask.release.bounds_check import report_lines
 
         lines += report_lines(self)
         for item in self.companions:

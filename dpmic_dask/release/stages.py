@@ -24,12 +24,14 @@ from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.report import PrivacyReport, warn_noise_before
 from dpmic_dask.release.results import Companion
 from dpmic_dask.stats.countspec import CountSpec
+from dpmic_dask.stats.grids import master_grid_family
 from dpmic_dask.stats.limits import (
     check_mice_grid,
     check_micr_grid,
     micr_grid_cost,
     pairs_per_block,
 )
+from dpmic_dask.stats.statistics.categorical import PairValues, check_pair_grid
 from dpmic_dask.stats.statistics.registry import union_layout
 
 if TYPE_CHECKING:
@@ -212,8 +214,6 @@ def check_category_grids(request: ReleaseRequest, B: int, c: int) -> None:
     grid family of ``(B, c)`` (too many categories for ``B``)."""
     if not request.categories:
         return
-    from dpmic_dask.stats.grids import master_grid_family
-    from dpmic_dask.stats.statistics.categorical import check_pair_grid
 
     axes = dict(request.categories)
     family = master_grid_family(B, c)
@@ -230,7 +230,6 @@ def pair_function(request: ReleaseRequest, layout, fn, statistics=None):
     Kendall's tau undefined (NaN)."""
     if not request.categories:
         return fn
-    from dpmic_dask.stats.statistics.categorical import PairValues
 
     if statistics is None:
         statistics = (request.statistic, *(m.statistic for m in request.companions))

@@ -61,7 +61,7 @@ from dpmic_dask.release.private_categories import (
 )
 from dpmic_dask.release.rowcount import run_row_count
 from dpmic_dask.release.stages import public_rows
-from dpmic_dask.release.unitplan import UnitsPlan, per_unit
+from dpmic_dask.release.unitbase import UnitsPlan, per_unit
 from dpmic_dask.stats.categories import CategoryAxis
 
 

@@ -7,109 +7,41 @@ runs it.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import warnings
-from dataclasses import dataclass
 
 from dpmic_dask.checks import MIN_ROWS
-from dpmic_dask.errors import DPMICError, InvalidParameterError
+from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.accounting import PrivacyCost
+from dpmic_dask.privacy.conversion import check_epsilon
 from dpmic_dask.privacy.costs import PURE_DP, ZCDP, measure_for, split_front
-from dpmic_dask.privacy.mechanisms.base import Mechanism
 from dpmic_dask.privacy.selection import check_share
 from dpmic_dask.release.bounding import (
     check_max_rows,
     check_unit_columns,
     check_unit_dtypes,
     unit_label,
-    unit_statement,
 )
+from dpmic_dask.release.plan import plan_release
+from dpmic_dask.release.private_categories import UNKNOWN, choice_total, split_private
 from dpmic_dask.release.rowcount import (
     DEFAULT_BETA,
     DEFAULT_COUNT_SHARE,
-    RowCountPlan,
     plan_row_count,
 )
-from dpmic_dask.stats.group_sensitivity import UnitStatistic, check_unit_statistic
+from dpmic_dask.release.unitbase import (  # noqa: F401 (re-exported)
+    UnitsPlan,
+    check_inner,
+    mechanisms_of,
+    passes_at,
+    per_unit,
+    unit_privacy_statement,
+)
+from dpmic_dask.stats.group_sensitivity import check_unit_statistic
 
 #: A very large public row count at which the plan is also checked (grid defaults
 #: grow with ``n`` up to a compute cap).
 LARGE_N = 2**40
-
-
-@dataclass(frozen=True)
-class UnitsPlan:
-    """The per-unit part of a release plan: the unit, ``k``, the row count's plan,
-    the release's prepaid ``part``, the ``total`` charged once, and ``floor``: the
-    smallest ``n0`` at which every check of the release passes (found before
-    anything is read; the bound is never released below it)."""
-
-    unit: tuple[str, ...]
-    k: int
-    rowcount: RowCountPlan
-    part: PrivacyCost
-    total: PrivacyCost
-    floor: int
-
-    @property
-    def statement(self) -> str:
-        return unit_statement(self.unit, self.k)
-
-    def parts(self, inner: str) -> str:
-        return f"{self.rowcount.describe()}; release: {inner} with {self.part.describe()}"
-
-
-def _mechanisms(obj, seen=None):
-    """Every :class:`Mechanism` reachable from a plan (requests, selections)."""
-    seen = set() if seen is None else seen
-    if id(obj) in seen:
-        return
-    seen.add(id(obj))
-    if isinstance(obj, Mechanism):
-        yield obj
-        return
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        for f in dataclasses.fields(obj):
-            yield from _mechanisms(getattr(obj, f.name), seen)
-    elif isinstance(obj, (tuple, list)):
-        for item in obj:
-            yield from _mechanisms(item, seen)
-    elif hasattr(obj, "__dict__") and type(obj).__module__.startswith("dpmic_dask.privacy"):
-        for value in vars(obj).values():
-            yield from _mechanisms(value, seen)
-
-
-def per_unit(plan, k: int, n0: int):
-    """A copy of a row-level release plan whose every statistic is released per
-    unit: tapered below ``n0``, sensitivity ``k * tapered_step(n0)``."""
-    plan = copy.deepcopy(plan)
-    for mech in _mechanisms(plan):
-        base = mech.statistic
-        while isinstance(base, UnitStatistic):
-            base = base.base
-        mech.statistic = UnitStatistic(base, k, n0)
-    return plan
-
-
-def check_inner(plan, n: int) -> None:
-    """Every data-independent check of the inner release at ``n`` rows."""
-    from dpmic_dask.release.stages import check_plan, check_selected_plan
-
-    if plan.selection is None:
-        check_plan(plan.request, n)
-    else:
-        check_selected_plan(plan.request, plan.selection, n)
-
-
-def _passes(plan, k: int, n: int) -> bool:
-    try:
-        with warnings.catch_warnings():  # a search, not a release: no noise warnings
-            warnings.simplefilter("ignore")
-            check_inner(per_unit(plan, k, n), n)
-    except DPMICError:
-        return False
-    return True
 
 
 def find_floor(plan, k: int) -> int:
@@ -119,12 +51,12 @@ def find_floor(plan, k: int) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         check_inner(per_unit(plan, k, LARGE_N), LARGE_N)  # raises the plan's own error
-    if _passes(plan, k, MIN_ROWS):
+    if passes_at(plan, k, MIN_ROWS):
         return MIN_ROWS
     lo, hi = MIN_ROWS, LARGE_N  # fails at lo, passes at hi
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if _passes(plan, k, mid):
+        if passes_at(plan, k, mid):
             hi = mid
         else:
             lo = mid
@@ -137,8 +69,6 @@ def plan_units(schema, inner_planner, total: PrivacyCost, *, delta, unit, k, cou
     inner release with ``inner_planner(release_eps, mechanism_override, budget)``
     (``budget``: its part, carrying ``total``'s bad-event delta) and find the
     floor. Nothing is read."""
-    from dpmic_dask.privacy.accounting import PrepaidLedger
-
     unit = check_unit_columns(unit)
     k = check_max_rows(k)
     missing = [u for u in unit if u not in schema]
@@ -162,7 +92,7 @@ def plan_units(schema, inner_planner, total: PrivacyCost, *, delta, unit, k, cou
     if clash:
         raise InvalidParameterError(
             f"the privacy unit column(s) {clash} cannot be released or be part of a pair")
-    for mech in _mechanisms(inner):
+    for mech in mechanisms_of(inner):
         if mech.acts_on != "values":
             raise InvalidParameterError(
                 f"mechanism {mech.label!r} adds noise to counts; with privacy_unit use "
@@ -178,7 +108,7 @@ def plan_units(schema, inner_planner, total: PrivacyCost, *, delta, unit, k, cou
         # scale k / eps_pass cannot be sampled
         inner = dataclasses.replace(inner, bounds=dataclasses.replace(
             inner.bounds, bounds=inner.bounds.bounds.per_unit(unit_label(unit), k)))
-    if not PrepaidLedger(None, part)._fits(inner.cost):  # type: ignore[arg-type]
+    if not part.measure.fits(inner.cost, part):
         raise InvalidParameterError("the release does not fit its share")  # pragma: no cover
     floor = find_floor(inner, k)
     rowcount = dataclasses.replace(rowcount, floor=floor)
@@ -192,10 +122,6 @@ def plan_unit_release(schema, eps, *, privacy_unit=None, max_rows_per_unit=None,
     ``privacy_unit`` is given: bounding to ``max_rows_per_unit`` rows per unit and a
     private row count (``count_share`` of the budget, default 5%) in front of it.
     Without ``privacy_unit`` this is exactly the row-level plan. Nothing is read."""
-    from dpmic_dask.privacy.conversion import check_epsilon
-    from dpmic_dask.release.plan import plan_release
-    from dpmic_dask.release.private_categories import UNKNOWN, choice_total, split_private
-
     if privacy_unit is None:
         if max_rows_per_unit is not None or count_share is not None:
             raise InvalidParameterError(
@@ -221,3 +147,5 @@ def plan_unit_release(schema, eps, *, privacy_unit=None, max_rows_per_unit=None,
     inner, units = plan_units(schema, planner, total, delta=delta, unit=privacy_unit,
                               k=k, count_share=count_share, beta=beta)
     return dataclasses.replace(inner, units=units)
+
+

@@ -36,8 +36,10 @@ import numpy as np
 import pandas as pd
 
 from dpmic_dask.backends import backend_for
-from dpmic_dask.errors import InvalidParameterError, UnitMismatchError
+from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.accounting import PrivacyCost
+from dpmic_dask.privacy.conversion import check_epsilon
+from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.release.bounding import (
     ContributionBound,
     check_unit_columns,
@@ -45,48 +47,19 @@ from dpmic_dask.release.bounding import (
     refuse_mixed_units,
     unit_label,
 )
-from dpmic_dask.release.unitplan import UnitsPlan, plan_unit_release
+from dpmic_dask.release.charge import (
+    charge_budget,
+    check_ledger_unit,  # noqa: F401 (re-exported)
+    precheck_budget,
+)
+from dpmic_dask.release.executor import run_release
+from dpmic_dask.release.report import Release
+from dpmic_dask.release.unitplan import (
+    plan_unit_release,
+    unit_privacy_statement,  # noqa: F401 (re-exported)
+)
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY
-
-
-def check_ledger_unit(ledger, dataset, unit: tuple[str, ...] | None) -> None:
-    """Refuse, before anything is read, a release whose privacy unit is not the one
-    the dataset's budget is for (a ledger without budgets accepts any unit)."""
-    from dpmic_dask.release.charge import DEFAULT_DATASET, _ledger
-
-    ledger = _ledger(ledger)
-    budget_for = getattr(ledger, "budget_for", None)
-    if not callable(budget_for):
-        return
-    budget = budget_for(dataset or DEFAULT_DATASET)
-    if budget is None:
-        return
-    stored = getattr(budget, "privacy_unit", None)
-    asked = None if unit is None else unit_label(unit)
-    if stored != asked:
-        have = "one row" if stored is None else repr(stored)
-        want = "one row" if asked is None else repr(asked)
-        raise UnitMismatchError(
-            f"dataset {dataset or DEFAULT_DATASET!r} has a budget per {have}; this release "
-            f"asks for privacy per {want}. One dataset's budget is for one privacy unit; "
-            "nothing was charged and no data was read")
-
-
-# ------------------------------------------------------------------- statements
-
-
-def unit_privacy_statement(statement: str, units: UnitsPlan) -> str:
-    """The row-level statement said of the unit: neighbours differ by all rows of
-    one unit (added or removed), and the information bound is about one unit."""
-    who = unit_label(units.unit)
-    said = statement.replace(
-        "with respect to replacing any one row",
-        f"with respect to adding or removing all rows of any one {who} ({units.statement})",
-    ).replace("about any one row beyond what the other rows already reveal",
-              f"about any one {who} beyond what the other units' rows already reveal")
-    if said == statement:  # pragma: no cover - the row-level wording changed
-        said = f"{statement} Neighbouring tables differ by all rows of one {who}."
-    return said
+from dpmic_dask.stats.sensitivity import safe_up
 
 
 def private_mic_per_unit(x, y, units, *, eps, x_bounds, y_bounds, privacy_unit="unit",
@@ -96,9 +69,6 @@ def private_mic_per_unit(x, y, units, *, eps, x_bounds, y_bounds, privacy_unit="
     row ``i`` (named ``privacy_unit`` in the statement and the ledger); at most
     ``max_rows_per_unit`` rows per unit are used. The same plan as ``pairwise``
     with one pair."""
-    from dpmic_dask.release.executor import run_release
-    from dpmic_dask.release.report import Release
-
     if units is None or max_rows_per_unit is None:
         raise InvalidParameterError("privacy per unit needs both units=[...] (one value per "
                                     "row) and max_rows_per_unit")
@@ -148,11 +118,6 @@ def contribution_bound(frame, unit, eps, *, quantile=0.9, ledger=None, dataset=N
     bin); adding or removing a unit changes one bin by one, so exact discrete
     Laplace noise of scale ``1 / eps`` on every bin is ``eps``-DP. The answer is
     read off the noisy cumulative counts (post-processing). Charged once."""
-    from dpmic_dask.privacy.conversion import check_epsilon
-    from dpmic_dask.privacy.noise import active_sampler
-    from dpmic_dask.release.charge import charge_budget, precheck_budget
-    from dpmic_dask.stats.sensitivity import safe_up
-
     unit = check_unit_columns(unit)
     eps = check_epsilon(eps)
     if isinstance(quantile, bool) or not isinstance(quantile, (int, float)) or not (

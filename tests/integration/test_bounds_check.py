@@ -12,7 +12,7 @@ import dpmic_dask  # noqa: F401  (registers the accessor)
 from dpmic_dask import InMemoryLedger
 from dpmic_dask.errors import BoundsWarning, MissingValuesError
 from dpmic_dask.privacy.accounting import Budget
-from dpmic_dask.release.bounds_check import UNCHECKED
+from dpmic_dask.release.results import UNCHECKED
 
 N = 100_000
 
