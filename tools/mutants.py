@@ -174,6 +174,31 @@ MUTANTS = {
         backend._binned_groups = lambda frame, specs: [backend._binned(frame, s)
                                                        for s in specs]
     """),
+    "drop-step-cost": ("a front step's part is not taken from the values' budget", """
+        from dpmic_dask.release import plan
+        def take(self, share, what):
+            part, _, _, _ = plan.split_front(self.rest, share, self.mechanism, what)
+            self.taken.append(part)
+            return part
+        plan.FrontSplit.take = take
+    """),
+    "encode-twice": ("the executor converts every column to axis numbers twice", """
+        from dpmic_dask.release import executor
+        once = executor.axis_frame
+        def twice(frame, kinds, **options):
+            converted = once(frame, kinds, **options)
+            return once(converted, kinds, keep=options.get("keep", ()))
+        executor.axis_frame = twice
+    """),
+    "skip-bounding-per-unit": ("per unit, every row of a unit is kept (no bounding)", """
+        from dpmic_dask.release import steps
+        steps.bound_contributions = lambda frame, unit, k, columns, key=None: frame[
+            [c for c in columns if c not in unit]]
+    """),
+    "row-sensitivity-per-unit": ("per unit, categories are chosen with row-level noise", """
+        from dpmic_dask.release import private_categories
+        private_categories.PrivateCategoriesPlan.sensitivity = property(lambda self: 2)
+    """),
     "drop-partition-per-task": ("a counting task of several partitions skips its last", """
         import functools
         import dask
@@ -192,7 +217,14 @@ MUTANTS = {
 #: to catch (the privacy tests above do not vary how a table is split).
 LAYOUT_TESTS = ["tests/integration/test_layouts.py::"
                 "test_counts_and_values_do_not_depend_on_the_layout"]
-TESTS = {"bin-groups-apart": LAYOUT_TESTS, "drop-partition-per-task": LAYOUT_TESTS}
+#: The tests that guard the executor: every combination of steps, the plan's
+#: accounting, the per-unit steps' noise, and releases per unit.
+EXECUTOR_TESTS = ["tests/unit/test_executor_plan.py", "tests/integration/test_combinations.py",
+                  "tests/statistical/test_units_front_steps.py",
+                  "tests/statistical/test_units_noise.py", "tests/integration/test_units_kinds.py"]
+TESTS = {"bin-groups-apart": LAYOUT_TESTS, "drop-partition-per-task": LAYOUT_TESTS,
+         "drop-step-cost": EXECUTOR_TESTS, "encode-twice": EXECUTOR_TESTS,
+         "skip-bounding-per-unit": EXECUTOR_TESTS, "row-sensitivity-per-unit": EXECUTOR_TESTS}
 
 
 def plugin_source(patch: str) -> str:
