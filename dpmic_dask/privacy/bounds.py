@@ -22,15 +22,22 @@ on the data:
    a grid chosen from released values only, so choosing it is post-processing --
    and released with discrete Laplace noise of scale ``2 / eps_second``; the
    bounds are read off it (:func:`refined_from_noisy`) or, when nothing in it
-   stands out of the noise, the first pass's bounds stand. Other columns are
-   counted on the first grid again and read with :func:`bounds_from_noisy` at
-   the second, smaller noise scale (the first bounds stand if that fails).
+   stands out of the noise, the first pass's bounds stand -- unless its end bins,
+   which hold every value beyond the first bounds, show that those missed the
+   data (:func:`first_bounds_missed`): the column is then unresolved. Other
+   columns are counted on the first grid again and read with
+   :func:`bounds_from_noisy` at the second, smaller noise scale (the first
+   bounds stand if that fails).
 
 The two histograms of a column compose to ``eps_first + eps_second = eps_column``
 (sequential composition; the second is chosen adaptively from the first's
-output). The result is a pair of plain numbers per column that can be kept and
-reused as public bounds; bounds are always two distinct bin edges (never zero
-width).
+output). Every reading off equal bins (a ``domain`` grid, the refining grid) is
+checked against the mass it leaves out (:func:`holds_the_mass`): a core that was
+noise -- one bin passing its threshold far from the data, or amid data too thin to
+pass anywhere -- would otherwise give bounds holding none of the data.
+
+The result is a pair of plain numbers per column that can be kept and reused as
+public bounds; bounds are always two distinct bin edges (never zero width).
 """
 
 from __future__ import annotations
@@ -331,8 +338,10 @@ def refined_from_noisy(noisy: np.ndarray, fine: BoundsGrid, coverage: float,
                        scale: float) -> tuple[float, float] | None:
     """Read the bounds off the refining pass's noisy histogram (post-processing):
     :func:`_linear_read`, ``None`` (keep the first pass's bounds) when nothing
-    stands out or the range reaches an edge bin -- the edge bins also hold every
-    value beyond the first pass's bounds, so the data were not inside them."""
+    stands out, the reading leaves the mass outside, or the range reaches an edge
+    bin -- the edge bins also hold every value beyond the first pass's bounds, so
+    the data were not inside them (:func:`first_bounds_missed` says whether that
+    refutes the first bounds)."""
     return _linear_read(noisy, fine, coverage, scale, REFINE_LEVELS, guard_edges=True)
 
 
@@ -346,9 +355,11 @@ def _linear_read(noisy: np.ndarray, fine: BoundsGrid, coverage: float, scale: fl
        passes ``REFINE_Z`` noise deviations.
     3. Quantiles as in :func:`bounds_from_noisy`, then a margin of a quarter of
        their distance (at least one bin) on each side.
+    4. The bins outside must not hold more than the tail, up to noise
+       (:func:`holds_the_mass`).
 
-    ``None`` when nothing passes, or (``guard_edges``) when the range reaches an
-    edge bin of the grid.
+    ``None`` when nothing passes, when the reading fails step 4, or
+    (``guard_edges``) when the range reaches an edge bin of the grid.
     """
     size = noisy.size
     for g in levels:
@@ -368,8 +379,83 @@ def _linear_read(noisy: np.ndarray, fine: BoundsGrid, coverage: float, scale: fl
     margin = max(MARGIN_BINS, math.ceil((high - low + 1) / REFINE_MARGIN))
     lo_bin = max(first + low - margin, 0)
     hi_bin = min(first + high + margin, size - 1)
+    if not holds_the_mass(noisy, lo_bin, hi_bin, coverage, scale):
+        return None
     edges = fine.edges()
     return float(edges[lo_bin]), float(edges[hi_bin + 1])
+
+
+def sum_threshold(scale: float, m: int, p: float) -> float:
+    """``t`` with ``P(sum of m Laplace(scale) draws > t) <= p`` (Chernoff, at the
+    best ``lambda`` for ``t``: ``exp(-lambda t) (1 - (scale lambda)^2)^-m``; discrete
+    Laplace of scale ``b`` is dominated the same way). About ``4.5`` standard
+    deviations of the sum for large ``m`` at ``p = 4e-5``."""
+    target = math.log(p)
+
+    def log_bound(t: float) -> float:
+        x = t / scale
+        u = (math.sqrt(m * m + x * x) - m) / x  # the best lambda, times scale
+        return -u * x - m * math.log1p(-u * u)
+
+    lo, hi = 0.0, scale * (2.0 * math.sqrt(-m * target) - 2.0 * target + 1.0)
+    while log_bound(hi) > target:
+        hi *= 2.0
+    for _ in range(50):
+        mid = (lo + hi) / 2.0
+        if log_bound(mid) > target:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def _outside_windows(size: int, lo_bin: int, hi_bin: int):
+    """Runs of bins outside ``lo_bin..hi_bin`` next to them: 1, 2, 4, ... bins
+    outward and the whole rest, on each side."""
+    for start, stop, down in ((0, lo_bin, True), (hi_bin + 1, size, False)):
+        rest = stop - start
+        m = 1
+        while rest > 0:
+            m = min(m, rest)
+            yield (stop - m, stop) if down else (start, start + m)
+            if m == rest:
+                break
+            m *= 2
+
+
+def holds_the_mass(noisy: np.ndarray, lo_bin: int, hi_bin: int, coverage: float,
+                   scale: float, beta: float = BETA) -> bool:
+    """Whether the bins ``lo_bin..hi_bin`` of an equal-bin histogram hold the mass
+    (post-processing): ``False`` when a run of bins outside them next to them
+    (:func:`_outside_windows`) has a noisy sum above ``1 - coverage`` of the noisy
+    total plus :func:`sum_threshold` for its length -- more than the tail the
+    bounds may leave out, beyond what noise reaches with probability ``beta`` over
+    all runs. A reading whose core was noise (one bin that passed its threshold
+    far from the data, or in the middle of data too thin to pass anywhere else)
+    leaves the rest of the data outside and fails this."""
+    size = noisy.size
+    windows = list(_outside_windows(size, lo_bin, hi_bin))
+    if not windows:
+        return True
+    allowed = (1.0 - coverage) * max(float(noisy.sum()), 0.0)
+    cumulative = np.concatenate(([0.0], np.cumsum(noisy, dtype=np.float64)))
+    p = beta / len(windows)
+    for a, b in windows:
+        if cumulative[b] - cumulative[a] > allowed + sum_threshold(scale, b - a, p):
+            return False
+    return True
+
+
+def first_bounds_missed(noisy: np.ndarray, coverage: float, scale: float,
+                        beta: float = BETA) -> bool:
+    """Whether the refining pass's noisy histogram shows the first pass's bounds
+    missed the data (post-processing): its end bins also hold every value beyond
+    those bounds, and one of them has a noisy count above ``1 - coverage`` of the
+    noisy total plus what noise reaches with probability ``beta`` over the two.
+    The first bounds then cannot stand (nor can bounds read inside them)."""
+    allowed = (1.0 - coverage) * max(float(noisy.sum()), 0.0)
+    limit = allowed + sum_threshold(scale, 1, beta / 2.0)
+    return bool(noisy[0] > limit or noisy[-1] > limit)
 
 
 def check_coverage(coverage) -> float:

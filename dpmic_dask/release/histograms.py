@@ -29,6 +29,7 @@ from dpmic_dask.privacy.bounds import (
     bounds_from_noisy,
     check_coverage,
     check_domain,
+    first_bounds_missed,
     noise_threshold,
     refined_from_noisy,
     refinement_grid,
@@ -334,6 +335,11 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
             if c in restart:
                 again = _valid_bounds(bounds_from_noisy(row, grid, cov, scale2), c)
                 found[c] = again if again is not None else found[c]
+                continue
+            if first_bounds_missed(row, cov, scale2):
+                # the refining pass saw the data beyond the first bounds: neither
+                # they nor bounds inside them can stand
+                found[c] = None
                 continue
             better = _valid_bounds(refined_from_noisy(row, grid, cov, scale2), c)
             if better is not None:

@@ -14,9 +14,13 @@ from dpmic_dask.privacy.bounds import (
     BoundsGrid,
     bounds_from_noisy,
     column_histograms,
+    first_bounds_missed,
+    holds_the_mass,
+    noise_threshold,
     occupied_range,
     refined_from_noisy,
     refinement_grid,
+    sum_threshold,
 )
 
 LOG = BoundsGrid()
@@ -146,3 +150,67 @@ def test_a_domain_grid_reads_thinly_spread_data_at_coarser_sums():
         found = bounds_from_noisy(noisy(values, grid, 66.7, gen), grid, 0.99, 66.7)
         assert found is not None and coverage(values, found) >= 0.97
         assert found[1] - found[0] <= 4 * (3.53e6 - 1.47e6)
+
+
+def test_one_noisy_bin_far_from_the_data_does_not_win_the_reading():
+    """Values in 0..700 on the domain 0..10,000 (the README's example): the data
+    stand out only as sums of 16 bins at this noise, so one empty bin whose noise
+    passes the single-bin threshold (probability about 1e-3 per release) used to
+    be the whole reading -- bounds of one bin near 4,760, holding no value. The
+    data outside such a reading now refuse it (the column is read again or
+    unresolved)."""
+    gen = np.random.default_rng(14)
+    grid = BoundsGrid((0.0, 10_000.0))
+    values = 700 * gen.random(20_000)
+    scale = 2 / 0.03
+    for _ in range(20):
+        hist = noisy(values, grid, scale, gen)
+        hist[487] = noise_threshold(scale, grid.size) + 50  # 4,756..4,766
+        found = bounds_from_noisy(hist, grid, 0.99, scale)
+        assert found is None or coverage(values, found) >= 0.97, found
+
+
+def test_one_noisy_bin_inside_thin_data_does_not_win_the_refined_reading():
+    """The refining pass of the same column, 1,024 bins of the first bounds (0, 900):
+    about 25 rows a bin, too thin to pass at any resolution; one bin in the middle
+    whose noise passes its threshold used to give bounds one bin wide there (seen:
+    (508.4, 511.2)). Now the first bounds stand."""
+    gen = np.random.default_rng(15)
+    fine = BoundsGrid((0.0, 900.0))
+    values = 700 * gen.random(20_000)
+    scale = 2 / 0.07
+    for spike in (100, 400, 700):
+        hist = noisy(values, fine, scale, gen)
+        hist[spike] = noise_threshold(scale, fine.size) + 30
+        assert refined_from_noisy(hist, fine, 0.99, scale) is None
+        hist[spike - 8:spike + 8] += 40  # a run of 16 bins that passes as a sum
+        assert refined_from_noisy(hist, fine, 0.99, scale) is None
+
+
+def test_a_refining_pass_that_sees_the_data_beyond_the_first_bounds_refutes_them():
+    """First bounds (4,746, 4,775) read off noise for data in 0..700: every value
+    lands in the refining grid's lowest bin, which says the first bounds missed."""
+    gen = np.random.default_rng(16)
+    fine = BoundsGrid((4746.0, 4775.0))
+    values = 700 * gen.random(20_000)
+    hist = noisy(values, fine, 2 / 0.07, gen)
+    assert first_bounds_missed(hist, 0.99, 2 / 0.07)
+    # data inside the first bounds, even reaching their lowest bin, do not
+    inside = noisy(4746 + 29 * gen.random(20_000), fine, 2 / 0.07, gen)
+    assert not first_bounds_missed(inside, 0.99, 2 / 0.07)
+
+
+def test_readings_that_leave_out_more_than_the_tail_do_not_hold_the_mass():
+    grid = BoundsGrid((0.0, 1024.0))
+    counts = column_histograms([np.arange(100, 300, 0.01)], grid)[0].astype(float)
+    assert holds_the_mass(counts, 99, 300, 0.99, 20.0)
+    assert holds_the_mass(counts, 101, 298, 0.99, 20.0)  # 1.5% left out, up to noise
+    assert not holds_the_mass(counts, 110, 300, 0.99, 20.0)   # 5% cut off below
+    assert not holds_the_mass(counts, 500, 510, 0.99, 20.0)   # none of it
+    assert holds_the_mass(counts, 0, 1023, 0.99, 20.0)
+    # the threshold: a sum of m draws passes it with at most the stated probability
+    gen = np.random.default_rng(17)
+    for m in (1, 4, 64):
+        draws = gen.laplace(0, 1.0, (200_000, m)).sum(axis=1)
+        assert np.mean(draws > sum_threshold(1.0, m, 1e-3)) <= 1e-3
+        assert sum_threshold(1.0, m, 1e-3) < 2.5 * sum_threshold(1.0, m, 0.1)
