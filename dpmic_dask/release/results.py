@@ -10,6 +10,7 @@ import numpy as np
 
 from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.release.boundsresult import WIDE_DOMAIN, BoundsRelease
+from dpmic_dask.release.htmlreport import pairwise_view, write_page
 from dpmic_dask.release.report import PrivacyReport, ReportFields
 
 
@@ -295,3 +296,11 @@ class PairwiseResult(ReportFields):
                              "categorical column: unordered categories have no rank order.")
         lines += p.lines()
         return "\n".join(lines)
+
+    def to_html(self, path):
+        """Write one self-contained HTML page of this release to ``path``: the
+        heatmap (pairs within their noise hatched; hover or click a cell for its
+        values), the privacy statement, the plan's steps and their parts of the
+        budget, and a sortable, filterable table of the pairs. Styles, script and
+        pictures are inside the file; it loads nothing. Returns the path."""
+        return write_page(pairwise_view(self), path)
