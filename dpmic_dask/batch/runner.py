@@ -88,14 +88,18 @@ def _deliver(job, ledger: SQLLedger, entry: JournalEntry, echo: Echo, result=Non
 
 
 def _write_page(job, entry: JournalEntry, result, where: str, echo: Echo) -> None:
-    """The HTML page beside a pairwise run's file; a page that cannot be written is
-    a warning, never a failed delivery (the values are delivered)."""
+    """The HTML page beside a pairwise run's file: from the result at the run that
+    released it, else (a delivery from the journal) from the journaled rows unless
+    the page is there already. A page that cannot be written is a warning, never a
+    failed delivery (the values are delivered)."""
     from pathlib import Path
 
     from dpmic_dask.batch.runpage import rows_page_path, write_result_page, write_rows_page
 
     path = rows_page_path(Path(where))
     title = f"Run {entry.run_id} of job {job.name}"
+    if result is None and path.is_file():
+        return
     try:
         if result is not None:
             write_result_page(result, path, title=title)
