@@ -106,21 +106,22 @@ def causal_from_files(folder: Path) -> tuple[CausalGraph, str]:
     p = len(nodes)
     graph = np.zeros((p, p), dtype=bool)
     statistic = {}
-    for row in edges.itertuples(index=False):
-        a, b = where[str(row.source)], where[str(row.target)]
+    strengths = edges["statistic"].astype(float).tolist()
+    for source, target, directed, strength in zip(edges["source"], edges["target"],
+                                                  edges["directed"], strengths):
+        a, b = where[str(source)], where[str(target)]
         graph[a, b] = True
-        directed = row.directed if isinstance(row.directed, (bool, np.bool_)) else \
-            str(row.directed).lower() == "true"
-        if not directed:
+        if str(directed).lower() != "true":
             graph[b, a] = True
-        statistic[(min(a, b), max(a, b))] = float(row.statistic)
+        statistic[(min(a, b), max(a, b))] = strength
     separating = {}
     for item in sets:
         a, b = (where[str(n)] for n in item["pair"])
         separating[(min(a, b), max(a, b))] = tuple(where[str(n)] for n in item["separating_set"])
     head = _HEADER.search(report)
-    approx, pure = _APPROX.search(report), _PURE.search(report)
-    epsilon = float((approx or pure).group("eps")) if (approx or pure) else math.nan
+    approx = _APPROX.search(report)
+    stated = approx or _PURE.search(report)
+    epsilon = float(stated.group("eps")) if stated else math.nan
     delta = float(approx.group("delta")) if approx else 0.0
     privacy = CausalReport(
         private=head is None or head.group("private") == "private",
