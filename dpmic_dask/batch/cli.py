@@ -101,8 +101,8 @@ def demo(rows, partitions, eps, workers, out_dir, debug):
 
     Starts a local Dask cluster, generates ROWS rows with nonlinear, linear,
     discrete and independent columns on the workers, runs
-    ddf.dpmic.pairwise(eps) once, and writes results.csv, heatmap.png and
-    report.txt into OUT.
+    ddf.dpmic.pairwise(eps) once, and writes results.csv, heatmap.png,
+    report.txt and report.html (one self-contained page) into OUT.
 
     \b
     Example:
@@ -124,16 +124,19 @@ def demo(rows, partitions, eps, workers, out_dir, debug):
     table = result.to_pandas().sort_values("mic", ascending=False)
     table.to_csv(out_dir / "results.csv", index=False)
     (out_dir / "report.txt").write_text(result.report() + "\n")
+    page = result.to_html(out_dir / "report.html")
     click.echo("")
     click.echo(table[["x", "y", "mic", "ci95"]].to_string(index=False, float_format="%.3f"))
     click.echo("")
     click.echo(result.report())
     try:
         result.plot(path=out_dir / "heatmap.png")
-        wrote = "results.csv, heatmap.png, report.txt"
+        wrote = "results.csv, heatmap.png, report.txt, report.html"
     except ImportError:
-        wrote = "results.csv, report.txt (install 'dpmic_dask[plot]' for heatmap.png)"
+        wrote = ("results.csv, report.txt, report.html (install 'dpmic_dask[plot]' for "
+                 "heatmap.png)")
     click.echo(f"\nWrote {wrote} to {out_dir}/ in {time.perf_counter() - start:.1f} s.")
+    click.echo(f"Open the report: {page}")
 
 
 @main.command()
@@ -256,6 +259,30 @@ def deliver(job_file, run_id, debug):
     from dpmic_dask.batch.runner import deliver_job
 
     deliver_job(load_job(job_file), run_id, echo=stdout_echo)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(exists=True, path_type=Path))
+@debug_option
+@handles_errors
+def report(run_dir, debug):
+    """Rebuild the HTML page (report.html) of a delivered run from its files.
+
+    RUN_DIR is a folder 'dpmic demo' wrote (results.csv and report.txt), a
+    causal run's folder (edges.csv, separating_sets.json, graph.dot,
+    report.txt), a pairwise run's file (run-*.parquet or run-*.csv: the page is
+    written beside it, ending .html), or an output folder (a page for each run
+    in it). Only the delivered files are read: no data, no ledger, no charge.
+
+    \b
+    Example:
+      dpmic report dpmic-demo-output
+      dpmic report out/run-2026-11-22--nightly.parquet
+    """
+    from dpmic_dask.batch.runpage import rebuild
+
+    for page in rebuild(run_dir):
+        click.echo(f"wrote {page}")
 
 
 main.add_command(budget)

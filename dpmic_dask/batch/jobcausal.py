@@ -20,7 +20,8 @@ Example::
 
 The output is a folder (``output.path``); a run writes
 ``run-<run id>--<job>/`` in it with ``edges.csv``, ``separating_sets.json``,
-``graph.dot``, ``report.txt`` and, when matplotlib is installed, ``graph.png``.
+``graph.dot``, ``report.txt``, ``report.html`` (the page of the graph, see
+:mod:`dpmic_dask.batch.runpage`) and, when matplotlib is installed, ``graph.png``.
 """
 
 from __future__ import annotations
@@ -198,6 +199,7 @@ def _write_files(folder: Path, graph, report: str) -> None:
     (folder / "separating_sets.json").write_text(json.dumps(sets, indent=2) + "\n")
     (folder / "graph.dot").write_text(graph.to_dot() + "\n")
     (folder / "report.txt").write_text(report + "\n")
+    graph.to_html(folder / "report.html", report=report)
     try:
         from matplotlib.figure import Figure  # no pyplot state, no display needed
     except ImportError:

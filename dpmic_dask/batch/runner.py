@@ -62,7 +62,9 @@ def _other_job(job, entry: JournalEntry) -> InvalidParameterError:
         "charged or written. Give each job file its own [job] name, or use a new run id")
 
 
-def _deliver(job, ledger: SQLLedger, entry: JournalEntry, echo: Echo) -> str:
+def _deliver(job, ledger: SQLLedger, entry: JournalEntry, echo: Echo, result=None) -> str:
+    """Write the journaled values, then (an output folder) the run's page: from the
+    ``result`` at hand, else from the journaled rows."""
     from dpmic_dask.batch.joboutput import check_output, deliver, destination, undeliverable
 
     try:
@@ -75,12 +77,37 @@ def _deliver(job, ledger: SQLLedger, entry: JournalEntry, echo: Echo) -> str:
         where = deliver_graph(job, entry.payload or "", entry.run_id)
     else:
         where = deliver(job, entry.rows(), entry.run_id)
+        if job.output_path:
+            _write_page(job, entry, result, where, echo)
     try:
         record_delivery(ledger, entry.charge_id, destination(job, entry.run_id))
     except LedgerError as exc:
         echo(f"warning: delivered, but the delivery could not be recorded in the ledger: "
              f"{exc}", err=True)
     return where
+
+
+def _write_page(job, entry: JournalEntry, result, where: str, echo: Echo) -> None:
+    """The HTML page beside a pairwise run's file: from the result at the run that
+    released it, else (a delivery from the journal) from the journaled rows unless
+    the page is there already. A page that cannot be written is a warning, never a
+    failed delivery (the values are delivered)."""
+    from pathlib import Path
+
+    from dpmic_dask.batch.runpage import rows_page_path, write_result_page, write_rows_page
+
+    path = rows_page_path(Path(where))
+    title = f"Run {entry.run_id} of job {job.name}"
+    if result is None and path.is_file():
+        return
+    try:
+        if result is not None:
+            write_result_page(result, path, title=title)
+        else:
+            write_rows_page(entry.rows(), path, title=title)
+    except OSError as exc:
+        echo(f"warning: the run's page {path.name} could not be written: "
+             f"{exc.strerror or type(exc).__name__}", err=True)
 
 
 def _settle(job, ledger: SQLLedger, entry: JournalEntry, fingerprint: str,
@@ -183,7 +210,7 @@ def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, prog
     except BaseException:
         journaled.abandon()  # a failure after the charge keeps the charge
         raise
-    where = _deliver(job, ledger, entry, echo)
+    where = _deliver(job, ledger, entry, echo, result)
     if job.causal is not None:
         from dpmic_dask.batch.jobcausal import released_sentence
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from dpmic_dask.release.htmlreport import causal_view, write_page
+
 
 @dataclass(frozen=True)
 class CausalReport:
@@ -121,6 +123,15 @@ class CausalGraph:
             lines.append(f'  "{_dot(row.source)}" -> "{_dot(row.target)}"{style};')
         lines.append("}")
         return "\n".join(lines)
+
+    def to_html(self, path, *, report: str | None = None):
+        """Write one self-contained HTML page of this graph to ``path``: the CPDAG
+        drawn on a circle (hover an edge for its statistic, a dashed pair for its
+        separating set), the privacy statement, the budget's parts and the tables
+        of edges and separating sets. ``report``: the report text to show instead
+        of :meth:`report`'s (a graph read back from a run's journal). Returns the
+        path."""
+        return write_page(causal_view(self, report), path)
 
     def plot(self, ax=None, *, title: str | None = None):
         """Draw the CPDAG on a circle (matplotlib; arrows for directed edges)."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpmic_dask.release.htmlreport import local_view, write_page
 from dpmic_dask.release.results import TEXT_LIMIT, spectral_order
 
 
@@ -131,6 +132,12 @@ class LocalPairwiseResult:
             p.statement(),
         ]
         return "\n".join(lines)
+
+    def to_html(self, path):
+        """Write one self-contained HTML page of these estimates to ``path``: the
+        heatmap (estimates within their own ci95 of 0 hatched), what protects each
+        person, and a sortable, filterable table; returns the path."""
+        return write_page(local_view(self), path)
 
     def plot(self, ax=None, *, path=None):
         """Heatmap of the estimates; cells whose estimate lies within its own ci95 of 0

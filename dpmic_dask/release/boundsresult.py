@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dpmic_dask.release.htmlreport import bounds_view, write_page
 from dpmic_dask.stats.kinds import format_bounds
 
 #: A public domain whose released bounds use less than this share of it is
@@ -132,3 +133,8 @@ class BoundsRelease:
                          "bounds={" + ", ".join(f"{c!r}: {self.pinned(c)!r}" for c in pinned)
                          + "}, or in a job file columns.<name>.bounds = [lo, hi].")
         return "\n".join(lines)
+
+    def to_html(self, path):
+        """Write one self-contained HTML page of these bounds to ``path`` (the
+        privacy statement and a table of the bounds); returns the path."""
+        return write_page(bounds_view(self), path)

@@ -32,6 +32,7 @@ from dpmic_dask.privacy.partition_selection import (
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.category_counts import add_passes, first_pass, occurring
 from dpmic_dask.release.charge import charge_budget, precheck_budget
+from dpmic_dask.release.htmlreport import categories_view, write_page
 from dpmic_dask.release.private_categories import (
     MAX_KEPT,
     UNKNOWN,
@@ -62,6 +63,11 @@ class CategoriesRelease:
         lines = [f"{name}: {list(kept)} ({self.details[name]})"
                  for name, kept in self.categories.items()]
         return "\n".join([*lines, self.statement])
+
+    def to_html(self, path):
+        """Write one self-contained HTML page of the chosen lists to ``path`` (the
+        privacy statement and a table of the lists); returns the path."""
+        return write_page(categories_view(self), path)
 
 
 def _columns(schema, columns, nulls: str) -> dict:

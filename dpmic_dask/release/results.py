@@ -12,6 +12,7 @@ import pandas as pd
 from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.privacy.statement import value_cost
 from dpmic_dask.release.boundsresult import WIDE_DOMAIN, BoundsRelease
+from dpmic_dask.release.htmlreport import pairwise_view, write_page
 from dpmic_dask.release.report import PrivacyReport, ReportFields
 from dpmic_dask.stats.statistics.registry import get_statistic, public_statistics
 
@@ -306,3 +307,11 @@ class PairwiseResult(ReportFields):
                              "categorical column: unordered categories have no rank order.")
         lines += p.lines()
         return "\n".join(lines)
+
+    def to_html(self, path):
+        """Write one self-contained HTML page of this release to ``path``: the
+        heatmap (pairs within their noise hatched; hover or click a cell for its
+        values), the privacy statement, the plan's steps and their parts of the
+        budget, and a sortable, filterable table of the pairs. Styles, script and
+        pictures are inside the file; it loads nothing. Returns the path."""
+        return write_page(pairwise_view(self), path)

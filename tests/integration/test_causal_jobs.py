@@ -112,6 +112,8 @@ def test_causal_job_runs_once_and_writes_its_files(setup):
     assert len(sets) + len(skeleton) == 6
     assert (folder / "graph.dot").read_text().startswith("digraph cpdag {")
     assert "charged once before any noise" in (folder / "report.txt").read_text()
+    page = (folder / "report.html").read_text()  # the run's page, drawn from the same graph
+    assert "Private causal graph" in page and page.count('<g class="edge"') == len(edges)
 
     charges = history(ledger)
     assert len(charges) == 1

@@ -28,7 +28,12 @@ def test_demo_command_writes_results(tmp_path):
     assert "36 pairs of 9 columns" in report and "differentially private" in report
     assert (out / "heatmap.png").stat().st_size > 10_000
     assert "Releasing private MIC for 9 columns (36 pairs)" in result.output
-    assert f"Wrote results.csv, heatmap.png, report.txt to {out}/" in result.output
+    assert f"Wrote results.csv, heatmap.png, report.txt, report.html to {out}/" in result.output
+    assert f"Open the report: {out / 'report.html'}" in result.output
+    page = (out / "report.html").read_text()
+    assert page.count('<g class="cell') == 2 * len(table) and "e^20" in page
+    rebuilt = CliRunner().invoke(main, ["report", str(out)])  # from results.csv and report.txt
+    assert rebuilt.exit_code == 0 and f"wrote {out / 'report.html'}" in rebuilt.output
 
 
 def test_demo_rejects_bad_options():

@@ -133,7 +133,7 @@ def test_a_real_full_file_system_keeps_the_release(env, small_file_system):
         (small_file_system / name).unlink()
     again = invoke("run", path, "--run-id", "night")
     assert again.exit_code == 0, again.output
-    assert every_file(out) == ["run-night--nightly.parquet"]
+    assert every_file(out) == ["run-night--nightly.html", "run-night--nightly.parquet"]
     assert [r["release"] for r in history(ledger)] == ["delivered"]
 
 
@@ -193,7 +193,9 @@ def test_a_rerun_delivers_a_lost_output_again_from_the_journal(env, monkeypatch,
     # the first delivery's values (same noise, time and charge), not a new release
     assert written.read_bytes() == delivered
     pd.testing.assert_frame_equal(read(written), released)
-    assert every_file(out) == [written.name]
+    page = out / "run-night--nightly.html"  # the run's page: kept, or rebuilt from the rows
+    assert every_file(out) == sorted([written.name, page.name])
+    assert "Run night of job nightly" in page.read_text()
     (row,) = history(ledger)
     assert row["release"] == "delivered" and row["charge_id"] == released.charge_id[0]
 
@@ -280,7 +282,9 @@ def test_two_jobs_with_one_run_id_both_run(env):
         result = invoke("run", path, "--run-id", "2026-11-22")
         assert result.exit_code == 0, result.output
         assert "released 3 pairs" in result.output
-    assert every_file(tmp_path / "out") == ["run-2026-11-22--first.parquet",
+    assert every_file(tmp_path / "out") == ["run-2026-11-22--first.html",
+                                            "run-2026-11-22--first.parquet",
+                                            "run-2026-11-22--second.html",
                                             "run-2026-11-22--second.parquet"]
     rows = history(ledger)
     assert [r["job_name"] for r in rows] == ["first", "second"]
@@ -294,7 +298,8 @@ def test_without_a_name_the_job_is_named_after_its_file(env):
     path = job("nightly-export.toml", **{'name = "nightly"\n': ""})
     result = invoke("run", path, "--run-id", "r")
     assert result.exit_code == 0, result.output
-    assert every_file(tmp_path / "out") == ["run-r--nightly-export.parquet"]
+    assert every_file(tmp_path / "out") == ["run-r--nightly-export.html",
+                                            "run-r--nightly-export.parquet"]
 
 
 # ---------------------------------------------------------------- 5. read-only ledgers

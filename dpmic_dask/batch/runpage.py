@@ -1,0 +1,168 @@
+"""The HTML page of a batch run (``report.html``), written with the run's other
+output and rebuilt later from the delivered files by ``dpmic report``.
+
+Where the page goes:
+
+* ``dpmic demo``: ``report.html`` in the ``--out`` folder, beside
+  ``results.csv`` and ``report.txt``;
+* a ``[causal]`` run: ``report.html`` in the run's folder, beside
+  ``edges.csv``, ``separating_sets.json``, ``graph.dot`` and ``report.txt``;
+* a pairwise run to an output folder: ``run-<run id>--<job>.html`` beside the
+  run's file (a run to a SQL table writes no page).
+
+What ``dpmic report PATH`` reads (only delivered files, never the data): a
+folder with ``results.csv`` (the released rows: ``x, y, mic, ci95`` and
+``within_noise``, and ``tau_a``... when released) and, if there, ``report.txt``;
+a causal run's folder (``edges.csv``, ``separating_sets.json``, ``graph.dot``,
+``report.txt``); a run's file ``run-*.parquet`` or ``run-*.csv``; or an output
+folder, for each of its runs. A page built from a run's rows alone states the
+guarantee from the rows' own columns (``release_epsilon``, ``release_delta``,
+``cost_unit``, ``mechanism``...).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dpmic_dask.causal.result import CausalGraph, CausalReport
+from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.release.htmlreport import rows_view, write_page
+
+#: The page's name in a run's folder.
+PAGE = "report.html"
+
+
+def rows_page_path(rows_file: Path) -> Path:
+    """The page beside a pairwise run's file: the same name, ending ``.html``."""
+    name = rows_file.name
+    for suffix in (".parquet", ".csv"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return rows_file.with_name(name + ".html")
+
+
+def write_rows_page(rows: pd.DataFrame, path: Path, *, report: str | None = None,
+                    title: str | None = None) -> Path:
+    """The page of a run's released rows (and its report text, when kept)."""
+    return write_page(rows_view(rows, report, title), path)
+
+
+def write_result_page(result, path: Path, *, title: str | None = None) -> Path:
+    """The page of a pairwise result at hand (the run that released it)."""
+    from dpmic_dask.release.htmlreport import pairwise_view
+
+    view = pairwise_view(result)
+    if title:
+        view["title"] = title
+    return write_page(view, path)
+
+
+# ---------------------------------------------------------------- dpmic report
+
+
+def _read_rows(path: Path) -> pd.DataFrame:
+    return pd.read_parquet(path) if path.name.endswith(".parquet") else pd.read_csv(path)
+
+
+def _text(path: Path) -> str | None:
+    return path.read_text().rstrip("\n") if path.is_file() else None
+
+
+_HEADER = re.compile(r"causal graph \((?P<private>private|NOT PRIVATE: exact)\), test "
+                     r"'(?P<test>\w+)', alpha (?P<alpha>[0-9.eE+-]+), (?P<rows>\d+) rows, "
+                     r"(?P<bins>\d+) bins per bounded column, conditioning on at most "
+                     r"(?P<size>\d+) columns")
+_PURE = re.compile(r"This release is (?P<eps>[0-9.eE+-]+)-differentially private")
+_APPROX = re.compile(r"This release is \((?P<eps>[0-9.eE+-]+), (?P<delta>[0-9.eE+-]+)\)-"
+                     r"differentially private")
+
+
+def _dot_nodes(text: str) -> list[str]:
+    """The node names of ``graph.dot`` (one ``"name";`` line each)."""
+    names = []
+    for line in text.splitlines():
+        found = re.fullmatch(r'\s*"((?:[^"\\]|\\.)*)";', line)
+        if found:
+            names.append(re.sub(r"\\(.)", r"\1", found.group(1)))
+    return names
+
+
+def causal_from_files(folder: Path) -> tuple[CausalGraph, str]:
+    """A causal run's graph and report text, from its delivered files."""
+    report = _text(folder / "report.txt") or ""
+    nodes = _dot_nodes((folder / "graph.dot").read_text())
+    edges = pd.read_csv(folder / "edges.csv")
+    sets = json.loads((folder / "separating_sets.json").read_text())
+    where = {name: k for k, name in enumerate(nodes)}
+    for name in list(edges["source"]) + list(edges["target"]):
+        where.setdefault(str(name), len(where))
+    nodes = list(where)
+    p = len(nodes)
+    graph = np.zeros((p, p), dtype=bool)
+    statistic = {}
+    strengths = edges["statistic"].astype(float).tolist()
+    for source, target, directed, strength in zip(edges["source"], edges["target"],
+                                                  edges["directed"], strengths):
+        a, b = where[str(source)], where[str(target)]
+        graph[a, b] = True
+        if str(directed).lower() != "true":
+            graph[b, a] = True
+        statistic[(min(a, b), max(a, b))] = strength
+    separating = {}
+    for item in sets:
+        a, b = (where[str(n)] for n in item["pair"])
+        separating[(min(a, b), max(a, b))] = tuple(where[str(n)] for n in item["separating_set"])
+    head = _HEADER.search(report)
+    approx = _APPROX.search(report)
+    stated = approx or _PURE.search(report)
+    epsilon = float(stated.group("eps")) if stated else math.nan
+    delta = float(approx.group("delta")) if approx else 0.0
+    privacy = CausalReport(
+        private=head is None or head.group("private") == "private",
+        test=head.group("test") if head else "?", alpha=float(head.group("alpha")) if head
+        else math.nan, rows=int(head.group("rows")) if head else 0,
+        bins=int(head.group("bins")) if head else 0,
+        max_condition_size=int(head.group("size")) if head else 0,
+        epsilon=epsilon, delta=delta)
+    return CausalGraph(tuple(nodes), graph, separating, statistic, privacy), report
+
+
+def rebuild(path) -> list[Path]:
+    """``dpmic report PATH``: write the page of each run found at ``path`` from its
+    delivered files; returns the pages written."""
+    path = Path(path)
+    if path.is_file():
+        if not path.name.endswith((".parquet", ".csv")):
+            raise InvalidParameterError(f"{path}: a run's page is built from its rows "
+                                        "(a .parquet or .csv file) or a run's folder")
+        return [write_rows_page(_read_rows(path), rows_page_path(path),
+                                title=f"Private MIC release: {path.name}")]
+    if not path.is_dir():
+        raise InvalidParameterError(f"{path}: no such file or folder")
+    if (path / "edges.csv").is_file() and (path / "graph.dot").is_file():
+        graph, report = causal_from_files(path)
+        return [graph.to_html(path / PAGE, report=report)]
+    if (path / "results.csv").is_file():
+        return [write_rows_page(pd.read_csv(path / "results.csv"), path / PAGE,
+                                report=_text(path / "report.txt"))]
+    written = []
+    for item in sorted(path.glob("run-*")):
+        if item.is_dir() and (item / "edges.csv").is_file():
+            written += rebuild(item)
+        elif item.is_file() and item.name.endswith((".parquet", ".csv")):
+            written += rebuild(item)
+    if not written:
+        raise InvalidParameterError(
+            f"{path}: no delivered run found (results.csv, a causal run's edges.csv and "
+            "graph.dot, or run-*.parquet / run-*.csv files)")
+    return written
+
+
+__all__ = ["PAGE", "causal_from_files", "rebuild", "rows_page_path", "write_result_page",
+           "write_rows_page"]

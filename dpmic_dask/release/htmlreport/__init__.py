@@ -1,0 +1,22 @@
+"""Self-contained HTML pages of released results: ``result.to_html(path)``.
+
+One file per page, with its styles, script and pictures (inline SVG) inside it;
+nothing is loaded from a network (the page's own Content-Security-Policy
+forbids it), so it works offline and as a mail attachment. A page shows only
+fields of the released result (post-processing): :mod:`.views` turns a result
+into the page's parts, :mod:`.svg` draws the heatmap and the graph, and
+:mod:`.render` fills the Jinja2 template.
+"""
+
+from dpmic_dask.release.htmlreport.render import render_page, write_page
+from dpmic_dask.release.htmlreport.views import (
+    bounds_view,
+    categories_view,
+    causal_view,
+    local_view,
+    pairwise_view,
+    rows_view,
+)
+
+__all__ = ["bounds_view", "categories_view", "causal_view", "local_view", "pairwise_view",
+           "render_page", "rows_view", "write_page"]

@@ -1,0 +1,151 @@
+"""result.to_html(path): one self-contained, well-formed page per result, showing
+only the release's own fields; dpmic report rebuilds a run's page from its files."""
+
+import html
+import json
+import math
+import re
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from dpmic_dask.batch.cli import main
+from dpmic_dask.batch.jobcausal import _write_files
+from dpmic_dask.batch.runpage import causal_from_files, rebuild, rows_page_path
+from dpmic_dask.ldp.result import LocalPairwiseResult, LocalReport
+from dpmic_dask.release.boundsresult import BoundsRelease
+from dpmic_dask.release.choose_categories import CategoriesRelease
+from dpmic_dask.release.htmlreport import render_page, rows_view
+from tests.htmlpages import COLUMNS, causal_graph, check_page, pairwise_result
+
+
+def test_a_pairwise_page_holds_every_pair_the_statement_and_nothing_from_outside(tmp_path):
+    result = pairwise_result()
+    path = result.to_html(tmp_path / "page.html")
+    text = path.read_text()
+    check_page(text)
+    shown = html.unescape(text)
+    for (x, y), value in zip(result.pairs, result.values):
+        assert f"{x} × {y}: MIC {value:.3f}, ci95 +/-0.150" in shown
+    assert text.count('<g class="cell') == 2 * len(result.pairs)  # both triangles
+    assert len(re.findall(r'data-pair="\d+"', text)) == 3 * len(result.pairs)  # cells, rows
+    within = sum(abs(v) <= 0.15 for v in result.values)
+    assert within and text.count('fill="url(#hatch)"') == 2 * within + 1  # + the legend
+    for words in ("1-differentially private", "pure epsilon-differential privacy",
+                  "Privacy unit: one row", "micr-lap", "charge-1", "tau_a"):
+        assert words in shown
+    assert "e^1 = 2.718" in shown  # what it means for one person
+    assert '&lt;b&gt;' in text and "<b>&" not in text  # a column name is escaped
+
+
+def test_a_page_without_tau_has_no_tau_columns(tmp_path):
+    text = render_page_of(pairwise_result(tau=False))
+    check_page(text)
+    assert "tau_a" not in text
+
+
+def render_page_of(result):
+    from dpmic_dask.release.htmlreport import pairwise_view
+
+    return render_page(pairwise_view(result))
+
+
+def test_many_columns_drop_the_cell_text_but_keep_every_pair():
+    columns = tuple(f"c{k}" for k in range(30))
+    result = pairwise_result(columns, tau=False)
+    text = render_page_of(result)
+    check_page(text)
+    assert text.count('<g class="cell') == 2 * len(result.pairs)
+    assert 'font-style="italic"' not in text  # no per-cell text above 25 columns
+
+
+def test_the_causal_page_draws_every_edge_and_separating_set(tmp_path):
+    graph = causal_graph()
+    text = graph.to_html(tmp_path / "graph.html").read_text()
+    check_page(text)
+    shown = html.unescape(text)
+    assert text.count('<g class="edge"') == 3 and text.count('<g class="sep"') == 3
+    assert text.count('marker-end="url(#arrow)"') == 2  # a -> c, d -> c
+    for words in ("a -- b: statistic 12.5000", "a -> c: statistic 4.2500",
+                  "b and c separated given {a}", "a and d separated given {nothing}",
+                  "2-differentially private", "level 1 decisions"):
+        assert words in shown
+
+
+def test_the_other_results_have_a_page_with_their_statement(tmp_path):
+    bounds = BoundsRelease({"age": (0.0, 128.0), "z": (0.0, 1.5)}, 1.0, 0.5, 0.99, 13.3, 3000,
+                           None, ("z",), "charge-b")
+    categories = CategoriesRelease({"city": ("a", "b")}, 1.0, 0.0, None, 0.0, 1.0,
+                                   "This release is 1-differentially private", "charge-c",
+                                   {"city": "from 4 candidates"})
+    estimate = type("E", (), {"mic": 0.4, "ci95": 0.1, "raw_mic": 0.5, "bias": 0.1,
+                              "reports": 10})
+    local = LocalPairwiseResult(("x", "y"), (("x", "y"),), (estimate,),
+                                LocalReport(2.0, "oue", 16, 4, 0, 100, 4, 3, 10, False, 1, 1))
+    for result, words in ((bounds, ["age", "[0, 128]", "unresolved", "charge-b"]),
+                          (categories, ["city", "a, b", "1-differentially private"]),
+                          (local, ["x × y: MIC 0.400", "per person", "OUE"])):
+        text = result.to_html(tmp_path / "page.html").read_text()
+        check_page(text)
+        for word in words:
+            assert word in html.unescape(text), (type(result).__name__, word)
+
+
+def test_dpmic_report_rebuilds_a_demo_folder_and_a_run_file(tmp_path):
+    result = pairwise_result()
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    result.to_pandas().to_csv(folder / "results.csv", index=False)
+    (folder / "report.txt").write_text(result.report() + "\n")
+    out = CliRunner().invoke(main, ["report", str(folder)])
+    assert out.exit_code == 0, out.output
+    text = (folder / "report.html").read_text()
+    check_page(text)
+    shown = html.unescape(text)
+    assert all(f"{x} × {y}: MIC {v:.3f}" in shown for (x, y), v in zip(result.pairs, result.values))
+    assert result.privacy.statement in shown and "Privacy unit: one row" in shown
+    # a run's file alone: the guarantee from the rows' own columns
+    rows = result.to_pandas().assign(within_noise=lambda t: t.within_noise.astype(int),
+                                     charge_id="charge-1")
+    run = tmp_path / "out" / "run-r1--nightly.parquet"
+    run.parent.mkdir()
+    rows.to_parquet(run)
+    (page,) = rebuild(tmp_path / "out")
+    assert page == rows_page_path(run) == tmp_path / "out" / "run-r1--nightly.html"
+    shown = html.unescape(page.read_text())
+    assert "This release is 1-differentially private" in shown and "charge-1" in shown
+
+
+def test_a_causal_run_folder_is_rebuilt_from_its_files(tmp_path):
+    graph = causal_graph()
+    _write_files(tmp_path, graph, str(graph.report()))
+    assert (tmp_path / "report.html").is_file()
+    back, report = causal_from_files(tmp_path)
+    assert back.columns == graph.columns and (back.graph == graph.graph).all()
+    assert back.separating_sets == graph.separating_sets
+    assert back.privacy.epsilon == 2.0 and back.privacy.rows == 2000
+    (page,) = rebuild(tmp_path)
+    check_page(page.read_text())
+    assert "b and c separated given {a}" in html.unescape(page.read_text())
+
+
+def test_the_page_shows_no_field_the_rows_do_not_hold():
+    rows = pd.DataFrame({"x": ["a"], "y": ["b"], "mic": [0.5], "ci95": [math.nan],
+                         "within_noise": [0]})
+    view = rows_view(rows)
+    text = render_page(view)
+    check_page(text)
+    assert "NaN" in html.unescape(text)
+    json.dumps(view["facts"])  # plain words and numbers
+
+
+def test_report_refuses_a_folder_without_a_run(tmp_path):
+    out = CliRunner().invoke(main, ["report", str(tmp_path)])
+    assert out.exit_code == 2 and "no delivered run found" in out.output
+
+
+@pytest.mark.parametrize("name", COLUMNS[:1])
+def test_a_pair_filter_text_is_lower_case(name):
+    text = render_page_of(pairwise_result())
+    assert f'data-text="{name} income"' in text
