@@ -14,6 +14,7 @@ from dpmic_dask.privacy.statement import value_cost
 from dpmic_dask.release.boundsresult import WIDE_DOMAIN, BoundsRelease
 from dpmic_dask.release.htmlreport import pairwise_view, write_page
 from dpmic_dask.release.report import PrivacyReport, ReportFields
+from dpmic_dask.release.reportlines import UNCHECKED, report_lines, spectral_order  # noqa: F401
 from dpmic_dask.stats.statistics.registry import get_statistic, public_statistics
 
 
@@ -26,37 +27,6 @@ def output_name(statistic: str) -> str:
 #: Above this many columns the heatmap drops per-cell text and orders the columns
 #: so that related ones sit together.
 TEXT_LIMIT = 25
-
-
-def spectral_order(matrix: np.ndarray) -> np.ndarray:
-    """Column order that places strongly related columns next to each other: the
-    Fiedler vector of the graph whose weights are the released values (NaN as 0)."""
-    weights = np.nan_to_num(np.asarray(matrix, dtype=float), nan=0.0)
-    weights = (weights + weights.T) / 2.0
-    np.fill_diagonal(weights, 0.0)
-    laplacian = np.diag(weights.sum(axis=1)) - weights
-    _, vectors = np.linalg.eigh(laplacian)
-    fiedler = vectors[:, 1] if vectors.shape[1] > 1 else vectors[:, 0]
-    return np.argsort(fiedler, kind="stable")
-
-
-#: The report's line when public bounds were not checked.
-UNCHECKED = ("Public bounds: used as given, not checked against the data (bounds_check="
-             "<share> checks them privately, inside the same charge).")
-
-
-def report_lines(result) -> list[str]:
-    """What ``result.report()`` says about public bounds: the check's lines, or that
-    the public bounds were used as given (no line when every column with bounds
-    had them released privately: categorical columns have lists, not bounds)."""
-    found = getattr(result, "bounds_check", None)
-    if found is not None:
-        return found.lines()
-    private = result.private_bounds
-    bounded = set(result.columns) - set(getattr(result, "private_categories", None) or {})
-    if private is not None and bounded <= set(private.bounds):
-        return []
-    return [UNCHECKED]
 
 
 @dataclass(frozen=True)
