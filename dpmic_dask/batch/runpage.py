@@ -7,8 +7,10 @@ Where the page goes:
   ``results.csv`` and ``report.txt``;
 * a ``[causal]`` run: ``report.html`` in the run's folder, beside
   ``edges.csv``, ``separating_sets.json``, ``graph.dot`` and ``report.txt``;
-* a pairwise run to an output folder: ``run-<run id>--<job>.html`` beside the
-  run's file (a run to a SQL table writes no page).
+* a pairwise run to an output folder: ``_pages/run-<run id>--<job>.html`` in the
+  output folder (a run to a SQL table writes no page). The folder's name starts
+  with ``_``, which Parquet and Dask readers skip, so the output folder stays a
+  dataset of the runs' files only.
 
 What ``dpmic report PATH`` reads (only delivered files, never the data): a
 folder with ``results.csv`` (the released rows: ``x, y, mic, ci95`` and
@@ -38,13 +40,19 @@ from dpmic_dask.release.htmlreport import rows_view, write_page
 PAGE = "report.html"
 
 
+#: The folder of a pairwise run's page inside its output folder (skipped by
+#: Parquet and Dask readers, as every name starting with ``_`` is).
+PAGES = "_pages"
+
+
 def rows_page_path(rows_file: Path) -> Path:
-    """The page beside a pairwise run's file: the same name, ending ``.html``."""
+    """The page of a pairwise run's file: the same name, ending ``.html``, in the
+    output folder's :data:`PAGES` folder."""
     name = rows_file.name
     for suffix in (".parquet", ".csv"):
         if name.endswith(suffix):
             name = name[: -len(suffix)]
-    return rows_file.with_name(name + ".html")
+    return rows_file.parent / PAGES / (name + ".html")
 
 
 def write_rows_page(rows: pd.DataFrame, path: Path, *, report: str | None = None,

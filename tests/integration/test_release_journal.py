@@ -133,7 +133,8 @@ def test_a_real_full_file_system_keeps_the_release(env, small_file_system):
         (small_file_system / name).unlink()
     again = invoke("run", path, "--run-id", "night")
     assert again.exit_code == 0, again.output
-    assert every_file(out) == ["run-night--nightly.html", "run-night--nightly.parquet"]
+    assert every_file(out) == ["_pages", "run-night--nightly.parquet"]
+    assert every_file(out / "_pages") == ["run-night--nightly.html"]
     assert [r["release"] for r in history(ledger)] == ["delivered"]
 
 
@@ -193,8 +194,9 @@ def test_a_rerun_delivers_a_lost_output_again_from_the_journal(env, monkeypatch,
     # the first delivery's values (same noise, time and charge), not a new release
     assert written.read_bytes() == delivered
     pd.testing.assert_frame_equal(read(written), released)
-    page = out / "run-night--nightly.html"  # the run's page: kept, or rebuilt from the rows
-    assert every_file(out) == sorted([written.name, page.name])
+    page = out / "_pages" / "run-night--nightly.html"  # the run's page: kept, or rebuilt from the rows
+    assert every_file(out) == ["_pages", written.name]
+    assert every_file(out / "_pages") == [page.name]
     assert "Run night of job nightly" in page.read_text()
     (row,) = history(ledger)
     assert row["release"] == "delivered" and row["charge_id"] == released.charge_id[0]
@@ -282,10 +284,10 @@ def test_two_jobs_with_one_run_id_both_run(env):
         result = invoke("run", path, "--run-id", "2026-11-22")
         assert result.exit_code == 0, result.output
         assert "released 3 pairs" in result.output
-    assert every_file(tmp_path / "out") == ["run-2026-11-22--first.html",
-                                            "run-2026-11-22--first.parquet",
-                                            "run-2026-11-22--second.html",
+    assert every_file(tmp_path / "out") == ["_pages", "run-2026-11-22--first.parquet",
                                             "run-2026-11-22--second.parquet"]
+    assert every_file(tmp_path / "out" / "_pages") == ["run-2026-11-22--first.html",
+                                                       "run-2026-11-22--second.html"]
     rows = history(ledger)
     assert [r["job_name"] for r in rows] == ["first", "second"]
     again = invoke("run", second, "--run-id", "2026-11-22")
@@ -298,8 +300,8 @@ def test_without_a_name_the_job_is_named_after_its_file(env):
     path = job("nightly-export.toml", **{'name = "nightly"\n': ""})
     result = invoke("run", path, "--run-id", "r")
     assert result.exit_code == 0, result.output
-    assert every_file(tmp_path / "out") == ["run-r--nightly-export.html",
-                                            "run-r--nightly-export.parquet"]
+    assert every_file(tmp_path / "out") == ["_pages", "run-r--nightly-export.parquet"]
+    assert every_file(tmp_path / "out" / "_pages") == ["run-r--nightly-export.html"]
 
 
 # ---------------------------------------------------------------- 5. read-only ledgers

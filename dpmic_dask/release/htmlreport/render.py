@@ -25,6 +25,7 @@ def write_page(view: dict, path) -> Path:
     returns the path."""
     path = Path(path)
     text = render_page(view)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
     try:
         tmp.write_text(text, encoding="utf-8")
