@@ -21,14 +21,14 @@ def frame(n=20_000, seed=3):
 def test_causal_graph_on_worker_processes():
     data = frame()
     bounds = {k: (0.0, 4.0) for k in data}
-    local = causal_graph_exact(data, bounds=bounds, bins=4)
+    local = causal_graph_exact(data, test="tau", bounds=bounds, bins=4)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster):
         ddf = dd.from_pandas(data, npartitions=5)
-        remote = causal_graph_exact(ddf, bounds=bounds, bins=4)
+        remote = causal_graph_exact(ddf, test="tau", bounds=bounds, bins=4)
         ledger = InMemoryLedger()
         ledger.set_budget("d", Budget(2.0))
-        private = causal_graph(ddf, 2.0, bounds=bounds, bins=4, ledger=ledger, dataset="d")
+        private = causal_graph(ddf, 2.0, test="tau", bounds=bounds, bins=4, ledger=ledger, dataset="d")
     assert np.array_equal(remote.graph, local.graph)
     assert remote.statistic == local.statistic  # the same exact counts, summed on workers
     assert remote.report().passes == local.report().passes == len(local.report().levels)
