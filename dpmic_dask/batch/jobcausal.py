@@ -15,7 +15,7 @@ Example::
     alpha = 0.05               # level of each independence test
     max_condition_size = 2     # largest conditioning set (levels paid for: 0 .. 2)
     bins = 5                   # bins per bounded column
-    test = "auto"              # from the column kinds: "copula" (all bounded) or "g"
+    test = "auto"              # from the column kinds (docs/causal.md): "copula", "g", "tau"
     select_share = 0.25        # share of each level from 1 on choosing separating sets
 
 The output is a folder (``output.path``); a run writes
