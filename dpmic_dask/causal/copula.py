@@ -76,7 +76,7 @@ class PairGrids:
 
     def __add__(self, other: PairGrids) -> PairGrids:
         moments = None
-        if self.moments is not None:
+        if self.moments is not None and other.moments is not None:
             moments = tuple(a + b for a, b in zip(self.moments, other.moments))
         return PairGrids(self.counts + other.counts, self.missing | other.missing,
                          self.rows + other.rows, moments)
@@ -91,7 +91,7 @@ def grid_partition(frame, codings, moments: bool = False) -> PairGrids:
     n = len(frame)
     codes = np.empty((p, n), dtype=np.int64)
     missing = np.zeros(p, dtype=bool)
-    values = np.empty((p, n), dtype=np.float64) if moments else None
+    values = np.zeros((p, n if moments else 0), dtype=np.float64)
     for j, coding in enumerate(codings):
         column = number_axis(frame[coding.name])
         c, missing[j] = coding.codes(column)
@@ -137,6 +137,7 @@ def tau_matrix(grids: PairGrids, p: int, bins: int, n: int) -> np.ndarray:
 
 def pearson_matrix(grids: PairGrids, n: int) -> np.ndarray:
     """Pearson correlations of the raw values from the summed moments."""
+    assert grids.moments is not None, "the grids were summed without moments"
     total, cross = grids.moments
     cov = cross / n - np.outer(total, total) / n**2
     sd = np.sqrt(np.diag(cov))
@@ -289,6 +290,7 @@ class CorrelationTests:
         self.noise_var = noise_var
         self.threshold = NormalDist().inv_cdf(1.0 - alpha / 2.0)
         if kind == "copula":
+            assert tau is not None, "the copula test needs the tau matrix"
             t = np.clip(tau, -1.0, 1.0)
             self.slope = 0.5 * math.pi * np.cos(0.5 * math.pi * t)  # dr / dtau
         self.offset = self.threshold
