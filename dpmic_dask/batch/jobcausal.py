@@ -15,7 +15,7 @@ Example::
     alpha = 0.05               # level of each independence test
     max_condition_size = 2     # largest conditioning set (levels paid for: 0 .. 2)
     bins = 5                   # bins per bounded column
-    test = "tau"               # or "g" (unordered categories)
+    test = "auto"              # from the column kinds (docs/causal.md): "copula", "g", "tau"
     select_share = 0.25        # share of each level from 1 on choosing separating sets
 
 The output is a folder (``output.path``); a run writes
@@ -51,7 +51,7 @@ from dpmic_dask.privacy.costs import measure_for
 
 #: Keys of ``[causal]`` (and the defaults of :func:`dpmic_dask.causal.causal_graph`).
 CAUSAL_DEFAULTS: dict[str, Any] = {"alpha": 0.05, "max_condition_size": 2, "bins": 5,
-                                   "test": "tau", "select_share": 0.25}
+                                   "test": "auto", "select_share": 0.25}
 #: The files a causal run writes (``graph.png`` only with matplotlib).
 CAUSAL_FILES = ("edges.csv", "separating_sets.json", "graph.dot", "report.txt")
 PAYLOAD_KIND = "causal"
@@ -63,7 +63,7 @@ def parse_causal(section: dict, src: str) -> dict:
     kinds: dict[str, tuple[Any, str]] = {"alpha": ((int, float), "a number in (0, 1)"),
              "max_condition_size": (int, "an integer in [0, 8]"),
              "bins": (int, "an integer in [2, 16]"),
-             "test": (str, 'one of "tau", "g"'),
+             "test": (str, 'one of "auto", "copula", "g", "tau"'),
              "select_share": ((int, float), "a number in (0, 1)")}
     options = dict(CAUSAL_DEFAULTS)
     for key, value in section.items():

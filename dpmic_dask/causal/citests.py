@@ -36,7 +36,12 @@ import numpy as np
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.stats.sensitivity import f_gain, safe_up
 
-TESTS = ("tau", "g")
+#: ``auto`` chooses from the column kinds (``docs/causal.md``): ``copula`` when
+#: every column is bounded (continuous or ordinal), else ``g``. ``copula`` and
+#: ``fisherz`` are :mod:`dpmic_dask.causal.copula`'s (``fisherz``: exact only).
+TESTS = ("auto", "tau", "g", "copula", "fisherz")
+#: Tests read off one correlation matrix instead of per-level tables.
+CORRELATION_TESTS = ("copula", "fisherz")
 
 
 def check_test(test) -> str:

@@ -23,12 +23,25 @@ precheck) are :mod:`dpmic_dask.causal.request`.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
 
 from dpmic_dask.backends import backend_for
 from dpmic_dask.causal.citests import g_threshold, statistic_range, tau_threshold
+from dpmic_dask.causal.copula import (
+    CopulaBudget,
+    CorrelationMargins,
+    CorrelationTests,
+    combine_grids,
+    copula_bins,
+    copula_correlation,
+    fine_codings,
+    grid_partition,
+    pearson_matrix,
+    tau_matrix,
+)
 from dpmic_dask.causal.decide import CausalBudget, check_shares, sensitivity
 from dpmic_dask.causal.orient import cpdag
 from dpmic_dask.causal.request import (
@@ -49,10 +62,15 @@ from dpmic_dask.causal.tables import (
     count_partition,
 )
 from dpmic_dask.checks import MIN_ROWS
-from dpmic_dask.errors import InvalidDataError, MissingValuesError
+from dpmic_dask.errors import InvalidDataError, InvalidParameterError, MissingValuesError
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon
 from dpmic_dask.privacy.costs import measure_for
-from dpmic_dask.privacy.mechanisms.base import GAUSS_CI95, LAPLACE_CI95
+from dpmic_dask.privacy.mechanisms.base import (
+    GAUSS_CI95,
+    LAPLACE_CI95,
+    LATTICE,
+    MAX_NOISE_UNITS,
+)
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.charge import (
     after_charge,
@@ -147,7 +165,7 @@ def _first_level(frame, request, backend, split_every, progress, passes):
 
 
 def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_condition_size=2,
-                 bounds=None, categories=None, bins=DEFAULT_BINS, test="tau",
+                 bounds=None, categories=None, bins=DEFAULT_BINS, test="auto",
                  select_share=0.25, level_shares=None, ledger=None, dataset=None,
                  label=None, split_every=DEFAULT_SPLIT_EVERY, progress=None) -> CausalGraph:
     """Release a differentially private CPDAG of ``frame``'s columns, once.
@@ -180,13 +198,17 @@ def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_conditi
         Public category lists (booleans, codes, strings); any other value falls in
         one extra "other" bin.
     bins : int
-        Bins per bounded column (default 5).
-    test : {"tau", "g"}
-        Conditional Kendall's tau z-score (default; best for ordered data) or the
-        G-test (for unordered categories).
+        Bins per bounded column (default 5) for the table tests (``"g"``, ``"tau"``).
+    test : {"auto", "copula", "g", "tau"}
+        ``"auto"`` (default) chooses from the column kinds: ``"copula"`` when every
+        column has bounds, else ``"g"``. ``"copula"``: the Gaussian-copula test --
+        one release of the Kendall tau matrix (fine bins, no coarse binning), PC as
+        post-processing (``dpmic_dask.causal.copula``). ``"g"``: the G-test on
+        contingency tables (categories; bounded columns binned). ``"tau"``:
+        conditional Kendall's tau z-score on binned tables.
     select_share : float in (0, 1)
-        Share of each level from 1 on spent choosing the separating sets of removed
-        edges (they orient the v-structures); the rest decides the edges.
+        Table tests: share of each level from 1 on spent choosing the separating
+        sets of removed edges (they orient the v-structures); the rest decides.
     level_shares : list of floats, optional
         Relative weights of the levels (default equal).
     ledger, dataset, label
@@ -206,7 +228,14 @@ def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_conditi
                             max_condition_size=max_condition_size, bounds=bounds,
                             categories=categories, bins=bins, test=test)
     shares = check_shares(level_shares, request.levels, select_share)
+    if request.test == "fisherz":
+        raise InvalidParameterError(
+            'test="fisherz" is the exact reference (causal_graph_exact) only; the private '
+            'test of continuous columns is "copula"')
     precheck_budget(ledger, dataset, measure_for(delta).total(eps, delta))
+    if request.test == "copula":
+        return _copula_graph(frame, request, eps, delta, backend, split_every, progress,
+                             ledger, dataset, label)
     passes: list[int] = []
     n, first = _first_level(frame, request, backend, split_every, progress, passes)
     warn_if_delta_large(delta, n)
@@ -251,20 +280,37 @@ def _margin_range(request: CausalRequest, n: int) -> float:
 
 
 def causal_graph_exact(frame, *, columns=None, alpha=0.05, max_condition_size=2, bounds=None,
-                       categories=None, bins=DEFAULT_BINS, test="tau",
+                       categories=None, bins=DEFAULT_BINS, test="auto",
                        split_every=DEFAULT_SPLIT_EVERY, progress=None) -> CausalGraph:
     """NOT PRIVATE: the same PC search with exact decisions (for references).
 
     With ``test="g"`` each decision is causal-learn's ``gsq`` test (degrees of
     freedom without empty rows and columns, independence when ``p > alpha``), so
     the skeleton equals causal-learn's ``pc(..., indep_test="gsq", stable=True)``
-    on the binned data. With ``test="tau"`` it is the private release's decision
-    without noise. Charges nothing.
+    on the binned data. With ``test="fisherz"`` each decision is causal-learn's
+    ``fisherz`` test on the Pearson correlations of the raw values (the same
+    skeleton as ``pc(..., indep_test="fisherz", stable=True)``). With
+    ``test="tau"`` or ``"copula"`` it is the private release's decision without
+    noise. Charges nothing.
     """
     backend = backend_for(frame)
     request = check_request(backend.schema(frame), columns=columns, alpha=alpha,
                             max_condition_size=max_condition_size, bounds=bounds,
                             categories=categories, bins=bins, test=test)
+    if request.test in ("copula", "fisherz"):
+        grids, codings = _grids(frame, request, backend, split_every, progress)
+        n = _check_rows(int(grids.rows))
+        if request.test == "copula":
+            tau = tau_matrix(grids, len(codings), codings[0].size, n)
+            tests = CorrelationTests(copula_correlation(tau), n, request.alpha, "copula",
+                                     tau=tau)
+        else:
+            tau = None
+            tests = CorrelationTests(pearson_matrix(grids, n), n, request.alpha, "fisherz")
+        report = CausalReport(False, request.test, request.alpha, n, codings[0].size,
+                              request.max_condition_size, passes=1, noise_scale=0.0,
+                              smallest_visible=tests.smallest_visible())
+        return _correlation_result(request, tests, tau, report)
     passes: list[int] = []
     n, first = _first_level(frame, request, backend, split_every, progress, passes)
     skeleton = _run(frame, request, n, backend, split_every, progress, exact_decision, first,
@@ -302,3 +348,73 @@ def _result(request, n, skeleton, statistic, report, colliders=None) -> CausalGr
     separated them, as causal-learn decides)."""
     graph = cpdag(skeleton.adjacency, skeleton.separating_sets if colliders is None else colliders)
     return CausalGraph(request.names, graph, dict(skeleton.separating_sets), statistic, report)
+
+
+# ------------------------------------------------------------------ correlation tests
+
+
+def _grids(frame, request, backend, split_every, progress):
+    """The one pass of the correlation tests: every pair's fine grid (and, for
+    ``fisherz``, the raw moments); refuses missing values."""
+    codings = fine_codings(request.codings, copula_bins(request.pairs))
+    grids = backend.reduce(frame, request.names,
+                           partial(grid_partition, codings=codings,
+                                   moments=request.test == "fisherz"),
+                           combine_grids, split_every=split_every, progress=progress)
+    _refuse_missing(grids, request)
+    return grids, codings
+
+
+def _copula_graph(frame, request, eps, delta, backend, split_every, progress, ledger,
+                  dataset, label) -> CausalGraph:
+    """The private copula release: one pass, one charge, one noisy tau matrix; PC
+    on it is post-processing."""
+    grids, codings = _grids(frame, request, backend, split_every, progress)
+    n = _check_rows(int(grids.rows))
+    warn_if_delta_large(delta, n)
+    p = len(codings)
+    budget = CopulaBudget.plan(eps, delta, p=p, n=n)
+    if budget.scale / LATTICE > MAX_NOISE_UNITS:
+        raise InvalidParameterError("the tau matrix's noise is too large to sample; raise eps")
+    factor = GAUSS_CI95 if budget.zcdp else LAPLACE_CI95
+    warn_noise_swamps_tests(budget.scale * factor, 2.0,
+                            "this causal graph's released Kendall tau values are noisy")
+    tau = tau_matrix(grids, p, codings[0].size, n)  # exact, never released as such
+    charge = charge_budget(budget.total, ledger, dataset,
+                           description=label or f"causal graph of {p} columns",
+                           mechanism="causal-pc-copula", columns=request.names)
+    with after_charge(charge):
+        released = budget.release(tau)
+    tests = CorrelationTests(copula_correlation(released), n, request.alpha, "copula",
+                             tau=released, noise_var=budget.variance)
+    detail = (f"one release of the {request.pairs} pairs' Kendall tau values; the search "
+              "is post-processing")
+    report = CausalReport(
+        True, "copula", request.alpha, n, codings[0].size, request.max_condition_size,
+        epsilon=budget.total.epsilon, delta=budget.total.delta,
+        statement=privacy_statement(budget.total, request.pairs, detail),
+        parts=(("Kendall tau matrix", budget.total.describe(), budget.scale),),
+        passes=1, noise_scale=budget.scale, smallest_visible=tests.smallest_visible())
+    return _correlation_result(request, tests, released, report)
+
+
+def _correlation_result(request, tests: CorrelationTests, tau, report) -> CausalGraph:
+    """PC-stable on the tests (no data read), the CPDAG as causal-learn orients it
+    (a v-structure when the middle column is outside every separating set of the
+    pair's level), the separating test's statistic of every removed pair."""
+    def count_level(keys):
+        return keys, None
+
+    def margins(keys, _):
+        return CorrelationMargins(keys, tests)
+
+    skeleton = pc_skeleton(len(request.codings), count_level=count_level,
+                           decide=exact_decision, max_level=request.max_condition_size,
+                           margins=margins)
+    report = replace(report, levels=tuple(skeleton.levels))
+    removed = {pair: tests.zscore(pair[0], pair[1], cond)
+               for pair, cond in skeleton.separating_sets.items()}
+    graph = cpdag(skeleton.adjacency, skeleton.separating_union)
+    extra = {"tau": tau, "correlation": tests.r, "removed": removed}
+    return CausalGraph(request.names, graph, dict(skeleton.separating_sets),
+                       dict(skeleton.last_statistic), report, extra)

@@ -13,7 +13,7 @@ import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from dpmic_dask.causal.citests import check_test
+from dpmic_dask.causal.citests import CORRELATION_TESTS, check_test
 from dpmic_dask.causal.tables import ColumnCoding
 from dpmic_dask.checks import check_bounds, check_column_list, finite_real
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError
@@ -71,6 +71,29 @@ def _categories(values, name) -> tuple:
     return cats
 
 
+def _resolve_test(test: str, codings) -> str:
+    """``test``, with ``"auto"`` chosen from the column kinds: ``"copula"`` when
+    every column has bounds (continuous or ordinal); ``"g"`` when every column
+    has categories; mixed: ``"tau"`` on binned tables when every categorical
+    column lists at most 2 categories (a binary column's order is a sign, which
+    a two-sided test ignores), else ``"g"`` (no rank statistic on unordered
+    categories). A correlation test needs every column bounded."""
+    bounded = all(c.categories is None for c in codings)
+    if test == "auto":
+        if bounded:
+            return "copula"
+        categorical = [c for c in codings if c.categories is not None]
+        if len(categorical) < len(codings) and all(len(c.categories) <= 2
+                                                   for c in categorical):
+            return "tau"
+        return "g"
+    if test in CORRELATION_TESTS and not bounded:
+        raise InvalidParameterError(
+            f'test="{test}" needs public bounds for every column (it reads correlations of '
+            'the values); columns with categories take test="g"')
+    return test
+
+
 def check_request(dtypes, *, columns, alpha, max_condition_size, bounds, categories, bins,
                   test) -> CausalRequest:
     """Every check of the arguments against the frame's schema (no data read)."""
@@ -118,7 +141,8 @@ def check_request(dtypes, *, columns, alpha, max_condition_size, bounds, categor
     # more than p - 2 can never be used: the levels paid for stop there
     max_condition_size = min(_integer(max_condition_size, "max_condition_size", 0, 8),
                              len(selected) - 2)
-    request = CausalRequest(tuple(codings), alpha, max_condition_size, bins, check_test(test))
+    request = CausalRequest(tuple(codings), alpha, max_condition_size, bins,
+                            _resolve_test(check_test(test), codings))
     sizes = sorted((c.size for c in codings), reverse=True)
     largest_table = math.prod(sizes[:max_condition_size + 2])
     if largest_table > MAX_LEVEL_CELLS:

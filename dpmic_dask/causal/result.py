@@ -31,6 +31,10 @@ class CausalReport:
     levels: tuple = ()  # LevelRecord per level run
     passes: int = 0
     sensitivities: tuple = ()
+    #: correlation tests: noise scale of each released tau (0 when exact) and
+    #: the smallest |correlation| a level-0 test detects
+    noise_scale: float = math.nan
+    smallest_visible: float = math.nan
 
     @property
     def tests(self) -> int:
@@ -46,8 +50,16 @@ class CausalReport:
             lines.append("budget split from public quantities, charged once before any noise:")
             for name, amount, scale in self.parts:
                 lines.append(f"  {name}: {amount}, noise scale {scale:.4g}")
-            lines.append("sparse vector: not used (every level is paid for its worst case, "
-                         "one decision per possible edge)")
+            if self.test in ("copula", "fisherz"):
+                lines.append("the search reads only the released tau matrix: every test is "
+                             "post-processing, whatever the number of tests and levels")
+            else:
+                lines.append("sparse vector: not used (every level is paid for its worst "
+                             "case, one decision per possible edge)")
+        if self.test in ("copula", "fisherz"):
+            lines.append(f"  noise scale of each released tau {self.noise_scale:.4g}; smallest "
+                         f"|correlation| a test without conditioning detects "
+                         f"{self.smallest_visible:.4g}")
         for r in self.levels:
             lines.append(f"  level {r.level}: {r.edges_tested} edges tested with {r.tests} "
                          f"tests, {r.removed} removed")
@@ -108,6 +120,31 @@ class CausalGraph:
         """The CPDAG as a 0/1 matrix (row -> column marks)."""
         return pd.DataFrame(self.graph.astype(int), index=list(self.columns),
                             columns=list(self.columns))
+
+    @property
+    def released_tau(self) -> pd.DataFrame | None:
+        """Correlation tests: the released Kendall tau matrix (noisy, before any
+        clamping; exact in ``causal_graph_exact``), else ``None``."""
+        tau = self._extra.get("tau")
+        return None if tau is None else self._frame(tau)
+
+    @property
+    def correlation(self) -> pd.DataFrame | None:
+        """Correlation tests: the correlation matrix the tests read
+        (``sin(pi tau / 2)`` projected to a correlation matrix, or Pearson's for
+        ``fisherz``), else ``None``."""
+        r = self._extra.get("correlation")
+        return None if r is None else self._frame(r)
+
+    @property
+    def separation_statistic(self) -> dict:
+        """Correlation tests: ``{(a, b): |z|}`` of the test that removed each pair
+        (given its separating set), else empty."""
+        c = self.columns
+        return {(c[i], c[j]): v for (i, j), v in sorted(self._extra.get("removed", {}).items())}
+
+    def _frame(self, values) -> pd.DataFrame:
+        return pd.DataFrame(values, index=list(self.columns), columns=list(self.columns))
 
     def report(self) -> CausalReport:
         """The privacy report: budget, split per level, noise, tests and passes."""

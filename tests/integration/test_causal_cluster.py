@@ -21,14 +21,23 @@ def frame(n=20_000, seed=3):
 def test_causal_graph_on_worker_processes():
     data = frame()
     bounds = {k: (0.0, 4.0) for k in data}
-    local = causal_graph_exact(data, bounds=bounds, bins=4)
+    local = causal_graph_exact(data, test="tau", bounds=bounds, bins=4)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster):
         ddf = dd.from_pandas(data, npartitions=5)
-        remote = causal_graph_exact(ddf, bounds=bounds, bins=4)
+        remote = causal_graph_exact(ddf, test="tau", bounds=bounds, bins=4)
         ledger = InMemoryLedger()
         ledger.set_budget("d", Budget(2.0))
-        private = causal_graph(ddf, 2.0, bounds=bounds, bins=4, ledger=ledger, dataset="d")
+        private = causal_graph(ddf, 2.0, test="tau", bounds=bounds, bins=4, ledger=ledger,
+                               dataset="d")
+        remote_copula = causal_graph_exact(ddf, bounds=bounds)  # the default: copula
+        private_copula = causal_graph(ddf, 2.0, bounds=bounds)
+    local_copula = causal_graph_exact(data, bounds=bounds)
+    assert remote_copula.report().test == "copula" and remote_copula.report().passes == 1
+    assert np.array_equal(remote_copula.released_tau.to_numpy(),
+                          local_copula.released_tau.to_numpy())  # exact grids summed
+    assert np.array_equal(remote_copula.graph, local_copula.graph)
+    assert private_copula.report().passes == 1
     assert np.array_equal(remote.graph, local.graph)
     assert remote.statistic == local.statistic  # the same exact counts, summed on workers
     assert remote.report().passes == local.report().passes == len(local.report().levels)

@@ -209,7 +209,7 @@ def test_example_job_validates():
 
     example = Path(__file__).resolve().parents[2] / "examples" / "causal_job.toml"
     job = load_job(example)
-    assert job.causal is not None and job.causal["test"] == "tau"
+    assert job.causal is not None and job.causal["test"] == "auto"
 
 
 def test_missing_values_and_wrong_types_refused_before_the_charge(setup):

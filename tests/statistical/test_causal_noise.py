@@ -163,7 +163,7 @@ def test_decision_noise_at_true_scale(delta):
     removed = np.zeros(pairs)
     index = {(k.x, k.y): t for t, k in enumerate(keys)}
     for _ in range(runs):
-        g = causal_graph(frame, eps, delta=delta, bounds=bounds, max_condition_size=0)
+        g = causal_graph(frame, eps, delta=delta, test="tau", bounds=bounds, max_condition_size=0)
         for pair in g.separating_pairs:
             removed[index[pair]] += 1
     # the margins must spread around the scale for the test to have power
@@ -191,14 +191,14 @@ def test_released_statistic_noise_at_true_scale():
     base = rng.standard_normal(n)
     frame = pd.DataFrame({f"c{j}": base + 0.5 * rng.standard_normal(n) for j in range(8)})
     bounds = {c: (-4.0, 4.0) for c in frame}
-    exact = causal_graph_exact(frame, bounds=bounds, max_condition_size=0)
+    exact = causal_graph_exact(frame, test="tau", bounds=bounds, max_condition_size=0)
     truth = exact.statistic
     pairs = 28
     scale = pairs * (6.0 / math.sqrt(n)) / eps
     assert min(truth.values()) > 10 * scale + tau_threshold(0.05)
     residuals = []
     for _ in range(runs):
-        g = causal_graph(frame, eps, bounds=bounds, max_condition_size=0)
+        g = causal_graph(frame, eps, test="tau", bounds=bounds, max_condition_size=0)
         residuals += [g.statistic[e] - truth[e] for e in g.statistic]
     residuals = np.array(residuals)
     assert len(residuals) == runs * pairs
@@ -224,7 +224,7 @@ def test_a_large_draw_never_publishes_the_exact_margin():
     offset = tau_threshold(0.05)
     published = []
     for _ in range(5):
-        g = causal_graph(frame, eps, bounds=bounds, max_condition_size=0)
+        g = causal_graph(frame, eps, test="tau", bounds=bounds, max_condition_size=0)
         published += [float(v) for v in g.statistic.values()]
     margins = np.array(published) - offset
     assert np.all(np.abs(margins) <= 2 * high * (1 + 1e-12))

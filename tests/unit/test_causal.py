@@ -163,13 +163,13 @@ def test_cpdag_of_collider_and_chain():
 
 def test_exact_recovers_known_graph_and_private_without_noise_agrees():
     frame = chain_frame()
-    exact = causal_graph_exact(frame, bounds=BOUNDS4, bins=4)
+    exact = causal_graph_exact(frame, test="tau", bounds=BOUNDS4, bins=4)
     edges = {(r.source, r.target, r.directed) for r in exact.edges.itertuples()}
     assert edges == {("a", "c", True), ("b", "c", True), ("c", "d", True)}
     assert exact.separating_sets[("a", "b")] == ()
     assert exact.separating_sets[("a", "d")] == ("c",)
     # a huge budget: the private decisions are the exact ones
-    private = causal_graph(frame, 1e9, bounds=BOUNDS4, bins=4)
+    private = causal_graph(frame, 1e9, test="tau", bounds=BOUNDS4, bins=4)
     assert np.array_equal(private.graph, exact.graph)
     assert private.separating_sets == exact.separating_sets
     assert exact.report().passes == len(exact.report().levels) <= 3
@@ -209,7 +209,7 @@ def test_exact_g_matches_causallearn(seed):
 
 
 def test_result_outputs():
-    g = causal_graph_exact(chain_frame(5000), bounds=BOUNDS4, bins=4)
+    g = causal_graph_exact(chain_frame(5000), test="tau", bounds=BOUNDS4, bins=4)
     assert list(g.edges.columns) == ["source", "target", "directed", "statistic"]
     dot = g.to_dot()
     assert dot.startswith("digraph") and '"a" -> "c";' in dot
@@ -233,7 +233,7 @@ def test_categories_columns():
     cough = (rng.random(n) < 0.2 + 0.5 * smoker).astype(int)
     sex = np.where(rng.random(n) < 0.5, "f", "m")
     frame = pd.DataFrame({"smoker": smoker, "age": age, "cough": cough == 1, "sex": sex})
-    g = causal_graph_exact(frame, bounds={"age": (-3, 3)},
+    g = causal_graph_exact(frame, test="tau", bounds={"age": (-3, 3)},
                            categories={"smoker": [0, 1], "cough": [False, True],
                                        "sex": ["f", "m"]})
     assert g.skeleton == {frozenset(("smoker", "cough"))}
@@ -295,10 +295,10 @@ def test_data_refusals_before_the_charge():
     frame = chain_frame(200)
     frame.loc[5, "b"] = np.nan
     with pytest.raises(MissingValuesError) as info:
-        causal_graph(frame, 1.0, bounds=BOUNDS4, ledger=ledger, dataset="d")
+        causal_graph(frame, 1.0, test="tau", bounds=BOUNDS4, ledger=ledger, dataset="d")
     assert "nan" not in str(info.value).lower().replace("contain missing", "")
     with pytest.raises(InvalidDataError):
-        causal_graph(chain_frame(3), 1.0, bounds=BOUNDS4, ledger=ledger, dataset="d")
+        causal_graph(chain_frame(3), 1.0, test="tau", bounds=BOUNDS4, ledger=ledger, dataset="d")
     assert ledger.charges("d") == []
 
 
@@ -321,7 +321,7 @@ def test_one_charge_before_any_noise(monkeypatch):
     # a budget large enough that a - d and b - d go at level 1 (two candidate sets
     # each), so that separating sets are chosen too
     g = causal_graph(dd.from_pandas(chain_frame(4000), npartitions=3), 20.0, delta=1e-6,
-                     bounds=BOUNDS4, ledger=ledger, dataset="d")
+                     test="tau", bounds=BOUNDS4, ledger=ledger, dataset="d")
     # every draw (decisions and separating-set choices) after exactly one charge
     assert {kind for kind, _ in seen} == {"margin", "select"}
     assert {charges for _, charges in seen} == {1}
@@ -354,7 +354,7 @@ def test_accessor_method():
 
     ledger = capped()
     frame = dd.from_pandas(chain_frame(3000), npartitions=2)
-    g = frame.dpmic.causal_graph(1.0, bounds=BOUNDS4, bins=4, ledger=ledger, dataset="d",
+    g = frame.dpmic.causal_graph(1.0, test="tau", bounds=BOUNDS4, bins=4, ledger=ledger, dataset="d",
                                  max_condition_size=1)
     assert g.report().private and len(ledger.charges("d")) == 1
     assert g.report().max_condition_size == 1 and len(g.report().levels) <= 2

@@ -1,0 +1,213 @@
+"""The Gaussian-copula causal test: exhaustive sensitivity checks of the released
+tau vector, the tau grids, the partial-correlation gradient, the choice of the
+test from the column kinds, and the exact Fisher z path against causal-learn."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpmic_dask.causal import causal_graph, causal_graph_exact
+from dpmic_dask.causal.copula import (
+    CopulaBudget,
+    CorrelationTests,
+    fine_codings,
+    grid_partition,
+    nearest_correlation,
+    partial_gradient,
+    tau_matrix,
+    tau_vector_l1,
+    tau_vector_l2,
+)
+from dpmic_dask.causal.request import check_request
+from dpmic_dask.causal.tables import ColumnCoding
+from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.privacy.accounting import Budget, InMemoryLedger
+
+
+def tau_vectors(data: np.ndarray) -> np.ndarray:
+    """tau_a of every pair of columns, for a stack of datasets data[..., n, p]."""
+    n, p = data.shape[-2:]
+    sign = np.sign(data[..., :, None, :] - data[..., None, :, :])  # [..., n, n, p]
+    iu = np.triu_indices(n, 1)
+    sign = sign[..., iu[0], iu[1], :]  # [..., pairs of rows, p]
+    out = [(sign[..., a] * sign[..., b]).sum(axis=-1) for a, b in itertools.combinations(
+        range(p), 2)]
+    return np.stack(out, axis=-1) / (n * (n - 1) / 2.0)
+
+
+@pytest.mark.parametrize("n, p, levels", [(2, 4, 3), (3, 3, 3), (3, 4, 2), (4, 3, 2)])
+def test_tau_vector_sensitivity_exhaustive(n, p, levels):
+    """Every dataset of n rows on a levels^p grid and every replace-one neighbour:
+    the whole vector of tau_a moves by at most 2 p / n in L2 and p^2 / n in L1
+    (attained where the grid has an interior: n = 2, p = 4 on 3 levels)."""
+    rows = np.array(list(itertools.product(range(levels), repeat=p)), dtype=float)
+    datasets = np.array(list(itertools.product(range(len(rows)), repeat=n)))
+    taus = tau_vectors(rows[datasets])
+    radix = len(rows) ** np.arange(n - 1, -1, -1)
+    index = datasets @ radix
+    position = np.empty(len(datasets), dtype=np.int64)
+    position[index] = np.arange(len(datasets))
+    worst_l2 = worst_l1 = 0.0
+    for r in range(n):
+        for new in range(len(rows)):
+            other = index + (new - datasets[:, r]) * radix[r]
+            diff = taus[position[other]] - taus
+            worst_l2 = max(worst_l2, float(np.sqrt((diff ** 2).sum(axis=1)).max()))
+            worst_l1 = max(worst_l1, float(np.abs(diff).sum(axis=1).max()))
+    assert worst_l2 <= 2 * p / n + 1e-12
+    assert worst_l1 <= p * p / n + 1e-12
+    if (n, p, levels) == (2, 4, 3):
+        assert worst_l2 == pytest.approx(2 * p / n)
+        assert worst_l1 == pytest.approx(p * p / n)
+
+
+@pytest.mark.parametrize("p", range(2, 7))
+def test_one_row_lemma_exhaustive(p):
+    """The lemma behind the bounds: for sign vectors u, v in {-1, 0, 1}^p,
+    sum_{a<b} (u_a u_b - v_a v_b)^2 <= p^2 and sum |u_a u_b - v_a v_b| <= p^2 / 2."""
+    signs = np.array(list(itertools.product((-1, 0, 1), repeat=p)))
+    iu = np.triu_indices(p, 1)
+    prods = (signs[:, :, None] * signs[:, None, :])[:, iu[0], iu[1]]
+    diff = prods[:, None, :] - prods[None, :, :]
+    assert (diff ** 2).sum(axis=-1).max() <= p * p
+    assert np.abs(diff).sum(axis=-1).max() <= p * p / 2
+
+
+def test_sensitivities_and_scale():
+    assert tau_vector_l2(10, 1000) >= 0.02 and tau_vector_l1(10, 1000) >= 0.1
+    pure = CopulaBudget.plan(1.0, 0.0, p=10, n=1000)
+    assert pure.scale == pytest.approx(0.1, rel=1e-9)
+    gauss = CopulaBudget.plan(1.0, 1e-6, p=10, n=1000)
+    assert gauss.scale == pytest.approx(0.02 / math.sqrt(2 * gauss.total.rho), rel=1e-9)
+
+
+def test_grid_tau_is_exact_tau_a():
+    """On values that fall one per bin, the grids' tau is the O(n^2) tau_a."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 16, (300, 4)).astype(float)
+    x[:, 1] = np.clip(x[:, 0] + rng.integers(-3, 4, 300), 0, 15)
+    frame = pd.DataFrame(x, columns=list("abcd"))
+    codings = fine_codings([ColumnCoding(c, 5, bounds=(0.0, 16.0)) for c in "abcd"], 16)
+    tau = tau_matrix(grid_partition(frame, codings), 4, 16, 300)
+    expected = tau_vectors(x)
+    assert np.allclose(tau[np.triu_indices(4, 1)], expected, atol=1e-12)
+    halves = grid_partition(frame.iloc[:100], codings) + grid_partition(frame.iloc[100:],
+                                                                        codings)
+    assert np.array_equal(halves.counts, grid_partition(frame, codings).counts)
+
+
+def test_partial_gradient_matches_finite_differences():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((5, 5))
+    r = nearest_correlation(np.corrcoef(a @ a.T + 5 * np.eye(5)))
+
+    def partial(m):
+        prec = np.linalg.inv(m)
+        return -prec[0, 1] / math.sqrt(prec[0, 0] * prec[1, 1])
+
+    grad = partial_gradient(np.linalg.inv(r))
+    h = 1e-6
+    for i, j in itertools.combinations(range(5), 2):
+        up, down = r.copy(), r.copy()
+        up[i, j] = up[j, i] = r[i, j] + h
+        down[i, j] = down[j, i] = r[i, j] - h
+        assert grad[i, j] == pytest.approx((partial(up) - partial(down)) / (2 * h), abs=1e-6)
+
+
+def test_noise_widens_the_null():
+    r = np.eye(3)
+    tau = np.eye(3)
+    exact = CorrelationTests(r, 10_000, 0.05, "copula", tau=tau)
+    noisy = CorrelationTests(r, 10_000, 0.05, "copula", tau=tau, noise_var=1e-4)
+    r[0, 1] = r[1, 0] = 0.05
+    assert noisy.zscore(0, 1, ()) < exact.zscore(0, 1, ())
+    assert noisy.smallest_visible() > exact.smallest_visible()
+
+
+def gaussian_frame(seed, p=6, n=3000):
+    rng = np.random.default_rng(seed)
+    weights = np.triu(rng.uniform(0.4, 1.0, (p, p)) * (rng.random((p, p)) < 0.4), 1)
+    x = np.zeros((n, p))
+    for j in range(p):
+        x[:, j] = x @ weights[:, j] + rng.standard_normal(n)
+        x[:, j] /= x[:, j].std()
+    return pd.DataFrame(x, columns=[f"v{j}" for j in range(p)])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_exact_fisherz_skeleton_matches_causallearn(seed):
+    """The exact path with test="fisherz": the same skeleton and separations as
+    causal-learn's pc(..., indep_test="fisherz", stable=True) on the raw values."""
+    pc = pytest.importorskip("causallearn.search.ConstraintBased.PC").pc
+    frame = gaussian_frame(seed)
+    bounds = {c: (-6.0, 6.0) for c in frame}
+    ours = causal_graph_exact(frame, bounds=bounds, test="fisherz", max_condition_size=3)
+    cg = pc(frame.to_numpy(), alpha=0.05, indep_test="fisherz", stable=True,
+            show_progress=False, max_k=3)
+    assert np.array_equal(ours.graph | ours.graph.T, cg.G.graph != 0)
+    assert ours.report().passes == 1
+
+
+def test_exact_copula_recovers_chain_under_monotone_transforms():
+    rng = np.random.default_rng(0)
+    n = 5000
+    a = rng.standard_normal(n)
+    b = rng.standard_normal(n)
+    c = 0.7 * a + 0.7 * b + 0.5 * rng.standard_normal(n)
+    d = 0.8 * c + 0.6 * rng.standard_normal(n)
+    frame = pd.DataFrame({"a": np.exp(a), "b": b ** 3, "c": c, "d": np.tanh(d)})
+    bounds = {"a": (0.0, 60.0), "b": (-30.0, 30.0), "c": (-5.0, 5.0), "d": (-1.0, 1.0)}
+    g = causal_graph_exact(frame, bounds=bounds)
+    assert g.report().test == "copula"
+    edges = {(r.source, r.target, r.directed) for r in g.edges.itertuples()}
+    assert edges == {("a", "c", True), ("b", "c", True), ("c", "d", True)}
+    assert g.separating_sets[("a", "d")] == ("c",)
+    assert set(g.separation_statistic) == set(g.separating_sets)
+
+
+def test_test_chosen_from_kinds():
+    dtypes = pd.DataFrame({"x": [1.0], "y": [2.0], "k": ["a"]}).dtypes
+    common = dict(columns=None, alpha=0.05, max_condition_size=1, bins=5)
+    bounded = check_request(dtypes, bounds={"x": (0, 1), "y": (0, 1)}, categories=None,
+                            test="auto", **common)
+    assert bounded.test == "copula"
+    binary = check_request(dtypes, bounds={"x": (0, 1)}, categories={"k": ["a", "b"]},
+                           test="auto", **common)
+    assert binary.test == "tau"  # a binary column's order is only a sign
+    mixed = check_request(dtypes, bounds={"x": (0, 1)}, categories={"k": ["a", "b", "c"]},
+                          test="auto", **common)
+    assert mixed.test == "g"
+    categorical = check_request(dtypes, columns=["k", "x"], bounds=None,
+                                categories={"k": ["a", "b"], "x": [1.0, 2.0]}, test="auto",
+                                alpha=0.05, max_condition_size=1, bins=5)
+    assert categorical.test == "g"
+    with pytest.raises(InvalidParameterError):
+        check_request(dtypes, bounds={"x": (0, 1)}, categories={"k": ["a"]},
+                      test="copula", **common)
+    assert check_request(dtypes, bounds={"x": (0, 1), "y": (0, 1)}, categories=None,
+                         test="tau", **common).test == "tau"
+
+
+def test_private_copula_one_pass_one_charge():
+    frame = gaussian_frame(0, p=5, n=4000)
+    bounds = {c: (-6.0, 6.0) for c in frame}
+    ledger = InMemoryLedger()
+    ledger.set_budget("d", Budget(1.0))
+    g = causal_graph(frame, 1.0, bounds=bounds, ledger=ledger, dataset="d")
+    assert g.report().test == "copula" and g.report().passes == 1
+    assert float(ledger.spent("d")) == pytest.approx(1.0)
+    assert len(ledger.charges("d")) == 1
+    text = str(g.report())
+    assert "noise scale" in text and "smallest |correlation|" in text
+    assert g.released_tau.shape == (5, 5) and g.correlation.shape == (5, 5)
+    with pytest.raises(InvalidParameterError):
+        causal_graph(frame, 1.0, bounds=bounds, test="fisherz")
+    # a huge budget: the exact decisions
+    exact = causal_graph_exact(frame, bounds=bounds)
+    private = causal_graph(frame, 1e9, delta=1e-6, bounds=bounds)
+    assert np.array_equal(exact.graph, private.graph)
