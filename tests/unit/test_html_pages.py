@@ -112,7 +112,7 @@ def test_dpmic_report_rebuilds_a_demo_folder_and_a_run_file(tmp_path):
     run.parent.mkdir()
     rows.to_parquet(run)
     (page,) = rebuild(tmp_path / "out")
-    assert page == rows_page_path(run) == tmp_path / "out" / "run-r1--nightly.html"
+    assert page == rows_page_path(run) == tmp_path / "out" / "_pages" / "run-r1--nightly.html"
     shown = html.unescape(page.read_text())
     assert "This release is 1-differentially private" in shown and "charge-1" in shown
 
