@@ -321,7 +321,8 @@ def test_pairs_above_over_the_covering_array(combo):
 
 
 def test_the_checks_fail_on_a_corrupted_step(monkeypatch):
-    """The test of the test: a front step that corrupts what it hands on fails (b)."""
+    """The test of the test: a choice of categories that corrupts what it hands on
+    fails (b)."""
     frame = table()
     real = steps.recode
 
@@ -334,8 +335,12 @@ def test_the_checks_fail_on_a_corrupted_step(monkeypatch):
                  statistics="mic", selection="pairwise")
     with pytest.raises(AssertionError):
         check_combination(frame, combo)
-    monkeypatch.undo()
 
+
+@pytest.mark.slow
+def test_the_checks_fail_on_corrupted_private_bounds(monkeypatch):
+    """The test of the test: bounds other than those released fail (b)."""
+    frame = table()
     real_after = steps.BoundsStep.after
 
     def squashed(self, run, charge):  # the released bounds ignored: [0, 0.1] for x
@@ -345,6 +350,7 @@ def test_the_checks_fail_on_a_corrupted_step(monkeypatch):
         run.request = dataclasses.replace(run.request, bounds=tuple(bounds))
 
     monkeypatch.setattr(steps.BoundsStep, "after", squashed)
-    combo = dict(combo, unit="row", categories="public", bounds="private")
+    combo = dict(unit="row", categories="public", bounds="private", nulls="none",
+                 statistics="mic", selection="pairwise")
     with pytest.raises(AssertionError):
         check_combination(frame, combo)
