@@ -28,7 +28,11 @@ from dpmic_dask.backends import backend_for
 from dpmic_dask.checks import MIN_ROWS, refuse_missing
 from dpmic_dask.errors import InvalidDataError
 from dpmic_dask.privacy.noise import active_sampler
-from dpmic_dask.privacy.partition_selection import select_candidates, select_sorted
+from dpmic_dask.privacy.partition_selection import (
+    candidate_threshold,
+    select_candidates,
+    select_sorted,
+)
 from dpmic_dask.release.bounding import (
     add_rows_and_missing,
     bound_contributions,
@@ -211,6 +215,16 @@ class CategoriesStep:
             for name, counts in zip(private, self.hist):
                 if name in step.unknown:  # sorted now: after the charge only noise runs
                     self.occurring[name] = count_occurring(name, counts)
+        # the public thresholds and limit, for the charge's description made before the
+        # noise (the report's too)
+        run.said["categories"] = (self.thresholds(), self.kept_at_most)
+
+    def thresholds(self) -> list[int]:
+        """Each column's public threshold (the plan's alone: nothing read)."""
+        step = self.plan
+        return [step.threshold() if name in step.unknown
+                else candidate_threshold(step.scale, len(axis.categories))
+                for name, axis in step.axes.items()]
 
     def after(self, run: Run, charge) -> None:
         step = self.plan
@@ -219,22 +233,21 @@ class CategoriesStep:
             # now; the plan passed with two values at its floor, so this never fails)
             request, selection = per_unit((run.request, run.selection), run.unit_k, run.n0)
             self.kept_at_most = most_kept(request, selection, step.unknown, run.n0)
-        chosen, remaps, coded, report, thresholds = {}, {}, {}, {}, []
-        for name, counts in zip(step.axes, self.hist):
+        chosen, remaps, coded, report = {}, {}, {}, {}
+        thresholds = self.thresholds()
+        for name, counts, threshold in zip(step.axes, self.hist, thresholds):
             axis = step.axes[name]
             if name in step.unknown:
-                threshold = step.threshold()
                 values, exact = self.occurring[name]
                 listed = tuple(select_sorted(values, exact, step.eps_column, threshold,
                                              limit=self.kept_at_most,
                                              sensitivity=step.sensitivity))
                 final = coded[name] = CategoryAxis(name, listed, axis.null_category)
             else:
-                kept, _, threshold = select_candidates(counts[:len(axis.categories)],
-                                                       step.eps_column,
-                                                       sensitivity=step.sensitivity)
+                kept, _, _ = select_candidates(counts[:len(axis.categories)],
+                                               step.eps_column, threshold,
+                                               sensitivity=step.sensitivity)
                 final, remaps[name] = chosen_axis(axis, kept)
-            thresholds.append(threshold)
             chosen[name] = final
             report[name] = final.categories
         run.frame = recode(run.frame, remaps, coded)
@@ -251,8 +264,12 @@ class CategoriesStep:
         step = self.plan
         thresholds, kept_at_most = run.said.get("categories", ((), 0))
         shown = ", ".join(str(t) for t in sorted(set(thresholds)))
-        limit = (f"; at most {kept_at_most} values kept per column chosen from the values "
-                 "that occur") if step.unknown else ""
+        limit = ""
+        if step.unknown:
+            limit = (f"; at most {kept_at_most} values kept per column chosen from the values "
+                     "that occur" if kept_at_most else "; at most as many values kept per "
+                     "column chosen from the values that occur as the grid holds at the "
+                     "released n0")
         return (f"{step.describe()} (noise scale {step.scale:.4g} on each count, threshold "
                 f"{shown}{limit})")
 
@@ -346,7 +363,12 @@ class BoundsStep:
                           run.split_every, run.progress)
         found = bounds_release(self.counts, run.public, planned.bounds, charge.charge_id,
                                recount)
-        final = {c: found.bounds.get(c, planned.placeholder[c]) for c in planned.spec}
+        # only the columns whose bounds were asked private: every other column keeps
+        # the bounds the steps before left it (a categorical column chosen privately
+        # has its chosen list's, not the worst case's the plan's placeholder holds)
+        private = set(planned.bounds.columns)
+        final = {c: found.bounds.get(c, planned.placeholder[c]) for c in planned.spec
+                 if c in private}
         run.request = dataclasses.replace(run.request, bounds=tuple(
             tuple(map(float, final[c])) if c in final else b
             for c, b in zip(run.request.columns, run.request.bounds)))
