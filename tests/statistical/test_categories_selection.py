@@ -226,7 +226,16 @@ def test_private_categories_in_front_of_a_selection_charge_once(delta):
     (charge,) = ledger.charges()
     assert charge.cost.epsilon == 2.0 and charge.mechanism.startswith("categories-lap+")
     assert "top 1" in res.privacy.parts
-    with pytest.raises(InvalidParameterError, match="private bounds"):
+    # with private bounds in the same release: still one charge, the chosen lists
+    both = frame.dpmic.top_pairs(1, eps=2.0, delta=delta,
+                                 bounds={"amount": "private", "noise": (0, 1), "z": (0, 1)},
+                                 categories={"region": {"private": ["north", "south", "east",
+                                                                    "mars"]}},
+                                 ledger=ledger)
+    assert len(ledger.charges()) == 2 and ledger.charges()[1].cost.epsilon == 2.0
+    assert both.pairs == (("region", "amount"),) and "amount" in both.private_bounds.bounds
+    assert set(both.private_categories["region"]) >= {"north", "south", "east"}
+    with pytest.raises(InvalidParameterError, match="at least two categories"):
         frame.dpmic.top_pairs(1, eps=2.0, bounds={"amount": "private", "noise": (0, 1)},
                               categories={"region": {"private": ["north"]}}, ledger=ledger)
-    assert len(ledger.charges()) == 1
+    assert len(ledger.charges()) == 2

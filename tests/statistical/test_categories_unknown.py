@@ -196,7 +196,6 @@ def _boom_frame():
 
 @pytest.mark.parametrize("options,words", [
     ({"delta": 0.0}, "delta > 0"),
-    ({"delta": 1e-6, "privacy_unit": "cid", "max_rows_per_unit": 2}, "privacy_unit"),
     ({"delta": 1e-6, "mechanism": "micr-lap"}, "micr-gauss"),
 ])
 def test_refusals_come_before_anything_is_read(options, words):
@@ -255,12 +254,15 @@ def test_every_row_level_check_runs_before_the_charge():
     assert not ledger.charges()
 
 
-def test_combinations_of_steps_are_still_refused():
-    frame = pd.DataFrame({"g": pd.Series(["a", "b"] * 30, dtype=object),
-                          "x": np.linspace(0, 1, 60), "y": np.linspace(0, 1, 60)})
-    with pytest.raises(InvalidParameterError, match="private bounds"):
-        frame.dpmic.pairwise(eps=1.0, delta=1e-6, bounds={"x": "private", "y": (0, 1)},
-                             categories={"g": "private"})
+def test_categories_from_the_values_that_occur_combine_with_private_bounds():
+    frame = pd.DataFrame({"g": pd.Series(["a", "b"] * 300, dtype=object),
+                          "x": np.linspace(0, 1, 600), "y": np.linspace(0, 1, 600)})
+    ledger = InMemoryLedger(uncapped=True)
+    result = frame.dpmic.pairwise(eps=8.0, delta=1e-6, bounds={"x": "private", "y": (0, 1)},
+                                  categories={"g": "private"}, ledger=ledger)
+    (charge,) = ledger.charges()
+    assert charge.cost.approx_delta > 0 and "categories-lap-sel" in charge.mechanism
+    assert set(result.private_bounds.bounds) == {"x"} and "g" in result.private_categories
 
 
 class Secret:
