@@ -314,14 +314,13 @@ def register_ledger_scheme(*schemes: str):
 
 
 def ledger_schemes() -> tuple[str, ...]:
-    """The registered URL schemes, sorted."""
-    _load_builtin_ledgers()
+    """The registered URL schemes, sorted (the SQL ledger's are registered when
+    :mod:`dpmic_dask.privacy` is imported, before this module)."""
     return tuple(sorted(_LEDGER_SCHEMES))
 
 
 def ledger_from_url(url) -> PersistentLedger:
     """The ledger at ``url``, by its scheme (nothing is opened yet)."""
-    _load_builtin_ledgers()
     if not isinstance(url, str) or "://" not in url:
         raise InvalidParameterError(
             "a ledger URL looks like scheme://... (e.g. sqlite:///path/ledger.db), with a "
@@ -333,11 +332,6 @@ def ledger_from_url(url) -> PersistentLedger:
             f"no ledger is registered for URL scheme {scheme[:40]!r}; known: "
             f"{', '.join(sorted(_LEDGER_SCHEMES))} (e.g. sqlite:///path/ledger.db)")
     return factory(url)
-
-
-def _load_builtin_ledgers() -> None:
-    """The SQL ledger registers its schemes when its module is imported."""
-    import dpmic_dask.privacy.ledger  # noqa: F401
 
 
 def default_ledger():
