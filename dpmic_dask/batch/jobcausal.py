@@ -37,9 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from dpmic_dask.batch.jobdelivered import Gap
 from dpmic_dask.batch.jobfile import JobError
-from dpmic_dask.batch.joboutput import run_file, shown, undeliverable
+from dpmic_dask.batch.joboutput import Gap, run_file, shown, undeliverable
 from dpmic_dask.causal import causal_graph
 from dpmic_dask.causal.decide import check_shares
 from dpmic_dask.causal.request import check_request
@@ -231,7 +230,7 @@ def deliver_graph(job, payload: str, run_id: str) -> str:
 
 def graph_gap(job, run_id: str):
     """What of a delivered graph's folder is missing now
-    (a :class:`~dpmic_dask.batch.jobdelivered.Gap`), or ``None``: the folder and
+    (a :class:`~dpmic_dask.batch.joboutput.Gap`), or ``None``: the folder and
     each of its files (``graph.png`` where matplotlib is installed)."""
     folder = run_file(job, run_id)
     name = shown(os.path.abspath(folder))

@@ -27,8 +27,14 @@ import hashlib
 import os
 import re
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import BigInteger, Float, Text, column, func, insert, inspect, select, table, text
+from sqlalchemy import table as sql_table
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from dpmic_dask.batch.jobio import JobIOError, _sql_failure, prepare_folder, sql_engine
 from dpmic_dask.batch.outputrows import (
@@ -53,6 +59,17 @@ class DeliveryError(DPMICError):
     def __init__(self, message: str, reason: str | None = None):
         super().__init__(message)
         self.reason = reason if reason is not None else message
+
+
+@dataclass(frozen=True)
+class Gap:
+    """What of a recorded delivery is not in the output now (no data value):
+    ``what`` completes "delivered to ..., but"; ``rewritable`` is false when a
+    delivery from the journal would not restore it (a SQL table holding some of
+    the run's rows: a delivery never adds to them, ``joboutput._write_table``)."""
+
+    what: str
+    rewritable: bool = True
 
 
 def job_slug(name: str) -> str:
@@ -91,8 +108,6 @@ def destination(job, run_id: str) -> str:
     if job.output_path:
         return os.path.abspath(run_file(job, run_id))
     try:
-        from sqlalchemy.engine import make_url
-
         server = make_url(job.output_sql_url).render_as_string(hide_password=True)
     except Exception:  # noqa: BLE001 - an unparsable URL is refused when used
         server = "?"
@@ -168,10 +183,6 @@ def probe_row(job, run_id: str | None = None) -> dict:
 def _probe_insert(conn, table: str, job, run_id: str | None) -> None:
     """Insert :func:`probe_row` into the existing ``table`` and roll it back; refuse
     naming the first column that cannot take its value (width, precision, range)."""
-    from sqlalchemy import column, insert
-    from sqlalchemy import table as sql_table
-    from sqlalchemy.exc import DBAPIError
-
     row = probe_row(job, run_id)
     target = sql_table(table, *[column(name) for name in row])
 
@@ -197,9 +208,6 @@ def _probe_insert(conn, table: str, job, run_id: str | None) -> None:
 
 
 def _check_table(job, run_id: str | None = None) -> None:
-    from sqlalchemy import BigInteger, Float, Text, inspect, text
-    from sqlalchemy.exc import SQLAlchemyError
-
     table, wanted = job.output_sql_table, expected_columns(job)
     failure: DPMICError | None = None
     try:
@@ -288,8 +296,6 @@ def _lock_table(conn, name: str) -> None:
     """Serialise deliveries to table ``name`` until the transaction ends, so that
     the check for a run's rows and their insertion are one step (PostgreSQL: a
     transaction advisory lock keyed by the table name; SQLite: the write lock)."""
-    from sqlalchemy import text
-
     backend = conn.dialect.name
     if backend == "postgresql":
         key = int.from_bytes(hashlib.sha256(f"dpmic-output:{name}".encode()).digest()[:8],
@@ -302,8 +308,6 @@ def _lock_table(conn, name: str) -> None:
 def count_run_rows(conn, job, run_id: str) -> int:
     """How many rows of ``run_id`` (this job and dataset) the output table holds
     (0 if there is no table)."""
-    from sqlalchemy import column, func, inspect, select, table
-
     name = job.output_sql_table
     if not inspect(conn).has_table(name):
         return 0
@@ -315,8 +319,6 @@ def count_run_rows(conn, job, run_id: str) -> int:
 
 
 def _write_table(job, rows: pd.DataFrame, run_id: str) -> str:
-    from sqlalchemy.exc import SQLAlchemyError
-
     name = job.output_sql_table
     rows = declared(rows, job)
     reason = None
