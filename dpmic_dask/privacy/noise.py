@@ -17,6 +17,7 @@ import os
 from fractions import Fraction
 
 import numpy as np
+import opendp.prelude as dp
 
 
 class OpenDPSampler:
@@ -25,8 +26,6 @@ class OpenDPSampler:
     secure = True
 
     def __init__(self):
-        import opendp.prelude as dp
-
         dp.enable_features("contrib")
         self._dp = dp
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+import opendp.prelude as dp
 
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.costs import PURE_DP, ZCDP, PrivacyCost, measure_for
@@ -35,8 +36,6 @@ from dpmic_dask.stats.sensitivity import safe_down, safe_up
 
 
 def _opendp():
-    import opendp.prelude as dp
-
     dp.enable_features("contrib")
     return dp
 
