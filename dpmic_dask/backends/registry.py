@@ -8,8 +8,12 @@ so the registry never imports the backends that fill it.
 
 from __future__ import annotations
 
-from dpmic_dask.backends.base import Backend
+from typing import TYPE_CHECKING
+
 from dpmic_dask.errors import InvalidDataError
+
+if TYPE_CHECKING:  # pragma: no cover - annotations only
+    from dpmic_dask.backends.base import Backend
 
 _BACKENDS: dict[type, Backend] = {}
 #: accessor name -> accessor class, installed on every backend's frame type
