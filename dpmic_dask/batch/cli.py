@@ -176,7 +176,6 @@ def validate(job_file, read_schema, debug):
     click.echo(f"{job_file}: ok ({len(job.bounds)} columns, {what}, eps={job.eps:g}, "
                f"dataset {job.dataset!r}, ledger {job.ledger_url})")
     if planned is not None and job.causal is None:  # the release plan, as plan.explain()
-
         click.echo("\n".join(explain_lines(planned, None)))
 
 

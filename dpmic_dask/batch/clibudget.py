@@ -9,10 +9,10 @@ from pathlib import Path
 import click
 
 from dpmic_dask.batch.clibase import dataset_option, debug_option, handles_errors, ledger_option
+from dpmic_dask.batch.forecast import forecast
 from dpmic_dask.batch.jobplan import job_cost
 from dpmic_dask.batch.jobs import load_job
 from dpmic_dask.batch.journal import release_status
-from dpmic_dask.batch.runner import forecast
 from dpmic_dask.errors import LedgerError
 from dpmic_dask.privacy.accounting import Budget, ledger_from_url
 from dpmic_dask.privacy.conversion import eps_from_rho

@@ -21,14 +21,18 @@ A failure in 6 keeps the release in the journal (:class:`DeliveryError`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from decimal import Decimal
 from typing import Callable
 
 from dpmic_dask.backends import backend_for
 from dpmic_dask.batch import cluster, jobio  # modules: their functions looked up when called
+from dpmic_dask.batch.forecast import Forecast, forecast  # noqa: F401  (re-exported)
 from dpmic_dask.batch.interrupts import Interrupted, note_nothing_charged
-from dpmic_dask.batch.jobcausal import deliver_graph, encode_graph, released_sentence, run_causal
+from dpmic_dask.batch.jobcausal import (
+    causal_arguments,
+    deliver_graph,
+    encode_graph,
+    released_sentence,
+)
 from dpmic_dask.batch.jobdelivered import delivery_gap
 from dpmic_dask.batch.joboutput import (
     DeliveryError,
@@ -42,8 +46,9 @@ from dpmic_dask.batch.joboutput import (
 )
 from dpmic_dask.batch.jobplan import job_cost, job_fingerprint, job_release_plan
 from dpmic_dask.batch.journal import JournaledRun, JournalEntry, find_run, record_delivery
+from dpmic_dask.causal.discover import causal_graph
 from dpmic_dask.errors import DPMICError, InvalidParameterError, LedgerError, RunClaimedError
-from dpmic_dask.privacy.accounting import PersistentLedger, ledger_from_url, unknown_dataset
+from dpmic_dask.privacy.accounting import ledger_from_url
 from dpmic_dask.privacy.ledger import SQLLedger
 from dpmic_dask.release.charge import precheck_budget
 from dpmic_dask.release.executor import run_release
@@ -86,7 +91,6 @@ def _deliver(job, ledger: SQLLedger, entry: JournalEntry, echo: Echo) -> str:
     except DPMICError as exc:  # the release is kept: this is a failure to deliver
         raise undeliverable(job, entry.run_id, str(exc)) from None
     if job.causal is not None:  # [causal]: the journaled graph's files
-
         where = deliver_graph(job, entry.payload or "", entry.run_id)
     else:
         where = deliver(job, entry.rows(), entry.run_id)
@@ -172,7 +176,6 @@ def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, prog
     try:
         result = _release(job, journaled, progress)
         if job.causal is not None:  # [causal]: the graph, journaled as its own payload kind
-
             entry = journaled.keep_payload(encode_graph(result, run_id=run_id, job=job))
         else:
             entry = journaled.keep(result_rows(result, run_id=run_id, job=job))
@@ -227,13 +230,20 @@ def deliver_job(job, run_id: str, *, echo: Echo) -> None:
          f"{where}; nothing was charged")
 
 
+def run_causal(job, frame, ledger, progress):
+    """The release of a ``[causal]`` job: :func:`~dpmic_dask.causal.causal_graph` on
+    ``frame``, charged once to ``ledger`` (the run's
+    :class:`~dpmic_dask.batch.journal.JournaledRun`)."""
+    return causal_graph(frame, job.eps, ledger=ledger, dataset=job.dataset, label=job.name,
+                        progress=progress, **causal_arguments(job))
+
+
 def _release(job, ledger: JournaledRun, progress):
     """Start or reach the cluster, read the input, plan and run the release (one
     charge)."""
     with cluster.open_cluster(scheduler=job.scheduler, workers=job.workers, timeout=job.timeout):
         frame = jobio.load_input(job)
         if job.causal is not None:  # [causal]: a CPDAG, charged to the same ledger
-
             return run_causal(job, frame, ledger, progress)
         plan = job_release_plan(job, backend_for(frame).schema(frame))
         return run_release(frame, plan, ledger=ledger, dataset=job.dataset,
@@ -241,53 +251,3 @@ def _release(job, ledger: JournaledRun, progress):
 
 
 # ---------------------------------------------------------------- planning
-
-
-@dataclass(frozen=True)
-class Forecast:
-    """How many more runs of one cost a dataset's remaining budget pays for."""
-
-    remaining: Decimal
-    per_run: Decimal
-    unit: str
-    runs: int
-
-    def sentence(self, what: str = "") -> str:
-        """One line for a report."""
-        runs = f"{self.runs} more run{'s' if self.runs != 1 else ''}"
-        return (f"the remaining budget pays for {runs}{' ' + what if what else ''} "
-                f"({self.per_run} {self.unit} each)")
-
-
-def forecast(ledger: PersistentLedger, dataset: str, cost) -> Forecast:
-    """The number of further releases costing ``cost`` that ``dataset`` can pay."""
-    budget = ledger.budget_for(dataset)
-    if budget is None:
-        raise unknown_dataset(dataset)
-    per_run = budget.amount(cost)
-    remaining = ledger.remaining(dataset)
-    runs = int(remaining // per_run) if remaining > 0 else 0
-    if cost.approx_delta:  # each run's bad-event delta also lowers the cap
-        runs = _runs_with_parts(budget, ledger, dataset, cost, per_run, runs)
-    return Forecast(remaining=remaining, per_run=per_run, unit=budget.unit, runs=runs)
-
-
-def _runs_with_parts(budget, ledger, dataset: str, cost, per_run: Decimal, most: int) -> int:
-    """The most runs (at most ``most``) that fit when each also adds its bad-event
-    delta: the largest ``r`` with ``r`` runs' rho within the cap lowered by
-    the deltas of the parts so far and of the ``r`` runs (the ledger's own rule)."""
-    if not getattr(ledger, "tracks_approx_parts", False):
-        raise LedgerError("this ledger does not keep the bad-event deltas of approximate "
-                          "parts, so it cannot pay for one")
-    spent, before = ledger.spent(dataset), ledger.approx_spent(dataset)
-    part = budget.approx(cost)
-
-    def fits(runs: int) -> bool:
-        cap = budget.cap_after(before + runs * part)
-        return cap > 0 and spent + runs * per_run <= cap
-
-    low, high = 0, most
-    while low < high:
-        mid = (low + high + 1) // 2
-        low, high = (mid, high) if fits(mid) else (low, mid - 1)
-    return low
