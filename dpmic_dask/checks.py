@@ -10,6 +10,7 @@ from __future__ import annotations
 import decimal
 import math
 import numbers
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -193,8 +194,6 @@ def check_frame_request(dtypes, *, bounds, columns=None, nulls="raise", fill=Non
     (columns, bounds, fill) as tuples aligned with ``columns``; ``fill`` is None
     for ``nulls="raise"``.
     """
-    from collections.abc import Mapping
-
     bounds_name = names.bounds if names is not None else (lambda col: f"bounds[{col!r}]")
     fill_name = names.fill if names is not None else (lambda col: f"fill[{col!r}]")
 

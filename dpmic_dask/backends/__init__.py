@@ -11,56 +11,15 @@ is registered before or after the package is imported.
 
 from __future__ import annotations
 
+# the built-in backends register themselves (pandas and Dask frames) on import
+from dpmic_dask.backends import dask, pandas  # noqa: F401
 from dpmic_dask.backends.base import Aggregate, Backend, LocalAggregate, guarded
-
-_BACKENDS: dict[type, Backend] = {}
-#: accessor name -> accessor class, installed on every backend's frame type
-_ACCESSORS: dict[str, type] = {}
-
-
-def register(frame_type: type):
-    """Class decorator: use the decorated :class:`Backend` for ``frame_type`` (and
-    its subclasses), and give ``frame_type`` every accessor installed so far."""
-    def decorate(cls):
-        backend = cls()
-        _BACKENDS[frame_type] = backend
-        for name, accessor in _ACCESSORS.items():
-            backend.install_accessor(frame_type, name, accessor)
-        return cls
-    return decorate
-
-
-def install_accessor(name: str, accessor: type) -> None:
-    """Make ``frame.<name>`` an ``accessor(frame)`` on the frame type of every
-    registered backend, and of every backend registered later."""
-    _load_builtin()
-    if name in _ACCESSORS:
-        return
-    _ACCESSORS[name] = accessor
-    for frame_type, backend in _BACKENDS.items():
-        backend.install_accessor(frame_type, name, accessor)
-
-
-def backend_for(frame) -> Backend:
-    """The backend registered for ``type(frame)`` or its nearest base class."""
-    from dpmic_dask.errors import InvalidDataError
-
-    _load_builtin()
-    for kind in type(frame).__mro__:
-        backend = _BACKENDS.get(kind)
-        if backend is not None:
-            return backend
-    raise InvalidDataError("expected a pandas or Dask DataFrame")
-
-
-def _load_builtin() -> None:
-    from dpmic_dask.backends import dask, pandas  # noqa: F401  (register on import)
+from dpmic_dask.backends.registry import backend_for, install_accessor, register
+from dpmic_dask.stats.countspec import PartialCounts
 
 
 def count_frame(frame, spec, *, split_every: int = 8, progress: bool | None = None):
     """Exact counts of a whole frame, brought to the driver (tests, references)."""
-    from dpmic_dask.stats.countspec import PartialCounts
-
     agg = backend_for(frame).count(frame, spec, split_every=split_every, progress=progress)
     return PartialCounts(agg.counts(), agg.rows, agg.missing)
 

@@ -21,8 +21,10 @@ import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+from dask.diagnostics import ProgressBar
+from distributed import default_client
+from distributed import progress as distributed_progress
 
-from dpmic_dask.backends import register
 from dpmic_dask.backends.base import (
     Aggregate,
     Backend,
@@ -33,6 +35,8 @@ from dpmic_dask.backends.base import (
     guarded,
     pair_names,
 )
+from dpmic_dask.backends.redaction import attach
+from dpmic_dask.backends.registry import register
 from dpmic_dask.stats.counting import (
     bin_partition,
     combine_partials,
@@ -58,15 +62,9 @@ def _active_client():
     client): a client the caller created runs tasks whose failures would
     otherwise be logged with cell values."""
     try:
-        from distributed import default_client
-    except ImportError:  # pragma: no cover - distributed is a dependency
-        return None
-    try:
         client = default_client()
     except ValueError:
         return None
-    from dpmic_dask.backends.redaction import attach
-
     attach(client)
     return client
 
@@ -92,13 +90,9 @@ def _compute(graph, progress):
     if client is not None:
         futures = client.compute(graph)
         if show:
-            from distributed import progress as distributed_progress
-
             distributed_progress(futures)
         return client.gather(futures)
     if show:
-        from dask.diagnostics import ProgressBar
-
         with ProgressBar(out=sys.stderr):
             return dask.compute(graph)[0]
     return dask.compute(graph)[0]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dpmic_dask.backends import register
 from dpmic_dask.backends.base import (
     Backend,
     Evaluation,
@@ -14,6 +13,7 @@ from dpmic_dask.backends.base import (
     guarded,
     pair_names,
 )
+from dpmic_dask.backends.registry import register
 from dpmic_dask.stats.counting import partition_counts
 
 

@@ -17,6 +17,8 @@ import logging
 import re
 import weakref
 
+from distributed.diagnostics.plugin import WorkerPlugin
+
 from dpmic_dask.errors import ClusterError
 
 #: Loggers whose records may carry task exceptions (a handler filter covers
@@ -91,18 +93,17 @@ def install_redaction() -> None:
                 handler.addFilter(_REDACTOR)
 
 
+class RedactionPlugin(WorkerPlugin):
+    """Installs the redactor in each worker process (and each one that joins)."""
+
+    name = "dpmic-redact-task-errors"
+    idempotent = True
+
+    def setup(self, worker):
+        install_redaction()
+
+
 def _redaction_plugin():
-    from distributed.diagnostics.plugin import WorkerPlugin
-
-    class RedactionPlugin(WorkerPlugin):
-        """Installs the redactor in each worker process (and each one that joins)."""
-
-        name = "dpmic-redact-task-errors"
-        idempotent = True
-
-        def setup(self, worker):
-            install_redaction()
-
     return RedactionPlugin()
 
 

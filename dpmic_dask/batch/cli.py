@@ -7,13 +7,17 @@ place where library errors become exit codes and one-line messages; the
 
 from __future__ import annotations
 
+import logging
 import re
 import time
+import uuid
 import warnings
 from pathlib import Path
 
 import click
 
+from dpmic_dask.backends import backend_for
+from dpmic_dask.batch import cluster, jobio  # modules: their functions looked up when called
 from dpmic_dask.batch.clibase import (  # noqa: F401  (Exit and exit_code: the codes of this command line)
     Exit,
     debug_option,
@@ -22,6 +26,14 @@ from dpmic_dask.batch.clibase import (  # noqa: F401  (Exit and exit_code: the c
     stdout_echo,
 )
 from dpmic_dask.batch.clibudget import budget
+from dpmic_dask.batch.demo import DEMO_BOUNDS, demo_frame
+from dpmic_dask.batch.jobfile import JobError
+from dpmic_dask.batch.jobio import JobIOError, prepare_folder
+from dpmic_dask.batch.jobplan import job_release_plan
+from dpmic_dask.batch.jobs import load_job
+from dpmic_dask.batch.runner import deliver_job, run_job
+from dpmic_dask.errors import InvalidDataError, InvalidParameterError
+from dpmic_dask.release.public_plan import explain_lines
 
 #: Run ids name output files and ledger claims: letters, digits and ``._:+-``,
 #: starting with a letter or digit, at most 128 characters.
@@ -73,8 +85,6 @@ def main(verbose):
     """
     warnings.formatwarning = _one_line
     if verbose:
-        import logging
-
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s"))
         logger = logging.getLogger("dpmic_dask")
@@ -108,14 +118,10 @@ def demo(rows, partitions, eps, workers, out_dir, debug):
     Example:
       dpmic demo --rows 200000 --eps 0.5 --out /tmp/demo
     """
-    from dpmic_dask.batch.cluster import open_cluster
-    from dpmic_dask.batch.demo import DEMO_BOUNDS, demo_frame
-    from dpmic_dask.batch.jobio import prepare_folder
-
     prepare_folder(out_dir, "--out")
     start = time.perf_counter()
     click.echo(f"Starting a local Dask cluster with {workers} worker process(es)...")
-    with open_cluster(scheduler=None, workers=workers):
+    with cluster.open_cluster(scheduler=None, workers=workers):
         ddf = demo_frame(rows, partitions)
         click.echo(f"Releasing private MIC for {len(DEMO_BOUNDS)} columns "
                    f"({len(DEMO_BOUNDS) * (len(DEMO_BOUNDS) - 1) // 2} pairs) of "
@@ -166,8 +172,6 @@ def validate(job_file, read_schema, debug):
       dpmic validate jobs/daily.toml
       dpmic validate --schema jobs/daily.toml
     """
-    from dpmic_dask.batch.jobs import load_job
-
     job = load_job(job_file)
     planned = _check_input_schema(job) if read_schema else None
     pairs = len(job.bounds) * (len(job.bounds) - 1) // 2
@@ -175,8 +179,6 @@ def validate(job_file, read_schema, debug):
     click.echo(f"{job_file}: ok ({len(job.bounds)} columns, {what}, eps={job.eps:g}, "
                f"dataset {job.dataset!r}, ledger {job.ledger_url})")
     if planned is not None and job.causal is None:  # the release plan, as plan.explain()
-        from dpmic_dask.release.public_plan import explain_lines
-
         click.echo("\n".join(explain_lines(planned, None)))
 
 
@@ -184,13 +186,7 @@ def _check_input_schema(job):
     """Plan the job's release on its input's schema, as 'run' does (nothing read
     but the schema, nothing charged), and return the plan; a refusal is one line
     naming the job file."""
-    from dpmic_dask.backends import backend_for
-    from dpmic_dask.batch.jobfile import JobError
-    from dpmic_dask.batch.jobio import JobIOError, load_input
-    from dpmic_dask.batch.jobplan import job_release_plan
-    from dpmic_dask.errors import InvalidDataError, InvalidParameterError
-
-    frame = load_input(job)
+    frame = jobio.load_input(job)
     try:
         return job_release_plan(job, backend_for(frame).schema(frame))
     except (InvalidDataError, InvalidParameterError, JobIOError) as exc:
@@ -227,11 +223,6 @@ def run(job_file, run_id, progress, debug):
     Example:
       dpmic run jobs/daily.toml --run-id 2026-11-22
     """
-    import uuid
-
-    from dpmic_dask.batch.jobs import load_job
-    from dpmic_dask.batch.runner import run_job
-
     job = load_job(job_file)
     run_job(job, run_id or uuid.uuid4().hex, progress=progress, echo=stdout_echo)
 
@@ -255,9 +246,6 @@ def deliver(job_file, run_id, debug):
     Example:
       dpmic deliver jobs/daily.toml --run-id 2026-11-22
     """
-    from dpmic_dask.batch.jobs import load_job
-    from dpmic_dask.batch.runner import deliver_job
-
     deliver_job(load_job(job_file), run_id, echo=stdout_echo)
 
 

@@ -16,6 +16,8 @@ from enum import IntEnum
 
 import click
 
+from dpmic_dask.batch.interrupts import Interrupted, message, signals_as_exceptions
+from dpmic_dask.batch.joboutput import DeliveryError
 from dpmic_dask.errors import (
     BudgetExceededError,
     DPMICError,
@@ -42,8 +44,6 @@ class Exit(IntEnum):
 
 def exit_code(exc: BaseException) -> Exit:
     """The exit code for a library error."""
-    from dpmic_dask.batch.joboutput import DeliveryError
-
     for kind, code in ((DeliveryError, Exit.OUTPUT),
                        (BudgetExceededError, Exit.BUDGET),
                        (UnitMismatchError, Exit.INVALID), (LedgerError, Exit.LEDGER),
@@ -86,8 +86,6 @@ def handles_errors(command):
     """
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
-        from dpmic_dask.batch.interrupts import Interrupted, message, signals_as_exceptions
-
         try:
             with signals_as_exceptions():
                 return command(*args, **kwargs)

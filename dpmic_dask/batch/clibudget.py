@@ -9,7 +9,15 @@ from pathlib import Path
 import click
 
 from dpmic_dask.batch.clibase import dataset_option, debug_option, handles_errors, ledger_option
+from dpmic_dask.batch.forecast import forecast
+from dpmic_dask.batch.jobplan import job_cost
+from dpmic_dask.batch.jobs import load_job
+from dpmic_dask.batch.journal import release_status
 from dpmic_dask.errors import LedgerError
+from dpmic_dask.privacy.accounting import Budget, ledger_from_url
+from dpmic_dask.privacy.conversion import eps_from_rho
+from dpmic_dask.privacy.costs import measure_for
+from dpmic_dask.privacy.ledger import SQLLedger, describe
 
 
 @click.group()
@@ -43,8 +51,6 @@ def budget_init(ledger_url, dataset, epsilon, old_epsilon, delta, privacy_unit, 
     Example:
       dpmic budget init --ledger sqlite:///ledger.db --dataset sales --eps 10
     """
-    from dpmic_dask.privacy.accounting import Budget, ledger_from_url
-
     if old_epsilon is not None:
         click.echo("warning: --epsilon is deprecated; use --eps", err=True)
         if epsilon is not None:
@@ -72,8 +78,6 @@ def budget_show(ledger_url, dataset, debug):
     Example:
       dpmic budget show --ledger sqlite:///ledger.db --dataset sales
     """
-    from dpmic_dask.privacy.accounting import ledger_from_url
-
     ledger = ledger_from_url(ledger_url)
     cap = ledger.budget_for(dataset)
     if cap is None:
@@ -103,8 +107,6 @@ def budget_show(ledger_url, dataset, debug):
 def _rho(rho, delta: float, after: str = "") -> str:
     """A zCDP amount for people: ``rho`` to 4 significant digits and the
     ``(eps, delta)``-DP guarantee it implies at ``delta`` (eps rounded up, 4 digits)."""
-    from dpmic_dask.privacy.conversion import eps_from_rho
-
     value = float(rho)
     text = f"{value:.4g} rho (zCDP){after}"
     if delta <= 0:  # the bad-event parts took the whole delta: no guarantee to state
@@ -130,10 +132,6 @@ def budget_history(ledger_url, dataset, as_json, debug):
     Example:
       dpmic budget history --ledger sqlite:///ledger.db --dataset sales --json
     """
-    from dpmic_dask.batch.journal import release_status
-    from dpmic_dask.privacy.accounting import ledger_from_url
-    from dpmic_dask.privacy.ledger import SQLLedger, describe
-
     ledger = ledger_from_url(ledger_url)
     records = ledger.history(dataset)
     status = release_status(ledger, dataset) if isinstance(ledger, SQLLedger) else {}
@@ -171,16 +169,9 @@ def budget_forecast(ledger_url, dataset, eps, delta, job_file, debug):
       dpmic budget forecast --job jobs/daily.toml
       dpmic budget forecast --ledger sqlite:///ledger.db --dataset sales --eps 0.5
     """
-    from dpmic_dask.batch.runner import forecast
-    from dpmic_dask.privacy.accounting import ledger_from_url
-    from dpmic_dask.privacy.costs import measure_for
-
     if (eps is None) == (job_file is None):
         raise click.UsageError("give exactly one of --eps, --job")
     if job_file is not None:
-        from dpmic_dask.batch.jobplan import job_cost
-        from dpmic_dask.batch.jobs import load_job
-
         job = load_job(job_file)
         ledger_url, dataset = job.ledger_url, dataset or job.dataset
         cost, what = job_cost(job), f"one run of job {job.name!r}"

@@ -29,10 +29,16 @@ import asyncio
 import logging
 import os
 import re
+import signal
 import socket
 import time
 from contextlib import ExitStack, contextmanager
 from urllib.parse import urlparse
+
+import dask
+from distributed import Client, LocalCluster
+from distributed.comm import connect
+from distributed.core import Status
 
 from dpmic_dask.backends.redaction import (  # noqa: F401  (re-exported for batch users)
     REDACTED_LOGGERS,
@@ -40,6 +46,7 @@ from dpmic_dask.backends.redaction import (  # noqa: F401  (re-exported for batc
     attach,
     install_redaction,
 )
+from dpmic_dask.batch.interrupts import deferred, noisy_loggers_silenced
 from dpmic_dask.errors import ClusterError, InvalidParameterError
 
 DEFAULT_TIMEOUT = 30.0
@@ -71,8 +78,6 @@ def check_timeout(timeout, name: str = "timeout") -> float:
 
 
 async def _identity(address: str, timeout: float) -> dict:
-    from distributed.comm import connect
-
     comm = await asyncio.wait_for(connect(address, timeout=timeout), timeout)
     try:
         await asyncio.wait_for(comm.write({"op": "identity", "reply": True}), timeout)
@@ -145,8 +150,6 @@ def local_cluster_options(workers: int) -> dict:
     worker processes ignore SIGINT (the command that started them closes them).
     The package's preload runs first, then any configured in
     ``distributed.worker.preload``."""
-    import dask
-
     configured = dask.config.get("distributed.worker.preload", None) or []
     configured = [configured] if isinstance(configured, str) else list(configured)
     return dict(n_workers=workers, threads_per_worker=1, processes=True,
@@ -156,8 +159,6 @@ def local_cluster_options(workers: int) -> dict:
 
 
 def _quiet_http_config():
-    import dask
-
     return dask.config.set({"distributed.scheduler.http.routes": [],
                             "distributed.worker.http.routes": []})
 
@@ -178,8 +179,6 @@ def _closing(resource, wait: float):
 
 
 def _close_quietly(resource, wait: float) -> None:
-    from dpmic_dask.batch.interrupts import noisy_loggers_silenced
-
     with noisy_loggers_silenced():
         try:
             if hasattr(resource, "scale"):
@@ -190,8 +189,6 @@ def _close_quietly(resource, wait: float) -> None:
         except Exception:  # noqa: BLE001, S110 - a half-started cluster; nothing to add
             pass
     if getattr(resource, "status", None) is not None and hasattr(resource, "shutdown_on_close"):
-        from distributed.core import Status
-
         if resource.status != Status.closed:
             resource.shutdown_on_close = False  # distributed's exit hook would retry, loudly
 
@@ -200,10 +197,6 @@ def _end_worker_processes(cluster) -> None:
     """SIGTERM to the worker processes of ``cluster``'s nannies that are still
     starting: a worker blocked in its start-up would hold the cluster's close
     (running workers are closed by their nannies)."""
-    import signal
-
-    from distributed.core import Status
-
     nannies = [*getattr(cluster, "_created", ()), *getattr(cluster, "workers", {}).values()]
     for nanny in nannies:
         if getattr(nanny, "status", None) not in (Status.init, Status.starting):
@@ -220,10 +213,6 @@ def _end_worker_processes(cluster) -> None:
 def _start_local(stack: ExitStack, workers: int, timeout: float):
     """A client on a new local cluster whose ``workers`` processes all started
     within ``timeout`` seconds (else :class:`ClusterError`)."""
-    from distributed import Client, LocalCluster
-
-    from dpmic_dask.batch.interrupts import deferred
-
     stack.enter_context(_quiet_http_config())
     with deferred():  # a signal waits until the new object is registered for closing
         cluster = LocalCluster(**local_cluster_options(0))  # the scheduler only: quick
@@ -251,8 +240,6 @@ def _logger_silenced(name: str):
 def _wait_for_workers(cluster, client, workers: int, timeout: float) -> None:
     """Until ``workers`` workers are up; :class:`ClusterError` after ``timeout``
     seconds, or as soon as one of them failed to start."""
-    from distributed.core import Status
-
     deadline = time.monotonic() + timeout
     while True:
         left = deadline - time.monotonic()
@@ -281,10 +268,6 @@ def open_cluster(*, scheduler: str | None, workers: int = 2,
     Task-failure logs are redacted on every process involved. A failure or an
     interruption (:class:`~dpmic_dask.batch.interrupts.Interrupted`) while it starts
     closes what was started, quietly, before the error propagates."""
-    from distributed import Client
-
-    from dpmic_dask.batch.interrupts import deferred
-
     timeout = check_timeout(timeout, "cluster.timeout")
     if not scheduler:
         check_local_workers(workers, "workers")

@@ -7,6 +7,7 @@ noise (noise only ever comes from :mod:`dpmic_dask.privacy.noise`).
 
 from __future__ import annotations
 
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
@@ -48,8 +49,6 @@ def demo_partition(index: int, rows: int, seed: int = 2026) -> pd.DataFrame:
 
 def demo_frame(rows: int = 1_000_000, partitions: int = 8, seed: int = 2026):
     """A Dask DataFrame of ``rows`` demo rows in ``partitions`` partitions."""
-    import dask.dataframe as dd
-
     sizes = np.full(partitions, rows // partitions)
     sizes[: rows % partitions] += 1
     return dd.from_map(

@@ -38,12 +38,9 @@ from typing import Any
 
 import numpy as np
 
-from dpmic_dask.batch.jobdelivered import Gap
 from dpmic_dask.batch.jobfile import JobError
-from dpmic_dask.batch.joboutput import run_file, shown, undeliverable
-from dpmic_dask.causal import causal_graph
-from dpmic_dask.causal.decide import check_shares
-from dpmic_dask.causal.request import check_request
+from dpmic_dask.batch.outputnames import Gap, run_file, shown, undeliverable
+from dpmic_dask.causal.request import check_request, check_shares
 from dpmic_dask.causal.result import CausalGraph, CausalReport
 from dpmic_dask.errors import InvalidParameterError, LedgerError
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon
@@ -105,7 +102,7 @@ def _refuse_with_causal(job) -> None:
         raise InvalidParameterError("[causal] writes files: output.path (a folder) is needed")
 
 
-def _arguments(job) -> dict:
+def causal_arguments(job) -> dict:
     """The keyword arguments of :func:`~dpmic_dask.causal.causal_graph` for ``job``."""
     bounds = {c: b for c, b in job.bounds.items() if not isinstance(b, dict)}
     categories = {c: b["categories"] for c, b in job.bounds.items() if isinstance(b, dict)}
@@ -126,7 +123,7 @@ def causal_plan(job, schema) -> CausalPlan:
     on ``schema``; the cost of its one charge."""
     _refuse_with_causal(job)
     eps, delta = check_epsilon(job.eps), check_delta(job.delta)
-    args = _arguments(job)
+    args = causal_arguments(job)
     try:
         request = check_request(schema, columns=args["columns"], alpha=args["alpha"],
                                 max_condition_size=args["max_condition_size"],
@@ -139,13 +136,6 @@ def causal_plan(job, schema) -> CausalPlan:
             raise InvalidParameterError(f"causal.{message}") from None
         raise
     return CausalPlan(request, measure_for(delta).total(eps, delta))
-
-
-def run_causal(job, frame, ledger, progress):
-    """The release: :func:`~dpmic_dask.causal.causal_graph` on ``frame``, charged
-    once to ``ledger`` (the run's :class:`~dpmic_dask.batch.journal.JournaledRun`)."""
-    return causal_graph(frame, job.eps, ledger=ledger, dataset=job.dataset, label=job.name,
-                        progress=progress, **_arguments(job))
 
 
 # ---------------------------------------------------------------- journal payload
@@ -233,7 +223,7 @@ def deliver_graph(job, payload: str, run_id: str) -> str:
 
 def graph_gap(job, run_id: str):
     """What of a delivered graph's folder is missing now
-    (a :class:`~dpmic_dask.batch.jobdelivered.Gap`), or ``None``: the folder and
+    (a :class:`~dpmic_dask.batch.joboutput.Gap`), or ``None``: the folder and
     each of its files (``graph.png`` where matplotlib is installed)."""
     folder = run_file(job, run_id)
     name = shown(os.path.abspath(folder))

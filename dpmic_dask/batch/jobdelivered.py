@@ -7,21 +7,21 @@ names a data value."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
-from dpmic_dask.batch.joboutput import count_run_rows, describe_output, run_file, shown
+import pandas as pd
+import pyarrow.parquet as pq
+from sqlalchemy.exc import SQLAlchemyError
+
+from dpmic_dask.batch.jobcausal import graph_gap
+from dpmic_dask.batch.jobio import _sql_failure, sql_engine
+from dpmic_dask.batch.joboutput import (  # Gap: re-exported
+    Gap,
+    count_run_rows,
+    describe_output,
+    run_file,
+    shown,
+)
 from dpmic_dask.errors import DPMICError
-
-
-@dataclass(frozen=True)
-class Gap:
-    """What of a recorded delivery is not in the output now (no data value):
-    ``what`` completes "delivered to ..., but"; ``rewritable`` is false when a
-    delivery from the journal would not restore it (a SQL table holding some of
-    the run's rows: a delivery never adds to them, ``joboutput._write_table``)."""
-
-    what: str
-    rewritable: bool = True
 
 
 def delivery_gap(job, entry) -> Gap | None:
@@ -31,8 +31,6 @@ def delivery_gap(job, entry) -> Gap | None:
     in it, or the run's rows in a SQL table (counted by run id, job and dataset;
     the values themselves are not compared)."""
     if getattr(job, "causal", None) is not None:
-        from dpmic_dask.batch.jobcausal import graph_gap
-
         return graph_gap(job, entry.run_id)
     released = len(entry.rows())
     if job.output_path:
@@ -47,12 +45,8 @@ def _file_gap(job, run_id: str, released: int) -> Gap | None:
         return Gap(f"its file {name} is missing")
     try:
         if job.output_format == "csv":
-            import pandas as pd
-
             rows = len(pd.read_csv(path))
         else:
-            import pyarrow.parquet as pq
-
             rows = pq.read_metadata(path).num_rows
     except Exception:  # noqa: BLE001 - any unreadable file (truncated, not this format)
         return Gap(f"its file {name} cannot be read")
@@ -62,10 +56,6 @@ def _file_gap(job, run_id: str, released: int) -> Gap | None:
 
 
 def _table_gap(job, run_id: str, released: int) -> Gap | None:
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from dpmic_dask.batch.jobio import _sql_failure, sql_engine
-
     failure: DPMICError | None = None
     rows = 0
     try:

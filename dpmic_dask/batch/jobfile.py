@@ -12,6 +12,8 @@ import re
 import tomllib
 from pathlib import Path
 
+import yaml
+
 from dpmic_dask.errors import InvalidParameterError
 
 
@@ -28,8 +30,6 @@ _YAML_EXPONENT_FLOAT = re.compile(
 @functools.cache
 def _yaml_loader():
     """PyYAML's safe loader, reading ``1e-1`` as the number YAML 1.2 says it is."""
-    import yaml
-
     class JobLoader(yaml.SafeLoader):
         pass
 
@@ -50,8 +50,6 @@ def read_job_file(path: Path) -> dict:
     # A job file is configuration, not data: its parser's position and reason
     # are safe to show.
     if path.suffix in (".yaml", ".yml"):
-        import yaml
-
         try:
             data = yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a safe loader
         except yaml.MarkedYAMLError as exc:

@@ -7,12 +7,24 @@ rows go) are :mod:`dpmic_dask.batch.joboutput`.
 
 from __future__ import annotations
 
+import csv
+import datetime as dt
+import decimal
 import glob
+import math
 import os
 from pathlib import Path
 from typing import Any
 
+import dask.dataframe as dd
+import fsspec
 import pandas as pd
+from sqlalchemy import column, create_engine, inspect, literal_column, or_, select, text
+from sqlalchemy import table as sql_table
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.pool import NullPool
 
 from dpmic_dask.errors import DPMICError, UnavailableError
 
@@ -26,13 +38,6 @@ class JobIOError(DPMICError):
 def sql_engine(url: str, timeout: float = SQL_TIMEOUT):
     """SQLAlchemy engine with a connect timeout; plain ``postgresql://`` URLs use
     the psycopg 3 driver."""
-    import math
-
-    from sqlalchemy import create_engine
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
-    from sqlalchemy.pool import NullPool
-
     for prefix in ("postgresql://", "postgres://"):
         if url.startswith(prefix):
             url = "postgresql+psycopg://" + url[len(prefix):]
@@ -56,9 +61,6 @@ def sql_engine(url: str, timeout: float = SQL_TIMEOUT):
 
 def _sql_failure(exc, what: str) -> DPMICError:
     """A SQL error as a package error: unreachable servers are UnavailableError."""
-    from sqlalchemy.exc import OperationalError
-    from sqlalchemy.exc import TimeoutError as PoolTimeout
-
     kind = type(getattr(exc, "orig", None) or exc).__name__
     if isinstance(exc, (OperationalError, PoolTimeout)):
         return UnavailableError(f"cannot reach the SQL {what}: {kind} (server down, wrong "
@@ -83,8 +85,6 @@ def prepare_folder(folder, name: str) -> Path:
 
 def load_input(job):
     """The job's table as a Dask DataFrame (schema only until computed)."""
-    import dask.dataframe as dd
-
     columns = list(job.bounds) + list(job.privacy_unit or ())  # the unit is read, never released
     if job.input_paths:
         for pattern in job.input_paths:
@@ -105,7 +105,6 @@ def load_input(job):
                              "(check the paths and the format)")
         _require_columns(list(frame.columns), columns)
         return frame[columns]
-    from sqlalchemy.exc import SQLAlchemyError
 
     problem: DPMICError | None = None
     try:
@@ -169,10 +168,6 @@ def _refuse_duplicated_headers(paths) -> None:
     """Refuse CSV files whose header names a column twice: the reader would rename
     the second one (``a.1``) and a job naming ``a`` would silently read the first.
     Only the header line is read (a header is schema, not data)."""
-    import csv
-
-    import fsspec
-
     try:
         files = fsspec.open_files(paths, mode="rt", compression="infer", newline="")
     except Exception:  # noqa: BLE001 - the reader below reports an unopenable input
@@ -212,8 +207,6 @@ def _sql_meta(url, table, query, columns, timeout=SQL_TIMEOUT) -> pd.DataFrame:
     name when the data is counted.
     """
     if table:
-        from sqlalchemy import inspect
-
         with sql_engine(url, timeout).connect() as conn:
             declared = {c["name"]: c["type"] for c in inspect(conn).get_columns(table)}
         _require_columns(list(declared), columns)
@@ -234,9 +227,6 @@ PG_TYPES = {16: "boolean", 20: "Int64", 21: "Int64", 23: "Int64", 700: "float64"
 
 def sql_dtype(declared):
     """The pandas dtype a declared SQL column type is read in (object when unknown)."""
-    import datetime as dt
-    import decimal
-
     try:
         python = declared.python_type
     except NotImplementedError:
@@ -289,9 +279,6 @@ def _read_sql(url, table, query, columns, limit=None, timeout=SQL_TIMEOUT,
     """Rows of a SQL table (selected columns) or query; ``limit`` caps the rows;
     ``where`` is a range ``(column, lo, hi)`` of :func:`sql_ranges` (or ``None``).
     With ``type_codes``, also the driver's type code of each column (by name)."""
-    from sqlalchemy import column, literal_column, or_, select, text
-    from sqlalchemy import table as sql_table
-
     statement: Any
     if table:
         statement = select(*[column(c) for c in columns]).select_from(sql_table(table))

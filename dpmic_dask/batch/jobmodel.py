@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from dpmic_dask.stats.limits import DEFAULT_TASK_MEMORY
 
 SECTIONS = {
@@ -100,8 +102,6 @@ def job_schema(job: Job) -> dict:
     checked by ``run``, or by ``validate --schema``): a named kind's dtype, else
     float64 for numeric, boolean or private bounds and datetime64 for bounds given
     otherwise (TOML dates and times, strings), whose kind then checks them."""
-    import numpy as np
-
     declared = {"timestamp": "datetime64[ns]", "date": "datetime64[ns]",
                 "timedelta": "timedelta64[ns]", "boolean": "bool", "number": "float64"}
     schema = {name: np.dtype(object) for name in job.privacy_unit or ()}  # any type

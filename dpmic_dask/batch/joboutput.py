@@ -25,12 +25,24 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import uuid
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import BigInteger, Float, Text, column, func, insert, inspect, select, table, text
+from sqlalchemy import table as sql_table
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
 from dpmic_dask.batch.jobio import JobIOError, _sql_failure, prepare_folder, sql_engine
+from dpmic_dask.batch.outputnames import (  # noqa: F401  (re-exported)
+    DeliveryError,
+    Gap,
+    describe_output,
+    job_slug,
+    run_file,
+    shown,
+    undeliverable,
+)
 from dpmic_dask.batch.outputrows import (
     BASE_COLUMNS,  # noqa: F401  (re-exported)
     _arrow_schema,
@@ -45,65 +57,16 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 
-class DeliveryError(DPMICError):
-    """Released rows could not be written to the output. They are kept in the
-    ledger's release journal; the message names the destination, never a value.
-    ``reason`` is the cause alone (an OS or driver error's name, a refusal)."""
-
-    def __init__(self, message: str, reason: str | None = None):
-        super().__init__(message)
-        self.reason = reason if reason is not None else message
-
-
-def job_slug(name: str) -> str:
-    """A file-name part for a job name: the name itself when it is made of
-    letters, digits and ``._-``, else a cleaned name and a hash of the real one."""
-    clean = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip(".-")[:64]
-    if clean == name:
-        return name
-    return f"{clean or 'job'}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
-
-
-def run_file(job, run_id: str) -> Path:
-    """The file a run of ``job`` writes in its output folder."""
-    folder = Path(job.output_path)
-    # a [causal] run writes a folder of files (dpmic_dask.batch.jobcausal)
-    suffix = "" if getattr(job, "causal", None) is not None else f".{job.output_format}"
-    path = folder / f"run-{run_id}--{job_slug(job.name)}{suffix}"
-    if path.parent != folder:  # run ids are validated; this is a second line of defence
-        raise JobIOError("the run id would write outside the output folder")
-    return path
-
-
-def shown(where: str) -> str:
-    """A destination as a person reads it: a file below the working folder
-    relative to it, anything else as recorded."""
-    if os.path.isabs(where):
-        relative = os.path.relpath(where)
-        if not relative.startswith(os.pardir):
-            return relative
-    return where
-
-
 def destination(job, run_id: str) -> str:
     """Where a run of ``job`` is delivered, as the journal records it: the run's
     file (absolute path), or the SQL table and its server (no password)."""
     if job.output_path:
         return os.path.abspath(run_file(job, run_id))
     try:
-        from sqlalchemy.engine import make_url
-
         server = make_url(job.output_sql_url).render_as_string(hide_password=True)
     except Exception:  # noqa: BLE001 - an unparsable URL is refused when used
         server = "?"
     return f"SQL table {job.output_sql_table!r} at {server}"
-
-
-def describe_output(job) -> str:
-    """The destination, as messages name it."""
-    if job.output_path:
-        return f"output folder {job.output_path!r}"
-    return f"SQL table {job.output_sql_table!r}"
 
 
 # ---------------------------------------------------------------- before the charge
@@ -168,10 +131,6 @@ def probe_row(job, run_id: str | None = None) -> dict:
 def _probe_insert(conn, table: str, job, run_id: str | None) -> None:
     """Insert :func:`probe_row` into the existing ``table`` and roll it back; refuse
     naming the first column that cannot take its value (width, precision, range)."""
-    from sqlalchemy import column, insert
-    from sqlalchemy import table as sql_table
-    from sqlalchemy.exc import DBAPIError
-
     row = probe_row(job, run_id)
     target = sql_table(table, *[column(name) for name in row])
 
@@ -197,9 +156,6 @@ def _probe_insert(conn, table: str, job, run_id: str | None) -> None:
 
 
 def _check_table(job, run_id: str | None = None) -> None:
-    from sqlalchemy import BigInteger, Float, Text, inspect, text
-    from sqlalchemy.exc import SQLAlchemyError
-
     table, wanted = job.output_sql_table, expected_columns(job)
     failure: DPMICError | None = None
     try:
@@ -238,23 +194,6 @@ def _check_table(job, run_id: str | None = None) -> None:
 # ---------------------------------------------------------------- after the charge
 
 
-def undeliverable(job, run_id: str, reason: str, *, missing: str | None = None,
-                  advice: str | None = None) -> DeliveryError:
-    """The error of a kept release that could not be written (one line); with
-    ``missing`` (what of an earlier delivery is gone), of one that could not be
-    written again. ``advice`` replaces the default "retry, or ``dpmic deliver``"."""
-    if missing is None:
-        failed = f"cannot write run {run_id!r} to {describe_output(job)}: {reason}"
-    else:
-        failed = (f"run {run_id!r} was released and delivered to {describe_output(job)}, "
-                  f"but {missing}, and it cannot be written again: {reason}")
-    if advice is None:
-        advice = (f"once the output can be written, run the same 'dpmic run' again or "
-                  f"'dpmic deliver {job.source} --run-id {run_id}' (nothing more is charged)")
-    return DeliveryError(f"{failed}. The released values are kept in the ledger's journal; "
-                         f"{advice}", reason)
-
-
 def deliver(job, rows: pd.DataFrame, run_id: str) -> str:
     """Write a run's journaled ``rows``; returns where they went."""
     if job.output_path:
@@ -288,8 +227,6 @@ def _lock_table(conn, name: str) -> None:
     """Serialise deliveries to table ``name`` until the transaction ends, so that
     the check for a run's rows and their insertion are one step (PostgreSQL: a
     transaction advisory lock keyed by the table name; SQLite: the write lock)."""
-    from sqlalchemy import text
-
     backend = conn.dialect.name
     if backend == "postgresql":
         key = int.from_bytes(hashlib.sha256(f"dpmic-output:{name}".encode()).digest()[:8],
@@ -302,8 +239,6 @@ def _lock_table(conn, name: str) -> None:
 def count_run_rows(conn, job, run_id: str) -> int:
     """How many rows of ``run_id`` (this job and dataset) the output table holds
     (0 if there is no table)."""
-    from sqlalchemy import column, func, inspect, select, table
-
     name = job.output_sql_table
     if not inspect(conn).has_table(name):
         return 0
@@ -315,8 +250,6 @@ def count_run_rows(conn, job, run_id: str) -> int:
 
 
 def _write_table(job, rows: pd.DataFrame, run_id: str) -> str:
-    from sqlalchemy.exc import SQLAlchemyError
-
     name = job.output_sql_table
     rows = declared(rows, job)
     reason = None

@@ -10,9 +10,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from dask.utils import parse_bytes
+
 from dpmic_dask.batch.jobfile import JobError
 from dpmic_dask.batch.jobmodel import JOB_KINDS, SECTIONS
 from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.privacy.bounds import check_coverage, check_domain
+from dpmic_dask.release.histograms import check_refine
+from dpmic_dask.stats.timekind import UNITS
 
 
 def _section(data, name, src, required=False) -> dict:
@@ -47,8 +52,6 @@ def _seconds(value, key, src) -> float:
 def _bytes(value, key, src) -> int:
     """A size in bytes: an integer, or a string with a unit ("256 MiB", "1GB")."""
     if isinstance(value, str):
-        from dask.utils import parse_bytes
-
         try:
             value = parse_bytes(value)
         except (ValueError, TypeError):
@@ -102,8 +105,6 @@ def _column_kind(spec: dict, name: str, src: str) -> dict:
         raise JobError(f"{src}: columns.{name}.kind must be one of {', '.join(JOB_KINDS)}")
     out = {"kind": kind}
     if "unit" in spec:
-        from dpmic_dask.stats.timekind import UNITS
-
         if kind not in ("timestamp", "date", "timedelta") or spec["unit"] not in UNITS:
             raise JobError(f"{src}: columns.{name}.unit must be one of {', '.join(UNITS)} "
                            "(for a timestamp, date or timedelta kind)")
@@ -139,8 +140,6 @@ def _bounds_options(spec: dict, name: str, src: str) -> dict:
     keys = [k for k in ("domain", "coverage", "refine") if k in spec]
     if keys and spec.get("bounds") != "private":
         raise JobError(f'{src}: columns.{name}.{keys[0]} applies to bounds = "private" only')
-    from dpmic_dask.privacy.bounds import check_coverage, check_domain
-    from dpmic_dask.release.histograms import check_refine
 
     checks = {"domain": (check_domain, "[lo, hi], two finite numbers with lo < hi"),
               "coverage": (check_coverage, "a number between 0 and 1 (exclusive)"),

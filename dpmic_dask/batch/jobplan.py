@@ -6,8 +6,17 @@ schema in which every column is numeric) and ``dpmic run`` (on the input's).
 
 from __future__ import annotations
 
-from dpmic_dask.batch.jobmodel import Job
+import hashlib
+import json
+import os
+
+from dpmic_dask.batch.jobcausal import causal_plan
+from dpmic_dask.batch.jobfile import JobError
+from dpmic_dask.batch.jobmodel import Job, job_schema
 from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.privacy.costs import measure_for
+from dpmic_dask.release.request import JobFileNames
+from dpmic_dask.release.unitplan import plan_unit_release
 
 
 def private_columns(job: Job) -> list[str]:
@@ -22,12 +31,8 @@ def job_release_plan(job: Job, schema):
     if job.causal is not None:  # [causal]: the causal release's checks and charge
         if job.bounds_check is not None:
             raise InvalidParameterError("bounds.check is not available with [causal]")
-        from dpmic_dask.batch.jobcausal import causal_plan
 
         return causal_plan(job, schema)
-    from dpmic_dask.privacy.costs import measure_for
-    from dpmic_dask.release.request import JobFileNames
-    from dpmic_dask.release.unitplan import plan_unit_release
 
     select = None
     if job.select_rule is not None:
@@ -65,8 +70,6 @@ def job_release_plan(job: Job, schema):
 def bounds_section(section: dict, src: str) -> dict:
     """The optional ``[bounds]`` section: ``check``, the share of ``privacy.eps``
     spent on a private check of the public bounds (a number in (0, 1))."""
-    from dpmic_dask.batch.jobfile import JobError
-
     if "check" not in section:
         return {}
     share = section["check"]
@@ -79,8 +82,6 @@ def bounds_section(section: dict, src: str) -> dict:
 
 def job_cost(job: Job):
     """What one run of ``job`` is charged (no data read): its plan's one charge."""
-    from dpmic_dask.batch.jobmodel import job_schema
-
     return job_release_plan(job, job_schema(job)).cost
 
 
@@ -102,10 +103,6 @@ def job_fingerprint(job: Job) -> str:
     fingerprints. The job's name, cluster and ledger are not part of it. Paths
     are made absolute (the same relative path from another folder is another
     input or output)."""
-    import hashlib
-    import json
-    import os
-
     def local(path):
         return path if path is None or "://" in path else os.path.abspath(path)
 

@@ -71,6 +71,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from dpmic_dask.batch.cluster import check_address, check_local_workers
+from dpmic_dask.batch.jobcausal import parse_causal
 from dpmic_dask.batch.jobfile import JobError, read_job_file
 from dpmic_dask.batch.jobmodel import COLUMN_KEYS, FORMATS, SECTIONS, Job, job_schema
 from dpmic_dask.batch.jobparts import (
@@ -84,7 +86,10 @@ from dpmic_dask.batch.jobparts import (
     _sql_partitions,
     _typed,
 )
-from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.batch.jobplan import bounds_section, job_release_plan
+from dpmic_dask.errors import DPMICError, InvalidParameterError
+from dpmic_dask.privacy.accounting import ledger_from_url
+from dpmic_dask.privacy.mechanisms.registry import check_statistics
 
 
 def load_job(path) -> Job:
@@ -201,8 +206,6 @@ def load_job(path) -> Job:
         kw["bounds_share"] = _typed(priv["bounds_share"], (int, float), "privacy.bounds_share",
                                     src, "a number between 0 and 1")
     if "statistics" in priv:
-        from dpmic_dask.privacy.mechanisms.registry import check_statistics
-
         try:
             kw["statistics"] = check_statistics(priv["statistics"])
         except InvalidParameterError:
@@ -256,12 +259,8 @@ def load_job(path) -> Job:
         kw["timeout"] = _seconds(cluster["timeout"], "cluster.timeout", src)
     kw.update(_select(_section(data, "select", src), src))
     if "bounds" in data:
-        from dpmic_dask.batch.jobplan import bounds_section
-
         kw.update(bounds_section(_section(data, "bounds", src), src))
     if "causal" in data:
-        from dpmic_dask.batch.jobcausal import parse_causal
-
         kw["causal"] = parse_causal(_section(data, "causal", src), src)
     if "task_memory" in cluster:
         kw["task_memory"] = _bytes(cluster["task_memory"], "cluster.task_memory", src)
@@ -282,10 +281,6 @@ def _check_parameters(job: Job) -> Job:
     """Run the library's own checks that need no data, with the job file's names:
     the very request ``dpmic run`` builds, on a schema in which every column is
     numeric (the input's real dtypes are checked when it is opened)."""
-    from dpmic_dask.batch.cluster import check_address, check_local_workers
-    from dpmic_dask.batch.jobplan import job_release_plan
-    from dpmic_dask.errors import DPMICError
-    from dpmic_dask.privacy.accounting import ledger_from_url
     try:
         if job.mechanism == "mice-lap":
             raise InvalidParameterError("privacy.mechanism 'mice-lap' is in-memory only")

@@ -13,6 +13,8 @@ import logging
 import signal
 import threading
 
+from dpmic_dask.batch.cluster import install_redaction
+
 
 class _CancelledTasks(logging.Filter):
     """Drops the warning a worker logs when a task it runs is cancelled: here that
@@ -26,8 +28,6 @@ class _CancelledTasks(logging.Filter):
 
 def dask_setup(worker) -> None:
     """Called by Dask in each worker process as it starts."""
-    from dpmic_dask.batch.cluster import install_redaction
-
     install_redaction()
     logging.getLogger("distributed.worker.state_machine").addFilter(_CancelledTasks())
     if threading.current_thread() is threading.main_thread():

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+from sqlalchemy import BigInteger, Float, Text
 
 from dpmic_dask.release.results import output_name
 
@@ -102,8 +103,6 @@ def _fixed(rows: pd.DataFrame, job) -> dict:
 
 def _sql_types(rows: pd.DataFrame, job) -> dict:
     """SQL types of the declared columns, for a table the delivery creates."""
-    from sqlalchemy import BigInteger, Float, Text
-
     types: dict[type, Any] = {str: Text(), int: BigInteger(), float: Float(precision=53)}
     return {name: types[kind] for name, kind in _fixed(rows, job).items()}
 

@@ -21,15 +21,38 @@ A failure in 6 keeps the release in the journal (:class:`DeliveryError`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from decimal import Decimal
 from typing import Callable
 
+from dpmic_dask.backends import backend_for
+from dpmic_dask.batch import cluster, jobio  # modules: their functions looked up when called
+from dpmic_dask.batch.forecast import Forecast, forecast  # noqa: F401  (re-exported)
 from dpmic_dask.batch.interrupts import Interrupted, note_nothing_charged
+from dpmic_dask.batch.jobcausal import (
+    causal_arguments,
+    deliver_graph,
+    encode_graph,
+    released_sentence,
+)
+from dpmic_dask.batch.jobdelivered import delivery_gap
+from dpmic_dask.batch.joboutput import (
+    DeliveryError,
+    check_output,
+    deliver,
+    destination,
+    partial_rows_advice,
+    result_rows,
+    shown,
+    undeliverable,
+)
+from dpmic_dask.batch.jobplan import job_cost, job_fingerprint, job_release_plan
 from dpmic_dask.batch.journal import JournaledRun, JournalEntry, find_run, record_delivery
+from dpmic_dask.causal.discover import causal_graph
 from dpmic_dask.errors import DPMICError, InvalidParameterError, LedgerError, RunClaimedError
-from dpmic_dask.privacy.accounting import PersistentLedger, ledger_from_url
+from dpmic_dask.privacy.accounting import ledger_from_url
 from dpmic_dask.privacy.ledger import SQLLedger
+from dpmic_dask.release.charge import precheck_budget
+from dpmic_dask.release.executor import run_release
+from dpmic_dask.release.units import check_ledger_unit
 
 Echo = Callable[..., None]
 
@@ -65,15 +88,11 @@ def _other_job(job, entry: JournalEntry) -> InvalidParameterError:
 def _deliver(job, ledger: SQLLedger, entry: JournalEntry, echo: Echo, result=None) -> str:
     """Write the journaled values, then (an output folder) the run's page: from the
     ``result`` at hand, else from the journaled rows."""
-    from dpmic_dask.batch.joboutput import check_output, deliver, destination, undeliverable
-
     try:
         check_output(job, entry.run_id)  # again: the output may have changed since the charge
     except DPMICError as exc:  # the release is kept: this is a failure to deliver
         raise undeliverable(job, entry.run_id, str(exc)) from None
     if job.causal is not None:  # [causal]: the journaled graph's files
-        from dpmic_dask.batch.jobcausal import deliver_graph
-
         where = deliver_graph(job, entry.payload or "", entry.run_id)
     else:
         where = deliver(job, entry.rows(), entry.run_id)
@@ -116,8 +135,6 @@ def _settle(job, ledger: SQLLedger, entry: JournalEntry, fingerprint: str,
     whose values were lost, else deliver the kept values to this job's output
     unless they were delivered there already and are still there. Nothing is
     computed or charged."""
-    from dpmic_dask.batch.joboutput import destination, shown
-
     if not entry.same_job(fingerprint):
         raise _other_job(job, entry)
     if not entry.kept:
@@ -136,9 +153,6 @@ def _redeliver_missing(job, ledger: SQLLedger, entry: JournalEntry, here: str,
     """A run delivered to this job's output before: nothing to do if the output
     still holds it, else write the journaled values again (no charge). Output
     that cannot be written again is one line naming ``dpmic deliver`` (exit 7)."""
-    from dpmic_dask.batch.jobdelivered import delivery_gap
-    from dpmic_dask.batch.joboutput import DeliveryError, partial_rows_advice, undeliverable
-
     gap = delivery_gap(job, entry)
     if gap is None:
         echo(f"run {entry.run_id} already released and delivered to {here}; nothing to do")
@@ -162,8 +176,6 @@ def run_job(job, run_id: str, *, progress=None, echo: Echo) -> None:
     A run that loses the race for its key to a concurrent run of the same job
     (:class:`RunClaimedError` at the charge: nothing of its own was charged)
     settles from the winner's journal entry like a retry."""
-    from dpmic_dask.batch.jobplan import job_fingerprint
-
     ledger = open_ledger(job.ledger_url)  # before any cluster starts or data is read
     fingerprint = job_fingerprint(job)
     entry = find_run(ledger, job.dataset, job.name, run_id)
@@ -182,11 +194,6 @@ def run_job(job, run_id: str, *, progress=None, echo: Echo) -> None:
 def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, progress,
                   echo: Echo) -> None:
     """The first run of a key: check, charge once, keep, deliver."""
-    from dpmic_dask.batch.joboutput import check_output, result_rows
-    from dpmic_dask.batch.jobplan import job_cost
-    from dpmic_dask.release.charge import precheck_budget
-    from dpmic_dask.release.units import check_ledger_unit
-
     check_output(job, run_id)
     cost = job_cost(job)
     journaled = JournaledRun(ledger, run_id, job.name, fingerprint)
@@ -196,8 +203,6 @@ def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, prog
     try:
         result = _release(job, journaled, progress)
         if job.causal is not None:  # [causal]: the graph, journaled as its own payload kind
-            from dpmic_dask.batch.jobcausal import encode_graph
-
             entry = journaled.keep_payload(encode_graph(result, run_id=run_id, job=job))
         else:
             entry = journaled.keep(result_rows(result, run_id=run_id, job=job))
@@ -212,8 +217,6 @@ def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, prog
         raise
     where = _deliver(job, ledger, entry, echo, result)
     if job.causal is not None:
-        from dpmic_dask.batch.jobcausal import released_sentence
-
         echo(released_sentence(result, run_id, where))
         echo(f"remaining budget of {job.dataset!r}: {ledger.remaining(job.dataset)}")
         echo(forecast(ledger, job.dataset, cost).sentence(f"of job {job.name!r}"))
@@ -246,7 +249,6 @@ def deliver_job(job, run_id: str, *, echo: Echo) -> None:
             "charged: there is nothing to deliver")
     if not entry.kept:
         raise _lost(job, entry)
-    from dpmic_dask.batch.jobplan import job_fingerprint
 
     if not entry.same_job(job_fingerprint(job)):
         raise _other_job(job, entry)
@@ -255,20 +257,20 @@ def deliver_job(job, run_id: str, *, echo: Echo) -> None:
          f"{where}; nothing was charged")
 
 
+def run_causal(job, frame, ledger, progress):
+    """The release of a ``[causal]`` job: :func:`~dpmic_dask.causal.causal_graph` on
+    ``frame``, charged once to ``ledger`` (the run's
+    :class:`~dpmic_dask.batch.journal.JournaledRun`)."""
+    return causal_graph(frame, job.eps, ledger=ledger, dataset=job.dataset, label=job.name,
+                        progress=progress, **causal_arguments(job))
+
+
 def _release(job, ledger: JournaledRun, progress):
     """Start or reach the cluster, read the input, plan and run the release (one
     charge)."""
-    from dpmic_dask.backends import backend_for
-    from dpmic_dask.batch import jobio
-    from dpmic_dask.batch.cluster import open_cluster
-    from dpmic_dask.batch.jobplan import job_release_plan
-    from dpmic_dask.release.executor import run_release
-
-    with open_cluster(scheduler=job.scheduler, workers=job.workers, timeout=job.timeout):
+    with cluster.open_cluster(scheduler=job.scheduler, workers=job.workers, timeout=job.timeout):
         frame = jobio.load_input(job)
         if job.causal is not None:  # [causal]: a CPDAG, charged to the same ledger
-            from dpmic_dask.batch.jobcausal import run_causal
-
             return run_causal(job, frame, ledger, progress)
         plan = job_release_plan(job, backend_for(frame).schema(frame))
         return run_release(frame, plan, ledger=ledger, dataset=job.dataset,
@@ -276,57 +278,3 @@ def _release(job, ledger: JournaledRun, progress):
 
 
 # ---------------------------------------------------------------- planning
-
-
-@dataclass(frozen=True)
-class Forecast:
-    """How many more runs of one cost a dataset's remaining budget pays for."""
-
-    remaining: Decimal
-    per_run: Decimal
-    unit: str
-    runs: int
-
-    def sentence(self, what: str = "") -> str:
-        """One line for a report."""
-        runs = f"{self.runs} more run{'s' if self.runs != 1 else ''}"
-        return (f"the remaining budget pays for {runs}{' ' + what if what else ''} "
-                f"({self.per_run} {self.unit} each)")
-
-
-def forecast(ledger: PersistentLedger, dataset: str, cost) -> Forecast:
-    """The number of further releases costing ``cost`` that ``dataset`` can pay."""
-    from dpmic_dask.privacy.accounting import unknown_dataset
-
-    budget = ledger.budget_for(dataset)
-    if budget is None:
-        raise unknown_dataset(dataset)
-    per_run = budget.amount(cost)
-    remaining = ledger.remaining(dataset)
-    runs = int(remaining // per_run) if remaining > 0 else 0
-    if cost.approx_delta:  # each run's bad-event delta also lowers the cap
-        runs = _runs_with_parts(budget, ledger, dataset, cost, per_run, runs)
-    return Forecast(remaining=remaining, per_run=per_run, unit=budget.unit, runs=runs)
-
-
-def _runs_with_parts(budget, ledger, dataset: str, cost, per_run: Decimal, most: int) -> int:
-    """The most runs (at most ``most``) that fit when each also adds its bad-event
-    delta: the largest ``r`` with ``r`` runs' rho within the cap lowered by
-    the deltas of the parts so far and of the ``r`` runs (the ledger's own rule)."""
-    if not getattr(ledger, "tracks_approx_parts", False):
-        from dpmic_dask.errors import LedgerError
-
-        raise LedgerError("this ledger does not keep the bad-event deltas of approximate "
-                          "parts, so it cannot pay for one")
-    spent, before = ledger.spent(dataset), ledger.approx_spent(dataset)
-    part = budget.approx(cost)
-
-    def fits(runs: int) -> bool:
-        cap = budget.cap_after(before + runs * part)
-        return cap > 0 and spent + runs * per_run <= cap
-
-    low, high = 0, most
-    while low < high:
-        mid = (low + high + 1) // 2
-        low, high = (mid, high) if fits(mid) else (low, mid - 1)
-    return low

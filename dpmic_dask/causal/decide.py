@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpmic_dask.causal.citests import g_sensitivity, tau_sensitivity
+from dpmic_dask.causal.request import check_shares  # noqa: F401  (re-exported)
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.costs import PURE_DP, PrivacyCost, measure_for
 from dpmic_dask.privacy.mechanisms.base import LATTICE, MAX_NOISE_UNITS
@@ -41,30 +42,6 @@ def sensitivity(test: str, n: int, level: int) -> float:
     if test == "tau":
         return tau_sensitivity(n, conditional=level > 0)
     return g_sensitivity(n)
-
-
-def check_shares(level_shares, levels: int, select_share) -> tuple[tuple[float, ...], float]:
-    """``(level shares as fractions adding up to 1, select share)``;
-    ``level_shares`` are relative weights (``None``: equal)."""
-    try:
-        select = float(select_share)
-    except (TypeError, ValueError):
-        raise InvalidParameterError("select_share must be a number in (0, 1)") from None
-    if not 0.0 < select < 1.0 or isinstance(select_share, bool):
-        raise InvalidParameterError("select_share must be a number in (0, 1)")
-    if level_shares is None:
-        weights = [1.0] * levels
-    else:
-        try:
-            weights = [float(w) for w in level_shares]
-        except (TypeError, ValueError):
-            raise InvalidParameterError("level_shares must be positive numbers") from None
-        if len(weights) != levels or not all(math.isfinite(w) and w > 0 for w in weights):
-            raise InvalidParameterError(
-                f"level_shares must be {levels} positive numbers, one per level "
-                "0 .. max_condition_size")
-    total = sum(weights)
-    return tuple(w / total for w in weights), select
 
 
 def lattice_for(high: float) -> float:

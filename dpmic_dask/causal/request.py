@@ -151,3 +151,27 @@ def check_request(dtypes, *, columns, alpha, max_condition_size, bounds, categor
             f"counts (more than {MAX_LEVEL_CELLS}); use fewer bins or categories, or a "
             "smaller max_condition_size")
     return request
+
+
+def check_shares(level_shares, levels: int, select_share) -> tuple[tuple[float, ...], float]:
+    """``(level shares as fractions adding up to 1, select share)``;
+    ``level_shares`` are relative weights (``None``: equal)."""
+    try:
+        select = float(select_share)
+    except (TypeError, ValueError):
+        raise InvalidParameterError("select_share must be a number in (0, 1)") from None
+    if not 0.0 < select < 1.0 or isinstance(select_share, bool):
+        raise InvalidParameterError("select_share must be a number in (0, 1)")
+    if level_shares is None:
+        weights = [1.0] * levels
+    else:
+        try:
+            weights = [float(w) for w in level_shares]
+        except (TypeError, ValueError):
+            raise InvalidParameterError("level_shares must be positive numbers") from None
+        if len(weights) != levels or not all(math.isfinite(w) and w > 0 for w in weights):
+            raise InvalidParameterError(
+                f"level_shares must be {levels} positive numbers, one per level "
+                "0 .. max_condition_size")
+    total = sum(weights)
+    return tuple(w / total for w in weights), select

@@ -28,6 +28,8 @@ import os
 
 import numpy as np
 
+from dpmic_dask.privacy import noise
+
 WORD = 2**32
 
 
@@ -82,9 +84,7 @@ def active_source() -> ByteSource:
     """The secure OS source, unless a test switched noise to a seeded stream with
     :func:`dpmic_dask.testing.seeded_noise`; then a SHAKE-256 stream keyed by 32
     bytes drawn from that seeded sampler (reproducible, NOT private)."""
-    from dpmic_dask.privacy.noise import active_sampler
-
-    sampler = active_sampler()
+    sampler = noise.active_sampler()  # looked up when called (tests switch it)
     if getattr(sampler, "secure", False):
         return ByteSource()
     key = np.asarray(sampler.random_keys(4), dtype="<u8").tobytes()

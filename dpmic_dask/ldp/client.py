@@ -25,12 +25,15 @@ import numbers
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from dpmic_dask.checks import check_bounds, check_max_cells, finite_real
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError, MissingValuesError
 from dpmic_dask.ldp.bits import ByteSource, active_source
 from dpmic_dask.ldp.protocols import Protocol, make_protocol
 from dpmic_dask.stats.counting import bins as equal_width_bins
+from dpmic_dask.testing import seeded_noise
 
 ATTR = "dpmic_ldp"
 DESIGN_VERSION = 1
@@ -231,8 +234,6 @@ def randomize_not_private_seeded(df, eps, *, seed: int, **kwargs) -> pd.DataFram
     ``DPMIC_DASK_ALLOW_SEEDED_NOISE=1`` and warns); the reports' design says
     ``seeded = True`` and every report built from them says NOT PRIVATE.
     """
-    from dpmic_dask.testing import seeded_noise
-
     with seeded_noise(seed, not_private=True):
         return randomize(df, eps, **kwargs)
 
@@ -253,9 +254,6 @@ def design_of(reports) -> dict:
 
 def write_reports(reports: pd.DataFrame, path, design: dict | None = None) -> None:
     """Write reports to Parquet with their design in the file's metadata."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     design = design_of(reports) if design is None else design
     table = pa.Table.from_pandas(reports, preserve_index=False)
     meta = dict(table.schema.metadata or {})
@@ -265,8 +263,6 @@ def write_reports(reports: pd.DataFrame, path, design: dict | None = None) -> No
 
 def read_design(path) -> dict:
     """The design stored in a reports Parquet file (or a directory of them)."""
-    import pyarrow.parquet as pq
-
     meta = pq.read_schema(path).metadata or {}
     raw = meta.get(ATTR.encode())
     if raw is None:

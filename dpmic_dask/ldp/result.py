@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from dpmic_dask.release.htmlreport import local_view, write_page
 from dpmic_dask.release.results import TEXT_LIMIT, spectral_order
@@ -75,8 +76,6 @@ class LocalPairwiseResult:
         interval), ``raw_mic`` (plug-in, before bias correction), ``bias``, ``reports``
         (how many people reported this pair), ``model`` (``"local"``), ``epsilon``
         (per person), ``protocol``, ``n, B, c, bins``."""
-        import pandas as pd
-
         p = self.privacy
         est = self.estimates
         return pd.DataFrame({
@@ -98,8 +97,6 @@ class LocalPairwiseResult:
 
     def matrix(self):
         """Symmetric DataFrame of the estimates (NaN on the diagonal)."""
-        import pandas as pd
-
         where = {name: k for k, name in enumerate(self.columns)}
         grid = np.full((len(self.columns), len(self.columns)), np.nan)
         for (a, b), e in zip(self.pairs, self.estimates):

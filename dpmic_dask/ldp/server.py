@@ -8,6 +8,8 @@ eps-LDP reports: nothing is charged to any ledger (the guarantee is each client'
 
 from __future__ import annotations
 
+import dask
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
@@ -64,8 +66,6 @@ def count_reports(reports, design: dict) -> tuple[np.ndarray, np.ndarray]:
     """Total support counts and reports per pair of a pandas or Dask frame."""
     if isinstance(reports, pd.DataFrame):
         return partition_supports(reports, design)
-    import dask
-    import dask.dataframe as dd
 
     if not isinstance(reports, dd.DataFrame):
         raise InvalidDataError("reports must be a pandas or Dask DataFrame")

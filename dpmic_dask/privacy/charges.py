@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from dpmic_dask.errors import InvalidParameterError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from dpmic_dask.privacy.accounting import Budget
+    from dpmic_dask.privacy.budget import Budget
     from dpmic_dask.privacy.costs import PrivacyCost
 
 

@@ -102,6 +102,14 @@ class SQLiteDB:
             raise
 
 
+def _psycopg():
+    """psycopg, imported when a PostgreSQL ledger is used (optional: the
+    ``postgres`` extra)."""
+    import psycopg
+
+    return psycopg
+
+
 class PostgresDB:
     """A ledger in a PostgreSQL database."""
 
@@ -112,7 +120,7 @@ class PostgresDB:
 
     def connect(self, create: bool):
         try:
-            import psycopg
+            psycopg = _psycopg()
         except ImportError:
             raise LedgerError("a PostgreSQL ledger needs psycopg: pip install "
                               "'dpmic_dask[postgres]'") from None
@@ -134,20 +142,16 @@ class PostgresDB:
 
     @property
     def errors(self):
-        import psycopg
-
-        return (psycopg.Error,)
+        return (_psycopg().Error,)
 
     @staticmethod
     def is_full(exc) -> bool:
         """Whether ``exc`` is the server's disk full (``DiskFull``) or an I/O error."""
-        from psycopg import errors
-
+        errors = _psycopg().errors
         return isinstance(exc, (errors.DiskFull, errors.IoError))
 
     def classify(self, exc) -> LedgerError | None:
-        from psycopg import errors
-
+        errors = _psycopg().errors
         if isinstance(exc, errors.ReadOnlySqlTransaction):
             return read_only("database", "the server or this session is read-only")
         if isinstance(exc, errors.InsufficientPrivilege):

@@ -17,6 +17,8 @@ import os
 from fractions import Fraction
 
 import numpy as np
+from opendp import domains, measurements, metrics
+from opendp.mod import enable_features
 
 
 class OpenDPSampler:
@@ -25,25 +27,21 @@ class OpenDPSampler:
     secure = True
 
     def __init__(self):
-        import opendp.prelude as dp
-
-        dp.enable_features("contrib")
-        self._dp = dp
+        enable_features("contrib")
 
     def _vector(self, make, metric, scale: float, size: int) -> np.ndarray:
-        dp = self._dp
         measurement = make(
-            dp.vector_domain(dp.atom_domain(T="i64")), metric(T="i64"), scale=float(scale)
+            domains.vector_domain(domains.atom_domain(T="i64")), metric(T="i64"), scale=float(scale)
         )
         return np.asarray(measurement([0] * size), dtype=np.int64)
 
     def discrete_laplace(self, scale: float, size: int) -> np.ndarray:
         """``size`` draws with ``P(z) ∝ exp(-|z| / scale)`` (int64)."""
-        return self._vector(self._dp.m.make_laplace, self._dp.l1_distance, scale, size)
+        return self._vector(measurements.make_laplace, metrics.l1_distance, scale, size)
 
     def discrete_gaussian(self, sigma: float, size: int) -> np.ndarray:
         """``size`` draws with ``P(z) ∝ exp(-z**2 / (2 sigma**2))`` (int64)."""
-        return self._vector(self._dp.m.make_gaussian, self._dp.l2_distance, sigma, size)
+        return self._vector(measurements.make_gaussian, metrics.l2_distance, sigma, size)
 
     def random_keys(self, size: int) -> np.ndarray:
         """``size`` independent uniform 64-bit keys (uint64) from the OS CSPRNG."""

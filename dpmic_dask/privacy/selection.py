@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+from opendp import domains, measurements, measures, metrics
+from opendp.mod import enable_features
 
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.costs import PURE_DP, ZCDP, PrivacyCost, measure_for
@@ -35,20 +37,17 @@ from dpmic_dask.stats.sensitivity import safe_down, safe_up
 
 
 def _opendp():
-    import opendp.prelude as dp
-
-    dp.enable_features("contrib")
-    return dp
+    enable_features("contrib")
 
 
 def _top_k_measurement(k: int, scale: float, zcdp: bool):
     """OpenDP's exact noisy top-k over float scores whose L-infinity distance is the
     input metric (not monotone: one row may move scores up and down at once)."""
-    dp = _opendp()
-    measure = dp.zero_concentrated_divergence() if zcdp else dp.max_divergence()
-    return dp.m.make_noisy_top_k(
-        dp.vector_domain(dp.atom_domain(T=float, nan=False)),
-        dp.linf_distance(T=float, monotonic=False), measure, k=k, scale=float(scale))
+    _opendp()
+    measure = measures.zero_concentrated_divergence() if zcdp else measures.max_divergence()
+    return measurements.make_noisy_top_k(
+        domains.vector_domain(domains.atom_domain(T=float, nan=False)),
+        metrics.linf_distance(T=float, monotonic=False), measure, k=k, scale=float(scale))
 
 
 def _widened(sensitivity: float) -> float:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError
 
@@ -151,7 +152,6 @@ def is_decimal(dtype) -> bool:
     arrow = arrow_type(dtype)
     if arrow is None:
         return False
-    import pyarrow as pa
 
     return bool(pa.types.is_decimal(arrow))
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.stats.kindbase import (
@@ -159,8 +161,6 @@ class TimeKind(ColumnKind):
         arrow = arrow_type(dtype)
         date = False
         if arrow is not None:
-            import pyarrow as pa
-
             tz = getattr(arrow, "tz", None)
             date = bool(pa.types.is_date(arrow))
         cast = not self.detects(dtype)
@@ -213,9 +213,6 @@ class TimeKind(ColumnKind):
         return self._cast_axis(series)
 
     def _arrow_axis(self, series):
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         arr = pa.chunked_array([pa.Array.from_pandas(series)]) if not isinstance(
             series.array, pd.arrays.ArrowExtensionArray) else pa.chunked_array(
                 series.array.__arrow_array__())

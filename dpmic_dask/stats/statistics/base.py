@@ -6,6 +6,8 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
+from dpmic_dask.stats.grids import count_layout
+
 
 class PairStatistic(ABC):
     """A statistic of a pair of columns.
@@ -49,8 +51,6 @@ class PairStatistic(ABC):
         """The count layout of this statistic alone for ``(B, c)`` (mergeable statistics)."""
         if not self.mergeable:
             raise NotImplementedError(f"{self.name} is not computed from counts")
-        from dpmic_dask.stats.grids import count_layout
-
         return count_layout(B, c, self.grids(B, c))
 
     def value(self, counts: np.ndarray, layout) -> float:

@@ -39,7 +39,7 @@ import numpy as np
 
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.stats.categories import CategoryAxis, code_bins
-from dpmic_dask.stats.grids import GridFamily
+from dpmic_dask.stats.grids import GridFamily, master_grid_family
 from dpmic_dask.stats.kernels.optimize import optimize_axis
 from dpmic_dask.stats.sensitivity import micr_sensitivity
 from dpmic_dask.stats.statistics.base import PairStatistic
@@ -153,8 +153,6 @@ class CategoricalMIC(PairStatistic):
         self.x, self.y = x, y
 
     def layout(self, B: int, c: int):  # pragma: no cover - the pair's layout is MICr's
-        from dpmic_dask.stats.grids import master_grid_family
-
         return master_grid_family(B, c)
 
     def value(self, counts: np.ndarray, layout: GridFamily) -> float:

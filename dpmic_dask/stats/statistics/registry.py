@@ -8,8 +8,12 @@ The built-in statistics register themselves in :mod:`dpmic_dask.stats.statistics
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dpmic_dask.stats.grids import count_layout
-from dpmic_dask.stats.statistics.base import PairStatistic
+
+if TYPE_CHECKING:  # pragma: no cover - annotations only: the registry holds instances
+    from dpmic_dask.stats.statistics.base import PairStatistic
 
 _REGISTRY: dict[str, PairStatistic] = {}
 
