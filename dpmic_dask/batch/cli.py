@@ -32,6 +32,7 @@ from dpmic_dask.batch.jobio import JobIOError, prepare_folder
 from dpmic_dask.batch.jobplan import job_release_plan
 from dpmic_dask.batch.jobs import load_job
 from dpmic_dask.batch.runner import deliver_job, run_job
+from dpmic_dask.batch.runpage import rebuild
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError
 from dpmic_dask.release.public_plan import explain_lines
 
@@ -267,8 +268,6 @@ def report(run_dir, debug):
       dpmic report dpmic-demo-output
       dpmic report out/run-2026-11-22--nightly.parquet
     """
-    from dpmic_dask.batch.runpage import rebuild
-
     for page in rebuild(run_dir):
         click.echo(f"wrote {page}")
 

@@ -21,6 +21,7 @@ A failure in 6 keeps the release in the journal (:class:`DeliveryError`).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable
 
 from dpmic_dask.backends import backend_for
@@ -46,6 +47,7 @@ from dpmic_dask.batch.joboutput import (
 )
 from dpmic_dask.batch.jobplan import job_cost, job_fingerprint, job_release_plan
 from dpmic_dask.batch.journal import JournaledRun, JournalEntry, find_run, record_delivery
+from dpmic_dask.batch.runpage import rows_page_path, write_result_page, write_rows_page
 from dpmic_dask.causal.discover import causal_graph
 from dpmic_dask.errors import DPMICError, InvalidParameterError, LedgerError, RunClaimedError
 from dpmic_dask.privacy.accounting import ledger_from_url
@@ -111,10 +113,6 @@ def _write_page(job, entry: JournalEntry, result, where: str, echo: Echo) -> Non
     released it, else (a delivery from the journal) from the journaled rows unless
     the page is there already. A page that cannot be written is a warning, never a
     failed delivery (the values are delivered)."""
-    from pathlib import Path
-
-    from dpmic_dask.batch.runpage import rows_page_path, write_result_page, write_rows_page
-
     path = rows_page_path(Path(where))
     title = f"Run {entry.run_id} of job {job.name}"
     if result is None and path.is_file():

@@ -34,7 +34,7 @@ import pandas as pd
 
 from dpmic_dask.causal.result import CausalGraph, CausalReport
 from dpmic_dask.errors import InvalidParameterError
-from dpmic_dask.release.htmlreport import rows_view, write_page
+from dpmic_dask.release.htmlreport import pairwise_view, rows_view, write_page
 
 #: The page's name in a run's folder.
 PAGE = "report.html"
@@ -63,8 +63,6 @@ def write_rows_page(rows: pd.DataFrame, path: Path, *, report: str | None = None
 
 def write_result_page(result, path: Path, *, title: str | None = None) -> Path:
     """The page of a pairwise result at hand (the run that released it)."""
-    from dpmic_dask.release.htmlreport import pairwise_view
-
     view = pairwise_view(result)
     if title:
         view["title"] = title

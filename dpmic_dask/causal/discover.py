@@ -23,7 +23,6 @@ precheck) are :mod:`dpmic_dask.causal.request`.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import partial
 
 import numpy as np
@@ -31,16 +30,17 @@ import numpy as np
 from dpmic_dask.backends import backend_for
 from dpmic_dask.causal.citests import g_threshold, statistic_range, tau_threshold
 from dpmic_dask.causal.copula import (
-    CopulaBudget,
-    CorrelationMargins,
     CorrelationTests,
-    combine_grids,
-    copula_bins,
     copula_correlation,
-    fine_codings,
-    grid_partition,
     pearson_matrix,
     tau_matrix,
+)
+from dpmic_dask.causal.copularun import (
+    check_rows,
+    copula_graph,
+    correlation_grids,
+    correlation_result,
+    refuse_missing_values,
 )
 from dpmic_dask.causal.decide import CausalBudget, check_shares, sensitivity
 from dpmic_dask.causal.orient import cpdag
@@ -61,15 +61,12 @@ from dpmic_dask.causal.tables import (
     combine_counts,
     count_partition,
 )
-from dpmic_dask.checks import MIN_ROWS
-from dpmic_dask.errors import InvalidDataError, InvalidParameterError, MissingValuesError
+from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon
 from dpmic_dask.privacy.costs import measure_for
 from dpmic_dask.privacy.mechanisms.base import (
     GAUSS_CI95,
     LAPLACE_CI95,
-    LATTICE,
-    MAX_NOISE_UNITS,
 )
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.charge import (
@@ -118,19 +115,6 @@ def _counter(frame, request: CausalRequest, backend, split_every, progress, pass
     return count_level
 
 
-def _check_rows(n: int) -> int:
-    if n < MIN_ROWS:
-        raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
-    return n
-
-
-def _refuse_missing(summed, request: CausalRequest) -> None:
-    if summed.missing.any():
-        cols = [request.names[j] for j in np.flatnonzero(summed.missing)]
-        raise MissingValuesError(f"column(s) {cols} contain missing values; fill them with "
-                                 "public values or drop the rows first (nothing was charged)")
-
-
 def _run(frame, request, n, backend, split_every, progress, decide, first, passes,
          causallearn=False):
     """PC on ``frame`` with ``first`` (level 0's layout and counts) already counted."""
@@ -141,7 +125,7 @@ def _run(frame, request, n, backend, split_every, progress, decide, first, passe
         if pending:
             return pending.pop()
         layout, summed = count(keys)
-        _refuse_missing(summed, request)
+        refuse_missing_values(summed, request)
         return layout, summed.counts
 
     margins = partial(Margins, n=n, test=request.test, alpha=request.alpha,
@@ -160,8 +144,8 @@ def _first_level(frame, request, backend, split_every, progress, passes):
     p = len(request.codings)
     keys = tuple(TableKey(i, j, ()) for i in range(p) for j in range(i + 1, p))
     layout, summed = _counter(frame, request, backend, split_every, progress, passes)(keys)
-    _refuse_missing(summed, request)
-    return _check_rows(int(summed.rows)), (layout, summed.counts)
+    refuse_missing_values(summed, request)
+    return check_rows(int(summed.rows)), (layout, summed.counts)
 
 
 def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_condition_size=2,
@@ -234,7 +218,7 @@ def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_conditi
             'test of continuous columns is "copula"')
     precheck_budget(ledger, dataset, measure_for(delta).total(eps, delta))
     if request.test == "copula":
-        return _copula_graph(frame, request, eps, delta, backend, split_every, progress,
+        return copula_graph(frame, request, eps, delta, backend, split_every, progress,
                              ledger, dataset, label)
     passes: list[int] = []
     n, first = _first_level(frame, request, backend, split_every, progress, passes)
@@ -298,8 +282,8 @@ def causal_graph_exact(frame, *, columns=None, alpha=0.05, max_condition_size=2,
                             max_condition_size=max_condition_size, bounds=bounds,
                             categories=categories, bins=bins, test=test)
     if request.test in ("copula", "fisherz"):
-        grids, codings = _grids(frame, request, backend, split_every, progress)
-        n = _check_rows(int(grids.rows))
+        grids, codings = correlation_grids(frame, request, backend, split_every, progress)
+        n = check_rows(int(grids.rows))
         if request.test == "copula":
             tau = tau_matrix(grids, len(codings), codings[0].size, n)
             tests = CorrelationTests(copula_correlation(tau), n, request.alpha, "copula",
@@ -310,7 +294,7 @@ def causal_graph_exact(frame, *, columns=None, alpha=0.05, max_condition_size=2,
         report = CausalReport(False, request.test, request.alpha, n, codings[0].size,
                               request.max_condition_size, passes=1, noise_scale=0.0,
                               smallest_visible=tests.smallest_visible())
-        return _correlation_result(request, tests, tau, report)
+        return correlation_result(request, tests, tau, report)
     passes: list[int] = []
     n, first = _first_level(frame, request, backend, split_every, progress, passes)
     skeleton = _run(frame, request, n, backend, split_every, progress, exact_decision, first,
@@ -352,69 +336,3 @@ def _result(request, n, skeleton, statistic, report, colliders=None) -> CausalGr
 
 # ------------------------------------------------------------------ correlation tests
 
-
-def _grids(frame, request, backend, split_every, progress):
-    """The one pass of the correlation tests: every pair's fine grid (and, for
-    ``fisherz``, the raw moments); refuses missing values."""
-    codings = fine_codings(request.codings, copula_bins(request.pairs))
-    grids = backend.reduce(frame, request.names,
-                           partial(grid_partition, codings=codings,
-                                   moments=request.test == "fisherz"),
-                           combine_grids, split_every=split_every, progress=progress)
-    _refuse_missing(grids, request)
-    return grids, codings
-
-
-def _copula_graph(frame, request, eps, delta, backend, split_every, progress, ledger,
-                  dataset, label) -> CausalGraph:
-    """The private copula release: one pass, one charge, one noisy tau matrix; PC
-    on it is post-processing."""
-    grids, codings = _grids(frame, request, backend, split_every, progress)
-    n = _check_rows(int(grids.rows))
-    warn_if_delta_large(delta, n)
-    p = len(codings)
-    budget = CopulaBudget.plan(eps, delta, p=p, n=n)
-    if budget.scale / LATTICE > MAX_NOISE_UNITS:
-        raise InvalidParameterError("the tau matrix's noise is too large to sample; raise eps")
-    factor = GAUSS_CI95 if budget.zcdp else LAPLACE_CI95
-    warn_noise_swamps_tests(budget.scale * factor, 2.0,
-                            "this causal graph's released Kendall tau values are noisy")
-    tau = tau_matrix(grids, p, codings[0].size, n)  # exact, never released as such
-    charge = charge_budget(budget.total, ledger, dataset,
-                           description=label or f"causal graph of {p} columns",
-                           mechanism="causal-pc-copula", columns=request.names)
-    with after_charge(charge):
-        released = budget.release(tau)
-    tests = CorrelationTests(copula_correlation(released), n, request.alpha, "copula",
-                             tau=released, noise_var=budget.variance)
-    detail = (f"one release of the {request.pairs} pairs' Kendall tau values; the search "
-              "is post-processing")
-    report = CausalReport(
-        True, "copula", request.alpha, n, codings[0].size, request.max_condition_size,
-        epsilon=budget.total.epsilon, delta=budget.total.delta,
-        statement=privacy_statement(budget.total, request.pairs, detail),
-        parts=(("Kendall tau matrix", budget.total.describe(), budget.scale),),
-        passes=1, noise_scale=budget.scale, smallest_visible=tests.smallest_visible())
-    return _correlation_result(request, tests, released, report)
-
-
-def _correlation_result(request, tests: CorrelationTests, tau, report) -> CausalGraph:
-    """PC-stable on the tests (no data read), the CPDAG as causal-learn orients it
-    (a v-structure when the middle column is outside every separating set of the
-    pair's level), the separating test's statistic of every removed pair."""
-    def count_level(keys):
-        return keys, None
-
-    def margins(keys, _):
-        return CorrelationMargins(keys, tests)
-
-    skeleton = pc_skeleton(len(request.codings), count_level=count_level,
-                           decide=exact_decision, max_level=request.max_condition_size,
-                           margins=margins)
-    report = replace(report, levels=tuple(skeleton.levels))
-    removed = {pair: tests.zscore(pair[0], pair[1], cond)
-               for pair, cond in skeleton.separating_sets.items()}
-    graph = cpdag(skeleton.adjacency, skeleton.separating_union)
-    extra = {"tau": tau, "correlation": tests.r, "removed": removed}
-    return CausalGraph(request.names, graph, dict(skeleton.separating_sets),
-                       dict(skeleton.last_statistic), report, extra)

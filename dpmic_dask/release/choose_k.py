@@ -41,6 +41,7 @@ import numpy as np
 
 from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.errors import DPMICError, InvalidParameterError
+from dpmic_dask.release.public_plan import Plan, _noise_at
 from dpmic_dask.release.rowcount import plan_row_count
 from dpmic_dask.release.unitbase import passes_at
 
@@ -70,8 +71,6 @@ def check_tolerance(tolerance) -> float:
 def release_of(release, unit: tuple[str, ...]):
     """The planned release behind ``release`` (a :class:`Plan` per ``unit``), checked
     before anything is read or charged."""
-    from dpmic_dask.release.public_plan import Plan
-
     if not isinstance(release, Plan):
         raise InvalidParameterError(
             "release must be a plan: frame.dpmic.plan(eps, ..., privacy_unit=unit, "
@@ -127,8 +126,6 @@ def kept_rows(noisy: np.ndarray, grid: np.ndarray, scale: float) -> np.ndarray:
 def noise_at(planned, k: int, n0: int):
     """The values' noise plan of ``planned`` released per unit with ``k`` rows per
     unit at ``n0`` public rows (what ``Plan.explain(rows=n0)`` says at that ``k``)."""
-    from dpmic_dask.release.public_plan import _noise_at
-
     units = dataclasses.replace(planned.units, k=int(k))
     return _noise_at(dataclasses.replace(planned, units=units), int(n0))
 

@@ -27,7 +27,6 @@ from functools import partial
 from dpmic_dask.backends import backend_for
 from dpmic_dask.checks import MIN_ROWS, refuse_missing
 from dpmic_dask.errors import InvalidDataError
-from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.privacy.partition_selection import (
     candidate_threshold,
     select_candidates,
@@ -40,23 +39,10 @@ from dpmic_dask.release.bounding import (
     refuse_mixed_units,
     rows_and_missing,
 )
-from dpmic_dask.release.bounds_check import (
-    BoundsCheck,
-    BoundsCheckPlan,
-    _add,
-    _show,
-    check_partition,
-    read_check,
-)
+from dpmic_dask.release.boundsteps import BoundsStep, CheckStep
 from dpmic_dask.release.category_counts import add_passes
 from dpmic_dask.release.category_counts import first_pass as categories_pass
 from dpmic_dask.release.category_counts import occurring as count_occurring
-from dpmic_dask.release.histograms import (
-    bounds_counts,
-    bounds_release,
-    noisy_histograms,
-    refine_counts,
-)
 from dpmic_dask.release.private_categories import (
     PrivateCategoriesPlan,
     chosen_axis,
@@ -272,110 +258,6 @@ class CategoriesStep:
                      "released n0")
         return (f"{step.describe()} (noise scale {step.scale:.4g} on each count, threshold "
                 f"{shown}{limit})")
-
-
-class CheckStep:
-    """The check of public bounds (:mod:`dpmic_dask.release.bounds_check`).
-
-    Before the charge: one pass (each checked column's histogram over its public
-    bounds, the row count, missing values refused). After it: the noise and the
-    findings, shown as warnings and kept for the report."""
-
-    name = "bounds check"
-    label = "bounds-check"
-
-    def __init__(self, plan: BoundsCheckPlan):
-        self.plan = plan
-        self.hists = None
-
-    @property
-    def cost(self):
-        return self.plan.cost
-
-    def before(self, run: Run) -> None:
-        step = self.plan
-        columns, fill = run.numeric()
-        checked = tuple(columns.index(name) for name in step.columns)
-        self.hists, rows, missing = backend_for(run.frame).reduce(
-            run.frame, columns,
-            partial(check_partition, columns=columns, checked=checked, bounds=step.bounds,
-                    fill=fill),
-            _add, split_every=run.split_every, progress=run.progress)
-        if fill is None:
-            refuse_missing(columns, missing)
-        run.seen(rows)
-
-    def after(self, run: Run, charge) -> None:
-        step = self.plan
-        noisy, scale = noisy_histograms(list(self.hists), step.eps_column, step.sensitivity)
-        checks = {c: read_check(h, b, scale)
-                  for c, h, b in zip(step.columns, noisy, step.bounds)}
-        found = BoundsCheck(
-            bounds=dict(zip(step.columns, step.bounds)),
-            histograms={c: tuple(int(x) for x in h) for c, h in zip(step.columns, noisy)},
-            checks=checks, noise_scale=scale, epsilon_per_column=step.eps_column,
-            cost=step.cost, kinds=dict(step.kinds), seeded=not active_sampler().secure)
-        _show(found.message(c) for c in found.wide)  # post-processing of released counts
-        run.found["bounds_check"] = found
-
-    def describe(self, run: Run) -> str:
-        return self.plan.describe()
-
-
-class BoundsStep:
-    """Private bounds (:mod:`dpmic_dask.release.private_bounds`).
-
-    Before the charge: the first pass (each private column's histogram on its
-    fixed grid, the row count, missing values refused). After it: the bounds read
-    off the noisy histograms (and a refining pass), given to the values."""
-
-    name = "private bounds"
-    label = "bounds-hist"
-
-    def __init__(self, planned):
-        self.planned = planned
-        self.counts = None
-
-    @property
-    def cost(self):
-        """Inside the values' part: private bounds and the values share it."""
-        return self.planned.total
-
-    def before(self, run: Run) -> None:
-        plan, request = self.planned.bounds, run.request
-        read = tuple(c for c in run.read() if c not in run.raw)
-        fills = None
-        if request.fill is not None:
-            given = dict(zip(request.columns, request.fill))
-            if plan.fill is not None:
-                given.update(zip(plan.columns, plan.fill))
-            fills = tuple(given[name] for name in read)
-        self.counts, rows = bounds_counts(run.frame, backend_for(run.frame), plan, read, fills,
-                                          run.split_every, run.progress,
-                                          min_rows=run.unit_k is None)
-        run.seen(rows)
-        if run.unit_k is None:
-            plan.warn_if_blind(public_rows(request, int(rows)))
-
-    def after(self, run: Run, charge) -> None:
-        planned = self.planned
-        recount = partial(refine_counts, run.frame, backend_for(run.frame), planned.bounds,
-                          run.split_every, run.progress)
-        found = bounds_release(self.counts, run.public, planned.bounds, charge.charge_id,
-                               recount)
-        # only the columns whose bounds were asked private: every other column keeps
-        # the bounds the steps before left it (a categorical column chosen privately
-        # has its chosen list's, not the worst case's the plan's placeholder holds)
-        private = set(planned.bounds.columns)
-        final = {c: found.bounds.get(c, planned.placeholder[c]) for c in planned.spec
-                 if c in private}
-        run.request = dataclasses.replace(run.request, bounds=tuple(
-            tuple(map(float, final[c])) if c in final else b
-            for c, b in zip(run.request.columns, run.request.bounds)))
-        run.found["private_bounds"] = found
-
-    def describe(self, run: Run) -> str:
-        return self.planned.bounds.describe()
 
 
 def front_steps(plan) -> list:

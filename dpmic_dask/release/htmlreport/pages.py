@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
+
 import dpmic_dask.release.htmlreport.svg as svg
 from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.privacy.statement import privacy_statement
@@ -153,8 +155,6 @@ def rows_view(table, report: str | None = None, title: str | None = None) -> dic
     """The page of a delivered run, from its released rows alone (a run's file or
     ``results.csv``: ``x, y, mic, ci95, within_noise`` and the run's columns) and,
     when present, its report text."""
-    import pandas as pd
-
     first = table.iloc[0] if len(table) else pd.Series(dtype=object)
     pairs = []
     for row in table.itertuples(index=False):

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import dpmic_dask.release.htmlreport.svg as svg
 from dpmic_dask._version import __version__
 from dpmic_dask.release.reportlines import report_lines, spectral_order
@@ -117,7 +119,6 @@ def _pairs_map(columns, pairs: list[dict]) -> dict:
     with many columns, an order that places related columns together."""
     columns = list(columns)
     if len(columns) > svg.CELL_TEXT_LIMIT:
-        import numpy as np
 
 
         where = {c: k for k, c in enumerate(columns)}
