@@ -52,9 +52,8 @@ from dpmic_dask.causal.discover import causal_graph
 from dpmic_dask.errors import DPMICError, InvalidParameterError, LedgerError, RunClaimedError
 from dpmic_dask.privacy.accounting import ledger_from_url
 from dpmic_dask.privacy.ledger import SQLLedger
-from dpmic_dask.release.charge import precheck_budget
+from dpmic_dask.release.charge import check_ledger_unit, precheck_budget
 from dpmic_dask.release.executor import run_release
-from dpmic_dask.release.units import check_ledger_unit
 
 Echo = Callable[..., None]
 

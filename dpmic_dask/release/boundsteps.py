@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 from functools import partial
-from typing import TYPE_CHECKING
 
 from dpmic_dask.backends import backend_for
 from dpmic_dask.checks import refuse_missing
@@ -24,10 +23,8 @@ from dpmic_dask.release.histograms import (
     noisy_histograms,
     refine_counts,
 )
+from dpmic_dask.release.runstate import Run
 from dpmic_dask.release.stages import public_rows
-
-if TYPE_CHECKING:
-    from dpmic_dask.release.steps import Run
 
 
 class CheckStep:

@@ -41,8 +41,9 @@ import numpy as np
 
 from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.errors import DPMICError, InvalidParameterError
-from dpmic_dask.release.public_plan import Plan, _noise_at
+from dpmic_dask.release.plan import ReleasePlan
 from dpmic_dask.release.rowcount import plan_row_count
+from dpmic_dask.release.unitbase import noise_at as values_noise_at
 from dpmic_dask.release.unitbase import passes_at
 
 #: The default ``tolerance``: less clipping for at most 10% more noise.
@@ -71,11 +72,11 @@ def check_tolerance(tolerance) -> float:
 def release_of(release, unit: tuple[str, ...]):
     """The planned release behind ``release`` (a :class:`Plan` per ``unit``), checked
     before anything is read or charged."""
-    if not isinstance(release, Plan):
+    planned = getattr(release, "planned", None)  # a public Plan's release plan
+    if not isinstance(planned, ReleasePlan):
         raise InvalidParameterError(
             "release must be a plan: frame.dpmic.plan(eps, ..., privacy_unit=unit, "
             "max_rows_per_unit=any k), the release k is chosen for")
-    planned = release._planned
     if planned.units is None:
         raise InvalidParameterError("release must be planned per unit (privacy_unit=..., "
                                     "max_rows_per_unit=any k)")
@@ -127,7 +128,7 @@ def noise_at(planned, k: int, n0: int):
     """The values' noise plan of ``planned`` released per unit with ``k`` rows per
     unit at ``n0`` public rows (what ``Plan.explain(rows=n0)`` says at that ``k``)."""
     units = dataclasses.replace(planned.units, k=int(k))
-    return _noise_at(dataclasses.replace(planned, units=units), int(n0))
+    return values_noise_at(dataclasses.replace(planned, units=units), int(n0))
 
 
 def predict(noisy: np.ndarray, grid: np.ndarray, planned, *, scale: float,

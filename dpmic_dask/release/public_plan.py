@@ -11,13 +11,10 @@ release, charged again). ``pairwise(...)`` is ``plan(...).release()``.
 
 from __future__ import annotations
 
-import warnings
-
 from dpmic_dask.errors import DPMICError
 from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.release.executor import run_release
-from dpmic_dask.release.stages import check_plan, check_selected_plan
-from dpmic_dask.release.unitbase import per_unit
+from dpmic_dask.release.unitbase import noise_at
 from dpmic_dask.stats.kinds import format_bounds
 
 #: Row counts at which the noise is shown when the plan has no public one.
@@ -37,6 +34,11 @@ class Plan:
         """The one charge the release makes (typed: pure ``epsilon``, or zCDP ``rho``
         with its ``(epsilon, delta)``)."""
         return self._planned.cost
+
+    @property
+    def planned(self):
+        """The :class:`~dpmic_dask.release.plan.ReleasePlan` behind this plan."""
+        return self._planned
 
     @property
     def steps(self) -> tuple[str, ...]:
@@ -154,28 +156,13 @@ def _noise_lines(planned, rows: int | None) -> list[str]:
     out = []
     for n in sizes:
         try:
-            noise = _noise_at(planned, n)
+            noise = noise_at(planned, n)
         except DPMICError as exc:
             out.append(f"n = {n:,}: refused at this size ({exc})")
             continue
         out.append(f"n = {n:,}: {noise.mechanism}, noise scale {noise.noise_scale:.4g}, "
                    f"ci95 +/-{noise.ci95:.3g} (B = {noise.B:g}, c = {noise.c})")
     return [f"({said})", *out]
-
-
-def _noise_at(planned, n: int):
-    """The values' noise plan at ``n`` public rows (per unit: ``n0 = n``)."""
-    request, selection = planned.request, planned.selection
-    if planned.units is not None:
-        request, selection = per_unit((request, selection), planned.units.k, n)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if selection is None:
-            B, c = check_plan(request, n)
-            return request.mechanism.calibrate(n=n, pairs=request.n_pairs, B=B, c=c)
-        B, c, _ = check_selected_plan(request, selection, n)
-        published = max(1, selection.selection.most(request.n_pairs))
-        return selection.release.calibrate(n=n, pairs=published, B=B, c=c)
 
 
 __all__ = ["Plan", "explain_lines"]

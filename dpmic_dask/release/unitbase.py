@@ -107,5 +107,20 @@ def unit_privacy_statement(statement: str, units: UnitsPlan) -> str:
     return said
 
 
-__all__ = ["UnitsPlan", "check_inner", "mechanisms_of", "passes_at", "per_unit",
+def noise_at(planned, n: int):
+    """The values' noise plan at ``n`` public rows (per unit: ``n0 = n``)."""
+    request, selection = planned.request, planned.selection
+    if planned.units is not None:
+        request, selection = per_unit((request, selection), planned.units.k, n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if selection is None:
+            B, c = check_plan(request, n)
+            return request.mechanism.calibrate(n=n, pairs=request.n_pairs, B=B, c=c)
+        B, c, _ = check_selected_plan(request, selection, n)
+        published = max(1, selection.selection.most(request.n_pairs))
+        return selection.release.calibrate(n=n, pairs=published, B=B, c=c)
+
+
+__all__ = ["UnitsPlan", "check_inner", "mechanisms_of", "noise_at", "passes_at", "per_unit",
            "unit_privacy_statement"]
