@@ -185,3 +185,25 @@ def test_candidates_per_unit_are_kept_with_the_probability_of_k_over_eps_column(
     assert kept_pvalue(kept, trials, expected(scale)) > ALPHA, (kept / trials, expected(scale))
     for wrong in (0.7, 1.3):
         assert kept_pvalue(kept, trials, expected(wrong * scale)) < ALPHA, (wrong, kept / trials)
+
+
+def test_every_step_per_unit_reads_at_most_k_rows_of_each_unit():
+    """Bounding runs in front of every step: with 20 rows per unit and k = 2, the
+    released row count, the categories' counts and the check's histograms are of
+    2 rows per unit (an unbounded table would show ten times as many)."""
+    gen = np.random.default_rng(5)  # test data only
+    units, per, k = 1_500, 20, 2
+    x = np.repeat(gen.uniform(0, 1, units), per)
+    frame = pd.DataFrame({"cid": np.repeat(np.arange(units), per), "x": x,
+                          "y": x + gen.normal(0, 0.05, x.size),
+                          "g": pd.Series(np.where(x < 0.5, "a", "b"), dtype=object)})
+    result = frame.dpmic.pairwise(
+        8.0, bounds={"x": (0, 1), "y": (-1, 2)}, columns=["x", "y", "g"],
+        categories={"g": {"private": ["a", "b"]}}, bounds_check=0.2, privacy_unit="cid",
+        max_rows_per_unit=k, ledger=dm.InMemoryLedger(uncapped=True))
+    bounded = units * k
+    assert abs(result.privacy.rows_noisy - bounded) < 0.2 * bounded
+    assert result.privacy.rows_lower_bound <= bounded
+    for column in ("x", "y"):  # each histogram holds the bounded rows, up to its noise
+        total = sum(result.bounds_check.histograms[column])
+        assert abs(total - bounded) < 0.2 * bounded, (column, total)
