@@ -346,7 +346,11 @@ class BoundsStep:
                           run.split_every, run.progress)
         found = bounds_release(self.counts, run.public, planned.bounds, charge.charge_id,
                                recount)
-        final = {c: found.bounds.get(c, planned.placeholder[c]) for c in planned.spec}
+        # only the columns this step released: every other column keeps the bounds
+        # the request has now (a categorical column's were set by the choice of its
+        # categories, in front of this step; the plan's placeholder is its worst case)
+        final = {c: found.bounds.get(c, planned.placeholder[c])
+                 for c in planned.bounds.columns}
         run.request = dataclasses.replace(run.request, bounds=tuple(
             tuple(map(float, final[c])) if c in final else b
             for c, b in zip(run.request.columns, run.request.bounds)))
