@@ -12,3 +12,15 @@ def peak_rss_bytes() -> int:
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) * 1024
     return 0
+
+
+def reset_peak_rss() -> bool:
+    """Reset this process's peak resident memory to its current one (Linux: ``5`` to
+    ``/proc/self/clear_refs``), so that a later :func:`peak_rss_bytes` is the peak
+    since this call; False where that is not possible."""
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+    except OSError:
+        return False
+    return True
