@@ -75,7 +75,7 @@ class Job:
     nulls: str = "raise"
     statistics: tuple = ("mic",)
     bounds_share: float | None = None
-    bounds_check: float | None = None
+    bounds_check: float | str | bool | None = None
     output_path: str | None = None
     output_format: str = "parquet"
     output_sql_url: str | None = None

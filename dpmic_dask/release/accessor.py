@@ -47,7 +47,7 @@ class DPMICAccessor:
                  task_memory=DEFAULT_TASK_MEMORY, statistics=("mic",),
                  bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
                  privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True,
-                 bounds_check=None):
+                 bounds_check="auto"):
         """Release the private MIC of every pair of columns, once.
 
         Parameters
@@ -100,15 +100,17 @@ class DPMICAccessor:
             (undefined for unordered categories). Categories inferred from the data
             (a ``category`` dtype's own) are never used: a string or ``category``
             column without a list is refused before anything is read.
-        bounds_check : float in (0, 1), optional
+        bounds_check : "auto", float in (0, 1), or None
             Check the public bounds privately with this share of ``eps`` (e.g.
             0.05; the rest goes to the release, one charge): a noisy 16-bin
             histogram of each numeric or time column over its bounds. Bounds far
-            wider than the values (99% of rows in at most a quarter of the range)
-            are reported with a :class:`~dpmic_dask.errors.BoundsWarning` and in
-            ``report()``, with tighter bounds to consider; ``result.bounds_check``
-            holds the released histograms. Default: off (``report()`` says the
-            bounds were not checked).
+            wider than the values (99% of rows in at most a quarter of the range,
+            or every row in an edge bin) are reported with a
+            :class:`~dpmic_dask.errors.BoundsWarning` and in ``report()``, with
+            tighter bounds to consider; ``result.bounds_check`` holds the released
+            histograms. Default ``"auto"``: at row level, a check with 2% of the
+            budget where the public row count is large enough for it to speak
+            (``report()`` says which); per unit, off. ``None``: off.
         kinds : dict {column: kind}, optional
             The kind of a column whose dtype does not say it, e.g. ``{"ts":
             "timestamp"}`` for strings, ``{"ts": ("timestamp", "s")}`` (or ``{"ts":
@@ -172,7 +174,7 @@ class DPMICAccessor:
              nulls="raise", fill=None, split_every=DEFAULT_SPLIT_EVERY, label=None,
              task_memory=DEFAULT_TASK_MEMORY, statistics=("mic",), bounds_share=None,
              coverage=0.99, domain=None, kinds=None, min_rows=None, privacy_unit=None,
-             max_rows_per_unit=None, categories=None, refine=True, bounds_check=None,
+             max_rows_per_unit=None, categories=None, refine=True, bounds_check="auto",
              top_k=None, threshold=None, max_pairs=None, select_share=0.5, screen_B="auto"):
         """Plan a release without reading or charging anything.
 
@@ -217,7 +219,7 @@ class DPMICAccessor:
                   label=None, task_memory=DEFAULT_TASK_MEMORY, statistics=("mic",),
                   bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
                  privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True,
-                 bounds_check=None):
+                 bounds_check="auto"):
         """Privately choose the ``k`` most related pairs, then release their values.
 
         The budget does not grow with the number of pairs: the noisy top-``k``
@@ -269,7 +271,7 @@ class DPMICAccessor:
                     task_memory=DEFAULT_TASK_MEMORY, statistics=("mic",),
                     bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
                  privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True,
-                 bounds_check=None):
+                 bounds_check="auto"):
         """Privately find pairs whose MICr exceeds a public ``threshold``, then release
         their values.
 

@@ -22,6 +22,8 @@ are reported as far wider than the values, with the run's edges as a suggestion.
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from dataclasses import dataclass, field
 
@@ -49,9 +51,36 @@ NARROW = 0.25
 #: about half a scale on average, cannot pass for the data's tail).
 MIN_TOTAL_SCALES = 200
 
-def check_bounds_check(share, name: str = "bounds_check") -> float | None:
-    """``None`` (off), or the share of the release's budget: a number in (0, 1)."""
-    return None if share is None else check_share(share, name)
+#: ``bounds_check="auto"`` (the default): the share the check takes where it can
+#: speak (2% of the budget: the values' noise grows by about 2%), and nothing
+#: where it cannot (docs/parameters.md, "The check of public bounds").
+AUTO = "auto"
+AUTO_SHARE = 0.02
+
+
+def check_bounds_check(share, name: str = "bounds_check") -> float | str | None:
+    """``None`` or ``False`` (off), ``"auto"``, or the share of the release's
+    budget: a number in (0, 1)."""
+    if share is None or share is False:
+        return None
+    if isinstance(share, str) and share == AUTO:
+        return AUTO
+    return check_share(share, name)
+
+
+def speaks_at(plan: BoundsCheckPlan, rows: int) -> bool:
+    """Whether the check of ``plan`` can say anything at ``rows`` public rows: the
+    noisy total must reach :data:`MIN_TOTAL_SCALES` noise scales (a public rule)."""
+    return rows >= MIN_TOTAL_SCALES * plan.scale
+
+
+def auto_lines(rows: int, plan: BoundsCheckPlan) -> str:
+    """The report's line when ``"auto"`` left the check off at ``rows`` rows."""
+    need = MIN_TOTAL_SCALES * plan.scale
+    return (f"Public bounds: used as given, not checked (bounds_check='auto' checks them with "
+            f"{plan.share:.0%} of the budget from about {need:,.0f} rows at this budget; "
+            f"this release has {rows:,}). bounds_check=<share> checks them at any size; "
+            "bounds_check=None turns this off.")
 
 
 @dataclass(frozen=True)
@@ -239,10 +268,16 @@ class BoundsCheck:
     def message(self, column) -> str:
         found = self.checks[column]
         a, b = self.formatted(column, found.edges)
+        first, last = found.run
+        edge = ""
+        if first == 0 or last == self.bins - 1:  # the mass is at a bound
+            lo, hi = self.formatted(column, self.bounds[column])
+            edge = (f", at its {'lower' if first == 0 else 'upper'} bound: values beyond "
+                    f"{lo if first == 0 else hi} would be clamped there and look the same")
         return (f"column {column}: its public bounds look at least {found.ratio:.3g}x wider "
                 f"than its values (the private check puts {COVERAGE:.0%} of rows in "
-                f"{a}..{b}); MIC is lower than tighter bounds would give; consider bounds "
-                f"{a}..{b}")
+                f"{a}..{b}{edge}); MIC is lower than tighter bounds would give; consider "
+                f"bounds {a}..{b}")
 
     def lines(self) -> list[str]:
         """The report's lines: what was checked and what it found."""
@@ -265,13 +300,24 @@ def _show(messages) -> None:
     """Each message as a :class:`BoundsWarning` pointing at the caller's line
     (``frame.dpmic.pairwise(...)``), never raised: after the charge nothing may
     refuse, even under a warnings-as-errors filter."""
+    level = _caller_level()
     for message in messages:
         try:
-            warnings.warn(message, BoundsWarning, stacklevel=6)
+            warnings.warn(message, BoundsWarning, stacklevel=level)
         except BoundsWarning:
             with warnings.catch_warnings():
                 warnings.simplefilter("always", BoundsWarning)
-                warnings.warn(message, BoundsWarning, stacklevel=6)
+                warnings.warn(message, BoundsWarning, stacklevel=level)
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside the package (the user's call),
+    counted from :func:`_show`'s caller of ``warnings.warn``."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 __all__ = ["CHECK_BINS", "COVERAGE", "MIN_TOTAL_SCALES", "NARROW", "BoundsCheck",

@@ -28,8 +28,10 @@ from __future__ import annotations
 import dataclasses
 import warnings
 
+from dpmic_dask.backends import backend_for
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.bounding import BoundedFrame, unit_label
+from dpmic_dask.release.bounds_check import auto_lines, speaks_at
 from dpmic_dask.release.charge import after_charge, charge_budget, precheck_budget
 from dpmic_dask.release.pipeline import release_pairs, release_selected
 from dpmic_dask.release.results import PairwiseResult
@@ -47,11 +49,15 @@ def run_release(frame, plan, *, ledger=None, dataset=None, progress=None) -> Pai
         kinds = {c: k for c, k in (plan.kinds or {}).items() if c not in raw}
         frame = axis_frame(frame, kinds, drop=plan.drop,
                            keep=plan.units.unit if plan.units is not None else ())
+    note = None
+    if plan.auto_check is not None:  # bounds_check="auto": on where it can speak
+        precheck_budget(ledger, dataset, plan.cost)
+        plan, note = _auto_check(frame, plan)
     steps = front_steps(plan)
     if not steps:
         result = _values(frame, plan.request, plan.selection, ledger=ledger, dataset=dataset,
                          progress=progress)
-        return _in_kinds(result, plan, None)
+        return _in_kinds(dataclasses.replace(result, bounds_note=note), plan, None)
     run = Run(frame, plan.request, plan.selection, plan.bounds,
               plan.request.split_every, progress,
               raw=plan.private_categories.unknown if plan.private_categories else ())
@@ -82,7 +88,20 @@ def run_release(frame, plan, *, ledger=None, dataset=None, progress=None) -> Pai
         values_frame = run.frame if run.unit_k is None else BoundedFrame(run.frame, run.n0)
         result = _values(values_frame, values_request, selection, charge=charge,
                          progress=progress)
-    return _in_kinds(_report(result, plan, steps, run), plan, run)
+    result = dataclasses.replace(_report(result, plan, steps, run), bounds_note=note)
+    return _in_kinds(result, plan, run)
+
+
+def _auto_check(frame, plan):
+    """``bounds_check="auto"``: the plan with the check where it can speak at the
+    public row count (row level: the row count, or ``min_rows`` after dropping
+    nulls), else the plan without it and the report's line saying why."""
+    checked = plan.auto_check
+    rows = (plan.request.min_rows if plan.drop
+            else backend_for(frame).row_count(frame, plan.request.columns))
+    if speaks_at(checked.bounds_check, rows):
+        return checked, None
+    return dataclasses.replace(plan, auto_check=None), auto_lines(rows, checked.bounds_check)
 
 
 def _values(frame, request, selection, *, ledger=None, dataset=None, progress=None,

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from dpmic_dask.checks import MIN_ROWS
-from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.errors import DPMICError, InvalidParameterError
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon
 from dpmic_dask.privacy.costs import PrivacyCost, column_epsilon, split_front
 from dpmic_dask.privacy.mechanisms import mechanism_supports
@@ -29,7 +29,12 @@ from dpmic_dask.privacy.partition_selection import (
     candidate_scale,
 )
 from dpmic_dask.privacy.selection import SelectionPlan, selection_rule
-from dpmic_dask.release.bounds_check import check_bounds_check, plan_bounds_check
+from dpmic_dask.release.bounds_check import (
+    AUTO,
+    AUTO_SHARE,
+    check_bounds_check,
+    plan_bounds_check,
+)
 from dpmic_dask.release.private_bounds import PrivateBoundsPlan, plan_private_bounds
 from dpmic_dask.release.private_categories import (
     CATEGORIES_SHARE,
@@ -42,7 +47,7 @@ from dpmic_dask.release.private_categories import (
 from dpmic_dask.release.request import API_NAMES, ArgumentNames, ReleaseRequest, pairwise_request
 from dpmic_dask.release.selected import selection_request
 from dpmic_dask.release.stages import check_category_grids
-from dpmic_dask.stats.categories import category_kinds
+from dpmic_dask.stats.categories import PRIVATE, category_kinds
 from dpmic_dask.stats.kinds import axis_arguments
 from dpmic_dask.stats.sensitivity import safe_down
 
@@ -75,6 +80,11 @@ class ReleasePlan:
     release_part: PrivacyCost | None = None
     #: Lines the report gives about steps that were asked for and do nothing here.
     notes: tuple = ()
+    #: ``bounds_check="auto"``: the same release with a check of its public bounds
+    #: (``AUTO_SHARE`` of the budget), run instead of this plan when the public row
+    #: count is large enough for the check to speak (row level only: per unit the
+    #: row count is private).
+    auto_check: ReleasePlan | None = None
 
     @property
     def cost(self) -> PrivacyCost:
@@ -168,6 +178,15 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
     categories, private = split_private(categories)
     unknown = tuple(c for c, listed in private.items() if listed is UNKNOWN)
     check_share = check_bounds_check(bounds_check, names.bounds_check)
+    if check_share == AUTO:
+        return _plan_auto(schema, eps, bounds=bounds, columns=columns, delta=delta,
+                          mechanism=mechanism, select=select, bounds_share=bounds_share,
+                          coverage=coverage, domain=domain, refine=refine, nulls=nulls,
+                          fill=fill, label=label, statistics=statistics, B=B, c=c,
+                          names=names, kinds=kinds, min_rows=min_rows,
+                          categories=categories if not private else
+                          {**(categories or {}), **_as_given(private)},
+                          budget=budget, unit_k=unit_k, **sizing)
     checkable = check_share is not None and bool(checkable_columns(
         schema, bounds, columns, categories, private, kinds))
     total = budget
@@ -230,6 +249,31 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
         planned = dataclasses.replace(planned, total=total, release_part=fronts.rest)
     return dataclasses.replace(planned, kinds=axis.kinds,
                                drop=planned.request.columns if drop_rows else None)
+
+
+def _as_given(private: dict) -> dict:
+    """Private category entries as the caller spelled them (split_private's inverse)."""
+    return {c: (PRIVATE if listed is UNKNOWN else {PRIVATE: listed})
+            for c, listed in private.items()}
+
+
+def _plan_auto(schema, eps, *, unit_k, **arguments) -> ReleasePlan:
+    """``bounds_check="auto"``: the plan without a check, and beside it (row level,
+    with public bounds to check) the same release with a check of
+    :data:`AUTO_SHARE`, which the executor runs instead where the check can speak at
+    the public row count."""
+    off = plan_release(schema, eps, bounds_check=None, unit_k=unit_k, **arguments)
+    if unit_k is not None:
+        return dataclasses.replace(off, notes=(*off.notes, (
+            "Public bounds: used as given, not checked (per unit the row count is private, "
+            "so bounds_check='auto' does not check them; bounds_check=<share> does).")))
+    try:
+        on = plan_release(schema, eps, bounds_check=AUTO_SHARE, unit_k=unit_k, **arguments)
+    except DPMICError:  # a check this small cannot be sampled here: no check
+        return off
+    if on.bounds_check is None:  # nothing to check
+        return off
+    return dataclasses.replace(off, auto_check=on)
 
 
 class FrontSplit:

@@ -31,6 +31,9 @@ def report_lines(result) -> list[str]:
     found = getattr(result, "bounds_check", None)
     if found is not None:
         return found.lines()
+    note = getattr(result, "bounds_note", None)
+    if note:
+        return [note]
     private = result.private_bounds
     bounded = set(result.columns) - set(getattr(result, "private_categories", None) or {})
     if private is not None and bounded <= set(private.bounds):

@@ -65,6 +65,9 @@ class PairwiseResult(ReportFields):
     #: The private check of public bounds (``bounds_check=``), a
     #: :class:`~dpmic_dask.release.bounds_check.BoundsCheck`; ``None`` when off.
     bounds_check: object | None = None
+    #: Why the public bounds were not checked, when ``bounds_check="auto"`` left
+    #: the check off (the report says it instead of the generic line).
+    bounds_note: str | None = None
 
     def companion(self, statistic: str) -> Companion:
         """The released companion statistic called ``statistic`` (e.g. ``"tau"``)."""

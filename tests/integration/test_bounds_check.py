@@ -65,7 +65,7 @@ def test_tight_bounds_are_not_reported(amounts):
 
 
 def test_without_the_check_the_report_says_the_bounds_were_not_checked(amounts):
-    result, seen = release(amounts, {"amount": (0, 10000), "wave": (-2, 2)})
+    result, seen = release(amounts, {"amount": (0, 10000), "wave": (-2, 2)}, bounds_check=None)
     assert not seen and result.bounds_check is None
     lines = result.report().splitlines()
     assert UNCHECKED in lines and "bounds_check" in UNCHECKED
@@ -199,6 +199,7 @@ def test_a_job_file_checks_its_bounds(job_setup):
     ("[bounds]\ncheck = 1.5\n", "bounds.check must be a number between 0 and 1"),
     ('[bounds]\ncheck = "5%"\n', "bounds.check must be a number between 0 and 1"),
     ("[bounds]\ncheck = true\n", "bounds.check must be a number between 0 and 1"),
+    ('[bounds]\ncheck = "on"\n', 'or "auto" (the default), or false (off)'),
     ("[bounds]\nchek = 0.05\n", "unknown key bounds.chek"),
 ])
 def test_a_bad_bounds_check_key_is_refused_with_one_line(job_setup, section, message):

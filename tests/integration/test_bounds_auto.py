@@ -1,0 +1,77 @@
+"""``bounds_check="auto"`` (the default): the public bounds are checked with 2% of
+the budget where the public row count lets the check speak, not otherwise, and
+the report says which."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpmic_dask as dm
+from dpmic_dask.errors import BoundsWarning
+from dpmic_dask.release.bounds_check import AUTO_SHARE, MIN_TOTAL_SCALES
+from dpmic_dask.release.results import UNCHECKED
+
+
+def table(n=20_000, low=0.0, high=1.0, seed=0):
+    gen = np.random.default_rng(seed)  # test data only
+    x = gen.uniform(low, high, n)
+    return pd.DataFrame({"cid": gen.integers(0, n // 4, n), "x": x,
+                         "y": x + gen.normal(0, 0.05 * (high - low), n)})
+
+
+def release(frame, eps, **options):
+    ledger = dm.InMemoryLedger(uncapped=True)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        result = frame.dpmic.pairwise(eps, bounds={"x": (0, 100), "y": (-1, 102)},
+                                      columns=["x", "y"], ledger=ledger, **options)
+    (charge,) = ledger.charges()
+    return result, charge, [w for w in seen if issubclass(w.category, BoundsWarning)]
+
+
+def test_where_the_check_can_speak_it_runs_with_two_percent_of_the_budget():
+    # eps 20, two columns: each column's check has eps 0.2, scale 10 counts, and
+    # speaks from 200 scales = 2,000 rows; 20,000 rows are enough
+    result, charge, warned = release(table(), 20.0)
+    assert result.bounds_check is not None and charge.cost.epsilon == 20.0
+    assert result.bounds_check.noise_scale == pytest.approx(2 / (AUTO_SHARE * 20 / 2))
+    assert result.privacy.release_cost.epsilon == pytest.approx(20 * (1 - AUTO_SHARE))
+    assert charge.mechanism.startswith("bounds-check+")
+    assert any("y:" in str(w.message) for w in warned)  # y is in -0.2..1.2 of -1..102
+
+
+def test_where_it_cannot_speak_it_is_off_and_the_report_says_why():
+    result, charge, warned = release(table(), 1.0)  # needs 200 * 200 = 40,000 rows
+    assert result.bounds_check is None and not warned
+    assert charge.mechanism == "micr-lap" and result.privacy.epsilon == 1.0
+    report = result.report()
+    assert "bounds_check='auto' checks them with 2% of the budget from about 40,000 rows" \
+        in report and "this release has 20,000" in report and UNCHECKED not in report
+    need = MIN_TOTAL_SCALES * 2 / (AUTO_SHARE * 1.0 / 2)
+    assert need == pytest.approx(40_000)
+
+
+def test_none_turns_it_off_and_a_share_forces_it():
+    off, charge, warned = release(table(), 20.0, bounds_check=None)
+    assert off.bounds_check is None and not warned and charge.mechanism == "micr-lap"
+    assert UNCHECKED in off.report()
+    forced, _, _ = release(table(), 1.0, bounds_check=0.05)
+    assert forced.bounds_check is not None
+
+
+def test_per_unit_auto_is_off_because_the_row_count_is_private():
+    result, charge, warned = release(table(), 20.0, privacy_unit="cid", max_rows_per_unit=4)
+    assert result.bounds_check is None and not warned
+    assert "per unit the row count is private" in result.privacy.statement
+
+
+def test_values_beyond_a_bound_are_said_to_pile_up_at_it():
+    frame = table(low=1000, high=2000)
+    ledger = dm.InMemoryLedger(uncapped=True)
+    with pytest.warns(BoundsWarning, match="at its upper bound: values beyond 1 would be clamped there"):
+        frame.dpmic.pairwise(20.0, bounds={"x": (0, 1), "y": (0, 3000)}, columns=["x", "y"],
+                             ledger=ledger)
