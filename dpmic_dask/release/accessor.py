@@ -47,7 +47,7 @@ class DPMICAccessor:
                  task_memory=DEFAULT_TASK_MEMORY, statistics=("mic",),
                  bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
                  privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True,
-                 bounds_check="auto"):
+                 bounds_check=None):
         """Release the private MIC of every pair of columns, once.
 
         Parameters
@@ -108,9 +108,10 @@ class DPMICAccessor:
             or every row in an edge bin) are reported with a
             :class:`~dpmic_dask.errors.BoundsWarning` and in ``report()``, with
             tighter bounds to consider; ``result.bounds_check`` holds the released
-            histograms. Default ``"auto"``: at row level, a check with 2% of the
-            budget where the public row count is large enough for it to speak
-            (``report()`` says which); per unit, off. ``None``: off.
+            histograms. ``"auto"``: at row level, a check with 2% of the budget
+            where the public row count is large enough for it to speak
+            (``report()`` says which); per unit, off. Default ``None``: off
+            (``report()`` says the bounds were not checked).
         kinds : dict {column: kind}, optional
             The kind of a column whose dtype does not say it, e.g. ``{"ts":
             "timestamp"}`` for strings, ``{"ts": ("timestamp", "s")}`` (or ``{"ts":
@@ -174,7 +175,7 @@ class DPMICAccessor:
              nulls="raise", fill=None, split_every=DEFAULT_SPLIT_EVERY, label=None,
              task_memory=DEFAULT_TASK_MEMORY, statistics=("mic",), bounds_share=None,
              coverage=0.99, domain=None, kinds=None, min_rows=None, privacy_unit=None,
-             max_rows_per_unit=None, categories=None, refine=True, bounds_check="auto",
+             max_rows_per_unit=None, categories=None, refine=True, bounds_check=None,
              top_k=None, threshold=None, max_pairs=None, select_share=0.5, screen_B="auto"):
         """Plan a release without reading or charging anything.
 
@@ -219,7 +220,7 @@ class DPMICAccessor:
                   label=None, task_memory=DEFAULT_TASK_MEMORY, statistics=("mic",),
                   bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
                  privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True,
-                 bounds_check="auto"):
+                 bounds_check=None):
         """Privately choose the ``k`` most related pairs, then release their values.
 
         The budget does not grow with the number of pairs: the noisy top-``k``
@@ -271,7 +272,7 @@ class DPMICAccessor:
                     task_memory=DEFAULT_TASK_MEMORY, statistics=("mic",),
                     bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
                  privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True,
-                 bounds_check="auto"):
+                 bounds_check=None):
         """Privately find pairs whose MICr exceeds a public ``threshold``, then release
         their values.
 

@@ -1,6 +1,6 @@
-"""``bounds_check="auto"`` (the default): the public bounds are checked with 2% of
-the budget where the public row count lets the check speak, not otherwise, and
-the report says which."""
+"""``bounds_check="auto"``: the public bounds are checked with 2% of the budget
+where the public row count lets the check speak, not otherwise, and the report
+says which."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ def release(frame, eps, **options):
     ledger = dm.InMemoryLedger(uncapped=True)
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
+        options = {"bounds_check": "auto", **options}
         result = frame.dpmic.pairwise(eps, bounds={"x": (0, 100), "y": (-1, 102)},
                                       columns=["x", "y"], ledger=ledger, **options)
     (charge,) = ledger.charges()
@@ -74,4 +75,4 @@ def test_values_beyond_a_bound_are_said_to_pile_up_at_it():
     ledger = dm.InMemoryLedger(uncapped=True)
     with pytest.warns(BoundsWarning, match="at its upper bound: values beyond 1 would be clamped there"):
         frame.dpmic.pairwise(20.0, bounds={"x": (0, 1), "y": (0, 3000)}, columns=["x", "y"],
-                             ledger=ledger)
+                             ledger=ledger, bounds_check="auto")
