@@ -27,7 +27,7 @@ def page(name):
 
 def runnable_blocks(text):
     """A page's ``python`` blocks, in order, less those marked :data:`NOT_RUN`."""
-    return [m.group(2) for m in re.finditer(r"(^.*\n)?```python\n(.*?)```", text, flags=re.S | re.M)
+    return [m.group(2) for m in re.finditer(r"(^[^\n]*\n)?```python\n(.*?)```", text, flags=re.S | re.M)
             if (m.group(1) or "").strip() != NOT_RUN]
 
 
