@@ -14,7 +14,7 @@ error, against
 MICe-Lap is evaluated against (b) and against the non-private MICe of the same
 data; its exact statistic is computed in memory (n <= 10**4 by default).
 
-Kendall's tau (``statistics=("mic", "tau")``): for every distribution at
+Kendall's tau (``statistics=("mic", "tau_a")``): for every distribution at
 ``n = 10**4`` and ``eps = 1`` (half of it for tau, as the release splits it),
 the private tau of one pair against the exact tau-a of the same binned data;
 target: median absolute error <= 0.01. ``--tau-only`` runs just this part.
@@ -55,7 +55,7 @@ def evaluate(task):
         default_parameters,
         noisy_counts,
         noisy_values,
-        plan_release,
+        plan_noise,
     )
     from dpmic_dask.privacy.noise import active_sampler
     from dpmic_dask.stats.characteristic import micr_from_counts
@@ -76,7 +76,7 @@ def evaluate(task):
                     if mech == "micr-geom" and rep >= geom_reps:
                         continue
                     B, c = default_parameters(mech, n, eps)
-                    plan = plan_release(mechanism=mech, n=n, eps=eps, delta=0.0, pairs=1, B=B, c=c)
+                    plan = plan_noise(mechanism=mech, n=n, eps=eps, delta=0.0, pairs=1, B=B, c=c)
                     if mech == "mice-lap":
                         exact = mice_on_distinct_ranks(x, y, B, c, active_sampler().random_keys(n))
                         released = float(noisy_values(np.array([exact]), plan)[0])

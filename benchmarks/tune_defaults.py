@@ -39,7 +39,7 @@ def interval_weights(values: np.ndarray) -> np.ndarray:
 
 
 def errors_for(task):
-    from dpmic_dask.privacy.mechanisms import noisy_counts, noisy_values, plan_release
+    from dpmic_dask.privacy.mechanisms import noisy_counts, noisy_values, plan_noise
     from dpmic_dask.stats.characteristic import micr_from_counts
     from dpmic_dask.stats.counting import pair_counts
     from dpmic_dask.stats.grids import master_grid_family
@@ -55,7 +55,7 @@ def errors_for(task):
                 counts = [pair_counts(x, y, rel.x_bounds, rel.y_bounds, family) for x, y in samples]
                 exact = np.array([micr_from_counts(k, family) for k in counts])
                 for eps in epss:
-                    plan = plan_release(mechanism=mech, n=n, eps=eps, delta=0.0, pairs=1, B=B, c=c)
+                    plan = plan_noise(mechanism=mech, n=n, eps=eps, delta=0.0, pairs=1, B=B, c=c)
                     if mech == "micr-geom":
                         released = np.array([micr_from_counts(noisy_counts(k, plan), family)
                                              for k in counts])

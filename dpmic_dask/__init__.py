@@ -4,9 +4,8 @@ The non-private statistics (:func:`micr`, :func:`mice`) carry no privacy
 guarantee; their names and docstrings say so.
 """
 
-from dpmic_dask import causal as causal  # noqa: F401
+from dpmic_dask import causal as causal  # noqa: F401  (also provides frame.dpmic.causal_graph)
 from dpmic_dask import ldp  # the local model: ldp.randomize, ldp.pairwise
-from dpmic_dask.causal.accessor import accessor_causal_graph as _causal_graph
 from dpmic_dask.errors import (
     BoundsWarning,
     BudgetExceededError,
@@ -27,7 +26,7 @@ from dpmic_dask.errors import (
 )
 from dpmic_dask.privacy.accounting import Budget, InMemoryLedger, using_ledger
 from dpmic_dask.privacy.ledger import SQLLedger
-from dpmic_dask.release.accessor import DPMICAccessor as _DPMICAccessor  # registers frame.dpmic
+from dpmic_dask.release.accessor import DPMICAccessor as _DPMICAccessor  # noqa: F401  (registers frame.dpmic)
 from dpmic_dask.release.boundsresult import BoundsRelease
 from dpmic_dask.release.charge import session_ledger
 from dpmic_dask.release.choose_categories import CategoriesRelease, private_categories
@@ -38,9 +37,6 @@ from dpmic_dask.release.results import PairwiseResult
 from dpmic_dask.release.units import contribution_bound
 from dpmic_dask.stats.characteristic import CharacteristicMatrix
 from dpmic_dask.stats.exact import mice, micr, micr_characteristic
-
-# the causal wing's method of the accessor: frame.dpmic.causal_graph
-_DPMICAccessor.causal_graph = _causal_graph  # type: ignore[attr-defined]
 
 __all__ = [
     "BoundsRelease",

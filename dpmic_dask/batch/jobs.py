@@ -40,7 +40,7 @@ Example (TOML)::
 
     [privacy]
     eps = 1.0                              # also: delta, mechanism, B, c, nulls,
-                                           # statistics = ["mic", "tau"]
+                                           # statistics = ["mic", "tau_a"]
     # nulls = "drop"                       # drop rows with a null (listwise), with
     # min_rows = 50000                     #   a public minimum of the rows kept
 
@@ -68,6 +68,7 @@ Example (TOML)::
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,11 @@ from dpmic_dask.batch.jobparts import (
 from dpmic_dask.batch.jobplan import bounds_section, job_release_plan
 from dpmic_dask.errors import DPMICError, InvalidParameterError
 from dpmic_dask.privacy.accounting import ledger_from_url
-from dpmic_dask.privacy.mechanisms.registry import check_statistics
+from dpmic_dask.privacy.mechanisms.registry import (
+    check_statistics,
+    deprecated_spellings,
+    deprecation_message,
+)
 
 
 def load_job(path) -> Job:
@@ -209,7 +214,11 @@ def load_job(path) -> Job:
         try:
             kw["statistics"] = check_statistics(priv["statistics"])
         except InvalidParameterError:
-            raise JobError(f'{src}: privacy.statistics must be ["mic"] or ["mic", "tau"]') from None
+            raise JobError(
+                f'{src}: privacy.statistics must be ["mic"] or ["mic", "tau_a"]') from None
+        for old in deprecated_spellings(priv["statistics"]):
+            warnings.warn(deprecation_message(old, f"{src}: privacy.statistics"), FutureWarning,
+                          stacklevel=2)
     kw["nulls"] = priv.get("nulls", "raise")
     if "min_rows" in priv:
         kw["min_rows"] = _typed(priv["min_rows"], int, "privacy.min_rows", src,

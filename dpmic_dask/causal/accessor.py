@@ -1,23 +1,15 @@
-"""``frame.dpmic.causal_graph``: the causal wing's method of the accessor.
+"""``frame.dpmic.causal_graph``: the causal wing's part of the accessor.
 
-The accessor lives in the release wing, below this one, so it cannot import
-causal discovery; the package (``dpmic_dask/__init__.py``) attaches this method
-to it on import, before any of its wings can be used.
+The accessor (:class:`dpmic_dask.release.accessor.DPMICAccessor`) lives in the
+release wing, below this one, so it cannot import causal discovery: it declares
+the method ``causal_graph`` (signature, docstring) and this module provides the
+work (:mod:`dpmic_dask.release.provided`) on import (``import dpmic_dask``
+imports it before any frame can be used).
 """
 
 from __future__ import annotations
 
 from dpmic_dask.causal.discover import causal_graph
+from dpmic_dask.release.provided import provide_method
 
-
-def accessor_causal_graph(self, eps, **arguments):
-    """Release a differentially private causal graph (CPDAG) of the frame, once.
-
-    ``frame.dpmic.causal_graph(eps, bounds=..., ...)`` is
-    :func:`dpmic_dask.causal.causal_graph` on the frame: the same arguments,
-    one charge of the whole budget, a :class:`~dpmic_dask.causal.CausalGraph`.
-    """
-    return causal_graph(self._frame, eps, **arguments)
-
-
-accessor_causal_graph.__name__ = "causal_graph"
+provide_method("causal_graph", causal_graph)

@@ -327,7 +327,7 @@ def plan_selection(rule: str, *, eps: float, delta: float, share: float, statist
     release with Gaussian noise; rhos add. Every part is rounded down, so the
     parts never exceed the total charged. ``screen_B``: score the candidates on
     that grid instead of the release's (``"auto"``: a small one; ``None``: the
-    release's). ``statistics=("mic", "tau")``: the release
+    release's). ``statistics=("mic", "tau_a")``: the release
     part is split equally between MIC and Kendall's tau of the chosen pairs.
     """
     chosen_rule = selection_rule(rule)

@@ -8,12 +8,21 @@ never raises.
 
 from __future__ import annotations
 
+import sys
+import warnings
+
 import pandas as pd
 
 from dpmic_dask.backends import backend_for, install_accessor
-from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.errors import InvalidParameterError, UnavailableError
+from dpmic_dask.privacy.mechanisms.registry import (
+    check_statistics,
+    deprecated_spellings,
+    deprecation_message,
+)
 from dpmic_dask.release.charge import check_ledger
 from dpmic_dask.release.nonprivate import run_pairwise_nonprivate
+from dpmic_dask.release.provided import provided
 from dpmic_dask.release.public_plan import Plan
 from dpmic_dask.release.unitplan import plan_unit_release
 from dpmic_dask.stats.categories import category_kinds
@@ -30,6 +39,17 @@ _RELEASE_ARGUMENTS = ("bounds", "columns", "delta", "B", "c", "nulls", "fill", "
 def _release_arguments(values: dict) -> dict:
     """The shared release arguments out of a method's ``locals()``."""
     return {name: values[name] for name in _RELEASE_ARGUMENTS}
+
+
+def _caller_level() -> int:
+    """``stacklevel`` for a warning raised by the caller of this function that
+    points at the first frame outside the package (the user's line)."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("dpmic_dask"):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 class DPMICAccessor:
@@ -168,6 +188,9 @@ class DPMICAccessor:
                                                     progress=progress)
 
     def _plan(self, eps, **arguments) -> Plan:
+        statistics = arguments.get("statistics", ("mic",))
+        for old in deprecated_spellings(statistics) if check_statistics(statistics) else ():
+            warnings.warn(deprecation_message(old), FutureWarning, stacklevel=_caller_level())
         known = len(self._frame) if isinstance(self._frame, pd.DataFrame) else None
         return Plan(self._frame, plan_unit_release(self._schema(), eps, **arguments), known)
 
@@ -299,6 +322,25 @@ class DPMICAccessor:
             select={"rule": "above", "threshold": threshold, "max_pairs": max_pairs,
                     "share": select_share, "screen_B": screen_B},
             **_release_arguments(locals()))
+
+    def causal_graph(self, eps, **arguments):
+        """Release a differentially private causal graph (CPDAG) of the frame, once.
+
+        ``frame.dpmic.causal_graph(eps, bounds=..., categories=..., ...)`` is
+        :func:`dpmic_dask.causal.causal_graph` on this frame: the same keyword
+        arguments (``delta``, ``columns``, ``alpha``, ``max_condition_size``,
+        ``bounds``, ``categories``, ``bins``, ``test``, ``select_share``,
+        ``level_shares``, ``ledger``, ``dataset``, ``label``, ``split_every``,
+        ``progress``), one charge of the whole budget, and a
+        :class:`~dpmic_dask.causal.CausalGraph`. See ``docs/causal.md``.
+
+        The search lives in the causal wing, which builds on this one; it provides
+        the work when it is imported (``import dpmic_dask`` does that).
+        """
+        function = provided("causal_graph")
+        if function is None:
+            raise UnavailableError("causal discovery is not loaded; import dpmic_dask.causal")
+        return function(self._frame, eps, **arguments)
 
     def pairwise_nonprivate(self, *, bounds, B, c, columns=None, nulls="raise", fill=None,
                             split_every=DEFAULT_SPLIT_EVERY, progress=None,

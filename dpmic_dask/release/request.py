@@ -154,7 +154,7 @@ def pairwise_request(schema, *, eps, bounds, columns=None, delta=0.0, mechanism=
                      names: ArgumentNames = API_NAMES) -> ReleaseRequest:
     """Check a release of every pair of the selected columns against ``schema``
     (column -> dtype). Raises a package error naming the argument (as ``names``
-    spells it) on any problem. ``statistics=("mic", "tau")`` also releases
+    spells it) on any problem. ``statistics=("mic", "tau_a")`` also releases
     Kendall's tau of every pair, the budget split equally between the two."""
     statistics = check_statistics(statistics)
     eps, delta, B, c = _parameters(eps, delta, mechanism, B, c, names)

@@ -80,7 +80,7 @@ class PairwiseResult(ReportFields):
 
     @property
     def tau(self) -> tuple:
-        """Private binned Kendall's tau-a of each pair (with ``statistics=("mic", "tau")``)."""
+        """Private binned Kendall's tau-a of each pair (with ``statistics=("mic", "tau_a")``)."""
         return self.companion("tau").values
 
     @property

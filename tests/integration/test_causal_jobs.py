@@ -184,7 +184,7 @@ def test_over_budget_refused_before_reading(setup):
     ("bins = 4", "depth = 4", "unknown key causal.depth"),
     ("[output]", "[select]\ntop_k = 2\n\n[output]", "[causal] and [select] cannot be combined"),
     ("a = { bounds = [-3, 3] }", 'a = { bounds = "private" }', "public bounds"),
-    ("eps = 2.0", 'eps = 2.0\nstatistics = ["mic", "tau"]', "privacy.statistics does not apply"),
+    ("eps = 2.0", 'eps = 2.0\nstatistics = ["mic", "tau_a"]', "privacy.statistics does not apply"),
     ("eps = 2.0", 'eps = 2.0\nnulls = "drop"', "privacy.nulls does not apply"),
     ('s = { categories = [0, 1] }', "s = { bounds = [2020-01-01, 2021-01-01] }", "not numeric"),
 ])

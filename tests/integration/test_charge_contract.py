@@ -82,9 +82,9 @@ def test_a_grid_without_a_tau_layout_is_refused_before_anything_is_read(bounds):
     ledger = dm.InMemoryLedger(uncapped=True)
     with pytest.raises(dm.InvalidParameterError, match="tau"):
         frame.dpmic.top_pairs(1, 1.0, bounds=bounds, B=8, c=3, screen_B=40,
-                              statistics=("mic", "tau"), ledger=ledger)
+                              statistics=("mic", "tau_a"), ledger=ledger)
     with pytest.raises(dm.InvalidParameterError, match="tau"):
-        frame.dpmic.pairwise(1.0, bounds=bounds, B=8, c=3, statistics=("mic", "tau"),
+        frame.dpmic.pairwise(1.0, bounds=bounds, B=8, c=3, statistics=("mic", "tau_a"),
                              ledger=ledger)
     assert ledger.charges() == []
 
@@ -129,7 +129,7 @@ def test_top_pairs_with_k_at_least_the_pairs_spends_nothing_on_choosing():
     assert list(top.values) == sorted(top.values, reverse=True)  # ordered by value
     assert sorted(top.pairs) == sorted(every.pairs)
     assert [c.cost.epsilon for c in ledger.charges()] == [1.0, 1.0]
-    with_tau = frame.dpmic.top_pairs(5, 1.0, bounds=bounds, statistics=("mic", "tau"),
+    with_tau = frame.dpmic.top_pairs(5, 1.0, bounds=bounds, statistics=("mic", "tau_a"),
                                      ledger=ledger)
     assert with_tau.privacy.ci95 == pytest.approx(2 * every.privacy.ci95)  # half to tau
     assert len(with_tau.tau) == 3

@@ -1,4 +1,5 @@
-"""The README's code blocks and every example run, and print what the docs show."""
+"""The README's code blocks, every docs page's ``python`` blocks and every example
+run, and print what the docs show."""
 
 import os
 import re
@@ -11,10 +12,27 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
+DOCS = ROOT / "docs"
+#: The line right before a block that a docs page shows but that cannot run as written.
+NOT_RUN = "<!-- not run -->"
 
 
-def blocks(language):
-    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.S)
+def blocks(language, text=README):
+    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.S)
+
+
+def page(name):
+    return (DOCS / name).read_text()
+
+
+def runnable_blocks(text):
+    """A page's ``python`` blocks, in order, less those marked :data:`NOT_RUN`."""
+    return [m.group(2) for m in re.finditer(r"(^[^\n]*\n)?```python\n(.*?)```", text, flags=re.S | re.M)
+            if (m.group(1) or "").strip() != NOT_RUN]
+
+
+def pages_with_python():
+    return sorted(p.name for p in DOCS.glob("*.md") if runnable_blocks(p.read_text()))
 
 
 def run(args, cwd, **kw):
@@ -47,9 +65,10 @@ def test_readme_python_example_prints_what_the_readme_shows(workdir):
 
 
 @pytest.mark.cluster  # runs `dpmic` jobs on local clusters
-def test_readme_batch_job_commands_print_what_the_readme_shows(workdir):
-    commands = next(b for b in blocks("bash") if "dpmic run examples/batch_job.toml" in b)
-    shown = next(b for b in blocks("text") if "run first: released" in b)
+def test_batch_job_commands_print_what_docs_batch_shows(workdir):
+    text = page("batch.md")
+    commands = next(b for b in blocks("bash", text) if "dpmic run examples/batch_job.toml" in b)
+    shown = next(b for b in blocks("text", text) if "run first: released" in b)
     out = []
     for line in commands.strip().splitlines():
         proc = run(line, cwd=workdir, shell=True)
@@ -83,13 +102,13 @@ def _numbers(text):
     return [float(v) for v in re.findall(r"-?\d+(?:\.\d+)?", text.replace(",", ""))]
 
 
-def test_readme_accuracy_table_matches_the_recorded_benchmark_run():
+def test_docs_accuracy_table_matches_the_recorded_benchmark_run():
     recorded = {}
     for line in (ROOT / "benchmarks" / "results-accuracy.txt").read_text().splitlines():
         parts = line.split()
         if parts and parts[0] in ("micr-lap", "micr-geom", "mice-lap") and "|" in line:
             recorded[(parts[0], *_numbers(line)[:2])] = _numbers(line)[2:]
-    section = README.split("## Measured accuracy", 1)[1].split("\n## ", 1)[0]
+    section = page("accuracy.md").split("# Measured accuracy", 1)[1].split("\n## ", 1)[0]
     rows = [r for r in section.splitlines() if re.match(r"\| (micr|mice)-", r)]
     assert len(rows) >= 8
     for row in rows:
@@ -107,3 +126,34 @@ def test_readme_selection_example_runs_after_the_first(workdir):
     assert proc.returncode == 0, proc.stderr[-2000:]
     last = proc.stdout.strip().splitlines()[-1]
     assert last.startswith("(('age', 'income'), ") and "top 2 by MICr" in last
+
+
+def test_every_docs_page_with_python_is_checked():
+    """The pages whose examples the next test runs (a new page with a python
+    block joins it by itself; this list only guards against none being found)."""
+    assert {"warehouse.md", "per-person.md", "local.md", "causal.md"} <= set(pages_with_python())
+
+
+@pytest.mark.slow  # each page's examples release on 10^4-10^5 rows
+@pytest.mark.parametrize("name", pages_with_python())
+def test_docs_page_python_examples_run_as_written(workdir, name):
+    """Every ``python`` block of the page, in order, as one script (a block may use
+    what an earlier one on the same page made), in a folder of its own."""
+    code = "import matplotlib\nmatplotlib.use('Agg')\n" + "\n".join(runnable_blocks(page(name)))
+    proc = run([sys.executable, "-c", code], cwd=workdir)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_readme_first_screen_answers_the_five_needs():
+    """About 60 lines: what it does, the install, the one call, what comes back (with
+    the HTML report's picture), how to choose eps and bounds; the whole README
+    stays short and the picture small."""
+    lines = README.splitlines()
+    first = "\n".join(lines[:80])
+    for needed in ("differential privacy", 'pip install -e ".[plot]"', ".dpmic.pairwise(",
+                   "Released: private MIC", "](docs/report.png)", "## Choosing eps and bounds"):
+        assert needed in first, needed
+    assert len(lines) <= 250
+    assert (DOCS / "report.png").stat().st_size < 300_000
+    for link in re.findall(r"\]\((docs/[^)#]+)", README):
+        assert (ROOT / link).exists(), link

@@ -338,7 +338,7 @@ def test_select_section_is_checked(setup, section, message):
 
 def test_statistics_in_the_job_file_add_tau_columns(setup):
     tmp_path, ledger, job = setup
-    path = job(**{"eps = 1.0": 'eps = 1.0\nstatistics = ["mic", "tau"]'})
+    path = job(**{"eps = 1.0": 'eps = 1.0\nstatistics = ["mic", "tau_a"]'})
     ran = invoke("run", path, "--run-id", "tau-1")
     assert ran.exit_code == 0, ran.output
     out = pd.read_parquet(tmp_path / "out")

@@ -30,7 +30,7 @@ def test_a_newer_job_adds_its_columns_to_the_output_table(postgres_url, tmp_path
     assert first.exit_code == 0, first.output
     # version 2 of the same job also releases Kendall's tau: the table gains the
     # new columns (nullable) before the charge, and the night's rows are written
-    v2 = _job(tmp_path, postgres_url, "v2.toml", "dpmic_releases", '["mic", "tau"]')
+    v2 = _job(tmp_path, postgres_url, "v2.toml", "dpmic_releases", '["mic", "tau_a"]')
     second = run(v2, "day-2")
     assert second.exit_code == 0, second.output
     out = pd.read_sql_table("dpmic_releases", sql_engine(postgres_url))

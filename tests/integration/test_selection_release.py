@@ -157,10 +157,10 @@ def test_top_pairs_can_release_tau_of_the_chosen_pairs(table):
 
     ledger = dm.InMemoryLedger(uncapped=True)
     result = table.dpmic.top_pairs(2, 1e6, bounds=BOUNDS, B=40, c=5, ledger=ledger,
-                                   statistics=("mic", "tau"))
+                                   statistics=("mic", "tau_a"))
     nonprivate = dm.InMemoryLedger(uncapped=True)
     whole = table.dpmic.pairwise(1e9, bounds=BOUNDS, B=40, c=5, ledger=nonprivate,
-                                 statistics=("mic", "tau"))
+                                 statistics=("mic", "tau_a"))
     exact_tau = dict(zip(whole.pairs, whole.tau))
     for pair, t in zip(result.pairs, result.tau):
         assert t == pytest.approx(exact_tau[pair], abs=1e-3)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpmic_dask.privacy.mechanisms import noisy_counts, noisy_values, plan_release
+from dpmic_dask.privacy.mechanisms import noisy_counts, noisy_values, plan_noise
 from tests.statistical.helpers import ALPHA, chi_square_pvalue, ks_pvalue
 
 SAMPLES = 20_000
@@ -20,7 +20,7 @@ def _released_noise(plan, centre=0.5):
 
 @pytest.mark.parametrize("n,pairs", [(2000, 1), (20000, 6)])
 def test_micr_lap_release_is_laplace_at_planned_scale(n, pairs):
-    plan = plan_release(mechanism="micr-lap", n=n, eps=1.0, delta=0.0, pairs=pairs, B=40, c=5)
+    plan = plan_noise(mechanism="micr-lap", n=n, eps=1.0, delta=0.0, pairs=pairs, B=40, c=5)
     assert plan.noise_scale * math.log(20) == pytest.approx(plan.ci95)
     noise = _released_noise(plan)
     assert np.abs(noise).max() < 0.5  # no clamping at these scales
@@ -31,7 +31,7 @@ def test_micr_lap_release_is_laplace_at_planned_scale(n, pairs):
 
 
 def test_micr_gauss_release_is_gaussian_at_planned_scale():
-    plan = plan_release(mechanism="micr-gauss", n=5000, eps=1.0, delta=1e-6, pairs=10, B=40, c=5)
+    plan = plan_noise(mechanism="micr-gauss", n=5000, eps=1.0, delta=1e-6, pairs=10, B=40, c=5)
     noise = _released_noise(plan)
     s = plan.noise_scale
     assert ks_pvalue(noise, stats.norm(scale=s).cdf) > ALPHA
@@ -52,7 +52,7 @@ def truncgeom_pmf(eps: float, n: int, f: int) -> np.ndarray:
 def test_truncgeom_frequencies_match_closed_form(n, f):
     # B=4: G=2 master grids, so each cell gets TruncGeom(eps / (2G)) = TruncGeom(eps / 4)
     eps = 2.0
-    plan = plan_release(mechanism="micr-geom", n=n, eps=eps, delta=0.0, pairs=1, B=4, c=1)
+    plan = plan_noise(mechanism="micr-geom", n=n, eps=eps, delta=0.0, pairs=1, B=4, c=1)
     assert plan.noise_scale == pytest.approx(4 / eps)
     draws = noisy_counts(np.full(SAMPLES, f), plan)
     expected = truncgeom_pmf(eps / 4, n, f)
@@ -64,7 +64,7 @@ def test_truncgeom_frequencies_match_closed_form(n, f):
 
 
 def test_geom_chi_square_helper_sees_scale():
-    plan = plan_release(mechanism="micr-geom", n=10**9, eps=1.0, delta=0.0, pairs=3, B=10, c=2)
+    plan = plan_noise(mechanism="micr-geom", n=10**9, eps=1.0, delta=0.0, pairs=3, B=10, c=2)
     z = noisy_counts(np.full(SAMPLES, 10**8), plan) - 10**8
     from tests.statistical.helpers import discrete_laplace_pmf
     b = plan.noise_scale

@@ -13,7 +13,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from dpmic_dask.privacy.mechanisms import noisy_values, plan_release
+from dpmic_dask.privacy.mechanisms import noisy_values, plan_noise
 from dpmic_dask.stats.characteristic import micr_from_counts
 from dpmic_dask.stats.grids import master_grid_family
 from dpmic_dask.stats.kernels.optimize import optimize_axis
@@ -73,7 +73,7 @@ def test_model_matches_the_package_geom_output():
 @pytest.mark.parametrize("eps,factor", [(1.0, 1.01), (2.0, 1.2), (4.0, 1.4)])
 def test_geom_privacy_loss_exact(eps, factor):
     n = 4
-    plan = plan_release(mechanism="micr-geom", n=n, eps=eps, delta=0.0, pairs=1, B=4, c=1)
+    plan = plan_noise(mechanism="micr-geom", n=n, eps=eps, delta=0.0, pairs=1, B=4, c=1)
     honest_cell_eps = 1.0 / plan.noise_scale  # eps / (2G)
     assert honest_cell_eps == pytest.approx(eps / 4)
     honest = worst_privacy_loss(n, honest_cell_eps)
@@ -110,20 +110,20 @@ def test_laplace_release_empirical_privacy_on_worst_neighbours():
     n, eps = 9, 1.0
     exact_d, exact_d2 = 0.1, 0.1 + micr_sensitivity(n) * 0.999
     assert exact_d2 <= 1.0
-    plan = plan_release(mechanism="micr-lap", n=n, eps=eps, delta=0.0, pairs=1, B=9, c=1)
+    plan = plan_noise(mechanism="micr-lap", n=n, eps=eps, delta=0.0, pairs=1, B=9, c=1)
     assert worst_bin_excess(plan, exact_d, exact_d2, eps) < 4.5
     # the check can see a violation: half the noise breaks eps-DP on this pair
-    half = plan_release(mechanism="micr-lap", n=n, eps=2 * eps, delta=0.0, pairs=1, B=9, c=1)
+    half = plan_noise(mechanism="micr-lap", n=n, eps=2 * eps, delta=0.0, pairs=1, B=9, c=1)
     assert worst_bin_excess(half, exact_d, exact_d2, eps) > 6
 
 
 def test_gaussian_release_empirical_privacy_on_worst_neighbours():
     n, eps, delta = 10**6, 1.0, 1e-6
     exact_d, exact_d2 = 0.5, 0.5 + micr_sensitivity(n) * 0.999
-    plan = plan_release(mechanism="micr-gauss", n=n, eps=eps, delta=delta, pairs=1, B=40, c=5)
+    plan = plan_noise(mechanism="micr-gauss", n=n, eps=eps, delta=delta, pairs=1, B=40, c=5)
     assert worst_bin_excess(plan, exact_d, exact_d2, eps, delta) < 4.5
     # a quarter of the noise (the same plan at 16x the budget) visibly breaks it
-    weak = plan_release(mechanism="micr-gauss", n=n, eps=eps, delta=delta, pairs=1, B=40, c=5)
+    weak = plan_noise(mechanism="micr-gauss", n=n, eps=eps, delta=delta, pairs=1, B=40, c=5)
     weak = type(weak)(**{**vars(weak), "noise_scale": weak.noise_scale / 4})
     assert worst_bin_excess(weak, exact_d, exact_d2, eps, delta) > 6
 
@@ -135,7 +135,7 @@ def test_mice_lap_release_empirical_privacy_on_worst_neighbours():
     B = n ** 0.6
     exact_d, exact_d2 = 0.3, 0.3 + mice_sensitivity(n, B) * 0.999
     assert exact_d2 <= 1.0
-    plan = plan_release(mechanism="mice-lap", n=n, eps=eps, delta=0.0, pairs=1, B=B, c=15)
+    plan = plan_noise(mechanism="mice-lap", n=n, eps=eps, delta=0.0, pairs=1, B=B, c=15)
     assert worst_bin_excess(plan, exact_d, exact_d2, eps) < 4.5
-    half = plan_release(mechanism="mice-lap", n=n, eps=2 * eps, delta=0.0, pairs=1, B=B, c=15)
+    half = plan_noise(mechanism="mice-lap", n=n, eps=2 * eps, delta=0.0, pairs=1, B=B, c=15)
     assert worst_bin_excess(half, exact_d, exact_d2, eps) > 6

@@ -12,7 +12,7 @@ from dpmic_dask.errors import (
 )
 from dpmic_dask.privacy.accounting import Budget, InMemoryLedger, PrivacyCost
 from dpmic_dask.privacy.conversion import eps_from_rho, rho_from_eps_delta
-from dpmic_dask.privacy.mechanisms import plan_release, resolve_mechanism
+from dpmic_dask.privacy.mechanisms import plan_noise, resolve_mechanism
 from dpmic_dask.stats.sensitivity import f_gain, mice_sensitivity, micr_sensitivity
 
 
@@ -29,7 +29,7 @@ def test_sensitivity_formulas():
 
 @pytest.mark.parametrize("pairs", [1, 3, 45])
 def test_laplace_plan_splits_eps_over_pairs(pairs):
-    plan = plan_release(mechanism="micr-lap", n=10_000, eps=0.5, delta=0.0, pairs=pairs, B=40, c=5)
+    plan = plan_noise(mechanism="micr-lap", n=10_000, eps=0.5, delta=0.0, pairs=pairs, B=40, c=5)
     expected = pairs * (micr_sensitivity(10_000) + 2 ** -40) / 0.5
     assert plan.noise_scale == pytest.approx(expected, rel=1e-12)
     assert plan.noise_scale >= expected  # rounded up, never down
@@ -40,7 +40,7 @@ def test_laplace_plan_splits_eps_over_pairs(pairs):
 
 def test_gaussian_plan_uses_zcdp():
     eps, delta, pairs = 1.0, 1e-6, 10
-    plan = plan_release(mechanism="micr-gauss", n=1000, eps=eps, delta=delta, pairs=pairs, B=40, c=5)
+    plan = plan_noise(mechanism="micr-gauss", n=1000, eps=eps, delta=delta, pairs=pairs, B=40, c=5)
     rho = rho_from_eps_delta(eps, delta)
     sens = micr_sensitivity(1000) + 2 ** -40
     assert plan.noise_scale == pytest.approx(sens * math.sqrt(pairs / (2 * rho)), rel=1e-12)
@@ -50,9 +50,9 @@ def test_gaussian_plan_uses_zcdp():
 
 
 def test_mice_lap_and_geom_plans():
-    p = plan_release(mechanism="mice-lap", n=5000, eps=1.0, delta=0.0, pairs=1, B=165.7, c=15)
+    p = plan_noise(mechanism="mice-lap", n=5000, eps=1.0, delta=0.0, pairs=1, B=165.7, c=15)
     assert p.noise_scale == pytest.approx(mice_sensitivity(5000, 165.7) + 2 ** -40)
-    g = plan_release(mechanism="micr-geom", n=5000, eps=2.0, delta=0.0, pairs=3, B=150, c=1)
+    g = plan_noise(mechanism="micr-geom", n=5000, eps=2.0, delta=0.0, pairs=3, B=150, c=1)
     assert math.isnan(g.ci95)  # count noise has no interval on the value's scale
 
 
@@ -70,9 +70,9 @@ def test_under_zcdp_the_gaussian_has_less_noise_at_equal_charge(eps, delta, pair
     same rho (eps_L = sqrt(2 rho)) has more noise per pair than the Gaussian, at
     every number of pairs; the ratio of standard deviations is 1 / sqrt(2 P)."""
     rho = rho_from_eps_delta(eps, delta)
-    gauss = plan_release(mechanism="micr-gauss", n=5000, eps=eps, delta=delta, pairs=pairs,
+    gauss = plan_noise(mechanism="micr-gauss", n=5000, eps=eps, delta=delta, pairs=pairs,
                          B=40, c=5)
-    lap = plan_release(mechanism="micr-lap", n=5000, eps=math.sqrt(2 * rho), delta=0.0,
+    lap = plan_noise(mechanism="micr-lap", n=5000, eps=math.sqrt(2 * rho), delta=0.0,
                        pairs=pairs, B=40, c=5)
     ratio = gauss.noise_scale / (math.sqrt(2) * lap.noise_scale)
     assert ratio == pytest.approx(1 / math.sqrt(2 * pairs), rel=0.02)
@@ -89,7 +89,7 @@ def test_plan_rejects_bad_parameters(kw, match):
     args = dict(mechanism="micr-lap", n=100, eps=1.0, delta=0.0, pairs=1, B=10, c=1)
     args.update(kw)
     with pytest.raises(InvalidParameterError, match=match):
-        plan_release(**args)
+        plan_noise(**args)
 
 
 def test_ledger_refuses_overspending_and_never_refunds():

@@ -21,7 +21,7 @@ from dpmic_dask.privacy.conversion import (
     eps_from_rho,
     rho_from_eps_delta,
 )
-from dpmic_dask.privacy.mechanisms import plan_release
+from dpmic_dask.privacy.mechanisms import plan_noise
 from dpmic_dask.stats.sensitivity import f_gain, mice_sensitivity, micr_sensitivity
 
 getcontext().prec = 60
@@ -135,9 +135,9 @@ def test_rho_agrees_with_opendps_conversion(eps, delta):
 def test_noise_scales_are_rounded_up(n, pairs):
     lattice = Decimal(2) ** -40
     widened = exact_micr_sensitivity(n) + lattice
-    lap = plan_release(mechanism="micr-lap", n=n, eps=0.3, delta=0.0, pairs=pairs, B=40, c=5)
+    lap = plan_noise(mechanism="micr-lap", n=n, eps=0.3, delta=0.0, pairs=pairs, B=40, c=5)
     assert Decimal(lap.noise_scale) >= pairs * widened / Decimal(0.3)
-    gauss = plan_release(mechanism="micr-gauss", n=n, eps=0.3, delta=1e-7, pairs=pairs, B=40, c=5)
+    gauss = plan_noise(mechanism="micr-gauss", n=n, eps=0.3, delta=1e-7, pairs=pairs, B=40, c=5)
     rho = Decimal(rho_from_eps_delta(0.3, 1e-7))  # proven by the tests above
     exact_sigma = Decimal(pairs).sqrt() * widened / (2 * rho).sqrt()
     assert Decimal(gauss.noise_scale) >= exact_sigma
@@ -151,13 +151,13 @@ def test_subnormal_delta_is_refused(delta):
     with pytest.raises(InvalidParameterError, match="delta"):
         Budget(1.0, delta)
     with pytest.raises(InvalidParameterError, match="delta"):
-        plan_release(mechanism="micr-gauss", n=1000, eps=1.0, delta=delta, pairs=3, B=8, c=1)
+        plan_noise(mechanism="micr-gauss", n=1000, eps=1.0, delta=delta, pairs=3, B=8, c=1)
 
 
 def test_rho_that_underflows_is_refused_before_any_charge():
     ledger = InMemoryLedger(uncapped=True)
     with pytest.raises(InvalidParameterError, match="underflows"):
-        plan_release(mechanism="micr-gauss", n=1000, eps=1e-170, delta=1e-10, pairs=3, B=8, c=1)
+        plan_noise(mechanism="micr-gauss", n=1000, eps=1e-170, delta=1e-10, pairs=3, B=8, c=1)
     with pytest.raises(InvalidParameterError, match="underflows"):
         Budget(1e-170, 1e-10)
     assert ledger.charges() == []

@@ -246,12 +246,12 @@ def test_pairwise_with_categories_matches_the_statistic_and_marks_tau(customers)
     with zero_noise():
         res = customers.dpmic.pairwise(eps=1.0, bounds={"amount": (0, 50), "noise": (0, 1)},
                                        categories=CATS, nulls="category", B=40, c=5,
-                                       statistics=("mic", "tau"),
+                                       statistics=("mic", "tau_a"),
                                        ledger=InMemoryLedger(uncapped=True))
         ddf = dd.from_pandas(customers, npartitions=3)
         res_dask = ddf.dpmic.pairwise(eps=1.0, bounds={"amount": (0, 50), "noise": (0, 1)},
                                       categories=CATS, nulls="category", B=40, c=5,
-                                      statistics=("mic", "tau"),
+                                      statistics=("mic", "tau_a"),
                                       ledger=InMemoryLedger(uncapped=True))
     table = res.to_pandas().set_index(["x", "y"])
     assert res_dask.values == pytest.approx(res.values, abs=1e-9)

@@ -11,7 +11,7 @@ import pytest
 
 import dpmic_dask as dm
 from dpmic_dask.privacy import noise
-from dpmic_dask.privacy.mechanisms import MAX_NOISE_UNITS, noisy_counts, noisy_values, plan_release
+from dpmic_dask.privacy.mechanisms import MAX_NOISE_UNITS, noisy_counts, noisy_values, plan_noise
 
 INT64_MAX = np.iinfo(np.int64).max
 INT64_MIN = np.iinfo(np.int64).min
@@ -43,7 +43,7 @@ def saturated(monkeypatch):
 
 
 def test_saturated_value_noise_clamps_the_same_whatever_the_value(saturated):
-    plan = plan_release(mechanism="micr-lap", n=100, eps=1.0, delta=0.0, pairs=1, B=8, c=2)
+    plan = plan_noise(mechanism="micr-lap", n=100, eps=1.0, delta=0.0, pairs=1, B=8, c=2)
     exact = np.array([0.0, 2.0 ** -40, 0.3, 1.0])
     saturated([INT64_MAX])
     assert noisy_values(exact, plan).tolist() == [1.0] * 4
@@ -52,7 +52,7 @@ def test_saturated_value_noise_clamps_the_same_whatever_the_value(saturated):
 
 
 def test_saturated_count_noise_clamps_the_same_whatever_the_count(saturated):
-    plan = plan_release(mechanism="micr-geom", n=50, eps=1.0, delta=0.0, pairs=1, B=8, c=1)
+    plan = plan_noise(mechanism="micr-geom", n=50, eps=1.0, delta=0.0, pairs=1, B=8, c=1)
     counts = np.array([[0, 1, 25, 50]])
     saturated([INT64_MAX])
     assert noisy_counts(counts, plan).tolist() == [[50] * 4]
@@ -61,7 +61,7 @@ def test_saturated_count_noise_clamps_the_same_whatever_the_count(saturated):
 
 
 def test_clipping_changes_no_output_inside_the_range(saturated):
-    plan = plan_release(mechanism="micr-lap", n=100, eps=1.0, delta=0.0, pairs=1, B=8, c=2)
+    plan = plan_noise(mechanism="micr-lap", n=100, eps=1.0, delta=0.0, pairs=1, B=8, c=2)
     draws = [-(2 ** 40), -(2 ** 39), -5, 0, 7, 2 ** 39, 2 ** 40]
     saturated(draws)
     exact = np.full(len(draws), 0.5)
@@ -76,19 +76,19 @@ def test_clipping_changes_no_output_inside_the_range(saturated):
 ])
 def test_plans_beyond_the_sampling_limit_are_refused(kw):
     with pytest.raises(dm.InvalidParameterError, match="sampling limit"):
-        plan_release(delta=0.0, B=8, c=5, **kw)
+        plan_noise(delta=0.0, B=8, c=5, **kw)
 
 
 def test_gaussian_plan_beyond_the_limit_is_refused():
     with pytest.raises(dm.InvalidParameterError, match="sampling limit"):
-        plan_release(mechanism="micr-gauss", n=1000, eps=1e-9, delta=1e-6, pairs=19900, B=8, c=5)
+        plan_noise(mechanism="micr-gauss", n=1000, eps=1e-9, delta=1e-6, pairs=19900, B=8, c=5)
 
 
 def test_largest_accepted_plan_samples_without_saturating():
     # eps chosen so that the scale is just under the limit
-    probe = plan_release(mechanism="micr-lap", n=100, eps=1.0, delta=0.0, pairs=1, B=8, c=5)
+    probe = plan_noise(mechanism="micr-lap", n=100, eps=1.0, delta=0.0, pairs=1, B=8, c=5)
     eps = probe.noise_scale / 2.0 ** -40 / MAX_NOISE_UNITS * 1.001
-    plan = plan_release(mechanism="micr-lap", n=100, eps=eps, delta=0.0, pairs=1, B=8, c=5)
+    plan = plan_noise(mechanism="micr-lap", n=100, eps=eps, delta=0.0, pairs=1, B=8, c=5)
     assert plan.noise_scale / 2.0 ** -40 <= MAX_NOISE_UNITS
     z = noise.OpenDPSampler().discrete_laplace(plan.noise_scale / 2.0 ** -40, 2000)
     assert np.abs(z).max() < INT64_MAX  # far from saturation at the limit

@@ -116,10 +116,10 @@ def test_pairwise_tau_is_exact_at_huge_eps_and_matches_across_backends():
                           "z": gen.normal(size=4000)})
     bounds = {"x": (-1, 1), "down": (-2, 2), "z": (-3, 3)}
     ledger = dm.InMemoryLedger(uncapped=True)
-    local = frame.dpmic.pairwise(1e9, bounds=bounds, B=40, c=5, statistics=("mic", "tau"),
+    local = frame.dpmic.pairwise(1e9, bounds=bounds, B=40, c=5, statistics=("mic", "tau_a"),
                                  ledger=ledger)
     spread = dd.from_pandas(frame, npartitions=3).dpmic.pairwise(
-        1e9, bounds=bounds, B=40, c=5, statistics=("mic", "tau"), ledger=ledger)
+        1e9, bounds=bounds, B=40, c=5, statistics=("mic", "tau_a"), ledger=ledger)
     family = tau_family(40, 5)
     for (a, b), t in zip(local.pairs, local.tau):
         m = tau_bins(family)
@@ -142,7 +142,7 @@ def test_the_budget_is_split_equally_and_charged_once(delta):
     ledger.set_budget("d", dm.Budget(1.0, delta))
     result = frame.dpmic.pairwise(1.0, delta=delta, mechanism="micr-gauss" if delta else "auto",
                                   bounds={"a": (0, 1), "b": (0, 1)}, B=20, c=2,
-                                  statistics=("mic", "tau"), ledger=ledger, dataset="d")
+                                  statistics=("mic", "tau_a"), ledger=ledger, dataset="d")
     (charge,) = ledger.charges("d")
     tau = result.companion("tau")
     if delta:
@@ -166,4 +166,4 @@ def test_count_noise_cannot_carry_a_second_statistic():
     frame = pd.DataFrame({"a": [0.1, 0.2] * 10, "b": [0.3, 0.1] * 10})
     with pytest.raises(dm.InvalidParameterError, match="value noise"):
         frame.dpmic.pairwise(1.0, bounds={"a": (0, 1), "b": (0, 1)}, mechanism="micr-geom",
-                             statistics=("mic", "tau"))
+                             statistics=("mic", "tau_a"))

@@ -18,6 +18,8 @@ name           statistic    noise                        guarantee
 
 from __future__ import annotations
 
+import warnings
+
 from dpmic_dask.privacy.costs import PURE_DP, ZCDP
 from dpmic_dask.privacy.mechanisms.base import (
     GAUSS_CI95,
@@ -40,7 +42,7 @@ from dpmic_dask.privacy.mechanisms.registry import (
     default_parameters,
     mechanism_names,
     mechanism_supports,
-    plan_release,
+    plan_noise,
     register,
     register_value_mechanism,
     resolve_mechanism,
@@ -60,6 +62,16 @@ __all__ = [
     "GeometricCountsMechanism", "LaplaceMechanism", "Mechanism", "NoisePlan", "_RELEASES",
     "build_mechanism", "check_mechanism", "check_statistics", "default_parameters",
     "mechanism_names", "mechanism_supports", "split_mechanism",
-    "noisy_counts", "noisy_values", "plan_release", "register", "register_value_mechanism",
+    "noisy_counts", "noisy_values", "plan_noise", "register", "register_value_mechanism",
     "resolve_mechanism", "value_mechanism",
 ]
+
+
+def __getattr__(name: str):
+    """``plan_release``: the older name of :func:`plan_noise` (renamed so that it is
+    not mistaken for :func:`dpmic_dask.release.plan.plan_release`); it warns."""
+    if name == "plan_release":
+        warnings.warn("dpmic_dask.privacy.mechanisms.plan_release is deprecated; use plan_noise",
+                      FutureWarning, stacklevel=2)
+        return plan_noise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -138,9 +138,35 @@ def check_statistics(statistics) -> tuple[str, ...]:
     return ("mic", *canonical[1:])
 
 
-def plan_release(*, mechanism: str, n: int, eps: float, delta: float, pairs: int,
-                 B: float, c: int) -> NoisePlan:
-    """Split a total ``(eps, delta)`` over ``pairs`` values and calibrate the noise."""
+#: Older spellings of ``statistics=(...)`` names, still accepted with a warning
+#: (``FutureWarning``: it is meant for the people who call the library).
+DEPRECATED_STATISTICS = {"tau": "tau_a"}
+
+
+def deprecated_spellings(statistics) -> list[str]:
+    """The names in ``statistics`` (as a caller wrote them) that are older
+    spellings (:data:`DEPRECATED_STATISTICS`), in order; ``[]`` for anything else."""
+    if isinstance(statistics, str):
+        statistics = (statistics,)
+    try:
+        names = list(statistics)
+    except TypeError:
+        return []
+    return [n for n in names if isinstance(n, str) and n in DEPRECATED_STATISTICS]
+
+
+def deprecation_message(old: str, where: str = "statistics") -> str:
+    """The one-line notice for the old spelling ``old``."""
+    return (f"{where}: {old!r} is deprecated and will be removed; write "
+            f"{DEPRECATED_STATISTICS[old]!r} (the same binned Kendall's tau-a)")
+
+
+def plan_noise(*, mechanism: str, n: int, eps: float, delta: float, pairs: int,
+               B: float, c: int) -> NoisePlan:
+    """Split a total ``(eps, delta)`` over ``pairs`` values and calibrate the noise.
+
+    (Not :func:`dpmic_dask.release.plan.plan_release`, which plans a whole
+    release of a frame: this one only sizes a mechanism's noise.)"""
     return build_mechanism(mechanism, eps=eps, delta=delta, pairs=pairs).calibrate(
         n=n, pairs=pairs, B=B, c=c)
 
