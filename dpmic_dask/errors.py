@@ -7,7 +7,9 @@ leave the library without passing through a mechanism.
 
 from __future__ import annotations
 
+import sys
 import warnings
+from typing import Any
 
 
 class DPMICError(Exception):
@@ -92,3 +94,16 @@ class NoiseWarning(UserWarning):
 
 # A privacy warning must never be swallowed by a "once per location" filter.
 warnings.simplefilter("always", PrivacyLeakWarning)
+
+
+def user_stacklevel(skip: int = 1) -> int:
+    """The ``stacklevel`` that makes a warning issued ``skip`` frames below the
+    caller of this function point at the first frame outside the package: the
+    user's own line (``frame.dpmic.pairwise(...)``), however deep the package's
+    own calls run."""
+    frame: Any = sys._getframe(skip)
+    level = 1
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("dpmic_dask"):
+        frame = frame.f_back
+        level += 1
+    return level

@@ -8,13 +8,12 @@ never raises.
 
 from __future__ import annotations
 
-import sys
 import warnings
 
 import pandas as pd
 
 from dpmic_dask.backends import backend_for, install_accessor
-from dpmic_dask.errors import InvalidParameterError, UnavailableError
+from dpmic_dask.errors import InvalidParameterError, UnavailableError, user_stacklevel
 from dpmic_dask.privacy.mechanisms.registry import (
     check_statistics,
     deprecated_spellings,
@@ -39,17 +38,6 @@ _RELEASE_ARGUMENTS = ("bounds", "columns", "delta", "B", "c", "nulls", "fill", "
 def _release_arguments(values: dict) -> dict:
     """The shared release arguments out of a method's ``locals()``."""
     return {name: values[name] for name in _RELEASE_ARGUMENTS}
-
-
-def _caller_level() -> int:
-    """``stacklevel`` for a warning raised by the caller of this function that
-    points at the first frame outside the package (the user's line)."""
-    frame = sys._getframe(1)
-    level = 1
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("dpmic_dask"):
-        frame = frame.f_back
-        level += 1
-    return level
 
 
 class DPMICAccessor:
@@ -190,7 +178,7 @@ class DPMICAccessor:
     def _plan(self, eps, **arguments) -> Plan:
         statistics = arguments.get("statistics", ("mic",))
         for old in deprecated_spellings(statistics) if check_statistics(statistics) else ():
-            warnings.warn(deprecation_message(old), FutureWarning, stacklevel=_caller_level())
+            warnings.warn(deprecation_message(old), FutureWarning, stacklevel=user_stacklevel())
         known = len(self._frame) if isinstance(self._frame, pd.DataFrame) else None
         return Plan(self._frame, plan_unit_release(self._schema(), eps, **arguments), known)
 

@@ -22,8 +22,6 @@ are reported as far wider than the values, with the run's edges as a suggestion.
 
 from __future__ import annotations
 
-import os
-import sys
 import warnings
 from dataclasses import dataclass, field
 
@@ -32,6 +30,7 @@ import numpy as np
 from dpmic_dask.errors import (
     BoundsWarning,
     InvalidParameterError,
+    user_stacklevel,
 )
 from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.costs import PURE_DP, column_epsilon
@@ -300,7 +299,7 @@ def _show(messages) -> None:
     """Each message as a :class:`BoundsWarning` pointing at the caller's line
     (``frame.dpmic.pairwise(...)``), never raised: after the charge nothing may
     refuse, even under a warnings-as-errors filter."""
-    level = _caller_level()
+    level = user_stacklevel()
     for message in messages:
         try:
             warnings.warn(message, BoundsWarning, stacklevel=level)
@@ -308,16 +307,6 @@ def _show(messages) -> None:
             with warnings.catch_warnings():
                 warnings.simplefilter("always", BoundsWarning)
                 warnings.warn(message, BoundsWarning, stacklevel=level)
-
-
-def _caller_level() -> int:
-    """The ``stacklevel`` of the first frame outside the package (the user's call),
-    counted from :func:`_show`'s caller of ``warnings.warn``."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 __all__ = ["CHECK_BINS", "COVERAGE", "MIN_TOTAL_SCALES", "NARROW", "BoundsCheck",

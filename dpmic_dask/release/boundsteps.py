@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from functools import partial
+from typing import Any
 
 from dpmic_dask.backends import backend_for
 from dpmic_dask.checks import refuse_missing
@@ -39,7 +40,7 @@ class CheckStep:
 
     def __init__(self, plan: BoundsCheckPlan):
         self.plan = plan
-        self.hists = None
+        self.hists: Any = None
 
     @property
     def cost(self):
@@ -87,7 +88,7 @@ class BoundsStep:
 
     def __init__(self, planned):
         self.planned = planned
-        self.counts = None
+        self.counts: Any = None
 
     @property
     def cost(self):

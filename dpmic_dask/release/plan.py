@@ -17,6 +17,7 @@ import dataclasses
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.errors import DPMICError, InvalidParameterError
@@ -67,13 +68,13 @@ class ReleasePlan:
     drop: tuple | None = None
     #: Privacy per unit (:mod:`dpmic_dask.release.units`): bounding and a private
     #: row count in front of the release, paid from the same charge.
-    units: object | None = None
+    units: Any = None
     #: Private categories (:mod:`dpmic_dask.release.private_categories`): a choice
     #: among public candidates in front of the release, paid from the same charge.
-    private_categories: object | None = None
+    private_categories: Any = None
     #: A private check of the public bounds (:mod:`dpmic_dask.release.bounds_check`)
     #: in front of the release, paid from the same charge.
-    bounds_check: object | None = None
+    bounds_check: Any = None
     #: With steps in front of the values: the one charge, split into every
     #: step's part, and the part left to the values (private bounds included).
     total: PrivacyCost | None = None
@@ -90,7 +91,7 @@ class ReleasePlan:
     def cost(self) -> PrivacyCost:
         """The one charge of the whole release."""
         if self.units is not None:
-            return self.units.total  # type: ignore[attr-defined]
+            return self.units.total
         if self.total is not None:
             return self.total
         return self.values_cost
@@ -197,11 +198,12 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
     check_part = None
     fronts = FrontSplit(total, eps, mechanism)
     if checkable:
-        check_part = fronts.take(check_share, "bounds_check")
+        check_part = fronts.take(float(check_share), "bounds_check")  # type: ignore[arg-type]
     if private:
         step_part = fronts.take(CATEGORIES_SHARE, "private categories")
         sensitivity = ROW_SENSITIVITY if unit_k is None else unit_k
         eps_column = column_epsilon(step_part, len(private))
+        assert total is not None  # private categories: the total was made above
         bad_event = safe_down(total.approx_delta / len(unknown)) if unknown else 0.0
         candidate_scale(eps_column, sensitivity)  # a scale that cannot be used is refused now
         if unknown:
@@ -233,13 +235,15 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
     if categorical:
         planned = with_categories(planned, categorical)
     if private:
+        assert total is not None and fronts.rest is not None  # split off the total above
         planned = dataclasses.replace(planned, private_categories=PrivateCategoriesPlan(
             {c: categorical[c] for c in private}, eps_column, step_part, fronts.rest, total,
             unknown, bad_event, unit_k))
     if check_part is not None:
         private_bounds = planned.bounds.bounds.columns if planned.bounds is not None else ()
         planned = dataclasses.replace(planned, bounds_check=plan_bounds_check(
-            planned.request, axis.kinds, check_share, (check_part, fronts.rest, total),
+            planned.request, axis.kinds, float(check_share),  # type: ignore[arg-type]
+            (check_part, fronts.rest, total),
             exclude=private_bounds, sensitivity=ROW_SENSITIVITY if unit_k is None else unit_k))
     elif check_share is not None:
         planned = dataclasses.replace(planned, notes=(
@@ -282,11 +286,12 @@ class FrontSplit:
     is left (:attr:`rest`) is the values' part, planned at :attr:`eps` with
     :attr:`mechanism` (``micr-gauss`` under zCDP)."""
 
-    def __init__(self, total: PrivacyCost, eps: float, mechanism: str):
+    def __init__(self, total: PrivacyCost | None, eps: float, mechanism: str):
         self.rest, self.eps, self.mechanism = total, eps, mechanism
         self.taken: list = []
 
     def take(self, share: float, what: str) -> PrivacyCost:
+        assert self.rest is not None, "a front step needs the plan's total"
         part, self.rest, self.eps, self.mechanism = split_front(
             self.rest, share, self.mechanism, what)
         self.taken.append(part)

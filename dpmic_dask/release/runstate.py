@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from dpmic_dask.release.unitbase import per_unit
 
@@ -14,18 +15,18 @@ class Run:
     request and selection as the released facts rewrote them, the row counts,
     and what each step released (for the result and its report)."""
 
-    frame: object
-    request: object
-    selection: object
-    bounds: object  # the private-bounds step's plan, or None
+    frame: Any
+    request: Any  # a ReleaseRequest
+    selection: Any  # a SelectionPlan, or None
+    bounds: Any  # the private-bounds step's plan, or None
     split_every: int
-    progress: object = None
+    progress: bool | None = None
     #: The exact row count seen before the charge (never released), and the
     #: public one every noise scale and check uses (``n0`` per unit).
-    rows: int | None = None
-    public: int | None = None
-    unit_k: int | None = None
-    n0: int | None = None
+    rows: Any = None  # int once a pass counted them
+    public: Any = None  # int once known
+    unit_k: Any = None  # int per unit
+    n0: Any = None  # int per unit, after the charge
     found: dict = field(default_factory=dict)
     said: dict = field(default_factory=dict)
     #: Columns read raw until the choice of categories codes them (chosen from

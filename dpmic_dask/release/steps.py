@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from functools import partial
+from typing import Any
 
 from dpmic_dask.backends import backend_for
 from dpmic_dask.checks import MIN_ROWS, refuse_missing
@@ -125,7 +126,7 @@ class CategoriesStep:
     def __init__(self, plan: PrivateCategoriesPlan):
         self.plan = plan
         self.kept_at_most = 0
-        self.hist = None
+        self.hist: Any = None
         self.occurring: dict = {}
 
     @property

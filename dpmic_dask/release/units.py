@@ -193,7 +193,8 @@ def quantile_k(noisy: np.ndarray, grid: np.ndarray, quantile: float) -> int:
 def choose_from_histogram(noisy, grid, planned, *, rule, quantile, tolerance, epsilon,
                           noise_scale, privacy_unit, charge_id) -> ContributionBound:
     """The released choice from the noisy histogram ``noisy`` (post-processing)."""
-    candidates, predicted = (), None
+    candidates: tuple = ()
+    predicted = None
     if planned is not None:
         candidates = predict(noisy, grid, planned, scale=noise_scale)
     if rule == "error":
