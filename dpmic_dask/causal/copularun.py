@@ -21,11 +21,7 @@ from dpmic_dask.causal.copula import (
     tau_matrix,
 )
 from dpmic_dask.causal.orient import cpdag
-from dpmic_dask.causal.request import (
-    MAX_BINS,  # noqa: F401  (re-exported)
-    MAX_CATEGORIES,  # noqa: F401  (re-exported)
-    CausalRequest,
-)
+from dpmic_dask.causal.request import CausalRequest
 from dpmic_dask.causal.result import CausalGraph, CausalReport
 from dpmic_dask.causal.skeleton import exact_decision, pc_skeleton
 from dpmic_dask.checks import MIN_ROWS
