@@ -205,10 +205,15 @@ run_id_help = ("Idempotency key (e.g. the schedule's logical date), per dataset 
 @click.option("--run-id", default=None, callback=check_run_id, help=run_id_help)
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar (default: only on a terminal).")
+@click.option("--dry-run", is_flag=True,
+              help="Plan the release on the input's schema and print the plan (its steps, "
+                   "their parts of the budget, each column's kind and where its bounds and "
+                   "categories come from, the noise each value will get); nothing is read "
+                   "but the schema, nothing is charged, no cluster is started.")
 @click.option("--debug", is_flag=True,
               help="Show the full traceback of an unexpected failure (it may quote data).")
 @handles_errors
-def run(job_file, run_id, progress, debug):
+def run(job_file, run_id, progress, dry_run, debug):
     """Run JOB_FILE: one private release, charged to the job's ledger.
 
     Order: check the job, the run id and that the ledger can be written; if this
@@ -223,8 +228,17 @@ def run(job_file, run_id, progress, debug):
     \b
     Example:
       dpmic run jobs/daily.toml --run-id 2026-11-22
+      dpmic run jobs/daily.toml --dry-run
     """
     job = load_job(job_file)
+    if dry_run:  # the plan, as 'dpmic validate --schema' prints it; nothing charged
+        planned = _check_input_schema(job)
+        if job.causal is None:
+            click.echo("\n".join(explain_lines(planned, None)))
+        else:
+            click.echo(f"{job_file}: a causal graph of {len(job.bounds)} columns at "
+                       f"eps={job.eps:g}; nothing was read or charged")
+        return
     run_job(job, run_id or uuid.uuid4().hex, progress=progress, echo=stdout_echo)
 
 

@@ -235,3 +235,19 @@ def test_the_check_is_part_of_a_jobs_fingerprint(job_setup):
     other = job_fingerprint(load_job(job("[bounds]\ncheck = 0.1\n")))
     assert len({off, on, other}) == 3
     assert job_fingerprint(load_job(job("[bounds]\n"))) == off  # an empty section changes nothing
+
+
+def test_a_dry_run_prints_the_plan_and_charges_nothing(job_setup):
+    from click.testing import CliRunner
+
+    from dpmic_dask.batch.cli import main
+    from dpmic_dask.privacy.ledger import SQLLedger
+
+    ledger, job = job_setup
+    path = job()
+    for command in (["run", str(path), "--dry-run"], ["validate", "--schema", str(path)]):
+        result = CliRunner().invoke(main, command)
+        assert result.exit_code == 0, result.output
+        assert "Steps, in order:" in result.output and "1. bounds check" in result.output
+        assert "public bounds [0, 10000], checked privately" in result.output
+    assert SQLLedger(ledger).history("d") == [] and not (path.parent / "out").exists()
