@@ -28,7 +28,8 @@ Sections
     Default bins, capped at 8 per axis (``--max-bins``) to keep the run short.
 
 Run: ``python benchmarks/local_dp.py [--quick]`` (sections 1-3 about 10 minutes on
-2 cores, section 4 about 10 more with ``--procs 2``; ``--quick`` is a smoke run). Output: ``benchmarks/results-local-dp.txt``.
+2 cores, section 4 about 6 more with ``--procs 2``; ``--quick`` is a smoke run).
+Output: ``benchmarks/results-local-dp.txt``.
 Randomness: the package's secure source everywhere except section (1), which uses
 the seeded NOT private stream (``seeded_noise``) so its numbers are reproducible.
 """
