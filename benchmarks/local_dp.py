@@ -19,9 +19,17 @@ Sections
     eps covers all pairs in the local model). Also per bins setting (the default's
     choice) and the coverage of ci95.
 (3) throughput: randomize and aggregate, rows per second per core.
+(4) coverage of ci95 (issue #34): one pair ``y = sin(6x) + N(0, sigma^2)`` at four
+    dependence strengths (independent, sigma = 0.8, 0.3, 0.1) x eps in {0.5, 1, 2,
+    4, 8}, ``--runs`` runs per cell (default 200) of ``n = --rows`` people (default
+    2 10^4); the share of runs whose estimate lies within ``ci95`` of the exact MICr
+    of the same data on the design's grid, for the interval the server gives now
+    and for the older one (``1.96 sd(MIC*) + |bias|``, from the same bootstrap).
+    Default bins, capped at 8 per axis (``--max-bins``) to keep the run short.
 
-Run: ``python benchmarks/local_dp.py [--quick]`` (about 10 minutes on 2 cores;
-``--quick`` is a smoke run). Output: ``benchmarks/results-local-dp.txt``.
+Run: ``python benchmarks/local_dp.py [--quick]`` (sections 1-3 about 10 minutes on
+2 cores, section 4 about 6 more with ``--procs 2``; ``--quick`` is a smoke run).
+Output: ``benchmarks/results-local-dp.txt``.
 Randomness: the package's secure source everywhere except section (1), which uses
 the seeded NOT private stream (``seeded_noise``) so its numbers are reproducible.
 """
@@ -42,6 +50,7 @@ import dpmic_dask as dm  # noqa: E402
 from dpmic_dask import ldp  # noqa: E402
 from dpmic_dask.errors import PrivacyLeakWarning  # noqa: E402
 from dpmic_dask.ldp.bits import ByteSource  # noqa: E402
+from dpmic_dask.ldp.client import default_bins  # noqa: E402
 from dpmic_dask.ldp.estimate import mic_of_joint  # noqa: E402
 from dpmic_dask.ldp.protocols import make_protocol  # noqa: E402
 from dpmic_dask.privacy.accounting import InMemoryLedger  # noqa: E402
@@ -319,18 +328,98 @@ def section3(quick: bool) -> list[str]:
     return out
 
 
+# ----------------------------------------------------------------- section 4
+
+COVER_EPS = (0.5, 1.0, 2.0, 4.0, 8.0)
+#: noise sd of y = sin(6x) + noise; None: y independent of x
+COVER_SIGMAS = (None, 0.8, 0.3, 0.1)
+
+
+def _cover_cell(args) -> dict:
+    eps, sigma, runs, rows, max_bins, cell = args
+    bounds = {"x": BOUNDS["x"], "y": BOUNDS["y"]}
+    hits_new = hits_old = 0
+    target_sum = err_sum = wid_new = wid_old = 0.0
+    t0 = time.perf_counter()
+    bins = min(max_bins, default_bins(eps, rows, 1))
+    for run in range(runs):
+        gen = np.random.default_rng([cell, run])  # data, not noise
+        x = gen.uniform(0, 1, rows)
+        y = np.sin(6 * x) + gen.normal(0, 0.3 if sigma is None else sigma, rows)
+        if sigma is None:
+            y = gen.permutation(y)
+        df = pd.DataFrame({"x": x, "y": y})
+        reports = ldp.randomize(df, eps, bounds=bounds, bins=bins)
+        est = ldp.pairwise(reports).estimates[0]
+        design = reports.attrs["dpmic_ldp"]
+        family = master_grid_family(design["B"], design["c"])
+        target = coarse_target(df, "x", "y", design["bins"], family)
+        old = 1.96 * est.boot_sd + abs(est.bias)
+        hits_new += abs(est.mic - target) <= est.ci95
+        hits_old += abs(est.mic - target) <= old
+        target_sum += target
+        err_sum += est.mic - target
+        wid_new += est.ci95
+        wid_old += old
+    return {"eps": eps, "sigma": sigma, "runs": runs, "bins": bins,
+            "proto": design["protocol"]["name"], "target": target_sum / runs,
+            "err": err_sum / runs, "old": hits_old / runs, "new": hits_new / runs,
+            "w_old": wid_old / runs, "w_new": wid_new / runs,
+            "sec": (time.perf_counter() - t0) / runs}
+
+
+def section4(quick: bool, runs: int = 200, rows: int = 20_000, max_bins: int = 8,
+             procs: int = 1) -> list[str]:
+    runs = 20 if quick else runs
+    cells = [(eps, sigma, runs, rows, max_bins, 1000 * i + j)
+             for i, eps in enumerate(COVER_EPS) for j, sigma in enumerate(COVER_SIGMAS)]
+    if procs > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(procs) as pool:
+            res = list(pool.map(_cover_cell, cells))
+    else:
+        res = [_cover_cell(c) for c in cells]
+    out = ["", f"(4) ci95 coverage: one pair y = sin(6x) + N(0, sigma^2) (indep: y permuted), "
+           f"n = {rows:.0e},", f"    {runs} runs per cell, secure randomness, default bins "
+           f"capped at {max_bins}, 200 bootstrap replicates;",
+           "    target = exact MICr of the run's data on the design's grid; cover = share of "
+           "runs with", "    |mic - target| <= half-width; old = 1.96 sd(MIC*) + |bias| "
+           "(same bootstrap draws); new = the server's ci95",
+           f"{'eps':>4} {'sigma':>5} {'bins':>4} {'proto':>5} {'runs':>4} {'target':>6} "
+           f"{'mean err':>8} {'cover old':>9} {'cover new':>9} {'width old':>9} "
+           f"{'width new':>9} {'s/run':>6}"]
+    for r in res:
+        sig = "indep" if r["sigma"] is None else f"{r['sigma']:g}"
+        out.append(f"{r['eps']:>4g} {sig:>5} {r['bins']:>4} {r['proto']:>5} {r['runs']:>4} "
+                   f"{r['target']:>6.3f} {r['err']:>+8.3f} {r['old']:>9.3f} {r['new']:>9.3f} "
+                   f"{r['w_old']:>9.3f} {r['w_new']:>9.3f} {r['sec']:>6.2f}")
+    low = min(res, key=lambda r: r["new"])
+    out.append(f"    lowest coverage: new {low['new']:.3f} (eps {low['eps']:g}); old "
+               f"{min(r['old'] for r in res):.3f}; widths are mean half-widths")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only", default="1,1b,2,2b,3")
+    parser.add_argument("--only", default="1,1b,2,2b,3,4")
+    parser.add_argument("--runs", type=int, default=200, help="section 4: runs per cell")
+    parser.add_argument("--rows", type=int, default=20_000, help="section 4: people per run")
+    parser.add_argument("--max-bins", type=int, default=8, help="section 4: bins cap")
+    parser.add_argument("--procs", type=int, default=1, help="section 4: processes")
     args = parser.parse_args()
+    import functools
+
+    cover = functools.partial(section4, runs=args.runs, rows=args.rows,
+                              max_bins=args.max_bins, procs=args.procs)
     parts = args.only.split(",")
     lines = [f"# benchmarks/local_dp.py{' --quick (smoke run)' if args.quick else ''}; "
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
              f"{os.cpu_count()} cores visible; load average at start "
              f"{os.getloadavg()[0]:.1f} (a shared machine: throughput scales down with it)", ""]
     for name, fn in [("3", section3), ("1", section1), ("1b", section1b), ("2b", section2_bins),
-                     ("2", section2)]:
+                     ("2", section2), ("4", cover)]:
         if name in parts:
             start = time.perf_counter()
             lines += fn(args.quick)

@@ -17,14 +17,26 @@ Steps for one pair, on its ``m x m`` public grid (``k = m * m`` joint cells):
    unrelated pairs (mutual information of a noisy table is about the noise's own
    chi-square), downward for strong ones (the projection keeps the positive part
    of the noise on empty cells and smears the relationship). The bootstrap
-   estimates that bias as ``mean(MIC*) - MIC(f~)``; the value is ``MIC(f~)`` minus
-   it, clamped to ``[0, 1]``. ``ci95`` is ``1.96`` times the bootstrap standard
-   deviation plus ``|bias|``: the correction is computed at ``f~``, not at the
-   truth, so it can be off by about its own size, and the interval says so.
+   estimates that bias as ``b1 = mean(MIC*) - MIC(f~)``; the value is ``MIC(f~) - b1``,
+   clamped to ``[0, 1]``;
+5. the interval, from a second level of the same bootstrap: every ``f*`` gets one
+   more draw ``f** ~ N(f*, Sigma)``, projected and scored. ``2 MIC(f*) - MIC(f**)`` is
+   a replicate of the bias-corrected estimator itself (its correction made at
+   ``f*`` with one inner draw), and ``b2 = mean(MIC**) - mean(MIC*)`` is the bias one
+   noise level further out. ``ci95 = 1.96 sd(2 MIC* - MIC**) + |b1| + |b1 - b2|``.
+   Why each term: the one-level bootstrap's spread leaves out the variability of
+   the correction (``b1`` moves with ``f~``), about a quarter of the estimator's
+   standard deviation; and the bias is computed at ``f~``, a table already smeared
+   by one level of noise where the projection binds, while the truth is one level
+   sharper, where the bias is larger: ``|b1 - b2|`` (how much the bias changed over
+   one level) is the size of that extrapolation. The older interval
+   ``1.96 sd(MIC*) + |b1|`` covered 0.91-0.95 for related pairs at ``eps <= 1``
+   and less for strong ones (``benchmarks/results-local-dp.txt``, section 4).
 
 The bootstrap's normal draws are not privacy noise (the reports are already
-private): they come from a SHAKE-256 stream keyed by the counts themselves, so the
-same reports always give the same result.
+private, and everything here is post-processing of them): they come from a
+SHAKE-256 stream keyed by the counts themselves (the second level's from the same
+key with a suffix), so the same reports always give the same result.
 """
 
 from __future__ import annotations
@@ -108,7 +120,9 @@ def normal_draws(key: bytes, size: int) -> np.ndarray:
 @dataclass(frozen=True)
 class PairEstimate:
     """One pair's estimate: bias-corrected ``mic`` with ``ci95`` (half-width), the
-    plug-in ``raw_mic``, the bootstrap's ``bias``, and the joint frequencies."""
+    plug-in ``raw_mic``, the bootstrap's ``bias``, and the joint frequencies.
+    ``boot_sd`` is the one-level bootstrap's ``sd(MIC*)`` (the older interval was
+    ``1.96 boot_sd + |bias|``), ``bias2`` the second level's bias ``b2``."""
 
     mic: float
     ci95: float
@@ -117,6 +131,8 @@ class PairEstimate:
     frequencies: np.ndarray
     covariance: np.ndarray
     reports: int
+    boot_sd: float = float("nan")
+    bias2: float = float("nan")
 
 
 def joint_covariance(proto: Protocol, f: np.ndarray, n: int, population: int) -> np.ndarray:
@@ -148,7 +164,13 @@ def estimate_pair(supports: np.ndarray, n: int, population: int, proto: Protocol
     z = normal_draws(key, replicates * k).reshape(replicates, k)
     draws = project_simplex(f_proj[None, :] + z @ root.T)
     boot = np.array([mic_of_joint(d, m, family) for d in draws])
+    z2 = normal_draws(key + b"/second", replicates * k).reshape(replicates, k)
+    draws2 = project_simplex(draws + z2 @ root.T)
+    boot2 = np.array([mic_of_joint(d, m, family) for d in draws2])
     bias = float(boot.mean() - raw)
+    bias2 = float(boot2.mean() - boot.mean())
     mic = float(min(max(raw - bias, 0.0), 1.0))
-    ci95 = 1.96 * float(boot.std(ddof=1)) + abs(bias)
-    return PairEstimate(mic, ci95, raw, bias, f_hat, cov, n)
+    boot_sd = float(boot.std(ddof=1)) if replicates > 1 else 0.0
+    spread = float((2 * boot - boot2).std(ddof=1)) if replicates > 1 else 0.0
+    ci95 = 1.96 * spread + abs(bias) + abs(bias - bias2)
+    return PairEstimate(mic, ci95, raw, bias, f_hat, cov, n, boot_sd, bias2)

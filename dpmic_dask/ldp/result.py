@@ -47,7 +47,7 @@ class LocalReport:
         return (f"Protocol: {self.protocol.upper()} on the {self.bins} x {self.bins} grid of "
                 f"each pair (k = {self.k} joint cells{extra}); MICr with B = {self.B}, "
                 f"c = {self.c} on that grid; bias-corrected by a parametric bootstrap "
-                f"({self.replicates} replicates).")
+                f"({self.replicates} replicates, two levels).")
 
 
 @dataclass(frozen=True)
@@ -124,8 +124,9 @@ class LocalPairwiseResult:
             f"n = {p.n} reports.",
             f"Budget: epsilon = {p.epsilon:g} per person (local DP), spent on the device.",
             p.protocol_line(),
-            "ci95: half-width of each estimate's 95% interval from the normal approximation "
-            "of the reports' noise and of which people reported the pair.",
+            "ci95: half-width of each estimate's 95% interval from a two-level parametric "
+            "bootstrap of the reports' noise and of which people reported the pair "
+            "(spread of the bias-corrected estimator, plus its bias and the bias's change).",
             p.statement(),
         ]
         return "\n".join(lines)
