@@ -54,8 +54,8 @@ def job_release_plan(job: Job, schema):
     if categories:  # categorical columns: their lists, not bounds
         private["categories"] = categories
     bounds = {c: b for c, b in job.bounds.items() if not isinstance(b, dict)}
-    if job.bounds_check is not None:  # [bounds] check: a private check of public bounds
-        private["bounds_check"] = job.bounds_check
+    # [bounds] check: a private check of public bounds ("auto" when absent)
+    private["bounds_check"] = "auto" if job.bounds_check is None else job.bounds_check
     if job.privacy_unit is not None:  # per unit: bounding and a private row count first
         private["privacy_unit"] = list(job.privacy_unit)
         private["max_rows_per_unit"] = job.max_rows_per_unit
@@ -70,7 +70,8 @@ def job_release_plan(job: Job, schema):
 def bounds_section(section: dict, src: str) -> dict:
     """The optional ``[bounds]`` section: ``check``, the share of ``privacy.eps``
     spent on a private check of the public bounds (a number in (0, 1)), ``"auto"``
-    (a small share where the check can speak), or ``false`` (off, as when absent)."""
+    (the default when absent: a small share where the check can speak), or
+    ``false`` (off)."""
     if "check" not in section:
         return {}
     share = section["check"]
@@ -79,7 +80,7 @@ def bounds_section(section: dict, src: str) -> dict:
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share < 1:
         raise JobError(f"{src}: bounds.check must be a number between 0 and 1 (exclusive): "
                        "the share of privacy.eps spent on checking the public bounds, e.g. "
-                       "0.05; or \"auto\", or false (off, the default)")
+                       "0.05; or \"auto\" (the default), or false (off)")
     return {"bounds_check": float(share)}
 
 

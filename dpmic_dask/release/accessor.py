@@ -55,7 +55,7 @@ class DPMICAccessor:
                  task_memory=DEFAULT_TASK_MEMORY, statistics=("mic",),
                  bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
                  privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True,
-                 bounds_check=None):
+                 bounds_check="auto"):
         """Release the private MIC of every pair of columns, once.
 
         Parameters
@@ -116,10 +116,9 @@ class DPMICAccessor:
             or every row in an edge bin) are reported with a
             :class:`~dpmic_dask.errors.BoundsWarning` and in ``report()``, with
             tighter bounds to consider; ``result.bounds_check`` holds the released
-            histograms. ``"auto"``: at row level, a check with 2% of the budget
-            where the public row count is large enough for it to speak
-            (``report()`` says which); per unit, off. Default ``None``: off
-            (``report()`` says the bounds were not checked).
+            histograms. Default ``"auto"``: at row level, a check with 2% of the
+            budget where the public row count is large enough for it to speak
+            (``report()`` says which); per unit, off. ``None``: off.
         kinds : dict {column: kind}, optional
             The kind of a column whose dtype does not say it, e.g. ``{"ts":
             "timestamp"}`` for strings, ``{"ts": ("timestamp", "s")}`` (or ``{"ts":
@@ -186,7 +185,7 @@ class DPMICAccessor:
              nulls="raise", fill=None, split_every=DEFAULT_SPLIT_EVERY, label=None,
              task_memory=DEFAULT_TASK_MEMORY, statistics=("mic",), bounds_share=None,
              coverage=0.99, domain=None, kinds=None, min_rows=None, privacy_unit=None,
-             max_rows_per_unit=None, categories=None, refine=True, bounds_check=None,
+             max_rows_per_unit=None, categories=None, refine=True, bounds_check="auto",
              top_k=None, threshold=None, max_pairs=None, select_share=0.5, screen_B="auto"):
         """Plan a release without reading or charging anything.
 
@@ -231,7 +230,7 @@ class DPMICAccessor:
                   label=None, task_memory=DEFAULT_TASK_MEMORY, statistics=("mic",),
                   bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
                  privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True,
-                 bounds_check=None):
+                 bounds_check="auto"):
         """Privately choose the ``k`` most related pairs, then release their values.
 
         The budget does not grow with the number of pairs: the noisy top-``k``
@@ -283,7 +282,7 @@ class DPMICAccessor:
                     task_memory=DEFAULT_TASK_MEMORY, statistics=("mic",),
                     bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
                  privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True,
-                 bounds_check=None):
+                 bounds_check="auto"):
         """Privately find pairs whose MICr exceeds a public ``threshold``, then release
         their values.
 

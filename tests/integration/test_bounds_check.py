@@ -199,7 +199,7 @@ def test_a_job_file_checks_its_bounds(job_setup):
     ("[bounds]\ncheck = 1.5\n", "bounds.check must be a number between 0 and 1"),
     ('[bounds]\ncheck = "5%"\n', "bounds.check must be a number between 0 and 1"),
     ("[bounds]\ncheck = true\n", "bounds.check must be a number between 0 and 1"),
-    ('[bounds]\ncheck = "on"\n', 'or "auto", or false (off, the default)'),
+    ('[bounds]\ncheck = "on"\n', 'or "auto" (the default), or false (off)'),
     ("[bounds]\nchek = 0.05\n", "unknown key bounds.chek"),
 ])
 def test_a_bad_bounds_check_key_is_refused_with_one_line(job_setup, section, message):
