@@ -119,7 +119,7 @@ def _report(result: PairwiseResult, plan, steps, run: Run) -> PairwiseResult:
     step's part) and what each step released."""
     total = plan.cost
     parts = "; ".join([*(step.describe(run) for step in steps),
-                       f"release: {plan.values_label()}"])
+                       f"release: {plan.values_label(chosen=len(result.pairs))}"])
     names = " and ".join(step.name for step in steps)
     statement = privacy_statement(total, max(1, len(result.pairs)),
                                   detail=f"{names} and release together; {parts}")

@@ -14,12 +14,9 @@ here; neither picks between the steps itself.
 from __future__ import annotations
 
 import dataclasses
-import numbers
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.errors import DPMICError, InvalidParameterError
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon
 from dpmic_dask.privacy.costs import PrivacyCost, column_epsilon, split_front
@@ -36,6 +33,12 @@ from dpmic_dask.release.bounds_check import (
     check_bounds_check,
     plan_bounds_check,
 )
+from dpmic_dask.release.planparts import (
+    check_drop,
+    checkable_columns,
+    with_categories,
+    with_min_rows,
+)
 from dpmic_dask.release.private_bounds import PrivateBoundsPlan, plan_private_bounds
 from dpmic_dask.release.private_categories import (
     CATEGORIES_SHARE,
@@ -47,7 +50,6 @@ from dpmic_dask.release.private_categories import (
 )
 from dpmic_dask.release.request import API_NAMES, ArgumentNames, ReleaseRequest, pairwise_request
 from dpmic_dask.release.selected import selection_request
-from dpmic_dask.release.stages import check_category_grids
 from dpmic_dask.stats.categories import PRIVATE, category_kinds
 from dpmic_dask.stats.kinds import axis_arguments
 from dpmic_dask.stats.sensitivity import safe_down
@@ -112,11 +114,17 @@ class ReleasePlan:
             return self.release_part
         return self.units.part if self.units is not None else self.values_cost
 
-    def values_label(self) -> str:
-        """The values step in words, with its part (the ledger's and report's wording)."""
-        inner = (self.request.mechanism.label if self.selection is None
-                 else f"{self.selection.selection.description} and the chosen values")
-        return f"{inner} with {self.values_part.describe()}"
+    def values_label(self, chosen: int | None = None) -> str:
+        """The values step in words, with its part (the ledger's and report's wording);
+        with a selection and ``chosen`` pairs released, the selection's own parts (a
+        threshold's charges the whole budget whatever passes, and says so)."""
+        if self.selection is None:
+            return f"{self.request.mechanism.label} with {self.values_part.describe()}"
+        inner = f"{self.selection.selection.description} and the chosen values"
+        label = f"{inner} with {self.values_part.describe()}"
+        if chosen is None:
+            return label
+        return f"{label} ({self.selection.parts(chosen=chosen)})"
 
     @property
     def steps(self) -> tuple[str, ...]:
@@ -298,73 +306,6 @@ class FrontSplit:
         return part
 
 
-def checkable_columns(schema, bounds, columns, categories, private, kinds) -> list:
-    """The columns a check of public bounds would look at: those with public
-    ``(lo, hi)`` bounds that are neither categorical nor boolean (none when every
-    bound is private). Known from the arguments and the schema alone."""
-    if not isinstance(bounds, Mapping):
-        return []
-    categorical = set(categories or ()) | set(private)
-    dtypes = dict(schema.items()) if hasattr(schema, "items") else {}
-    out = []
-    for name, given in bounds.items():
-        if isinstance(given, str) or name in categorical:
-            continue
-        if columns is not None and name not in columns:
-            continue
-        kind = (kinds or {}).get(name)
-        if kind in ("bool", "boolean") or str(dtypes.get(name, "")) in ("bool", "boolean"):
-            continue
-        out.append(name)
-    return out
-
-
-def check_drop(nulls, fill, min_rows, mechanism, per_unit: bool = False) -> bool:
-    """Whether ``nulls="drop"`` was asked for, after checking what it needs: a
-    public ``min_rows`` (the kept row count is not public; noise is calibrated to
-    this minimum, docs/privacy.md "Dropping rows with nulls"). Per unit the bounded
-    row count is released privately anyway, so ``min_rows`` is not needed there
-    (given, it is only checked)."""
-    if nulls != "drop":
-        if min_rows is not None:
-            raise InvalidParameterError('min_rows applies to nulls="drop" only')
-        return False
-    if fill is not None:
-        raise InvalidParameterError("fill is only used with nulls='fill'")
-    if per_unit and min_rows is None:
-        return True
-    if isinstance(min_rows, bool) or not isinstance(min_rows, numbers.Integral) \
-            or min_rows < MIN_ROWS:
-        raise InvalidParameterError(
-            f'nulls="drop" needs min_rows, a public minimum (an integer >= {MIN_ROWS}) of the '
-            "rows left after dropping those with nulls, chosen without looking at the data")
-    if not mechanism_supports(mechanism, "drop"):
-        raise InvalidParameterError(f'mechanism {mechanism!r} does not support nulls="drop" '
-                                    "(its noise is calibrated to the exact row count)")
-    return True
-
-
-def with_min_rows(planned: ReleasePlan, min_rows: int) -> ReleasePlan:
-    """``planned`` with every request calibrated to ``min_rows`` rows."""
-    request = dataclasses.replace(planned.request, min_rows=int(min_rows))
-    bounds = planned.bounds
-    if bounds is not None:
-        bounds = dataclasses.replace(bounds, request=request)
-    return dataclasses.replace(planned, request=request, bounds=bounds)
-
-
-def with_categories(planned: ReleasePlan, axes: dict) -> ReleasePlan:
-    """``planned`` with every request knowing its categorical columns' codings
-    (their pairs' statistic has a categorical axis, ``docs/statistics.md``)."""
-    request = dataclasses.replace(planned.request, categories=tuple(axes.items()))
-    if request.B is not None and request.c is not None:
-        check_category_grids(request, int(request.B), request.c)  # before any read
-    bounds = planned.bounds
-    if bounds is not None:
-        bounds = dataclasses.replace(bounds, request=request)
-    return dataclasses.replace(planned, request=request, bounds=bounds)
-
-
 def _plan(schema, eps, *, bounds, columns, delta, mechanism, select, bounds_share, coverage,
           domain, nulls, fill, label, statistics, B, c, names, refine=True,
           **sizing) -> ReleasePlan:
@@ -394,4 +335,4 @@ def _plan(schema, eps, *, bounds, columns, delta, mechanism, select, bounds_shar
     return ReleasePlan(request, selection)
 
 
-__all__ = ["FrontSplit", "ReleasePlan", "checkable_columns", "has_private_bounds", "plan_release"]
+__all__ = ["FrontSplit", "ReleasePlan", "has_private_bounds", "plan_release"]

@@ -135,11 +135,13 @@ def test_top_pairs_with_k_at_least_the_pairs_spends_nothing_on_choosing():
     assert len(with_tau.tau) == 3
 
 
-def test_pairs_above_that_passes_nothing_says_the_release_share_was_not_spent():
+@pytest.mark.parametrize("front", [{}, {"bounds_check": 0.05}])
+def test_pairs_above_that_passes_nothing_says_the_release_share_was_not_spent(front):
     frame = _table(5000)
     frame["b"] = np.random.default_rng(3).uniform(0, 1, len(frame))
     bounds = {"a": (0, 1), "b": (0, 1), "c": (0, 1)}
-    result = frame.dpmic.pairs_above(0.99, 50.0, bounds=bounds, max_pairs=1)
+    # with a step in front of it too: the report derived from the plan says it
+    result = frame.dpmic.pairs_above(0.99, 50.0, bounds=bounds, max_pairs=1, **front)
     assert result.pairs == ()
     assert "not spent" in result.privacy.parts
     assert "not spent" in result.report()
