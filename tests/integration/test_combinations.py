@@ -123,8 +123,8 @@ def arguments(combo: dict) -> dict:
         kw["bounds"] = "private"
     else:
         kw["bounds"] = {c: b for c, b in PUBLIC_BOUNDS.items() if c in columns}
-        if combo["bounds"] == "check":
-            kw["bounds_check"] = 0.05
+        # public bounds as given, or checked with 5% (not "auto", the default)
+        kw["bounds_check"] = 0.05 if combo["bounds"] == "check" else None
     kw["columns"] = columns
     kw["statistics"] = ("mic", "tau_a") if combo["statistics"] == "mic+tau_a" else ("mic",)
     return kw

@@ -115,7 +115,8 @@ def test_pairwise_with_private_bounds_charges_once_for_both_parts():
     ledger.set_budget("d", dm.Budget(1.0))
     result = frame.dpmic.pairwise(1.0, bounds={"income": "private", "spend": "private",
                                                "age": (0, 100)},
-                                  bounds_share=0.2, ledger=ledger, dataset="d")
+                                  bounds_share=0.2, ledger=ledger, dataset="d",
+                                  bounds_check=None)
     (charge,) = ledger.charges("d")
     assert charge.cost == PrivacyCost(1.0) and charge.mechanism == "bounds-hist+micr-lap"
     assert "private bounds for ['income', 'spend']: epsilon 0.2" in charge.description
@@ -210,7 +211,7 @@ def test_top_pairs_and_pairs_above_with_private_bounds(delta):
     above = frame.dpmic.pairs_above(0.5, 50.0, delta=delta, max_pairs=3,
                                     bounds={"amount": "private", "fee": "private",
                                             "noise": (-5, 5), "other": (0, 30)},
-                                    ledger=ledger)
+                                    ledger=ledger, bounds_check=None)
     assert above.pairs == (("amount", "fee"),)
     charges = ledger.charges()
     assert len(charges) == 2

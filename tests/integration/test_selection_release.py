@@ -107,7 +107,7 @@ def test_pairs_above_reports_pairs_over_the_threshold_in_order(table):
 def test_pairs_above_says_the_whole_budget_is_charged_when_nothing_passes(table, delta):
     ledger = dm.InMemoryLedger(uncapped=True)
     none = table.dpmic.pairs_above(0.999, 1e5, delta=delta, bounds=BOUNDS, max_pairs=2,
-                                   B=40, c=5, ledger=ledger)
+                                   B=40, c=5, ledger=ledger, bounds_check=None)
     assert none.pairs == ()
     (charge,) = ledger.charges()
     assert charge.cost.epsilon == 1e5 and charge.cost.delta == delta
@@ -157,7 +157,7 @@ def test_top_pairs_can_release_tau_of_the_chosen_pairs(table):
 
     ledger = dm.InMemoryLedger(uncapped=True)
     result = table.dpmic.top_pairs(2, 1e6, bounds=BOUNDS, B=40, c=5, ledger=ledger,
-                                   statistics=("mic", "tau_a"))
+                                   statistics=("mic", "tau_a"), bounds_check=None)
     nonprivate = dm.InMemoryLedger(uncapped=True)
     whole = table.dpmic.pairwise(1e9, bounds=BOUNDS, B=40, c=5, ledger=nonprivate,
                                  statistics=("mic", "tau_a"))
