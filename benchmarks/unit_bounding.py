@@ -74,8 +74,9 @@ def main() -> None:
                     seconds = time.perf_counter() - start
                 times[case] = min(times[case], seconds)
                 peaks[case] = max(peaks[case], mem.peak)
-                work[case] = min(work[case], stream_figures(stream.data, seconds)[0])
-                print(f"  {case}: {seconds:.1f} s, work {work[case]:.1f} task-s", flush=True)
+                spent = stream_figures(stream.data, seconds)[0]
+                work[case] = min(work[case], spent)
+                print(f"  {case}: {seconds:.1f} s, work {spent:.1f} task-s", flush=True)
         for case in cases:
             ratio = f"  {times[case] / times['row']:.2f}x row level" if "row" in times else ""
             print(f"{case:9s} {times[case]:7.1f} s{ratio}  work {work[case]:6.1f} task-s  "
