@@ -274,7 +274,7 @@ def bound_contributions(frame, unit, k: int, columns, key: tuple[int, int] | Non
     if not isinstance(frame, dd.DataFrame) or frame.npartitions == 1:
         return bound_contributions_shuffled(frame, unit, k, columns, key)
     parts = frame.to_delayed()
-    buckets = -(-len(parts) // PARTITIONS_PER_BUCKET)
+    buckets = min(-(-len(parts) // PARTITIONS_PER_BUCKET), MAX_BUCKETS)
     small = [delayed(smallest_priorities, nout=buckets, pure=True)(
         part, unit, k, content, key, buckets) for part in parts]
     tables = [delayed(thresholds_of, pure=True)([s[b] for s in small], unit, k)
@@ -292,6 +292,9 @@ def bound_contributions(frame, unit, k: int, columns, key: tuple[int, int] | Non
 #: partitions' share of every partition's small table: the unit columns and one
 #: ``uint64`` for at most ``k + 1`` rows per unit and partition).
 PARTITIONS_PER_BUCKET = 4
+#: At most this many buckets: each partition's small table is cut into one piece a
+#: bucket, ``partitions x buckets`` pieces in the graph.
+MAX_BUCKETS = 64
 
 #: A threshold table's columns: the unit's ``k``-th smallest priority, and how
 #: many of its rows at that priority are kept when more than that many tie there
