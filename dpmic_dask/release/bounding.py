@@ -266,7 +266,9 @@ def bound_contributions(frame, unit, k: int, columns, key: tuple[int, int] | Non
     (:func:`keep_below`). Only rows tied at a threshold past the ``k``-th (identical
     rows, or a 64-bit hash collision) move, through the same buckets, to be chosen
     by content (:func:`first_by_content`). The same rows as
-    :func:`bound_contributions_shuffled` for the same key."""
+    :func:`bound_contributions_shuffled` for the same key. The input partitions are
+    read once: the cluster holds them from the first step to the filter (as a
+    shuffle holds its rows), every worker one copy of the thresholds."""
     unit = tuple(unit)
     columns = tuple(c for c in columns if c not in unit)
     content = (*unit, *columns)
