@@ -9,10 +9,10 @@ runs ``[contribution bounding] -> [row count] -> [private bounds] -> [selection]
    the ``k`` whose keyed hash of their own content is smallest, with a fresh
    secret key per release. Which rows of a unit survive depends on that unit's
    rows and the key only, so after bounding the two neighbours still differ by
-   the rows of one unit, now at most ``k`` of them. On Dask: each partition first
-   keeps its own ``k`` smallest per unit, a shuffle on the unit brings a unit's
-   survivors together, and each output partition keeps the ``k`` smallest again
-   (a unit with a million rows sends at most ``k`` per input partition).
+   the rows of one unit, now at most ``k`` of them. On Dask no kept row moves:
+   each unit's threshold (its ``k``-th smallest priority) is found from the unit
+   columns and priorities alone (at most ``k + 1`` per unit and partition), and
+   every partition is filtered where it is against the thresholds.
 2. *Row count* (:mod:`dpmic_dask.release.rowcount`): the bounded row count is
    private; a noisy count (sensitivity ``k``) with a small share of the budget
    gives a public lower bound ``n0``.

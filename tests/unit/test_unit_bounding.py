@@ -1,0 +1,109 @@
+"""Contribution bounding on Dask, filtered in place (``bound_contributions``): the
+same rows as shuffling the kept rows (``bound_contributions_shuffled``) and as
+pandas, for the same key; ties at a unit's threshold chosen by content."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpmic_dask.release import bounding
+from dpmic_dask.release.bounding import (
+    NEED,
+    bound_contributions,
+    bound_contributions_shuffled,
+    smallest_priorities,
+    thresholds_of,
+)
+
+
+def rows_of(frame) -> Counter:
+    frame = frame.compute(scheduler="sync") if hasattr(frame, "compute") else frame
+    return Counter(map(tuple, frame.fillna(-1.0).to_numpy().tolist()))  # NaN != NaN
+
+
+def random_table(seed: int) -> pd.DataFrame:
+    """Units spread over the table, many repeated rows (few distinct values), one
+    unit much larger than the rest. Test data only."""
+    gen = np.random.default_rng(seed)
+    n = int(gen.integers(50, 600))
+    units = int(gen.integers(1, 60))
+    u = gen.integers(0, units, n)
+    u[gen.random(n) < 0.2] = 0
+    frame = pd.DataFrame({"u": u, "x": gen.integers(0, 3, n).astype(float),
+                          "y": gen.integers(0, 2, n)})
+    frame.loc[gen.random(n) < 0.05, "x"] = np.nan
+    return frame.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("k", [1, 2, 8])
+def test_filtered_in_place_keeps_the_rows_the_shuffle_keeps(seed, k):
+    frame = random_table(seed)
+    gen = np.random.default_rng(1000 + seed)
+    key = (int(gen.integers(0, 2**63)), int(gen.integers(0, 2**63)))
+    expected = rows_of(bound_contributions(frame, ("u",), k, ("x", "y"), key))
+    for parts in (2, 17):
+        ddf = dd.from_pandas(frame, npartitions=parts, sort=False)
+        assert rows_of(bound_contributions_shuffled(ddf, ("u",), k, ("x", "y"), key)) == expected
+        assert rows_of(bound_contributions(ddf, ("u",), k, ("x", "y"), key)) == expected
+
+
+@pytest.mark.parametrize("k", [1, 2, 8])
+def test_colliding_priorities_are_ordered_by_content_as_before(monkeypatch, k):
+    """Distinct rows of one unit with one priority (a 64-bit collision, forced
+    here): the rows at the threshold are chosen by content, as the shuffle does."""
+    real = bounding.row_priority
+    monkeypatch.setattr(bounding, "row_priority",
+                        lambda frame, content, key: real(frame, content, key) % np.uint64(3))
+    for seed in range(6):
+        frame = random_table(seed)
+        frame["x"] = np.random.default_rng(seed).normal(size=len(frame))  # distinct rows
+        expected = rows_of(bound_contributions(frame, ("u",), k, ("x", "y"), (seed, 7)))
+        ddf = dd.from_pandas(frame, npartitions=9, sort=False)
+        assert rows_of(bound_contributions(ddf, ("u",), k, ("x", "y"), (seed, 7))) == expected
+
+
+def test_several_unit_columns_strings_and_missing_units():
+    gen = np.random.default_rng(5)
+    n = 400
+    frame = pd.DataFrame({"a": gen.integers(0, 4, n).astype(float),
+                          "b": gen.choice(["p", "q", "r"], n),
+                          "x": gen.integers(0, 4, n), "y": gen.integers(0, 2, n)})
+    frame.loc[gen.random(n) < 0.1, "a"] = np.nan
+    key = (3, 4)
+    expected = rows_of(bound_contributions(frame, ("a", "b"), 3, ("x", "y"), key))
+    ddf = dd.from_pandas(frame, npartitions=6, sort=False)
+    assert rows_of(bound_contributions(ddf, ("a", "b"), 3, ("x", "y"), key)) == expected
+    cat = frame.assign(b=frame["b"].astype("category"))
+    ddf = dd.from_pandas(cat, npartitions=6, sort=False)
+    assert rows_of(bound_contributions(ddf, ("b",), 2, ("x", "y"), key)) == rows_of(
+        bound_contributions(cat, ("b",), 2, ("x", "y"), key))
+
+
+def test_a_huge_unit_sends_at_most_k_plus_one_rows_per_partition():
+    gen = np.random.default_rng(2)
+    frame = pd.DataFrame({"u": np.r_[np.zeros(50_000, dtype=int), np.arange(1, 1001)],
+                          "x": gen.random(51_000)})
+    small = pd.concat(smallest_priorities(frame, ("u",), 4, ("u", "x"), (1, 2), 3))
+    assert (small.u == 0).sum() == 5 and (small.u != 0).sum() == 1000
+    table = thresholds_of([small], ("u",), 4)
+    assert len(table) == 1001 and (table[NEED] == -1).all()
+
+
+def test_ties_past_the_kth_row_are_counted():
+    """Ten identical rows of one unit, k = 4: the threshold is their priority and
+    four of them are taken; two rows, k = 4: both, no quota."""
+    frame = pd.DataFrame({"u": [1] * 10 + [2, 2], "x": [0.5] * 10 + [0.1, 0.2]})
+    small = pd.concat(smallest_priorities(frame, ("u",), 4, ("u", "x"), (1, 2)))
+    table = thresholds_of([small], ("u",), 4).set_index("u")
+    assert table.loc[1, NEED] == 4 and table.loc[2, NEED] == -1
+    with dask.config.set(scheduler="sync"):
+        kept = bound_contributions(dd.from_pandas(frame, npartitions=3, sort=False), ("u",), 4,
+                                   ("x",), (1, 2)).compute()
+    assert sorted(kept.x) == [0.1, 0.2, 0.5, 0.5, 0.5, 0.5]
