@@ -75,7 +75,8 @@ def run_release(frame, plan, *, ledger=None, dataset=None, progress=None) -> Pai
     request = plan.request
     charge = charge_budget(
         plan.cost, ledger, dataset,
-        description=f"{request.label or 'pairwise'} ({parts}; release: {plan.values_label()})",
+        description=f"{request.label or 'pairwise'} ({_unit_said(plan)}{parts}; release: "
+                    f"{plan.values_label()})",
         mechanism="+".join([*(step.label for step in steps), request.mechanism.label]),
         columns=request.columns)
     with after_charge(charge), warnings.catch_warnings():
@@ -102,6 +103,12 @@ def _auto_check(frame, plan):
     if speaks_at(checked.bounds_check, rows):
         return checked, None
     return dataclasses.replace(plan, auto_check=None), auto_lines(rows, checked.bounds_check)
+
+
+def _unit_said(plan) -> str:
+    """The unit and ``k`` in the charge's description (``per customer_id, at most 8
+    rows each; ``), or nothing at row level."""
+    return f"{plan.units.statement}; " if plan.units is not None else ""
 
 
 def _values(frame, request, selection, *, ledger=None, dataset=None, progress=None,

@@ -20,6 +20,11 @@ from dpmic_dask.privacy.ledger import SQLLedger
 from dpmic_dask.privacy.ledgerdb import SQLiteDB
 from tests.integration.test_release_journal import every_file, history, invoke, job_env
 
+
+def run_files(folder):
+    """The run files of an output folder (its ``_pages/`` of HTML pages left out)."""
+    return [name for name in every_file(folder) if name != "_pages"]
+
 SELECT_NOTHING = "[select]\nthreshold = 1.0\nmax_pairs = 2\n"
 #: Two independent columns released with little noise: no noisy MIC reaches 1.
 QUIET = {"b = { bounds = [-1.5, 1.5] }\n": "", "eps = 1.0": "eps = 200.0"}
@@ -81,7 +86,7 @@ def test_another_job_never_writes_an_undelivered_release(env, monkeypatch):
         assert result.exit_code == Exit.INVALID, result.output
         assert every_file(tmp_path / "outB") == []
     assert invoke("deliver", a, "--run-id", "r").exit_code == 0
-    assert every_file(tmp_path / "outA") == ["run-r--nightly.parquet"]
+    assert run_files(tmp_path / "outA") == ["run-r--nightly.parquet"]
 
 
 def test_a_kept_release_is_delivered_to_this_destination_if_it_was_not(env):
@@ -97,7 +102,7 @@ def test_a_kept_release_is_delivered_to_this_destination_if_it_was_not(env):
     again = invoke("run", path, "--run-id", "r")
     assert again.exit_code == 0, again.output
     assert "delivered its journaled values" in again.output
-    assert every_file(tmp_path / "out") == ["run-r--nightly.parquet"]
+    assert run_files(tmp_path / "out") == ["run-r--nightly.parquet"]
     done = invoke("run", path, "--run-id", "r")
     assert done.exit_code == 0 and "already released and delivered" in done.output
 
@@ -152,7 +157,7 @@ def test_each_file_delivery_writes_its_own_temporary_file(env, monkeypatch):
     for _ in range(2):
         joboutput.deliver(loaded, entry.rows(), "r")
     assert len(set(names)) == 2 and all(n.endswith(".tmp") for n in names)
-    assert every_file(tmp_path / "out") == ["run-r--nightly.parquet"]
+    assert run_files(tmp_path / "out") == ["run-r--nightly.parquet"]
 
 
 # ---------------------------------------------------------------- a full ledger disk
@@ -273,7 +278,7 @@ def test_the_loser_of_a_race_for_a_key_settles_from_the_winner(env, monkeypatch,
     loser = invoke("run", path, "--run-id", "r")
     assert loser.exit_code == 0, loser.output
     assert len(history(ledger)) == 1
-    assert every_file(tmp_path / "out") == ["run-r--nightly.parquet"]
+    assert run_files(tmp_path / "out") == ["run-r--nightly.parquet"]
     expected = "already released and delivered" if delivered else "delivered its journaled"
     assert expected in loser.output
 
