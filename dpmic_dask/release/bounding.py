@@ -319,11 +319,12 @@ def _buckets(table: pd.DataFrame, unit, buckets: int) -> list[pd.DataFrame]:
 
 def _unit_codes(table: pd.DataFrame, unit) -> np.ndarray:
     """Each row's unit as a code from 0 (equal units, equal codes; in this table)."""
-    codes = None
+    codes = np.zeros(len(table), dtype=np.int64)
     for name in unit:
-        column, values = pd.factorize(table[name])
-        codes = column if codes is None else pd.factorize(codes * len(values) + column)[0]
-    return codes.astype(np.int64)
+        column, values = pd.factorize(table[name])  # -1 for a missing value
+        # (code, column) pairs to one code, never colliding: the column shifted to 0..
+        codes = pd.factorize(codes * (len(values) + 1) + (column + 1))[0]
+    return np.asarray(codes, dtype=np.int64)
 
 
 def _ranks(codes: np.ndarray, priority: np.ndarray) -> np.ndarray:
