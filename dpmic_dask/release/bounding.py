@@ -7,26 +7,25 @@ per-unit release around it is :mod:`dpmic_dask.release.units`.
 from __future__ import annotations
 
 import dataclasses
-import secrets
 from dataclasses import dataclass
 from functools import partial
 
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
-from dask import delayed
 
 from dpmic_dask.backends import backend_for, register
 from dpmic_dask.backends.base import Backend
 from dpmic_dask.checks import refuse_missing
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError
+from dpmic_dask.release.keeprows import (  # noqa: F401 (re-exported)
+    PRIORITY,
+    bound_contributions,
+    bound_contributions_shuffled,
+    keep_smallest,
+    new_key,
+    row_priority,
+)
 from dpmic_dask.stats.counting import column_values
-
-#: The hidden column holding each row's keyed priority while bounding.
-PRIORITY = "__dpmic_priority__"
-
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
 
 
 def check_unit_columns(unit) -> tuple[str, ...]:
@@ -161,49 +160,6 @@ def unit_statement(unit: tuple[str, ...] | None, k: int | None) -> str:
     return f"per {unit_label(unit)}, at most {k} rows each"
 
 
-def new_key() -> tuple[int, int]:
-    """A fresh secret key for one release (128 bits from the OS CSPRNG)."""
-    return secrets.randbits(64), secrets.randbits(64)
-
-
-def _mix(x: np.ndarray) -> np.ndarray:
-    """A 64-bit finaliser (bijective): spreads a hash over all bits."""
-    with np.errstate(over="ignore"):
-        x = x ^ (x >> np.uint64(30))
-        x = x * _M1
-        x = x ^ (x >> np.uint64(27))
-        x = x * _M2
-        return x ^ (x >> np.uint64(31))
-
-
-def row_priority(frame: pd.DataFrame, content, key: tuple[int, int]) -> np.ndarray:
-    """Each row's keyed priority: a hash of the row's own ``content`` columns (the
-    unit's and the released ones), keyed by ``key``. A function of the row and the
-    key only; identical rows get the same priority (and are interchangeable)."""
-    h = pd.util.hash_pandas_object(frame[list(content)], index=False).to_numpy(np.uint64)
-    with np.errstate(over="ignore"):
-        return _mix(_mix(h ^ np.uint64(key[0])) + np.uint64(key[1]))
-
-
-def keep_smallest(frame: pd.DataFrame, unit, k: int, content) -> pd.DataFrame:
-    """The ``k`` rows of each unit with the smallest ``(priority, content)`` (a
-    frame that already has the priority column and no row without a unit)."""
-    if frame.empty:
-        return frame
-    order = frame.sort_values([PRIORITY, *content], kind="stable", na_position="last")
-    rank = order.groupby(list(unit), sort=False, dropna=True).cumcount().to_numpy()
-    return order[rank < k]
-
-
-def _tag_and_keep(frame: pd.DataFrame, unit, k: int, content, key) -> pd.DataFrame:
-    # A row whose unit is missing belongs to no known unit: it is dropped (a per-row
-    # rule). Kept as one shared unit, one person's rows could push out another's,
-    # k rows changed twice over (docs/privacy.md, section 12).
-    frame = frame[list(content)].dropna(subset=list(unit)).copy()
-    frame[PRIORITY] = row_priority(frame, content, key)
-    return keep_smallest(frame, unit, k, content)
-
-
 def rows_and_missing(frame: pd.DataFrame, *, columns) -> tuple[int, np.ndarray]:
     """A partition's row count and, per column, whether it has a missing value."""
     missing = np.zeros(len(columns), dtype=bool)
@@ -227,202 +183,6 @@ def refuse_missing_in_table(frame, columns, *, split_every: int, progress=None) 
         frame, columns, partial(rows_and_missing, columns=columns), add_rows_and_missing,
         split_every=split_every, progress=progress)
     refuse_missing(columns, missing)
-
-
-def bound_contributions_shuffled(frame, unit, k: int, columns,
-                                 key: tuple[int, int] | None = None):
-    """:func:`bound_contributions` by shuffling the kept rows themselves (every
-    column): every partition keeps its ``k`` smallest per unit, a shuffle on the
-    unit brings each unit's rows together, the ``k`` smallest again. The same rows
-    as :func:`bound_contributions` for the same key; for tables of more units than
-    every worker should hold a threshold of (:func:`bound_contributions` sends each
-    worker one table of about 40 bytes a unit: 400 MB at 10^7 units)."""
-    unit = tuple(unit)
-    columns = tuple(c for c in columns if c not in unit)
-    content = (*unit, *columns)
-    key = new_key() if key is None else key
-    if isinstance(frame, pd.DataFrame):
-        return _tag_and_keep(frame, unit, k, content, key)[list(columns)]
-    if not isinstance(frame, dd.DataFrame):
-        raise InvalidParameterError("privacy_unit needs a pandas or Dask DataFrame")
-    meta = frame._meta[list(content)].assign(**{PRIORITY: np.uint64(0)}).iloc[:0]
-    local = frame.map_partitions(_tag_and_keep, unit, k, content, key, meta=meta)
-    shuffled = local.shuffle(on=list(unit)) if local.npartitions > 1 else local
-    bounded = shuffled.map_partitions(keep_smallest, unit, k, content, meta=meta)
-    return bounded[list(columns)]
-
-
-def bound_contributions(frame, unit, k: int, columns, key: tuple[int, int] | None = None):
-    """At most ``k`` rows per unit of ``frame`` (pandas or Dask): the unit's rows with
-    the smallest keyed hash of their content (ties: the smallest content). Returns a
-    frame of ``columns`` only (the unit columns are never passed on). ``key``: fresh
-    when ``None``.
-
-    On Dask no kept column moves. Each partition sends its ``k + 1`` smallest
-    priorities per unit, with the unit columns only, to one of a few buckets by a
-    hash of the unit (:func:`smallest_priorities`); each bucket finds its units'
-    thresholds (:func:`thresholds_of`); the one threshold table goes to every
-    partition, which keeps its rows below their unit's threshold where they are
-    (:func:`keep_below`). Only rows tied at a threshold past the ``k``-th (identical
-    rows, or a 64-bit hash collision) move, through the same buckets, to be chosen
-    by content (:func:`first_by_content`). The same rows as
-    :func:`bound_contributions_shuffled` for the same key. The input partitions are
-    read once: the cluster holds them from the first step to the filter (as a
-    shuffle holds its rows), every worker one copy of the thresholds."""
-    unit = tuple(unit)
-    columns = tuple(c for c in columns if c not in unit)
-    content = (*unit, *columns)
-    key = new_key() if key is None else key
-    if not isinstance(frame, dd.DataFrame) or frame.npartitions == 1:
-        return bound_contributions_shuffled(frame, unit, k, columns, key)
-    parts = frame.to_delayed()
-    buckets = min(-(-len(parts) // PARTITIONS_PER_BUCKET), MAX_BUCKETS)
-    small = [delayed(smallest_priorities, nout=buckets, pure=True)(
-        part, unit, k, content, key, buckets) for part in parts]
-    tables = [delayed(thresholds_of, pure=True)([s[b] for s in small], unit, k)
-              for b in range(buckets)]
-    lookup = delayed(threshold_lookup, pure=True)(tables, unit)
-    kept = [delayed(keep_below, nout=buckets + 1, pure=True)(
-        part, unit, content, key, lookup, columns, buckets) for part in parts]
-    chosen = [delayed(first_by_content, pure=True)([f[1 + b] for f in kept], unit, content,
-                                                    columns) for b in range(buckets)]
-    meta = frame._meta[list(columns)].iloc[:0]
-    return dd.from_delayed([f[0] for f in kept] + chosen, meta=meta, verify_meta=False)
-
-
-#: Input partitions per bucket of the thresholds (a bucket's task holds its
-#: partitions' share of every partition's small table: the unit columns and one
-#: ``uint64`` for at most ``k + 1`` rows per unit and partition).
-PARTITIONS_PER_BUCKET = 4
-#: At most this many buckets: each partition's small table is cut into one piece a
-#: bucket, ``partitions x buckets`` pieces in the graph.
-MAX_BUCKETS = 64
-
-#: A threshold table's columns: the unit's ``k``-th smallest priority, and how
-#: many of its rows at that priority are kept when more than that many tie there
-#: (``-1``: all of them).
-THRESHOLD = "__dpmic_threshold__"
-NEED = "__dpmic_need__"
-
-
-def _buckets(table: pd.DataFrame, unit, buckets: int) -> list[pd.DataFrame]:
-    """``table`` split by a hash of the unit columns' values: every row of one unit
-    in the same bucket, in every partition."""
-    if buckets == 1:
-        return [table]
-    which = pd.util.hash_pandas_object(table[list(unit)], index=False).to_numpy() % np.uint64(
-        buckets)
-    order = np.argsort(which, kind="stable")
-    edges = np.searchsorted(which[order], np.arange(buckets + 1))
-    return [table.iloc[order[edges[b]:edges[b + 1]]] for b in range(buckets)]
-
-
-def _unit_codes(table: pd.DataFrame, unit) -> np.ndarray:
-    """Each row's unit as a code from 0 (equal units, equal codes; in this table)."""
-    codes = np.zeros(len(table), dtype=np.int64)
-    for name in unit:
-        column, values = pd.factorize(table[name])  # -1 for a missing value
-        # (code, column) pairs to one code, never colliding: the column shifted to 0..
-        codes = pd.factorize(codes * (len(values) + 1) + (column + 1))[0]
-    return np.asarray(codes, dtype=np.int64)
-
-
-def _ranks(codes: np.ndarray, priority: np.ndarray) -> np.ndarray:
-    """Each row's rank in its unit by priority (0: the smallest; equal priorities
-    in any order)."""
-    order = np.argsort(priority, kind="stable")
-    rank = np.empty(len(codes), dtype=np.int64)
-    ordered = codes[order]
-    rank[order] = pd.Series(ordered).groupby(ordered, sort=False).cumcount().to_numpy()
-    return rank
-
-
-def smallest_priorities(frame: pd.DataFrame, unit, k: int, content, key,
-                        buckets: int = 1) -> list[pd.DataFrame]:
-    """A partition's unit columns and priority for at least each unit's ``k + 1``
-    smallest priorities (with repeats; all of a unit's rows when it has no more
-    here), by bucket: the ``k + 1`` smallest of a whole unit are among its
-    partitions' ones, so its ``k``-th and whether the ``k + 1``-th ties it are
-    found from these alone, and no unit sends more than ``k + 1`` rows a partition."""
-    frame = frame[list(content)].dropna(subset=list(unit))
-    table = frame[list(unit)].copy()
-    table[PRIORITY] = priority = row_priority(frame, content, key)
-    codes = _unit_codes(table, unit)
-    heavy = np.bincount(codes)[codes] > k + 1
-    if heavy.any():
-        rank = _ranks(codes[heavy], priority[heavy])
-        keep = ~heavy
-        keep[np.flatnonzero(heavy)[rank <= k]] = True
-        table = table[keep]
-    return _buckets(table, unit, buckets)
-
-
-def thresholds_of(tables, unit, k: int) -> pd.DataFrame:
-    """Each unit's threshold from all its :func:`smallest_priorities` rows, one row a
-    unit: the ``k``-th smallest priority (the largest when the unit has ``k`` rows
-    or fewer) and, when more than ``k`` rows are at or below it (the ``k + 1``-th
-    ties it), ``NEED``: how many rows at the threshold the ``k`` smallest take
-    (``k`` less the rows below it); else -1."""
-    unit = list(unit)
-    table = pd.concat(tables) if isinstance(tables, list) else tables
-    codes = _unit_codes(table, unit)
-    priority = table[PRIORITY].to_numpy()
-    size = np.bincount(codes)
-    at = _ranks(codes, priority) == (np.minimum(size, k) - 1)[codes]
-    by_unit = np.zeros(len(size), dtype=np.uint64)
-    by_unit[codes[at]] = priority[at]
-    threshold = by_unit[codes]
-    below = np.bincount(codes, weights=priority < threshold, minlength=len(size))
-    upto = np.bincount(codes, weights=priority <= threshold, minlength=len(size))
-    out = table[at][unit].copy()
-    out[THRESHOLD] = priority[at]
-    unit_at = codes[at]
-    out[NEED] = np.where(upto[unit_at] > k, k - below[unit_at], -1).astype(np.int64)
-    return out
-
-
-def threshold_lookup(tables, unit) -> pd.DataFrame:
-    """Every bucket's thresholds in one table indexed by the unit (what each
-    partition is filtered against)."""
-    unit = list(unit)
-    table = pd.concat(tables) if isinstance(tables, list) else tables
-    index = (pd.Index(table[unit[0]]) if len(unit) == 1
-             else pd.MultiIndex.from_frame(table[unit]))
-    return pd.DataFrame({THRESHOLD: table[THRESHOLD].to_numpy(),
-                         NEED: table[NEED].to_numpy()}, index=index)
-
-
-def keep_below(frame: pd.DataFrame, unit, content, key, lookup: pd.DataFrame, columns,
-               buckets: int = 1) -> list[pd.DataFrame]:
-    """A partition's rows below their unit's threshold, and at it when the unit has
-    no more rows there than its ``k`` smallest take: ``columns`` of them; then, by
-    bucket, the rows at a threshold that ties past the ``k``-th (each unit's
-    ``NEED`` smallest by content here, with ``content`` and ``NEED``)."""
-    unit = list(unit)
-    frame = frame[list(content)].dropna(subset=unit)
-    priority = row_priority(frame, content, key)
-    values = frame[unit[0]] if len(unit) == 1 else pd.MultiIndex.from_frame(frame[unit])
-    where = lookup.index.get_indexer(values)
-    if (where < 0).any():
-        raise AssertionError("a unit without a threshold")
-    threshold = lookup[THRESHOLD].to_numpy()[where]
-    need = lookup[NEED].to_numpy()[where]
-    below = (priority < threshold) | ((priority == threshold) & (need < 0))
-    at = (priority == threshold) & (need >= 0)
-    tied = first_by_content([frame[at].assign(**{NEED: need[at]})], unit, content)
-    return [frame.loc[below, list(columns)], *_buckets(tied, unit, buckets)]
-
-
-def first_by_content(tables, unit, content, columns=None) -> pd.DataFrame:
-    """Rows tied at their unit's threshold: each unit's ``NEED`` smallest by content
-    (as :func:`keep_smallest` orders rows of equal priority); ``columns`` of them
-    when given."""
-    frame = pd.concat(tables)
-    if not frame.empty:
-        order = frame.sort_values(list(content), kind="stable", na_position="last")
-        rank = order.groupby(list(unit), sort=False, dropna=True).cumcount().to_numpy()
-        frame = order[rank < order[NEED].to_numpy()]
-    return frame if columns is None else frame[list(columns)]
 
 
 class BoundedFrame:

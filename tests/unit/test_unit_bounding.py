@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpmic_dask.release import bounding
-from dpmic_dask.release.bounding import (
+from dpmic_dask.release import keeprows as bounding
+from dpmic_dask.release.keeprows import (
     NEED,
     bound_contributions,
     bound_contributions_shuffled,

@@ -12,7 +12,7 @@ import pytest
 import dpmic_dask  # noqa: F401  (the accessor)
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.accounting import InMemoryLedger
-from dpmic_dask.release.bounding import PRIORITY, _tag_and_keep, bound_contributions
+from dpmic_dask.release.keeprows import PRIORITY, _tag_and_keep, bound_contributions
 from dpmic_dask.release.unitplan import find_floor, plan_unit_release
 from dpmic_dask.release.units import size_grid
 
