@@ -160,11 +160,15 @@ def unit_statement(unit: tuple[str, ...] | None, k: int | None) -> str:
     return f"per {unit_label(unit)}, at most {k} rows each"
 
 
-def rows_and_missing(frame: pd.DataFrame, *, columns) -> tuple[int, np.ndarray]:
-    """A partition's row count and, per column, whether it has a missing value."""
+def rows_and_missing(frame: pd.DataFrame, *, columns, raw=()) -> tuple[int, np.ndarray]:
+    """A partition's row count and, per column, whether it has a missing value
+    (the ``raw`` columns, read as they are, by their nulls: they are not numbers)."""
     missing = np.zeros(len(columns), dtype=bool)
     for i, name in enumerate(columns):
-        missing[i] = bool(np.isnan(column_values(frame, name)).any())
+        if name in raw:
+            missing[i] = bool(frame[name].isna().to_numpy().any())
+        else:
+            missing[i] = bool(np.isnan(column_values(frame, name)).any())
     return len(frame), missing
 
 
@@ -173,15 +177,17 @@ def add_rows_and_missing(a, b):
     return a[0] + b[0], a[1] | b[1]
 
 
-def refuse_missing_in_table(frame, columns, *, split_every: int, progress=None) -> None:
-    """Refuse missing values in ``columns`` (axis numbers) of the whole table, before
-    bounding. Checked on the bounded rows only, the refusal would depend on which
-    rows the fresh key keeps: the same call would refuse or go through at random,
-    and a caller retrying until it passes would condition the key on the data."""
+def refuse_missing_in_table(frame, columns, *, split_every: int, progress=None,
+                            raw=()) -> None:
+    """Refuse missing values in ``columns`` (axis numbers; the ``raw`` ones as they
+    are) of the whole table, before bounding. Checked on the bounded rows only,
+    the refusal would depend on which rows the fresh key keeps: the same call would
+    refuse or go through at random, and a caller retrying until it passes would
+    condition the key on the data."""
     columns = list(columns)
     _, missing = backend_for(frame).reduce(
-        frame, columns, partial(rows_and_missing, columns=columns), add_rows_and_missing,
-        split_every=split_every, progress=progress)
+        frame, columns, partial(rows_and_missing, columns=columns, raw=tuple(raw)),
+        add_rows_and_missing, split_every=split_every, progress=progress)
     refuse_missing(columns, missing)
 
 

@@ -68,8 +68,8 @@ class UnitStep:
     name = "units"
     label = "unit-bound+count"
 
-    def __init__(self, plan: UnitsPlan, *, fills: bool):
-        self.plan, self.fills = plan, fills
+    def __init__(self, plan: UnitsPlan, *, fills: bool, nullable=()):
+        self.plan, self.fills, self.nullable = plan, fills, tuple(nullable)
 
     @property
     def cost(self):
@@ -80,9 +80,10 @@ class UnitStep:
         refuse_mixed_units(run.frame, units.unit, split_every=run.split_every,
                            progress=run.progress)
         read = run.read()
-        if not self.fills:
-            refuse_missing_in_table(run.frame, [c for c in read if c not in run.raw],
-                                    split_every=run.split_every, progress=run.progress)
+        if not self.fills:  # raw columns with a null category may hold nulls
+            refuse_missing_in_table(run.frame, [c for c in read if c not in self.nullable],
+                                    split_every=run.split_every, progress=run.progress,
+                                    raw=run.raw)
         bounded = bound_contributions(run.frame, units.unit, units.k, read)
         if hasattr(bounded, "persist"):
             # the bounded rows stay where they were computed for every later pass:
@@ -218,7 +219,10 @@ def front_steps(plan) -> list:
     steps: list = []
     if plan.units is not None:
         fills = plan.request.fill is not None or bool(plan.drop)
-        steps.append(UnitStep(plan.units, fills=fills))
+        choice = plan.private_categories
+        nullable = () if choice is None else tuple(
+            c for c in choice.unknown if choice.axes[c].null_category)
+        steps.append(UnitStep(plan.units, fills=fills, nullable=nullable))
     if plan.private_categories is not None:
         steps.append(CategoriesStep(plan.private_categories))
     if plan.bounds_check is not None:

@@ -207,3 +207,28 @@ def test_every_step_per_unit_reads_at_most_k_rows_of_each_unit():
     for column in ("x", "y"):  # each histogram holds the bounded rows, up to its noise
         total = sum(result.bounds_check.histograms[column])
         assert abs(total - bounded) < 0.2 * bounded, (column, total)
+
+
+def test_a_null_in_a_column_chosen_from_its_values_is_refused_from_the_whole_table():
+    """Per unit, a missing value in a column whose categories are chosen from the
+    values that occur is refused before the charge whichever rows the fresh key
+    keeps (checked on the kept rows only, the same call would refuse at random)."""
+    gen = np.random.default_rng(9)  # test data only
+    n = 4_000
+    region = pd.Series(np.where(gen.uniform(size=n) < 0.5, "a", "b"), dtype=object)
+    region.iloc[7] = None  # one row of a unit with 40 rows: rarely among its 2 kept
+    frame = pd.DataFrame({"cid": np.repeat(np.arange(n // 40), 40), "x": gen.uniform(0, 1, n),
+                          "region": region})
+    for _ in range(5):
+        ledger = dm.InMemoryLedger(uncapped=True)
+        with pytest.raises(dm.MissingValuesError, match="region"):
+            frame.dpmic.pairwise(4.0, delta=1e-6, bounds={"x": (0, 1)}, columns=["x", "region"],
+                                 categories={"region": "private"}, privacy_unit="cid",
+                                 max_rows_per_unit=2, ledger=ledger)
+        assert not ledger.charges()
+    # a null category keeps them: no refusal
+    ledger = dm.InMemoryLedger(uncapped=True)
+    frame.dpmic.pairwise(4.0, delta=1e-6, bounds={"x": (0, 1)}, columns=["x", "region"],
+                         categories={"region": "private"}, nulls="category", privacy_unit="cid",
+                         max_rows_per_unit=2, ledger=ledger)
+    assert len(ledger.charges()) == 1
