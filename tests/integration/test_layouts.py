@@ -11,7 +11,7 @@ over the whole table. Parquet matters: Dask joins a projection's files into
 fewer partitions by how many columns it reads, so two column groups of one
 table can be split differently.
 
-The fast tier runs 20 fixed layouts (derandomized); the slow tier 80 new random
+The fast tier runs 20 fixed layouts (derandomized); the slow tier 40 new random
 ones on each run (about four minutes on 2 cores), so CI keeps exploring.
 """
 
@@ -189,7 +189,7 @@ def test_counts_and_values_do_not_depend_on_the_layout(layout, clusters):
 
 
 @pytest.mark.slow
-@settings(max_examples=80, deadline=None,
+@settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.data_too_large])
 @given(layout=layouts())
