@@ -12,7 +12,7 @@ fewer partitions by how many columns it reads, so two column groups of one
 table can be split differently.
 
 The fast tier runs 20 fixed layouts (derandomized); the slow tier 40 new random
-ones on each run (about four minutes on 2 cores), so CI keeps exploring.
+ones on each run (about two minutes on 2 cores), so CI keeps exploring.
 """
 
 from __future__ import annotations
