@@ -78,10 +78,10 @@ def test_selection_releases_take_the_check_too(amounts):
     ledger = InMemoryLedger({"d": Budget(5.0)})
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        top = frame.dpmic.top_pairs(1, 1.0, bounds=bounds, bounds_check=0.1, ledger=ledger,
+        top = frame.dpmic.top_pairs(1, 1.0, bounds=bounds, bounds_check=0.3, ledger=ledger,
                                     dataset="d")
         above = frame.dpmic.pairs_above(0.2, 1.0, bounds=bounds, max_pairs=1,
-                                        bounds_check=0.1, ledger=ledger, dataset="d")
+                                        bounds_check=0.3, ledger=ledger, dataset="d")
     for result in (top, above):
         assert result.bounds_check.wide == ("amount",)
         assert "Selection:" in result.report() and "column amount" in result.report()
@@ -220,7 +220,7 @@ def test_the_warning_never_refuses_after_the_charge(amounts):
         warnings.filterwarnings("ignore", category=DeprecationWarning)
         with pytest.warns(BoundsWarning, match="column amount") as seen:
             result = amounts.dpmic.pairwise(1.0, bounds={"amount": (0, 10000), "wave": (-2, 2)},
-                                            bounds_check=0.1, ledger=ledger, dataset="d")
+                                            bounds_check=0.3, ledger=ledger, dataset="d")
     assert result.bounds_check.wide == ("amount",) and len(ledger.history("d")) == 1
     assert seen[0].filename == __file__  # points at the caller's line
 

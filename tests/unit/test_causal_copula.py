@@ -211,3 +211,17 @@ def test_private_copula_one_pass_one_charge():
     exact = causal_graph_exact(frame, bounds=bounds)
     private = causal_graph(frame, 1e9, delta=1e-6, bounds=bounds)
     assert np.array_equal(exact.graph, private.graph)
+
+
+
+def test_a_conditioning_set_as_large_as_the_table_keeps_the_edge_after_the_charge():
+    # 4 rows, 5 identical columns at a huge eps: every edge survives to sets of
+    # size n - 3 and more, where the test has no degrees of freedom left. It must
+    # keep the edge (cannot reject), never fail after the one charge.
+    x = np.linspace(0.05, 0.95, 4)
+    frame = pd.DataFrame({f"c{i}": x for i in range(5)})
+    bounds = {c: (0, 1) for c in frame.columns}
+    ledger = InMemoryLedger({"d": Budget(1e7)})
+    graph = causal_graph(frame, 1e6, bounds=bounds, test="copula", ledger=ledger, dataset="d")
+    assert len(ledger.history("d")) == 1
+    assert len(graph.edges) == 10  # every pair: no test could separate them
