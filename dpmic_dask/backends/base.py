@@ -146,6 +146,61 @@ class Backend(ABC):
         pairwise by ``combine`` (exact, associative: sums of counts) where the
         partitions are; only the combined result reaches the driver."""
 
+    # Partitioned work: the frame transforms and passes that modules outside the
+    # backends need (each ``fn`` gets one partition, a pandas frame or Series).
+    # Optional: a backend that offers none (a wrapper that only counts) keeps these.
+
+    def map_partitions(self, frame, fn, *args, meta):
+        """``fn(partition, *args)`` of every partition of ``frame`` (a frame or a
+        Series), as a frame of the same kind; ``meta``: the empty pandas frame or
+        Series ``fn`` gives (columns and dtypes). Lazy where the backend is."""
+        raise NotImplementedError
+
+    def shuffle_by(self, frame, columns):
+        """``frame`` with all rows of equal values in ``columns`` in one partition."""
+        raise NotImplementedError
+
+    def tree_sum(self, frame, fn, add, *, split_every: int, progress: bool | None = False,
+                 columns=()):
+        """``fn(partition)`` of every partition of ``frame`` (a frame or a Series),
+        added pairwise by ``add`` (exact, associative) in a tree of ``split_every``
+        where the partitions are; only the sum reaches the driver. Failures other
+        than the package's own errors are reported by :func:`guarded` (``columns``
+        named, nothing else)."""
+        raise NotImplementedError
+
+    def persist(self, frame):
+        """``frame`` computed once and kept where it was computed (every later pass
+        reads those rows, not the graph that made them)."""
+        raise NotImplementedError
+
+    def empty(self, frame):
+        """An empty pandas frame (or Series) with ``frame``'s columns and dtypes;
+        nothing is read."""
+        raise NotImplementedError
+
+    def npartitions(self, frame) -> int:
+        """How many partitions ``frame`` has."""
+        raise NotImplementedError
+
+    def partitions(self, frame) -> list:
+        """One handle per partition of ``frame``, in order, for :meth:`task`: the
+        partitions themselves, or lazy values where the backend is lazy."""
+        raise NotImplementedError
+
+    def task(self, fn, *args, nout: int | None = None):
+        """``fn(*args)``, where the partitions are: ``args`` may hold handles from
+        :meth:`partitions` and results of other tasks (also in lists), which
+        ``fn`` gets as values. With ``nout``, ``fn`` returns a sequence of that
+        length whose items can be indexed before it is computed. Tasks are pure:
+        equal arguments, one computation."""
+        raise NotImplementedError
+
+    def from_partitions(self, parts: list, meta):
+        """A frame of ``parts`` (tasks' results, each a pandas frame like ``meta``)
+        in order, one partition each."""
+        raise NotImplementedError
+
     def install_accessor(self, frame_type: type, name: str, accessor: type) -> None:
         """Give ``frame_type`` the accessor ``frame.<name>`` (the frame library's own
         extension mechanism where it has one; a cached property otherwise)."""

@@ -1,10 +1,13 @@
 """The Dask backend: count partitions in parallel, sum them exactly.
 
-The only module that builds Dask graphs. Uses public Dask APIs only:
-``DataFrame.to_delayed`` for the partitions, ``dask.delayed`` for a tree of exact
-integer sums (``split_every`` partials per node), ``dask.persist`` to keep the
-summed counts on the cluster, and ``dask.compute`` / the active
-``distributed.Client`` to run graphs. Exact counts stay on the workers; the
+The only module that builds Dask graphs: the counts', and every other module's
+through the :class:`~dpmic_dask.backends.base.Backend` methods (``map_partitions``,
+``shuffle_by``, ``tree_sum``, ``persist``, ``partitions`` / ``task`` /
+``from_partitions``). Uses public Dask APIs, and a collection's ``_meta`` (its
+empty pandas frame): ``DataFrame.to_delayed`` for the partitions, ``dask.delayed``
+for a tree of exact integer sums (``split_every`` partials per node),
+``dask.persist`` to keep the summed counts on the cluster, and ``dask.compute`` /
+the active ``distributed.Client`` to run graphs. Exact counts stay on the workers; the
 driver receives only the row count, the missing-value flags and one exact value
 per pair (:meth:`DaskBackend.evaluate`), which it noises.
 """
@@ -268,16 +271,45 @@ class DaskBackend(Backend):
         return assemble(spec, blocks, results)
 
     def reduce(self, frame, columns, fn, combine, *, split_every, progress):
-        parts = guarded(columns, lambda: frame[list(columns)].to_delayed())
+        return self.tree_sum(guarded(columns, lambda: frame[list(columns)]), fn, combine,
+                             split_every=split_every, progress=progress, columns=columns)
+
+    def tree_sum(self, frame, fn, add, *, split_every, progress=False, columns=()):
+        parts = guarded(columns, frame.to_delayed)
         if not parts:
-            return guarded(columns, fn, frame._meta[list(columns)])
+            return guarded(columns, fn, frame._meta)
         task = dask.delayed(fn, pure=True)
-        merge = dask.delayed(lambda *xs: functools.reduce(combine, xs), pure=True)
+        merge = dask.delayed(lambda *xs: functools.reduce(add, xs), pure=True)
         nodes = [task(part) for part in parts]
         while len(nodes) > 1:
             nodes = [merge(*nodes[i:i + max(2, split_every)])
                      for i in range(0, len(nodes), max(2, split_every))]
         return run(nodes[0], progress=progress, columns=columns)
+
+    def map_partitions(self, frame, fn, *args, meta):
+        return frame.map_partitions(fn, *args, meta=meta)
+
+    def shuffle_by(self, frame, columns):
+        return frame.shuffle(on=list(columns)) if frame.npartitions > 1 else frame
+
+    def persist(self, frame):
+        _active_client()  # its workers' logs redacted before they run our tasks
+        return frame.persist()
+
+    def empty(self, frame):
+        return frame._meta
+
+    def npartitions(self, frame) -> int:
+        return frame.npartitions
+
+    def partitions(self, frame) -> list:
+        return frame.to_delayed()
+
+    def task(self, fn, *args, nout=None):
+        return dask.delayed(fn, nout=nout, pure=True)(*args)
+
+    def from_partitions(self, parts, meta):
+        return dd.from_delayed(parts, meta=meta, verify_meta=False)
 
     def map_counts(self, counts: np.ndarray, fn) -> np.ndarray:
         if counts.shape[0] < 2:

@@ -37,7 +37,35 @@ class PandasBackend(Backend):
         return LocalAggregate(spec, partial.rows, partial.missing, partial)
 
     def reduce(self, frame, columns, fn, combine, *, split_every, progress):
-        return guarded(columns, fn, frame[list(columns)])
+        return self.tree_sum(frame[list(columns)], fn, combine, split_every=split_every,
+                             progress=progress, columns=columns)
+
+    def map_partitions(self, frame, fn, *args, meta):
+        return fn(frame, *args)
+
+    def shuffle_by(self, frame, columns):
+        return frame  # one partition holds every row
+
+    def tree_sum(self, frame, fn, add, *, split_every, progress=False, columns=()):
+        return guarded(columns, fn, frame)
+
+    def persist(self, frame):
+        return frame
+
+    def empty(self, frame):
+        return frame.iloc[:0]
+
+    def npartitions(self, frame) -> int:
+        return 1
+
+    def partitions(self, frame) -> list:
+        return [frame]
+
+    def task(self, fn, *args, nout=None):
+        return fn(*args)
+
+    def from_partitions(self, parts, meta):
+        return pd.concat(parts) if parts else meta
 
     def evaluate(self, frame, spec, fn, *, pairs_per_block, split_every, progress,
                  rows=None, task_memory=None) -> Evaluation:

@@ -8,11 +8,12 @@ eps-LDP reports: nothing is charged to any ledger (the guarantee is each client'
 
 from __future__ import annotations
 
-import dask
-import dask.dataframe as dd
+from functools import partial
+
 import numpy as np
 import pandas as pd
 
+from dpmic_dask.backends import backend_for
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError
 from dpmic_dask.ldp.client import design_of, design_protocol
 from dpmic_dask.ldp.estimate import estimate_pair
@@ -63,22 +64,10 @@ def _add(a, b):
 
 
 def count_reports(reports, design: dict) -> tuple[np.ndarray, np.ndarray]:
-    """Total support counts and reports per pair of a pandas or Dask frame."""
-    if isinstance(reports, pd.DataFrame):
-        return partition_supports(reports, design)
-
-    if not isinstance(reports, dd.DataFrame):
-        raise InvalidDataError("reports must be a pandas or Dask DataFrame")
-    parts = [dask.delayed(partition_supports)(p, design) for p in reports.to_delayed()]
-    if not parts:
-        proto = design_protocol(design)
-        n_pairs = len(design["pairs"])
-        return np.zeros((n_pairs, proto.k), np.int64), np.zeros(n_pairs, np.int64)
-    while len(parts) > 1:  # a tree of exact integer additions
-        parts = [dask.delayed(_add)(parts[i], parts[i + 1]) if i + 1 < len(parts)
-                 else parts[i] for i in range(0, len(parts), 2)]
-    (total,) = dask.compute(parts[0])
-    return total
+    """Total support counts and reports per pair of a pandas or Dask frame (a tree
+    of exact integer additions over the partitions)."""
+    return backend_for(reports).tree_sum(reports, partial(partition_supports, design=design),
+                                         _add, split_every=2, progress=False)
 
 
 def pairwise(reports, *, design: dict | None = None, replicates: int = DEFAULT_REPLICATES,

@@ -19,13 +19,14 @@ from dpmic_dask.privacy.mechanisms.registry import (
     deprecated_spellings,
     deprecation_message,
 )
+from dpmic_dask.release.axisframe import axis_frame
 from dpmic_dask.release.charge import check_ledger
 from dpmic_dask.release.nonprivate import run_pairwise_nonprivate
 from dpmic_dask.release.provided import provided
 from dpmic_dask.release.public_plan import Plan
 from dpmic_dask.release.unitplan import plan_unit_release
 from dpmic_dask.stats.categories import category_kinds
-from dpmic_dask.stats.kinds import axis_arguments, axis_frame
+from dpmic_dask.stats.kinds import axis_arguments
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY, DEFAULT_TASK_MEMORY
 
 #: The arguments every private release method passes on to the plan as given.

@@ -231,5 +231,9 @@ class BoundedBackend(Backend):
         return self._inner(frame).reduce(frame.frame, columns, fn, combine,
                                          split_every=split_every, progress=progress)
 
+    def tree_sum(self, frame, fn, add, *, split_every, progress=False, columns=()):
+        return self._inner(frame).tree_sum(frame.frame, fn, add, split_every=split_every,
+                                           progress=progress, columns=columns)
+
     def map_counts(self, counts, fn):
         return np.array([fn(c) for c in counts], dtype=np.float64)

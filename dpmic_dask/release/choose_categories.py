@@ -125,12 +125,9 @@ def private_categories(frame, eps, *, columns: dict, delta: float = 0.0, nulls: 
             if c not in unknown}
     coded = frame[list(names)]
     for name, axis in axes.items():  # candidates as codes, the others raw
-        if isinstance(coded, pd.DataFrame):
-            coded = coded.assign(**{name: axis.encode_series(coded[name])})
-        else:
-            meta = pd.Series([], dtype=np.float64, name=name)
-            coded = coded.assign(**{name: coded[name].map_partitions(axis.encode_series,
-                                                                     meta=meta)})
+        meta = pd.Series([], dtype=np.float64, name=name)
+        coded = coded.assign(**{name: backend.map_partitions(coded[name], axis.encode_series,
+                                                             meta=meta)})
     nullable = unknown if nulls == "category" else ()
     hist, _, missing = backend_for(coded).reduce(
         coded, list(names),

@@ -30,6 +30,7 @@ import warnings
 
 from dpmic_dask.backends import backend_for
 from dpmic_dask.privacy.statement import privacy_statement
+from dpmic_dask.release.axisframe import axis_frame
 from dpmic_dask.release.bounding import BoundedFrame, unit_label
 from dpmic_dask.release.bounds_check import auto_lines, speaks_at
 from dpmic_dask.release.charge import after_charge, charge_budget, precheck_budget
@@ -38,7 +39,6 @@ from dpmic_dask.release.results import PairwiseResult
 from dpmic_dask.release.stages import public_rows
 from dpmic_dask.release.steps import Run, check_rows, front_steps
 from dpmic_dask.release.unitbase import check_inner, unit_privacy_statement
-from dpmic_dask.stats.kinds import axis_frame
 
 
 def run_release(frame, plan, *, ledger=None, dataset=None, progress=None) -> PairwiseResult:

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import secrets
 
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
-from dask import delayed
 
-from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.backends import backend_for
 
 #: The hidden column holding each row's keyed priority while bounding.
 PRIORITY = "__dpmic_priority__"
@@ -80,14 +78,13 @@ def bound_contributions_shuffled(frame, unit, k: int, columns,
     columns = tuple(c for c in columns if c not in unit)
     content = (*unit, *columns)
     key = new_key() if key is None else key
-    if isinstance(frame, pd.DataFrame):
-        return _tag_and_keep(frame, unit, k, content, key)[list(columns)]
-    if not isinstance(frame, dd.DataFrame):
-        raise InvalidParameterError("privacy_unit needs a pandas or Dask DataFrame")
-    meta = frame._meta[list(content)].assign(**{PRIORITY: np.uint64(0)}).iloc[:0]
-    local = frame.map_partitions(_tag_and_keep, unit, k, content, key, meta=meta)
-    shuffled = local.shuffle(on=list(unit)) if local.npartitions > 1 else local
-    bounded = shuffled.map_partitions(keep_smallest, unit, k, content, meta=meta)
+    backend = backend_for(frame)
+    meta = backend.empty(frame)[list(content)].assign(**{PRIORITY: np.uint64(0)}).iloc[:0]
+    local = backend.map_partitions(frame, _tag_and_keep, unit, k, content, key, meta=meta)
+    if backend.npartitions(local) == 1:  # one partition holds every unit's rows
+        return local[list(columns)]
+    bounded = backend.map_partitions(backend.shuffle_by(local, unit), keep_smallest, unit, k,
+                                     content, meta=meta)
     return bounded[list(columns)]
 
 
@@ -112,21 +109,22 @@ def bound_contributions(frame, unit, k: int, columns, key: tuple[int, int] | Non
     columns = tuple(c for c in columns if c not in unit)
     content = (*unit, *columns)
     key = new_key() if key is None else key
-    if not isinstance(frame, dd.DataFrame) or frame.npartitions == 1:
+    backend = backend_for(frame)
+    if backend.npartitions(frame) == 1:
         return bound_contributions_shuffled(frame, unit, k, columns, key)
-    parts = frame.to_delayed()
+    parts = backend.partitions(frame)
+    task = backend.task
     buckets = min(-(-len(parts) // PARTITIONS_PER_BUCKET), MAX_BUCKETS)
-    small = [delayed(smallest_priorities, nout=buckets, pure=True)(
-        part, unit, k, content, key, buckets) for part in parts]
-    tables = [delayed(thresholds_of, pure=True)([s[b] for s in small], unit, k)
+    small = [task(smallest_priorities, part, unit, k, content, key, buckets, nout=buckets)
+             for part in parts]
+    tables = [task(thresholds_of, [s[b] for s in small], unit, k) for b in range(buckets)]
+    lookup = task(threshold_lookup, tables, unit)
+    kept = [task(keep_below, part, unit, content, key, lookup, columns, buckets,
+                 nout=buckets + 1) for part in parts]
+    chosen = [task(first_by_content, [f[1 + b] for f in kept], unit, content, columns)
               for b in range(buckets)]
-    lookup = delayed(threshold_lookup, pure=True)(tables, unit)
-    kept = [delayed(keep_below, nout=buckets + 1, pure=True)(
-        part, unit, content, key, lookup, columns, buckets) for part in parts]
-    chosen = [delayed(first_by_content, pure=True)([f[1 + b] for f in kept], unit, content,
-                                                    columns) for b in range(buckets)]
-    meta = frame._meta[list(columns)].iloc[:0]
-    return dd.from_delayed([f[0] for f in kept] + chosen, meta=meta, verify_meta=False)
+    meta = backend.empty(frame)[list(columns)].iloc[:0]
+    return backend.from_partitions([f[0] for f in kept] + chosen, meta)
 
 
 #: Input partitions per bucket of the thresholds (a bucket's task holds its

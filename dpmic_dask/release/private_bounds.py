@@ -22,6 +22,7 @@ from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.conversion import check_epsilon
 from dpmic_dask.privacy.costs import measure_for, split_front
 from dpmic_dask.privacy.selection import SelectionPlan, check_share
+from dpmic_dask.release.axisframe import axis_frame
 from dpmic_dask.release.bounding import (
     bound_contributions,
     check_max_rows,
@@ -42,7 +43,7 @@ from dpmic_dask.release.histograms import (
 )
 from dpmic_dask.release.request import ReleaseRequest, pairwise_request
 from dpmic_dask.release.selected import selection_request
-from dpmic_dask.stats.kinds import axis_arguments, axis_frame
+from dpmic_dask.stats.kinds import axis_arguments
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY
 
 #: Default share of ``eps`` spent on private bounds inside a release.
@@ -115,9 +116,8 @@ def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, refine=Tr
             refuse_missing_in_table(frame, plan.columns, split_every=split_every,
                                     progress=progress)
         frame = bound_contributions(frame, unit[0], unit[1], plan.columns)
-        if hasattr(frame, "persist"):  # both passes read the same bounded rows
-            frame = frame.persist()
         backend = backend_for(frame)
+        frame = backend.persist(frame)  # both passes read the same bounded rows
     counts, rows = bounds_counts(frame, backend, plan, plan.columns, plan.fill, split_every,
                                  progress, min_rows=unit is None)
     if unit is not None:

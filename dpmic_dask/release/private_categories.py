@@ -30,6 +30,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
+from dpmic_dask.backends import backend_for
 from dpmic_dask.errors import (
     DPMICError,
     InvalidParameterError,
@@ -217,14 +218,12 @@ def recode(frame, remaps: dict, coded: dict | None = None):
     of ``coded`` (read raw: chosen from the values that occur) coded by its chosen
     :class:`CategoryAxis`."""
     out = frame.copy()
+    backend = backend_for(frame)
     columns = {**{c: partial(_recode_series, remap=r) for c, r in remaps.items()},
                **{c: axis.encode_series for c, axis in (coded or {}).items()}}
     for column, fn in columns.items():
-        if isinstance(frame, pd.DataFrame):
-            out[column] = fn(frame[column])
-        else:
-            meta = pd.Series([], dtype=np.float64, name=column)
-            out[column] = frame[column].map_partitions(fn, meta=meta)
+        meta = pd.Series([], dtype=np.float64, name=column)
+        out[column] = backend.map_partitions(frame[column], fn, meta=meta)
     return out
 
 

@@ -85,12 +85,10 @@ class UnitStep:
                                     split_every=run.split_every, progress=run.progress,
                                     raw=run.raw)
         bounded = bound_contributions(run.frame, units.unit, units.k, read)
-        if hasattr(bounded, "persist"):
-            # the bounded rows stay where they were computed for every later pass:
-            # one bounding (a pass over the table and the thresholds), not one per
-            # pass (10^7 rows, 2 workers: 16-20 s per release persisted, 30 s not)
-            bounded = bounded.persist()
-        run.frame = bounded
+        # the bounded rows stay where they were computed for every later pass:
+        # one bounding (a pass over the table and the thresholds), not one per
+        # pass (10^7 rows, 2 workers: 16-20 s per release persisted, 30 s not)
+        run.frame = backend_for(bounded).persist(bounded)
         run.unit_k = units.k
 
     def count(self, run: Run) -> None:

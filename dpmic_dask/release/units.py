@@ -151,7 +151,8 @@ def contribution_bound(frame, unit, eps, *, release=None, quantile=None,
     rule = "quantile" if planned is None or quantile is not None else "error"
     if quantile is None and rule == "quantile":
         quantile = 0.9
-    schema = backend_for(frame).schema(frame)
+    backend = backend_for(frame)
+    schema = backend.schema(frame)
     if any(u not in schema for u in unit):
         raise InvalidParameterError("privacy_unit column(s) are not in the frame")
     check_unit_dtypes(schema, unit)
@@ -166,11 +167,8 @@ def contribution_bound(frame, unit, eps, *, release=None, quantile=None,
         bins = np.searchsorted(edges, np.asarray(s, dtype=np.int64), side="right") - 1
         return np.bincount(np.clip(bins, 0, len(grid) - 1), minlength=len(grid))
 
-    if isinstance(sizes, pd.Series):
-        counts = histogram(sizes.to_numpy())
-    else:
-        parts = sizes.map_partitions(lambda s: pd.Series([histogram(s)]), meta=(None, object))
-        counts = np.sum(list(parts.compute()), axis=0)
+    counts = backend.tree_sum(sizes, histogram, np.add, split_every=DEFAULT_SPLIT_EVERY,
+                              columns=unit)
     scale = safe_up(1.0 / eps)
     charge = charge_budget(cost, ledger, dataset, description=label or "contribution bound",
                            mechanism="unit-size-hist", columns=unit)

@@ -58,8 +58,10 @@ API (all a new kind needs):
   :func:`kind_named`, :func:`column_kind` (the kind of one column, or one line
   naming the column and its dtype), :func:`axis_arguments` (a request's schema,
   bounds and fill values in axis numbers, and each column's kind),
-  :func:`axis_frame` (a pandas or Dask frame with its kinded columns as float64
-  axis values, rows with nulls dropped on request), :func:`format_bounds`.
+  :func:`axis_partition` and :func:`axis_series` (one partition's kinded columns
+  as float64 axis values, rows with nulls dropped on request; a whole pandas or
+  Dask frame: :func:`dpmic_dask.release.axisframe.axis_frame`),
+  :func:`format_bounds`.
 
 No message here quotes a value: refusals name the column and its dtype only.
 """
@@ -69,7 +71,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-import numpy as np
 import pandas as pd
 
 from dpmic_dask.checks import check_unique_labels, is_one_fill
@@ -278,43 +279,19 @@ def axis_arguments(schema, *, bounds, columns=None, fill=None, kinds=None,
     return AxisArguments(schema_out, bounds, fill, resolved)
 
 
-def _convert(series: pd.Series, kind: ColumnKind) -> pd.Series:
+def axis_series(series: pd.Series, kind: ColumnKind) -> pd.Series:
+    """One column (one partition) as float64 axis values."""
     return pd.Series(kind.axis(series), index=series.index, name=series.name)
 
 
-def _convert_frame(frame: pd.DataFrame, kinds: Mapping, drop) -> pd.DataFrame:
-    """Every column of ``kinds`` as axis values, then the rows with a null in a
-    ``drop`` column dropped (one partition, one pass)."""
+def axis_partition(frame: pd.DataFrame, kinds: Mapping, drop) -> pd.DataFrame:
+    """Every column of ``kinds`` (name -> kind) as axis values, then the rows with
+    a null in a ``drop`` column dropped (one partition, one pass; the whole frame
+    is :func:`dpmic_dask.release.axisframe.axis_frame`)."""
     out = frame.copy(deep=False)
     for column, kind in kinds.items():
-        out[column] = _convert(frame[column], kind)
+        out[column] = axis_series(frame[column], kind)
     return out.dropna(subset=list(drop)) if drop else out
-
-
-def axis_frame(frame, kinds: Mapping, *, drop=None, keep=()):
-    """``frame`` with each column of ``kinds`` (name -> resolved kind, ``None`` for
-    a float64 column left as it is) as float64 axis values, and, with ``drop``
-    (column names), without the rows that have a null in any of them (listwise;
-    the ``keep`` columns, such as a privacy unit's, are carried along as they are).
-
-    pandas frames are converted now (a refusal comes before anything else).
-    Dask frames lazily: with ``drop`` in one task per partition (every column is
-    read to drop rows anyway), else column by column (a task reading some
-    columns converts only those)."""
-    todo = {c: k for c, k in kinds.items() if k is not None}
-    if not todo and not drop:
-        return frame
-    if isinstance(frame, pd.DataFrame):
-        return _convert_frame(frame, todo, drop)
-    if drop:  # only the release's columns are read (a wide table's others are not)
-        frame = frame[list(dict.fromkeys([*kinds, *drop, *keep]))]
-        meta = _convert_frame(frame._meta, todo, None)
-        return frame.map_partitions(_convert_frame, todo, drop, meta=meta)
-    out = frame.copy()
-    for column, kind in todo.items():
-        empty = pd.Series([], dtype=np.float64, name=column)
-        out[column] = frame[column].map_partitions(_convert, kind, meta=empty)
-    return out
 
 
 def format_value(kind: ColumnKind | None, number: float) -> str:
@@ -338,6 +315,6 @@ def format_bounds(kind: ColumnKind | None, bounds) -> str:
     return f"[{format_value(kind, lo)}, {format_value(kind, hi)}]"
 
 
-__all__ = ["AxisArguments", "axis_arguments", "axis_frame", "column_kind", "format_bounds",
-           "format_value", "kind_named", "kind_options", "read_as_ordered", "register_kind",
-           "registered_kinds"]
+__all__ = ["AxisArguments", "axis_arguments", "axis_partition", "axis_series", "column_kind",
+           "format_bounds", "format_value", "kind_named", "kind_options", "read_as_ordered",
+           "register_kind", "registered_kinds"]

@@ -14,11 +14,11 @@ import pyarrow as pa
 import pytest
 
 import dpmic_dask as dm
+from dpmic_dask.release.axisframe import axis_frame
 from dpmic_dask.stats import kinds
 from dpmic_dask.stats.kindbase import ColumnKind
 from dpmic_dask.stats.kinds import (
     axis_arguments,
-    axis_frame,
     column_kind,
     format_bounds,
     register_kind,
