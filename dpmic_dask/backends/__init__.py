@@ -5,7 +5,8 @@ of a frame, as an aggregate that maps any pair statistic over its counts where
 they are, and the partitioned work other modules need (``map_partitions``,
 ``shuffle_by``, ``tree_sum``, ``persist``, lazy tasks over the partitions): no
 module outside the backends builds a Dask graph. The pipeline asks
-:func:`backend_for` and never tests frame types itself. A new frame type is one module with a :class:`Backend` subclass and a
+:func:`backend_for` and never tests frame types itself. A new frame type is one
+module with a :class:`Backend` subclass and a
 ``@register(FrameType)`` line; the backend's :meth:`Backend.install_accessor`
 gives its frames the ``.dpmic`` accessor (:func:`install_accessor`), whether it
 is registered before or after the package is imported.

@@ -22,6 +22,7 @@ are reported as far wider than the values, with the run's edges as a suggestion.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, field
 
@@ -67,17 +68,24 @@ def check_bounds_check(share, name: str = "bounds_check") -> float | str | None:
     return check_share(share, name)
 
 
+def rows_to_speak(plan: BoundsCheckPlan) -> int:
+    """The least public row count at which the check of ``plan`` can say anything:
+    :data:`MIN_TOTAL_SCALES` noise scales, as a whole number of rows (the float
+    product's and the scale's safe rounding ignored: 200 scales of 200 need 40,000 rows)."""
+    return math.ceil(MIN_TOTAL_SCALES * plan.scale * (1.0 - 1e-9))
+
+
 def speaks_at(plan: BoundsCheckPlan, rows: int) -> bool:
-    """Whether the check of ``plan`` can say anything at ``rows`` public rows: the
-    noisy total must reach :data:`MIN_TOTAL_SCALES` noise scales (a public rule)."""
-    return rows >= MIN_TOTAL_SCALES * plan.scale
+    """Whether the check of ``plan`` can say anything at ``rows`` public rows (a
+    public rule: :func:`rows_to_speak`)."""
+    return rows >= rows_to_speak(plan)
 
 
 def auto_lines(rows: int, plan: BoundsCheckPlan) -> str:
     """The report's line when ``"auto"`` left the check off at ``rows`` rows."""
-    need = MIN_TOTAL_SCALES * plan.scale
+    need = rows_to_speak(plan)
     return (f"Public bounds: used as given, not checked (bounds_check='auto' checks them with "
-            f"{plan.share:.0%} of the budget from about {need:,.0f} rows at this budget; "
+            f"{plan.share:.0%} of the budget from {need:,} rows at this budget; "
             f"this release has {rows:,}). bounds_check=<share> checks them at any size; "
             "bounds_check=None turns this off.")
 

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from dpmic_dask.backends import backend_for
+from dpmic_dask.errors import InvalidDataError
 
 #: The hidden column holding each row's keyed priority while bounding.
 PRIORITY = "__dpmic_priority__"
@@ -115,11 +116,12 @@ def bound_contributions(frame, unit, k: int, columns, key: tuple[int, int] | Non
     parts = backend.partitions(frame)
     task = backend.task
     buckets = min(-(-len(parts) // PARTITIONS_PER_BUCKET), MAX_BUCKETS)
-    small = [task(smallest_priorities, part, unit, k, content, key, buckets, nout=buckets)
-             for part in parts]
+    types = tuple(backend.empty(frame)[list(unit)].dtypes)
+    small = [task(smallest_priorities, part, unit, k, content, key, buckets, types,
+                  nout=buckets) for part in parts]
     tables = [task(thresholds_of, [s[b] for s in small], unit, k) for b in range(buckets)]
     lookup = task(threshold_lookup, tables, unit)
-    kept = [task(keep_below, part, unit, content, key, lookup, columns, buckets,
+    kept = [task(keep_below, part, unit, content, key, lookup, columns, buckets, types,
                  nout=buckets + 1) for part in parts]
     chosen = [task(first_by_content, [f[1 + b] for f in kept], unit, content, columns)
               for b in range(buckets)]
@@ -174,14 +176,41 @@ def _ranks(codes: np.ndarray, priority: np.ndarray) -> np.ndarray:
     return rank
 
 
+def unit_as_schema(frame: pd.DataFrame, unit, types) -> pd.DataFrame:
+    """``frame`` with its unit columns in the frame's schema types ``types`` (one
+    per unit column; ``None``: as they are). Partitions read from different files can
+    disagree (7 in one, 7.0 in another): a unit must be one unit in every partition,
+    so each column is cast to its schema type where that loses nothing, and refused
+    (naming the column and the types, never a value) where it would."""
+    if types is None:
+        return frame
+    out = frame
+    for name, dtype in zip(unit, types, strict=True):
+        column = frame[name]
+        if column.dtype == dtype:
+            continue
+        try:
+            cast = column.astype(dtype)
+            same = bool((cast.astype(column.dtype) == column).all())
+        except (TypeError, ValueError, OverflowError):
+            same = False
+        if not same:
+            raise InvalidDataError(
+                f"the unit column {name!r} has type {column.dtype} in one partition and "
+                f"{dtype} in the frame's schema, and its values do not convert: give it one "
+                "type in every partition (e.g. astype before the release)")
+        out = out.assign(**{name: cast})
+    return out
+
+
 def smallest_priorities(frame: pd.DataFrame, unit, k: int, content, key,
-                        buckets: int = 1) -> list[pd.DataFrame]:
+                        buckets: int = 1, types=None) -> list[pd.DataFrame]:
     """A partition's unit columns and priority for at least each unit's ``k + 1``
     smallest priorities (with repeats; all of a unit's rows when it has no more
     here), by bucket: the ``k + 1`` smallest of a whole unit are among its
     partitions' ones, so its ``k``-th and whether the ``k + 1``-th ties it are
     found from these alone, and no unit sends more than ``k + 1`` rows a partition."""
-    frame = frame[list(content)].dropna(subset=list(unit))
+    frame = unit_as_schema(frame[list(content)].dropna(subset=list(unit)), unit, types)
     table = frame[list(unit)].copy()
     table[PRIORITY] = priority = row_priority(frame, content, key)
     codes = _unit_codes(table, unit)
@@ -230,13 +259,13 @@ def threshold_lookup(tables, unit) -> pd.DataFrame:
 
 
 def keep_below(frame: pd.DataFrame, unit, content, key, lookup: pd.DataFrame, columns,
-               buckets: int = 1) -> list[pd.DataFrame]:
+               buckets: int = 1, types=None) -> list[pd.DataFrame]:
     """A partition's rows below their unit's threshold, and at it when the unit has
     no more rows there than its ``k`` smallest take: ``columns`` of them; then, by
     bucket, the rows at a threshold that ties past the ``k``-th (each unit's
     ``NEED`` smallest by content here, with ``content`` and ``NEED``)."""
     unit = list(unit)
-    frame = frame[list(content)].dropna(subset=unit)
+    frame = unit_as_schema(frame[list(content)].dropna(subset=unit), unit, types)
     priority = row_priority(frame, content, key)
     values = frame[unit[0]] if len(unit) == 1 else pd.MultiIndex.from_frame(frame[unit])
     where = lookup.index.get_indexer(values)

@@ -50,10 +50,11 @@ def test_where_it_cannot_speak_it_is_off_and_the_report_says_why():
     assert result.bounds_check is None and not warned
     assert charge.mechanism == "micr-lap" and result.privacy.epsilon == 1.0
     report = result.report()
-    assert "bounds_check='auto' checks them with 2% of the budget from about 40,000 rows" \
-        in report and "this release has 20,000" in report and UNCHECKED not in report
     need = MIN_TOTAL_SCALES * 2 / (AUTO_SHARE * 1.0 / 2)
     assert need == pytest.approx(40_000)
+    # the least row count that passes, never rounded below it
+    assert "bounds_check='auto' checks them with 2% of the budget from 40,000 rows" \
+        in report and "this release has 20,000" in report and UNCHECKED not in report
 
 
 def test_none_turns_it_off_and_a_share_forces_it():
@@ -76,3 +77,15 @@ def test_values_beyond_a_bound_are_said_to_pile_up_at_it():
     with pytest.warns(BoundsWarning, match="at its upper bound: values beyond 1 would be clamped there"):
         frame.dpmic.pairwise(20.0, bounds={"x": (0, 1), "y": (0, 3000)}, columns=["x", "y"],
                              ledger=ledger, bounds_check="auto")
+
+
+def test_at_the_stated_row_count_the_check_runs_and_one_row_less_it_does_not():
+    def at(rows):
+        gen = np.random.default_rng(5)  # test data only
+        frame = pd.DataFrame({"x": gen.uniform(0, 1, rows), "y": gen.uniform(0, 1, rows)})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return frame.dpmic.pairwise(1.0, bounds={"x": (0, 1), "y": (0, 1)})
+    assert at(40_000).bounds_check is not None
+    below = at(39_999)
+    assert below.bounds_check is None and "from 40,000 rows" in below.report()

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpmic_dask.errors import InvalidDataError
 from dpmic_dask.release import keeprows as bounding
 from dpmic_dask.release.keeprows import (
     NEED,
@@ -107,3 +108,25 @@ def test_ties_past_the_kth_row_are_counted():
         kept = bound_contributions(dd.from_pandas(frame, npartitions=3, sort=False), ("u",), 4,
                                    ("x",), (1, 2)).compute()
     assert sorted(kept.x) == [0.1, 0.2, 0.5, 0.5, 0.5, 0.5]
+
+
+def test_a_unit_typed_differently_in_some_partitions_is_one_unit():
+    """Partitions read from different files can hold the unit as int64 in some and
+    float64 (one file had a null) in others: 7 and 7.0 are one unit, so the rows
+    kept are those of the table with one type; a type that would change the values
+    is refused, naming no value."""
+    frame = random_table(3)
+    key = (11, 12)
+    expected = rows_of(bound_contributions(frame, ("u",), 2, ("x", "y"), key))
+    cuts = np.linspace(0, len(frame), 9).astype(int)
+    pieces = [frame.iloc[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    mixed = [p.astype({"u": float}) if i % 2 else p for i, p in enumerate(pieces)]
+    ddf = dd.from_delayed([dask.delayed(p) for p in mixed], meta=frame.iloc[:0],
+                          verify_meta=False)
+    assert rows_of(bound_contributions(ddf, ("u",), 2, ("x", "y"), key)) == expected
+    lossy = [p.assign(u=p["u"] + 0.5) if i == 1 else p for i, p in enumerate(mixed)]
+    ddf = dd.from_delayed([dask.delayed(p) for p in lossy], meta=frame.iloc[:0],
+                          verify_meta=False)
+    with pytest.raises(InvalidDataError, match="unit column 'u' has type float64") as err:
+        bound_contributions(ddf, ("u",), 2, ("x", "y"), key).compute(scheduler="sync")
+    assert ".5" not in str(err.value)
