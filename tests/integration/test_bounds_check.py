@@ -13,6 +13,7 @@ from dpmic_dask import InMemoryLedger
 from dpmic_dask.errors import BoundsWarning, MissingValuesError
 from dpmic_dask.privacy.accounting import Budget
 from dpmic_dask.release.results import UNCHECKED
+from tests.cli import invoke
 
 N = 100_000
 
@@ -171,9 +172,6 @@ def job_setup(tmp_path):
 
 
 def test_a_job_file_checks_its_bounds(job_setup):
-    from click.testing import CliRunner
-
-    from dpmic_dask.batch.cli import main
     from dpmic_dask.batch.jobplan import job_cost
     from dpmic_dask.batch.jobs import load_job
     from dpmic_dask.privacy.ledger import SQLLedger
@@ -184,7 +182,7 @@ def test_a_job_file_checks_its_bounds(job_setup):
     assert job_cost(loaded).epsilon == pytest.approx(1.0)
     assert load_job(job("")).bounds_check is None
     # 0.2 of eps over three columns: noise scale 30 counts, far below 1% of the rows
-    run = CliRunner().invoke(main, ["run", str(job("[bounds]\ncheck = 0.2\n")), "--run-id",
+    run = invoke(["run", str(job("[bounds]\ncheck = 0.2\n")), "--run-id",
                                     "r1"])
     assert run.exit_code == 0, run.output
     assert "Public bounds checked privately" in run.output
@@ -203,12 +201,10 @@ def test_a_job_file_checks_its_bounds(job_setup):
     ("[bounds]\nchek = 0.05\n", "unknown key bounds.chek"),
 ])
 def test_a_bad_bounds_check_key_is_refused_with_one_line(job_setup, section, message):
-    from click.testing import CliRunner
-
-    from dpmic_dask.batch.cli import Exit, main
+    from dpmic_dask.batch.cli import Exit
 
     _, job = job_setup
-    result = CliRunner().invoke(main, ["validate", str(job(section))])
+    result = invoke(["validate", str(job(section))])
     assert result.exit_code == Exit.INVALID, result.output
     assert message in result.output and len(result.output.strip().splitlines()) == 1
 
@@ -238,15 +234,12 @@ def test_the_check_is_part_of_a_jobs_fingerprint(job_setup):
 
 
 def test_a_dry_run_prints_the_plan_and_charges_nothing(job_setup):
-    from click.testing import CliRunner
-
-    from dpmic_dask.batch.cli import main
     from dpmic_dask.privacy.ledger import SQLLedger
 
     ledger, job = job_setup
     path = job()
     for command in (["run", str(path), "--dry-run"], ["validate", "--schema", str(path)]):
-        result = CliRunner().invoke(main, command)
+        result = invoke(command)
         assert result.exit_code == 0, result.output
         assert "Steps, in order:" in result.output and "1. bounds check" in result.output
         assert "public bounds [0, 10000], checked privately" in result.output
