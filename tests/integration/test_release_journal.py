@@ -29,6 +29,9 @@ def job_env(tmp_path, budget: float):
     SQLLedger(ledger).init("d", Budget(budget))
 
     def job(name="job.toml", eps=1.0, replace=(), **sections):
+        # input, output and ledger in tmp_path, also for a job file in a subfolder
+        sections = {"input": {"paths": [f"{tmp_path / 'in'}/*.parquet"]},
+                    "output": {"path": str(tmp_path / "out")}, "ledger": ledger, **sections}
         return write_job(tmp_path / name, eps=eps, replace=replace, **sections)
 
     return tmp_path, ledger, job
