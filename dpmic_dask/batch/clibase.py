@@ -30,7 +30,8 @@ from dpmic_dask.errors import (
 
 
 class Exit(IntEnum):
-    """Exit codes a scheduler can act on."""
+    """Exit codes a scheduler can act on: the one table of them (``dpmic --help``,
+    docs/batch.md, docs/deployment.md and deploy/ list the same codes)."""
 
     OK = 0
     UNEXPECTED = 1  #: a bug or an unforeseen failure (type printed; --debug for details)
@@ -40,6 +41,8 @@ class Exit(IntEnum):
     UNAVAILABLE = 5  #: the Dask scheduler or a SQL server did not answer in time
     RUN_CLAIMED = 6  #: the run already charged without kept values, or is charging now
     OUTPUT = 7  #: released and journaled, but the output could not be written
+    INTERRUPTED = 130  #: SIGINT (Ctrl-C): ``128 + signal``; one line says what was charged
+    TERMINATED = 143  #: SIGTERM: ``128 + signal``; one line says what was charged
 
 
 def exit_code(exc: BaseException) -> Exit:
@@ -92,7 +95,7 @@ def handles_errors(command):
         except Interrupted as exc:
             failure, code = message(exc), exc.exit_code
         except KeyboardInterrupt:  # a SIGINT outside the main thread's handler
-            failure, code = message(Interrupted(signal.SIGINT)), 128 + signal.SIGINT
+            failure, code = message(Interrupted(signal.SIGINT)), Exit.INTERRUPTED
         except DPMICError as exc:
             failure = f"error: {exc}"
             code = exit_code(exc)

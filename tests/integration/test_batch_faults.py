@@ -5,7 +5,6 @@ docs/deployment.md, so the table and the behaviour cannot drift apart.
 """
 
 import multiprocessing as mp
-import os
 import socket
 import subprocess
 import sys
@@ -17,14 +16,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
 import dpmic_dask as dm
-from dpmic_dask.batch.cli import Exit, main
+from dpmic_dask.batch.cli import Exit
 from dpmic_dask.privacy.accounting import Budget, PrivacyCost
 from dpmic_dask.privacy.ledger import SQLLedger
 from dpmic_dask.privacy.ledgerdb import SCHEMA_VERSION
-from tests.integration.test_jobs import JOB, write_input
+from tests.cli import invoke, process_env
+from tests.integration.test_jobs import write_input
+from tests.jobfiles import write_job
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "SECRET-alice"
@@ -59,26 +59,10 @@ def env(tmp_path):
     ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
     SQLLedger(ledger).init("d", Budget(5.0))
 
-    def job(text_replacements=(), name="job.toml"):
-        text = JOB.format(input=tmp_path / "in", output=tmp_path / "out", ledger=ledger, eps=1.0)
-        for old, new in text_replacements:
-            assert old in text, old
-            text = text.replace(old, new)
-        path = tmp_path / name
-        path.write_text(text)
-        return str(path)
+    def job(text_replacements=(), name="job.toml", **sections):
+        return str(write_job(tmp_path / name, replace=text_replacements, **sections))
 
     return tmp_path, ledger, job
-
-
-def invoke(*args):
-    return CliRunner().invoke(main, [str(a) for a in args])
-
-
-def run_process(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "dpmic_dask", *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 def poisoned_csv(folder: Path) -> Path:
@@ -103,9 +87,10 @@ def csv_job(env, csv):
 
 def test_text_cell_never_reaches_the_logs_of_a_local_cluster(env):
     tmp_path, ledger, _ = env
-    result = run_process("run", csv_job(env, poisoned_csv(tmp_path / "csv")), "--run-id", "r1")
+    result = invoke("run", csv_job(env, poisoned_csv(tmp_path / "csv")), "--run-id", "r1",
+                    subprocess=True)
     output = result.stdout + result.stderr
-    assert result.returncode == documented_exit("input unreadable"), output[-3000:]
+    assert result.exit_code == documented_exit("input unreadable"), output[-3000:]
     assert SECRET not in output and "alice" not in output
     assert "['a', 'b', 'c']" in result.stderr and "ValueError" in result.stderr
     assert SQLLedger(ledger).history("d") == []
@@ -118,8 +103,8 @@ def test_worker_logs_of_an_external_cluster_are_redacted(env, cli_cluster):
     text = Path(job).read_text().replace("[cluster]\nworkers = 1",
                                          f'[cluster]\nscheduler = "{client.scheduler.address}"')
     Path(job).write_text(text)
-    result = run_process("run", job, "--run-id", "r1")
-    assert result.returncode == documented_exit("input unreadable"), result.stderr[-3000:]
+    result = invoke("run", job, "--run-id", "r1", subprocess=True)
+    assert result.exit_code == documented_exit("input unreadable"), result.stderr[-3000:]
     time.sleep(1.0)  # let the workers flush their logs
     log = (tmp_path / "cluster.log").read_text()
     assert "Compute Failed" in log and "withheld" in log
@@ -311,7 +296,7 @@ main()
 """
     first = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True,
-                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+                             env=process_env())
     try:
         deadline = time.monotonic() + 240
         while not SQLLedger(ledger).history("d") and time.monotonic() < deadline:
@@ -347,7 +332,7 @@ def test_a_failure_after_the_charge_keeps_it_and_the_retry_says_so(env, monkeypa
     assert "values were not kept" in again.output
     assert len(SQLLedger(ledger).history("d")) == 1
     history = invoke("budget", "history", "--ledger", ledger, "--dataset", "d")
-    assert "run=r (lost)" in history.output
+    assert history.exit_code == Exit.OK and "run=r (lost)" in history.output
 
 
 # ---------------------------------------------------------------- tampered ledgers
@@ -452,8 +437,7 @@ def test_pure_budget_asked_to_pay_a_gaussian_release_is_a_configuration_error(en
     ("bad.yaml", "job:\n  name: x\n   dataset: [\n", "line 3, column"),
 ])
 def test_job_file_syntax_errors_give_line_and_column(tmp_path, name, text, where):
-    path = tmp_path / name
-    path.write_text(text)
+    path = write_job(tmp_path / name, raw=text)
     result = invoke("validate", path)
     assert result.exit_code == Exit.INVALID and where in result.output, result.output
 
@@ -484,8 +468,7 @@ def test_sql_output_table_names_are_quoted(env):
     tmp_path, ledger, job = env
     odd = 'odd "name; DROP TABLE x'
     out_url = f"sqlite:///{tmp_path / 'out.db'}"
-    toml_name = odd.replace('"', '\\"')
-    path = job([(f'path = "{tmp_path / "out"}"', f'sql_url = "{out_url}"\nsql_table = "{toml_name}"')])
+    path = job(output={"sql_url": out_url, "sql_table": odd})
     first = invoke("run", path, "--run-id", "r1")
     assert first.exit_code == 0, first.output
     again = invoke("run", path, "--run-id", "r1")

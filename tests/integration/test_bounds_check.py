@@ -13,6 +13,7 @@ from dpmic_dask import InMemoryLedger
 from dpmic_dask.errors import BoundsWarning, MissingValuesError
 from dpmic_dask.privacy.accounting import Budget
 from dpmic_dask.release.results import UNCHECKED
+from tests.cli import invoke
 
 N = 100_000
 
@@ -148,7 +149,7 @@ def test_a_dask_frame_merges_partitions_by_summing(amounts, monkeypatch):
 @pytest.fixture
 def job_setup(tmp_path):
     from dpmic_dask.privacy.ledger import SQLLedger
-    from tests.integration.test_jobs import JOB
+    from tests.jobfiles import COLUMNS, write_job
 
     gen = np.random.default_rng(0)  # test data only
     rows = 100_000
@@ -160,20 +161,14 @@ def job_setup(tmp_path):
     ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
     SQLLedger(ledger).init("d", Budget(5.0))
 
-    def job(section="[bounds]\ncheck = 0.05\n"):
-        text = JOB.format(input=tmp_path / "in", output=tmp_path / "out", ledger=ledger,
-                          eps=1.0).replace("a = { bounds = [0, 1] }", "a = { bounds = [0, 10000] }")
-        path = tmp_path / "job.toml"
-        path.write_text(text + section)
-        return path
+    def job(bounds={"check": 0.05}):  # noqa: B006 - never changed
+        return write_job(tmp_path / "job.toml", columns={**COLUMNS, "a": [0, 10000]},
+                         bounds=bounds)
 
     return ledger, job
 
 
 def test_a_job_file_checks_its_bounds(job_setup):
-    from click.testing import CliRunner
-
-    from dpmic_dask.batch.cli import main
     from dpmic_dask.batch.jobplan import job_cost
     from dpmic_dask.batch.jobs import load_job
     from dpmic_dask.privacy.ledger import SQLLedger
@@ -182,10 +177,9 @@ def test_a_job_file_checks_its_bounds(job_setup):
     loaded = load_job(job())
     assert loaded.bounds_check == 0.05
     assert job_cost(loaded).epsilon == pytest.approx(1.0)
-    assert load_job(job("")).bounds_check is None
+    assert load_job(job(None)).bounds_check is None
     # 0.2 of eps over three columns: noise scale 30 counts, far below 1% of the rows
-    run = CliRunner().invoke(main, ["run", str(job("[bounds]\ncheck = 0.2\n")), "--run-id",
-                                    "r1"])
+    run = invoke("run", job({"check": 0.2}), "--run-id", "r1")
     assert run.exit_code == 0, run.output
     assert "Public bounds checked privately" in run.output
     assert "column a: its public bounds look at least" in run.output
@@ -195,20 +189,18 @@ def test_a_job_file_checks_its_bounds(job_setup):
 
 
 @pytest.mark.parametrize("section, message", [
-    ("[bounds]\ncheck = 0\n", "bounds.check must be a number between 0 and 1"),
-    ("[bounds]\ncheck = 1.5\n", "bounds.check must be a number between 0 and 1"),
-    ('[bounds]\ncheck = "5%"\n', "bounds.check must be a number between 0 and 1"),
-    ("[bounds]\ncheck = true\n", "bounds.check must be a number between 0 and 1"),
-    ('[bounds]\ncheck = "on"\n', 'or "auto" (the default), or false (off)'),
-    ("[bounds]\nchek = 0.05\n", "unknown key bounds.chek"),
+    ({"check": 0}, "bounds.check must be a number between 0 and 1"),
+    ({"check": 1.5}, "bounds.check must be a number between 0 and 1"),
+    ({"check": "5%"}, "bounds.check must be a number between 0 and 1"),
+    ({"check": True}, "bounds.check must be a number between 0 and 1"),
+    ({"check": "on"}, 'or "auto" (the default), or false (off)'),
+    ({"chek": 0.05}, "unknown key bounds.chek"),
 ])
 def test_a_bad_bounds_check_key_is_refused_with_one_line(job_setup, section, message):
-    from click.testing import CliRunner
-
-    from dpmic_dask.batch.cli import Exit, main
+    from dpmic_dask.batch.cli import Exit
 
     _, job = job_setup
-    result = CliRunner().invoke(main, ["validate", str(job(section))])
+    result = invoke("validate", job(section))
     assert result.exit_code == Exit.INVALID, result.output
     assert message in result.output and len(result.output.strip().splitlines()) == 1
 
@@ -230,23 +222,21 @@ def test_the_check_is_part_of_a_jobs_fingerprint(job_setup):
     from dpmic_dask.batch.jobs import load_job
 
     _, job = job_setup
-    off = job_fingerprint(load_job(job("")))
-    on = job_fingerprint(load_job(job("[bounds]\ncheck = 0.05\n")))
-    other = job_fingerprint(load_job(job("[bounds]\ncheck = 0.1\n")))
+    off = job_fingerprint(load_job(job(None)))
+    on = job_fingerprint(load_job(job({"check": 0.05})))
+    other = job_fingerprint(load_job(job({"check": 0.1})))
     assert len({off, on, other}) == 3
-    assert job_fingerprint(load_job(job("[bounds]\n"))) == off  # an empty section changes nothing
+    assert "[bounds]\n" in job({}).read_text()
+    assert job_fingerprint(load_job(job({}))) == off  # an empty section changes nothing
 
 
 def test_a_dry_run_prints_the_plan_and_charges_nothing(job_setup):
-    from click.testing import CliRunner
-
-    from dpmic_dask.batch.cli import main
     from dpmic_dask.privacy.ledger import SQLLedger
 
     ledger, job = job_setup
     path = job()
     for command in (["run", str(path), "--dry-run"], ["validate", "--schema", str(path)]):
-        result = CliRunner().invoke(main, command)
+        result = invoke(command)
         assert result.exit_code == 0, result.output
         assert "Steps, in order:" in result.output and "1. bounds check" in result.output
         assert "public bounds [0, 10000], checked privately" in result.output

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
-from dpmic_dask.batch.cli import Exit, main
+from dpmic_dask.batch.cli import Exit
 from dpmic_dask.privacy.accounting import Budget
 from dpmic_dask.privacy.ledger import SQLLedger
+from tests.cli import invoke
 
 JOB = """
 [job]
@@ -62,9 +62,6 @@ def setup(tmp_path):
 
     return tmp_path, ledger, job
 
-
-def invoke(*args):
-    return CliRunner().invoke(main, [str(a) for a in args])
 
 
 def test_a_categorical_column_in_a_job_file(setup):

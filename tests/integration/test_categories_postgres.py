@@ -3,12 +3,11 @@ tests start): read by the SQL reader, coded by its public list, released."""
 
 import numpy as np
 import pandas as pd
-from click.testing import CliRunner
 
-from dpmic_dask.batch.cli import main
 from dpmic_dask.batch.jobio import sql_engine
 from dpmic_dask.privacy.accounting import Budget
 from dpmic_dask.privacy.ledger import SQLLedger
+from tests.cli import invoke
 
 
 def test_a_text_column_with_a_public_list(postgres_url, tmp_path):
@@ -46,7 +45,7 @@ workers = 1
 [ledger]
 url = "{ledger}"
 """)
-    ran = CliRunner().invoke(main, ["run", str(job), "--run-id", "pg-cat"])
+    ran = invoke(["run", str(job), "--run-id", "pg-cat"])
     assert ran.exit_code == 0, ran.output
     out = pd.read_parquet(tmp_path / "out").set_index(["x", "y"])
     assert len(out) == 3 and (out.n == n).all()

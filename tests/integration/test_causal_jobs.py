@@ -7,13 +7,13 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
-from dpmic_dask.batch.cli import Exit, main
+from dpmic_dask.batch.cli import Exit
 from dpmic_dask.batch.jobcausal import CAUSAL_FILES
 from dpmic_dask.batch.journal import find_run
 from dpmic_dask.privacy.accounting import Budget
 from dpmic_dask.privacy.ledger import SQLLedger
+from tests.cli import invoke
 
 JOB = """
 [job]
@@ -76,9 +76,6 @@ def setup(tmp_path):
 
     return tmp_path, ledger, job
 
-
-def invoke(*args):
-    return CliRunner().invoke(main, [str(a) for a in args])
 
 
 def history(ledger):

@@ -1,19 +1,15 @@
-import os
-import subprocess
-import sys
 
 import pandas as pd
-from click.testing import CliRunner
 
 from dpmic_dask.batch.cli import main
 from dpmic_dask.batch.demo import DEMO_BOUNDS, demo_partition
+from tests.cli import invoke
 
 
 def test_demo_command_writes_results(tmp_path):
     out = tmp_path / "demo"
-    result = CliRunner().invoke(
-        main, ["demo", "--rows", "20000", "--partitions", "3", "--workers", "1",
-               "--eps", "20", "--out", str(out)])
+    result = invoke("demo", "--rows", "20000", "--partitions", "3", "--workers", "1",
+                    "--eps", "20", "--out", out)
     assert result.exit_code == 0, result.output
     table = pd.read_csv(out / "results.csv")
     assert len(table) == len(DEMO_BOUNDS) * (len(DEMO_BOUNDS) - 1) // 2
@@ -32,14 +28,14 @@ def test_demo_command_writes_results(tmp_path):
     assert f"Open the report: {out / 'report.html'}" in result.output
     page = (out / "report.html").read_text()
     assert page.count('<g class="cell') == 2 * len(table) and "e^20" in page
-    rebuilt = CliRunner().invoke(main, ["report", str(out)])  # from results.csv and report.txt
+    rebuilt = invoke(["report", str(out)])  # from results.csv and report.txt
     assert rebuilt.exit_code == 0 and f"wrote {out / 'report.html'}" in rebuilt.output
 
 
 def test_demo_rejects_bad_options():
-    result = CliRunner().invoke(main, ["demo", "--eps", "-1", "--rows", "100", "--workers", "1"])
+    result = invoke(["demo", "--eps", "-1", "--rows", "100", "--workers", "1"])
     assert result.exit_code == 2 and "--eps" in result.output
-    result = CliRunner().invoke(main, ["demo", "--rows", "2"])
+    result = invoke(["demo", "--rows", "2"])
     assert result.exit_code == 2 and "--rows" in result.output
 
 
@@ -53,7 +49,7 @@ def test_every_command_has_help_with_examples():
     names = list(commands(main))
     assert {("run",), ("deliver",), ("budget", "forecast")} <= set(names)
     for args in [(), *names]:
-        result = CliRunner().invoke(main, [*args, "--help"])
+        result = invoke([*args, "--help"])
         assert result.exit_code == 0 and "Example" in result.output, args
 
 
@@ -66,10 +62,7 @@ def test_demo_generator_respects_its_public_bounds():
 
 
 def test_module_entry_point_runs_as_a_process(tmp_path):
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    proc = subprocess.run(
-        [sys.executable, "-m", "dpmic_dask", "demo", "--rows", "5000", "--partitions", "2",
-         "--workers", "1", "--out", str(tmp_path / "o")],
-        capture_output=True, text=True, timeout=300, env=env)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = invoke("demo", "--rows", "5000", "--partitions", "2", "--workers", "1",
+                  "--out", tmp_path / "o", subprocess=True)
+    assert proc.exit_code == 0, proc.stderr[-2000:]
     assert (tmp_path / "o" / "results.csv").exists()

@@ -3,15 +3,10 @@ import os
 import subprocess
 import sys
 
-from click.testing import CliRunner
-
-from dpmic_dask.batch.cli import Exit, main
+from dpmic_dask.batch.cli import Exit
 from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.ledger import SQLLedger
-
-
-def invoke(*args):
-    return CliRunner().invoke(main, list(args))
+from tests.cli import invoke
 
 
 def test_budget_init_show_history(tmp_path):
@@ -31,7 +26,8 @@ def test_budget_init_show_history(tmp_path):
     assert "spent:     0.75 epsilon in 2 release(s)" in show.output
     assert "remaining: 1.25 epsilon" in show.output
     hist = invoke("budget", "history", "--ledger", url, "--dataset", "sales", "--json")
-    rows = [json.loads(line) for line in hist.output.splitlines()]
+    assert hist.exit_code == 0, hist.output
+    rows = [json.loads(line) for line in hist.stdout.splitlines()]
     assert [r["job"] for r in rows] == ["daily export", "ad hoc"]
     assert rows[0]["mechanism"] == "micr-lap" and rows[0]["columns"] == ["age", "income"]
     assert [r["amount"] for r in rows] == ["0.5", "0.25"]

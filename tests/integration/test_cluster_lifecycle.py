@@ -10,7 +10,6 @@ blocks the first counting task; each writes a marker file once it holds.
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,39 +17,13 @@ import numpy as np
 import pandas as pd
 import psutil
 import pytest
-from click.testing import CliRunner
 
-from dpmic_dask.batch.cli import Exit, main
+from dpmic_dask.batch.cli import Exit
 from dpmic_dask.batch.cluster import max_local_workers
 from dpmic_dask.privacy.accounting import Budget
 from dpmic_dask.privacy.ledger import SQLLedger
-
-ROOT = Path(__file__).resolve().parents[2]
-
-JOB = """
-[job]
-name = "nightly"
-dataset = "d"
-
-[input]
-paths = ["{folder}/in/*.parquet"]
-
-[columns]
-a = {{ bounds = [0, 1] }}
-b = {{ bounds = [-1.5, 1.5] }}
-
-[privacy]
-eps = 1.0
-
-[output]
-path = "{folder}/out"
-
-[cluster]
-{cluster}
-
-[ledger]
-url = "sqlite:///{folder}/ledger.db"
-"""
+from tests.cli import command, invoke, process_env
+from tests.jobfiles import write_job
 
 #: Worker preloads: hold the worker's start-up, or its first counting task.
 HOLD_START = """
@@ -70,15 +43,14 @@ counting.bin_partition = held
 """
 
 
-def make_job(folder: Path, cluster: str = "workers = 1") -> Path:
+def make_job(folder: Path, workers: int = 1, **cluster) -> Path:
     gen = np.random.default_rng(0)  # test data only
     a = gen.random(2000)
     (folder / "in").mkdir(parents=True, exist_ok=True)
     pd.DataFrame({"a": a, "b": np.sin(6 * a)}).to_parquet(folder / "in" / "part-0.parquet")
     SQLLedger(f"sqlite:///{folder}/ledger.db").init("d", Budget(5.0))
-    job = folder / "job.toml"
-    job.write_text(JOB.format(folder=folder, cluster=cluster))
-    return job
+    return write_job(folder / "job.toml", columns={"a": [0, 1], "b": [-1.5, 1.5]},
+                     cluster={"workers": workers, **cluster})
 
 
 def start_run(folder: Path, job: Path, hold: str) -> subprocess.Popen:
@@ -86,9 +58,9 @@ def start_run(folder: Path, job: Path, hold: str) -> subprocess.Popen:
     with a worker preload that holds it in start-up or counting."""
     preload = folder / f"hold_{hold}.py"
     preload.write_text(HOLD_START if hold == "start" else HOLD_COUNT)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "DPMIC_TEST_MARKER": str(folder / "held"),
-           "DASK_DISTRIBUTED__WORKER__PRELOAD": f'["{preload}"]'}
-    return subprocess.Popen([sys.executable, "-m", "dpmic_dask", "run", str(job)],
+    env = process_env({"DPMIC_TEST_MARKER": str(folder / "held"),
+                       "DASK_DISTRIBUTED__WORKER__PRELOAD": f'["{preload}"]'})
+    return subprocess.Popen(command("run", job),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             start_new_session=True)
 
@@ -122,21 +94,19 @@ def wait_for(path: Path, proc: subprocess.Popen, timeout: float = 180) -> None:
 
 def test_validate_refuses_more_local_workers_than_this_machine_can_start(tmp_path):
     limit = max_local_workers()
-    job = make_job(tmp_path, f"workers = {limit + 1}")
-    result = CliRunner().invoke(main, ["validate", str(job)])
+    job = make_job(tmp_path, limit + 1)
+    result = invoke("validate", job)
     assert result.exit_code == Exit.INVALID, result.output
     line = f"cluster.workers must be an integer from 1 to {limit}"
     assert line in result.output and len(result.output.strip().splitlines()) == 1
-    assert CliRunner().invoke(main, ["validate", str(make_job(tmp_path / "ok",
-                                                                f"workers = {limit}"))]
-                              ).exit_code == Exit.OK
+    assert invoke("validate", make_job(tmp_path / "ok", limit)).exit_code == Exit.OK
     # the size of a cluster the job only connects to is not this machine's business
-    remote = make_job(tmp_path / "remote", f'workers = {limit + 1}\nscheduler = "tcp://h:8786"')
-    assert CliRunner().invoke(main, ["validate", str(remote)]).exit_code == Exit.OK
+    remote = make_job(tmp_path / "remote", limit + 1, scheduler="tcp://h:8786")
+    assert invoke("validate", remote).exit_code == Exit.OK
 
 
 def test_a_local_cluster_that_does_not_start_in_time_fails_with_exit_5(tmp_path):
-    job = make_job(tmp_path, "workers = 1\ntimeout = 3")
+    job = make_job(tmp_path, timeout=3)
     proc = start_run(tmp_path, job, "start")
     out, err = finish(proc)
     assert proc.returncode == Exit.UNAVAILABLE, err[-3000:]
@@ -148,13 +118,11 @@ def test_a_local_cluster_that_does_not_start_in_time_fails_with_exit_5(tmp_path)
 
 
 def test_a_worker_that_fails_to_start_fails_the_run_at_once(tmp_path):
-    job = make_job(tmp_path, "workers = 1\ntimeout = 600")  # no waiting for the timeout
+    job = make_job(tmp_path, timeout=600)  # no waiting for the timeout
     (tmp_path / "hold_fail.py").write_text("raise RuntimeError('a broken worker set-up')\n")
-    env = {**os.environ, "PYTHONPATH": str(ROOT),
-           "DASK_DISTRIBUTED__WORKER__PRELOAD": f'["{tmp_path / "hold_fail.py"}"]'}
-    result = subprocess.run([sys.executable, "-m", "dpmic_dask", "run", str(job)],
-                            capture_output=True, text=True, timeout=300, env=env)
-    assert result.returncode == Exit.UNAVAILABLE, result.stderr[-3000:]
+    result = invoke("run", job, subprocess=True, env={
+        "DASK_DISTRIBUTED__WORKER__PRELOAD": f'["{tmp_path / "hold_fail.py"}"]'})
+    assert result.exit_code == Exit.UNAVAILABLE, result.stderr[-3000:]
     assert result.stderr.strip().splitlines()[-1].startswith(
         "error: the local Dask cluster could not start its worker processes")
     assert "Exception in callback" not in result.stderr  # no second traceback from tornado
@@ -178,7 +146,9 @@ def test_a_signal_ends_the_run_with_one_line_and_a_closed_cluster(tmp_path, hold
     children = psutil.Process(proc.pid).children(recursive=True)
     (os.killpg if group else os.kill)(proc.pid, signum)
     out, err = finish(proc)
-    assert proc.returncode == 128 + signum, err[-3000:]
+    assert proc.returncode == {signal.SIGINT: Exit.INTERRUPTED,
+                               signal.SIGTERM: Exit.TERMINATED}[signum] == 128 + signum, \
+        err[-3000:]
     lines = err.strip().splitlines()
     assert len(lines) == 1, err[-3000:]  # no traceback, no leaked-semaphore warning
     name = signal.Signals(signum).name
@@ -202,10 +172,8 @@ def test_interrupt_messages_say_whether_the_budget_may_have_been_charged():
 
 def test_a_small_job_still_runs_on_its_local_cluster(tmp_path):
     job = make_job(tmp_path)
-    result = subprocess.run([sys.executable, "-m", "dpmic_dask", "run", str(job)],
-                            capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert result.returncode == Exit.OK, result.stderr[-3000:]
+    result = invoke("run", job, subprocess=True)
+    assert result.exit_code == Exit.OK, result.stderr[-3000:]
     assert len(SQLLedger(f"sqlite:///{tmp_path}/ledger.db").history("d")) == 1
 
 
@@ -215,20 +183,18 @@ def test_sigterm_after_the_charge_rolls_it_back_and_the_retry_releases_once(tmp_
     a kill -9 would: nothing left the process, nothing is charged, the run id is
     free, and the retry releases once."""
     job = make_job(tmp_path)
-    job.write_text(job.read_text().replace("a = { bounds = [0, 1] }", 'a = { bounds = "private" }'))
+    write_job(job, columns={"a": {"bounds": "private"}, "b": [-1.5, 1.5]})
     proc = start_run(tmp_path, job, "count")
     wait_for(tmp_path / "held", proc)
     proc.send_signal(signal.SIGTERM)
     out, err = finish(proc)
-    assert proc.returncode == 143, err[-3000:]
+    assert proc.returncode == Exit.TERMINATED, err[-3000:]
     *said, last = err.strip().splitlines()
     assert last == "interrupted (SIGTERM); nothing was charged"
     # before the charge, at 2,000 rows: how many rows a bounds bin needs (one line)
     assert all(line.startswith("warning: at this budget") for line in said), said
     ledger = SQLLedger(f"sqlite:///{tmp_path}/ledger.db")
     assert ledger.history("d") == []
-    retry = subprocess.run([sys.executable, "-m", "dpmic_dask", "run", str(job)],
-                           capture_output=True, text=True, timeout=300,
-                           env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert retry.returncode == 0, retry.stderr[-3000:]
+    retry = invoke("run", job, subprocess=True)
+    assert retry.exit_code == Exit.OK, retry.stderr[-3000:]
     assert [r.cost.epsilon for r in ledger.history("d")] == [1.0]

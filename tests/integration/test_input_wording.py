@@ -9,11 +9,11 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
 import dpmic_dask as dm
-from dpmic_dask.batch.cli import Exit, main
+from dpmic_dask.batch.cli import Exit
 from dpmic_dask.batch.jobs import JobError, load_job
+from tests.cli import invoke
 
 TOML = """
 [job]
@@ -52,7 +52,7 @@ def yaml_job(eps: str) -> str:
 
 
 def validate(path):
-    return CliRunner().invoke(main, ["validate", str(path)])
+    return invoke(["validate", str(path)])
 
 
 # ---------------------------------------------------------------- job files
@@ -160,6 +160,6 @@ def test_a_ledger_url_that_cannot_be_used_is_refused_before_any_data_is_read(cal
 
 def test_budget_help_shows_eps_only():
     for args in (["budget", "--help"], ["budget", "init", "--help"]):
-        result = CliRunner().invoke(main, args)
+        result = invoke(args)
         assert result.exit_code == 0 and "--eps" in result.output
         assert "--epsilon" not in result.output, args

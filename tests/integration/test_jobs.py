@@ -1,6 +1,5 @@
 """dpmic validate / dpmic run with job files, SQLite ledgers and file outputs."""
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -8,12 +7,13 @@ import textwrap
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
-from dpmic_dask.batch.cli import Exit, main
+from dpmic_dask.batch.cli import Exit
 from dpmic_dask.batch.jobs import JobError, load_job
 from dpmic_dask.privacy.accounting import Budget
 from dpmic_dask.privacy.ledger import SQLLedger
+from tests.cli import invoke, process_env
+from tests.jobfiles import write_job
 
 
 def write_input(folder, rows=4000):
@@ -27,52 +27,16 @@ def write_input(folder, rows=4000):
     return frame
 
 
-JOB = """
-[job]
-name = "nightly"
-dataset = "d"
-
-[input]
-paths = ["{input}/*.parquet"]
-
-[columns]
-a = {{ bounds = [0, 1] }}
-b = {{ bounds = [-1.5, 1.5] }}
-c = {{ bounds = [0, 1] }}
-
-[privacy]
-eps = {eps}
-
-[output]
-path = "{output}"
-
-[cluster]
-workers = 1
-
-[ledger]
-url = "{ledger}"
-"""
-
-
 @pytest.fixture
 def setup(tmp_path):
     write_input(tmp_path / "in")
     ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
     SQLLedger(ledger).init("d", Budget(2.5))
 
-    def job(eps=1.0, **replace):
-        text = JOB.format(input=tmp_path / "in", output=tmp_path / "out", ledger=ledger, eps=eps)
-        for old, new in replace.items():
-            text = text.replace(old, new)
-        path = tmp_path / "job.toml"
-        path.write_text(text)
-        return path
+    def job(eps=1.0, replace=(), **sections):
+        return write_job(tmp_path / "job.toml", eps=eps, replace=replace, **sections)
 
     return tmp_path, ledger, job
-
-
-def invoke(*args):
-    return CliRunner().invoke(main, [str(a) for a in args])
 
 
 def test_validate_good_and_bad_jobs(setup, tmp_path):
@@ -88,31 +52,20 @@ def test_validate_good_and_bad_jobs(setup, tmp_path):
         'name = "nightly"': ('name = "nightly', "not valid TOML"),
     }
     for old, (new, message) in cases.items():
-        result = invoke("validate", job(**{old: new}))
+        result = invoke("validate", job(replace={old: new}))
         assert result.exit_code == Exit.INVALID, (old, result.output)
         assert message in result.output and len(result.output.strip().splitlines()) == 1
     missing = invoke("validate", tmp_path / "nope.toml")
-    assert missing.exit_code == 2 and "nope.toml" in missing.output
+    assert missing.exit_code == Exit.INVALID and "nope.toml" in missing.output
 
 
 def test_yaml_jobs_are_equivalent(setup, tmp_path):
     _, ledger, job = setup
     toml_job = load_job(job())
-    yaml_path = tmp_path / "job.yaml"
-    yaml_path.write_text(textwrap.dedent(f"""
-        job: {{name: nightly, dataset: d}}
-        input: {{paths: ["{tmp_path / 'in'}/*.parquet"]}}
-        columns:
-          a: {{bounds: [0, 1]}}
-          b: {{bounds: [-1.5, 1.5]}}
-          c: {{bounds: [0, 1]}}
-        privacy: {{eps: 1.0}}
-        output: {{path: "{tmp_path / 'out'}"}}
-        cluster: {{workers: 1}}
-        ledger: {{url: "{ledger}"}}
-    """))
+    yaml_path = write_job(tmp_path / "job.yaml", ledger=ledger)
+    assert "columns:\n  a:\n    bounds:" in yaml_path.read_text()  # YAML, not TOML
     assert load_job(yaml_path) == type(toml_job)(**{**vars(toml_job), "source": str(yaml_path)})
-    yaml_path.write_text("job: [unclosed")
+    write_job(yaml_path, raw="job: [unclosed")
     with pytest.raises(JobError, match="not valid YAML"):
         load_job(yaml_path)
 
@@ -142,11 +95,11 @@ def test_run_charges_once_writes_atomically_and_is_idempotent(setup):
 
 def test_run_failures_charge_nothing(setup):
     tmp_path, ledger, job = setup
-    bad_input = invoke("run", job(**{f"{tmp_path / 'in'}/*.parquet": f"{tmp_path}/missing/*.parquet"}))
+    bad_input = invoke("run", job(replace={f"{tmp_path / 'in'}/*.parquet": f"{tmp_path}/missing/*.parquet"}))
     assert bad_input.exit_code == Exit.INVALID and "cannot open input" in bad_input.output
-    no_ledger = invoke("run", job(**{"ledger.db": "other.db"}))
+    no_ledger = invoke("run", job(replace={"ledger.db": "other.db"}))
     assert no_ledger.exit_code == Exit.LEDGER
-    wrong_column = invoke("run", job(**{"c = {": "zz = {"}))
+    wrong_column = invoke("run", job(replace={"c = {": "zz = {"}))
     assert wrong_column.exit_code == Exit.INVALID and "no column(s) ['zz']" in wrong_column.output
     assert SQLLedger(ledger).history("d") == []
     assert not list((tmp_path / "out").glob("run-*"))
@@ -167,7 +120,7 @@ def _run_and_die(job, run_id, module, owner, name):
         main()
     """)
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "PYTHONPATH": os.getcwd()})
+                          timeout=300, env=process_env())
 
 
 def test_killed_between_charge_and_write_keeps_charge_and_delivers_on_retry(setup):
@@ -202,7 +155,7 @@ def test_csv_input_and_output(setup, tmp_path):
     _, ledger, job = setup
     frame = write_input(tmp_path / "csvin")
     frame.to_csv(tmp_path / "csvin" / "data.csv", index=False)
-    path = job(**{f"{tmp_path / 'in'}/*.parquet": f"{tmp_path}/csvin/data.csv",
+    path = job(replace={f"{tmp_path / 'in'}/*.parquet": f"{tmp_path}/csvin/data.csv",
                   f'path = "{tmp_path / "out"}"': f'path = "{tmp_path / "csvout"}"\nformat = "csv"'})
     result = invoke("run", path, "--run-id", "r1")
     assert result.exit_code == 0, result.output
@@ -215,7 +168,7 @@ def test_csv_input_with_a_duplicated_header_name_is_refused(setup, tmp_path):
     frame = frame[["a", "b", "c"]].assign(extra=frame.c)
     frame.columns = ["a", "b", "c", "a"]  # the second 'a' would be read as 'a.1'
     frame.to_csv(tmp_path / "csvin" / "data.csv", index=False)
-    path = job(**{f"{tmp_path / 'in'}/*.parquet": f"{tmp_path}/csvin/*.csv"})
+    path = job(replace={f"{tmp_path / 'in'}/*.parquet": f"{tmp_path}/csvin/*.csv"})
     result = invoke("run", path, "--run-id", "r1")
     assert result.exit_code == Exit.INVALID, result.output
     assert "names column 'a' more than once" in result.output
@@ -239,7 +192,7 @@ def test_verbose_logs_the_charge_after_it_is_committed(setup, monkeypatch):
     logger = logging.getLogger("dpmic_dask")
     handlers, level = list(logger.handlers), logger.level
     try:
-        result = CliRunner().invoke(main, ["-v", "run", str(job()), "--run-id", "r1"])
+        result = invoke("-v", "run", job(), "--run-id", "r1")
     finally:
         logger.handlers[:], logger.level = handlers, level
     assert result.exit_code == 0, result.output
@@ -250,10 +203,8 @@ def test_verbose_logs_the_charge_after_it_is_committed(setup, monkeypatch):
 
 def test_run_as_a_real_process(setup):
     tmp_path, ledger, job = setup
-    proc = subprocess.run([sys.executable, "-m", "dpmic_dask", "run", str(job()), "--run-id", "p1"],
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": os.getcwd()})
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = invoke("run", job(), "--run-id", "p1", subprocess=True)
+    assert proc.exit_code == 0, proc.stderr[-2000:]
     assert "run p1: released 3 pairs" in proc.stdout
     assert len(pd.read_parquet(tmp_path / "out" / "run-p1--nightly.parquet")) == 3
 
@@ -266,12 +217,11 @@ def test_unexpected_failures_name_the_type_only(setup, monkeypatch):
         raise RuntimeError("secret value 987654 leaked into a message")
 
     monkeypatch.setattr(jobio, "load_input", broken)
-    result = CliRunner().invoke(main, ["run", str(job()), "--run-id", "x"])
-    assert result.exit_code == 1
+    result = invoke("run", job(), "--run-id", "x")
+    assert result.exit_code == Exit.UNEXPECTED == 1
     assert "unexpected RuntimeError" in result.output and "987654" not in result.output
     with pytest.raises(RuntimeError):
-        CliRunner().invoke(main, ["run", str(job()), "--run-id", "x", "--debug"],
-                           catch_exceptions=False)
+        invoke("run", job(), "--run-id", "x", "--debug", raise_errors=True)
     assert SQLLedger(ledger).history("d") == []
 
 
@@ -283,33 +233,22 @@ def test_sql_query_input_and_sql_output_on_sqlite(setup, tmp_path):
     frame = write_input(tmp_path / "unused").drop(columns=["note"])
     frame.assign(region=np.where(frame.c > 0.5, "north", "south")).to_sql(
         "facts", sql_engine(db), index=False)
-    job = tmp_path / "sql.yaml"
-    job.write_text(textwrap.dedent(f"""
-        job: {{name: sql-job, dataset: d}}
-        input:
-          sql_url: "{db}"
-          sql_query: "SELECT a, b, c FROM facts WHERE region IN ('north', 'south')"
-        columns:
-          a: {{bounds: [0, 1]}}
-          b: {{bounds: [-1.5, 1.5]}}
-          c: {{bounds: [0, 1]}}
-        privacy: {{eps: 1.0}}
-        output: {{sql_url: "{db}", sql_table: releases}}
-        cluster: {{workers: 1}}
-        ledger: {{url: "{ledger}"}}
-    """))
+    job = write_job(tmp_path / "sql.yaml", name="sql-job", ledger=ledger, input={
+        "sql_url": db,
+        "sql_query": "SELECT a, b, c FROM facts WHERE region IN ('north', 'south')"},
+        output={"sql_url": db, "sql_table": "releases"})
     result = invoke("run", job, "--run-id", "q1")
     assert result.exit_code == 0, result.output
     out = pd.read_sql_table("releases", sql_engine(db))
     assert len(out) == 3 and (out.n == len(frame)).all() and (out.run_id == "q1").all()
     again = invoke("run", job, "--run-id", "q1")
-    assert "already released" in again.output
+    assert again.exit_code == 0 and "already released" in again.output
     assert len(pd.read_sql_table("releases", sql_engine(db))) == 3
 
 
 def test_select_section_releases_the_chosen_pairs_only(setup):
     tmp_path, ledger, job = setup
-    path = job(**{"[ledger]": "[select]\ntop_k = 1\nshare = 0.6\n\n[ledger]"})
+    path = job(select={"top_k": 1, "share": 0.6})
     checked = invoke("validate", path)
     assert checked.exit_code == 0, checked.output
     ran = invoke("run", path, "--run-id", "sel-1")
@@ -332,13 +271,13 @@ def test_select_section_releases_the_chosen_pairs_only(setup):
 ])
 def test_select_section_is_checked(setup, section, message):
     _, ledger, job = setup
-    result = invoke("validate", job(**{"[ledger]": f"{section}\n\n[ledger]"}))
+    result = invoke("validate", job(replace={"[ledger]": f"{section}\n\n[ledger]"}))
     assert result.exit_code == Exit.INVALID and message in result.output, result.output
 
 
 def test_statistics_in_the_job_file_add_tau_columns(setup):
     tmp_path, ledger, job = setup
-    path = job(**{"eps = 1.0": 'eps = 1.0\nstatistics = ["mic", "tau_a"]'})
+    path = job(replace={"eps = 1.0": 'eps = 1.0\nstatistics = ["mic", "tau_a"]'})
     ran = invoke("run", path, "--run-id", "tau-1")
     assert ran.exit_code == 0, ran.output
     out = pd.read_parquet(tmp_path / "out")
@@ -347,13 +286,13 @@ def test_statistics_in_the_job_file_add_tau_columns(setup):
     assert set(out.within_noise) <= {0, 1} and set(out.tau_a_within_noise) <= {0, 1}
     (record,) = SQLLedger(ledger).history("d")
     assert record.cost.epsilon == 1.0 and record.mechanism == "micr-lap+tau-lap"
-    bad = invoke("validate", job(**{"eps = 1.0": 'eps = 1.0\nstatistics = ["tau"]'}))
+    bad = invoke("validate", job(replace={"eps = 1.0": 'eps = 1.0\nstatistics = ["tau"]'}))
     assert bad.exit_code == Exit.INVALID and "privacy.statistics must be" in bad.output
 
 
 def test_private_bounds_in_a_job_file(setup):
     tmp_path, ledger, job = setup
-    path = job(**{"b = { bounds = [-1.5, 1.5] }": 'b = { bounds = "private" }',
+    path = job(replace={"b = { bounds = [-1.5, 1.5] }": 'b = { bounds = "private" }',
                   "eps = 1.0": "eps = 1.0\nbounds_share = 0.25"})
     checked = invoke("validate", path)
     assert checked.exit_code == 0, checked.output
@@ -364,9 +303,9 @@ def test_private_bounds_in_a_job_file(setup):
     (record,) = SQLLedger(ledger).history("d")
     assert record.cost.epsilon == 1.0 and record.mechanism == "bounds-hist+micr-lap"
     assert "private bounds for ['b']: epsilon 0.25" in record.description
-    bad = invoke("validate", job(**{"b = { bounds = [-1.5, 1.5] }": 'b = { bounds = "guess" }'}))
+    bad = invoke("validate", job(replace={"b = { bounds = [-1.5, 1.5] }": 'b = { bounds = "guess" }'}))
     assert bad.exit_code == Exit.INVALID and 'must be [lo, hi] or "private"' in bad.output
-    both = job(**{"b = { bounds = [-1.5, 1.5] }": 'b = { bounds = "private" }',
+    both = job(replace={"b = { bounds = [-1.5, 1.5] }": 'b = { bounds = "private" }',
                   "[ledger]": "[select]\ntop_k = 1\n\n[ledger]"})
     assert invoke("validate", both).exit_code == 0
     ran = invoke("run", both, "--run-id", "pb-2")

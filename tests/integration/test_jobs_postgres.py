@@ -3,12 +3,12 @@ output table) and a command-line-started Dask cluster on 127.0.0.1."""
 
 import numpy as np
 import pandas as pd
-from click.testing import CliRunner
 
-from dpmic_dask.batch.cli import Exit, main
+from dpmic_dask.batch.cli import Exit
 from dpmic_dask.batch.jobio import sql_engine
 from dpmic_dask.privacy.accounting import Budget
 from dpmic_dask.privacy.ledger import SQLLedger
+from tests.cli import invoke
 
 
 def test_postgres_job_on_a_real_cluster(postgres_url, cli_cluster, tmp_path):
@@ -45,19 +45,18 @@ scheduler = "{client.scheduler.address}"
 [ledger]
 url = "{postgres_url}"
 """)
-    runner = CliRunner()
-    first = runner.invoke(main, ["run", str(job), "--run-id", "day-1"])
+    first = invoke(["run", str(job), "--run-id", "day-1"])
     assert first.exit_code == 0, first.output
     out = pd.read_sql_table("dpmic_results", sql_engine(postgres_url))
     assert len(out) == 3 and (out.run_id == "day-1").all() and (out.n == 3000).all()
     ab = out[(out.x == "a") & (out.y == "b")].mic.item()
     assert ab > out[(out.x == "a") & (out.y == "c")].mic.item()
     # same run id again: no new charge, no duplicate rows
-    again = runner.invoke(main, ["run", str(job), "--run-id", "day-1"])
+    again = invoke(["run", str(job), "--run-id", "day-1"])
     assert again.exit_code == 0 and "already released" in again.output
     assert len(pd.read_sql_table("dpmic_results", sql_engine(postgres_url))) == 3
     # the next day does not fit the remaining 0.5
-    refused = runner.invoke(main, ["run", str(job), "--run-id", "day-2"])
+    refused = invoke(["run", str(job), "--run-id", "day-2"])
     assert refused.exit_code == Exit.BUDGET
     assert len(SQLLedger(postgres_url).history("lab")) == 1
     # an unreachable input database: one line, nothing charged (on a dataset
@@ -66,7 +65,7 @@ url = "{postgres_url}"
     bad = job.read_text().replace(f'sql_url = "{postgres_url}"\nsql_table = "measurements"',
                                   'sql_url = "postgresql://nobody@127.0.0.1:1/none"\nsql_table = "m"')
     job.write_text(bad.replace('dataset = "lab"', 'dataset = "lab-2"'))
-    unreachable = runner.invoke(main, ["run", str(job), "--run-id", "day-3"])
+    unreachable = invoke(["run", str(job), "--run-id", "day-3"])
     assert unreachable.exit_code == Exit.UNAVAILABLE
     assert "cannot reach the SQL input" in unreachable.output
     assert len(SQLLedger(postgres_url).history("lab")) == 1

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
-from dpmic_dask.batch.cli import main
+from dpmic_dask.batch.cli import Exit
 from dpmic_dask.batch.jobs import load_job
+from tests.cli import invoke
 
 SECRET = "tok_live_93f1c2"
 
@@ -70,13 +70,12 @@ def folder(tmp_path):
 def validate_and_run(folder, job) -> pd.DataFrame:
     """``validate --schema``, a budget of eps 5 for dataset "kinds", ``run``: each
     exits 0; the released rows, indexed by pair."""
-    runner = CliRunner()
-    checked = runner.invoke(main, ["validate", "--schema", job])
+    checked = invoke(["validate", "--schema", job])
     assert checked.exit_code == 0, checked.output
-    init = runner.invoke(main, ["budget", "init", "--ledger", f"sqlite:///{folder / 'ledger.db'}",
+    init = invoke(["budget", "init", "--ledger", f"sqlite:///{folder / 'ledger.db'}",
                                 "--dataset", "kinds", "--eps", "5"])
     assert init.exit_code == 0, init.output
-    ran = runner.invoke(main, ["run", job, "--run-id", "one"])
+    ran = invoke(["run", job, "--run-id", "one"])
     assert ran.exit_code == 0, ran.output
     (written,) = (folder / "out").glob("*.parquet")
     return pd.read_parquet(written).set_index(["x", "y"])
@@ -87,7 +86,7 @@ def test_a_mixed_job_validates_and_runs(folder):
     loaded = load_job(job)
     assert loaded.kinds["epoch_s"] == {"kind": "timestamp", "unit": "s"}
     assert loaded.bounds["churned"] == (0, 1) and loaded.min_rows == 4000
-    assert CliRunner().invoke(main, ["validate", job]).exit_code == 0
+    assert invoke(["validate", job]).exit_code == 0
     out = validate_and_run(folder, job)
     assert (out.n == 4000).all()  # the public minimum, not the rows kept
     # the same instant three ways: read alike
@@ -112,16 +111,15 @@ def test_a_parquet_decimal_column_is_a_number_in_a_job(tmp_path):
     columns = ('amount = { bounds = [0, 1000], fill = 500 }\n'
                'spend = { bounds = [-100, 2100], fill = 0 }')
     job = write_job(tmp_path, columns, 'eps = 2.0\nnulls = "fill"')
-    runner = CliRunner()
     out = validate_and_run(tmp_path, job)
     assert out.mic[("amount", "spend")] > 0.5 and (out.n == 4000).all()
     # without fill values the nulls are refused, before the charge
     refused = write_job(tmp_path, columns.replace(", fill = 500", "").replace(", fill = 0", ""),
                         "eps = 2.0")
-    ran = runner.invoke(main, ["run", refused, "--run-id", "two"])
-    assert ran.exit_code != 0 and "'amount'" in ran.output and "missing" in ran.output
+    ran = invoke(["run", refused, "--run-id", "two"])
+    assert ran.exit_code == Exit.INVALID and "'amount'" in ran.output and "missing" in ran.output
     assert SECRET not in ran.output
-    left = runner.invoke(main, ["budget", "show", "--ledger", f"sqlite:///{tmp_path / 'ledger.db'}",
+    left = invoke(["budget", "show", "--ledger", f"sqlite:///{tmp_path / 'ledger.db'}",
                                 "--dataset", "kinds"])
     assert left.exit_code == 0 and "in 1 release(s)" in left.output  # the first run only
 
@@ -138,14 +136,13 @@ def test_a_parquet_decimal_column_is_a_number_in_a_job(tmp_path):
 ])
 def test_validate_with_the_schema_refuses_what_run_would(folder, columns, refusal):
     job = write_job(folder, columns)
-    runner = CliRunner()
-    checked = runner.invoke(main, ["validate", "--schema", job])
+    checked = invoke(["validate", "--schema", job])
     assert checked.exit_code == 2, checked.output
     assert refusal in checked.output and SECRET not in checked.output
     assert len(checked.output.strip().splitlines()) == 1
-    runner.invoke(main, ["budget", "init", "--ledger", f"sqlite:///{folder / 'ledger.db'}",
-                         "--dataset", "kinds", "--eps", "5"])
-    ran = runner.invoke(main, ["run", job, "--run-id", "x"])
+    assert invoke(["budget", "init", "--ledger", f"sqlite:///{folder / 'ledger.db'}",
+                   "--dataset", "kinds", "--eps", "5"]).exit_code == 0
+    ran = invoke(["run", job, "--run-id", "x"])
     assert ran.exit_code == 2, ran.output
     assert refusal in ran.output and SECRET not in ran.output
     assert "remaining budget" not in ran.output
@@ -180,26 +177,25 @@ def test_an_epoch_column_cast_without_its_unit_is_refused_before_any_charge(fold
 
     url = f"sqlite:///{folder / 'ledger.db'}"
     job = write_job(folder, EPOCH.format(kind=kind, unit=""))
-    runner = CliRunner()
-    assert runner.invoke(main, ["budget", "init", "--ledger", url, "--dataset", "kinds",
+    assert invoke(["budget", "init", "--ledger", url, "--dataset", "kinds",
                                 "--eps", "5"]).exit_code == 0
     refusal = (f"column 'epoch_s' holds int64 numbers; a cast to {kind} needs their unit: "
                f"kinds={{'epoch_s': ('{kind}', 's')}} (in a job file columns.epoch_s.unit = "
                '"s"')
-    checked = runner.invoke(main, ["validate", "--schema", job])
+    checked = invoke(["validate", "--schema", job])
     assert checked.exit_code == 2, checked.output
     assert refusal in checked.output and len(checked.output.strip().splitlines()) == 1
     assert "1672" not in checked.output and "1673" not in checked.output  # no value
-    ran = runner.invoke(main, ["run", job, "--run-id", "no-unit"])
+    ran = invoke(["run", job, "--run-id", "no-unit"])
     assert ran.exit_code == 2, ran.output
     assert refusal in ran.output and "remaining budget" not in ran.output
     assert ledger_from_url(url).spent("kinds") == 0
     assert not (folder / "out").exists() or not list((folder / "out").glob("*.parquet"))
     # with its unit the same job validates, runs and releases the relation
     job = write_job(folder, EPOCH.format(kind=kind, unit='unit = "s", '))
-    checked = runner.invoke(main, ["validate", "--schema", job])
+    checked = invoke(["validate", "--schema", job])
     assert checked.exit_code == 0, checked.output
-    ran = runner.invoke(main, ["run", job, "--run-id", "unit"])
+    ran = invoke(["run", job, "--run-id", "unit"])
     assert ran.exit_code == 0, ran.output
     assert ledger_from_url(url).spent("kinds") == 2
     (written,) = (folder / "out").glob("*.parquet")

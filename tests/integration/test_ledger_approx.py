@@ -15,6 +15,7 @@ from dpmic_dask.privacy.conversion import rho_cap, rho_from_eps_delta
 from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.privacy.ledger import SQLLedger
 from dpmic_dask.privacy.ledgerdb import SCHEMA_VERSION
+from tests.cli import invoke
 
 EPS, DELTA = 1.0, 1e-6
 #: A release's approximate part: about half of its delta.
@@ -113,9 +114,6 @@ def test_an_approximate_part_is_a_delta_below_the_statement(approx):
 
 
 def test_budget_show_and_forecast_count_the_bad_event_deltas(tmp_path):
-    from click.testing import CliRunner
-
-    from dpmic_dask.batch.cli import main
     from dpmic_dask.batch.runner import forecast
 
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
@@ -132,7 +130,7 @@ def test_budget_show_and_forecast_count_the_bad_event_deltas(tmp_path):
         ledger.charge("d", with_part)
     with pytest.raises(dm.BudgetExceededError):
         ledger.check("d", with_part)
-    shown = CliRunner().invoke(main, ["budget", "show", "--ledger", url, "--dataset", "d"])
+    shown = invoke(["budget", "show", "--ledger", url, "--dataset", "d"])
     assert shown.exit_code == 0, shown.output
     assert "bad-event delta: 7.5E-7" in shown.output
 

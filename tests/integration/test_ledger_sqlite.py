@@ -16,6 +16,7 @@ from dpmic_dask.errors import LedgerError
 from dpmic_dask.privacy.accounting import Budget, PrivacyCost
 from dpmic_dask.privacy.conversion import rho_from_eps_delta
 from dpmic_dask.privacy.ledger import SQLLedger
+from tests.cli import invoke
 
 
 @pytest.fixture
@@ -197,9 +198,8 @@ def _version_two_ledger(path):
 
 
 def test_a_version_two_ledger_is_upgraded_and_its_run_ids_stay_claimed(tmp_path):
-    from click.testing import CliRunner
 
-    from dpmic_dask.batch.cli import Exit, main
+    from dpmic_dask.batch.cli import Exit
     from tests.integration.test_jobs import JOB, write_input
 
     path = tmp_path / "v2.db"
@@ -209,7 +209,7 @@ def test_a_version_two_ledger_is_upgraded_and_its_run_ids_stay_claimed(tmp_path)
     job = tmp_path / "job.toml"
     job.write_text(JOB.format(input=tmp_path / "in", output=tmp_path / "out", ledger=url,
                               eps=1.0))
-    run = lambda run_id: CliRunner().invoke(main, ["run", str(job), "--run-id", run_id])  # noqa: E731
+    run = lambda run_id: invoke(["run", str(job), "--run-id", run_id])  # noqa: E731
     # charged before the ledger kept values: never charged again, and said so
     old = run("2026-11-21")
     assert old.exit_code == Exit.RUN_CLAIMED and "before the ledger kept a journal" in old.output

@@ -2,35 +2,33 @@
 versions of a job: checked (and widened) before the charge, never after."""
 
 import pandas as pd
-from click.testing import CliRunner
 from sqlalchemy import text
 
-from dpmic_dask.batch.cli import Exit, main
+from dpmic_dask.batch.cli import Exit
 from dpmic_dask.batch.jobio import sql_engine
 from dpmic_dask.privacy.accounting import Budget
 from dpmic_dask.privacy.ledger import SQLLedger
-from tests.integration.test_jobs import JOB, write_input
+from tests.cli import invoke
+from tests.integration.test_jobs import write_input
+from tests.jobfiles import write_job
 
 
-def _job(tmp_path, postgres_url, name, table, statistics='["mic"]'):
-    text_ = JOB.format(input=tmp_path / "in", output="unused", ledger=postgres_url, eps=1.0)
-    text_ = text_.replace('path = "unused"', f'sql_url = "{postgres_url}"\nsql_table = "{table}"')
-    text_ = text_.replace("eps = 1.0", f"eps = 1.0\nstatistics = {statistics}")
-    path = tmp_path / name
-    path.write_text(text_)
-    return path
+def _job(tmp_path, postgres_url, name, table, statistics=("mic",), **sections):
+    return write_job(tmp_path / name, ledger=postgres_url,
+                     output={"sql_url": postgres_url, "sql_table": table},
+                     privacy={"statistics": list(statistics)}, **sections)
 
 
 def test_a_newer_job_adds_its_columns_to_the_output_table(postgres_url, tmp_path):
     write_input(tmp_path / "in")
     SQLLedger(postgres_url).init("d", Budget(5.0))
-    run = lambda path, run_id: CliRunner().invoke(main, ["run", str(path), "--run-id", run_id])  # noqa: E731
+    run = lambda path, run_id: invoke("run", path, "--run-id", run_id)  # noqa: E731
     v1 = _job(tmp_path, postgres_url, "v1.toml", "dpmic_releases")
     first = run(v1, "day-1")
     assert first.exit_code == 0, first.output
     # version 2 of the same job also releases Kendall's tau: the table gains the
     # new columns (nullable) before the charge, and the night's rows are written
-    v2 = _job(tmp_path, postgres_url, "v2.toml", "dpmic_releases", '["mic", "tau_a"]')
+    v2 = _job(tmp_path, postgres_url, "v2.toml", "dpmic_releases", ("mic", "tau_a"))
     second = run(v2, "day-2")
     assert second.exit_code == 0, second.output
     out = pd.read_sql_table("dpmic_releases", sql_engine(postgres_url))
@@ -56,7 +54,7 @@ def test_a_newer_job_adds_its_columns_to_the_output_table(postgres_url, tmp_path
 def test_a_narrow_column_is_refused_before_the_charge(postgres_url, tmp_path):
     write_input(tmp_path / "in")
     SQLLedger(postgres_url).init("d", Budget(5.0))
-    run = lambda path, run_id: CliRunner().invoke(main, ["run", str(path), "--run-id", run_id])  # noqa: E731
+    run = lambda path, run_id: invoke("run", path, "--run-id", run_id)  # noqa: E731
     for table, column in (("narrow", "job VARCHAR(3)"), ("small", "n SMALLINT")):
         with sql_engine(postgres_url).begin() as conn:
             conn.execute(text(f"CREATE TABLE {table} (run_id TEXT, {column})"))
@@ -79,13 +77,11 @@ def test_a_narrow_column_is_refused_before_the_charge(postgres_url, tmp_path):
 def test_an_empty_release_creates_string_columns(postgres_url, tmp_path):
     write_input(tmp_path / "in")
     SQLLedger(postgres_url).init("d", Budget(500.0))
-    run = lambda path, run_id: CliRunner().invoke(main, ["run", str(path), "--run-id", run_id])  # noqa: E731
-    empty = _job(tmp_path, postgres_url, "empty.toml", "rel")
+    run = lambda path, run_id: invoke("run", path, "--run-id", run_id)  # noqa: E731
     # two independent columns with little noise: no noisy MIC reaches 1
-    empty.write_text(empty.read_text().replace("[cluster]", "[select]\nthreshold = 1.0\n"
-                                               "max_pairs = 2\n\n[cluster]")
-                     .replace("b = { bounds = [-1.5, 1.5] }\n", "")
-                     .replace("eps = 1.0", "eps = 200.0"))
+    empty = _job(tmp_path, postgres_url, "empty.toml", "rel", eps=200.0,
+                 columns={"a": [0, 1], "c": [0, 1]},
+                 select={"threshold": 1.0, "max_pairs": 2})
     first = run(empty, "r1")
     assert first.exit_code == 0, first.output
     with sql_engine(postgres_url).connect() as conn:
@@ -111,7 +107,7 @@ def test_concurrent_deliveries_to_one_table_write_the_rows_once(postgres_url, tm
     write_input(tmp_path / "in")
     SQLLedger(postgres_url).init("d", Budget(5.0))
     path = _job(tmp_path, postgres_url, "job.toml", "rel")
-    assert CliRunner().invoke(main, ["run", str(path), "--run-id", "r"]).exit_code == 0
+    assert invoke("run", path, "--run-id", "r").exit_code == 0
     with sql_engine(postgres_url).begin() as conn:
         conn.execute(text("DELETE FROM rel"))
     job = load_job(path)

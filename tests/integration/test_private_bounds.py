@@ -11,9 +11,11 @@ import pandas as pd
 import pytest
 
 import dpmic_dask as dm
+from dpmic_dask.batch.cli import Exit
 from dpmic_dask.privacy.accounting import PrepaidLedger, PrivacyCost
 from dpmic_dask.privacy.bounds import BoundsGrid, bounds_from_noisy, column_histograms
 from dpmic_dask.release.histograms import noisy_histograms
+from tests.cli import invoke
 from tests.statistical.helpers import ALPHA, chi_square_pvalue, discrete_laplace_pmf
 
 
@@ -332,9 +334,6 @@ def test_both_passes_draw_noise_at_their_stated_scales(monkeypatch):
 
 
 def test_a_job_that_estimates_bounds_writes_them_and_how_to_pin_them(tmp_path):
-    from click.testing import CliRunner
-
-    from dpmic_dask.batch.cli import main
     from dpmic_dask.privacy.accounting import Budget
     from dpmic_dask.privacy.ledger import SQLLedger
 
@@ -365,10 +364,9 @@ url = "{ledger}"
 """
     path = tmp_path / "pin.toml"
     path.write_text(text)
-    runner = CliRunner()
-    checked = runner.invoke(main, ["validate", str(path)])
+    checked = invoke(["validate", str(path)])
     assert checked.exit_code == 0, checked.output
-    ran = runner.invoke(main, ["run", str(path), "--run-id", "r1"])
+    ran = invoke(["run", str(path), "--run-id", "r1"])
     assert ran.exit_code == 0, ran.output
     assert "private bounds" in ran.output and "columns.epoch.bounds = [" in ran.output
     out = pd.read_parquet(tmp_path / "out")
@@ -380,10 +378,10 @@ url = "{ledger}"
                           f"epoch = {{ bounds = [{float(row.x_lo)!r}, {float(row.x_hi)!r}] }}")
     bad = text.replace("flag = { bounds = [0, 1] }", "flag = { bounds = [0, 1], coverage = 0.9 }")
     path.write_text(bad)
-    refused = runner.invoke(main, ["validate", str(path)])
-    assert refused.exit_code != 0 and 'applies to bounds = "private" only' in refused.output
+    refused = invoke(["validate", str(path)])
+    assert refused.exit_code == Exit.INVALID and 'applies to bounds = "private" only' in refused.output
     path.write_text(pinned)
-    assert runner.invoke(main, ["validate", str(path)]).exit_code == 0
+    assert invoke(["validate", str(path)]).exit_code == 0
 
 
 def new_shapes(n, gen):

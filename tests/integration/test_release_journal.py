@@ -10,30 +10,29 @@ from contextlib import contextmanager
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 from sqlalchemy import create_engine
 
-from dpmic_dask.batch.cli import Exit, main
+from dpmic_dask.batch.cli import Exit
 from dpmic_dask.privacy.accounting import Budget
 from dpmic_dask.privacy.ledger import SQLLedger
-from tests.integration.test_jobs import JOB, write_input
+from tests.cli import invoke
+from tests.integration.test_jobs import write_input
+from tests.jobfiles import write_job
 
 
 def job_env(tmp_path, budget: float):
     """Parquet input, a SQLite ledger with ``budget`` for dataset d, and a writer
-    of job files (``job(name, eps, **{old: new})``)."""
+    of job files (``job(name, eps, replace={old: new}, **sections)``: see
+    :func:`tests.jobfiles.write_job`)."""
     write_input(tmp_path / "in")
     ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
     SQLLedger(ledger).init("d", Budget(budget))
 
-    def job(name="job.toml", eps=1.0, **replace):
-        text = JOB.format(input=tmp_path / "in", output=tmp_path / "out", ledger=ledger, eps=eps)
-        for old, new in replace.items():
-            assert old in text, old
-            text = text.replace(old, new)
-        path = tmp_path / name
-        path.write_text(text)
-        return path
+    def job(name="job.toml", eps=1.0, replace=(), **sections):
+        # input, output and ledger in tmp_path, also for a job file in a subfolder
+        sections = {"input": {"paths": [f"{tmp_path / 'in'}/*.parquet"]},
+                    "output": {"path": str(tmp_path / "out")}, "ledger": ledger, **sections}
+        return write_job(tmp_path / name, eps=eps, replace=replace, **sections)
 
     return tmp_path, ledger, job
 
@@ -44,14 +43,10 @@ def env(tmp_path):
     return job_env(tmp_path, 5.0)
 
 
-def invoke(*args):
-    return CliRunner().invoke(main, [str(a) for a in args])
-
-
 def history(ledger):
     result = invoke("budget", "history", "--ledger", ledger, "--dataset", "d", "--json")
     assert result.exit_code == 0, result.output
-    return [json.loads(line) for line in result.output.splitlines()]
+    return [json.loads(line) for line in result.stdout.splitlines()]
 
 
 def every_file(folder):
@@ -121,7 +116,7 @@ def small_file_system(tmp_path):
 def test_a_real_full_file_system_keeps_the_release(env, small_file_system):
     tmp_path, ledger, job = env
     out = small_file_system / "out"
-    path = job(**{f'path = "{tmp_path / "out"}"': f'path = "{out}"'})
+    path = job(replace={f'path = "{tmp_path / "out"}"': f'path = "{out}"'})
     failed = invoke("run", path, "--run-id", "night")
     assert failed.exit_code == Exit.OUTPUT, failed.output
     assert "No space left on device" in failed.output and every_file(out) == []
@@ -170,7 +165,7 @@ def test_a_rerun_delivers_a_lost_output_again_from_the_journal(env, monkeypatch,
     tmp_path, ledger, job = env
     out = tmp_path / "out"
     csv = {f'path = "{out}"': f'path = "{out}"\nformat = "csv"'} if loss == "csv" else {}
-    path = job(**csv)
+    path = job(replace=csv)
     first = invoke("run", path, "--run-id", "night")
     assert first.exit_code == 0, first.output
     written = out / f"run-night--nightly.{'csv' if csv else 'parquet'}"
@@ -234,7 +229,7 @@ def test_a_lost_output_that_cannot_be_written_again_names_dpmic_deliver(env, mon
 def test_a_rerun_restores_the_rows_of_a_sql_output(env, monkeypatch):
     tmp_path, ledger, job = env
     sql = f"sqlite:///{tmp_path / 'out.db'}"
-    path = job(**{f'path = "{tmp_path / "out"}"': f'sql_url = "{sql}"\nsql_table = "rel"'})
+    path = job(replace={f'path = "{tmp_path / "out"}"': f'sql_url = "{sql}"\nsql_table = "rel"'})
     assert invoke("run", path, "--run-id", "night").exit_code == 0
     engine = create_engine(sql)
     released = pd.read_sql_table("rel", engine)
@@ -278,8 +273,8 @@ def test_a_rerun_restores_the_rows_of_a_sql_output(env, monkeypatch):
 
 def test_two_jobs_with_one_run_id_both_run(env):
     tmp_path, ledger, job = env
-    first = job("first.toml", **{'name = "nightly"': 'name = "first"'})
-    second = job("second.toml", **{'name = "nightly"': 'name = "second"'})
+    first = job("first.toml", replace={'name = "nightly"': 'name = "first"'})
+    second = job("second.toml", replace={'name = "nightly"': 'name = "second"'})
     for path in (first, second):  # one dataset, one output folder, one run id
         result = invoke("run", path, "--run-id", "2026-11-22")
         assert result.exit_code == 0, result.output
@@ -297,7 +292,7 @@ def test_two_jobs_with_one_run_id_both_run(env):
 
 def test_without_a_name_the_job_is_named_after_its_file(env):
     tmp_path, ledger, job = env
-    path = job("nightly-export.toml", **{'name = "nightly"\n': ""})
+    path = job("nightly-export.toml", replace={'name = "nightly"\n': ""})
     result = invoke("run", path, "--run-id", "r")
     assert result.exit_code == 0, result.output
     assert every_file(tmp_path / "out") == ["_pages", "run-r--nightly-export.parquet"]
@@ -344,7 +339,7 @@ def test_a_read_only_ledger_is_refused_as_such_before_the_cluster(env, monkeypat
 
     monkeypatch.setattr("dpmic_dask.batch.cluster.open_cluster", no_cluster)
     monkeypatch.setattr("dpmic_dask.batch.jobio.load_input", no_data)
-    path = job(**{f'url = "sqlite:///{tmp_path / "ledger.db"}"': f'url = "{ledger}"'})
+    path = job(ledger=ledger)
     with read_only(target):
         result = invoke("run", path, "--run-id", "r")
         shown = invoke("budget", "show", "--ledger", ledger, "--dataset", "d")
@@ -367,16 +362,16 @@ def test_forecast_counts_the_runs_the_budget_pays_for(tmp_path, env):
     by_eps = invoke("budget", "forecast", "--ledger", ledger, "--dataset", "d", "--eps", "0.5")
     assert by_eps.exit_code == 0, by_eps.output
     assert "runs left: 60" in by_eps.output and "per run:   0.5 epsilon" in by_eps.output
-    path = job(eps=0.5, **{f'url = "sqlite:///{tmp_path / "ledger.db"}"': f'url = "{ledger}"'})
+    path = job(eps=0.5, ledger=ledger)
     by_job = invoke("budget", "forecast", "--job", path)
     assert by_job.exit_code == 0 and "runs left: 60" in by_job.output
     ran = invoke("run", path, "--run-id", "night-1")
     assert ran.exit_code == 0, ran.output
     assert "the remaining budget pays for 59 more runs of job 'nightly'" in ran.output
     odd = invoke("budget", "forecast", "--ledger", ledger, "--dataset", "d", "--eps", "0.7")
-    assert "runs left: 42" in odd.output  # 29.5 / 0.7 = 42.1
+    assert odd.exit_code == Exit.OK and "runs left: 42" in odd.output  # 29.5 / 0.7 = 42.1
     both = invoke("budget", "forecast", "--ledger", ledger, "--dataset", "d")
-    assert both.exit_code == 2 and "exactly one of --eps, --job" in both.output
+    assert both.exit_code == Exit.INVALID and "exactly one of --eps, --job" in both.output
 
 
 # ---------------------------------------------------------------- the docs a scheduler reads

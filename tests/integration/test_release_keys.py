@@ -41,10 +41,10 @@ def two_teams(tmp_path, job):
     columns and outputs."""
     for team in ("teamA", "teamB"):
         (tmp_path / team).mkdir()
-    a = job("teamA/nightly.toml", **{'name = "nightly"\n': "",
+    a = job("teamA/nightly.toml", replace={'name = "nightly"\n': "",
                                      "c = { bounds = [0, 1] }\n": "",
                                      f'{tmp_path / "out"}': f'{tmp_path / "outA"}'})
-    b = job("teamB/nightly.toml", **{'name = "nightly"\n': "",
+    b = job("teamB/nightly.toml", replace={'name = "nightly"\n': "",
                                      f'{tmp_path / "out"}': f'{tmp_path / "outB"}'})
     return a, b
 
@@ -113,14 +113,14 @@ def test_a_kept_release_is_delivered_to_this_destination_if_it_was_not(env):
 def test_an_empty_release_writes_string_columns(env):
     tmp_path, ledger, job = env
     sql = f"sqlite:///{tmp_path / 'out.db'}"
-    empty = job("empty.toml", **{'name = "nightly"': 'name = "empty"',
+    empty = job("empty.toml", replace={'name = "nightly"': 'name = "empty"',
                                  "[cluster]": SELECT_NOTHING + "[cluster]", **QUIET})
     result = invoke("run", empty, "--run-id", "r1")
     assert result.exit_code == 0, result.output
     schema = pq.read_schema(tmp_path / "out" / "run-r1--empty.parquet")
     assert str(schema.field("x").type) == "string" and str(schema.field("n").type) == "int64"
     assert pd.read_parquet(tmp_path / "out" / "run-r1--empty.parquet").empty
-    to_sql = job("sql.toml", **{'name = "nightly"': 'name = "empty-sql"',
+    to_sql = job("sql.toml", replace={'name = "nightly"': 'name = "empty-sql"',
                                 "[cluster]": SELECT_NOTHING + "[cluster]", **QUIET,
                                 f'path = "{tmp_path / "out"}"':
                                 f'sql_url = "{sql}"\nsql_table = "rel"'})
@@ -129,7 +129,7 @@ def test_an_empty_release_writes_string_columns(env):
              inspect(create_engine(sql)).get_columns("rel")}
     assert types["x"] is str and types["y"] is str
     assert pd.read_sql_table("rel", create_engine(sql)).empty
-    plain = job("plain.toml", **{'name = "nightly"': 'name = "plain"',
+    plain = job("plain.toml", replace={'name = "nightly"': 'name = "plain"',
                                  f'path = "{tmp_path / "out"}"':
                                  f'sql_url = "{sql}"\nsql_table = "rel"'})
     later = invoke("run", plain, "--run-id", "r1")  # a release with pairs, same table
@@ -297,7 +297,7 @@ def test_a_sqlite_delivery_checks_for_its_rows_under_the_write_lock(env):
     it gives up after the output's 1 s timeout) instead of deciding from a read."""
     tmp_path, ledger, job = env
     out = tmp_path / "out.db"
-    path = job(**{f'path = "{tmp_path / "out"}"':
+    path = job(replace={f'path = "{tmp_path / "out"}"':
                   f'sql_url = "sqlite:///{out}"\nsql_table = "rel"\ntimeout = 1'})
     assert invoke("run", path, "--run-id", "r").exit_code == 0
     loaded = load_job(path)

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
-from dpmic_dask.batch.cli import Exit, main
+from dpmic_dask.batch.cli import Exit
 from dpmic_dask.batch.jobs import JobError, load_job
 from dpmic_dask.privacy.ledger import SQLLedger
+from tests.cli import invoke
 
 JOB = """
 [job]
@@ -41,9 +41,6 @@ url = "{ledger}"
 UNIT = 'unit = "customer_id"\nmax_rows_per_unit = 8'
 
 
-def invoke(*args):
-    return CliRunner().invoke(main, [str(a) for a in args])
-
 
 @pytest.fixture
 def setup(tmp_path):
@@ -60,7 +57,7 @@ def setup(tmp_path):
     made = invoke("budget", "init", "--ledger", ledger, "--dataset", "sales", "--eps", 5,
                   "--unit", "customer_id")
     assert made.exit_code == 0 and "per customer_id" in made.output, made.output
-    invoke("budget", "init", "--ledger", ledger, "--dataset", "rows", "--eps", 5)
+    assert invoke("budget", "init", "--ledger", ledger, "--dataset", "rows", "--eps", 5).exit_code == 0
 
     def job(dataset="sales", unit=UNIT):
         path = tmp_path / "job.toml"

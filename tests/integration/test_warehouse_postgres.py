@@ -9,12 +9,11 @@ import datetime as dt
 import numpy as np
 import pandas as pd
 import psycopg
-from click.testing import CliRunner
 
-from dpmic_dask.batch.cli import main
 from dpmic_dask.batch.jobio import SQLRangeReader, _sql_meta, sql_ranges
 from dpmic_dask.privacy.accounting import Budget
 from dpmic_dask.privacy.ledger import SQLLedger
+from tests.cli import invoke
 
 SECRET = "ssn-078-05-1120"
 N = 4000
@@ -96,10 +95,9 @@ spend = { bounds = [0, 100] }
 weeks = { bounds = [0, 110] }
 wait = { bounds = [0, 44000] }
 """, 'eps = 4.0\nnulls = "drop"\nmin_rows = 3000'))
-    runner = CliRunner()
-    checked = runner.invoke(main, ["validate", "--schema", str(job)])
+    checked = invoke(["validate", "--schema", str(job)])
     assert checked.exit_code == 0, checked.output
-    ran = runner.invoke(main, ["run", str(job), "--run-id", "d1"])
+    ran = invoke(["run", str(job), "--run-id", "d1"])
     assert ran.exit_code == 0, ran.output
     out = pd.read_sql_table("dpmic_results", postgres_url.replace(
         "postgresql://", "postgresql+psycopg://")).set_index(["x", "y"])
@@ -121,9 +119,8 @@ def test_a_text_column_is_refused_from_the_schema_without_a_value(postgres_url, 
 note = { bounds = [0, 1] }
 spend = { bounds = [0, 100] }
 """))
-    runner = CliRunner()
     for args in (["validate", "--schema", str(job)], ["run", str(job), "--run-id", "d1"]):
-        result = runner.invoke(main, args)
+        result = invoke(args)
         assert result.exit_code == 2, result.output
         assert "'note'" in result.output and "str" in result.output
         assert SECRET not in result.output and "078" not in result.output

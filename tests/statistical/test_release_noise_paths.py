@@ -30,6 +30,7 @@ from dpmic_dask.privacy.mechanisms import _RELEASES, mechanism_names
 from dpmic_dask.privacy.mechanisms.geometric import GeometricCountsMechanism
 from dpmic_dask.privacy.noise import _ACTIVE, GAUSSIAN, LAPLACE, DiscreteGaussian
 from dpmic_dask.stats.statistics import get_statistic, public_statistics
+from tests.cli import invoke
 from tests.statistical.helpers import ALPHA, chi_square_pvalue, discrete_laplace_pmf
 
 pytestmark = pytest.mark.slow
@@ -215,9 +216,7 @@ def private_mic_path(mechanism, delta=0.0):
 
 def job_run_path(tmp_path_factory):
     def run(frame):
-        from click.testing import CliRunner
 
-        from dpmic_dask.batch.cli import main
 
         folder = tmp_path_factory.mktemp("job")
         frame.to_parquet(folder / "data.parquet")
@@ -227,12 +226,11 @@ def job_run_path(tmp_path_factory):
             f'paths = ["{folder / "data.parquet"}"]\n[columns]\n{columns}\n'
             f'[privacy]\neps = {EPS}\nB = {B}\nc = {C}\n[output]\npath = "{folder / "out"}"\n'
             f'[cluster]\nworkers = 1\n[ledger]\nurl = "sqlite:///{folder / "ledger.db"}"\n')
-        runner = CliRunner()
-        init = runner.invoke(main, ["budget", "init", "--ledger",
+        init = invoke(["budget", "init", "--ledger",
                                     f"sqlite:///{folder / 'ledger.db'}", "--dataset", "noise",
                                     "--eps", str(10 * EPS)])
         assert init.exit_code == 0, init.output
-        ran = runner.invoke(main, ["run", str(folder / "job.toml"), "--run-id", "one"])
+        ran = invoke(["run", str(folder / "job.toml"), "--run-id", "one"])
         assert ran.exit_code == 0, ran.output
         (written,) = list((folder / "out").glob("*.parquet"))
         rows = pd.read_parquet(written)

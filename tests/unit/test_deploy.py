@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
-from dpmic_dask.batch.cli import main
 from dpmic_dask.batch.jobs import load_job
+from tests.cli import invoke
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
@@ -29,7 +28,7 @@ def test_job_files_validate():
     for path in sorted((DEPLOY / "jobs").glob("*.toml")):
         job = load_job(path)
         assert len(job.bounds) >= 2
-        result = CliRunner().invoke(main, ["validate", str(path)])
+        result = invoke(["validate", str(path)])
         assert result.exit_code == 0, result.output
 
 

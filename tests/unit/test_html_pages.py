@@ -8,15 +8,14 @@ import re
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
-from dpmic_dask.batch.cli import main
 from dpmic_dask.batch.jobcausal import _write_files
 from dpmic_dask.batch.runpage import causal_from_files, rebuild, rows_page_path
 from dpmic_dask.ldp.result import LocalPairwiseResult, LocalReport
 from dpmic_dask.release.boundsresult import BoundsRelease
 from dpmic_dask.release.choose_categories import CategoriesRelease
 from dpmic_dask.release.htmlreport import render_page, rows_view
+from tests.cli import invoke
 from tests.htmlpages import COLUMNS, causal_graph, check_page, pairwise_result
 
 
@@ -98,7 +97,7 @@ def test_dpmic_report_rebuilds_a_demo_folder_and_a_run_file(tmp_path):
     folder.mkdir()
     result.to_pandas().to_csv(folder / "results.csv", index=False)
     (folder / "report.txt").write_text(result.report() + "\n")
-    out = CliRunner().invoke(main, ["report", str(folder)])
+    out = invoke(["report", str(folder)])
     assert out.exit_code == 0, out.output
     text = (folder / "report.html").read_text()
     check_page(text)
@@ -141,7 +140,7 @@ def test_the_page_shows_no_field_the_rows_do_not_hold():
 
 
 def test_report_refuses_a_folder_without_a_run(tmp_path):
-    out = CliRunner().invoke(main, ["report", str(tmp_path)])
+    out = invoke(["report", str(tmp_path)])
     assert out.exit_code == 2 and "no delivered run found" in out.output
 
 

@@ -4,10 +4,8 @@ and the ``dpmic budget`` commands then build it from a URL, with no other edit."
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
 import dpmic_dask  # noqa: F401  (registers .dpmic)
-from dpmic_dask.batch.cli import main
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy import accounting
 from dpmic_dask.privacy.accounting import (
@@ -18,6 +16,7 @@ from dpmic_dask.privacy.accounting import (
     register_ledger_scheme,
 )
 from dpmic_dask.privacy.ledger import SQLLedger
+from tests.cli import invoke
 
 #: What the test ledger "persists": one in-memory ledger per URL.
 STORES: dict[str, InMemoryLedger] = {}
@@ -62,8 +61,7 @@ def test_unknown_or_malformed_urls_are_refused(url, message):
 
 
 def test_a_registered_scheme_serves_the_api_and_the_budget_commands(kept_scheme):
-    runner = CliRunner()
-    done = runner.invoke(main, ["budget", "init", "--ledger", kept_scheme, "--dataset", "d",
+    done = invoke(["budget", "init", "--ledger", kept_scheme, "--dataset", "d",
                                 "--eps", "2"])
     assert done.exit_code == 0, done.output
     rng = np.random.default_rng(5)
@@ -72,7 +70,7 @@ def test_a_registered_scheme_serves_the_api_and_the_budget_commands(kept_scheme)
     frame.dpmic.pairwise(0.5, bounds={"x": (0, 1), "y": (0, 1.1)}, ledger=kept_scheme,
                          dataset="d")
     assert float(STORES[kept_scheme].remaining("d")) == pytest.approx(1.5)
-    shown = runner.invoke(main, ["budget", "show", "--ledger", kept_scheme, "--dataset", "d"])
+    shown = invoke(["budget", "show", "--ledger", kept_scheme, "--dataset", "d"])
     assert shown.exit_code == 0, shown.output
     assert "in 1 release(s)" in shown.output and "remaining: 1.5" in shown.output
     with accounting.using_ledger(kept_scheme):
