@@ -79,7 +79,9 @@ def race_for_budget(url, processes=8, releases_allowed=3, *, amount=1.0, attempt
     sorted outcomes."""
     SQLLedger(url).init("d", Budget(float(Decimal(repr(amount)) * releases_allowed)))
     ctx = mp.get_context("spawn")
-    barrier, results = ctx.Barrier(processes), ctx.Queue()
+    # a process that dies before the barrier breaks it for the others after a minute
+    # (the test then fails) rather than holding them there for good
+    barrier, results = ctx.Barrier(processes, timeout=60), ctx.Queue()
     procs = [ctx.Process(target=_race, args=(url, barrier, results, amount, attempts))
              for _ in range(processes)]
     for p in procs:
