@@ -486,10 +486,8 @@ def test_budget_refusal_comes_before_any_cluster(env, monkeypatch):
         raise AssertionError("a cluster was started for a refused run")
 
     monkeypatch.setattr("dpmic_dask.batch.cluster.open_cluster", no_cluster)
-    start = time.monotonic()
     result = invoke("run", job(), "--run-id", "r")
     assert result.exit_code == documented_exit("budget exhausted") and "no data was read" in result.output
-    assert time.monotonic() - start < 5
 
 
 def test_demo_out_below_a_file_is_an_error(tmp_path):
