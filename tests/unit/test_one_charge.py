@@ -52,3 +52,44 @@ def test_the_check_sees_a_charge_in_any_form():
     tree = ast.parse("def f(ledger, x):\n    x = charge_budget(1, ledger, None)\n"
                      "    ledger.charge('d', 1)\n    return m.charge_budget(x)\n")
     assert calls(tree).count("charge_budget") == 2 and calls(tree).count("charge") == 1
+
+
+def test_a_staged_release_refuses_before_its_bill_and_never_after():
+    import warnings
+
+    import pytest
+
+    import dpmic_dask as dm
+    from dpmic_dask.errors import InvalidDataError, NoiseWarning, ReleaseIncompleteError
+    from dpmic_dask.privacy.accounting import PrivacyCost
+    from dpmic_dask.release.charge import Bill
+    from dpmic_dask.release.executor import run_charged
+
+    ledger = dm.InMemoryLedger(uncapped=True)
+
+    def refused():
+        raise InvalidDataError("refused")
+        yield  # a staged release
+
+    with pytest.raises(InvalidDataError):
+        run_charged(refused(), ledger=ledger)
+    assert ledger.charges() == []
+
+    def failed_after():
+        yield Bill(PrivacyCost(1.0), "test", "test-mech", ("a",))
+        raise InvalidDataError("the data changed")
+
+    with pytest.raises(ReleaseIncompleteError, match="the budget was charged"):
+        run_charged(failed_after(), ledger=ledger)
+    assert len(ledger.charges()) == 1
+
+    def warned_after():
+        charge = yield Bill(PrivacyCost(1.0), "test", "test-mech")
+        warnings.warn("noisy", NoiseWarning, stacklevel=1)
+        return charge.charge_id
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning after the charge is shown, not raised
+        charge_id = run_charged(warned_after(), ledger=ledger)
+    assert [c.charge_id for c in ledger.charges()][-1] == charge_id
+    assert [c.description for c in ledger.charges()] == ["test", "test"]
