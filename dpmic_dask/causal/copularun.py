@@ -1,11 +1,15 @@
 """The correlation tests' release: one pass of fine grids, one charge, one noisy
 Kendall tau matrix (or, exactly, the Pearson or copula correlations), and PC on
-it as post-processing (:mod:`dpmic_dask.causal.copula` holds the statistics)."""
+it as post-processing (:mod:`dpmic_dask.causal.copula` holds the statistics).
+The private release is staged (:func:`copula_graph`): the executor
+(:func:`~dpmic_dask.release.executor.run_charged`) makes its one charge."""
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import replace
 from functools import partial
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,12 +37,11 @@ from dpmic_dask.privacy.mechanisms.base import (
     MAX_NOISE_UNITS,
 )
 from dpmic_dask.privacy.statement import privacy_statement
-from dpmic_dask.release.charge import (
-    after_charge,
-    charge_budget,
-    warn_if_delta_large,
-)
+from dpmic_dask.release.charge import Bill, warn_if_delta_large
 from dpmic_dask.release.report import warn_noise_swamps_tests
+
+if TYPE_CHECKING:
+    from dpmic_dask.privacy.charges import Charge
 
 
 def check_rows(n: int) -> int:
@@ -68,10 +71,10 @@ def correlation_grids(frame, request, backend, split_every, progress):
     return grids, codings
 
 
-def copula_graph(frame, request, eps, delta, backend, split_every, progress, ledger,
-                  dataset, label) -> CausalGraph:
-    """The private copula release: one pass, one charge, one noisy tau matrix; PC
-    on it is post-processing."""
+def copula_graph(frame, request, eps, delta, backend, split_every, progress,
+                 label) -> Generator[Bill, Charge, CausalGraph]:
+    """The private copula release, staged: one pass and every check, the bill, then
+    one noisy tau matrix; PC on it is post-processing."""
     grids, codings = correlation_grids(frame, request, backend, split_every, progress)
     n = check_rows(int(grids.rows))
     warn_if_delta_large(delta, n)
@@ -83,11 +86,9 @@ def copula_graph(frame, request, eps, delta, backend, split_every, progress, led
     warn_noise_swamps_tests(budget.scale * factor, 2.0,
                             "this causal graph's released Kendall tau values are noisy")
     tau = tau_matrix(grids, p, codings[0].size, n)  # exact, never released as such
-    charge = charge_budget(budget.total, ledger, dataset,
-                           description=label or f"causal graph of {p} columns",
-                           mechanism="causal-pc-copula", columns=request.names)
-    with after_charge(charge):
-        released = budget.release(tau)
+    yield Bill(budget.total, label or f"causal graph of {p} columns", "causal-pc-copula",
+               request.names)
+    released = budget.release(tau)
     tests = CorrelationTests(copula_correlation(released), n, request.alpha, "copula",
                              tau=released, noise_var=budget.variance)
     detail = (f"one release of the {request.pairs} pairs' Kendall tau values; the search "

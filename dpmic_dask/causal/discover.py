@@ -8,7 +8,9 @@
    row count and refuses missing values;
 3. the row-count check and the noise calibration of every part
    (:class:`~dpmic_dask.causal.decide.CausalBudget`);
-4. **the one charge** of the whole budget, fixed in advance;
+4. **the one charge** of the whole budget, fixed in advance, made by the
+   executor (:func:`~dpmic_dask.release.executor.run_charged`: the release is
+   staged, steps 1-3 before its bill, steps 5-6 after);
 5. per level: private decisions and separating-set choices (noise), then the
    next level's pass;
 6. the CPDAG and the edges' statistics (post-processing).
@@ -70,12 +72,12 @@ from dpmic_dask.privacy.mechanisms.base import (
 )
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.charge import (
-    after_charge,
-    charge_budget,
+    Bill,
     check_ledger,
     precheck_budget,
     warn_if_delta_large,
 )
+from dpmic_dask.release.executor import Staged, run_charged
 from dpmic_dask.release.report import warn_noise_swamps_tests
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY
 
@@ -204,6 +206,17 @@ def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_conditi
         ``.edges``, ``.separating_sets``, ``.adjacency()``, ``.report()``,
         ``.plot()``, ``.to_dot()``.
     """
+    return run_charged(_causal(frame, eps, delta, columns, alpha, max_condition_size, bounds,
+                               categories, bins, test, select_share, level_shares, ledger,
+                               dataset, label, split_every, progress),
+                       ledger=ledger, dataset=dataset)
+
+
+def _causal(frame, eps, delta, columns, alpha, max_condition_size, bounds, categories, bins,
+            test, select_share, level_shares, ledger, dataset, label, split_every,
+            progress) -> Staged[CausalGraph]:
+    """:func:`causal_graph`, staged: every check, the precheck and the first pass,
+    the bill of the whole budget, then the private search."""
     eps = check_epsilon(eps)
     delta = check_delta(delta)
     check_ledger(ledger)
@@ -218,8 +231,8 @@ def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_conditi
             'test of continuous columns is "copula"')
     precheck_budget(ledger, dataset, measure_for(delta).total(eps, delta))
     if request.test == "copula":
-        return copula_graph(frame, request, eps, delta, backend, split_every, progress,
-                             ledger, dataset, label)
+        return (yield from copula_graph(frame, request, eps, delta, backend, split_every,
+                                        progress, label))
     passes: list[int] = []
     n, first = _first_level(frame, request, backend, split_every, progress, passes)
     warn_if_delta_large(delta, n)
@@ -227,12 +240,10 @@ def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_conditi
                                test=request.test, n=n, high=_margin_range(request, n))
     budget.check()
     _warn_if_noisy(request, n, budget)  # public quantities only, before the charge
-    charge = charge_budget(budget.total, ledger, dataset,
-                           description=label or f"causal graph of {len(request.codings)} columns",
-                           mechanism=f"causal-pc-{request.test}", columns=request.names)
-    with after_charge(charge):
-        skeleton = _run(frame, request, n, backend, split_every, progress, budget.decide,
-                        first, passes)
+    yield Bill(budget.total, label or f"causal graph of {len(request.codings)} columns",
+               f"causal-pc-{request.test}", request.names)
+    skeleton = _run(frame, request, n, backend, split_every, progress, budget.decide, first,
+                    passes)
     report = _private_report(request, n, budget, skeleton, len(passes))
     return _result(request, n, skeleton, dict(skeleton.last_statistic), report)
 

@@ -3,9 +3,11 @@
 Every release path (the values of every pair, a private selection, private
 bounds and categories, per-unit releases, causal discovery, batch runs) checks
 its ledger and budget here before any data is read (:func:`precheck_budget`),
-charges once here (:func:`charge_budget`, before any noise is drawn) and runs
-what follows a charge inside :func:`after_charge`. Without ``ledger=`` the
-charge goes to :func:`session_ledger`.
+says what its one charge is once every check passed (a :class:`Bill`), and is
+charged once by the executor (:func:`~dpmic_dask.release.executor.run_charged`
+calls :func:`charge_budget`, before any noise is drawn), which runs what follows
+the charge inside :func:`after_charge`. Without ``ledger=`` the charge goes to
+:func:`session_ledger`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import logging
 import warnings
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from dpmic_dask.errors import (
     BudgetExceededError,
@@ -108,6 +111,18 @@ def precheck_budget(ledger, dataset, cost: PrivacyCost, privacy_unit=None) -> No
         return
     raise BudgetExceededError(f"{message}; no data was read")
 
+
+
+@dataclass(frozen=True)
+class Bill:
+    """What a release's one charge records, said by the release once every check
+    before the charge passed: the cost and the ledger's description, mechanism and
+    columns."""
+
+    cost: PrivacyCost
+    description: str
+    mechanism: str
+    columns: tuple = ()
 
 
 def charge_budget(cost: PrivacyCost, ledger, dataset, *, description: str, mechanism: str,

@@ -7,7 +7,9 @@ private bounds, which cannot be combined with a choice of categories in one
 release) takes them as public. The mechanisms and their proofs are the ones of
 :mod:`dpmic_dask.release.private_categories` (``docs/privacy.md``, "Private
 categories" and "Categories from the values that occur"): the whole budget goes
-to the choice, split over the columns.
+to the choice, split over the columns. It is a staged release run by
+:func:`~dpmic_dask.release.executor.run_charged`: every check and the pass,
+the bill, then the noise.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from dpmic_dask.privacy.partition_selection import (
 )
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.category_counts import add_passes, first_pass, occurring
-from dpmic_dask.release.charge import charge_budget, precheck_budget
+from dpmic_dask.release.charge import Bill, precheck_budget
+from dpmic_dask.release.executor import Staged, run_charged
 from dpmic_dask.release.htmlreport import categories_view, write_page
 from dpmic_dask.release.private_categories import (
     MAX_KEPT,
@@ -110,6 +113,14 @@ def private_categories(frame, eps, *, columns: dict, delta: float = 0.0, nulls: 
     only noise and thresholds. The result's lists are ready to pass as public
     ``categories`` to a later release.
     """
+    return run_charged(_chosen(frame, eps, columns, delta, nulls, ledger, dataset, progress),
+                       ledger=ledger, dataset=dataset)
+
+
+def _chosen(frame, eps, columns, delta, nulls, ledger, dataset,
+            progress) -> Staged[CategoriesRelease]:
+    """:func:`private_categories`, staged: the checks, the precheck and the pass,
+    the bill, then the noisy choice."""
     eps = check_epsilon(eps)
     delta = check_delta(delta)
     backend = backend_for(frame)
@@ -137,10 +148,8 @@ def private_categories(frame, eps, *, columns: dict, delta: float = 0.0, nulls: 
         add_passes, split_every=DEFAULT_SPLIT_EVERY, progress=progress)
     refuse_missing(names, missing, "pass nulls='category'")
     found = {c: occurring(c, h) for c, h in zip(names, hist) if c in unknown}
-    charge = charge_budget(total, ledger, dataset,
-                           description=f"private categories for {list(names)}",
-                           mechanism="categories-lap" + ("-sel" if unknown else ""),
-                           columns=names)
+    charge = yield Bill(total, f"private categories for {list(names)}",
+                        "categories-lap" + ("-sel" if unknown else ""), names)
     chosen, details = {}, {}
     for name, counts in zip(names, hist):
         if name in unknown:

@@ -19,26 +19,88 @@ fixed order:
 
 The report is derived from the plan and what each step released
 (:func:`_report`); nothing patches it elsewhere. A plan without front steps is
-the values step alone, which makes the charge at its own point (after its
-pass, before its noise).
+the values step alone, charged at its own point (after its pass, before its
+noise).
+
+Every release of the package is charged here, by :func:`run_charged`, the only
+caller of :func:`~dpmic_dask.release.charge.charge_budget`. A release is
+*staged*: a generator whose code up to its one ``yield`` is its ``before``
+(every pass over the data and every check; any may refuse, nothing is
+charged), which yields the :class:`~dpmic_dask.release.charge.Bill` of its one
+charge and receives the charge, and whose code after it is its ``after`` (the
+noise and the result; it never refuses). A release plan's front steps and
+values are one staged release (:func:`_stepped`); the values alone
+(:mod:`dpmic_dask.release.pipeline`), private bounds and categories alone, the
+contribution bound, one pair in memory and causal discovery are others.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import warnings
+from collections.abc import Generator
+from typing import TYPE_CHECKING, TypeVar
 
 from dpmic_dask.backends import backend_for
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.axisframe import axis_frame
 from dpmic_dask.release.bounding import BoundedFrame, unit_label
 from dpmic_dask.release.bounds_check import auto_lines, speaks_at
-from dpmic_dask.release.charge import after_charge, charge_budget, precheck_budget
-from dpmic_dask.release.pipeline import release_pairs, release_selected
+from dpmic_dask.release.charge import Bill, after_charge, charge_budget, precheck_budget
+from dpmic_dask.release.pipeline import release_pairs, release_selected, values_cost
 from dpmic_dask.release.results import PairwiseResult
 from dpmic_dask.release.stages import public_rows
 from dpmic_dask.release.steps import Run, check_rows, front_steps
 from dpmic_dask.release.unitbase import check_inner, unit_privacy_statement
+
+if TYPE_CHECKING:
+    from dpmic_dask.privacy.charges import Charge
+
+T = TypeVar("T")
+
+#: A release of one charge: ``before`` up to its ``yield`` of the :class:`Bill`,
+#: the charge sent back, ``after`` up to its result.
+Staged = Generator[Bill, "Charge", T]
+
+
+def run_charged(release: Staged[T], *, ledger=None, dataset=None) -> T:
+    """Run a staged release: its ``before`` (every pass and check, any of which may
+    refuse), **the one charge** of the bill it yields, then its ``after`` (noise:
+    warnings are shown, never raised, and a failure says the budget was charged)."""
+    bill = next(release)
+    try:
+        charge = charge_budget(bill.cost, ledger, dataset, description=bill.description,
+                               mechanism=bill.mechanism, columns=bill.columns)
+    except BaseException:
+        release.close()
+        raise
+    return _after(release, charge)
+
+
+def _after(release: Staged[T], charge) -> T:
+    """A staged release's ``after``, paid by ``charge``."""
+    with after_charge(charge), warnings.catch_warnings():
+        # nothing after the charge may refuse, even under a warnings-as-errors filter
+        warnings.simplefilter("default")
+        return _finish(release, charge)
+
+
+def _paid(release: Staged[T], charge) -> T:
+    """A staged release run inside another's ``after``, paid by that one charge: its
+    ``before`` (its pass, whose checks ran at the worst case before the charge),
+    then its ``after``; the bill it yields is part of the charge already made."""
+    next(release)
+    return _finish(release, charge)
+
+
+def _finish(release: Staged[T], charge) -> T:
+    """Send ``charge`` to a staged release waiting at its bill; its result."""
+    try:
+        release.send(charge)
+    except StopIteration as done:
+        return done.value
+    release.close()
+    raise TypeError("a staged release yields one bill")
 
 
 def run_release(frame, plan, *, ledger=None, dataset=None, progress=None) -> PairwiseResult:
@@ -55,14 +117,24 @@ def run_release(frame, plan, *, ledger=None, dataset=None, progress=None) -> Pai
         plan, note = _auto_check(frame, plan)
     steps = front_steps(plan)
     if not steps:
-        result = _values(frame, plan.request, plan.selection, ledger=ledger, dataset=dataset,
-                         progress=progress)
+        precheck_budget(ledger, dataset, values_cost(plan.request, plan.selection))
+        result = run_charged(_values(frame, plan.request, plan.selection, progress=progress),
+                             ledger=ledger, dataset=dataset)
         return _in_kinds(dataclasses.replace(result, bounds_note=note), plan, None)
     run = Run(frame, plan.request, plan.selection, plan.bounds,
               plan.request.split_every, progress,
               raw=plan.private_categories.unknown if plan.private_categories else ())
     unit = plan.units.unit if plan.units is not None else None
     precheck_budget(ledger, dataset, plan.cost, privacy_unit=unit)
+    result = run_charged(_stepped(plan, steps, run, progress), ledger=ledger, dataset=dataset)
+    result = dataclasses.replace(_report(result, plan, steps, run), bounds_note=note)
+    return _in_kinds(result, plan, run)
+
+
+def _stepped(plan, steps, run: Run, progress) -> Staged[PairwiseResult]:
+    """A plan with steps in front of the values, staged: each step's ``before``, the
+    values' checks at the worst case, the bill of the plan's one cost; then each
+    step's ``after`` and the values, paid from the same charge."""
     for step in steps:
         step.before(run)
     if run.rows is None:  # per unit with no other step: the bounded rows counted
@@ -73,24 +145,17 @@ def run_release(frame, plan, *, ledger=None, dataset=None, progress=None) -> Pai
         check_inner(plan, run.public)
     parts = "; ".join(step.describe(run) for step in steps)  # before the charge: its label
     request = plan.request
-    charge = charge_budget(
-        plan.cost, ledger, dataset,
+    charge = yield Bill(
+        plan.cost,
         description=f"{request.label or 'pairwise'} ({_unit_said(plan)}{parts}; release: "
                     f"{plan.values_label()})",
         mechanism="+".join([*(step.label for step in steps), request.mechanism.label]),
         columns=request.columns)
-    with after_charge(charge), warnings.catch_warnings():
-        # warnings about the noise are shown, never raised: nothing after the charge
-        # may refuse, even under a warnings-as-errors filter
-        warnings.simplefilter("default")
-        for step in steps:
-            step.after(run, charge)
-        values_request, selection = run.values_plan()
-        values_frame = run.frame if run.unit_k is None else BoundedFrame(run.frame, run.n0)
-        result = _values(values_frame, values_request, selection, charge=charge,
-                         progress=progress)
-    result = dataclasses.replace(_report(result, plan, steps, run), bounds_note=note)
-    return _in_kinds(result, plan, run)
+    for step in steps:
+        step.after(run, charge)
+    values_request, selection = run.values_plan()
+    values_frame = run.frame if run.unit_k is None else BoundedFrame(run.frame, run.n0)
+    return _paid(_values(values_frame, values_request, selection, progress=progress), charge)
 
 
 def _auto_check(frame, plan):
@@ -111,14 +176,11 @@ def _unit_said(plan) -> str:
     return f"{plan.units.statement}; " if plan.units is not None else ""
 
 
-def _values(frame, request, selection, *, ledger=None, dataset=None, progress=None,
-            charge=None) -> PairwiseResult:
-    """The values step: every pair, or the pairs a selection chooses."""
+def _values(frame, request, selection, *, progress=None) -> Staged[PairwiseResult]:
+    """The values step, staged: every pair, or the pairs a selection chooses."""
     if selection is None:
-        return release_pairs(frame, request, ledger=ledger, dataset=dataset, progress=progress,
-                             charge=charge)
-    return release_selected(frame, request, selection, ledger=ledger, dataset=dataset,
-                            progress=progress, charge=charge)
+        return release_pairs(frame, request, progress=progress)
+    return release_selected(frame, request, selection, progress=progress)
 
 
 def _report(result: PairwiseResult, plan, steps, run: Run) -> PairwiseResult:
@@ -169,4 +231,4 @@ def _in_kinds(result: PairwiseResult, plan, run: Run | None) -> PairwiseResult:
     return result
 
 
-__all__ = ["run_release"]
+__all__ = ["Staged", "run_charged", "run_release"]

@@ -1,7 +1,8 @@
 """One pair of in-memory columns: :func:`private_mic`.
 
 The same stages as every release (request, precheck, grid, one charge, noise),
-on two arrays in memory instead of a frame; per privacy unit it hands over to
+on two arrays in memory instead of a frame, run by the executor
+(:func:`~dpmic_dask.release.executor.run_charged`); per privacy unit it hands over to
 :func:`dpmic_dask.release.units.private_mic_per_unit`.
 """
 
@@ -13,7 +14,8 @@ from dpmic_dask.checks import check_pair
 from dpmic_dask.errors import InvalidDataError
 from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.privacy.selection import AllPairs
-from dpmic_dask.release.charge import charge_budget, precheck_budget, warn_if_delta_large
+from dpmic_dask.release.charge import Bill, precheck_budget, warn_if_delta_large
+from dpmic_dask.release.executor import Staged, run_charged
 from dpmic_dask.release.report import Release
 from dpmic_dask.release.request import pair_request
 from dpmic_dask.release.stages import grid_parameters, value_report
@@ -72,6 +74,13 @@ def private_mic(x, y, *, eps, x_bounds, y_bounds, mechanism="auto", delta=0.0, B
                                     delta=delta, B=B, c=c, ledger=ledger, dataset=dataset)
     request = pair_request(eps=eps, x_bounds=x_bounds, y_bounds=y_bounds, mechanism=mechanism,
                            delta=delta, B=B, c=c)
+    return run_charged(_one_pair(x, y, request, ledger, dataset), ledger=ledger,
+                       dataset=dataset)
+
+
+def _one_pair(x, y, request, ledger, dataset) -> Staged[Release]:
+    """:func:`private_mic` of one row-level pair, staged: the precheck, the checks
+    and the exact value (or counts), the bill, then the noise."""
     mech, statistic = request.mechanism, request.statistic
     precheck_budget(ledger, dataset, mech.cost)
     xa, ya = check_pair(x, y)
@@ -81,26 +90,23 @@ def private_mic(x, y, *, eps, x_bounds, y_bounds, mechanism="auto", delta=0.0, B
     warn_if_delta_large(request.delta, n)
     B, c = grid_parameters(request, n)
     plan = mech.calibrate(n=n, pairs=1, B=B, c=c)
-    description = f"private_mic {mech.label}"
+    bill = Bill(mech.cost, f"private_mic {mech.label}", mech.label, ("x", "y"))
     if statistic.mergeable:
         layout = statistic.layout(B, c)
         counts = pair_counts(xa, ya, request.bounds[0], request.bounds[1], layout)
         if mech.acts_on == "counts":
-            charge = charge_budget(mech.cost, ledger, dataset, description=description,
-                                   mechanism=mech.label, columns=("x", "y"))
+            charge = yield bill
             value = statistic.value(mech.randomise(counts, plan), layout)
         else:
             exact = np.array([statistic.value(counts, layout)])
-            charge = charge_budget(mech.cost, ledger, dataset, description=description,
-                                   mechanism=mech.label, columns=("x", "y"))
+            charge = yield bill
             value = mech.randomise(exact, plan)[0]
     else:
         # Ties broken by secret per-row keys: the published MICe sensitivity holds
         # only for distinct values (docs/privacy.md, "MICe-Lap").
         keys = active_sampler().random_keys(n)
         exact = np.array([statistic.value_of_rows(xa, ya, B, c, keys)])
-        charge = charge_budget(mech.cost, ledger, dataset, description=description,
-                               mechanism=mech.label, columns=("x", "y"))
+        charge = yield bill
         value = mech.randomise(exact, plan)[0]
     return Release(value=float(value),
                    privacy=value_report(request, plan, charge, AllPairs(), 1, 1))

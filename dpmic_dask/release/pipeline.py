@@ -1,24 +1,26 @@
-"""The values step: count the pairs, charge once, noise once.
+"""The values step: count the pairs, one charge, noise once.
 
 :func:`release_pairs` releases every pair's values; :func:`release_selected`
 chooses pairs privately first (``top_pairs``, ``pairs_above``), then releases
-the chosen pairs' values with fresh noise. Each runs a checked
+the chosen pairs' values with fresh noise. Each is a staged release
+(:func:`~dpmic_dask.release.executor.run_charged`) of a checked
 :class:`~dpmic_dask.release.request.ReleaseRequest` (the plan's values step,
-:mod:`dpmic_dask.release.plan`): one precheck, the checks of the plan at the
-public row count (:mod:`dpmic_dask.release.stages`), the passes over the data,
-one charge (:mod:`dpmic_dask.release.charge`), then the noise. The mechanism
-object answers the release's privacy cost; the budget precheck (before any
-data is read) and the one charge (after counting, before any noise) both use
-it. Noise is drawn once; nothing returned can redraw it.
+:mod:`dpmic_dask.release.plan`): the checks of the plan at the public row count
+(:mod:`dpmic_dask.release.stages`) and the passes over the data, then the bill
+of its one charge, then, with the charge the executor made (the plan's one
+charge when steps came in front), the noise. The mechanism object answers the
+release's privacy cost; the executor's budget precheck (before any data is
+read, :func:`values_cost`) and the one charge (after counting, before any
+noise) both use it. Noise is drawn once; nothing returned can redraw it.
 
 Where is epsilon split? In the mechanism's ``calibrate`` (``dpmic_dask.privacy.mechanisms``).
-Where is noise drawn? In the mechanism's ``randomise``, called only after
-:func:`~dpmic_dask.release.charge.charge_budget`.
+Where is noise drawn? In the mechanism's ``randomise``, called only after the charge.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Generator
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -30,13 +32,7 @@ from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.privacy.selection import AllPairs, Selection
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release import stages
-from dpmic_dask.release.charge import (
-    after_charge,
-    charge_budget,
-    log,
-    precheck_budget,
-    warn_if_delta_large,
-)
+from dpmic_dask.release.charge import Bill, log, warn_if_delta_large
 from dpmic_dask.release.report import PrivacyReport, warn_noise_after
 from dpmic_dask.release.results import PairwiseResult
 from dpmic_dask.release.stages import (
@@ -55,23 +51,25 @@ from dpmic_dask.release.stages import (
 )
 
 if TYPE_CHECKING:
+    from dpmic_dask.privacy.charges import Charge
+    from dpmic_dask.privacy.costs import PrivacyCost
     from dpmic_dask.privacy.selection import SelectionPlan
     from dpmic_dask.release.request import ReleaseRequest
 
-
-def _pay(charge, ledger, dataset, cost, **what):
-    """The values step's charge: the plan's one charge when steps in front of it
-    made it already (``charge``), else the charge itself, made here."""
-    if charge is not None:
-        return charge
-    return charge_budget(cost, ledger, dataset, **what)
+#: The values step, staged (:data:`dpmic_dask.release.executor.Staged`).
+Values = Generator[Bill, "Charge", PairwiseResult]
 
 
-def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, progress=None,
-                  selection: Selection | None = None, charge=None) -> PairwiseResult:
-    """Run a checked request: precheck, count, charge once, noise once. With
-    ``charge`` (the plan's one charge, made by the executor before the steps in
-    front of the values) there is no precheck and no charge here."""
+def values_cost(request: ReleaseRequest, plan: SelectionPlan | None) -> PrivacyCost:
+    """What the values step alone is charged (its budget precheck's cost)."""
+    if plan is None or plan.selection.cost is None:
+        return request.cost
+    return plan.total
+
+
+def release_pairs(frame, request: ReleaseRequest, *, progress=None,
+                  selection: Selection | None = None) -> Values:
+    """Run a checked request, staged: count, the bill, then (charged) noise once."""
     selection = selection or AllPairs()
     if selection.cost is not None:
         raise InvalidParameterError(
@@ -80,8 +78,6 @@ def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, 
     mech, statistic = request.mechanism, request.statistic
     log.info("validated: %d columns, %d pairs, %s, eps=%g", len(request.columns),
              request.n_pairs, mech.label, request.eps)
-    if charge is None:
-        precheck_budget(ledger, dataset, request.cost)
     n_rows = backend.row_count(frame, request.columns)
     B, c = check_plan(request, public_rows(request, n_rows))
     layout = request.layout(B, c)
@@ -103,18 +99,15 @@ def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, 
     description = request.label or "pairwise"
     if mech.acts_on == "counts":
         counts = counted.counts()[list(chosen)]
-        charge = _pay(charge, ledger, dataset, mech.cost, description=description,
-                      mechanism=mech.label, columns=request.columns)
+        charge = yield Bill(mech.cost, description, mech.label, request.columns)
         noisy = np.stack([mech.randomise(cell_counts, plan) for cell_counts in counts])
-        with after_charge(charge):  # the statistic of the noisy counts, on the cluster
-            values = backend.map_counts(noisy, value_of)
+        values = backend.map_counts(noisy, value_of)  # of the noisy counts, on the cluster
     else:
         exact = counted.values[list(chosen)]
         labels = "+".join(m.label for m in (mech, *request.companions))
         plans = [m.calibrate(n=n_public, pairs=len(chosen), B=B, c=c)
                  for m in request.companions]
-        charge = _pay(charge, ledger, dataset, request.cost, description=description,
-                      mechanism=labels, columns=request.columns)
+        charge = yield Bill(request.cost, description, labels, request.columns)
         if request.companions:
             values = mech.randomise(exact[:, 0], plan)
             companions = tuple(
@@ -145,27 +138,25 @@ def release_pairs(frame, request: ReleaseRequest, *, ledger=None, dataset=None, 
 
 
 
-def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *, ledger=None,
-                     dataset=None, progress=None, charge=None) -> PairwiseResult:
+def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *,
+                     progress=None) -> Values:
     """Choose pairs privately, then release the chosen pairs' values with fresh noise.
 
-    One precheck before any data is read; every check of the plan
-    (:func:`check_selected_plan`); every pair's exact value computed on the
-    cluster (at the screening grid when it is smaller -- the MICr sensitivity
-    does not depend on ``B``); one charge of ``plan.total``; the selection's
-    noise; when screening, the chosen pairs counted again at ``B``; the
-    release's noise. Nothing is drawn before the charge.
+    Staged: every check of the plan (:func:`check_selected_plan`); every pair's
+    exact value computed on the cluster (at the screening grid when it is smaller
+    -- the MICr sensitivity does not depend on ``B``); the bill of
+    ``plan.total``; then, charged once, the selection's noise; when screening,
+    the chosen pairs counted again at ``B``; the release's noise. Nothing is
+    drawn before the charge.
     """
     if plan.selection.cost is None:  # a choice that reads no data: every pair, ranked
-        return release_pairs(frame, request, ledger=ledger, dataset=dataset,
-                             progress=progress, selection=plan.selection, charge=charge)
+        return (yield from release_pairs(frame, request, progress=progress,
+                                         selection=plan.selection))
     backend = backend_for(frame)
     release, selection = plan.release, plan.selection
     statistic = release.statistic  # type: ignore[attr-defined]
     log.info("validated: %d columns, %d candidate pairs, %s", len(request.columns),
              request.n_pairs, selection.description)
-    if charge is None:
-        precheck_budget(ledger, dataset, plan.total)
     n_rows = backend.row_count(frame, request.columns)
     B, c, screen = check_selected_plan(request, plan, public_rows(request, n_rows))
     statistics = (statistic, *(m.statistic for m in plan.companions))
@@ -184,19 +175,15 @@ def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *, led
     warn_if_delta_large(request.delta, n_public)
     sensitivity = statistic.sensitivity(n_public, screen)
     labels = "+".join(m.label for m in (release, *plan.companions))
-    charge = _pay(
-        charge, ledger, dataset, plan.total,
-        description=f"{request.label or 'selected pairs'} ({plan.parts()})",
-        mechanism=f"{type(selection).__name__}+{labels}", columns=request.columns)
+    charge = yield Bill(plan.total, f"{request.label or 'selected pairs'} ({plan.parts()})",
+                        f"{type(selection).__name__}+{labels}", request.columns)
     mic_scores = scores.values[:, 0] if plan.companions else scores.values
     chosen = selection.select(request.n_pairs, mic_scores, sensitivity)
     log.info("selected %d of %d pairs", len(chosen), request.n_pairs)
     if chosen and screen != B:
         layout, fn = layout_and_values(B)
         spec = chosen_pairs_spec(request, layout, [request.pairs[p] for p in chosen])
-        with after_charge(charge):
-            exact = values_of_pairs(backend, frame, spec, request, B, c, fn, n_rows,
-                                     progress)
+        exact = values_of_pairs(backend, frame, spec, request, B, c, fn, n_rows, progress)
     else:
         exact = scores.values[list(chosen)]
     published = max(1, len(chosen))

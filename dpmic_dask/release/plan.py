@@ -4,7 +4,7 @@ A release of pairs is ``[private bounds] -> [selection] -> values``: every
 pair's values (:func:`~dpmic_dask.release.pipeline.release_pairs`), or privately chosen
 pairs' values (:func:`~dpmic_dask.release.pipeline.release_selected`), optionally after
 a private-bounds step that both are paid from
-(:func:`~dpmic_dask.release.private_bounds.run_private_bounds`). :func:`plan_release`
+(:func:`~dpmic_dask.release.boundsplan.plan_private_bounds`). :func:`plan_release`
 checks the arguments against the frame's schema and builds the
 :class:`ReleasePlan` (nothing read, nothing charged); :func:`run_release` runs
 it with one precheck and one charge. The accessor and job files build plans
@@ -33,13 +33,13 @@ from dpmic_dask.release.bounds_check import (
     check_bounds_check,
     plan_bounds_check,
 )
+from dpmic_dask.release.boundsplan import PrivateBoundsPlan, plan_private_bounds
 from dpmic_dask.release.planparts import (
     check_drop,
     checkable_columns,
     with_categories,
     with_min_rows,
 )
-from dpmic_dask.release.private_bounds import PrivateBoundsPlan, plan_private_bounds
 from dpmic_dask.release.private_categories import (
     CATEGORIES_SHARE,
     UNKNOWN,

@@ -48,7 +48,7 @@ from dpmic_dask.release.bounding import (
     unit_label,
 )
 from dpmic_dask.release.charge import (
-    charge_budget,
+    Bill,
     check_ledger_unit,  # noqa: F401 (re-exported)
     precheck_budget,
 )
@@ -60,7 +60,7 @@ from dpmic_dask.release.choose_k import (
     predict,
     release_of,
 )
-from dpmic_dask.release.executor import run_release
+from dpmic_dask.release.executor import Staged, run_charged, run_release
 from dpmic_dask.release.report import Release
 from dpmic_dask.release.unitplan import (
     plan_unit_release,
@@ -141,6 +141,14 @@ def contribution_bound(frame, unit, eps, *, release=None, quantile=None,
     Laplace noise of scale ``1 / eps`` on every bin is ``eps``-DP. Either rule is
     post-processing of the noisy counts (and of the public plan). Charged once;
     nothing else reads the data."""
+    return run_charged(_bound(frame, unit, eps, release, quantile, tolerance, ledger, dataset,
+                              top, label), ledger=ledger, dataset=dataset)
+
+
+def _bound(frame, unit, eps, release, quantile, tolerance, ledger, dataset, top,
+           label) -> Staged[ContributionBound]:
+    """:func:`contribution_bound`, staged: the checks, the precheck and the pass
+    (the exact histogram of unit sizes), the bill, then the noise and the choice."""
     unit = check_unit_columns(unit)
     eps = check_epsilon(eps)
     if quantile is not None and (isinstance(quantile, bool) or not isinstance(
@@ -170,8 +178,7 @@ def contribution_bound(frame, unit, eps, *, release=None, quantile=None,
     counts = backend.tree_sum(sizes, histogram, np.add, split_every=DEFAULT_SPLIT_EVERY,
                               columns=unit)
     scale = safe_up(1.0 / eps)
-    charge = charge_budget(cost, ledger, dataset, description=label or "contribution bound",
-                           mechanism="unit-size-hist", columns=unit)
+    charge = yield Bill(cost, label or "contribution bound", "unit-size-hist", unit)
     noisy = counts.astype(np.int64) + active_sampler().discrete_laplace(scale, len(grid))
     # from here on: post-processing of the released ``noisy`` only
     return choose_from_histogram(noisy, grid, planned, rule=rule, quantile=quantile,

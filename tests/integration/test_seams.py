@@ -108,6 +108,7 @@ def test_stage_log_records_carry_no_data(caplog):
 def test_a_selection_with_a_cost_is_refused_not_left_uncharged():
     from dpmic_dask.privacy.accounting import PrivacyCost
     from dpmic_dask.privacy.selection import AllPairs
+    from dpmic_dask.release.executor import run_charged
     from dpmic_dask.release.pipeline import release_pairs
     from dpmic_dask.release.request import pairwise_request
 
@@ -120,5 +121,5 @@ def test_a_selection_with_a_cost_is_refused_not_left_uncharged():
     request = pairwise_request(df.dtypes, eps=1.0, bounds={k: BOUNDS[k] for k in COLS})
     ledger = dm.InMemoryLedger(uncapped=True)
     with pytest.raises(dm.InvalidParameterError, match="selections that cost"):
-        release_pairs(df, request, ledger=ledger, selection=CostlyAll())
+        run_charged(release_pairs(df, request, selection=CostlyAll()), ledger=ledger)
     assert ledger.charges() == []

@@ -400,18 +400,18 @@ def test_meaningless_tests_warn_before_the_charge(monkeypatch, test):
     import warnings
 
     import dpmic_dask.causal  # noqa: F401  (adds frame.dpmic.causal_graph)
-    from dpmic_dask.causal import discover
     from dpmic_dask.errors import NoiseWarning
+    from dpmic_dask.release import executor
 
     ledger = capped()
-    real_charge = discover.charge_budget
+    real_charge = executor.charge_budget
     at_charge = []
 
     def spy_charge(*args, **kwargs):
         at_charge.append(len(record))
         return real_charge(*args, **kwargs)
 
-    monkeypatch.setattr(discover, "charge_budget", spy_charge)
+    monkeypatch.setattr(executor, "charge_budget", spy_charge)
     frame = dd.from_pandas(chain_frame(4000), npartitions=2)
     with pytest.warns(NoiseWarning, match=r"causal graph's tests .* mostly noise") as record:
         frame.dpmic.causal_graph(1e-4, bounds=BOUNDS4, bins=4, test=test, ledger=ledger,
