@@ -275,16 +275,16 @@ def _plan_auto(schema, eps, *, unit_k, **arguments) -> ReleasePlan:
     :data:`AUTO_SHARE`, which the executor runs instead where the check can speak at
     the public row count."""
     off = plan_release(schema, eps, bounds_check=None, unit_k=unit_k, **arguments)
+    try:
+        on = plan_release(schema, eps, bounds_check=AUTO_SHARE, unit_k=unit_k, **arguments)
+    except DPMICError:  # nothing to check, or a check this small cannot be sampled
+        return off
+    if on.bounds_check is None:  # nothing to check (every bound private, say)
+        return off
     if unit_k is not None:
         return dataclasses.replace(off, notes=(*off.notes, (
             "Public bounds: used as given, not checked (per unit the row count is private, "
             "so bounds_check='auto' does not check them; bounds_check=<share> does).")))
-    try:
-        on = plan_release(schema, eps, bounds_check=AUTO_SHARE, unit_k=unit_k, **arguments)
-    except DPMICError:  # a check this small cannot be sampled here: no check
-        return off
-    if on.bounds_check is None:  # nothing to check
-        return off
     return dataclasses.replace(off, auto_check=on)
 
 

@@ -89,3 +89,12 @@ def test_at_the_stated_row_count_the_check_runs_and_one_row_less_it_does_not():
     assert at(40_000).bounds_check is not None
     below = at(39_999)
     assert below.bounds_check is None and "from 40,000 rows" in below.report()
+
+
+def test_per_unit_with_every_bound_private_says_nothing_of_public_bounds():
+    frame = table()
+    kw = {"columns": ["x", "y"], "privacy_unit": "cid", "max_rows_per_unit": 4}
+    private = frame.dpmic.plan(20.0, bounds="private", **kw).explain(show=False)
+    assert "Public bounds: used as given" not in private
+    public = frame.dpmic.plan(20.0, bounds={"x": (0, 100), "y": (-1, 102)}, **kw)
+    assert "Public bounds: used as given, not checked (per unit" in public.explain(show=False)
