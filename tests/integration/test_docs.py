@@ -119,6 +119,17 @@ def test_docs_accuracy_table_matches_the_recorded_benchmark_run():
         assert shown == pytest.approx(expected, abs=6e-4), row
 
 
+def test_readme_per_person_plan_prints_what_the_readme_shows(workdir):
+    """A unit, private categories and private bounds in one release: the plan's
+    explanation and the values, as the README shows them (numbers aside)."""
+    code = next(b for b in blocks("python") if "plan.explain()" in b)
+    shown = next(b for b in blocks("text") if b.startswith("Release plan:"))
+    proc = run([sys.executable, "-c", code], cwd=workdir)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert normalise(proc.stdout) == normalise(shown)
+    assert "per customer_id, at most 8 rows each" in shown and "private categories" in shown
+
+
 def test_readme_selection_example_runs_after_the_first(workdir):
     first = next(b for b in blocks("python") if ".dpmic.pairwise(" in b)
     second = next(b for b in blocks("python") if ".dpmic.top_pairs(" in b)
