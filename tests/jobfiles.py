@@ -10,7 +10,9 @@ job file. A column given as a list or tuple is its public bounds
 
 ``replace`` edits the written text (each old text must occur, so an edit that no
 longer matches fails the test instead of testing the defaults); ``raw`` writes
-the given text as it is, for files that are deliberately malformed.
+the given text as it is, for files that are deliberately malformed; ``encoding``
+is the file's (``"utf-8-sig"`` writes a byte-order mark, ``"latin-1"`` a file that
+is not UTF-8).
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ def _column(spec: Any) -> Any:
 
 def write_job(path: str | Path, *, raw: str | bytes | None = None,
               replace: Mapping[str, str] | Iterable[tuple[str, str]] = (),
+              encoding: str = "utf-8",
               name: str | None = "nightly", dataset: str | None = "d",
               job: Mapping[str, Any] | None | object = _DEFAULT,
               input: Mapping[str, Any] | None | object = _DEFAULT,
@@ -108,7 +111,7 @@ def write_job(path: str | Path, *, raw: str | bytes | None = None,
         if isinstance(raw, bytes):
             path.write_bytes(raw)
         else:
-            path.write_text(raw)
+            path.write_text(raw, encoding=encoding)
         return path
     folder = path.parent
     if isinstance(ledger, str):
@@ -138,5 +141,5 @@ def write_job(path: str | Path, *, raw: str | bytes | None = None,
     for old, new in pairs:
         assert old in text, f"{old!r} is not in the job file:\n{text}"
         text = text.replace(old, new)
-    path.write_text(text)
+    path.write_text(text, encoding=encoding)
     return path

@@ -77,9 +77,9 @@ def poisoned_csv(folder: Path) -> Path:
     return folder / "data.csv"
 
 
-def csv_job(env, csv):
-    tmp_path, _, job = env
-    return job([(f'["{tmp_path / "in"}/*.parquet"]', f'["{csv}"]\nformat = "csv"')])
+def csv_job(env, csv, **sections):
+    _, _, job = env
+    return job(input={"paths": [str(csv)], "format": "csv"}, **sections)
 
 
 # ---------------------------------------------------------------- cell values in logs
@@ -99,10 +99,8 @@ def test_text_cell_never_reaches_the_logs_of_a_local_cluster(env):
 def test_worker_logs_of_an_external_cluster_are_redacted(env, cli_cluster):
     tmp_path, ledger, _ = env
     client, _ = cli_cluster
-    job = csv_job(env, poisoned_csv(tmp_path / "csv"))
-    text = Path(job).read_text().replace("[cluster]\nworkers = 1",
-                                         f'[cluster]\nscheduler = "{client.scheduler.address}"')
-    Path(job).write_text(text)
+    job = csv_job(env, poisoned_csv(tmp_path / "csv"),
+                  cluster={"scheduler": client.scheduler.address})
     result = invoke("run", job, "--run-id", "r1", subprocess=True)
     assert result.exit_code == documented_exit("input unreadable"), result.stderr[-3000:]
     time.sleep(1.0)  # let the workers flush their logs

@@ -10,33 +10,9 @@ from dpmic_dask.batch.cli import Exit
 from dpmic_dask.privacy.accounting import Budget
 from dpmic_dask.privacy.ledger import SQLLedger
 from tests.cli import invoke
+from tests.jobfiles import write_job
 
-JOB = """
-[job]
-name = "regions"
-dataset = "d"
-
-[input]
-paths = ["{input}/*.parquet"]
-
-[columns]
-region = {{ categories = {categories} }}
-amount = {{ bounds = [0, 50] }}
-noise = {{ bounds = [0, 1] }}
-
-[privacy]
-eps = 2.0
-{privacy}
-
-[output]
-path = "{output}"
-
-[cluster]
-workers = 1
-
-[ledger]
-url = "{ledger}"
-"""
+REGIONS = ["north", "south", "east"]
 
 
 @pytest.fixture
@@ -54,11 +30,11 @@ def setup(tmp_path):
     ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
     SQLLedger(ledger).init("d", Budget(10.0))
 
-    def job(categories='["north", "south", "east"]', privacy="", name="job.toml"):
-        path = tmp_path / name
-        path.write_text(JOB.format(input=folder, output=tmp_path / "out", ledger=ledger,
-                                   categories=categories, privacy=privacy))
-        return path
+    def job(categories=REGIONS, name="job.toml", region=None, **given):  # noqa: B006
+        region = region or {"categories": categories}
+        return write_job(tmp_path / name, name="regions", eps=2.0,
+                         columns={"region": region, "amount": [0, 50], "noise": [0, 1]},
+                         **given)
 
     return tmp_path, ledger, job
 
@@ -68,9 +44,9 @@ def test_a_categorical_column_in_a_job_file(setup):
     tmp_path, ledger, job = setup
     path = job()
     checked = invoke("validate", path)
-    assert checked.exit_code == 0, checked.output
+    assert checked.exit_code == Exit.OK, checked.output
     ran = invoke("run", path, "--run-id", "cat-1")
-    assert ran.exit_code == 0, ran.output
+    assert ran.exit_code == Exit.OK, ran.output
     out = pd.read_parquet(tmp_path / "out").set_index(["x", "y"])
     assert len(out) == 3
     assert out.loc[("region", "amount"), "mic"] > 0.8
@@ -80,17 +56,17 @@ def test_a_categorical_column_in_a_job_file(setup):
 
 def test_private_categories_in_a_job_file(setup):
     tmp_path, ledger, job = setup
-    path = job(categories='{ private = ["north", "south", "east", "mars"] }')
+    path = job(categories={"private": ["north", "south", "east", "mars"]})
     ran = invoke("run", path, "--run-id", "cat-2")
-    assert ran.exit_code == 0, ran.output
+    assert ran.exit_code == Exit.OK, ran.output
     (record,) = SQLLedger(ledger).history("d")
     assert record.cost.epsilon == 2.0 and record.mechanism.startswith("categories-lap+")
     assert "private categories for ['region']" in record.description
 
 
 @pytest.mark.parametrize("categories,words", [
-    ('"north"', "must be a list"),
-    ('{ guess = ["a"] }', "must be a list,"),
+    ("north", "must be a list"),
+    ({"guess": ["a"]}, "must be a list,"),
 ])
 def test_bad_category_lists_are_refused(setup, categories, words):
     _, _, job = setup
@@ -100,10 +76,7 @@ def test_bad_category_lists_are_refused(setup, categories, words):
 
 def test_a_categorical_column_cannot_have_bounds(setup):
     _, _, job = setup
-    path = job()
-    path.write_text(path.read_text().replace(
-        'region = { categories = ["north", "south", "east"] }',
-        'region = { categories = ["north", "south"], bounds = [0, 1] }'))
+    path = job(region={"categories": ["north", "south"], "bounds": [0, 1]})
     bad = invoke("validate", path)
     assert bad.exit_code == Exit.INVALID and "does not apply to a categorical" in bad.output
 
@@ -112,19 +85,17 @@ def test_categories_from_the_values_that_occur_in_a_job_file(setup, tmp_path):
     out, _, job = setup
     ledger = f"sqlite:///{tmp_path / 'approx.db'}"
     SQLLedger(ledger).init("d", Budget(10.0, 1e-5))
-    path = job(categories='"private"', privacy="delta = 1e-5")
-    path.write_text(path.read_text().replace(str(tmp_path / "ledger.db"),
-                                             str(tmp_path / "approx.db")))
+    path = job(categories="private", privacy={"delta": 1e-5}, ledger=ledger)
     checked = invoke("validate", path)
-    assert checked.exit_code == 0, checked.output
+    assert checked.exit_code == Exit.OK, checked.output
     ran = invoke("run", path, "--run-id", "cat-3")
-    assert ran.exit_code == 0, ran.output
+    assert ran.exit_code == Exit.OK, ran.output
     (record,) = SQLLedger(ledger).history("d")
     assert record.mechanism.startswith("categories-lap-sel+")
     assert 0 < record.cost.approx_delta < 1e-5 and record.cost.epsilon == 2.0
     released = pd.read_parquet(out / "out").set_index(["x", "y"])
     assert released.loc[("region", "amount"), "mic"] > 0.8  # all four regions are common
     # a pure budget cannot hold the bad event: refused before anything is read
-    pure = job(categories='"private"', name="pure.toml")
+    pure = job(categories="private", name="pure.toml")
     bad = invoke("run", pure, "--run-id", "cat-4")
     assert bad.exit_code == Exit.INVALID and "delta > 0" in bad.output

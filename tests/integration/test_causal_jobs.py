@@ -1,6 +1,7 @@
 """dpmic run / validate / deliver with a [causal] section: a private CPDAG as a batch
 release, charged once through the run's journaled ledger."""
 
+import datetime as dt
 import json
 import shutil
 
@@ -14,40 +15,11 @@ from dpmic_dask.batch.journal import find_run
 from dpmic_dask.privacy.accounting import Budget
 from dpmic_dask.privacy.ledger import SQLLedger
 from tests.cli import invoke
+from tests.jobfiles import write_job
 
-JOB = """
-[job]
-name = "cpdag"
-dataset = "d"
-
-[input]
-paths = ["{input}/*.parquet"]
-
-[columns]
-a = {{ bounds = [-3, 3] }}
-b = {{ bounds = [-3, 3] }}
-c = {{ bounds = [-5, 5] }}
-s = {{ categories = [0, 1] }}
-
-[privacy]
-eps = 2.0
-
-[causal]
-alpha = 0.05
-max_condition_size = 1
-bins = 4
-test = "tau"
-select_share = 0.25
-
-[output]
-path = "{output}"
-
-[cluster]
-workers = 1
-
-[ledger]
-url = "{ledger}"
-"""
+COLUMNS = {"a": [-3, 3], "b": [-3, 3], "c": [-5, 5], "s": {"categories": [0, 1]}}
+CAUSAL = {"alpha": 0.05, "max_condition_size": 1, "bins": 4, "test": "tau",
+          "select_share": 0.25}
 
 
 def write_input(folder, rows=2000):
@@ -66,13 +38,12 @@ def setup(tmp_path):
     ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
     SQLLedger(ledger).init("d", Budget(5.0))
 
-    def job(**replace):
-        text = JOB.format(input=tmp_path / "in", output=tmp_path / "out", ledger=ledger)
-        for old, new in replace.items():
-            text = text.replace(old, new)
-        path = tmp_path / "job.toml"
-        path.write_text(text)
-        return path
+    def job(*, columns=None, causal=None, eps=2.0, **given):
+        """The job file; ``columns`` and ``causal`` change those sections' keys (a
+        ``None`` value leaves the key out), any other keyword is write_job's."""
+        return write_job(tmp_path / "job.toml", name="cpdag", eps=eps,
+                         columns={**COLUMNS, **(columns or {})},
+                         causal={**CAUSAL, **(causal or {})}, **given)
 
     return tmp_path, ledger, job
 
@@ -80,7 +51,7 @@ def setup(tmp_path):
 
 def history(ledger):
     out = invoke("budget", "history", "--ledger", ledger, "--dataset", "d", "--json")
-    assert out.exit_code == 0, out.output
+    assert out.exit_code == Exit.OK, out.output
     return [json.loads(line) for line in out.output.splitlines() if line.strip()]
 
 
@@ -88,10 +59,10 @@ def test_causal_job_runs_once_and_writes_its_files(setup):
     tmp_path, ledger, job = setup
     path = job()
     ok = invoke("validate", path)
-    assert ok.exit_code == 0, ok.output
+    assert ok.exit_code == Exit.OK, ok.output
     assert "4 columns, a causal graph, eps=2" in ok.output
     first = invoke("run", path, "--run-id", "r1")
-    assert first.exit_code == 0, first.output
+    assert first.exit_code == Exit.OK, first.output
     assert "released a causal graph of 4 columns" in first.output
     folder = tmp_path / "out" / "run-r1--cpdag"
     for name in CAUSAL_FILES:
@@ -123,7 +94,7 @@ def test_causal_job_runs_once_and_writes_its_files(setup):
 
     # the same run id again: nothing computed, nothing charged
     again = invoke("run", path, "--run-id", "r1")
-    assert again.exit_code == 0, again.output
+    assert again.exit_code == Exit.OK, again.output
     assert "nothing to do" in again.output
     assert len(history(ledger)) == 1
 
@@ -132,7 +103,7 @@ def test_causal_job_runs_once_and_writes_its_files(setup):
     for name in kept:
         (folder / name).unlink()
     rerun = invoke("run", path, "--run-id", "r1")
-    assert rerun.exit_code == 0, rerun.output
+    assert rerun.exit_code == Exit.OK, rerun.output
     assert "edges.csv and 1 more file are missing from its folder" in rerun.output
     assert "delivered its journaled values again" in rerun.output
     assert {name: (folder / name).read_text() for name in kept} == kept
@@ -142,22 +113,22 @@ def test_causal_job_runs_once_and_writes_its_files(setup):
     written = (folder / "edges.csv").read_text()
     shutil.rmtree(tmp_path / "out")
     redo = invoke("deliver", path, "--run-id", "r1")
-    assert redo.exit_code == 0, redo.output
+    assert redo.exit_code == Exit.OK, redo.output
     assert "nothing was charged" in redo.output
     assert (folder / "edges.csv").read_text() == written
     assert len(history(ledger)) == 1
 
     # another run id is another release, charged again
     second = invoke("run", path, "--run-id", "r2")
-    assert second.exit_code == 0, second.output
+    assert second.exit_code == Exit.OK, second.output
     assert len(history(ledger)) == 2
     assert SQLLedger(ledger).remaining("d") == pytest.approx(1.0)
 
 
 def test_a_changed_causal_section_is_another_job(setup):
     _, ledger, job = setup
-    assert invoke("run", job(), "--run-id", "r1").exit_code == 0
-    other = invoke("run", job(**{"alpha = 0.05": "alpha = 0.01"}), "--run-id", "r1")
+    assert invoke("run", job(), "--run-id", "r1").exit_code == Exit.OK
+    other = invoke("run", job(causal={"alpha": 0.01}), "--run-id", "r1")
     assert other.exit_code == Exit.INVALID, other.output
     assert "different job" in other.output
     assert len(history(ledger)) == 1
@@ -165,30 +136,29 @@ def test_a_changed_causal_section_is_another_job(setup):
 
 def test_over_budget_refused_before_reading(setup):
     tmp_path, ledger, job = setup
-    out = invoke("run", job(**{"eps = 2.0": "eps = 6.0"}), "--run-id", "r1")
+    out = invoke("run", job(eps=6.0), "--run-id", "r1")
     assert out.exit_code == Exit.BUDGET, out.output
     assert history(ledger) == []
     assert not (tmp_path / "out" / "run-r1--cpdag").exists()
 
 
-@pytest.mark.parametrize("old, new, words", [
-    ("alpha = 0.05", "alpha = 1.5", "causal.alpha must be a number in (0, 1)"),
-    ("alpha = 0.05", 'alpha = "x"', "causal.alpha must be a number"),
-    ("bins = 4", "bins = 40", "causal.bins must be an integer in [2, 16]"),
-    ('test = "tau"', 'test = "chi"', "test must be one of"),
-    ("select_share = 0.25", "select_share = 1", "causal.select_share must be a number in (0, 1)"),
-    ("max_condition_size = 1", "max_condition_size = -1", "max_condition_size must be"),
-    ("bins = 4", "depth = 4", "unknown key causal.depth"),
-    ("[output]", "[select]\ntop_k = 2\n\n[output]", "[causal] and [select] cannot be combined"),
-    ("a = { bounds = [-3, 3] }", 'a = { bounds = "private" }', "public bounds"),
-    ("eps = 2.0", 'eps = 2.0\nstatistics = ["mic", "tau_a"]', "privacy.statistics does not apply"),
-    ("eps = 2.0", 'eps = 2.0\nnulls = "drop"', "privacy.nulls does not apply"),
-    ('s = { categories = [0, 1] }', "s = { bounds = [2020-01-01, 2021-01-01] }", "not numeric"),
+@pytest.mark.parametrize("change, words", [
+    ({"causal": {"alpha": 1.5}}, "causal.alpha must be a number in (0, 1)"),
+    ({"causal": {"alpha": "x"}}, "causal.alpha must be a number"),
+    ({"causal": {"bins": 40}}, "causal.bins must be an integer in [2, 16]"),
+    ({"causal": {"test": "chi"}}, "test must be one of"),
+    ({"causal": {"select_share": 1}}, "causal.select_share must be a number in (0, 1)"),
+    ({"causal": {"max_condition_size": -1}}, "max_condition_size must be"),
+    ({"causal": {"bins": None, "depth": 4}}, "unknown key causal.depth"),
+    ({"select": {"top_k": 2}}, "[causal] and [select] cannot be combined"),
+    ({"columns": {"a": {"bounds": "private"}}}, "public bounds"),
+    ({"privacy": {"statistics": ["mic", "tau_a"]}}, "privacy.statistics does not apply"),
+    ({"privacy": {"nulls": "drop"}}, "privacy.nulls does not apply"),
+    ({"columns": {"s": [dt.date(2020, 1, 1), dt.date(2021, 1, 1)]}}, "not numeric"),
 ])
-def test_validate_refuses_bad_causal_sections(setup, old, new, words):
+def test_validate_refuses_bad_causal_sections(setup, change, words):
     tmp_path, ledger, job = setup
-    path = job(**{old: new})
-    assert new in path.read_text()
+    path = job(**change)
     out = invoke("validate", path)
     assert out.exit_code == Exit.INVALID, out.output
     assert words in out.output
@@ -224,8 +194,8 @@ def test_missing_values_and_wrong_types_refused_before_the_charge(setup):
     assert history(ledger) == []
     assert find_run(SQLLedger(ledger), "d", "cpdag", "r1") is None
     # a text column with bounds: refused by validate --schema, no data read
-    path = job(**{"s = { categories = [0, 1] }": "note = { bounds = [0, 1] }"})
-    assert invoke("validate", path).exit_code == 0
+    path = job(columns={"s": None, "note": [0, 1]})
+    assert invoke("validate", path).exit_code == Exit.OK
     schema = invoke("validate", "--schema", path)
     assert schema.exit_code == Exit.INVALID, schema.output
     assert "not numeric" in schema.output and "text" not in schema.output
@@ -256,10 +226,9 @@ def test_a_zcdp_causal_job(setup):
     tmp_path, _, job = setup
     ledger = f"sqlite:///{tmp_path / 'zcdp.db'}"
     SQLLedger(ledger).init("d", Budget(5.0, 1e-5))
-    path = job(**{"eps = 2.0": "eps = 2.0\ndelta = 1e-6", 'test = "tau"': 'test = "g"',
-                  f'url = "sqlite:///{tmp_path / "ledger.db"}"': f'url = "{ledger}"'})
+    path = job(privacy={"delta": 1e-6}, causal={"test": "g"}, ledger=ledger)
     out = invoke("run", path, "--run-id", "z1")
-    assert out.exit_code == 0, out.output
+    assert out.exit_code == Exit.OK, out.output
     (charge,) = history(ledger)
     assert "causal-pc-g" in json.dumps(charge)
     assert (tmp_path / "out" / "run-z1--cpdag" / "edges.csv").is_file()

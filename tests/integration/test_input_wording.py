@@ -2,8 +2,6 @@
 floats, a byte-order mark, boolean bounds, a ledger of the wrong type, and the
 deprecated ``--epsilon`` in the help."""
 
-import textwrap
-
 import dask
 import dask.dataframe as dd
 import numpy as np
@@ -14,41 +12,22 @@ import dpmic_dask as dm
 from dpmic_dask.batch.cli import Exit
 from dpmic_dask.batch.jobs import JobError, load_job
 from tests.cli import invoke
+from tests.jobfiles import write_job
 
-TOML = """
-[job]
-name = "nightly"
-dataset = "d"
-
-[input]
-paths = ["in/*.parquet"]
-
-[columns]
-a = { bounds = [0, 1] }
-b = { bounds = [-1.5, 1.5] }
-
-[privacy]
-eps = 0.5
-
-[output]
-path = "out"
-
-[ledger]
-url = "sqlite:///ledger.db"
-"""
+COLUMNS = {"a": [0, 1], "b": [-1.5, 1.5]}
 
 
-def yaml_job(eps: str) -> str:
-    return textwrap.dedent(f"""
-        job: {{name: nightly, dataset: d}}
-        input: {{paths: ["in/*.parquet"]}}
-        columns:
-          a: {{bounds: [0, 1]}}
-          b: {{bounds: [-1.5, 1.5]}}
-        privacy: {{eps: {eps}, delta: 1e-6}}
-        output: {{path: out}}
-        ledger: {{url: "sqlite:///ledger.db"}}
-    """)
+def toml_job(path, **given):
+    """A TOML job file of columns a and b at eps 0.5."""
+    return write_job(path, columns=COLUMNS, eps=0.5, cluster=None, **given)
+
+
+def yaml_job(path, eps="0.5", **given):
+    """A YAML job file of columns a and b, its eps written as the text ``eps`` and
+    its delta as ``1e-6`` (exponents without a point: text to YAML 1.1)."""
+    return write_job(path, columns=COLUMNS, eps=0.5, privacy={"delta": 1e-6}, cluster=None,
+                     replace={"eps: 0.5": f"eps: {eps}", "delta: 1.0e-06": "delta: 1e-6"},
+                     **given)
 
 
 def validate(path):
@@ -61,24 +40,22 @@ def validate(path):
 @pytest.mark.parametrize("written, value", [("1e-1", 0.1), ("2E0", 2.0), ("1.5e+1", 15.0),
                                             (".5e1", 5.0), ("0.1", 0.1), ("1", 1)])
 def test_yaml_exponent_floats_are_numbers(tmp_path, written, value):
-    path = tmp_path / "job.yaml"
-    path.write_text(yaml_job(written))
+    path = yaml_job(tmp_path / "job.yaml", written)
+    assert f"eps: {written}\n" in path.read_text() and "delta: 1e-6\n" in path.read_text()
     job = load_job(path)
     assert job.eps == value and job.delta == 1e-6
     assert validate(path).exit_code == Exit.OK
 
 
 def test_yaml_strings_stay_strings(tmp_path):
-    path = tmp_path / "job.yaml"
-    path.write_text(yaml_job('"1e-1"'))  # quoted: the author asked for a string
+    path = yaml_job(tmp_path / "job.yaml", '"1e-1"')  # quoted: the author asked for a string
     with pytest.raises(JobError, match="privacy.eps must be a number"):
         load_job(path)
 
 
-@pytest.mark.parametrize("name, text", [("job.toml", TOML), ("job.yaml", yaml_job("0.5"))])
-def test_a_byte_order_mark_is_accepted(tmp_path, name, text):
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8-sig")
+@pytest.mark.parametrize("name, write", [("job.toml", toml_job), ("job.yaml", yaml_job)])
+def test_a_byte_order_mark_is_accepted(tmp_path, name, write):
+    path = write(tmp_path / name, encoding="utf-8-sig")
     assert path.read_bytes().startswith(b"\xef\xbb\xbf")
     assert load_job(path).eps == 0.5
     result = validate(path)
@@ -86,8 +63,8 @@ def test_a_byte_order_mark_is_accepted(tmp_path, name, text):
 
 
 def test_a_job_file_that_is_not_utf8_gets_a_hint(tmp_path):
-    path = tmp_path / "job.toml"
-    path.write_bytes(TOML.replace('"nightly"', '"n\xe4chtlich"').encode("latin-1"))
+    path = toml_job(tmp_path / "job.toml", name="n\xe4chtlich", encoding="latin-1")
+    assert b'"n\xe4chtlich"' in path.read_bytes()
     result = validate(path)
     assert result.exit_code == Exit.INVALID
     assert result.output.strip() == f"error: {path}: the job file is not UTF-8 text; save it as UTF-8"
@@ -161,5 +138,5 @@ def test_a_ledger_url_that_cannot_be_used_is_refused_before_any_data_is_read(cal
 def test_budget_help_shows_eps_only():
     for args in (["budget", "--help"], ["budget", "init", "--help"]):
         result = invoke(args)
-        assert result.exit_code == 0 and "--eps" in result.output
+        assert result.exit_code == Exit.OK and "--eps" in result.output
         assert "--epsilon" not in result.output, args

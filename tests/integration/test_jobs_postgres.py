@@ -9,6 +9,7 @@ from dpmic_dask.batch.jobio import sql_engine
 from dpmic_dask.privacy.accounting import Budget
 from dpmic_dask.privacy.ledger import SQLLedger
 from tests.cli import invoke
+from tests.jobfiles import write_job
 
 
 def test_postgres_job_on_a_real_cluster(postgres_url, cli_cluster, tmp_path):
@@ -20,52 +21,37 @@ def test_postgres_job_on_a_real_cluster(postgres_url, cli_cluster, tmp_path):
     frame.assign(id=np.arange(3000)).to_sql("measurements", sql_engine(postgres_url),
                                             index=False)
     SQLLedger(postgres_url).init("lab", Budget(1.5))
-    job = tmp_path / "pg.toml"
-    job.write_text(f"""
-[job]
-name = "lab-export"
-dataset = "lab"
-[input]
-sql_url = "{postgres_url}"
-sql_table = "measurements"
-partition_column = "id"
-partition_bounds = [0, 3000]
-partitions = 4
-[columns]
-a = {{ bounds = [0, 1] }}
-b = {{ bounds = [0, 0.5] }}
-c = {{ bounds = [0, 1] }}
-[privacy]
-eps = 1.0
-[output]
-sql_url = "{postgres_url}"
-sql_table = "dpmic_results"
-[cluster]
-scheduler = "{client.scheduler.address}"
-[ledger]
-url = "{postgres_url}"
-""")
-    first = invoke(["run", str(job), "--run-id", "day-1"])
-    assert first.exit_code == 0, first.output
+
+    def job(dataset="lab", **source):
+        """The job file: ``source`` changes the input's keys."""
+        return write_job(tmp_path / "pg.toml", name="lab-export", dataset=dataset,
+                         input={"sql_url": postgres_url, "sql_table": "measurements", **source,
+                                "partition_column": "id", "partition_bounds": [0, 3000],
+                                "partitions": 4},
+                         columns={"a": [0, 1], "b": [0, 0.5], "c": [0, 1]},
+                         output={"sql_url": postgres_url, "sql_table": "dpmic_results"},
+                         cluster={"scheduler": client.scheduler.address}, ledger=postgres_url)
+
+    path = job()
+    first = invoke("run", path, "--run-id", "day-1")
+    assert first.exit_code == Exit.OK, first.output
     out = pd.read_sql_table("dpmic_results", sql_engine(postgres_url))
     assert len(out) == 3 and (out.run_id == "day-1").all() and (out.n == 3000).all()
     ab = out[(out.x == "a") & (out.y == "b")].mic.item()
     assert ab > out[(out.x == "a") & (out.y == "c")].mic.item()
     # same run id again: no new charge, no duplicate rows
-    again = invoke(["run", str(job), "--run-id", "day-1"])
-    assert again.exit_code == 0 and "already released" in again.output
+    again = invoke("run", path, "--run-id", "day-1")
+    assert again.exit_code == Exit.OK and "already released" in again.output
     assert len(pd.read_sql_table("dpmic_results", sql_engine(postgres_url))) == 3
     # the next day does not fit the remaining 0.5
-    refused = invoke(["run", str(job), "--run-id", "day-2"])
+    refused = invoke("run", path, "--run-id", "day-2")
     assert refused.exit_code == Exit.BUDGET
     assert len(SQLLedger(postgres_url).history("lab")) == 1
     # an unreachable input database: one line, nothing charged (on a dataset
     # whose budget could pay, so that the input is what the run meets)
     SQLLedger(postgres_url).init("lab-2", Budget(5.0))
-    bad = job.read_text().replace(f'sql_url = "{postgres_url}"\nsql_table = "measurements"',
-                                  'sql_url = "postgresql://nobody@127.0.0.1:1/none"\nsql_table = "m"')
-    job.write_text(bad.replace('dataset = "lab"', 'dataset = "lab-2"'))
-    unreachable = invoke(["run", str(job), "--run-id", "day-3"])
+    bad = job("lab-2", sql_url="postgresql://nobody@127.0.0.1:1/none", sql_table="m")
+    unreachable = invoke("run", bad, "--run-id", "day-3")
     assert unreachable.exit_code == Exit.UNAVAILABLE
     assert "cannot reach the SQL input" in unreachable.output
     assert len(SQLLedger(postgres_url).history("lab")) == 1

@@ -202,21 +202,20 @@ def _version_two_ledger(path):
 def test_a_version_two_ledger_is_upgraded_and_its_run_ids_stay_claimed(tmp_path):
 
     from dpmic_dask.batch.cli import Exit
-    from tests.integration.test_jobs import JOB, write_input
+    from tests.integration.test_jobs import write_input
+    from tests.jobfiles import write_job
 
     path = tmp_path / "v2.db"
     _version_two_ledger(path)
     url = f"sqlite:///{path}"
     write_input(tmp_path / "in")
-    job = tmp_path / "job.toml"
-    job.write_text(JOB.format(input=tmp_path / "in", output=tmp_path / "out", ledger=url,
-                              eps=1.0))
-    run = lambda run_id: invoke(["run", str(job), "--run-id", run_id])  # noqa: E731
+    job = write_job(tmp_path / "job.toml", ledger=url)
+    run = lambda run_id: invoke("run", job, "--run-id", run_id)  # noqa: E731
     # charged before the ledger kept values: never charged again, and said so
     old = run("2026-11-21")
     assert old.exit_code == Exit.RUN_CLAIMED and "before the ledger kept a journal" in old.output
     new = run("2026-11-22")
-    assert new.exit_code == 0, new.output
+    assert new.exit_code == Exit.OK, new.output
     ledger = SQLLedger(url)
     assert sorted((h.run_id, str(h.job)) for h in ledger.history("d")) == [
         ("2026-11-21", "None"), ("2026-11-22", "nightly")]

@@ -16,6 +16,7 @@ from dpmic_dask.privacy.accounting import PrepaidLedger, PrivacyCost
 from dpmic_dask.privacy.bounds import BoundsGrid, bounds_from_noisy, column_histograms
 from dpmic_dask.release.histograms import noisy_histograms
 from tests.cli import invoke
+from tests.jobfiles import write_job
 from tests.statistical.helpers import ALPHA, chi_square_pvalue, discrete_laplace_pmf
 
 
@@ -342,46 +343,29 @@ def test_a_job_that_estimates_bounds_writes_them_and_how_to_pin_them(tmp_path):
     frame.to_parquet(tmp_path / "in" / "part-0.parquet")
     ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
     SQLLedger(ledger).init("d", Budget(5.0))
-    text = f"""
-[job]
-name = "pin"
-dataset = "d"
-[input]
-paths = ["{tmp_path / 'in'}/*.parquet"]
-[columns]
-epoch = {{ bounds = "private", coverage = 0.995 }}
-flag = {{ bounds = [0, 1] }}
-amount = {{ bounds = "private", domain = [-1e7, 0], refine = false }}
-[privacy]
-eps = 2.0
-bounds_share = 0.5
-[output]
-path = "{tmp_path / 'out'}"
-[cluster]
-workers = 1
-[ledger]
-url = "{ledger}"
-"""
-    path = tmp_path / "pin.toml"
-    path.write_text(text)
-    checked = invoke(["validate", str(path)])
-    assert checked.exit_code == 0, checked.output
-    ran = invoke(["run", str(path), "--run-id", "r1"])
-    assert ran.exit_code == 0, ran.output
+    columns = {"epoch": {"bounds": "private", "coverage": 0.995}, "flag": [0, 1],
+               "amount": {"bounds": "private", "domain": [-1e7, 0], "refine": False}}
+
+    def job(**changed):
+        """The job file; ``changed`` replaces columns' entries."""
+        return write_job(tmp_path / "pin.toml", name="pin", columns={**columns, **changed},
+                         eps=2.0, privacy={"bounds_share": 0.5}, ledger=ledger)
+
+    path = job()
+    checked = invoke("validate", path)
+    assert checked.exit_code == Exit.OK, checked.output
+    ran = invoke("run", path, "--run-id", "r1")
+    assert ran.exit_code == Exit.OK, ran.output
     assert "private bounds" in ran.output and "columns.epoch.bounds = [" in ran.output
     out = pd.read_parquet(tmp_path / "out")
     assert {"x_lo", "x_hi", "y_lo", "y_hi"} <= set(out.columns) and len(out) == 3
     row = out[(out.x == "epoch") & (out.y == "flag")].iloc[0]
     assert row.y_lo == 0 and row.y_hi == 1 and row.x_lo < 1.7003e9 < 1.7297e9 < row.x_hi
     # pinned as public: the next run pays for no bounds
-    pinned = text.replace('epoch = { bounds = "private", coverage = 0.995 }',
-                          f"epoch = {{ bounds = [{float(row.x_lo)!r}, {float(row.x_hi)!r}] }}")
-    bad = text.replace("flag = { bounds = [0, 1] }", "flag = { bounds = [0, 1], coverage = 0.9 }")
-    path.write_text(bad)
-    refused = invoke(["validate", str(path)])
+    refused = invoke("validate", job(flag={"bounds": [0, 1], "coverage": 0.9}))
     assert refused.exit_code == Exit.INVALID and 'applies to bounds = "private" only' in refused.output
-    path.write_text(pinned)
-    assert invoke(["validate", str(path)]).exit_code == 0
+    pinned = job(epoch=[float(row.x_lo), float(row.x_hi)])
+    assert invoke("validate", pinned).exit_code == Exit.OK
 
 
 def new_shapes(n, gen):

@@ -1,14 +1,13 @@
 """A SQL input is read in ranges of a partition column: every row exactly once,
 whatever the public bounds (rows outside them and NULL keys included)."""
 
-import textwrap
-
 import numpy as np
 import pandas as pd
 import pytest
 
 from dpmic_dask.batch.jobio import load_input, sql_engine, sql_ranges
 from dpmic_dask.batch.jobs import JobError, load_job
+from tests.jobfiles import write_job
 
 
 @pytest.fixture
@@ -25,34 +24,24 @@ def warehouse(tmp_path):
     return tmp_path, url, frame
 
 
-def job_file(tmp_path, url, source, extra):
-    path = tmp_path / "job.toml"
-    path.write_text(textwrap.dedent(f"""
-        [job]
-        name = "p"
-        dataset = "d"
-        [input]
-        sql_url = "{url}"
-        {source}
-        {extra}
-        [columns]
-        a = {{ bounds = [0, 1] }}
-        b = {{ bounds = [0, 1] }}
-        [privacy]
-        eps = 1.0
-        [output]
-        path = "{tmp_path / 'out'}"
-    """))
-    return load_job(path)
+TABLE = {"sql_table": "facts"}
+PARTITIONED = {"partition_column": "id", "partition_bounds": [0, 640]}
 
 
-@pytest.mark.parametrize("source", ['sql_table = "facts"',
-                                    'sql_query = "SELECT id, a, b FROM facts"'])
+def job_file(tmp_path, url, source, cluster=None, **partitioning):
+    """The job over the SQL ``source`` (its [input] keys besides ``sql_url``),
+    loaded; no [cluster] section unless given, no [ledger] section."""
+    return load_job(write_job(tmp_path / "job.toml", name="p",
+                              input={"sql_url": url, **source, **partitioning},
+                              columns={"a": [0, 1], "b": [0, 1]}, cluster=cluster,
+                              ledger=None))
+
+
+@pytest.mark.parametrize("source", [TABLE, {"sql_query": "SELECT id, a, b FROM facts"}])
 @pytest.mark.parametrize("partitions", [1, 3, 7])
 def test_every_row_is_read_exactly_once(warehouse, source, partitions):
     tmp_path, url, frame = warehouse
-    job = job_file(tmp_path, url, source, f'partition_column = "id"\n'
-                   f'partition_bounds = [0, 640]\npartitions = {partitions}')
+    job = job_file(tmp_path, url, source, **PARTITIONED, partitions=partitions)
     ddf = load_input(job)
     assert ddf.npartitions == partitions
     got = ddf[["a", "b"]].compute().sort_values(["a", "b"]).reset_index(drop=True)
@@ -69,37 +58,25 @@ def test_ranges_cover_the_line():
     assert sql_ranges("k", (0.0, 3.0), 3) == [("k", None, 1.0), ("k", 1.0, 2.0), ("k", 2.0, None)]
 
 
-@pytest.mark.parametrize("extra, message", [
-    ('partitions = 4', "needs input.partition_column"),
-    ('partition_column = "id"', "needs input.partition_bounds"),
-    ('partition_column = "id"\npartition_bounds = [5, 1]', "lo < hi"),
-    ('partition_column = "id"\npartition_bounds = [0, 1]\npartitions = 0', "from 1 to"),
-    ('partition_column = "id"\npartition_bounds = [0, 1]\npartitions = true', "from 1 to"),
-    ('partition_column = ""\npartition_bounds = [0, 1]', "non-empty"),
+@pytest.mark.parametrize("partitioning, message", [
+    ({"partitions": 4}, "needs input.partition_column"),
+    ({"partition_column": "id"}, "needs input.partition_bounds"),
+    ({"partition_column": "id", "partition_bounds": [5, 1]}, "lo < hi"),
+    ({"partition_column": "id", "partition_bounds": [0, 1], "partitions": 0}, "from 1 to"),
+    ({"partition_column": "id", "partition_bounds": [0, 1], "partitions": True}, "from 1 to"),
+    ({"partition_column": "", "partition_bounds": [0, 1]}, "non-empty"),
 ])
-def test_partition_keys_are_checked(warehouse, extra, message):
+def test_partition_keys_are_checked(warehouse, partitioning, message):
     tmp_path, url, _ = warehouse
     with pytest.raises(JobError, match=message):
-        job_file(tmp_path, url, 'sql_table = "facts"', extra)
+        job_file(tmp_path, url, TABLE, **partitioning)
 
 
 def test_partition_keys_are_refused_for_files(tmp_path):
-    path = tmp_path / "job.toml"
-    path.write_text(textwrap.dedent("""
-        [job]
-        name = "p"
-        dataset = "d"
-        [input]
-        paths = ["x.parquet"]
-        partitions = 4
-        [columns]
-        a = { bounds = [0, 1] }
-        b = { bounds = [0, 1] }
-        [privacy]
-        eps = 1.0
-        [output]
-        path = "out"
-    """))
+    path = write_job(tmp_path / "job.toml", name="p",
+                     input={"paths": ["x.parquet"], "partitions": 4},
+                     columns={"a": [0, 1], "b": [0, 1]}, output={"path": "out"},
+                     cluster=None, ledger=None)
     with pytest.raises(JobError, match="SQL input only"):
         load_job(path)
 
@@ -109,12 +86,10 @@ def test_task_memory_in_the_job_file_reaches_the_request(warehouse):
     from dpmic_dask.stats.limits import DEFAULT_TASK_MEMORY
 
     tmp_path, url, _ = warehouse
-    job = job_file(tmp_path, url, 'sql_table = "facts"', "")
+    job = job_file(tmp_path, url, TABLE)
     schema = pd.Series({"a": np.dtype("float64"), "b": np.dtype("float64")})
     assert job_release_plan(job, schema).request.task_memory == DEFAULT_TASK_MEMORY
-    text = (tmp_path / "job.toml").read_text() + '\n[cluster]\ntask_memory = "64 MiB"\n'
-    (tmp_path / "job.toml").write_text(text)
-    job = load_job(tmp_path / "job.toml")
+    job = job_file(tmp_path, url, TABLE, cluster={"task_memory": "64 MiB"})
     assert job.task_memory == 64 * 2**20
     assert job_release_plan(job, schema).request.task_memory == 64 * 2**20
 
@@ -127,8 +102,7 @@ def test_each_computation_reads_only_the_columns_it_needs(warehouse, monkeypatch
     import dpmic_dask.batch.jobio as jobio
 
     tmp_path, url, frame = warehouse
-    job = job_file(tmp_path, url, 'sql_table = "facts"',
-                   'partition_column = "id"\npartition_bounds = [0, 640]\npartitions = 3')
+    job = job_file(tmp_path, url, TABLE, **PARTITIONED, partitions=3)
     seen = []
     real = jobio._read_sql
 

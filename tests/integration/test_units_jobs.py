@@ -11,35 +11,9 @@ from dpmic_dask.batch.cli import Exit
 from dpmic_dask.batch.jobs import JobError, load_job
 from dpmic_dask.privacy.ledger import SQLLedger
 from tests.cli import invoke
+from tests.jobfiles import write_job
 
-JOB = """
-[job]
-name = "per-customer"
-dataset = "{dataset}"
-
-[input]
-paths = ["{input}/*.parquet"]
-
-[columns]
-a = {{ bounds = [0, 1] }}
-b = {{ bounds = [-1.5, 1.5] }}
-
-[privacy]
-eps = 2.0
-{unit}
-
-[output]
-path = "{output}"
-format = "csv"
-
-[cluster]
-workers = 1
-
-[ledger]
-url = "{ledger}"
-"""
-UNIT = 'unit = "customer_id"\nmax_rows_per_unit = 8'
-
+UNIT = {"unit": "customer_id", "max_rows_per_unit": 8}
 
 
 @pytest.fixture
@@ -56,14 +30,13 @@ def setup(tmp_path):
     ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
     made = invoke("budget", "init", "--ledger", ledger, "--dataset", "sales", "--eps", 5,
                   "--unit", "customer_id")
-    assert made.exit_code == 0 and "per customer_id" in made.output, made.output
-    assert invoke("budget", "init", "--ledger", ledger, "--dataset", "rows", "--eps", 5).exit_code == 0
+    assert made.exit_code == Exit.OK and "per customer_id" in made.output, made.output
+    assert invoke("budget", "init", "--ledger", ledger, "--dataset", "rows", "--eps", 5).exit_code == Exit.OK
 
-    def job(dataset="sales", unit=UNIT):
-        path = tmp_path / "job.toml"
-        path.write_text(JOB.format(input=tmp_path / "in", output=tmp_path / "out",
-                                   ledger=ledger, dataset=dataset, unit=unit))
-        return path
+    def job(dataset="sales", unit=UNIT, b=(-1.5, 1.5)):  # noqa: B006 - never changed
+        return write_job(tmp_path / "job.toml", name="per-customer", dataset=dataset,
+                         columns={"a": [0, 1], "b": b}, eps=2.0, privacy=unit,
+                         output={"path": str(tmp_path / "out"), "format": "csv"})
 
     return tmp_path, ledger, job
 
@@ -72,7 +45,7 @@ def test_a_job_per_customer_runs_and_says_so(setup):
     tmp_path, ledger, job = setup
     assert load_job(job()).privacy_unit == ("customer_id",)
     ran = invoke("run", job(), "--run-id", "r1")
-    assert ran.exit_code == 0, ran.output
+    assert ran.exit_code == Exit.OK, ran.output
     out = pd.concat(pd.read_csv(p) for p in sorted((tmp_path / "out").glob("*.csv")))
     assert list(out.privacy_unit) == ["customer_id"] and list(out.max_rows_per_unit) == [8]
     assert "customer_id" not in set(out.x) | set(out.y)
@@ -83,7 +56,7 @@ def test_a_job_per_customer_runs_and_says_so(setup):
 
 def test_a_job_of_another_unit_is_refused_before_reading(setup):
     _, ledger, job = setup
-    row_level = invoke("run", job(unit=""), "--run-id", "r2")
+    row_level = invoke("run", job(unit={}), "--run-id", "r2")
     # an invalid job, not a broken ledger: exit 2, one line
     assert row_level.exit_code == Exit.INVALID and "one privacy unit" in row_level.output
     assert len(row_level.output.strip().splitlines()) == 1
@@ -93,9 +66,9 @@ def test_a_job_of_another_unit_is_refused_before_reading(setup):
     assert len(per_unit_on_rows.output.strip().splitlines()) == 1
     assert SQLLedger(ledger).history("sales") == [] == SQLLedger(ledger).history("rows")
     shown = invoke("budget", "show", "--ledger", ledger, "--dataset", "sales")
-    assert shown.exit_code == 0 and "unit:      customer_id " in shown.output
+    assert shown.exit_code == Exit.OK and "unit:      customer_id " in shown.output
     shown = invoke("budget", "show", "--ledger", ledger, "--dataset", "rows")
-    assert shown.exit_code == 0 and "unit:      one row " in shown.output
+    assert shown.exit_code == Exit.OK and "unit:      one row " in shown.output
 
 
 def test_a_unit_mismatch_is_still_a_ledger_error(setup):
@@ -111,10 +84,10 @@ def test_a_unit_mismatch_is_still_a_ledger_error(setup):
 
 
 @pytest.mark.parametrize("unit,match", [
-    ('unit = "customer_id"', "go together"),
-    ("max_rows_per_unit = 4", "go together"),
-    ('unit = 3\nmax_rows_per_unit = 4', "column name"),
-    ('unit = "a"\nmax_rows_per_unit = 4', "never released"),
+    ({"unit": "customer_id"}, "go together"),
+    ({"max_rows_per_unit": 4}, "go together"),
+    ({"unit": 3, "max_rows_per_unit": 4}, "column name"),
+    ({"unit": "a", "max_rows_per_unit": 4}, "never released"),
 ])
 def test_bad_unit_keys_are_refused(setup, unit, match):
     _, _, job = setup
@@ -124,11 +97,8 @@ def test_bad_unit_keys_are_refused(setup, unit, match):
 
 def test_a_job_per_customer_with_private_bounds_runs_and_charges_once(setup):
     tmp_path, ledger, job = setup
-    path = job()
-    path.write_text(path.read_text().replace("b = { bounds = [-1.5, 1.5] }",
-                                             'b = { bounds = "private" }'))
-    ran = invoke("run", path, "--run-id", "rb")
-    assert ran.exit_code == 0, ran.output
+    ran = invoke("run", job(b={"bounds": "private"}), "--run-id", "rb")
+    assert ran.exit_code == Exit.OK, ran.output
     out = pd.concat(pd.read_csv(p) for p in sorted((tmp_path / "out").glob("*.csv")))
     assert list(out.privacy_unit) == ["customer_id"]
     (record,) = SQLLedger(ledger).history("sales")

@@ -10,10 +10,12 @@ import numpy as np
 import pandas as pd
 import psycopg
 
+from dpmic_dask.batch.cli import Exit
 from dpmic_dask.batch.jobio import SQLRangeReader, _sql_meta, sql_ranges
 from dpmic_dask.privacy.accounting import Budget
 from dpmic_dask.privacy.ledger import SQLLedger
 from tests.cli import invoke
+from tests.jobfiles import write_job
 
 SECRET = "ssn-078-05-1120"
 N = 4000
@@ -57,48 +59,35 @@ def test_declared_types_are_read_in_their_kinds(postgres_url):
     assert part.spend.isna().any() and 0 < len(part) < N
 
 
-def job_text(url, columns, privacy="eps = 4.0"):
-    return f"""
-[job]
-name = "warehouse"
-dataset = "wh"
-[input]
-sql_url = "{url}"
-sql_table = "customers"
-partition_column = "id"
-partition_bounds = [0, {N}]
-partitions = 3
-[columns]
-{columns}
-[privacy]
-{privacy}
-[output]
-sql_url = "{url}"
-sql_table = "dpmic_results"
-[cluster]
-workers = 1
-[ledger]
-url = "{url}"
-"""
+def warehouse_job(path, url, columns, **privacy):
+    """A job over the customers table read in three ranges of ``id``, its output a
+    table and its ledger on the same server, eps 4 and ``privacy``'s other keys."""
+    return write_job(path, name="warehouse", dataset="wh",
+                     input={"sql_url": url, "sql_table": "customers",
+                            "partition_column": "id", "partition_bounds": [0, N],
+                            "partitions": 3},
+                     columns=columns, eps=4.0, privacy=privacy,
+                     output={"sql_url": url, "sql_table": "dpmic_results"}, ledger=url)
 
 
 def test_a_warehouse_job_on_postgres(postgres_url, tmp_path):
     fill_table(postgres_url)
     SQLLedger(postgres_url).init("wh", Budget(10.0))
-    job = tmp_path / "wh.toml"
-    job.write_text(job_text(postgres_url, """
-signup = { bounds = [2023-01-01, 2025-01-01] }
-seen = { bounds = [2023-01-01T00:00:00Z, 2025-01-02T00:00:00Z] }
-joined = { bounds = [2023-01-01, 2025-01-01] }
-churned = { kind = "boolean" }
-spend = { bounds = [0, 100] }
-weeks = { bounds = [0, 110] }
-wait = { bounds = [0, 44000] }
-""", 'eps = 4.0\nnulls = "drop"\nmin_rows = 3000'))
+    start, end = dt.date(2023, 1, 1), dt.date(2025, 1, 1)
+    job = warehouse_job(tmp_path / "wh.toml", postgres_url, {
+        "signup": [start, end],
+        "seen": [dt.datetime(2023, 1, 1, tzinfo=dt.timezone.utc),
+                 dt.datetime(2025, 1, 2, tzinfo=dt.timezone.utc)],
+        "joined": [start, end],
+        "churned": {"kind": "boolean"},
+        "spend": [0, 100],
+        "weeks": [0, 110],
+        "wait": [0, 44000],
+    }, nulls="drop", min_rows=3000)
     checked = invoke(["validate", "--schema", str(job)])
-    assert checked.exit_code == 0, checked.output
+    assert checked.exit_code == Exit.OK, checked.output
     ran = invoke(["run", str(job), "--run-id", "d1"])
-    assert ran.exit_code == 0, ran.output
+    assert ran.exit_code == Exit.OK, ran.output
     out = pd.read_sql_table("dpmic_results", postgres_url.replace(
         "postgresql://", "postgresql+psycopg://")).set_index(["x", "y"])
     assert len(out) == 21 and (out.n == 3000).all()
@@ -114,14 +103,11 @@ wait = { bounds = [0, 44000] }
 def test_a_text_column_is_refused_from_the_schema_without_a_value(postgres_url, tmp_path):
     fill_table(postgres_url)
     SQLLedger(postgres_url).init("wh", Budget(10.0))
-    job = tmp_path / "wh.toml"
-    job.write_text(job_text(postgres_url, """
-note = { bounds = [0, 1] }
-spend = { bounds = [0, 100] }
-"""))
+    job = warehouse_job(tmp_path / "wh.toml", postgres_url,
+                        {"note": [0, 1], "spend": [0, 100]})
     for args in (["validate", "--schema", str(job)], ["run", str(job), "--run-id", "d1"]):
         result = invoke(args)
-        assert result.exit_code == 2, result.output
+        assert result.exit_code == Exit.INVALID, result.output
         assert "'note'" in result.output and "str" in result.output
         assert SECRET not in result.output and "078" not in result.output
     assert SQLLedger(postgres_url).history("wh") == []

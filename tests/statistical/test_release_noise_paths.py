@@ -26,11 +26,13 @@ import pytest
 from scipy import stats
 
 import dpmic_dask as dm
+from dpmic_dask.batch.cli import Exit
 from dpmic_dask.privacy.mechanisms import _RELEASES, mechanism_names
 from dpmic_dask.privacy.mechanisms.geometric import GeometricCountsMechanism
 from dpmic_dask.privacy.noise import _ACTIVE, GAUSSIAN, LAPLACE, DiscreteGaussian
 from dpmic_dask.stats.statistics import get_statistic, public_statistics
 from tests.cli import invoke
+from tests.jobfiles import write_job
 from tests.statistical.helpers import ALPHA, chi_square_pvalue, discrete_laplace_pmf
 
 pytestmark = pytest.mark.slow
@@ -216,22 +218,17 @@ def private_mic_path(mechanism, delta=0.0):
 
 def job_run_path(tmp_path_factory):
     def run(frame):
-
-
         folder = tmp_path_factory.mktemp("job")
         frame.to_parquet(folder / "data.parquet")
-        columns = "\n".join(f'{c} = {{ bounds = [-1, 2] }}' for c in frame.columns)
-        (folder / "job.toml").write_text(
-            f'[job]\nname = "noise"\ndataset = "noise"\n[input]\n'
-            f'paths = ["{folder / "data.parquet"}"]\n[columns]\n{columns}\n'
-            f'[privacy]\neps = {EPS}\nB = {B}\nc = {C}\n[output]\npath = "{folder / "out"}"\n'
-            f'[cluster]\nworkers = 1\n[ledger]\nurl = "sqlite:///{folder / "ledger.db"}"\n')
-        init = invoke(["budget", "init", "--ledger",
-                                    f"sqlite:///{folder / 'ledger.db'}", "--dataset", "noise",
-                                    "--eps", str(10 * EPS)])
-        assert init.exit_code == 0, init.output
-        ran = invoke(["run", str(folder / "job.toml"), "--run-id", "one"])
-        assert ran.exit_code == 0, ran.output
+        job = write_job(folder / "job.toml", name="noise", dataset="noise",
+                        input={"paths": [str(folder / "data.parquet")]},
+                        columns={c: [-1, 2] for c in frame.columns}, eps=EPS,
+                        privacy={"B": B, "c": C})
+        init = invoke("budget", "init", "--ledger", f"sqlite:///{folder / 'ledger.db'}",
+                      "--dataset", "noise", "--eps", 10 * EPS)
+        assert init.exit_code == Exit.OK, init.output
+        ran = invoke("run", job, "--run-id", "one")
+        assert ran.exit_code == Exit.OK, ran.output
         (written,) = list((folder / "out").glob("*.parquet"))
         rows = pd.read_parquet(written)
         mic, _ = exact_pairwise(frame, public_bounds(frame))
