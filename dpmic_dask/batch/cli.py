@@ -119,6 +119,7 @@ def demo(rows, partitions, eps, workers, out_dir, debug):
     Example:
       dpmic demo --rows 200000 --eps 0.5 --out /tmp/demo
     """
+    cluster.check_local_workers(workers, "--workers")  # refused before anything starts
     prepare_folder(out_dir, "--out")
     start = time.perf_counter()
     click.echo(f"Starting a local Dask cluster with {workers} worker process(es)...")

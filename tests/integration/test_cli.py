@@ -2,6 +2,7 @@
 import pandas as pd
 
 from dpmic_dask.batch.cli import main
+from dpmic_dask.batch.clibase import Exit
 from dpmic_dask.batch.demo import DEMO_BOUNDS, demo_partition
 from tests.cli import invoke
 
@@ -37,6 +38,12 @@ def test_demo_rejects_bad_options():
     assert result.exit_code == 2 and "--eps" in result.output
     result = invoke(["demo", "--rows", "2"])
     assert result.exit_code == 2 and "--rows" in result.output
+
+
+def test_demo_refuses_too_many_workers_before_announcing_a_cluster(tmp_path):
+    result = invoke(["demo", "--workers", "500", "--out", str(tmp_path / "out")])
+    assert result.exit_code == Exit.INVALID and "--workers must be an integer" in result.output
+    assert "Starting" not in result.output and not (tmp_path / "out").exists()
 
 
 def test_every_command_has_help_with_examples():
