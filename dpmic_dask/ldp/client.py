@@ -141,6 +141,13 @@ def design_protocol(design: dict) -> Protocol:
 def _column(frame: pd.DataFrame, name: str, fill) -> np.ndarray:
     if name not in frame.columns:
         raise InvalidDataError(f"the frame has no column {name!r}")
+    dtype = frame[name].dtype
+    if pd.api.types.is_datetime64_any_dtype(dtype) or pd.api.types.is_timedelta64_dtype(dtype) \
+            or isinstance(dtype, pd.PeriodDtype):
+        raise InvalidDataError(
+            f"column {name!r} holds times ({dtype}): the local model takes numbers only; "
+            "convert it on the device to a number in a public unit (e.g. days since a "
+            "public date) and give its bounds in that unit")
     try:
         values = frame[name].to_numpy(dtype=np.float64, na_value=np.nan)
     except (TypeError, ValueError):

@@ -17,7 +17,12 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from dpmic_dask.errors import InvalidParameterError, MissingValuesError, PrivacyLeakWarning
+from dpmic_dask.errors import (
+    InvalidDataError,
+    InvalidParameterError,
+    MissingValuesError,
+    PrivacyLeakWarning,
+)
 from dpmic_dask.ldp import make_design, randomize, randomize_not_private_seeded
 from dpmic_dask.ldp.bits import WORD, ByteSource
 from dpmic_dask.ldp.client import randomize_with
@@ -231,6 +236,19 @@ def test_missing_values_refused_without_quoting_data():
     assert "0.123" not in str(err.value) and "0.987" not in str(err.value)
     out = randomize(df, 1.0, bounds={"a": (0, 1), "b": (0, 1)}, fill={"a": 0.5})
     assert len(out) == 2
+
+
+@pytest.mark.parametrize("times", [
+    pd.date_range("2024-01-01", periods=3, freq="D"),
+    pd.date_range("2024-01-01", periods=3, freq="D", tz="UTC"),
+    pd.to_timedelta([1, 2, 3], unit="h"),
+])
+def test_time_columns_are_refused_with_a_hint_not_read_as_nanoseconds(times):
+    # read as float64 they would be nanoseconds: every value clamped to bounds (0, 1)
+    df = pd.DataFrame({"t": times, "b": [0.1, 0.2, 0.3]})
+    with pytest.raises(InvalidDataError, match="local model takes numbers only") as err:
+        randomize(df, 1.0, bounds={"t": (0, 1), "b": (0, 1)})
+    assert "2024" not in str(err.value) and "days since a public date" in str(err.value)
 
 
 def test_parameters_are_checked():
