@@ -27,6 +27,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.pool import NullPool
 
 from dpmic_dask.errors import DPMICError, UnavailableError
+from dpmic_dask.privacy.ledgerdb import connect_reason
 
 SQL_TIMEOUT = 30.0
 
@@ -63,8 +64,9 @@ def _sql_failure(exc, what: str) -> DPMICError:
     """A SQL error as a package error: unreachable servers are UnavailableError."""
     kind = type(getattr(exc, "orig", None) or exc).__name__
     if isinstance(exc, (OperationalError, PoolTimeout)):
-        return UnavailableError(f"cannot reach the SQL {what}: {kind} (server down, wrong "
-                                "address, or no answer within the timeout)")
+        reason = connect_reason(exc) or ("server down, wrong address, or no answer within "
+                                         "the timeout")
+        return UnavailableError(f"cannot reach the SQL {what}: {kind} ({reason})")
     return JobIOError(f"cannot use the SQL {what}: {kind}")
 
 

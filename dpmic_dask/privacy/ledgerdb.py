@@ -13,6 +13,32 @@ from pathlib import Path
 
 from dpmic_dask.errors import LedgerError
 
+#: What a failed connection's driver message says, read as a reason (never quoted:
+#: the message names hosts, users and databases). The server's own words are
+#: English unless its lc_messages says otherwise; anything else gets no reason.
+_CONNECT_REASONS = (
+    (("database", "does not exist"), "the server answered, but that database does not "
+     "exist (check the database name in the URL, or create it)"),
+    (("authentication failed",), "the server refused the user or password"),
+    (("role", "does not exist"), "the server answered, but that user does not exist"),
+    (("connection refused",), "nothing answers at that address and port (server down or "
+     "wrong port)"),
+    (("timeout expired",), "no answer within the timeout"),
+    (("could not translate host name",), "the host name does not resolve"),
+    (("name or service not known",), "the host name does not resolve"),
+)
+
+
+def connect_reason(exc: BaseException) -> str | None:
+    """Why a SQL connection failed, in the package's words (``None``: unknown):
+    a missing database is not a closed port. Reads the driver's message (the
+    SQLAlchemy wrapper's ``orig`` where there is one) and never returns it."""
+    text = str(getattr(exc, "orig", None) or exc).lower()
+    for words, reason in _CONNECT_REASONS:
+        if all(w in text for w in words):
+            return reason
+    return None
+
 #: What a run writes to: a probe checks every one of them.
 WRITTEN_TABLES = ("dpmic_charges", "dpmic_release_journal", "dpmic_journal_deliveries")
 
@@ -127,8 +153,10 @@ class PostgresDB:
         try:
             conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
+            reason = connect_reason(exc)
             raise LedgerError(
-                f"cannot reach the PostgreSQL ledger: {exc.__class__.__name__}") from None
+                f"cannot reach the PostgreSQL ledger: {exc.__class__.__name__}"
+                + (f" ({reason})" if reason else "")) from None
         return conn
 
     def begin_write(self, cur, dataset: str | None):

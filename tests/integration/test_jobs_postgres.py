@@ -54,5 +54,13 @@ def test_postgres_job_on_a_real_cluster(postgres_url, cli_cluster, tmp_path):
     unreachable = invoke("run", bad, "--run-id", "day-3")
     assert unreachable.exit_code == Exit.UNAVAILABLE
     assert "cannot reach the SQL input" in unreachable.output
+    assert "nothing answers at that address and port" in unreachable.output
+    # the server answers, the database is not there: said so, naming neither
+    missing = job("lab-2", sql_url=postgres_url.rsplit("/", 1)[0] + "/no_such_input_db",
+                  sql_table="m")
+    absent = invoke("run", missing, "--run-id", "day-3")
+    assert absent.exit_code == Exit.UNAVAILABLE
+    assert "that database does not exist" in absent.output
+    assert "no_such_input_db" not in absent.output
     assert len(SQLLedger(postgres_url).history("lab")) == 1
     assert SQLLedger(postgres_url).history("lab-2") == []

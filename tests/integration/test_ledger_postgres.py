@@ -25,8 +25,18 @@ def test_postgres_ledger_basics(postgres_url):
 
 
 def test_unreachable_postgres_refuses():
-    with pytest.raises(LedgerError, match="cannot reach"):
+    with pytest.raises(LedgerError, match="cannot reach") as err:
         SQLLedger("postgresql://nobody@127.0.0.1:1/none").charge("d", PrivacyCost(0.1))
+    assert "nothing answers at that address and port" in str(err.value)
+
+
+def test_a_missing_database_is_not_a_closed_port(postgres_server):
+    """The server answers but the database is not there: said as such, naming
+    neither the database nor the host (the SQL input of a job says the same)."""
+    missing = postgres_server.rsplit("/", 1)[0] + "/no_such_ledger_db"
+    with pytest.raises(LedgerError, match="that database does not exist") as err:
+        SQLLedger(missing).charge("d", PrivacyCost(0.1))
+    assert "no_such_ledger_db" not in str(err.value) and "127.0.0.1" not in str(err.value)
 
 
 def test_eight_processes_race_on_postgres(postgres_url):
