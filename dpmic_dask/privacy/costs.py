@@ -62,10 +62,8 @@ class PrivacyCost:
     norm: ClassVar[str]
 
     def __new__(cls, *args: Any, **kwargs: Any) -> PrivacyCost:
-        if cls is PrivacyCost:
-            rho = args[2] if len(args) > 2 else kwargs.get("rho")
-            cls = _kind(rho)
-        return object.__new__(cls)
+        # ``PrivacyCost(...)`` builds the kind its amounts make; each kind builds itself
+        return object.__new__(_kind(args[2] if len(args) > 2 else kwargs.get("rho")))
 
     def __post_init__(self):
         # A cost reaches a ledger: it must be a real, positive amount, never NaN.
@@ -89,8 +87,7 @@ class PrivacyCost:
             raise InvalidParameterError("cost epsilon must be a finite number > 0")
         if not (0.0 <= delta < 1.0):
             raise InvalidParameterError("cost delta must be a number in [0, 1)")
-        kind = _kind(rho) if cls is PrivacyCost else cls
-        cost = object.__new__(kind)
+        cost = object.__new__(_kind(rho))
         for name, value in (("epsilon", epsilon), ("delta", delta), ("rho", rho),
                             ("approx_delta", 0.0)):
             object.__setattr__(cost, name, value)
@@ -200,6 +197,9 @@ class PureCost(PrivacyCost):
     law = LAPLACE
     norm = "L1"
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> PureCost:
+        return object.__new__(cls)
+
     def _check(self) -> None:
         if self.rho is not None:
             raise InvalidParameterError("a pure cost has no rho (give one for a zCDP cost)")
@@ -257,6 +257,9 @@ class ZCDPCost(PrivacyCost):
     is_pure = False
     law = GAUSSIAN
     norm = "L2"
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> ZCDPCost:
+        return object.__new__(cls)
 
     def _check(self) -> None:
         if not _positive(self.rho):

@@ -29,6 +29,8 @@ class Measure(ABC):
     noise: str = ""
     #: Whether a budget of this kind can hold approximate parts (a bad-event delta).
     holds_approx_parts: bool = False
+    #: The release mechanism a plan of this kind must use (``None``: the caller's).
+    forced_mechanism: str | None = None
 
     def __init__(self, kind: type[PrivacyCost]):
         #: The cost type this measure makes.
@@ -139,6 +141,7 @@ class ZeroConcentratedDP(Measure):
     unit = "rho"
     noise = "gauss"
     holds_approx_parts = True
+    forced_mechanism = "micr-gauss"
 
     def amount(self, cost: PrivacyCost) -> float:
         return cost.as_rho()
@@ -161,7 +164,7 @@ class ZeroConcentratedDP(Measure):
         return self.within(rest.amount(), delta)
 
     def release_mechanism(self, mechanism: str, what: str = "this step") -> str:
-        if mechanism not in ("auto", "micr-gauss"):
+        if mechanism not in ("auto", self.forced_mechanism):
             raise InvalidParameterError(f"with {what} and delta > 0 the release is micr-gauss "
                                         "(mechanism='auto' or 'micr-gauss')")
         return "micr-gauss"

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.privacy.conversion import require_delta
 from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.stats.sensitivity import safe_up
 
@@ -95,11 +96,11 @@ def check_unknown_domain(eps: float, delta: float) -> None:
     """Refuse (before anything is read) an unknown-domain selection with
     ``delta = 0``: a value held by a single row cannot be kept with probability 0
     on one table and more than 0 on its neighbour under pure DP."""
-    if not delta > 0:
-        raise InvalidParameterError(
-            "choosing categories privately from values that occur (an unknown domain) "
-            "needs delta > 0: a value held by one row is kept with probability at most "
-            "delta. Give public candidates instead ({'private': [candidates]}, pure DP)")
+    require_delta(
+        delta,
+        "choosing categories privately from values that occur (an unknown domain) "
+        "needs delta > 0: a value held by one row is kept with probability at most "
+        "delta. Give public candidates instead ({'private': [candidates]}, pure DP)")
     if not (eps > 0 and math.isfinite(eps)):
         raise InvalidParameterError("eps must be a finite number > 0")
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dpmic_dask.errors import InvalidParameterError
-from dpmic_dask.privacy.conversion import check_delta, check_epsilon
+from dpmic_dask.privacy.conversion import check_delta, check_epsilon, require_delta
 from dpmic_dask.privacy.noise import NoiseLaw
 from dpmic_dask.stats.defaults import grid_defaults
 
@@ -160,8 +160,8 @@ class Mechanism(ABC):
         check_law(type(self))
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta(delta)
-        if self.needs_delta and self.delta == 0.0:
-            raise InvalidParameterError(f"mechanism {label!r} needs delta > 0")
+        if self.needs_delta:
+            require_delta(self.delta, f"mechanism {label!r} needs delta > 0")
         self.statistic = statistic
         self.label = label
 
