@@ -8,8 +8,11 @@ with the cost type it makes (:mod:`dpmic_dask.privacy.costs` builds
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
+
+from opendp import measures
 
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.conversion import eps_from_rho, eps_within_rho, rho_from_eps_delta
@@ -62,6 +65,16 @@ class Measure(ABC):
         """The release mechanism a plan of this kind uses for ``mechanism``
         (``auto`` resolved; under zCDP another than ``micr-gauss`` is refused,
         naming ``what``)."""
+
+    @abstractmethod
+    def divergence(self):
+        """OpenDP's privacy measure of this kind (for its privacy maps)."""
+
+    @abstractmethod
+    def top_k_start(self, k: int, sensitivity: float, budget: float) -> float:
+        """A closed-form noise scale for noisy top-``k`` of scores with
+        L-infinity ``sensitivity`` at ``budget`` (``2 k Delta / eps``; Gumbel:
+        ``2 Delta sqrt(k / (8 rho))``), before OpenDP's map checks it."""
 
     @abstractmethod
     def short_words(self, amount) -> str:
@@ -124,6 +137,12 @@ class PureDP(Measure):
     def release_mechanism(self, mechanism: str, what: str = "this step") -> str:
         return mechanism
 
+    def divergence(self):
+        return measures.max_divergence()
+
+    def top_k_start(self, k: int, sensitivity: float, budget: float) -> float:
+        return 2.0 * k * sensitivity / budget
+
     def short_words(self, amount) -> str:
         return f"{amount} epsilon"
 
@@ -168,6 +187,12 @@ class ZeroConcentratedDP(Measure):
             raise InvalidParameterError(f"with {what} and delta > 0 the release is micr-gauss "
                                         "(mechanism='auto' or 'micr-gauss')")
         return "micr-gauss"
+
+    def divergence(self):
+        return measures.zero_concentrated_divergence()
+
+    def top_k_start(self, k: int, sensitivity: float, budget: float) -> float:
+        return 2.0 * sensitivity * math.sqrt(k / (8.0 * budget))
 
     def short_words(self, amount) -> str:
         return f"{float(amount):.4g} rho (zCDP)"

@@ -58,23 +58,37 @@ def _truth_operands(test: ast.AST):
         yield test
 
 
+def _says_measure(node: ast.AST) -> bool:
+    """Whether an operand names the measure (``cost.measure``, ``PURE_DP``,
+    ``measure_for(delta)``, a tuple of cost classes ...)."""
+    if isinstance(node, ast.Tuple):
+        return any(_says_measure(elt) for elt in node.elts)
+    if isinstance(node, ast.Call):
+        return _says_measure(node.func)
+    return (_name(node) or "") in MEASURE_NAMES
+
+
 def on_measure(test: ast.AST) -> bool:
-    """Whether a branch test looks at the privacy measure."""
-    delegated = {id(sub.value) for sub in ast.walk(test) if isinstance(sub, ast.Attribute)}
+    """Whether a branch test looks at the privacy measure: an operand it takes the
+    truth of, compares or hands to ``isinstance`` names the measure (calling a
+    method of the measure, ``cost.measure.fits(...)``, or passing it on is no
+    branch on it)."""
+    operands = list(_truth_operands(test))
     for sub in ast.walk(test):
-        name = _name(sub) or ""
-        # ``cost.measure.fits(...)`` asks the measure (a method); ``cost.measure is
-        # PURE_DP`` branches on it
-        if name in MEASURE_NAMES and not (name == "measure" and id(sub) in delegated):
-            return True
-        if isinstance(sub, ast.Compare) and len(sub.comparators) == 1:
+        if isinstance(sub, ast.Compare):
             sides = [sub.left, *sub.comparators]
-            if any(_is_none(s) for s in sides) and any(_mentions(s, "rho") for s in sides):
-                return True
-            if any(_is_zero(s) for s in sides) and any(_mentions(s, "delta") for s in sides):
-                return True
+            operands += sides
+            if len(sides) == 2:
+                if any(_is_none(s) for s in sides) and any(_mentions(s, "rho") for s in sides):
+                    return True
+                if any(_is_zero(s) for s in sides) and any(_mentions(s, "delta") for s in sides):
+                    return True
             if any(isinstance(s, ast.Constant) and s.value in LAW_NAMES for s in sides):
                 return True
+        elif isinstance(sub, ast.Call) and _name(sub.func) == "isinstance":
+            operands += sub.args[1:]
+    if any(_says_measure(op) for op in operands):
+        return True
     return any((_name(op) or "").lstrip("_") == "rho" for op in _truth_operands(test))
 
 
@@ -119,9 +133,10 @@ if delta > 1 and rho > 0 and eps == 0: pass
 if mechanism == "auto": pass
 if not (0.0 <= delta < 1.0): pass
 if not part.measure.fits(cost, part): pass
+if top_k(k, scale, measure).map(d) <= budget: pass
 """
     tests = sorted(branch_tests(ast.parse(source)), key=lambda t: (t.lineno, t.col_offset))
-    assert [on_measure(t) for t in tests] == [True] * 12 + [False] * 4
+    assert [on_measure(t) for t in tests] == [True] * 12 + [False] * 5
 
 
 def test_few_branches_on_the_measure():

@@ -22,7 +22,6 @@ wrap around and reveal whether the exact value is 0.
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -31,7 +30,7 @@ import numpy as np
 
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon, require_delta
-from dpmic_dask.privacy.noise import NoiseLaw
+from dpmic_dask.privacy.noise import GAUSSIAN, LAPLACE, NoiseLaw
 from dpmic_dask.stats.defaults import grid_defaults
 
 if TYPE_CHECKING:
@@ -44,8 +43,8 @@ LATTICE = 2.0 ** -40
 #: saturate at +-(2**63 - 1); such plans are refused before anything is charged.
 MAX_NOISE_UNITS = 2.0 ** 52
 #: Half-width multipliers of the central 95% interval of the noise alone.
-LAPLACE_CI95 = math.log(20.0)
-GAUSS_CI95 = 1.959963984540054
+LAPLACE_CI95 = LAPLACE.ci95
+GAUSS_CI95 = GAUSSIAN.ci95
 
 
 @dataclass(frozen=True)
