@@ -174,6 +174,10 @@ class PrivacyCost:
         """The whole budget in words (``epsilon = 1``, or with ``delta`` and ``rho``)."""
         raise NotImplementedError  # pragma: no cover
 
+    def per_value_words(self, values: int, per: str) -> str:
+        """The whole budget and each of ``values`` shares (``per`` names one) in words."""
+        raise NotImplementedError  # pragma: no cover
+
     def statement(self, pairs: int, detail: str | None = None) -> str:
         """One paragraph, in words, of what a release with this cost guarantees
         (:func:`~dpmic_dask.privacy.statement.privacy_statement`)."""
@@ -244,6 +248,9 @@ class PureCost(PrivacyCost):
     def total_words(self) -> str:
         return f"epsilon = {self.epsilon:g}"
 
+    def per_value_words(self, values: int, per: str) -> str:
+        return f"epsilon = {self.epsilon:g} in total, {self.epsilon / values:.4g} per {per}"
+
     def statement(self, pairs: int, detail: str | None = None) -> str:
         return pure_statement(self.epsilon, pairs, detail)
 
@@ -302,6 +309,10 @@ class ZCDPCost(PrivacyCost):
     def total_words(self) -> str:
         return (f"epsilon = {self.epsilon:g}, delta = {self.delta:g} (rho = "
                 f"{self.rho:.4g} zCDP)")
+
+    def per_value_words(self, values: int, per: str) -> str:
+        return (f"epsilon = {self.epsilon:g}, delta = {self.delta:g} in total, "
+                f"accounted as rho = {self.rho:.4g} zCDP ({self.rho / values:.4g} per {per})")
 
     def statement(self, pairs: int, detail: str | None = None) -> str:
         return zcdp_statement(self, pairs, detail)
