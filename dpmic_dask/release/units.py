@@ -39,7 +39,6 @@ from dpmic_dask.backends import backend_for
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.conversion import check_epsilon
-from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.release.bounding import (
     ContributionBound,
     check_unit_columns,
@@ -174,7 +173,7 @@ def contribution_bound(frame, unit, eps, *, release=None, quantile=None,
     scale = safe_up(1.0 / eps)
     charge = charge_budget(cost, ledger, dataset, description=label or "contribution bound",
                            mechanism="unit-size-hist", columns=unit)
-    noisy = counts.astype(np.int64) + active_sampler().discrete_laplace(scale, len(grid))
+    noisy = counts.astype(np.int64) + cost.law.draw(scale, len(grid))
     # from here on: post-processing of the released ``noisy`` only
     return choose_from_histogram(noisy, grid, planned, rule=rule, quantile=quantile,
                                  tolerance=tolerance, epsilon=eps, noise_scale=scale,
