@@ -260,7 +260,7 @@ class ZCDPCost(PrivacyCost):
     """``rho``-zCDP stated as the ``(eps, delta)``-DP it implies: rhos add;
     Gaussian noise at L2 sensitivity."""
 
-    rho: float
+    rho: float = math.nan  # always given: PrivacyCost builds a ZCDPCost for a rho
     is_pure = False
     law = GAUSSIAN
     norm = "L2"
