@@ -142,3 +142,21 @@ if top_k(k, scale, measure).map(d) <= budget: pass
 def test_few_branches_on_the_measure():
     found = measure_branches()
     assert len(found) <= LIMIT, "\n".join(found)
+
+
+def direct_draws(root: Path = PACKAGE) -> list[str]:
+    """``path:line`` of every call of a sampler's own draws outside the noise laws
+    (``privacy/noise.py``)."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path.relative_to(root).as_posix() == "privacy/noise.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in ("discrete_laplace",
+                                                                 "discrete_gaussian"):
+                found.append(f"{path.relative_to(root.parent)}:{node.lineno}")
+    return found
+
+
+def test_every_noise_is_drawn_through_a_noise_law():
+    assert direct_draws() == []
