@@ -110,7 +110,7 @@ def laplace_difference_tail(d: float, b1: float, b2: float) -> float:
 @pytest.mark.parametrize("mult, fits", [(1.0, True), (0.7, False), (1.3, False), (0.5, False)])
 def test_sparse_vector_noise_is_at_the_calibrated_scale(monkeypatch, mult, fits):
     eps, max_pairs, trials = 1.0, 3, 3000
-    monkeypatch.setattr("dpmic_dask.privacy.selection.active_sampler", lambda: sampler)
+    monkeypatch.setattr("dpmic_dask.privacy.noise.active_sampler", lambda: sampler)
     sampler = FastLaplace(int(mult * 100))
     declared = AboveThreshold(0.5, max_pairs, eps)
     units, b1, b2 = declared.noise_units(SENSITIVITY)
@@ -132,7 +132,7 @@ def test_sparse_vector_noise_is_at_the_calibrated_scale(monkeypatch, mult, fits)
 
 
 def test_sparse_vector_stops_after_max_pairs_in_public_order(monkeypatch):
-    monkeypatch.setattr("dpmic_dask.privacy.selection.active_sampler", lambda: FastLaplace(3))
+    monkeypatch.setattr("dpmic_dask.privacy.noise.active_sampler", lambda: FastLaplace(3))
     rule = AboveThreshold(0.5, 2, 1e6)  # noise far below the gaps
     scores = np.array([0.9, 0.1, 0.8, 0.95, 0.7])
     assert rule.select(5, scores, SENSITIVITY) == (0, 2)
@@ -157,6 +157,7 @@ def test_sparse_vector_compares_exactly_when_draws_saturate(monkeypatch):
     scores = np.array([0.0, 0.5, 1.0])
     for threshold_draw, query_draw, want in [(top, top, (1, 2)), (top, 0, ()),
                                              (bottom, 0, (0, 1)), (0, bottom, ())]:
-        monkeypatch.setattr("dpmic_dask.privacy.selection.active_sampler",
-                            lambda: Saturated(threshold_draw, query_draw))
+        sampler = Saturated(threshold_draw, query_draw)  # one per select: draws in turn
+        monkeypatch.setattr("dpmic_dask.privacy.noise.active_sampler",
+                            lambda s=sampler: s)
         assert AboveThreshold(0.5, 2, 1.0).select(3, scores, SENSITIVITY) == want
