@@ -15,7 +15,6 @@ from dpmic_dask.batch.jobs import load_job
 from dpmic_dask.batch.journal import release_status
 from dpmic_dask.errors import LedgerError
 from dpmic_dask.privacy.accounting import Budget, ledger_from_url
-from dpmic_dask.privacy.conversion import eps_from_rho
 from dpmic_dask.privacy.costs import measure_for
 from dpmic_dask.privacy.ledger import SQLLedger, describe
 
@@ -60,7 +59,7 @@ def budget_init(ledger_url, dataset, epsilon, old_epsilon, delta, privacy_unit, 
         raise click.UsageError("Missing option '--eps'.")
     cap = Budget(epsilon, delta, privacy_unit)
     ledger_from_url(ledger_url).init(dataset, cap)
-    amount = f"{cap.cap} epsilon" if cap.is_pure else f"{float(cap.cap):.4g} rho (zCDP)"
+    amount = cap.measure.short_words(cap.cap)
     per = "" if privacy_unit is None else f" per {privacy_unit}"
     click.echo(f"dataset {dataset!r}: budget {amount} "
                f"(epsilon={epsilon:g}, delta={delta:g}){per}")
@@ -84,35 +83,20 @@ def budget_show(ledger_url, dataset, debug):
         raise LedgerError(f"dataset {dataset!r} has no budget in this ledger")
     spent, left = ledger.spent(dataset), ledger.remaining(dataset)
     releases = len(ledger.history(dataset))
-    tracks = getattr(ledger, "tracks_approx_parts", False) and not cap.is_pure
+    tracks = getattr(ledger, "tracks_approx_parts", False) and cap.measure.holds_approx_parts
     parts = ledger.approx_spent(dataset) if tracks else 0  # type: ignore[attr-defined]
+    words = cap.measure.words
     click.echo(f"dataset:   {dataset}")
     click.echo(f"unit:      {cap.privacy_unit or 'one row'} (the privacy unit the budget "
                "protects; releases of another unit are refused)")
-    if cap.is_pure:
-        click.echo(f"cap:       {cap.cap} epsilon (epsilon={cap.epsilon:g}, delta=0)")
-        click.echo(f"spent:     {spent} epsilon in {releases} release(s)")
-    else:
-        click.echo(f"cap:       {_rho(cap.cap, cap.delta)}")
-        click.echo(f"spent:     {_rho(spent, cap.delta, f' in {releases} release(s)')}")
+    click.echo(f"cap:       {cap.measure.cap_words(cap.cap, cap.epsilon, cap.delta)}")
+    click.echo(f"spent:     {words(spent, cap.delta, f' in {releases} release(s)')}")
     if parts:
         click.echo(f"bad-event delta: {parts} (categories chosen from the values that occur; "
                    "it lowers the cap)")
-    if cap.is_pure:
-        click.echo(f"remaining: {left} epsilon")
-    else:
-        click.echo(f"remaining: {_rho(left, cap.delta - float(parts))}")
+    click.echo(f"remaining: {words(left, cap.delta - float(parts))}")
 
 
-def _rho(rho, delta: float, after: str = "") -> str:
-    """A zCDP amount for people: ``rho`` to 4 significant digits and the
-    ``(eps, delta)``-DP guarantee it implies at ``delta`` (eps rounded up, 4 digits)."""
-    value = float(rho)
-    text = f"{value:.4g} rho (zCDP){after}"
-    if delta <= 0:  # the bad-event parts took the whole delta: no guarantee to state
-        return text
-    eps = eps_from_rho(value, delta) if value > 0 else 0.0
-    return f"{text}, implies (eps={eps:.4g}, delta={delta:.4g})"
 
 
 @budget.command("history")

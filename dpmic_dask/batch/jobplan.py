@@ -14,7 +14,7 @@ from dpmic_dask.batch.jobcausal import causal_plan
 from dpmic_dask.batch.jobfile import JobError
 from dpmic_dask.batch.jobmodel import Job, job_schema
 from dpmic_dask.errors import InvalidParameterError
-from dpmic_dask.privacy.costs import measure_for
+from dpmic_dask.privacy.mechanisms.registry import auto_mechanism
 from dpmic_dask.release.request import JobFileNames
 from dpmic_dask.release.unitplan import plan_unit_release
 
@@ -36,7 +36,7 @@ def job_release_plan(job: Job, schema):
 
     select = None
     if job.select_rule is not None:
-        if job.mechanism not in ("auto", f"micr-{measure_for(job.delta).noise}"):
+        if job.mechanism not in ("auto", auto_mechanism(job.delta)):
             raise InvalidParameterError(
                 "with [select], privacy.mechanism must be auto: the release is micr-lap when "
                 "delta = 0 and micr-gauss when delta > 0")

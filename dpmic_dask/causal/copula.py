@@ -36,9 +36,8 @@ import numpy as np
 
 from dpmic_dask.causal.citests import concordance
 from dpmic_dask.causal.tables import ColumnCoding
-from dpmic_dask.privacy.costs import PURE_DP, PrivacyCost, measure_for
+from dpmic_dask.privacy.costs import PrivacyCost, measure_for
 from dpmic_dask.privacy.mechanisms.base import LATTICE
-from dpmic_dask.privacy.noise import GAUSSIAN, LAPLACE
 from dpmic_dask.stats.kindbase import number_axis
 from dpmic_dask.stats.sensitivity import safe_up
 
@@ -195,50 +194,42 @@ class CopulaBudget:
         return cls(measure_for(delta).total(eps, delta), p, n)
 
     @property
-    def zcdp(self) -> bool:
-        return self.total.measure is not PURE_DP
-
-    @property
     def pairs(self) -> int:
         return self.p * (self.p - 1) // 2
 
     @property
     def sensitivity(self) -> float:
         """L2 (zCDP) or L1 (pure DP) sensitivity of the vector of all tau values."""
-        return tau_vector_l2(self.p, self.n) if self.zcdp else tau_vector_l1(self.p, self.n)
+        return self.total.sensitivity(tau_vector_l1(self.p, self.n), tau_vector_l2(self.p, self.n))
 
     @property
     def scale(self) -> float:
         """Gaussian sigma or Laplace scale of every released tau (sensitivity widened
         by the rounding of each value to the lattice)."""
-        amount = self.total.measure.amount(self.total)
-        if self.zcdp:
-            sens = safe_up(tau_vector_l2(self.p, self.n) + math.sqrt(self.pairs) * LATTICE)
-            return safe_up(sens / math.sqrt(2.0 * amount))
-        sens = safe_up(tau_vector_l1(self.p, self.n) + self.pairs * LATTICE)
-        return safe_up(sens / amount)
+        l1 = safe_up(tau_vector_l1(self.p, self.n) + self.pairs * LATTICE)
+        l2 = safe_up(tau_vector_l2(self.p, self.n) + math.sqrt(self.pairs) * LATTICE)
+        return self.total.noise_scale(l1, l2)
 
     @property
     def variance(self) -> float:
         """Variance of one released tau's noise."""
-        return self.scale**2 if self.zcdp else 2.0 * self.scale**2
+        return self.total.law.variance(self.scale)
 
     def release(self, tau: np.ndarray) -> np.ndarray:
         """``tau`` (p x p) with exact lattice noise on every pair (one draw each,
         mirrored), unclamped: the released values."""
         iu = np.triu_indices(self.p, 1)
         units = np.rint(tau[iu] / LATTICE).astype(np.int64)
-        law = GAUSSIAN if self.zcdp else LAPLACE
-        draws = np.asarray(law.draw(self.scale / LATTICE, len(units)), dtype=np.int64)
+        draws = np.asarray(self.total.law.draw(self.scale / LATTICE, len(units)), dtype=np.int64)
         out = np.eye(self.p)
         out[iu] = (units + draws) * LATTICE
         out.T[iu] = out[iu]
         return out
 
     def describe(self) -> str:
-        law = "Gaussian sigma" if self.zcdp else "Laplace scale"
+        law = self.total.law.scale_words
         return (f"one release of {self.pairs} Kendall tau values: {law} {self.scale:.4g} "
-                f"each ({'L2' if self.zcdp else 'L1'} sensitivity "
+                f"each ({self.total.norm} sensitivity "
                 f"{self.sensitivity:.4g}"
                 " of the whole vector)")
 

@@ -31,8 +31,6 @@ from dpmic_dask.causal.skeleton import exact_decision, pc_skeleton
 from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError, MissingValuesError
 from dpmic_dask.privacy.mechanisms.base import (
-    GAUSS_CI95,
-    LAPLACE_CI95,
     LATTICE,
     MAX_NOISE_UNITS,
 )
@@ -82,7 +80,7 @@ def copula_graph(frame, request, eps, delta, backend, split_every, progress,
     budget = CopulaBudget.plan(eps, delta, p=p, n=n)
     if budget.scale / LATTICE > MAX_NOISE_UNITS:
         raise InvalidParameterError("the tau matrix's noise is too large to sample; raise eps")
-    factor = GAUSS_CI95 if budget.zcdp else LAPLACE_CI95
+    factor = budget.total.law.ci95
     warn_noise_swamps_tests(budget.scale * factor, 2.0,
                             "this causal graph's released Kendall tau values are noisy")
     tau = tau_matrix(grids, p, codings[0].size, n)  # exact, never released as such

@@ -30,9 +30,8 @@ import numpy as np
 from dpmic_dask.causal.citests import g_sensitivity, tau_sensitivity
 from dpmic_dask.causal.request import check_shares  # noqa: F401  (re-exported)
 from dpmic_dask.errors import InvalidParameterError
-from dpmic_dask.privacy.costs import PURE_DP, PrivacyCost, measure_for
+from dpmic_dask.privacy.costs import PrivacyCost, measure_for
 from dpmic_dask.privacy.mechanisms.base import LATTICE, MAX_NOISE_UNITS
-from dpmic_dask.privacy.noise import GAUSSIAN, LAPLACE
 from dpmic_dask.privacy.selection import NoisyTopK, top_k_scale
 from dpmic_dask.stats.sensitivity import safe_down, safe_up
 
@@ -92,10 +91,6 @@ class CausalBudget:
         return cls(total, tuple(decisions), tuple(selects), pairs, test, n, high)
 
     @property
-    def zcdp(self) -> bool:
-        return self.total.measure is not PURE_DP
-
-    @property
     def lattice(self) -> float:
         return lattice_for(self.high)
 
@@ -103,10 +98,8 @@ class CausalBudget:
         """Laplace scale or Gaussian sigma of one decision's noisy margin at ``level``
         (``P`` values of sensitivity ``Delta`` widened by one lattice step)."""
         delta_l = safe_up(sensitivity(self.test, self.n, level) + self.lattice)
-        budget = self.decision_parts[level].amount()
-        if self.zcdp:
-            return safe_up(math.sqrt(self.pairs) * delta_l / math.sqrt(2.0 * budget))
-        return safe_up(self.pairs * delta_l / budget)
+        return self.decision_parts[level].noise_scale(self.pairs * delta_l,
+                                                      math.sqrt(self.pairs) * delta_l)
 
     def select_budget(self, level: int) -> float:
         """The budget of one separating-set choice at ``level`` (epsilon, or rho)."""
@@ -116,7 +109,7 @@ class CausalBudget:
     def select_scale(self, level: int) -> float:
         """The noise scale of one separating-set choice (OpenDP's calibration)."""
         return top_k_scale(1, safe_up(sensitivity(self.test, self.n, level) + LATTICE),
-                           self.select_budget(level), self.zcdp)
+                           self.select_budget(level), self.total.measure)
 
     def check(self) -> None:
         """Refuse (before the charge) a plan whose noise cannot be sampled faithfully."""
@@ -139,7 +132,7 @@ class CausalBudget:
         exact margin ``u`` (post-processing must come after the noise)."""
         gamma = self.lattice
         units = [int(np.rint(min(max(m, -self.high), self.high) / gamma)) for m in margins]
-        law = GAUSSIAN if self.zcdp else LAPLACE
+        law = self.decision_parts[level].law
         limit = 2 * math.ceil(self.high / gamma)
         if not units:
             return []

@@ -66,10 +66,6 @@ from dpmic_dask.causal.tables import (
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon
 from dpmic_dask.privacy.costs import measure_for
-from dpmic_dask.privacy.mechanisms.base import (
-    GAUSS_CI95,
-    LAPLACE_CI95,
-)
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.charge import (
     Bill,
@@ -255,7 +251,7 @@ def _warn_if_noisy(request: CausalRequest, n: int, budget: CausalBudget) -> None
     quarter of MIC's range ``[0, 1]`` (public: ``n``, ``p``, the shares)."""
     largest = max(c.size for c in request.codings)
     span = statistic_range(request.test, n, (1, largest, largest))
-    factor = GAUSS_CI95 if budget.zcdp else LAPLACE_CI95
+    factor = budget.total.law.ci95
     ci95 = max(budget.decision_scale(level) * factor
                for level in range(len(budget.decision_parts)))
     statistic = "|Z| of Kendall's tau" if request.test == "tau" else "G"
@@ -320,7 +316,7 @@ def causal_graph_exact(frame, *, columns=None, alpha=0.05, max_condition_size=2,
 def _private_report(request, n, budget: CausalBudget, skeleton, passes) -> CausalReport:
     parts = []
     for level, part in enumerate(budget.decision_parts):
-        law = "Gaussian sigma" if budget.zcdp else "Laplace scale"
+        law = budget.total.law.scale_words
         parts.append((f"level {level} decisions ({request.pairs} noisy margins, {law})",
                       part.describe(), budget.decision_scale(level)))
         chooser = budget.select_parts[level]

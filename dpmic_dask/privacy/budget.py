@@ -18,10 +18,8 @@ from dpmic_dask.privacy.conversion import (
     check_delta,
     check_epsilon,
     rho_cap,
-    rho_from_eps_delta,
 )
-from dpmic_dask.privacy.costs import PURE_DP, PrivacyCost, measure_for
-from dpmic_dask.stats.sensitivity import safe_up
+from dpmic_dask.privacy.costs import PrivacyCost, measure_for
 
 # --------------------------------------------------------------------------- budget
 
@@ -62,7 +60,7 @@ class Budget:
 
     @property
     def is_pure(self) -> bool:
-        return self.measure is PURE_DP
+        return self.measure.kind.is_pure
 
     @property
     def unit(self) -> str:
@@ -71,9 +69,7 @@ class Budget:
     @property
     def cap(self) -> Decimal:
         """The cap in the budget's own unit (epsilon, or rho)."""
-        if self.is_pure:
-            return _exact(self.epsilon)
-        return _exact(rho_from_eps_delta(self.epsilon, self.delta))
+        return _exact(self.measure.total(self.epsilon, self.delta).amount())
 
     def cap_after(self, approx: Decimal) -> Decimal:
         """The cap once approximate parts with bad-event chances adding up to
@@ -89,7 +85,7 @@ class Budget:
         (:class:`BudgetMismatchError` on a pure budget, which cannot hold one)."""
         if not cost.approx_delta:
             return Decimal(0)
-        if self.is_pure:
+        if not self.measure.holds_approx_parts:
             raise BudgetMismatchError(
                 "a pure-DP budget (delta = 0) cannot pay for categories chosen from the "
                 "values that occur (their guarantee has a delta); use a budget with "
@@ -102,16 +98,7 @@ class Budget:
         Raises :class:`BudgetMismatchError` for an approximate-DP cost on a pure
         budget: that is a configuration problem, not an exhausted budget.
         """
-        if self.is_pure:
-            if not cost.is_pure:
-                raise BudgetMismatchError(
-                    "a pure-DP budget (delta = 0) cannot pay for an approximate-DP "
-                    "(Gaussian) release; use a budget with delta > 0 or a pure mechanism"
-                )
-            return _exact(cost.epsilon)
-        if cost.rho is not None:
-            return _exact(cost.rho)  # the rho the release's noise was calibrated to
-        return _exact(safe_up(cost.as_rho()))  # eps**2 / 2, rounded against the ledger
+        return _exact(self.measure.charged(cost))
 
 
 def check_charge(dataset: str, budget: Budget, spent: Decimal, cost: PrivacyCost,

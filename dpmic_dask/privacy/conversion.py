@@ -42,6 +42,16 @@ def check_delta(delta, name: str = "delta") -> float:
     return value
 
 
+def require_delta(delta: float, message: str) -> float:
+    """``delta`` checked, refused with ``message`` when it is 0: what needs a
+    ``delta > 0`` (zCDP, a Gaussian mechanism, categories chosen from the values
+    that occur) says so through this, the one test of it."""
+    delta = check_delta(delta)
+    if delta == 0.0:
+        raise InvalidParameterError(message)
+    return delta
+
+
 def rho_classic(eps: float, delta: float) -> float:
     """``rho`` of the classic conversion (Bun & Steinke 2016, Proposition 1.3):
     ``rho``-zCDP implies ``(rho + 2 sqrt(rho ln(1/delta)), delta)``-DP, so
@@ -118,9 +128,7 @@ def rho_from_eps_delta(eps: float, delta: float) -> float:
     the result is not a positive finite number (``eps`` too small for ``delta``).
     """
     eps = check_epsilon(eps)
-    delta = check_delta(delta)
-    if delta == 0.0:
-        raise InvalidParameterError("a zCDP rho needs delta > 0")
+    delta = require_delta(delta, "a zCDP rho needs delta > 0")
     rho = rho_classic(eps, delta)
     if not (math.isfinite(rho) and rho > 0.0):
         raise InvalidParameterError(

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.privacy.costs import PureCost
 from dpmic_dask.privacy.mechanisms.base import check_noise_units
-from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.stats.sensitivity import safe_up
 
 
@@ -25,12 +25,12 @@ def noisy_histograms(counts, eps_column: float, sensitivity: float = 2.0):
     draw that large has probability below ``exp(-2**10)`` at the largest scale
     allowed, :data:`~dpmic_dask.privacy.mechanisms.base.MAX_NOISE_UNITS`)."""
     scale = histogram_scale(eps_column, sensitivity)
-    sampler = active_sampler()
+    law = PureCost.law  # each column's histogram is a pure eps_column-DP release
     limit = np.iinfo(np.int64).max
     noisy = []
     for row in counts:
         row = np.asarray(row, dtype=np.int64)
-        z = np.asarray(sampler.discrete_laplace(scale, row.size), dtype=np.int64)
+        z = np.asarray(law.draw(scale, row.size), dtype=np.int64)
         top = limit - int(row.max(initial=0))
         noisy.append(row + np.clip(z, -top, top))
     return noisy, scale

@@ -302,7 +302,7 @@ class SQLLedger:
             "delta, rho, description, mechanism, columns, run_id, job, approx_delta) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
             (record.charge_id, dataset, _now(), str(need), repr(cost.epsilon),
-             repr(cost.delta), None if cost.rho is None else repr(cost.rho), description,
+             repr(cost.delta), _repr_or_none(cost.rho), description,
              mechanism, json.dumps([str(c) for c in columns]), run_id, job,
              repr(cost.approx_delta) if cost.approx_delta else None))
         return record
@@ -345,3 +345,8 @@ class SQLLedger:
                 raise self._failure(exc) from None
             raise
         return OpenCharge(self, conn, cur, record)
+
+
+def _repr_or_none(value: float | None) -> str | None:
+    """An optional float as a ledger stores it: its repr, or NULL."""
+    return None if value is None else repr(value)

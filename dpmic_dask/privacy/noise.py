@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextvars
 import hashlib
+import math
 import os
 from fractions import Fraction
 
@@ -164,12 +165,32 @@ def active_sampler():
 class NoiseLaw:
     """An integer noise distribution a mechanism declares (its type, not a name):
     :meth:`draw` takes ``size`` exact draws at ``scale`` (in integer units) from
-    the sampler in force. A new law is a subclass with its own ``draw``."""
+    the sampler in force. A new law is a subclass with its own ``draw``.
+
+    Every noise of the package is drawn through a law: a release's value or
+    count noise (its mechanism's :attr:`law`), and the noise of the steps in
+    front of it (the bounds' histograms, the check of public bounds, the sparse
+    vector, partition selection, the row count and unit sizes of contribution
+    bounding), each from the law of the cost that pays it
+    (:attr:`dpmic_dask.privacy.costs.PrivacyCost.law`: discrete Laplace for a pure
+    part, discrete Gaussian for a zCDP part)."""
 
     name = ""
+    #: The scale in words (``"Laplace scale"``).
+    scale_words = ""
+    #: The 95% half-width of the noise, in units of its scale.
+    ci95 = math.nan
 
     def draw(self, scale: float, size: int) -> np.ndarray:
         raise NotImplementedError(f"{type(self).__name__} does not say how to draw")
+
+    def variance(self, scale: float) -> float:
+        """The variance of one draw at ``scale`` (of the continuous law it follows)."""
+        raise NotImplementedError(f"{type(self).__name__} does not say its variance")
+
+    def margin(self, scale: float, beta: float) -> int:
+        """An integer ``t`` with ``P(Z > t) <= beta`` for one draw at ``scale``."""
+        raise NotImplementedError(f"{type(self).__name__} does not say its tail")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -182,18 +203,36 @@ class DiscreteLaplace(NoiseLaw):
     """``P(z) ∝ exp(-|z| / scale)`` on the integers (two-sided geometric)."""
 
     name = "laplace"
+    scale_words = "Laplace scale"
+    ci95 = math.log(20.0)
 
     def draw(self, scale: float, size: int) -> np.ndarray:
         return active_sampler().discrete_laplace(scale, size)
+
+    def variance(self, scale: float) -> float:
+        return 2.0 * scale**2
+
+    def margin(self, scale: float, beta: float) -> int:
+        # P(Z > t) = q^(t+1) / (1 + q) <= exp(-(t + 1) / b), q = exp(-1 / b)
+        return max(0, math.ceil(scale * math.log(1.0 / beta)) - 1)
 
 
 class DiscreteGaussian(NoiseLaw):
     """``P(z) ∝ exp(-z**2 / (2 scale**2))`` on the integers."""
 
     name = "gaussian"
+    scale_words = "Gaussian sigma"
+    ci95 = 1.959963984540054
 
     def draw(self, scale: float, size: int) -> np.ndarray:
         return active_sampler().discrete_gaussian(scale, size)
+
+    def variance(self, scale: float) -> float:
+        return scale**2
+
+    def margin(self, scale: float, beta: float) -> int:
+        # the discrete Gaussian is sub-Gaussian: P(Z > t) <= exp(-t^2 / (2 sigma^2))
+        return math.ceil(scale * math.sqrt(2.0 * math.log(1.0 / beta)))
 
 
 LAPLACE = DiscreteLaplace()

@@ -19,7 +19,8 @@ budget with ``delta > 0`` (``categories={"region": "private"}``).
 :func:`unknown_domain_threshold` is the same choice stated as one
 ``(eps, delta)``-DP guarantee.
 
-Noise is drawn only from :func:`dpmic_dask.privacy.noise.active_sampler`.
+Noise is drawn only through :data:`CANDIDATE_LAW`, the law of a pure part (discrete
+Laplace, :class:`~dpmic_dask.privacy.noise.NoiseLaw`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from dpmic_dask.errors import InvalidParameterError
-from dpmic_dask.privacy.noise import active_sampler
+from dpmic_dask.privacy.conversion import require_delta
+from dpmic_dask.privacy.costs import PureCost
 from dpmic_dask.stats.sensitivity import safe_up
 
 #: Probability that some candidate with no rows at all is kept (sets the pure
@@ -43,6 +45,10 @@ FALSE_KEEP = 0.05
 #: at most ``k`` bounded rows moves the counts by at most ``k`` in all.
 ROW_SENSITIVITY = 2
 
+
+#: The noise of a choice of categories: each count's is a pure ``eps``-DP part
+#: (discrete Laplace), whatever the measure of the release it is part of.
+CANDIDATE_LAW = PureCost.law
 
 def candidate_scale(eps_column: float, sensitivity: int = ROW_SENSITIVITY) -> float:
     """Noise scale ``sensitivity / eps_column`` of each candidate's count (rounded up)."""
@@ -75,7 +81,7 @@ def select_candidates(counts, eps_column: float, threshold: int | None = None, *
     scale = candidate_scale(eps_column, sensitivity)
     if threshold is None:
         threshold = candidate_threshold(scale, counts.size)
-    noise = np.asarray(active_sampler().discrete_laplace(scale, counts.size), dtype=np.int64)
+    noise = np.asarray(CANDIDATE_LAW.draw(scale, counts.size), dtype=np.int64)
     limit = np.iinfo(np.int64).max - int(counts.max(initial=0))
     noisy = counts + np.clip(noise, -limit, limit)  # exact int64, never wraps
     return noisy >= threshold, scale, int(threshold)
@@ -95,11 +101,11 @@ def check_unknown_domain(eps: float, delta: float) -> None:
     """Refuse (before anything is read) an unknown-domain selection with
     ``delta = 0``: a value held by a single row cannot be kept with probability 0
     on one table and more than 0 on its neighbour under pure DP."""
-    if not delta > 0:
-        raise InvalidParameterError(
-            "choosing categories privately from values that occur (an unknown domain) "
-            "needs delta > 0: a value held by one row is kept with probability at most "
-            "delta. Give public candidates instead ({'private': [candidates]}, pure DP)")
+    require_delta(
+        delta,
+        "choosing categories privately from values that occur (an unknown domain) "
+        "needs delta > 0: a value held by one row is kept with probability at most "
+        "delta. Give public candidates instead ({'private': [candidates]}, pure DP)")
     if not (eps > 0 and math.isfinite(eps)):
         raise InvalidParameterError("eps must be a finite number > 0")
 
@@ -150,7 +156,7 @@ def select_sorted(values: list, exact: np.ndarray, eps: float, threshold: int, *
     if len(values) == 0:
         return []
     scale = candidate_scale(eps, sensitivity)
-    noise = np.asarray(active_sampler().discrete_laplace(scale, exact.size), dtype=np.int64)
+    noise = np.asarray(CANDIDATE_LAW.draw(scale, exact.size), dtype=np.int64)
     limit_int = np.iinfo(np.int64).max - int(exact.max())
     noisy = exact + np.clip(noise, -limit_int, limit_int)
     kept = [k for k in range(len(values)) if noisy[k] >= threshold]

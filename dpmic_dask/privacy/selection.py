@@ -18,14 +18,13 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from opendp import domains, measurements, measures, metrics
+from opendp import domains, measurements, metrics
 from opendp.mod import enable_features
 
 from dpmic_dask.errors import InvalidParameterError
-from dpmic_dask.privacy.costs import PURE_DP, ZCDP, PrivacyCost, measure_for
+from dpmic_dask.privacy.costs import Measure, PrivacyCost, PureCost, measure_for
 from dpmic_dask.privacy.mechanisms.base import LATTICE, Mechanism, check_noise_units
 from dpmic_dask.privacy.mechanisms.registry import split_mechanism, value_mechanism
-from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.privacy.selectionbase import (
     AllPairs,  # noqa: F401  (re-exported)
     EveryPairRanked,  # noqa: F401  (re-exported)
@@ -40,14 +39,15 @@ def _opendp():
     enable_features("contrib")
 
 
-def _top_k_measurement(k: int, scale: float, zcdp: bool):
+def _top_k_measurement(k: int, scale: float, measure: Measure):
     """OpenDP's exact noisy top-k over float scores whose L-infinity distance is the
-    input metric (not monotone: one row may move scores up and down at once)."""
+    input metric (not monotone: one row may move scores up and down at once),
+    accounted in ``measure``'s divergence."""
     _opendp()
-    measure = measures.zero_concentrated_divergence() if zcdp else measures.max_divergence()
     return measurements.make_noisy_top_k(
         domains.vector_domain(domains.atom_domain(T=float, nan=False)),
-        metrics.linf_distance(T=float, monotonic=False), measure, k=k, scale=float(scale))
+        metrics.linf_distance(T=float, monotonic=False), measure.divergence(), k=k,
+        scale=float(scale))
 
 
 def _widened(sensitivity: float) -> float:
@@ -55,20 +55,16 @@ def _widened(sensitivity: float) -> float:
     return safe_up(sensitivity + LATTICE)
 
 
-def top_k_scale(k: int, sensitivity: float, budget: float, zcdp: bool) -> float:
+def top_k_scale(k: int, sensitivity: float, budget: float, measure: Measure) -> float:
     """The smallest noise scale (found from OpenDP's own privacy map) at which noisy
     top-``k`` of scores with L-infinity sensitivity ``sensitivity`` costs at most
-    ``budget`` (``epsilon``, or ``rho`` when ``zcdp``).
+    ``budget`` (in ``measure``'s unit: ``epsilon``, or ``rho``).
 
-    Closed forms give the start (``2 k Delta / eps``; ``2 Delta sqrt(k / (8 rho))``);
-    the map then decides, and the scale only grows until it agrees."""
-    if zcdp:
-        scale = 2.0 * sensitivity * math.sqrt(k / (8.0 * budget))
-    else:
-        scale = 2.0 * k * sensitivity / budget
-    scale = safe_up(scale)
+    A closed form gives the start (:meth:`Measure.top_k_start`); the map then
+    decides, and the scale only grows until it agrees."""
+    scale = safe_up(measure.top_k_start(k, sensitivity, budget))
     for _ in range(64):
-        if _top_k_measurement(k, scale, zcdp).map(float(sensitivity)) <= budget:
+        if _top_k_measurement(k, scale, measure).map(float(sensitivity)) <= budget:
             return scale
         scale = safe_up(safe_up(scale))
     raise InvalidParameterError("cannot calibrate the selection noise")  # pragma: no cover
@@ -91,23 +87,23 @@ class NoisyTopK(Selection):
     statistic: str = "MICr"
 
     @property
-    def zcdp(self) -> bool:
-        return measure_for(self.delta) is ZCDP
+    def measure(self) -> Measure:
+        return measure_for(self.delta)
 
     @property
     def description(self) -> str:  # type: ignore[override]
-        unit = "rho" if self.zcdp else "epsilon"
+        unit = self.measure.unit
         return f"top {self.k} by {self.statistic}, noisy top-k with {unit} {self.budget:.4g}"
 
     @property
     def cost(self) -> PrivacyCost | None:
-        return measure_for(self.delta).cost(self.budget, self.delta)
+        return self.measure.cost(self.budget, self.delta)
 
     def most(self, n_pairs: int) -> int:
         return min(self.k, n_pairs)
 
     def prepare(self, sensitivity: float) -> None:
-        top_k_scale(self.k, _widened(sensitivity), self.budget, self.zcdp)
+        top_k_scale(self.k, _widened(sensitivity), self.budget, self.measure)
 
     def select(self, n_pairs: int, scores=None, sensitivity: float | None = None):
         if scores is None or sensitivity is None:
@@ -116,9 +112,9 @@ class NoisyTopK(Selection):
         k = min(self.k, n_pairs)
         # Scores on the lattice, sensitivity widened by one step: floating-point
         # rounding of the exact values can then never exceed the bound used.
-        scale = top_k_scale(k, _widened(sensitivity), self.budget, self.zcdp)
+        scale = top_k_scale(k, _widened(sensitivity), self.budget, self.measure)
         on_lattice = np.rint(np.asarray(scores, dtype=np.float64) / LATTICE) * LATTICE
-        chosen = _top_k_measurement(k, scale, self.zcdp)([float(s) for s in on_lattice])
+        chosen = _top_k_measurement(k, scale, self.measure)([float(s) for s in on_lattice])
         return tuple(int(i) for i in chosen)
 
 
@@ -155,8 +151,8 @@ class AboveThreshold(Selection):
                 f"sparse vector with epsilon {self.epsilon:.4g}")
 
     @property
-    def cost(self) -> PrivacyCost | None:
-        return PrivacyCost(self.epsilon)
+    def cost(self) -> PrivacyCost:
+        return PureCost(self.epsilon)
 
     def most(self, n_pairs: int) -> int:
         return min(self.max_pairs, n_pairs)
@@ -178,14 +174,14 @@ class AboveThreshold(Selection):
             raise InvalidParameterError("the sparse vector needs the exact scores and their "
                                         "sensitivity")
         _, threshold_scale, query_scale = self.noise_units(sensitivity)
-        sampler = active_sampler()
+        law = self.cost.law  # pure epsilon: discrete Laplace
         # Exact integer arithmetic (Python ints): no clipping, no overflow, even for
         # a sampler that saturates at +-(2**63 - 1).
         scores_units = np.rint(np.clip(np.asarray(scores, dtype=np.float64), 0.0, 1.0)
                                / LATTICE).astype(np.int64).tolist()
         noisy_threshold = (int(round(self.threshold / LATTICE))
-                           + int(sampler.discrete_laplace(threshold_scale, 1)[0]))
-        nu = [int(v) for v in sampler.discrete_laplace(query_scale, n_pairs)]
+                           + int(law.draw(threshold_scale, 1)[0]))
+        nu = [int(v) for v in law.draw(query_scale, n_pairs)]
         above = []
         for i in range(n_pairs):
             if scores_units[i] + nu[i] >= noisy_threshold:
@@ -257,9 +253,7 @@ def check_threshold(value, name: str = "threshold") -> float:
 def pure_epsilon(part: PrivacyCost) -> float:
     """The epsilon a pure-DP rule may use inside ``part``: its epsilon, or inside
     zCDP ``sqrt(2 rho)`` (pure ``eps``-DP is ``eps**2 / 2``-zCDP), rounded down."""
-    if part.measure is PURE_DP:
-        return part.epsilon
-    return safe_down(math.sqrt(2.0 * part.amount()))
+    return part.pure_epsilon()
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,10 @@ what each released value cost (no state, no charging)."""
 
 from __future__ import annotations
 
-from dpmic_dask.privacy.costs import PURE_DP, PrivacyCost
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dpmic_dask.privacy.costs import PrivacyCost
 
 
 def mutual_information_bound_nats(eps: float) -> float:
@@ -17,18 +20,29 @@ def privacy_statement(cost: PrivacyCost, pairs: int, detail: str | None = None) 
 
     ``detail`` replaces the per-pair split in parentheses (releases that select
     pairs first spend their budget in parts, not per pair)."""
-    plural = "s" if pairs != 1 else ""
-    if cost.measure is PURE_DP:
-        bound = mutual_information_bound_nats(cost.epsilon)
-        split = detail or f"{cost.epsilon / pairs:g} per pair over {pairs} pair{plural}"
-        return (
-            f"This release is {cost.epsilon:g}-differentially private with respect to "
-            f"replacing any one row ({split}). This implies that it reveals at most {bound:.4g} "
-            "nats of mutual information about any one row beyond what the other rows already "
-            "reveal."
-        )
+    return cost.statement(pairs, detail)
+
+
+def _plural(pairs: int) -> str:
+    return "s" if pairs != 1 else ""
+
+
+def pure_statement(epsilon: float, pairs: int, detail: str | None = None) -> str:
+    """The statement of a pure ``epsilon``-DP release (:func:`privacy_statement`)."""
+    bound = mutual_information_bound_nats(epsilon)
+    split = detail or f"{epsilon / pairs:g} per pair over {pairs} pair{_plural(pairs)}"
+    return (
+        f"This release is {epsilon:g}-differentially private with respect to "
+        f"replacing any one row ({split}). This implies that it reveals at most {bound:.4g} "
+        "nats of mutual information about any one row beyond what the other rows already "
+        "reveal."
+    )
+
+
+def zcdp_statement(cost: PrivacyCost, pairs: int, detail: str | None = None) -> str:
+    """The statement of a zCDP release (:func:`privacy_statement`)."""
     rho = cost.as_rho()
-    split = detail or f"{rho / pairs:.4g} per pair over {pairs} pair{plural}"
+    split = detail or f"{rho / pairs:.4g} per pair over {pairs} pair{_plural(pairs)}"
     approx = ""
     if cost.approx_delta:
         approx = (f" Part of it is approximate: with probability at most "
@@ -44,8 +58,8 @@ def privacy_statement(cost: PrivacyCost, pairs: int, detail: str | None = None) 
 
 def value_cost(cost: PrivacyCost, pairs: int) -> tuple[float, str]:
     """What each of ``pairs`` released values cost, and the unit it is counted in."""
-    unit = cost.measure.unit
-    return cost.amount() / pairs, unit if cost.measure is PURE_DP else f"{unit} (zCDP)"
+    return cost.amount() / pairs, cost.value_unit()
 
 
-__all__ = ["mutual_information_bound_nats", "privacy_statement", "value_cost"]
+__all__ = ["mutual_information_bound_nats", "privacy_statement", "pure_statement",
+           "value_cost", "zcdp_statement"]

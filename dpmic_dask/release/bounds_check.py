@@ -34,7 +34,7 @@ from dpmic_dask.errors import (
     user_stacklevel,
 )
 from dpmic_dask.privacy.accounting import PrivacyCost
-from dpmic_dask.privacy.costs import PURE_DP, column_epsilon
+from dpmic_dask.privacy.costs import column_epsilon
 from dpmic_dask.privacy.histnoise import histogram_scale
 from dpmic_dask.privacy.selection import check_share
 from dpmic_dask.stats.counting import bins, column_values
@@ -135,7 +135,7 @@ def plan_bounds_check(request, kinds: dict | None, share: float, costs, *, exclu
             "bounds_check has nothing to check: no numeric or time column with public bounds")
     eps_column = column_epsilon(part, len(chosen))
     scale = histogram_scale(eps_column, sensitivity)  # refused now if it cannot be sampled
-    cost = PrivacyCost(part.epsilon) if part.measure is PURE_DP else part
+    cost = part.pure_part()
     names = tuple(request.columns[k] for k in chosen)
     return BoundsCheckPlan(names, tuple(chosen), tuple(request.bounds[k] for k in chosen),
                            eps_column, scale, cost, release_part, total, share,

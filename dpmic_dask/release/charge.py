@@ -147,7 +147,7 @@ def log_charged(mechanism: str, dataset: str, charge_id: str) -> None:
 
 def warn_if_delta_large(delta: float, n: int) -> None:
     """``delta`` at or above ``1 / N`` allows releasing a random row in the clear."""
-    if delta > 0 and delta * n >= 1:
+    if delta * n >= 1:
         warnings.warn(
             f"delta = {delta:g} is at least 1/N for N = {n} rows: an (eps, delta) guarantee "
             "this weak allows publishing a random row in the clear; use delta well below 1/N",

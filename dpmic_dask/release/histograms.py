@@ -34,7 +34,7 @@ from dpmic_dask.privacy.bounds import (
     refined_from_noisy,
     refinement_grid,
 )
-from dpmic_dask.privacy.costs import PURE_DP, column_epsilon
+from dpmic_dask.privacy.costs import column_epsilon
 from dpmic_dask.privacy.histnoise import histogram_scale, noisy_histograms  # noqa: F401
 from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.release.boundsresult import WIDE_DOMAIN, BoundsRelease
@@ -203,10 +203,7 @@ def plan_bounds(schema, columns, coverage, domain, nulls, fill,
                                                     min_columns=1)
     k = len(checked_columns)
     eps_column = column_epsilon(part, k)
-    if part.measure is PURE_DP:
-        total, rho_spent = part.epsilon, None
-    else:
-        total, rho_spent = safe_up(k * eps_column), part.amount()
+    total, rho_spent = part.spent_by_columns(k), part.rho
     plan = BoundsPlan(tuple(checked_columns), total, eps_column, coverages, grids, fills,
                        rho_spent, refines)
     if rho_spent is not None and any(refines):

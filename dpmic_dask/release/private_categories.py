@@ -37,7 +37,7 @@ from dpmic_dask.errors import (
 )
 from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.conversion import rho_cap
-from dpmic_dask.privacy.costs import PURE_DP, column_epsilon, measure_for, split_front
+from dpmic_dask.privacy.costs import column_epsilon, measure_for, split_front
 from dpmic_dask.privacy.partition_selection import (
     ROW_SENSITIVITY,
     bad_event_threshold,
@@ -167,7 +167,7 @@ def choice_total(eps: float, delta: float, unknown) -> tuple[PrivacyCost, float]
     measure = measure_for(delta)
     if not unknown:
         return measure.total(eps, delta), 0.0
-    if measure is PURE_DP:
+    if not measure.holds_approx_parts:
         raise InvalidParameterError(
             f"categories of {list(unknown)} chosen from the values that occur need delta > 0: "
             "a value held by one row is published with probability at most a share of delta. "

@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dpmic_dask.errors import NoiseWarning
-
-if TYPE_CHECKING:
-    from dpmic_dask.privacy.costs import PrivacyCost
+from dpmic_dask.privacy.costs import PrivacyCost
 
 #: A release whose values' ``ci95`` exceeds this warns (:class:`~dpmic_dask.errors.NoiseWarning`)
 #: before the charge, from public quantities, and after, with how many values are
@@ -150,18 +147,11 @@ class PrivacyReport:
                 f"lower bound n0 = {self.rows_lower_bound}).")
 
     def budget_line(self) -> str:
+        cost = PrivacyCost(self.epsilon, self.delta, self.rho)
         if self.parts:
-            total = (f"epsilon = {self.epsilon:g}" if self.rho is None else
-                     f"epsilon = {self.epsilon:g}, delta = {self.delta:g} (rho = "
-                     f"{self.rho:.4g} zCDP)")
-            return f"Budget: {total} in total; {self.parts}."
+            return f"Budget: {cost.total_words()} in total; {self.parts}."
         per = "pair" if self.released != 1 else "value"
-        if self.rho is None:
-            return (f"Budget: epsilon = {self.epsilon:g} in total, "
-                    f"{self.epsilon / self.released:.4g} per {per}.")
-        return (f"Budget: epsilon = {self.epsilon:g}, delta = {self.delta:g} in total, "
-                f"accounted as rho = {self.rho:.4g} zCDP ({self.rho / self.released:.4g} "
-                f"per {per}).")
+        return f"Budget: {cost.per_value_words(self.released, per)}."
 
     def noise_line(self) -> str:
         if self.ci95 == self.ci95:  # not NaN

@@ -21,15 +21,13 @@ It is a plan step like private bounds: :func:`plan_row_count` runs every check
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.privacy.mechanisms.base import check_noise_units
-from dpmic_dask.privacy.noise import active_sampler
-from dpmic_dask.stats.sensitivity import safe_up
+from dpmic_dask.privacy.noise import NoiseLaw
 
 #: Default failure probability of the lower confidence bound.
 DEFAULT_BETA = 1e-3
@@ -45,7 +43,7 @@ class RowCountPlan:
     sensitivity: int
     beta: float
     floor: int
-    law: str  # "laplace" or "gaussian"
+    law: NoiseLaw  # the cost's: discrete Laplace (pure) or discrete Gaussian (zCDP)
     scale: float  # Laplace scale or Gaussian sigma, in rows
     margin: int  # t: P(Z > t) <= beta
 
@@ -81,27 +79,19 @@ def plan_row_count(share_of_budget: PrivacyCost, *, sensitivity: int = 1,
     if isinstance(floor, bool) or not isinstance(floor, int) or floor < 1:
         raise InvalidParameterError("floor must be an integer >= 1")
     beta = check_beta(beta)
-    if share_of_budget.is_pure:
-        scale = safe_up(sensitivity / share_of_budget.epsilon)
-        # P(Z > t) = q^(t+1) / (1 + q) <= exp(-(t + 1) / b), q = exp(-1 / b)
-        margin = max(0, math.ceil(scale * math.log(1.0 / beta)) - 1)
-        law = "laplace"
-    else:
-        scale = safe_up(sensitivity / math.sqrt(2.0 * share_of_budget.as_rho()))
-        # the discrete Gaussian is sub-Gaussian: P(Z > t) <= exp(-t^2 / (2 sigma^2))
-        margin = math.ceil(scale * math.sqrt(2.0 * math.log(1.0 / beta)))
-        law = "gaussian"
+    # one unit moves the count by at most ``sensitivity``: its L1 and L2 sensitivity
+    scale = share_of_budget.noise_scale(sensitivity, sensitivity)
+    law = share_of_budget.law
+    margin = law.margin(scale, beta)
     check_noise_units(scale, "row count")
     return RowCountPlan(share_of_budget, sensitivity, beta, floor, law, scale, margin)
 
 
 def run_row_count(plan: RowCountPlan, exact: int) -> RowCountRelease:
     """Noise on the exact count (call only after the charge); never refuses."""
-    sampler = active_sampler()
-    draw = (sampler.discrete_laplace if plan.law == "laplace" else sampler.discrete_gaussian)
     # Python integers: no overflow whatever the draw (the scale is at most 2**52,
     # so a draw near the samplers' int64 limit has probability below exp(-2**10))
-    noisy = int(exact) + int(draw(plan.scale, 1)[0])
+    noisy = int(exact) + int(plan.law.draw(plan.scale, 1)[0])
     return RowCountRelease(noisy, max(plan.floor, noisy - plan.margin), plan)
 
 

@@ -14,7 +14,7 @@ from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.conversion import check_epsilon
-from dpmic_dask.privacy.costs import PURE_DP, ZCDP, measure_for, split_front
+from dpmic_dask.privacy.costs import measure_for, split_front
 from dpmic_dask.privacy.selection import check_share
 from dpmic_dask.release.bounding import (
     check_max_rows,
@@ -80,7 +80,7 @@ def plan_units(schema, inner_planner, total: PrivacyCost, *, delta, unit, k, cou
     measure = total.measure
     count_part, part, release_eps, _ = split_front(total, share)
     rowcount = plan_row_count(count_part, sensitivity=k, beta=beta)
-    forced = None if measure is PURE_DP else "micr-gauss"
+    forced = measure.forced_mechanism
     budget = part
     if total.approx_delta:  # the bad events of choosing categories: the inner plan's
         budget = PrivacyCost(release_eps, delta, part.rho, total.approx_delta)
@@ -132,9 +132,7 @@ def plan_unit_release(schema, eps, *, privacy_unit=None, max_rows_per_unit=None,
         raise InvalidParameterError(
             "privacy_unit needs max_rows_per_unit, the most rows of one unit that are used "
             "(see dpmic_dask.contribution_bound to choose it privately)")
-    if measure_for(delta) is ZCDP and mechanism not in ("auto", "micr-gauss"):
-        raise InvalidParameterError("with privacy_unit and delta > 0 the release is "
-                                    "micr-gauss (mechanism='auto' or 'micr-gauss')")
+    measure_for(delta).release_mechanism(mechanism, "privacy_unit")
     private = split_private(release.get("categories"))[1]
     total, _ = choice_total(check_epsilon(eps), delta,
                             [c for c, listed in private.items() if listed is UNKNOWN])

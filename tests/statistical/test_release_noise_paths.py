@@ -421,7 +421,7 @@ def test_top_pairs_chooses_with_the_selection_noise_of_its_budget(delta, eps):
     pairs = list(zip(exact["x"], exact["y"]))
     measure = measure_for(delta)
     (choosing,) = measure.split(measure.total(eps, delta), (0.5,))
-    scale = top_k_scale(1, _widened(micr_sensitivity(n)), choosing.amount(), bool(delta))
+    scale = top_k_scale(1, _widened(micr_sensitivity(n)), choosing.amount(), measure)
     chosen = np.zeros(len(pairs))
     for _ in range(runs):
         result = frame.dpmic.top_pairs(1, eps, delta=delta, bounds=bounds, B=grid, c=clumps,

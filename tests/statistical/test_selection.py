@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpmic_dask.privacy.costs import PURE_DP, ZCDP
 from dpmic_dask.privacy.mechanisms.base import LATTICE
 from dpmic_dask.privacy.selection import (
     AboveThreshold,
@@ -49,9 +50,9 @@ def pick_rate(measurement, scores, trials) -> int:
 @pytest.mark.parametrize("mult, within", [(1.0, True), (0.5, False)])
 def test_pure_top_k_stays_within_e_eps_on_tight_neighbours(mult, within):
     eps, m, trials = 1.0, 50, 6000
-    scale = top_k_scale(1, SENSITIVITY, eps, zcdp=False)
-    assert _top_k_measurement(1, scale, False).map(SENSITIVITY) <= eps
-    measurement = _top_k_measurement(1, scale * mult, False)
+    scale = top_k_scale(1, SENSITIVITY, eps, PURE_DP)
+    assert _top_k_measurement(1, scale, PURE_DP).map(SENSITIVITY) <= eps
+    measurement = _top_k_measurement(1, scale * mult, PURE_DP)
     here = [0.0] * m
     there = [SENSITIVITY] + [-SENSITIVITY] * (m - 1)  # every score moved by Delta
     a, b = pick_rate(measurement, here, trials), pick_rate(measurement, there, trials)
@@ -69,10 +70,10 @@ def test_pure_top_k_stays_within_e_eps_on_tight_neighbours(mult, within):
 @pytest.mark.parametrize("mult, fits", [(1.0, True), (0.7, False), (1.3, False)])
 def test_zcdp_top_k_is_the_exponential_mechanism_at_the_calibrated_scale(mult, fits):
     rho, trials = 0.05, 5000
-    scale = top_k_scale(1, SENSITIVITY, rho, zcdp=True)
-    assert _top_k_measurement(1, scale, True).map(SENSITIVITY) <= rho
+    scale = top_k_scale(1, SENSITIVITY, rho, ZCDP)
+    assert _top_k_measurement(1, scale, ZCDP).map(SENSITIVITY) <= rho
     scores = scale * np.array([0.0, 0.5, 1.0, 1.5, 2.0])
-    measurement = _top_k_measurement(1, scale * mult, True)
+    measurement = _top_k_measurement(1, scale * mult, ZCDP)
     picks = np.bincount([measurement(list(scores))[0] for _ in range(trials)], minlength=5)
     p = np.exp(scores / scale)
     p /= p.sum()
@@ -109,7 +110,7 @@ def laplace_difference_tail(d: float, b1: float, b2: float) -> float:
 @pytest.mark.parametrize("mult, fits", [(1.0, True), (0.7, False), (1.3, False), (0.5, False)])
 def test_sparse_vector_noise_is_at_the_calibrated_scale(monkeypatch, mult, fits):
     eps, max_pairs, trials = 1.0, 3, 3000
-    monkeypatch.setattr("dpmic_dask.privacy.selection.active_sampler", lambda: sampler)
+    monkeypatch.setattr("dpmic_dask.privacy.noise.active_sampler", lambda: sampler)
     sampler = FastLaplace(int(mult * 100))
     declared = AboveThreshold(0.5, max_pairs, eps)
     units, b1, b2 = declared.noise_units(SENSITIVITY)
@@ -131,7 +132,7 @@ def test_sparse_vector_noise_is_at_the_calibrated_scale(monkeypatch, mult, fits)
 
 
 def test_sparse_vector_stops_after_max_pairs_in_public_order(monkeypatch):
-    monkeypatch.setattr("dpmic_dask.privacy.selection.active_sampler", lambda: FastLaplace(3))
+    monkeypatch.setattr("dpmic_dask.privacy.noise.active_sampler", lambda: FastLaplace(3))
     rule = AboveThreshold(0.5, 2, 1e6)  # noise far below the gaps
     scores = np.array([0.9, 0.1, 0.8, 0.95, 0.7])
     assert rule.select(5, scores, SENSITIVITY) == (0, 2)
@@ -156,6 +157,7 @@ def test_sparse_vector_compares_exactly_when_draws_saturate(monkeypatch):
     scores = np.array([0.0, 0.5, 1.0])
     for threshold_draw, query_draw, want in [(top, top, (1, 2)), (top, 0, ()),
                                              (bottom, 0, (0, 1)), (0, bottom, ())]:
-        monkeypatch.setattr("dpmic_dask.privacy.selection.active_sampler",
-                            lambda: Saturated(threshold_draw, query_draw))
+        sampler = Saturated(threshold_draw, query_draw)  # one per select: draws in turn
+        monkeypatch.setattr("dpmic_dask.privacy.noise.active_sampler",
+                            lambda s=sampler: s)
         assert AboveThreshold(0.5, 2, 1.0).select(3, scores, SENSITIVITY) == want

@@ -93,3 +93,66 @@ def test_a_front_step_and_its_release_share_the_budget(delta):
         assert rho_from_eps_delta(release_eps, delta) <= rest.amount()
         with pytest.raises(InvalidParameterError, match="with a step and delta > 0"):
             split_front(total, 0.1, "micr-lap", "a step")
+
+
+def test_privacy_cost_builds_the_kind_its_amounts_make_and_round_trips():
+    import pickle
+
+    from dpmic_dask.privacy.costs import PureCost, ZCDPCost
+
+    pure, zcdp = PrivacyCost(0.5), PrivacyCost(1.0, 1e-6, 0.02, 1e-7)
+    assert type(pure) is PureCost and type(zcdp) is ZCDPCost
+    assert pure == PureCost(0.5) and zcdp == ZCDPCost(1.0, 1e-6, 0.02, 1e-7)
+    assert PrivacyCost(epsilon=1.0, delta=1e-6, rho=0.02) == ZCDPCost(1.0, 1e-6, 0.02)
+    for cost in (pure, zcdp, PrivacyCost.checked(0.3), PrivacyCost.checked(1.0, 1e-6, 0.1)):
+        assert isinstance(cost, PrivacyCost)
+        assert pickle.loads(pickle.dumps(cost)) == cost
+        # as a ledger stores and reads it back: the four amounts
+        again = PrivacyCost(cost.epsilon, cost.delta, cost.rho, cost.approx_delta)
+        assert again == cost and type(again) is type(cost)
+    assert PrivacyCost.checked(0.3).measure is PURE_DP
+    assert PrivacyCost.checked(1.0, 1e-6, 0.1).measure is ZCDP
+    with pytest.raises(InvalidParameterError, match="no rho"):
+        PureCost(1.0, 0.0, 0.1)
+    with pytest.raises(InvalidParameterError, match="rho"):
+        ZCDPCost(1.0, 1e-6)
+    with pytest.raises(InvalidParameterError, match="approximate"):
+        PrivacyCost(1.0, 0.0, None, 1e-9)
+
+
+def test_each_kind_says_its_law_scale_and_words():
+    from dpmic_dask.privacy.noise import GAUSSIAN, LAPLACE
+
+    pure, zcdp = PrivacyCost(0.5), ZCDP.total(1.0, 1e-6)
+    assert pure.law is LAPLACE and zcdp.law is GAUSSIAN
+    assert (pure.norm, zcdp.norm) == ("L1", "L2")
+    assert pure.sensitivity(3.0, 2.0) == 3.0 and zcdp.sensitivity(3.0, 2.0) == 2.0
+    assert pure.noise_scale(3.0, 2.0) >= 3.0 / 0.5
+    assert pure.noise_scale(3.0, 2.0) == pytest.approx(6.0, rel=1e-9)
+    sigma = zcdp.noise_scale(3.0, 2.0)
+    assert sigma >= 2.0 / math.sqrt(2.0 * zcdp.rho)
+    assert sigma == pytest.approx(2.0 / math.sqrt(2.0 * zcdp.rho), rel=1e-9)
+    assert pure.pure_epsilon() == 0.5
+    assert zcdp.pure_epsilon() ** 2 / 2 <= zcdp.rho
+    assert pure.pure_part() == PrivacyCost(0.5) and zcdp.pure_part() is zcdp
+    assert PrivacyCost(0.5, 1e-6).pure_part() == PrivacyCost(0.5)  # a pure step states no delta
+    assert pure.statement(2).startswith("This release is 0.5-differentially private")
+    assert "zCDP" in zcdp.statement(2)
+    assert pure.value_unit() == "epsilon" and zcdp.value_unit() == "rho (zCDP)"
+    assert pure.spent_by_columns(3) == 0.5
+    assert zcdp.spent_by_columns(3) >= 3 * zcdp.per_column(3)
+
+
+def test_laws_say_their_tails():
+    from dpmic_dask.privacy.noise import GAUSSIAN, LAPLACE
+
+    # discrete Laplace: P(Z > t) <= exp(-(t + 1) / b); discrete Gaussian: exp(-t^2 / 2s^2)
+    for scale in (0.5, 3.0, 40.0):
+        t = LAPLACE.margin(scale, 1e-3)
+        assert math.exp(-(t + 1) / scale) <= 1e-3 < math.exp(-t / scale) or t == 0
+        t = GAUSSIAN.margin(scale, 1e-3)
+        assert math.exp(-t * t / (2 * scale * scale)) <= 1e-3
+        assert math.exp(-(t - 1) ** 2 / (2 * scale * scale)) > 1e-3
+    assert LAPLACE.variance(2.0) == 8.0 and GAUSSIAN.variance(2.0) == 4.0
+    assert LAPLACE.ci95 == pytest.approx(math.log(20)) and GAUSSIAN.ci95 == pytest.approx(1.96,
+                                                                                          abs=1e-3)

@@ -9,7 +9,7 @@ import pytest
 
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.costs import PrivacyCost
-from dpmic_dask.privacy.noise import _ACTIVE
+from dpmic_dask.privacy.noise import _ACTIVE, GAUSSIAN, LAPLACE
 from dpmic_dask.release.rowcount import check_beta, plan_row_count, run_row_count
 
 
@@ -38,7 +38,7 @@ def drawn(value, plan, exact):
 
 def test_pure_share_gives_discrete_laplace_of_scale_k_over_eps():
     plan = plan_row_count(PrivacyCost(0.05), sensitivity=8, beta=1e-3)
-    assert plan.law == "laplace"
+    assert plan.law is LAPLACE
     assert plan.scale == pytest.approx(8 / 0.05, rel=1e-11) and plan.scale >= 8 / 0.05
     # P(Z > t) <= exp(-(t + 1) / b) <= beta
     assert math.exp(-(plan.margin + 1) / plan.scale) <= 1e-3
@@ -47,7 +47,7 @@ def test_pure_share_gives_discrete_laplace_of_scale_k_over_eps():
 
 def test_zcdp_share_gives_discrete_gaussian():
     plan = plan_row_count(PrivacyCost(0.3, 1e-6, 0.002), sensitivity=4, beta=1e-4)
-    assert plan.law == "gaussian"
+    assert plan.law is GAUSSIAN
     assert plan.scale == pytest.approx(4 / math.sqrt(2 * 0.002), rel=1e-11)
     assert math.exp(-plan.margin ** 2 / (2 * plan.scale ** 2)) <= 1e-4
 

@@ -22,7 +22,6 @@ wrap around and reveal whether the exact value is 0.
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -30,8 +29,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dpmic_dask.errors import InvalidParameterError
-from dpmic_dask.privacy.conversion import check_delta, check_epsilon
-from dpmic_dask.privacy.noise import NoiseLaw
+from dpmic_dask.privacy.conversion import check_delta, check_epsilon, require_delta
+from dpmic_dask.privacy.noise import GAUSSIAN, LAPLACE, NoiseLaw
 from dpmic_dask.stats.defaults import grid_defaults
 
 if TYPE_CHECKING:
@@ -44,8 +43,8 @@ LATTICE = 2.0 ** -40
 #: saturate at +-(2**63 - 1); such plans are refused before anything is charged.
 MAX_NOISE_UNITS = 2.0 ** 52
 #: Half-width multipliers of the central 95% interval of the noise alone.
-LAPLACE_CI95 = math.log(20.0)
-GAUSS_CI95 = 1.959963984540054
+LAPLACE_CI95 = LAPLACE.ci95
+GAUSS_CI95 = GAUSSIAN.ci95
 
 
 @dataclass(frozen=True)
@@ -160,8 +159,8 @@ class Mechanism(ABC):
         check_law(type(self))
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta(delta)
-        if self.needs_delta and self.delta == 0.0:
-            raise InvalidParameterError(f"mechanism {label!r} needs delta > 0")
+        if self.needs_delta:
+            require_delta(self.delta, f"mechanism {label!r} needs delta > 0")
         self.statistic = statistic
         self.label = label
 

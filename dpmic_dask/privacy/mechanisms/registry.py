@@ -8,8 +8,8 @@ The built-in mechanisms are registered in :mod:`dpmic_dask.privacy.mechanisms`
 from __future__ import annotations
 
 from dpmic_dask.errors import InvalidParameterError
-from dpmic_dask.privacy.conversion import check_delta, check_epsilon
-from dpmic_dask.privacy.costs import PURE_DP, Measure, measure_for
+from dpmic_dask.privacy.conversion import check_delta, check_epsilon, require_delta
+from dpmic_dask.privacy.costs import Measure, measure_for
 from dpmic_dask.privacy.mechanisms.base import Mechanism, NoisePlan, check_law
 from dpmic_dask.stats.defaults import grid_defaults
 from dpmic_dask.stats.statistics.registry import get_statistic, public_statistics
@@ -62,12 +62,16 @@ def resolve_mechanism(mechanism: str, eps: float, delta: float, pairs: int) -> s
     ``rho``."""
     mechanism = check_mechanism(mechanism)
     if mechanism != "auto":
-        if _RELEASES[mechanism][1].needs_delta and delta == 0:
-            raise InvalidParameterError(f"mechanism {mechanism!r} needs delta > 0")
+        if _RELEASES[mechanism][1].needs_delta:
+            require_delta(delta, f"mechanism {mechanism!r} needs delta > 0")
         return mechanism
-    if measure_for(delta) is PURE_DP:
-        return "micr-lap"
-    return "micr-gauss"
+    return auto_mechanism(delta)
+
+
+def auto_mechanism(delta: float) -> str:
+    """The release mechanism ``auto`` stands for: the value mechanism of the
+    measure ``delta`` chooses (``micr-lap``, ``micr-gauss``)."""
+    return f"micr-{measure_for(delta).noise}"
 
 
 def mechanism_supports(mechanism: str, feature: str, delta: float = 0.0) -> bool:
