@@ -168,3 +168,19 @@ def test_readme_first_screen_answers_the_five_needs():
     assert (DOCS / "report.png").stat().st_size < 300_000
     for link in re.findall(r"\]\((docs/[^)#]+)", README):
         assert (ROOT / link).exists(), link
+
+
+def test_every_path_the_docs_name_exists():
+    """A file or folder named in backticks (`dpmic_dask/privacy/mechanisms/`,
+    `release/executor.py`, relative to the package where it is not from the root)
+    exists: a page cannot send a reader to a moved module."""
+    roots = ("dpmic_dask", "tests", "benchmarks", "tools", "examples", "docs", "deploy")
+    missing = []
+    for path in [*DOCS.glob("*.md"), ROOT / "README.md"]:
+        text = path.read_text()
+        named = re.findall(r"`((?:%s)/[\w./-]*)`" % "|".join(roots), text)
+        named += [f"dpmic_dask/{p}" for p in re.findall(r"`([a-z_]+/[\w/]*\.py)`", text)
+                  if p.split("/")[0] not in roots]
+        missing += [(path.name, p) for p in named if "*" not in p
+                    and not (ROOT / p.rstrip(".")).exists()]
+    assert missing == []
