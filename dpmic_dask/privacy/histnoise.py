@@ -9,6 +9,7 @@ import numpy as np
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.costs import PureCost
 from dpmic_dask.privacy.mechanisms.base import check_noise_units
+from dpmic_dask.privacy.noise import with_count_noise
 from dpmic_dask.stats.sensitivity import safe_up
 
 
@@ -21,18 +22,12 @@ def noisy_histograms(counts, eps_column: float, sensitivity: float = 2.0):
     (``docs/privacy.md`` section 12). Call only after the charge.
 
     The sums are exact int64: counts lie in ``[0, n]``, and a draw is held within
-    ``n`` of the int64 limit, as a saturating sampler holds it at the limit (a
-    draw that large has probability below ``exp(-2**10)`` at the largest scale
-    allowed, :data:`~dpmic_dask.privacy.mechanisms.base.MAX_NOISE_UNITS`)."""
+    the public :data:`~dpmic_dask.privacy.noise.COUNT_NOISE_LIMIT` (a draw that
+    large has probability below ``exp(-2**10)`` at the largest scale allowed,
+    :data:`~dpmic_dask.privacy.mechanisms.base.MAX_NOISE_UNITS`)."""
     scale = histogram_scale(eps_column, sensitivity)
     law = PureCost.law  # each column's histogram is a pure eps_column-DP release
-    limit = np.iinfo(np.int64).max
-    noisy = []
-    for row in counts:
-        row = np.asarray(row, dtype=np.int64)
-        z = np.asarray(law.draw(scale, row.size), dtype=np.int64)
-        top = limit - int(row.max(initial=0))
-        noisy.append(row + np.clip(z, -top, top))
+    noisy = [with_count_noise(row, law.draw(scale, np.size(row))) for row in counts]
     return noisy, scale
 
 

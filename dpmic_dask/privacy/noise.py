@@ -162,6 +162,20 @@ def active_sampler():
 # ------------------------------------------------------------------ noise laws
 
 
+#: Every integer draw added to a count is held within +/- this public constant:
+#: a count below 2**62 (any table's) plus a held draw stays exact in int64, and
+#: the hold never depends on the counts. A draw that large has probability below
+#: ``exp(-2**10)`` at the largest scale the samplers accept.
+COUNT_NOISE_LIMIT = 2**62
+
+
+def with_count_noise(counts, noise) -> np.ndarray:
+    """``counts + noise`` in exact int64, each draw held within
+    :data:`COUNT_NOISE_LIMIT` (post-processing of the draw alone)."""
+    held = np.clip(np.asarray(noise, dtype=np.int64), -COUNT_NOISE_LIMIT, COUNT_NOISE_LIMIT)
+    return np.asarray(counts, dtype=np.int64) + held
+
+
 class NoiseLaw:
     """An integer noise distribution a mechanism declares (its type, not a name):
     :meth:`draw` takes ``size`` exact draws at ``scale`` (in integer units) from

@@ -33,6 +33,7 @@ import numpy as np
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.conversion import require_delta
 from dpmic_dask.privacy.costs import PureCost
+from dpmic_dask.privacy.noise import with_count_noise
 from dpmic_dask.stats.sensitivity import safe_up
 
 #: Probability that some candidate with no rows at all is kept (sets the pure
@@ -81,9 +82,7 @@ def select_candidates(counts, eps_column: float, threshold: int | None = None, *
     scale = candidate_scale(eps_column, sensitivity)
     if threshold is None:
         threshold = candidate_threshold(scale, counts.size)
-    noise = np.asarray(CANDIDATE_LAW.draw(scale, counts.size), dtype=np.int64)
-    limit = np.iinfo(np.int64).max - int(counts.max(initial=0))
-    noisy = counts + np.clip(noise, -limit, limit)  # exact int64, never wraps
+    noisy = with_count_noise(counts, CANDIDATE_LAW.draw(scale, counts.size))
     return noisy >= threshold, scale, int(threshold)
 
 
@@ -156,9 +155,7 @@ def select_sorted(values: list, exact: np.ndarray, eps: float, threshold: int, *
     if len(values) == 0:
         return []
     scale = candidate_scale(eps, sensitivity)
-    noise = np.asarray(CANDIDATE_LAW.draw(scale, exact.size), dtype=np.int64)
-    limit_int = np.iinfo(np.int64).max - int(exact.max())
-    noisy = exact + np.clip(noise, -limit_int, limit_int)
+    noisy = with_count_noise(exact, CANDIDATE_LAW.draw(scale, exact.size))
     kept = [k for k in range(len(values)) if noisy[k] >= threshold]
     if limit is not None and len(kept) > limit:
         kept = sorted(sorted(kept, key=lambda k: -int(noisy[k]))[:limit])

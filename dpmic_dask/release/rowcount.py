@@ -27,7 +27,7 @@ from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.privacy.mechanisms.base import check_noise_units
-from dpmic_dask.privacy.noise import NoiseLaw
+from dpmic_dask.privacy.noise import NoiseLaw, with_count_noise
 
 #: Default failure probability of the lower confidence bound.
 DEFAULT_BETA = 1e-3
@@ -91,7 +91,7 @@ def run_row_count(plan: RowCountPlan, exact: int) -> RowCountRelease:
     """Noise on the exact count (call only after the charge); never refuses."""
     # Python integers: no overflow whatever the draw (the scale is at most 2**52,
     # so a draw near the samplers' int64 limit has probability below exp(-2**10))
-    noisy = int(exact) + int(plan.law.draw(plan.scale, 1)[0])
+    noisy = int(with_count_noise([exact], plan.law.draw(plan.scale, 1))[0])
     return RowCountRelease(noisy, max(plan.floor, noisy - plan.margin), plan)
 
 

@@ -39,6 +39,7 @@ from dpmic_dask.backends import backend_for
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.conversion import check_epsilon
+from dpmic_dask.privacy.noise import with_count_noise
 from dpmic_dask.release.bounding import (
     ContributionBound,
     check_unit_columns,
@@ -178,7 +179,7 @@ def _bound(frame, unit, eps, release, quantile, tolerance, ledger, dataset, top,
                               columns=unit)
     scale = safe_up(1.0 / eps)
     charge = yield Bill(cost, label or "contribution bound", "unit-size-hist", unit)
-    noisy = counts.astype(np.int64) + cost.law.draw(scale, len(grid))
+    noisy = with_count_noise(counts, cost.law.draw(scale, len(grid)))
     # from here on: post-processing of the released ``noisy`` only
     return choose_from_histogram(noisy, grid, planned, rule=rule, quantile=quantile,
                                  tolerance=tolerance, epsilon=eps, noise_scale=scale,

@@ -102,3 +102,16 @@ def test_refused_release_charges_nothing():
         dm.private_mic(x, y, eps=1e-12, x_bounds=(0, 1), y_bounds=(0, 1), B=8, c=5,
                        ledger=ledger, dataset="d")
     assert ledger.charges() == []
+
+
+def test_count_noise_is_held_at_a_public_limit_not_one_read_from_the_counts():
+    from dpmic_dask.privacy.noise import COUNT_NOISE_LIMIT, with_count_noise
+
+    top = np.iinfo(np.int64).max
+    draws = np.array([top, -top, 5, -5], dtype=np.int64)
+    for counts in ([0, 0, 0, 0], [10**6, 3, 7, 0], [2**62 - 1, 2**62 - 1, 1, 1]):
+        out = with_count_noise(np.array(counts, dtype=np.int64), draws)
+        held = out - np.array(counts, dtype=np.int64)
+        # the same hold whatever the counts: it says nothing about them
+        assert held.tolist() == [COUNT_NOISE_LIMIT, -COUNT_NOISE_LIMIT, 5, -5]
+        assert out.dtype == np.int64
