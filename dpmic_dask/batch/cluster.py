@@ -50,6 +50,10 @@ from dpmic_dask.batch.interrupts import deferred, noisy_loggers_silenced
 from dpmic_dask.errors import ClusterError, InvalidParameterError
 
 DEFAULT_TIMEOUT = 30.0
+#: Seconds a new local cluster's worker processes may take to start when no
+#: timeout is given: longer than a scheduler's answer, since on a loaded host (other
+#: jobs starting their own clusters) starting processes is slow but not a failure.
+LOCAL_START_TIMEOUT = 120.0
 _ADDRESS = re.compile(r"^(tcp|tls|inproc|ucx|ws|wss)://[^\s/]+$")
 
 
@@ -261,13 +265,16 @@ def _wait_for_workers(cluster, client, workers: int, timeout: float) -> None:
 
 
 def open_cluster(*, scheduler: str | None, workers: int = 2,
-                 timeout: float = DEFAULT_TIMEOUT) -> ExitStack:
+                 timeout: float | None = None) -> ExitStack:
     """A context holding a Dask client: on ``scheduler`` if given (probed first,
-    under ``timeout``), else on a new quiet local cluster of ``workers`` processes
-    (at most :func:`max_local_workers`) that must start within ``timeout``.
+    under ``timeout``, default :data:`DEFAULT_TIMEOUT`), else on a new quiet local
+    cluster of ``workers`` processes (at most :func:`max_local_workers`) that must
+    start within ``timeout`` (default :data:`LOCAL_START_TIMEOUT`).
     Task-failure logs are redacted on every process involved. A failure or an
     interruption (:class:`~dpmic_dask.batch.interrupts.Interrupted`) while it starts
     closes what was started, quietly, before the error propagates."""
+    if timeout is None:
+        timeout = DEFAULT_TIMEOUT if scheduler else LOCAL_START_TIMEOUT
     timeout = check_timeout(timeout, "cluster.timeout")
     if not scheduler:
         check_local_workers(workers, "workers")

@@ -82,7 +82,7 @@ class Job:
     output_sql_table: str | None = None
     output_timeout: float = 30.0
     scheduler: str | None = None
-    timeout: float = 30.0
+    timeout: float | None = None  # cluster.timeout: 30 s for a scheduler, 120 to start one
     workers: int = 2
     task_memory: int = DEFAULT_TASK_MEMORY
     select_rule: str | None = None

@@ -50,8 +50,9 @@ Example (TOML)::
 
     [cluster]
     scheduler = "tcp://scheduler:8786"     # default: $DASK_SCHEDULER_ADDRESS, else a local cluster
-    timeout = 30                           # seconds for the scheduler to answer (or for
-                                           #   a local cluster's workers to start)
+    timeout = 30                           # seconds for the scheduler to answer (default
+                                           #   30), or for a local cluster's workers to
+                                           #   start (default 120)
     # workers = 2                          # local cluster: 1 to 4 per CPU core
     task_memory = "256 MiB"                # counts and input one task holds (sets block sizes)
     [ledger]

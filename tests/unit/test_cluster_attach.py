@@ -54,3 +54,28 @@ def test_the_local_worker_cap_follows_the_cores():
     assert check_local_workers(limit) == limit
     with pytest.raises(InvalidParameterError, match="set cluster.scheduler"):
         check_local_workers(limit + 1)
+
+
+@pytest.mark.parametrize("scheduler, given, expected", [
+    (None, None, 120.0), ("tcp://127.0.0.1:1", None, 30.0),
+    (None, 7, 7.0), ("tcp://127.0.0.1:1", 7, 7.0),
+])
+def test_a_local_cluster_gets_longer_to_start_than_a_scheduler_to_answer(
+        monkeypatch, scheduler, given, expected):
+    """Without cluster.timeout, a local cluster's workers get 120 s to start (slow on a
+    loaded host, not failed) and a scheduler 30 s to answer; a given timeout is used
+    for both."""
+    from dpmic_dask.batch import cluster
+
+    seen = []
+
+    def stop(*args):
+        seen.append(float(args[-1]))
+        raise ClusterError("stopped here")
+
+    monkeypatch.setattr(cluster, "_start_local", stop)
+    monkeypatch.setattr(cluster, "probe_scheduler", stop)
+    with pytest.raises(ClusterError, match="stopped here"):
+        with cluster.open_cluster(scheduler=scheduler, workers=1, timeout=given):
+            pass
+    assert seen == [expected]
