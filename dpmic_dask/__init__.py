@@ -78,3 +78,9 @@ __all__ = [
 ]
 
 from dpmic_dask._version import __version__ as __version__  # noqa: E402
+
+
+def __dir__() -> list[str]:
+    """What the package teaches (``__all__``): its submodules stay importable by
+    name (``dpmic_dask.stats``, ``dpmic_dask.testing``) but are not listed."""
+    return sorted([*__all__, "__version__"])

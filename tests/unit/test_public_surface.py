@@ -93,3 +93,15 @@ def test_the_mechanisms_noise_plan_is_plan_noise_and_the_old_name_warns():
     with pytest.warns(FutureWarning, match="use plan_noise"):
         old = mechanisms.plan_release
     assert old is mechanisms.plan_noise and old is not plan_release
+
+
+def test_dir_lists_what_the_docs_teach_and_nothing_else():
+    """``dir(dpmic_dask)`` is ``__all__`` (submodules stay importable, unlisted), and
+    every name in it is taught by the README or docs/api.md."""
+    from pathlib import Path
+
+    assert dir(dm) == sorted([*dm.__all__, "__version__"])
+    assert "stats" not in dir(dm) and dm.stats.exact.mice is dm.mice  # importable by name
+    root = Path(dm.__file__).resolve().parent.parent
+    taught = (root / "README.md").read_text() + (root / "docs" / "api.md").read_text()
+    assert [name for name in dm.__all__ if name not in taught] == []
