@@ -5,7 +5,10 @@ guarantee; their names and docstrings say so.
 """
 
 from dpmic_dask import causal as causal  # noqa: F401  (also provides frame.dpmic.causal_graph)
-from dpmic_dask import ldp  # the local model: ldp.randomize, ldp.pairwise
+from dpmic_dask import (
+    config,  # the engine's knobs: config.set(task_memory=...), config.get(...)
+    ldp,  # the local model: ldp.randomize, ldp.pairwise
+)
 from dpmic_dask.errors import (
     BoundsWarning,
     BudgetExceededError,
@@ -72,6 +75,7 @@ __all__ = [
     "private_mic",
     "session_ledger",
     "causal",
+    "config",
     "contribution_bound",
     "ldp",
     "using_ledger",

@@ -9,8 +9,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpmic_dask.stats.limits import DEFAULT_TASK_MEMORY
-
 SECTIONS = {
     "job": {"name", "dataset"},
     "input": {"paths", "format", "sql_url", "sql_table", "sql_query", "timeout",
@@ -84,7 +82,7 @@ class Job:
     scheduler: str | None = None
     timeout: float | None = None  # cluster.timeout: 30 s for a scheduler, 120 to start one
     workers: int = 2
-    task_memory: int = DEFAULT_TASK_MEMORY
+    task_memory: int | None = None  # [cluster] task_memory; None: dpmic_dask.config's
     select_rule: str | None = None
     select_k: int | None = None
     select_threshold: float | None = None

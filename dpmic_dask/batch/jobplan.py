@@ -13,6 +13,7 @@ import os
 from dpmic_dask.batch.jobcausal import causal_plan
 from dpmic_dask.batch.jobfile import JobError
 from dpmic_dask.batch.jobmodel import Job, job_schema
+from dpmic_dask.config import resolve
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.mechanisms.registry import auto_mechanism
 from dpmic_dask.release.request import JobFileNames
@@ -95,7 +96,8 @@ def job_selection(job: Job) -> dict | None:
         return None
     return {"rule": job.select_rule, "k": job.select_k, "threshold": job.select_threshold,
             "max_pairs": job.select_max_pairs, "share": job.select_share,
-            "screen_B": job.screen_B, "B": job.B, "c": job.c, "task_memory": job.task_memory,
+            "screen_B": job.screen_B, "B": job.B, "c": job.c,
+            "task_memory": resolve("task_memory", job.task_memory),
             "statistics": job.statistics}
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+from dpmic_dask import config
 from dpmic_dask.backends import backend_for
 from dpmic_dask.batch import cluster, jobio  # modules: their functions looked up when called
 from dpmic_dask.batch.forecast import Forecast, forecast  # noqa: F401  (re-exported)
@@ -264,14 +265,16 @@ def run_causal(job, frame, ledger, progress):
 
 def _release(job, ledger: JournaledRun, progress):
     """Start or reach the cluster, read the input, plan and run the release (one
-    charge)."""
-    with cluster.open_cluster(scheduler=job.scheduler, workers=job.workers, timeout=job.timeout):
+    charge). ``[cluster] task_memory`` sets :mod:`dpmic_dask.config` for the run."""
+    knobs = {} if job.task_memory is None else {"task_memory": job.task_memory}
+    with config.set(**knobs), cluster.open_cluster(
+            scheduler=job.scheduler, workers=job.workers, timeout=job.timeout):
         frame = jobio.load_input(job)
         if job.causal is not None:  # [causal]: a CPDAG, charged to the same ledger
             return run_causal(job, frame, ledger, progress)
         plan = job_release_plan(job, backend_for(frame).schema(frame))
         return run_release(frame, plan, ledger=ledger, dataset=job.dataset,
-                           progress=progress)
+                           progress=config.resolve("progress", progress))
 
 
 # ---------------------------------------------------------------- planning

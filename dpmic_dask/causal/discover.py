@@ -63,6 +63,7 @@ from dpmic_dask.causal.tables import (
     combine_counts,
     count_partition,
 )
+from dpmic_dask.config import engine
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon
 from dpmic_dask.privacy.costs import measure_for
@@ -75,7 +76,6 @@ from dpmic_dask.release.charge import (
 )
 from dpmic_dask.release.executor import Staged, run_charged
 from dpmic_dask.release.report import warn_noise_swamps_tests
-from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY
 
 
 def _blocks(layout_keys, codings) -> list[tuple]:
@@ -149,7 +149,7 @@ def _first_level(frame, request, backend, split_every, progress, passes):
 def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_condition_size=2,
                  bounds=None, categories=None, bins=DEFAULT_BINS, test="auto",
                  select_share=0.25, level_shares=None, ledger=None, dataset=None,
-                 label=None, split_every=DEFAULT_SPLIT_EVERY, progress=None) -> CausalGraph:
+                 label=None, split_every=None, progress=None) -> CausalGraph:
     """Release a differentially private CPDAG of ``frame``'s columns, once.
 
     The PC algorithm (PC-stable skeleton, v-structures, Meek's rules R1-R3) with
@@ -195,6 +195,9 @@ def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_conditi
         Relative weights of the levels (default equal).
     ledger, dataset, label
         Where the one charge is recorded, and under which name.
+    split_every, progress
+        Overrides of :mod:`dpmic_dask.config` for this call; not given, they are
+        read from it once, before anything is read.
 
     Returns
     -------
@@ -202,6 +205,8 @@ def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_conditi
         ``.edges``, ``.separating_sets``, ``.adjacency()``, ``.report()``,
         ``.plot()``, ``.to_dot()``.
     """
+    knobs = engine(split_every=split_every, progress=progress)
+    split_every, progress = knobs.split_every, knobs.progress
     return run_charged(_causal(frame, eps, delta, columns, alpha, max_condition_size, bounds,
                                categories, bins, test, select_share, level_shares, ledger,
                                dataset, label, split_every, progress),
@@ -272,7 +277,7 @@ def _margin_range(request: CausalRequest, n: int) -> float:
 
 def causal_graph_exact(frame, *, columns=None, alpha=0.05, max_condition_size=2, bounds=None,
                        categories=None, bins=DEFAULT_BINS, test="auto",
-                       split_every=DEFAULT_SPLIT_EVERY, progress=None) -> CausalGraph:
+                       split_every=None, progress=None) -> CausalGraph:
     """NOT PRIVATE: the same PC search with exact decisions (for references).
 
     With ``test="g"`` each decision is causal-learn's ``gsq`` test (degrees of
@@ -282,8 +287,11 @@ def causal_graph_exact(frame, *, columns=None, alpha=0.05, max_condition_size=2,
     ``fisherz`` test on the Pearson correlations of the raw values (the same
     skeleton as ``pc(..., indep_test="fisherz", stable=True)``). With
     ``test="tau"`` or ``"copula"`` it is the private release's decision without
-    noise. Charges nothing.
+    noise. Charges nothing. ``split_every`` and ``progress``: as for
+    :func:`causal_graph`.
     """
+    knobs = engine(split_every=split_every, progress=progress)
+    split_every, progress = knobs.split_every, knobs.progress
     backend = backend_for(frame)
     request = check_request(backend.schema(frame), columns=columns, alpha=alpha,
                             max_condition_size=max_condition_size, bounds=bounds,

@@ -27,7 +27,6 @@ from dpmic_dask.release.public_plan import Plan
 from dpmic_dask.release.unitplan import plan_unit_release
 from dpmic_dask.stats.categories import category_kinds
 from dpmic_dask.stats.kinds import axis_arguments
-from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY, DEFAULT_TASK_MEMORY
 
 #: The arguments every private release method passes on to the plan as given.
 _RELEASE_ARGUMENTS = ("bounds", "columns", "delta", "B", "c", "nulls", "fill", "split_every",
@@ -52,8 +51,8 @@ class DPMICAccessor:
 
     def pairwise(self, eps, *, bounds, columns=None, delta=0.0, mechanism="auto", B=None,
                  c=None, nulls="raise", fill=None, ledger=None, dataset=None,
-                 split_every=DEFAULT_SPLIT_EVERY, progress=None, label=None,
-                 task_memory=DEFAULT_TASK_MEMORY, statistics=("mic",),
+                 split_every=None, progress=None, label=None,
+                 task_memory=None, statistics=("mic",),
                  bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
                  privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True,
                  bounds_check="auto"):
@@ -129,14 +128,15 @@ class DPMICAccessor:
             are seconds since the epoch, UTC).
         ledger, dataset : where the one budget charge is recorded (a ledger object, or a
             ledger URL such as ``"sqlite:///ledger.db"``).
-        split_every : int
-            Fan-in of the tree reduction of partition counts.
-        task_memory : int
-            Public memory budget in bytes for the counts one task holds (default 256
-            MiB): pairs are counted in blocks that fit it, so memory does not grow
-            with the number of pairs.
-        progress : bool, optional
-            Show a progress bar (default: only on an interactive terminal).
+        split_every, task_memory, progress : optional overrides of the engine's knobs
+            for this call; default (``None``): :mod:`dpmic_dask.config`, set once with
+            ``dpmic_dask.config.set(task_memory=..., split_every=..., progress=...)``.
+            ``split_every`` is the fan-in of the tree reduction of partition counts
+            (default 8); ``task_memory`` the public memory budget in bytes (or a size
+            such as ``"512 MiB"``) for the counts one task holds (default 256 MiB):
+            pairs are counted in blocks that fit it, so memory does not grow with the
+            number of pairs; ``progress`` shows a progress bar (default: only on an
+            interactive terminal).
         label : str, optional
             A name recorded with the ledger charge (e.g. the job's name).
         statistics : ("mic",) or ("mic", "tau_a")
@@ -183,8 +183,8 @@ class DPMICAccessor:
         return Plan(self._frame, plan_unit_release(self._schema(), eps, **arguments), known)
 
     def plan(self, eps, *, bounds, columns=None, delta=0.0, mechanism="auto", B=None, c=None,
-             nulls="raise", fill=None, split_every=DEFAULT_SPLIT_EVERY, label=None,
-             task_memory=DEFAULT_TASK_MEMORY, statistics=("mic",), bounds_share=None,
+             nulls="raise", fill=None, split_every=None, label=None,
+             task_memory=None, statistics=("mic",), bounds_share=None,
              coverage=0.99, domain=None, kinds=None, min_rows=None, privacy_unit=None,
              max_rows_per_unit=None, categories=None, refine=True, bounds_check="auto",
              top_k=None, threshold=None, max_pairs=None, select_share=0.5, screen_B="auto"):
@@ -227,8 +227,8 @@ class DPMICAccessor:
 
     def top_pairs(self, k, eps, *, bounds, columns=None, delta=0.0, select_share=0.5,
                   screen_B="auto", B=None, c=None, nulls="raise", fill=None, ledger=None,
-                  dataset=None, split_every=DEFAULT_SPLIT_EVERY, progress=None,
-                  label=None, task_memory=DEFAULT_TASK_MEMORY, statistics=("mic",),
+                  dataset=None, split_every=None, progress=None,
+                  label=None, task_memory=None, statistics=("mic",),
                   bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
                  privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True,
                  bounds_check="auto"):
@@ -279,8 +279,8 @@ class DPMICAccessor:
     def pairs_above(self, threshold, eps, *, bounds, max_pairs, columns=None, delta=0.0,
                     select_share=0.5, screen_B="auto", B=None, c=None, nulls="raise",
                     fill=None, ledger=None, dataset=None,
-                    split_every=DEFAULT_SPLIT_EVERY, progress=None, label=None,
-                    task_memory=DEFAULT_TASK_MEMORY, statistics=("mic",),
+                    split_every=None, progress=None, label=None,
+                    task_memory=None, statistics=("mic",),
                     bounds_share=None, coverage=0.99, domain=None, kinds=None, min_rows=None,
                  privacy_unit=None, max_rows_per_unit=None, categories=None, refine=True,
                  bounds_check="auto"):
@@ -331,8 +331,8 @@ class DPMICAccessor:
         return function(self._frame, eps, **arguments)
 
     def pairwise_nonprivate(self, *, bounds, B, c, columns=None, nulls="raise", fill=None,
-                            split_every=DEFAULT_SPLIT_EVERY, progress=None,
-                            task_memory=DEFAULT_TASK_MEMORY, kinds=None,
+                            split_every=None, progress=None,
+                            task_memory=None, kinds=None,
                             categories=None):
         """Exact, NON-PRIVATE MICr of every pair (for data that is not sensitive).
 

@@ -22,6 +22,7 @@ import pandas as pd
 
 from dpmic_dask.backends import backend_for
 from dpmic_dask.checks import refuse_missing
+from dpmic_dask.config import Engine, engine
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon
 from dpmic_dask.privacy.costs import column_epsilon
@@ -43,7 +44,6 @@ from dpmic_dask.release.private_categories import (
     split_private,
 )
 from dpmic_dask.stats.categories import CategoryAxis, _check_list, column_kind
-from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY
 
 
 @dataclass(frozen=True)
@@ -111,14 +111,16 @@ def private_categories(frame, eps, *, columns: dict, delta: float = 0.0, nulls: 
     missing value out of the choice (it is its own category in a release);
     ``"raise"`` refuses nulls. Every check runs before the charge; after it,
     only noise and thresholds. The result's lists are ready to pass as public
-    ``categories`` to a later release.
+    ``categories`` to a later release. ``progress`` overrides
+    :mod:`dpmic_dask.config` for this call (``split_every`` is the configuration's).
     """
-    return run_charged(_chosen(frame, eps, columns, delta, nulls, ledger, dataset, progress),
+    knobs = engine(progress=progress)
+    return run_charged(_chosen(frame, eps, columns, delta, nulls, ledger, dataset, knobs),
                        ledger=ledger, dataset=dataset)
 
 
 def _chosen(frame, eps, columns, delta, nulls, ledger, dataset,
-            progress) -> Staged[CategoriesRelease]:
+            knobs: Engine) -> Staged[CategoriesRelease]:
     """:func:`private_categories`, staged: the checks, the precheck and the pass,
     the bill, then the noisy choice."""
     eps = check_epsilon(eps)
@@ -145,7 +147,7 @@ def _chosen(frame, eps, columns, delta, nulls, ledger, dataset,
         partial(first_pass, columns=list(names), private=names,
                 codes={c: a.codes for c, a in axes.items()}, fill=None, unknown=unknown,
                 null_category=nullable),
-        add_passes, split_every=DEFAULT_SPLIT_EVERY, progress=progress)
+        add_passes, split_every=knobs.split_every, progress=knobs.progress)
     refuse_missing(names, missing, "pass nulls='category'")
     found = {c: occurring(c, h) for c, h in zip(names, hist) if c in unknown}
     charge = yield Bill(total, f"private categories for {list(names)}",

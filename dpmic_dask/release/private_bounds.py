@@ -13,6 +13,7 @@ import dataclasses
 from functools import partial
 
 from dpmic_dask.backends import backend_for
+from dpmic_dask.config import engine
 from dpmic_dask.errors import (
     InvalidParameterError,
 )
@@ -38,7 +39,6 @@ from dpmic_dask.release.histograms import (
     refine_counts,
 )
 from dpmic_dask.stats.kinds import axis_arguments
-from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY
 
 
 def _unit_arguments(schema, names, privacy_unit, max_rows_per_unit):
@@ -66,7 +66,7 @@ def _unit_arguments(schema, names, privacy_unit, max_rows_per_unit):
 
 def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, refine=True,
                    nulls="raise", fill=None, ledger=None, dataset=None,
-                   split_every=DEFAULT_SPLIT_EVERY, progress=None,
+                   split_every=None, progress=None,
                    label=None, privacy_unit=None, max_rows_per_unit=None) -> BoundsRelease:
     """Estimate public-to-be bounds of ``columns`` with ``eps`` (pure DP), one charge.
 
@@ -83,7 +83,12 @@ def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, refine=Tr
     per unit -- at most ``k`` rows per unit are kept (a keyed hash, fresh key) and
     each histogram's noise is ``k / eps_pass`` (``docs/privacy.md`` section 12); the
     row count is not released.
+
+    ``split_every`` and ``progress`` override :mod:`dpmic_dask.config` for this call;
+    not given, they are read from it once, before anything is read.
     """
+    knobs = engine(split_every=split_every, progress=progress)
+    split_every, progress = knobs.split_every, knobs.progress
     return run_charged(_bounds_alone(
         frame, eps, columns=columns, coverage=coverage, domain=domain, refine=refine,
         nulls=nulls, fill=fill, ledger=ledger, dataset=dataset, split_every=split_every,

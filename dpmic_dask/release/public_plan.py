@@ -11,6 +11,7 @@ release, charged again). ``pairwise(...)`` is ``plan(...).release()``.
 
 from __future__ import annotations
 
+from dpmic_dask.config import resolve
 from dpmic_dask.errors import DPMICError
 from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.release.executor import run_release
@@ -46,9 +47,12 @@ class Plan:
         return self._planned.steps
 
     def release(self, *, ledger=None, dataset=None, progress=None):
-        """Run the plan: every check before one charge of :attr:`cost`, then noise."""
+        """Run the plan: every check before one charge of :attr:`cost`, then noise.
+
+        The plan's ``task_memory`` and ``split_every`` were read when it was made;
+        ``progress`` (default: :mod:`dpmic_dask.config`) is read now, once."""
         return run_release(self._frame, self._planned, ledger=ledger, dataset=dataset,
-                           progress=progress)
+                           progress=resolve("progress", progress))
 
     def explain(self, rows: int | None = None, *, show: bool = True) -> str:
         """What the release does, in words: its steps and each one's part of the one

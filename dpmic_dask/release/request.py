@@ -16,6 +16,7 @@ from itertools import combinations
 import numpy as np
 
 from dpmic_dask.checks import check_bounds, check_clump_factor, check_frame_request, check_max_cells
+from dpmic_dask.config import resolve
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon
@@ -149,8 +150,8 @@ def _parameters(eps, delta, mechanism, B, c, names: ArgumentNames):
 
 def pairwise_request(schema, *, eps, bounds, columns=None, delta=0.0, mechanism="auto",
                      B=None, c=None, nulls="raise", fill=None,
-                     split_every=DEFAULT_SPLIT_EVERY, label=None,
-                     task_memory=DEFAULT_TASK_MEMORY, statistics=("mic",),
+                     split_every=None, label=None,
+                     task_memory=None, statistics=("mic",),
                      names: ArgumentNames = API_NAMES) -> ReleaseRequest:
     """Check a release of every pair of the selected columns against ``schema``
     (column -> dtype). Raises a package error naming the argument (as ``names``
@@ -162,12 +163,9 @@ def pairwise_request(schema, *, eps, bounds, columns=None, delta=0.0, mechanism=
         raise InvalidParameterError(
             "mechanism 'mice-lap' ranks the whole table in memory and cannot be computed "
             "from mergeable counts; use dpmic_dask.private_mic on in-memory columns")
-    if isinstance(split_every, bool) or not isinstance(split_every, int) or split_every < 2:
-        raise InvalidParameterError("split_every must be an integer >= 2")
-    if isinstance(task_memory, bool) or not isinstance(task_memory, int) or not (
-        2**20 <= task_memory <= 2**40
-    ):
-        raise InvalidParameterError("task_memory must be a number of bytes from 2**20 to 2**40")
+    # the engine's knobs: given (checked), else read from dpmic_dask.config
+    split_every = resolve("split_every", split_every)
+    task_memory = resolve("task_memory", task_memory)
     columns, checked, fills = check_frame_request(schema, bounds=bounds, columns=columns,
                                                   nulls=nulls, fill=fill, names=names)
     n_pairs = len(columns) * (len(columns) - 1) // 2

@@ -10,6 +10,7 @@ and the release's).
 from __future__ import annotations
 
 from dpmic_dask.checks import check_max_cells
+from dpmic_dask.config import resolve
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.costs import measure_for
 from dpmic_dask.privacy.mechanisms.registry import check_statistics
@@ -21,21 +22,23 @@ from dpmic_dask.privacy.selection import (
     selection_rule,
 )
 from dpmic_dask.release.request import API_NAMES, ArgumentNames, pairwise_request
-from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY, DEFAULT_TASK_MEMORY
 
 
 def selection_request(schema, rule: str, *, eps, delta=0.0, share=0.5, bounds, columns=None,
                       B=None, c=None, nulls="raise", fill=None,
-                      split_every=DEFAULT_SPLIT_EVERY, label=None,
-                      task_memory=DEFAULT_TASK_MEMORY, screen_B="auto", statistics=("mic",),
+                      split_every=None, label=None,
+                      task_memory=None, screen_B="auto", statistics=("mic",),
                       names: ArgumentNames = API_NAMES, **options):
     """Check a select-then-release request against ``schema`` (nothing read, nothing
     charged): the checked columns and grid, the rule's ``options`` (``k`` for
     ``"top-k"``; ``threshold`` and ``max_pairs`` for ``"above"``: see
     :func:`~dpmic_dask.privacy.selection.selection_rule`), and the budget split
     (:func:`~dpmic_dask.privacy.selection.plan_selection`). Messages name the arguments as
-    ``names`` spells them."""
+    ``names`` spells them. ``split_every`` and ``task_memory`` not given are read
+    from :mod:`dpmic_dask.config`, once."""
     chosen = selection_rule(rule)
+    split_every = resolve("split_every", split_every)
+    task_memory = resolve("task_memory", task_memory)
     request = pairwise_request(schema, eps=eps, bounds=bounds, columns=columns, delta=delta,
                                mechanism=f"micr-{measure_for(delta).noise}", B=B, c=c,
                                nulls=nulls, fill=fill, split_every=split_every, label=label,

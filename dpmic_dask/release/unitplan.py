@@ -11,6 +11,7 @@ import dataclasses
 import warnings
 
 from dpmic_dask.checks import MIN_ROWS
+from dpmic_dask.config import resolve
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.conversion import check_epsilon
@@ -121,7 +122,11 @@ def plan_unit_release(schema, eps, *, privacy_unit=None, max_rows_per_unit=None,
     """Plan a release (:func:`dpmic_dask.release.plan.plan_release`), per unit when
     ``privacy_unit`` is given: bounding to ``max_rows_per_unit`` rows per unit and a
     private row count (``count_share`` of the budget, default 5%) in front of it.
-    Without ``privacy_unit`` this is exactly the row-level plan. Nothing is read."""
+    Without ``privacy_unit`` this is exactly the row-level plan. Nothing is read.
+    ``task_memory`` and ``split_every`` not given (or ``None``) are read from
+    :mod:`dpmic_dask.config` here, once, and recorded in the plan's request."""
+    for name in ("task_memory", "split_every"):
+        release[name] = resolve(name, release.get(name))
     if privacy_unit is None:
         if max_rows_per_unit is not None or count_share is not None:
             raise InvalidParameterError(

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from dpmic_dask.backends import backend_for
+from dpmic_dask.config import engine
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.conversion import check_epsilon
@@ -66,7 +67,6 @@ from dpmic_dask.release.unitplan import (
     plan_unit_release,
     unit_privacy_statement,  # noqa: F401 (re-exported)
 )
-from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY
 from dpmic_dask.stats.sensitivity import safe_up
 
 
@@ -167,7 +167,8 @@ def _bound(frame, unit, eps, release, quantile, tolerance, ledger, dataset, top,
     grid = size_grid(int(top))
     cost = PrivacyCost(eps)
     precheck_budget(ledger, dataset, cost, privacy_unit=unit)
-    refuse_mixed_units(frame, unit, split_every=DEFAULT_SPLIT_EVERY, progress=None)
+    knobs = engine()  # the engine's knobs, read once (dpmic_dask.config)
+    refuse_mixed_units(frame, unit, split_every=knobs.split_every, progress=knobs.progress)
     sizes = _unit_sizes(frame, unit)
     edges = np.append(grid, np.iinfo(np.int64).max)
 
@@ -175,7 +176,7 @@ def _bound(frame, unit, eps, release, quantile, tolerance, ledger, dataset, top,
         bins = np.searchsorted(edges, np.asarray(s, dtype=np.int64), side="right") - 1
         return np.bincount(np.clip(bins, 0, len(grid) - 1), minlength=len(grid))
 
-    counts = backend.tree_sum(sizes, histogram, np.add, split_every=DEFAULT_SPLIT_EVERY,
+    counts = backend.tree_sum(sizes, histogram, np.add, split_every=knobs.split_every,
                               columns=unit)
     scale = safe_up(1.0 / eps)
     charge = yield Bill(cost, label or "contribution bound", "unit-size-hist", unit)
