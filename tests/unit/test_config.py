@@ -4,6 +4,8 @@ defaults, ``dpmic_dask.config.set`` (and ``dask.config.set``, and ``DASK_DPMIC__
 environment variables) change what a release uses, a per-call argument overrides
 them, and bad values are refused before anything is read."""
 
+import contextlib
+
 import dask
 import dask.config
 import dask.dataframe as dd
@@ -14,6 +16,8 @@ import pytest
 import dpmic_dask
 from dpmic_dask import config
 from dpmic_dask.backends import dask as dask_backend
+from dpmic_dask.batch import runner
+from dpmic_dask.batch.jobs import load_job
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.release import stages
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY, DEFAULT_TASK_MEMORY
@@ -193,3 +197,46 @@ def test_progress_is_read_when_the_release_runs(frame, monkeypatch):
 def test_config_is_public():
     assert "config" in dpmic_dask.__all__
     assert dpmic_dask.config is config
+
+
+def _job(tmp_path, cluster=""):
+    path = tmp_path / "job.toml"
+    path.write_text(f"""
+[job]
+name = "knobs"
+dataset = "d"
+[input]
+paths = ["{tmp_path}/*.parquet"]
+[columns]
+a = {{ bounds = [0, 1] }}
+b = {{ bounds = [0, 1] }}
+[privacy]
+eps = 1.0
+[output]
+path = "{tmp_path}/out"
+[ledger]
+url = "sqlite:///{tmp_path}/l.db"
+{cluster}
+""")
+    return load_job(path)
+
+
+@pytest.mark.parametrize(("cluster", "expected"), [
+    ('[cluster]\ntask_memory = "2 MiB"', 2 * 2**20),  # the job file's, for the run
+    ("", 4 * 2**20),  # the process's configuration
+])
+def test_a_job_s_cluster_task_memory_sets_the_config_for_its_run(tmp_path, monkeypatch, frame,
+                                                                 cluster, expected):
+    seen = {}
+
+    def release(data, plan, **kwargs):
+        seen.update(config=config.get("task_memory"), plan=plan.request.task_memory)
+
+    monkeypatch.setattr(runner.cluster, "open_cluster", lambda **kwargs: contextlib.nullcontext())
+    monkeypatch.setattr(runner.jobio, "load_input", lambda job: frame)
+    monkeypatch.setattr(runner, "run_release", release)
+    job = _job(tmp_path, cluster)
+    with config.set(task_memory="4 MiB"):
+        runner._release(job, None, progress=False)
+        assert config.get("task_memory") == 4 * 2**20  # the run's setting is undone
+    assert seen == {"config": expected, "plan": expected}
