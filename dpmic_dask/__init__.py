@@ -31,6 +31,7 @@ from dpmic_dask.privacy.accounting import Budget, InMemoryLedger, using_ledger
 from dpmic_dask.privacy.ledger import SQLLedger
 from dpmic_dask.release.accessor import DPMICAccessor as _DPMICAccessor  # noqa: F401  (registers frame.dpmic)
 from dpmic_dask.release.boundsresult import BoundsRelease
+from dpmic_dask.release.boundsspec import PrivateBounds
 from dpmic_dask.release.charge import session_ledger
 from dpmic_dask.release.choose_categories import CategoriesRelease, private_categories
 from dpmic_dask.release.one_pair import private_mic
@@ -62,6 +63,7 @@ __all__ = [
     "PairwiseResult",
     "PrivacyLeakWarning",
     "PrivacyReport",
+    "PrivateBounds",
     "ReleaseIncompleteError",
     "RunClaimedError",
     "UnavailableError",

@@ -16,7 +16,7 @@ from dpmic_dask.batch.jobfile import JobError
 from dpmic_dask.batch.jobmodel import JOB_KINDS, SECTIONS
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.bounds import check_coverage, check_domain
-from dpmic_dask.release.histograms import check_refine
+from dpmic_dask.release.boundsspec import check_refine
 from dpmic_dask.stats.timekind import UNITS
 
 

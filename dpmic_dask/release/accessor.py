@@ -62,16 +62,18 @@ class DPMICAccessor:
         ----------
         eps : float > 0
             Total privacy budget, split over the ``P = C (C - 1) / 2`` pairs.
-        bounds : dict {column: (lo, hi) or "private"}, or "private"
+        bounds : dict {column: (lo, hi), PrivateBounds or "private"}, or PrivateBounds / "private"
             Public bounds (from domain knowledge, never from the data); values outside
             are clamped. Every selected column needs bounds, given in its own kind:
             numbers, dates and times (``("2023-01-01", "2025-01-01")``), durations;
             boolean columns named in ``columns`` need none (``(0, 1)`` by type).
-            ``"private"`` (for a
-            column, or for all ``columns``) estimates them with ``bounds_share`` of
-            ``eps`` (default 0.1) first, one charge covering both steps; see
-            :func:`dpmic_dask.private_bounds` for ``coverage``, ``domain`` and
-            ``refine`` (each one value or a dict by column). With
+            :class:`~dpmic_dask.PrivateBounds` (``"private"`` is ``PrivateBounds()``),
+            for a column or for all ``columns``, estimates them with
+            ``bounds_share`` of ``eps`` (default 0.1) first, one charge covering both
+            steps; see :func:`dpmic_dask.private_bounds` for ``coverage``, ``domain``
+            and ``refine`` (each one value or a dict by column; a PrivateBounds field
+            set for a column overrides them for it, and the same setting given both
+            ways with different values is refused). With
             ``delta > 0`` the release is then ``micr-gauss``.
         columns : list, optional
             Columns to use; default: every column named in ``bounds``.
@@ -260,8 +262,9 @@ class DPMICAccessor:
         statistics : ("mic",) or ("mic", "tau_a")
             Also release Kendall's tau of the chosen pairs (the release part split
             equally); pairs are always chosen by MICr.
-        bounds_share, coverage, domain : with ``"private"`` bounds, as for
-            :meth:`pairwise` (the bounds first, then the selection and release).
+        bounds_share, coverage, domain, refine : with private bounds
+            (``PrivateBounds`` or ``"private"``), as for :meth:`pairwise` (the bounds
+            first, then the selection and release).
         bounds_check : as for :meth:`pairwise` (the check first, then the selection
             and release).
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dpmic_dask.release.boundsspec import DEFAULT_SETTINGS
 from dpmic_dask.release.htmlreport import bounds_view, write_page
 from dpmic_dask.stats.kinds import format_bounds
 
@@ -61,6 +62,18 @@ class BoundsRelease:
         """``[lo, hi]`` of ``column`` in the column's own kind."""
         return format_bounds(self.kinds.get(column), self.bounds[column])
 
+    def settings(self, column) -> str:
+        """``column``'s settings that are not the defaults, in words (``" (coverage
+        0.95, public domain [0, 1e+06])"``), or ``""``."""
+        default = DEFAULT_SETTINGS["coverage"]
+        coverage = (self.coverage.get(column, default) if isinstance(self.coverage, dict)
+                    else self.coverage)
+        said = [f"coverage {coverage:g}"] if coverage != default else []
+        domain = self.domain.get(column) if isinstance(self.domain, dict) else self.domain
+        if domain is not None:
+            said.append(f"public domain {format_bounds(self.kinds.get(column), domain)}")
+        return f" ({', '.join(said)})" if said else ""
+
     def pinned(self, column) -> tuple:
         """``column``'s bounds as public bounds in its own kind: numbers, or full-
         precision ISO texts for times and durations."""
@@ -101,7 +114,9 @@ class BoundsRelease:
         if self.domain is None:
             grid = "signed half-octave grid"
         elif isinstance(self.domain, dict):
-            grid = ("1024 equal bins of the public domain of " + ", ".join(self.domain)
+            grid = ("1024 equal bins of the public domain of "
+                    + ", ".join(f"{c} {format_bounds(self.kinds.get(c), d)}"
+                                for c, d in self.domain.items())
                     + (", else the signed half-octave grid"
                        if len(self.domain) < len(self.bounds) else ""))
         else:

@@ -38,6 +38,7 @@ from dpmic_dask.privacy.costs import column_epsilon
 from dpmic_dask.privacy.histnoise import histogram_scale, noisy_histograms  # noqa: F401
 from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.release.boundsresult import WIDE_DOMAIN, BoundsRelease
+from dpmic_dask.release.boundsspec import DEFAULT_SETTINGS, check_refine
 from dpmic_dask.stats.counting import column_values
 from dpmic_dask.stats.sensitivity import safe_down, safe_up
 
@@ -77,15 +78,7 @@ def per_column(value, columns, check, what: str) -> tuple:
     return tuple(check(value) for _ in columns)
 
 
-_DEFAULTS = {"coverage": 0.99, "domain": None, "refine": True}
-
-
-def check_refine(refine) -> bool:
-    """Whether a column's budget is split over two passes (the default) or spent
-    on the first pass alone."""
-    if not isinstance(refine, bool):
-        raise InvalidParameterError("refine must be True or False")
-    return refine
+_DEFAULTS = DEFAULT_SETTINGS
 
 
 #: Warn before the charge when a bin needs more than this share of the rows.

@@ -34,6 +34,7 @@ from dpmic_dask.release.bounds_check import (
     plan_bounds_check,
 )
 from dpmic_dask.release.boundsplan import PrivateBoundsPlan, plan_private_bounds
+from dpmic_dask.release.boundsspec import typed_bounds
 from dpmic_dask.release.planparts import (
     check_drop,
     checkable_columns,
@@ -160,9 +161,11 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
 
     ``select``: ``None`` (every pair), or ``{"rule": "top-k", "k": ...}`` /
     ``{"rule": "above", "threshold": ..., "max_pairs": ...}`` with the rule's
-    ``share`` and ``screen_B``. ``bounds`` with ``"private"`` entries puts the
-    private-bounds step first (``bounds_share``; ``coverage``, ``domain``, ``refine``,
-    each one value or a dict by column).
+    ``share`` and ``screen_B``. ``bounds`` with ``"private"`` or
+    :class:`~dpmic_dask.release.boundsspec.PrivateBounds` entries (or either for
+    every column) puts the private-bounds step first (``bounds_share``;
+    ``coverage``, ``domain``, ``refine``, each one value or a dict by column, a
+    PrivateBounds' own fields overriding them for its column).
     ``sizing``: ``split_every``, ``task_memory``. ``kinds`` names the kind of
     columns whose dtype does not say it (:mod:`dpmic_dask.stats.kinds`);
     ``nulls="drop"`` needs ``min_rows``, a public minimum of the rows kept.
@@ -182,6 +185,10 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
                                     "(with min_rows) or 'category' (categorical columns)")
     if select is not None:
         selection_rule(select.get("rule"))  # a registered rule, or refused now
+    # PrivateBounds: "private" and its settings per column (a setting given twice refused)
+    bounds, typed = typed_bounds(bounds, {"coverage": coverage, "domain": domain,
+                                          "refine": refine})
+    coverage, domain, refine = typed["coverage"], typed["domain"], typed["refine"]
     # privately chosen categories: the release is planned at its share, with every
     # candidate as a category (the worst case); the choice comes first, same charge
     categories, private = split_private(categories)

@@ -30,6 +30,7 @@ from dpmic_dask.release.bounding import (
     unit_label,
 )
 from dpmic_dask.release.boundsresult import BoundsRelease
+from dpmic_dask.release.boundsspec import column_settings
 from dpmic_dask.release.charge import Bill, precheck_budget
 from dpmic_dask.release.executor import Staged, run_charged
 from dpmic_dask.release.histograms import (
@@ -76,6 +77,10 @@ def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, refine=Tr
     ``(lo, hi)`` to grid instead of the whole float range; whether the column's
     budget is split over a first pass and a refining pass (default ``True``:
     ``FIRST_PASS_SHARE`` of it to the first) or spent on the first pass alone.
+    ``columns`` may also be a dict ``{column: PrivateBounds(...) or "private"}``:
+    a :class:`~dpmic_dask.release.boundsspec.PrivateBounds` field set for a column
+    overrides the option of the same name for it (the same setting given both ways
+    with different values is refused before anything is read).
     Columns of every kind (:mod:`dpmic_dask.stats.kinds`) are estimated on their axis
     (times: seconds since the epoch, UTC); the report prints them in their kind.
 
@@ -102,6 +107,9 @@ def _bounds_alone(frame, eps, *, columns, coverage, domain, refine, nulls, fill,
     """:func:`private_bounds`, staged: the checks, the precheck and the first pass,
     the bill, then the noise and the refining pass."""
     backend = backend_for(frame)
+    columns, settings = column_settings(columns, {"coverage": coverage, "domain": domain,
+                                                  "refine": refine})
+    coverage, domain, refine = settings["coverage"], settings["domain"], settings["refine"]
     names = [columns] if isinstance(columns, str) else list(columns or ())
     unit = _unit_arguments(backend.schema(frame), names, privacy_unit, max_rows_per_unit)
     axis = axis_arguments(backend.schema(frame), bounds=dict.fromkeys(names, (0.0, 1.0)),

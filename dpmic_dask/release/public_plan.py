@@ -14,6 +14,7 @@ from __future__ import annotations
 from dpmic_dask.config import resolve
 from dpmic_dask.errors import DPMICError
 from dpmic_dask.privacy.costs import PrivacyCost
+from dpmic_dask.release.boundsspec import DEFAULT_SETTINGS
 from dpmic_dask.release.executor import run_release
 from dpmic_dask.release.unitbase import noise_at
 from dpmic_dask.stats.kinds import format_bounds
@@ -135,7 +136,8 @@ def _column_lines(planned) -> list[str]:
         elif name in categories:
             where = f"{len(categories[name].categories)} public categories (others: 'other')"
         elif name in private_bounds:
-            where = "bounds released privately (private bounds step)"
+            where = "bounds released privately (private bounds step" + _settings(
+                planned.bounds.bounds, name, kind) + ")"
         elif getattr(kind, "implied_bounds", None) is not None:
             where = "bounds (0, 1) from its type"
         else:
@@ -143,6 +145,20 @@ def _column_lines(planned) -> list[str]:
                 ", checked privately" if name in checked else "")
         out.append(f"{str(name):<{width}}  {kind_name:<9}  {where}")
     return out
+
+
+def _settings(plan, name, kind) -> str:
+    """A private-bounds column's settings that are not the defaults, in words
+    (``"; coverage 0.95, public domain [0, 1e+06], first pass only"``), or ``""``."""
+    index = plan.columns.index(name)
+    said = []
+    if plan.coverages[index] != DEFAULT_SETTINGS["coverage"]:
+        said.append(f"coverage {plan.coverages[index]:g}")
+    if plan.grids[index].domain is not None:
+        said.append(f"public domain {format_bounds(kind, plan.grids[index].domain)}")
+    if plan.refines and not plan.refines[index]:
+        said.append("first pass only")
+    return "; " + ", ".join(said) if said else ""
 
 
 def _noise_lines(planned, rows: int | None) -> list[str]:

@@ -251,6 +251,7 @@ class PairwiseResult(ReportFields):
             lines.append(f"Selection: {p.selection} ({pairs} of {p.candidates} pairs).")
         if self.private_bounds is not None:
             used = ", ".join(f"{c} {self.private_bounds.formatted(c)}"
+                             f"{self.private_bounds.settings(c)}"
                              for c in self.private_bounds.bounds)
             lines.append(f"Private bounds used: {used}.")
             found = self.private_bounds
