@@ -7,7 +7,9 @@ from html.parser import HTMLParser
 import numpy as np
 
 from dpmic_dask.causal.result import CausalGraph, CausalReport
+from dpmic_dask.privacy.accounting import Budget
 from dpmic_dask.privacy.costs import PrivacyCost
+from dpmic_dask.privacy.ledger import SQLLedger
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.report import PrivacyReport
 from dpmic_dask.release.results import Companion, PairwiseResult
@@ -83,3 +85,29 @@ def check_page(text: str) -> None:
     assert "@import" not in text and "<link" not in text and "<iframe" not in text
     assert not re.search(r"https?://", text), "an address outside the page"
     assert "default-src 'none'" in text  # the page forbids loading anything
+
+
+def ledger_with_charges(path, dataset="sales", epsilon=2.0, delta=1e-6):
+    """A SQLite ledger at ``path`` holding a zCDP budget for ``dataset`` and three
+    runs' charges (a pure one between two zCDP ones); returns its URL and the
+    charges, oldest first."""
+    url = f"sqlite:///{path}"
+    ledger = SQLLedger(url)
+    ledger.init(dataset, Budget(epsilon, delta))
+    charges = [ledger.charge(dataset, cost, description=f"pairwise ({words})", run_id=run,
+                             job="nightly")
+               for run, cost, words in (("r1", PrivacyCost(0.5, 1e-7, 0.01), "first"),
+                                        ("r2", PrivacyCost(0.3), "second"),
+                                        ("r3", PrivacyCost(0.5, 1e-7, 0.02), "third"))]
+    return url, charges
+
+
+def run_file(folder, result, run_id, charge_id, dataset="sales", job="nightly"):
+    """A pairwise run's file (``run-<run id>--<job>.parquet``) of ``result``."""
+    rows = result.to_pandas().assign(within_noise=lambda t: t.within_noise.astype(int),
+                                      run_id=run_id, job=job, dataset=dataset,
+                                      charge_id=charge_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"run-{run_id}--{job}.parquet"
+    rows.to_parquet(path)
+    return path

@@ -267,23 +267,29 @@ def deliver(job_file, run_id, debug):
 
 @main.command()
 @click.argument("run_dir", type=click.Path(exists=True, path_type=Path))
+@click.option("--ledger", "ledger_url", default=None,
+              help="Ledger URL to read a pairwise run's ledger history from (default: the "
+              "one its page recorded).")
 @debug_option
 @handles_errors
-def report(run_dir, debug):
+def report(run_dir, ledger_url, debug):
     """Rebuild the HTML page (report.html) of a delivered run from its files.
 
     RUN_DIR is a folder 'dpmic demo' wrote (results.csv and report.txt), a
     causal run's folder (edges.csv, separating_sets.json, graph.dot,
     report.txt), a pairwise run's file (run-*.parquet or run-*.csv: the page is
     written beside it, ending .html), or an output folder (a page for each run
-    in it). Only the delivered files are read: no data, no ledger, no charge.
+    in it). Only the delivered files are read, and for a pairwise run's page
+    its dataset's ledger history (from --ledger, else the ledger URL the page
+    recorded; the section says so when neither can be read): no data, no
+    charge.
 
     \b
     Example:
       dpmic report dpmic-demo-output
       dpmic report out/run-2026-11-22--nightly.parquet
     """
-    for page in rebuild(run_dir):
+    for page in rebuild(run_dir, ledger_url):
         click.echo(f"wrote {page}")
 
 

@@ -48,6 +48,7 @@ from dpmic_dask.batch.joboutput import (
 )
 from dpmic_dask.batch.jobplan import job_cost, job_fingerprint, job_release_plan
 from dpmic_dask.batch.journal import JournaledRun, JournalEntry, find_run, record_delivery
+from dpmic_dask.batch.pageledger import history_section, redacted
 from dpmic_dask.batch.runpage import rows_page_path, write_result_page, write_rows_page
 from dpmic_dask.causal.discover import causal_graph
 from dpmic_dask.errors import DPMICError, InvalidParameterError, LedgerError, RunClaimedError
@@ -99,7 +100,7 @@ def _deliver(job, ledger: SQLLedger, entry: JournalEntry, echo: Echo, result=Non
     else:
         where = deliver(job, entry.rows(), entry.run_id)
         if job.output_path:
-            _write_page(job, entry, result, where, echo)
+            _write_page(job, ledger, entry, result, where, echo)
     try:
         record_delivery(ledger, entry.charge_id, destination(job, entry.run_id))
     except LedgerError as exc:
@@ -108,20 +109,24 @@ def _deliver(job, ledger: SQLLedger, entry: JournalEntry, echo: Echo, result=Non
     return where
 
 
-def _write_page(job, entry: JournalEntry, result, where: str, echo: Echo) -> None:
+def _write_page(job, ledger: SQLLedger, entry: JournalEntry, result, where: str,
+                echo: Echo) -> None:
     """The HTML page beside a pairwise run's file: from the result at the run that
     released it, else (a delivery from the journal) from the journaled rows unless
-    the page is there already. A page that cannot be written is a warning, never a
-    failed delivery (the values are delivered)."""
+    the page is there already; with the dataset's ledger history up to the run's
+    charge. A page that cannot be written is a warning, never a failed delivery
+    (the values are delivered)."""
     path = rows_page_path(Path(where))
     title = f"Run {entry.run_id} of job {job.name}"
     if result is None and path.is_file():
         return
+    history = history_section(ledger, job.dataset, source=redacted(ledger.url),
+                              charge_id=entry.charge_id, run_id=entry.run_id, job=job.name)
     try:
         if result is not None:
-            write_result_page(result, path, title=title)
+            write_result_page(result, path, title=title, ledger=history)
         else:
-            write_rows_page(entry.rows(), path, title=title)
+            write_rows_page(entry.rows(), path, title=title, ledger=history)
     except OSError as exc:
         echo(f"warning: the run's page {path.name} could not be written: "
              f"{exc.strerror or type(exc).__name__}", err=True)

@@ -20,6 +20,12 @@ a causal run's folder (``edges.csv``, ``separating_sets.json``, ``graph.dot``,
 folder, for each of its runs. A page built from a run's rows alone states the
 guarantee from the rows' own columns (``release_epsilon``, ``release_delta``,
 ``cost_unit``, ``mechanism``...).
+
+A pairwise run's page also shows its dataset's ledger history up to the run's
+own charge (:mod:`dpmic_dask.batch.pageledger`): the only thing ``dpmic report``
+reads besides the delivered files, from ``--ledger URL`` or the URL the page
+recorded (without its password); when neither can be read, the section says
+the history is not available.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dpmic_dask.batch.pageledger import history_at, recorded
 from dpmic_dask.causal.result import CausalGraph, CausalReport
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.release.htmlreport import pairwise_view, rows_view, write_page
@@ -56,16 +63,21 @@ def rows_page_path(rows_file: Path) -> Path:
 
 
 def write_rows_page(rows: pd.DataFrame, path: Path, *, report: str | None = None,
-                    title: str | None = None) -> Path:
-    """The page of a run's released rows (and its report text, when kept)."""
-    return write_page(rows_view(rows, report, title), path)
+                    title: str | None = None, ledger: dict | None = None) -> Path:
+    """The page of a run's released rows (and its report text, when kept);
+    ``ledger``: the dataset's ledger history section (:mod:`.pageledger`)."""
+    view = rows_view(rows, report, title)
+    view["ledger"] = ledger
+    return write_page(view, path)
 
 
-def write_result_page(result, path: Path, *, title: str | None = None) -> Path:
+def write_result_page(result, path: Path, *, title: str | None = None,
+                      ledger: dict | None = None) -> Path:
     """The page of a pairwise result at hand (the run that released it)."""
     view = pairwise_view(result)
     if title:
         view["title"] = title
+    view["ledger"] = ledger
     return write_page(view, path)
 
 
@@ -139,16 +151,46 @@ def causal_from_files(folder: Path) -> tuple[CausalGraph, str]:
     return CausalGraph(tuple(nodes), graph, separating, statistic, privacy), report
 
 
-def rebuild(path) -> list[Path]:
+def _first(rows: pd.DataFrame, column: str):
+    """The run's ``column`` (the same in each of its rows), or ``None``."""
+    if column not in rows.columns or not len(rows):
+        return None
+    value = rows[column].iloc[0]
+    return str(value) if isinstance(value, str) and value else None
+
+
+def _run_of(name: str) -> tuple[str | None, str | None]:
+    """The run id and job a run's file is named after (``run-<run id>--<job>``)."""
+    found = re.fullmatch(r"run-(.+?)--(.+)\.(parquet|csv)", name)
+    return (found.group(1), found.group(2)) if found else (None, None)
+
+
+def rebuild_rows_page(path: Path, ledger_url: str | None = None) -> Path:
+    """The page of a run's file, with its dataset's ledger history from
+    ``ledger_url``, else from the ledger the page recorded before."""
+    rows = _read_rows(path)
+    page = rows_page_path(path)
+    before = recorded(page)
+    run_id, job = _run_of(path.name)
+    dataset = _first(rows, "dataset") or before.get("dataset")
+    history = history_at(ledger_url or before.get("ledger"), dataset,
+                         charge_id=_first(rows, "charge_id"),
+                         run_id=_first(rows, "run_id") or run_id, job=_first(rows, "job") or job)
+    return write_rows_page(rows, page, title=f"Private MIC release: {path.name}",
+                           ledger=history)
+
+
+def rebuild(path, ledger_url: str | None = None) -> list[Path]:
     """``dpmic report PATH``: write the page of each run found at ``path`` from its
-    delivered files; returns the pages written."""
+    delivered files; returns the pages written. A pairwise run's page shows its
+    dataset's ledger history, read from ``ledger_url`` or the ledger its page
+    recorded (else the section says the history is not available)."""
     path = Path(path)
     if path.is_file():
         if not path.name.endswith((".parquet", ".csv")):
             raise InvalidParameterError(f"{path}: a run's page is built from its rows "
                                         "(a .parquet or .csv file) or a run's folder")
-        return [write_rows_page(_read_rows(path), rows_page_path(path),
-                                title=f"Private MIC release: {path.name}")]
+        return [rebuild_rows_page(path, ledger_url)]
     if not path.is_dir():
         raise InvalidParameterError(f"{path}: no such file or folder")
     if (path / "edges.csv").is_file() and (path / "graph.dot").is_file():
@@ -162,7 +204,7 @@ def rebuild(path) -> list[Path]:
         if item.is_dir() and (item / "edges.csv").is_file():
             written += rebuild(item)
         elif item.is_file() and item.name.endswith((".parquet", ".csv")):
-            written += rebuild(item)
+            written += rebuild(item, ledger_url)
     if not written:
         raise InvalidParameterError(
             f"{path}: no delivered run found (results.csv, a causal run's edges.csv and "
@@ -170,5 +212,5 @@ def rebuild(path) -> list[Path]:
     return written
 
 
-__all__ = ["PAGE", "causal_from_files", "rebuild", "rows_page_path", "write_result_page",
-           "write_rows_page"]
+__all__ = ["PAGE", "causal_from_files", "rebuild", "rebuild_rows_page", "rows_page_path",
+           "write_result_page", "write_rows_page"]

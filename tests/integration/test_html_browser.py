@@ -15,7 +15,13 @@ from html.parser import HTMLParser
 import pytest
 
 from dpmic_dask.batch.runpage import rebuild
-from tests.htmlpages import causal_graph, check_page, pairwise_result
+from tests.htmlpages import (
+    causal_graph,
+    check_page,
+    ledger_with_charges,
+    pairwise_result,
+    run_file,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -45,6 +51,7 @@ class Dom(HTMLParser):
     def __init__(self, text):
         super().__init__(convert_charrefs=True)
         self.body, self.errors, self.tables, self.texts = {}, "", {}, []
+        self.charges = []  # the ledger chart's marks: (class, data-left)
         self._table = self._row = self._cell = None
         self._in_errors = False
         self.feed(text)
@@ -53,6 +60,8 @@ class Dom(HTMLParser):
         attrs = dict(attrs)
         if tag == "body":
             self.body = attrs
+        elif tag == "g" and "charge" in (attrs.get("class") or "").split():
+            self.charges.append((attrs["class"], float(attrs["data-left"])))
         elif tag == "pre" and attrs.get("id") == "page-errors":
             self._in_errors = True
         elif tag == "table":
@@ -144,15 +153,30 @@ def test_a_causal_page_in_the_browser(tmp_path):
 
 def test_a_job_runs_page_in_the_browser(tmp_path):
     result = pairwise_result(tau=False)
-    rows = result.to_pandas().assign(within_noise=lambda t: t.within_noise.astype(int),
-                                     run_id="r1", job="nightly", charge_id="charge-1")
-    (tmp_path / "out").mkdir()
-    rows.to_parquet(tmp_path / "out" / "run-r1--nightly.parquet")
-    (page,) = rebuild(tmp_path / "out")
+    url, charges = ledger_with_charges(tmp_path / "ledger.db")
+    run_file(tmp_path / "out", result, "r2", charges[1].charge_id)
+    (page,) = rebuild(tmp_path / "out", url)
     dom = opened(tmp_path, page, "#sort=mic&dir=asc")
     text = html.unescape(" ".join(dom.texts))
     assert all(f"{x} × {y}: MIC {v:.3f}" in text for (x, y), v in zip(result.pairs, result.values))
-    assert "This release is 1-differentially private" in text and "charge-1" in text
+    assert "This release is 1-differentially private" in text and charges[1].charge_id in text
     mic = [float(r["cells"][2][0]) for r in dom.tables["pairs"]["rows"]]
     assert mic == sorted(result.values)
+    # the dataset's ledger history up to this run's charge: r1 then r2 (pure eps 0.3)
+    assert "Ledger history of dataset sales" in text and "1 later charge(s)" in text
+    assert [c for c, _ in dom.charges] == ["charge", "charge mine"]
+    assert dom.charges[-1][1] == pytest.approx(dom.charges[0][1] - 0.045)
+    rows = dom.tables["ledger-charges"]["rows"]
+    assert [r["cells"][1][1] for r in rows] == ["r2 / nightly", "r1 / nightly"]
+    assert rows[1]["cells"][3][1] == "rho 0.01 (zCDP; epsilon 0.5, delta 1e-07)"
+    assert rows[0]["cells"][3][1] == "epsilon 0.3"
     not_blank(tmp_path, page)
+
+
+def test_a_job_runs_page_without_its_ledger_in_the_browser(tmp_path):
+    run_file(tmp_path / "out", pairwise_result(tau=False), "r1", "charge-1")
+    (page,) = rebuild(tmp_path / "out")
+    dom = opened(tmp_path, page)
+    text = html.unescape(" ".join(dom.texts))
+    assert "The ledger's history is not available" in text and dom.charges == []
+    assert "ledger-charges" not in dom.tables

@@ -2,8 +2,10 @@
 job, read-only ledgers and outputs, and budget forecasts."""
 
 import errno
+import html
 import json
 import os
+import re
 import shutil
 import subprocess
 from contextlib import contextmanager
@@ -285,6 +287,19 @@ def test_two_jobs_with_one_run_id_both_run(env):
                                                        "run-2026-11-22--second.html"]
     rows = history(ledger)
     assert [r["job_name"] for r in rows] == ["first", "second"]
+    # each page: the dataset's ledger history up to its own run's charge
+    pages = [tmp_path / "out" / "_pages" / f"run-2026-11-22--{n}.html" for n in ("first", "second")]
+    first_page, second_page = (html.unescape(p.read_text()) for p in pages)
+    assert first_page.count('<g class="charge') == 1 and second_page.count('<g class="charge') == 2
+    assert '<g class="charge mine"' in first_page and '<g class="charge mine"' in second_page
+    spent = sum(float(r["amount"]) for r in rows)
+    assert f"{5.0 - spent:.6g} epsilon" in second_page
+    assert all(f"{r['run_id']} / {r['job_name']}" in second_page for r in rows)
+    assert f'<meta name="dpmic-ledger" content="{ledger}" />' in second_page
+    chart = re.compile(r'<figure id="ledger-chart">.*?</table>', re.S)
+    written = chart.search(second_page).group(0)
+    assert invoke("report", str(tmp_path / "out")).exit_code == 0  # the ledger the page recorded
+    assert chart.search(html.unescape(pages[1].read_text())).group(0) == written
     again = invoke("run", second, "--run-id", "2026-11-22")
     assert again.exit_code == 0 and "already released and delivered" in again.output
     assert len(history(ledger)) == 2

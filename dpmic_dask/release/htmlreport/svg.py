@@ -1,4 +1,5 @@
-"""Geometry of a page's pictures: the heatmap of pairs and the drawing of a graph.
+"""Geometry of a page's pictures: the heatmap of pairs, the drawing of a graph and
+the step chart of a dataset's budget left (a job's page).
 
 Plain numbers in, plain shapes out (positions, sizes, colours, the words of each
 tooltip); the template writes them as SVG elements. Nothing here reads data:
@@ -124,4 +125,43 @@ def graph(columns, edges, separated) -> dict:
             "separated": dashed}
 
 
-__all__ = ["colour", "graph", "heatmap", "legend", "text_colour"]
+def budget_steps(points, cap: float, *, width: int = 560, height: int = 190) -> dict:
+    """A step chart of a budget left over time.
+
+    ``points``: one per charge, oldest first, as ``(seconds or None, left after it,
+    tooltip, this run's)``; ``cap``: the budget before the first charge (the top of
+    the chart, drawn as a dashed line). A charge's mark sits at its time (evenly
+    spaced when times are missing or all equal) and at the budget left after it;
+    the line steps down at each charge."""
+    left_room, right_room, top_room, bottom_room = 64, 16, 14, 30
+    inner_w, inner_h = width - left_room - right_room, height - top_room - bottom_room
+    lefts = [float(p[1]) for p in points]
+    top = max([float(cap), *lefts, 0.0]) or 1.0
+    times = [p[0] for p in points]
+    timed = all(t is not None for t in times) and len(points) > 1 and times[-1] > times[0]
+
+    def x_of(k: int) -> float:
+        if timed:
+            share = (times[k] - times[0]) / (times[-1] - times[0])
+            return left_room + 12 + (inner_w - 24) * share
+        return left_room + inner_w * ((k + 1) / (len(points) + 1))
+
+    def y_of(value: float) -> float:
+        return round(top_room + inner_h * (1.0 - max(value, 0.0) / top), 2)
+
+    start = left_room
+    path = [f"M{start},{y_of(float(cap))}"]
+    marks = []
+    for k, (_, left, tip, mine) in enumerate(points):
+        x = round(x_of(k), 2)
+        path += [f"H{x}", f"V{y_of(float(left))}"]
+        marks.append({"x": x, "y": y_of(float(left)), "r": 5 if mine else 3.5,
+                      "fill": "#e4572e" if mine else "#3b528b", "title": tip,
+                      "left": float(left), "mine": mine})
+    path.append(f"H{left_room + inner_w}")
+    return {"width": width, "height": height, "path": " ".join(path), "marks": marks,
+            "cap_y": y_of(float(cap)), "zero_y": y_of(0.0), "x0": left_room,
+            "x1": left_room + inner_w, "label_x": left_room - 6, "time_y": height - 10}
+
+
+__all__ = ["budget_steps", "colour", "graph", "heatmap", "legend", "text_colour"]

@@ -10,8 +10,9 @@ The parts: ``title``, ``subtitle``, ``seeded`` (test noise: NOT PRIVATE),
 ``facts`` (label, value) and ``guarantee`` (paragraphs) of the privacy
 statement, ``steps`` (name, part of the budget) and ``sources`` of the plan,
 ``map`` (a heatmap) or ``graph`` (a drawn graph), ``pairs`` (what a click on a
-cell shows), ``tables`` (sortable, with a text filter) and ``report`` (the
-result's report in plain text).
+cell shows), ``tables`` (sortable, with a text filter), ``ledger`` (a job's page:
+the dataset's ledger history, :mod:`.ledgerview`) and ``report`` (the result's
+report in plain text).
 """
 
 from __future__ import annotations
@@ -156,7 +157,7 @@ def _base(title: str, subtitle: str, seeded: bool, report: str) -> dict:
 
     return {"title": title, "subtitle": subtitle, "seeded": seeded, "report": report,
             "facts": [], "guarantee": [], "steps": [], "sources": [], "map": None,
-            "graph": None, "pairs": [], "tables": [], "version": __version__}
+            "graph": None, "pairs": [], "tables": [], "ledger": None, "version": __version__}
 
 
 def _measure(rho) -> str:
