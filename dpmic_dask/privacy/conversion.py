@@ -11,6 +11,7 @@ mechanisms calibrate with them.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 
@@ -129,6 +130,14 @@ def rho_from_eps_delta(eps: float, delta: float) -> float:
     """
     eps = check_epsilon(eps)
     delta = require_delta(delta, "a zCDP rho needs delta > 0")
+    return _rho_from_eps_delta(float(eps), float(delta))
+
+
+@functools.lru_cache(maxsize=4096)
+def _rho_from_eps_delta(eps: float, delta: float) -> float:
+    """:func:`rho_from_eps_delta` of checked arguments, remembered: a pure function
+    of two public numbers, asked again by every plan of the same release (the
+    searches take about 15 ms; a refusal raised here is not remembered)."""
     rho = rho_classic(eps, delta)
     if not (math.isfinite(rho) and rho > 0.0):
         raise InvalidParameterError(
@@ -190,6 +199,12 @@ def eps_within_rho(rho: float, delta: float) -> float:
     ``rho`` of about ``1e-11`` the two conversions differ by more than rounding),
     so the part is found by bisection on ``eps``, where ``rho_from_eps_delta`` is
     increasing. Raises :class:`InvalidParameterError` when no ``eps`` fits."""
+    return _eps_within_rho(float(rho), float(delta))
+
+
+@functools.lru_cache(maxsize=4096)
+def _eps_within_rho(rho: float, delta: float) -> float:
+    """:func:`eps_within_rho`, remembered (a pure function of public numbers)."""
     def fits(eps: float) -> bool:
         try:
             return rho_from_eps_delta(eps, delta) <= rho

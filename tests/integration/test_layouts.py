@@ -189,7 +189,7 @@ def test_counts_and_values_do_not_depend_on_the_layout(layout, clusters):
 
 
 @pytest.mark.slow
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.data_too_large])
 @given(layout=layouts())

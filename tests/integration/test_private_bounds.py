@@ -556,13 +556,14 @@ def test_private_bounds_on_a_domain_grid_cover_the_data_or_are_unresolved(monkey
 
 
 @pytest.mark.slow
-def test_two_thousand_releases_on_a_domain_grid_never_miss_the_data(monkeypatch):
-    """Before: 10 of these 2,000 releases (1 in 200) read bounds that cut the data
-    (covering 0-75% of it) with no warning. Now every one covers more than 90% (one
-    covers 94%: its refined reading's lower end, up to noise; the rest 97% or
-    more) and none is unresolved."""
-    shares = _domain_example_releases(range(2000), monkeypatch)
+def test_a_thousand_releases_on_a_domain_grid_never_miss_the_data(monkeypatch):
+    """Before: 1 release in 200 of this kind (10 of 2,000) read bounds that cut the
+    data (covering 0-75% of it) with no warning; over these 1,000 the old rule
+    misses about 5 (none with probability e**-5). Now every one covers more than
+    90% (a refined reading's lower end can cost a few percent, up to noise; nearly
+    all cover 97% or more) and none is unresolved."""
+    shares = _domain_example_releases(range(1000), monkeypatch)
     covered = [c for c in shares if c is not None]
     assert min(covered) >= 0.9, min(covered)
     assert sum(c < 0.97 for c in covered) <= 3
-    assert len(covered) >= 1990
+    assert len(covered) >= 995
