@@ -16,6 +16,7 @@ to this job's output.
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -236,3 +237,42 @@ class JournaledRun:
         opened, self._open = self._open, None
         opened.rollback()
         return True
+
+class HeldWarnings:
+    """The warnings of one run's release, said in step with its charge: those raised
+    before the charge (public facts: sizes, budgets) are shown as they come; those
+    raised after it (they read released noise) are held until the charge commits,
+    with the released rows or without them (:meth:`flush`), and dropped when an
+    interruption rolls the charge back (:meth:`drop`): nothing about noise that was
+    never charged leaves the process."""
+
+    def __init__(self, run: JournaledRun):
+        self.run = run
+        self.held: list[tuple] = []
+        self._saved = warnings.catch_warnings()
+
+    def __enter__(self) -> HeldWarnings:
+        self._saved.__enter__()
+        show = warnings.showwarning  # the one in force (the CLI's one-line format)
+
+        def hold_after_the_charge(message, category, filename, lineno, file=None, line=None):
+            if self.run.charged:  # charged and not committed yet
+                self.held.append((message, category, filename, lineno, file, line))
+            else:
+                show(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = hold_after_the_charge
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._saved.__exit__(*exc)
+
+    def flush(self) -> None:
+        """Show the held warnings (the charge has committed)."""
+        held, self.held = self.held, []
+        for args in held:
+            warnings.showwarning(*args)
+
+    def drop(self) -> None:
+        """Forget the held warnings (the charge was rolled back)."""
+        self.held = []

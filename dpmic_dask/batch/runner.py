@@ -47,7 +47,13 @@ from dpmic_dask.batch.joboutput import (
     undeliverable,
 )
 from dpmic_dask.batch.jobplan import job_cost, job_fingerprint, job_release_plan
-from dpmic_dask.batch.journal import JournaledRun, JournalEntry, find_run, record_delivery
+from dpmic_dask.batch.journal import (
+    HeldWarnings,
+    JournaledRun,
+    JournalEntry,
+    find_run,
+    record_delivery,
+)
 from dpmic_dask.batch.pageledger import history_section, redacted
 from dpmic_dask.batch.runpage import rows_page_path, write_result_page, write_rows_page
 from dpmic_dask.causal.discover import causal_graph
@@ -203,21 +209,28 @@ def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, prog
     # before any cluster starts: the budget's privacy unit is the job's, and it pays
     check_ledger_unit(ledger, job.dataset, job.privacy_unit)
     precheck_budget(journaled, job.dataset, cost)
+    held = HeldWarnings(journaled)  # warnings after the charge wait for its commit
     try:
-        result = _release(job, journaled, progress)
-        if job.causal is not None:  # [causal]: the graph, journaled as its own payload kind
-            entry = journaled.keep_payload(encode_graph(result, run_id=run_id, job=job))
-        else:
-            entry = journaled.keep(result_rows(result, run_id=run_id, job=job))
+        with held:
+            result = _release(job, journaled, progress)
+            if job.causal is not None:  # [causal]: the graph, journaled as its own payload
+                entry = journaled.keep_payload(encode_graph(result, run_id=run_id, job=job))
+            else:
+                entry = journaled.keep(result_rows(result, run_id=run_id, job=job))
     except Interrupted:
         # SIGINT / SIGTERM before the values were kept: as for a killed process,
-        # the open charge is undone (no value left the process)
+        # the open charge is undone (no value left the process, nor a warning
+        # that read its noise)
         if journaled.rollback():
+            held.drop()
             note_nothing_charged()
+        held.flush()
         raise
     except BaseException:
         journaled.abandon()  # a failure after the charge keeps the charge
+        held.flush()
         raise
+    held.flush()
     where = _deliver(job, ledger, entry, echo, result)
     if job.causal is not None:
         echo(released_sentence(result, run_id, where))
