@@ -164,10 +164,8 @@ MUTANTS = {
     """),
     "drop-selection-noise": ("categories chosen from exact counts (no noise)", """
         from dpmic_dask.privacy import partition_selection
-        class Zero:
-            def discrete_laplace(self, scale, size):
-                return np.zeros(size, np.int64)
-        partition_selection.active_sampler = lambda: Zero()
+        partition_selection.with_count_noise = lambda counts, noise: np.asarray(
+            counts, dtype=np.int64)
     """),
     "bin-groups-apart": ("column groups binned from projections of their own", """
         from dpmic_dask.backends import dask as backend
