@@ -194,7 +194,7 @@ def fits(kept, trials, scale, threshold, offsets=(-4, -3, -2, -1)) -> bool:
 
 
 def test_the_choice_draws_its_noise_at_the_stated_scale():
-    kept, trials, scale, threshold, _ = keep_frequencies(150)
+    kept, trials, scale, threshold, _ = keep_frequencies(300)
     assert scale == pytest.approx(2.0 / _column_eps(), rel=1e-9)
     assert fits(kept, trials, scale, threshold)
     assert not fits(kept, trials, 0.7 * scale, threshold)

@@ -152,14 +152,14 @@ def keep_frequencies(runs: int, sampler_zero: bool = False, columns: int = 1):
 
 
 def test_the_choice_draws_its_noise_at_the_stated_scale():
-    kept, trials, scale, threshold = keep_frequencies(150)
+    kept, trials, scale, threshold = keep_frequencies(300)
     assert fits(kept, trials, scale, threshold)
     assert not fits(kept, trials, 0.7 * scale, threshold)
     assert not fits(kept, trials, 1.3 * scale, threshold)
 
 
 def test_two_columns_share_the_choice_at_the_stated_scale():
-    kept, trials, scale, threshold = keep_frequencies(150, columns=2)
+    kept, trials, scale, threshold = keep_frequencies(300, columns=2)
     assert fits(kept, trials, scale, threshold)
     assert not fits(kept, trials, 0.7 * scale, threshold)
     assert not fits(kept, trials, 1.3 * scale, threshold)
