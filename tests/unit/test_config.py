@@ -21,6 +21,7 @@ from dpmic_dask.batch.jobs import load_job
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.release import stages
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY, DEFAULT_TASK_MEMORY
+from tests.jobfiles import write_job
 
 BOUNDS = {name: (0.0, 1.0) for name in "abcd"}
 
@@ -199,31 +200,17 @@ def test_config_is_public():
     assert dpmic_dask.config is config
 
 
-def _job(tmp_path, cluster=""):
-    path = tmp_path / "job.toml"
-    path.write_text(f"""
-[job]
-name = "knobs"
-dataset = "d"
-[input]
-paths = ["{tmp_path}/*.parquet"]
-[columns]
-a = {{ bounds = [0, 1] }}
-b = {{ bounds = [0, 1] }}
-[privacy]
-eps = 1.0
-[output]
-path = "{tmp_path}/out"
-[ledger]
-url = "sqlite:///{tmp_path}/l.db"
-{cluster}
-""")
+def _job(tmp_path, cluster=None):
+    path = write_job(tmp_path / "job.toml", name="knobs",
+                     input={"paths": [f"{tmp_path}/*.parquet"]},
+                     columns={"a": [0, 1], "b": [0, 1]}, output={"path": f"{tmp_path}/out"},
+                     cluster=cluster, ledger=f"sqlite:///{tmp_path}/l.db")
     return load_job(path)
 
 
 @pytest.mark.parametrize(("cluster", "expected"), [
-    ('[cluster]\ntask_memory = "2 MiB"', 2 * 2**20),  # the job file's, for the run
-    ("", 4 * 2**20),  # the process's configuration
+    ({"task_memory": "2 MiB"}, 2 * 2**20),  # the job file's, for the run
+    (None, 4 * 2**20),  # the process's configuration
 ])
 def test_a_job_s_cluster_task_memory_sets_the_config_for_its_run(tmp_path, monkeypatch, frame,
                                                                  cluster, expected):

@@ -12,6 +12,7 @@ import dpmic_dask as dm
 from dpmic_dask.batch.jobs import load_job
 from dpmic_dask.causal import causal_graph
 from dpmic_dask.release.accessor import DPMICAccessor
+from tests.jobfiles import write_job
 
 BOUNDS = {"a": (0, 1), "b": (0, 1)}
 
@@ -46,25 +47,12 @@ def test_tau_is_a_deprecated_spelling_of_tau_a_that_warns_at_the_callers_line(me
 
 def test_tau_in_a_job_file_warns_and_means_tau_a(tmp_path):
     def job(statistics):
-        path = tmp_path / f"job-{statistics}.toml"
-        path.write_text(f"""
-[job]
-name = "j"
-dataset = "d"
-[input]
-paths = ["{tmp_path}/*.parquet"]
-[columns]
-a = {{ bounds = [0, 1] }}
-b = {{ bounds = [0, 1] }}
-[privacy]
-eps = 1.0
-statistics = ["mic", "{statistics}"]
-[output]
-path = "{tmp_path}/out"
-[ledger]
-url = "sqlite:///{tmp_path}/l.db"
-""")
-        return path
+        return write_job(tmp_path / f"job-{statistics}.toml", name="j",
+                         input={"paths": [f"{tmp_path}/*.parquet"]},
+                         columns={"a": [0, 1], "b": [0, 1]},
+                         privacy={"statistics": ["mic", statistics]},
+                         output={"path": f"{tmp_path}/out"}, cluster=None,
+                         ledger=f"sqlite:///{tmp_path}/l.db")
 
     with pytest.warns(FutureWarning, match="privacy.statistics: 'tau' is deprecated"):
         old = load_job(job("tau"))
