@@ -76,16 +76,24 @@ def holds_the_mass(noisy: np.ndarray, lo_bin: int, hi_bin: int, coverage: float,
     return True
 
 
-def first_bounds_missed(noisy: np.ndarray, coverage: float, scale: float,
-                        beta: float = BETA) -> bool:
-    """Whether the refining pass's noisy histogram shows the first pass's bounds
-    missed the data (post-processing): its end bins also hold every value beyond
-    those bounds, and one of them has a noisy count above ``1 - coverage`` of the
-    noisy total plus what noise reaches with probability ``beta`` over the two.
-    The first bounds then cannot stand (nor can bounds read inside them)."""
+def missed_sides(noisy: np.ndarray, coverage: float, scale: float,
+                 beta: float = BETA) -> tuple[bool, bool]:
+    """``(below, above)``: whether the refining pass's noisy histogram shows the
+    first pass's bounds missed data below (above) them (post-processing): its end
+    bins also hold every value beyond those bounds, and the end bin has a noisy
+    count above ``1 - coverage`` of the noisy total plus what noise reaches with
+    probability ``beta`` over the two."""
     allowed = (1.0 - coverage) * max(float(noisy.sum()), 0.0)
     limit = allowed + sum_threshold(scale, 1, beta / 2.0)
-    return bool(noisy[0] > limit or noisy[-1] > limit)
+    return bool(noisy[0] > limit), bool(noisy[-1] > limit)
+
+
+def first_bounds_missed(noisy: np.ndarray, coverage: float, scale: float,
+                        beta: float = BETA) -> bool:
+    """Whether the first pass's bounds missed the data on either side
+    (:func:`missed_sides`). The first bounds then cannot stand as they are (nor
+    can bounds read inside them)."""
+    return any(missed_sides(noisy, coverage, scale, beta))
 
 
 def check_coverage(coverage) -> float:
@@ -110,4 +118,5 @@ def check_domain(domain) -> tuple[float, float] | None:
 
 
 __all__ = ["BETA", "check_coverage", "check_domain", "first_bounds_missed", "holds_the_mass",
+           "missed_sides",
            "sum_threshold"]

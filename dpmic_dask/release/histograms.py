@@ -31,6 +31,7 @@ from dpmic_dask.privacy.bounds import (
     check_domain,
     first_bounds_missed,
     noise_threshold,
+    reach_past_a_miss,
     refined_from_noisy,
     refinement_grid,
 )
@@ -299,9 +300,11 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
     restart: set[str] = set()
     refining = any(plan.refines)
     scale = plan.scale(plan.eps_first if refining else plan.eps_column)
+    first_noisy: dict[str, tuple[np.ndarray, float]] = {}
     for row, grid, cov, c, twice in zip(counts, plan.grids, plan.coverages, plan.columns,
                                         plan.refines):
         (noisy,), scale_c = plan.draw([row], plan.eps_first if twice else plan.eps_column)
+        first_noisy[c] = (noisy, scale_c)
         found[c] = _valid_bounds(bounds_from_noisy(noisy, grid, cov, scale_c), c)
         if not twice:
             continue
@@ -323,18 +326,31 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
         for (c, grid), row in zip(fine.items(), second_noisy):
             cov = plan.coverages[plan.columns.index(c)]
             if c in restart:
-                again = _valid_bounds(bounds_from_noisy(row, grid, cov, scale2), c)
-                found[c] = again if again is not None else found[c]
+                # the first pass, on the same grid with independent noise, confirms
+                # the second's isolated groups of bins (a lone noisy bin far from
+                # the data is not a bound)
+                again = _valid_bounds(bounds_from_noisy(row, grid, cov, scale2,
+                                                        confirm=first_noisy[c]), c)
+                if again is None:  # the first pass's reading, confirmed the same way
+                    again = _valid_bounds(bounds_from_noisy(
+                        *first_noisy[c][:1], grid, cov, first_noisy[c][1],
+                        confirm=(row, scale2)), c)
+                found[c] = again
                 continue
             if first_bounds_missed(row, cov, scale2):
                 # the refining pass saw the data beyond the first bounds: neither
-                # they nor bounds inside them can stand
-                found[c] = None
+                # they nor bounds inside them stand; the side that missed reaches
+                # to zero or the domain's edge, or the column is unresolved
+                first = found[c]
+                found[c] = None if first is None else _valid_bounds(
+                    reach_past_a_miss(first, plan.grids[plan.columns.index(c)], row, cov,
+                                      scale2), c)
                 continue
             better = _valid_bounds(refined_from_noisy(row, grid, cov, scale2), c)
             if better is not None:
                 found[c] = better
                 refined.append(c)
+
     unresolved = tuple(c for c in plan.columns if found[c] is None)
     fallback = {c: g.domain or (-1.0, 1.0) for c, g in zip(plan.columns, plan.grids)}
     if unresolved:

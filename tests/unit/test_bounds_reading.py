@@ -18,6 +18,7 @@ from dpmic_dask.privacy.bounds import (
     holds_the_mass,
     noise_threshold,
     occupied_range,
+    reach_past_a_miss,
     refined_from_noisy,
     refinement_grid,
     sum_threshold,
@@ -214,3 +215,73 @@ def test_readings_that_leave_out_more_than_the_tail_do_not_hold_the_mass():
         draws = gen.laplace(0, 1.0, (200_000, m)).sum(axis=1)
         assert np.mean(draws > sum_threshold(1.0, m, 1e-3)) <= 1e-3
         assert sum_threshold(1.0, m, 1e-3) < 2.5 * sum_threshold(1.0, m, 0.1)
+
+
+def test_a_miss_towards_zero_reaches_zero():
+    """Per customer at 17,000 rows and eps_c = 0.14, uniform data on [0, 1] got first
+    bounds (0.177, 1.41) in about 1 release in 200 (the thin half-octaves below
+    were hidden by the noise). The refining grid's lower end bin then holds the 18%
+    of values below 0.177: the column used to be unresolved, falling back to
+    (-1, 1). The side that missed now reaches zero."""
+    gen = np.random.default_rng(17)
+    values = gen.random(17_000)
+    first = (2 ** -2.5, 2 ** 0.5)
+    fine = refinement_grid(first, LOG)
+    scale = 80.0
+    for _ in range(20):
+        hist = noisy(values, fine, scale, gen)
+        assert first_bounds_missed(hist, 0.99, scale)
+        assert reach_past_a_miss(first, LOG, hist, 0.99, scale) == (0.0, first[1])
+    # mirrored: negative data, first bounds cut short of zero
+    mirrored = (-first[1], -first[0])
+    for _ in range(5):
+        hist = noisy(-values, refinement_grid(mirrored, LOG), scale, gen)
+        assert reach_past_a_miss(mirrored, LOG, hist, 0.99, scale) == (-first[1], 0.0)
+    # a miss away from zero is not placed: unresolved
+    above = (0.125, 0.5)
+    hist = noisy(values, refinement_grid(above, LOG), scale, gen)
+    assert reach_past_a_miss(above, LOG, hist, 0.99, scale) is None
+    # on a public domain, a side that missed reaches the domain's edge
+    domain = BoundsGrid((-5.0, 5.0))
+    hist = noisy(values, refinement_grid((0.2, 0.9), domain), scale, gen)
+    assert reach_past_a_miss((0.2, 0.9), domain, hist, 0.99, scale) == (-5.0, 5.0)
+    hist = noisy(values, refinement_grid((0.2, 1.1), domain), scale, gen)
+    assert reach_past_a_miss((0.2, 1.1), domain, hist, 0.99, scale) == (-5.0, 1.1)
+
+
+def test_a_lone_noisy_bin_far_from_the_data_needs_the_other_pass():
+    """Read on the log grid again, one empty bin whose noise passed the threshold
+    (probability about beta per reading) far from uniform data on [0, 1] became the
+    upper bound (seen: (0, 4.2e51)). The first pass, on the same grid with its own
+    noise, does not confirm it: the reading is the data's."""
+    gen = np.random.default_rng(18)
+    values = gen.random(17_000)
+    b1, b2 = 187.0, 80.0
+    far = LOG.index(np.array([4.2e51]))[0]
+    for _ in range(10):
+        second = noisy(values, LOG, b2, gen)
+        second[far] = noise_threshold(b2, LOG.size) + 20
+        first = noisy(values, LOG, b1, gen)
+        assert bounds_from_noisy(second, LOG, 0.99, b2)[1] > 1e50  # unconfirmed
+        found = bounds_from_noisy(second, LOG, 0.99, b2, confirm=(first, b1))
+        assert found[0] == 0.0 and 1.0 <= found[1] <= 2.0, found
+    # a real far group (a sentinel value on 15% of rows) is confirmed and kept
+    sentinel = np.concatenate([values, np.full(3000, 1e12)])
+    found = bounds_from_noisy(noisy(sentinel, LOG, b2, gen), LOG, 0.99, b2,
+                              confirm=(noisy(sentinel, LOG, b1, gen), b1))
+    assert found[1] >= 1e12
+
+
+def test_the_zero_bin_and_the_ones_are_one_group_for_the_confirmation():
+    """A binary column whose ones are 1.5% of the rows: too few for the first pass
+    to confirm on their own, but the ones are the zero bin's neighbours, not an
+    isolated group: the second pass's reading keeps them."""
+    gen = np.random.default_rng(19)
+    values = np.repeat([0.0, 1.0], [19_890, 300])
+    b1, b2 = 2 / 0.03, 2 / 0.07
+    kept = 0
+    for _ in range(10):
+        found = bounds_from_noisy(noisy(values, LOG, b2, gen), LOG, 0.99, b2,
+                                  confirm=(noisy(values, LOG, b1, gen), b1))
+        kept += found is not None and found[0] == 0.0 and found[1] >= 1.0
+    assert kept >= 9
