@@ -236,15 +236,17 @@ def check_combination(frame, combo: dict) -> dict:
         deviation[pair] = (value - exact[pair]) / scale[pair]
         assert abs(value - exact[pair]) <= SIGMAS * scale[pair] + MARGIN, (
             combo, pair, value, exact[pair], scale[pair])
+    found = result.private_bounds  # named in a failure: which bounds the values used
+    said = (found.bounds, found.unresolved) if found is not None else None
     if combo["selection"] == "pairwise":
         for pair in PLANTED:
-            assert got[pair] > 0.5 and exact[pair] > 0.8, (combo, pair, got[pair])
+            assert got[pair] > 0.5 and exact[pair] > 0.8, (combo, pair, got[pair], said)
         assert got[UNRELATED] < 0.3 and exact[UNRELATED] < 0.05, (combo, got[UNRELATED])
     else:
         assert len(got) == TOP  # top 3, or the first 3 found above 0.5 (10 are above 0.6)
         strong = 0.8 if combo["selection"] == "top3" else 0.6
         for pair in got:  # a chosen pair is a strongly related one
-            assert exact[pair] > strong, (combo, pair, exact[pair])
+            assert exact[pair] > strong, (combo, pair, exact[pair], said)
     chosen = (result.private_categories or {}).get("region")
     if combo["categories"] == "public":
         assert result.private_categories is None
