@@ -332,9 +332,9 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
                 again = _valid_bounds(bounds_from_noisy(row, grid, cov, scale2,
                                                         confirm=first_noisy[c]), c)
                 if again is None:  # the first pass's reading, confirmed the same way
-                    again = _valid_bounds(bounds_from_noisy(
-                        *first_noisy[c][:1], grid, cov, first_noisy[c][1],
-                        confirm=(row, scale2)), c)
+                    noisy1, scale1 = first_noisy[c]
+                    again = _valid_bounds(bounds_from_noisy(noisy1, grid, cov, scale1,
+                                                            confirm=(row, scale2)), c)
                 found[c] = again
                 continue
             if first_bounds_missed(row, cov, scale2):
@@ -350,7 +350,6 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
             if better is not None:
                 found[c] = better
                 refined.append(c)
-
     unresolved = tuple(c for c in plan.columns if found[c] is None)
     fallback = {c: g.domain or (-1.0, 1.0) for c, g in zip(plan.columns, plan.grids)}
     if unresolved:
