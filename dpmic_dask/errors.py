@@ -81,6 +81,13 @@ class PrivacyLeakWarning(UserWarning):
     """Something was requested that weakens or voids the privacy guarantee."""
 
 
+class LargeEpsilonWarning(PrivacyLeakWarning):
+    """A release charged at an ``eps`` above
+    :data:`dpmic_dask.release.charge.LARGE_EPSILON`: accounted correctly, but a
+    guarantee that lets one person change the odds of any outcome by a factor of
+    ``e^eps`` protects little. Shown before the charge; the release goes on."""
+
+
 class BoundsWarning(UserWarning):
     """Bounds that waste the grid or could not be found: private bounds left
     unresolved by the noise, or public bounds far wider than the data (stated from

@@ -21,10 +21,12 @@ from dpmic_dask.errors import (
     BudgetExceededError,
     DPMICError,
     InvalidParameterError,
+    LargeEpsilonWarning,
     LedgerError,
     PrivacyLeakWarning,
     ReleaseIncompleteError,
     UnitMismatchError,
+    user_stacklevel,
 )
 from dpmic_dask.privacy.accounting import default_ledger, ledger_from_url, note_charge_possible
 from dpmic_dask.privacy.costs import PrivacyCost
@@ -123,6 +125,24 @@ class Bill:
     description: str
     mechanism: str
     columns: tuple = ()
+
+
+#: An ``eps`` above this, for one release, is said (:class:`LargeEpsilonWarning`):
+#: ``e^10`` is a factor of about 22,000 on the odds of any outcome.
+LARGE_EPSILON = 10.0
+
+
+def warn_large_epsilon(cost: PrivacyCost) -> None:
+    """Say, before the charge, that a release's ``eps`` is too large to protect much
+    (a public number; the release goes on)."""
+    eps = float(cost.epsilon)
+    if eps > LARGE_EPSILON:
+        warnings.warn(
+            f"this release is charged eps = {eps:.4g}, above {LARGE_EPSILON:g}: the "
+            f"guarantee lets any one person's data change the odds of any outcome by a "
+            f"factor up to e^{eps:.4g}, which protects little; the accounting is right, "
+            f"but choose eps <= {LARGE_EPSILON:g} to protect the people in the table",
+            LargeEpsilonWarning, stacklevel=user_stacklevel())
 
 
 def charge_budget(cost: PrivacyCost, ledger, dataset, *, description: str, mechanism: str,

@@ -46,7 +46,13 @@ from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.axisframe import axis_frame
 from dpmic_dask.release.bounding import BoundedFrame, unit_label
 from dpmic_dask.release.bounds_check import auto_lines, speaks_at
-from dpmic_dask.release.charge import Bill, after_charge, charge_budget, precheck_budget
+from dpmic_dask.release.charge import (
+    Bill,
+    after_charge,
+    charge_budget,
+    precheck_budget,
+    warn_large_epsilon,
+)
 from dpmic_dask.release.pipeline import release_pairs, release_selected, values_cost
 from dpmic_dask.release.results import PairwiseResult
 from dpmic_dask.release.stages import public_rows
@@ -69,6 +75,7 @@ def run_charged(release: Staged[T], *, ledger=None, dataset=None) -> T:
     warnings are shown, never raised, and a failure says the budget was charged)."""
     bill = next(release)
     try:
+        warn_large_epsilon(bill.cost)
         charge = charge_budget(bill.cost, ledger, dataset, description=bill.description,
                                mechanism=bill.mechanism, columns=bill.columns)
     except BaseException:
