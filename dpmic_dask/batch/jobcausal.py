@@ -45,6 +45,7 @@ from dpmic_dask.causal.result import CausalGraph, CausalReport
 from dpmic_dask.errors import InvalidParameterError, LedgerError
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon
 from dpmic_dask.privacy.costs import measure_for
+from dpmic_dask.release.htmlreport import causal_view, write_page
 
 #: Keys of ``[causal]`` (and the defaults of :func:`dpmic_dask.causal.causal_graph`).
 CAUSAL_DEFAULTS: dict[str, Any] = {"alpha": 0.05, "max_condition_size": 2, "bins": 5,
@@ -182,14 +183,16 @@ def decode_graph(text: str):
 # ---------------------------------------------------------------- delivery
 
 
-def _write_files(folder: Path, graph, report: str) -> None:
+def _write_files(folder: Path, graph, report: str, ledger: dict | None = None) -> None:
     graph.edges.to_csv(folder / "edges.csv", index=False)
     sets = [{"pair": [a, b], "separating_set": list(s)}
             for (a, b), s in graph.separating_sets.items()]
     (folder / "separating_sets.json").write_text(json.dumps(sets, indent=2) + "\n")
     (folder / "graph.dot").write_text(graph.to_dot() + "\n")
     (folder / "report.txt").write_text(report + "\n")
-    graph.to_html(folder / "report.html", report=report)
+    view = causal_view(graph, report)
+    view["ledger"] = ledger  # the dataset's ledger history up to this run's charge
+    write_page(view, folder / "report.html")
     try:
         from matplotlib.figure import Figure  # no pyplot state, no display needed
     except ImportError:
@@ -199,17 +202,19 @@ def _write_files(folder: Path, graph, report: str) -> None:
     figure.savefig(folder / "graph.png", dpi=120, bbox_inches="tight")
 
 
-def deliver_graph(job, payload: str, run_id: str) -> str:
+def deliver_graph(job, payload: str, run_id: str, ledger: dict | None = None) -> str:
     """Write a run's journaled graph into its folder (``run-<id>--<job>/`` in the
     output folder) atomically: written under a hidden name, then renamed into
-    place (an earlier delivery of the same run is replaced)."""
+    place (an earlier delivery of the same run is replaced). ``ledger``: the
+    history section of its page
+    (:func:`~dpmic_dask.batch.pageledger.history_section`)."""
     graph, report = decode_graph(payload)
     final = run_file(job, run_id)
     tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex[:12]}.tmp")
     old = final.with_name(f".{final.name}.{uuid.uuid4().hex[:12]}.old")
     try:
         tmp.mkdir()
-        _write_files(tmp, graph, report)
+        _write_files(tmp, graph, report, ledger)
         if final.exists():
             os.replace(final, old)
         os.replace(tmp, final)

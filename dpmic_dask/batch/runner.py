@@ -102,7 +102,10 @@ def _deliver(job, ledger: SQLLedger, entry: JournalEntry, echo: Echo, result=Non
     except DPMICError as exc:  # the release is kept: this is a failure to deliver
         raise undeliverable(job, entry.run_id, str(exc)) from None
     if job.causal is not None:  # [causal]: the journaled graph's files
-        where = deliver_graph(job, entry.payload or "", entry.run_id)
+        history = history_section(ledger, job.dataset, source=redacted(ledger.url),
+                                  charge_id=entry.charge_id, run_id=entry.run_id,
+                                  job=job.name)
+        where = deliver_graph(job, entry.payload or "", entry.run_id, ledger=history)
     else:
         where = deliver(job, entry.rows(), entry.run_id)
         if job.output_path:

@@ -82,6 +82,9 @@ def test_causal_job_runs_once_and_writes_its_files(setup):
     assert "charged once before any noise" in (folder / "report.txt").read_text()
     page = (folder / "report.html").read_text()  # the run's page, drawn from the same graph
     assert "Private causal graph" in page and page.count('<g class="edge"') == len(edges)
+    # the dataset's ledger history up to this run's charge, as on a pairwise run's page
+    assert '<table id="ledger-charges">' in page
+    assert "The ledger's history is not available" not in page
 
     charges = history(ledger)
     assert len(charges) == 1
