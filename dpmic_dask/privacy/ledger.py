@@ -62,6 +62,7 @@ from dpmic_dask.privacy.ledgerdb import (
 )
 from dpmic_dask.privacy.ledgerrows import (
     ChargeRecord,
+    _after,
     _amount,
     _budget_from_row,
     _now,
@@ -297,11 +298,14 @@ class SQLLedger:
         need = check_charge(dataset, budget, spent, cost, approx)
         record = Charge(uuid.uuid4().hex, dataset, cost, description, time.time(),
                         mechanism, tuple(columns))
+        cur.execute(self._sql("SELECT MAX(created_at) FROM dpmic_charges WHERE dataset = ?"),
+                    (dataset,))
+        (last,) = cur.fetchone()
         cur.execute(self._sql(
             "INSERT INTO dpmic_charges (charge_id, dataset, created_at, amount, epsilon, "
             "delta, rho, description, mechanism, columns, run_id, job, approx_delta) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
-            (record.charge_id, dataset, _now(), str(need), repr(cost.epsilon),
+            (record.charge_id, dataset, _after(last), str(need), repr(cost.epsilon),
              repr(cost.delta), _repr_or_none(cost.rho), description,
              mechanism, json.dumps([str(c) for c in columns]), run_id, job,
              repr(cost.approx_delta) if cost.approx_delta else None))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 
 from dpmic_dask.errors import LedgerError
@@ -19,6 +19,20 @@ from dpmic_dask.privacy.costs import PrivacyCost
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _after(last) -> str:
+    """The time of a new charge: now, or 1 ms after the dataset's last charge when
+    that is not earlier (charges within one millisecond would otherwise tie, and
+    the history, ordered by time, would list them in an arbitrary order)."""
+    now = datetime.now(timezone.utc)
+    try:
+        prev = datetime.fromisoformat(str(last)) if last else None
+    except ValueError:
+        prev = None
+    if prev is not None and prev.tzinfo is not None and now <= prev:
+        now = prev + timedelta(milliseconds=1)
+    return now.isoformat(timespec="milliseconds")
 
 
 @dataclass(frozen=True)
