@@ -304,10 +304,10 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
     for row, grid, cov, c, twice in zip(counts, plan.grids, plan.coverages, plan.columns,
                                         plan.refines):
         (noisy,), scale_c = plan.draw([row], plan.eps_first if twice else plan.eps_column)
-        first_noisy[c] = (noisy, scale_c)
         found[c] = _valid_bounds(bounds_from_noisy(noisy, grid, cov, scale_c), c)
         if not twice:
             continue
+        first_noisy[c] = (noisy, scale_c)  # kept for the second reading's confirmation
         # the second pass's grid, from the first pass's released bounds only: equal
         # bins inside them when they are far from zero relative to their width,
         # else the first grid again (read with the larger share)
