@@ -44,7 +44,6 @@ public bounds; bounds are always two distinct bin edges (never zero width).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -59,6 +58,18 @@ from dpmic_dask.privacy.boundschecks import (  # noqa: F401 (re-exported)
     holds_the_mass,
     missed_sides,
     sum_threshold,
+)
+from dpmic_dask.privacy.boundsread import (  # noqa: F401 (re-exported)
+    LONG_GAP,
+    MARGIN_BINS,
+    REFINE_MARGIN,
+    REFINE_Z,
+    block_widen,
+    confirmed_cells,
+    linear_read,
+    noise_threshold,
+    read_quantiles,
+    standing_groups,
 )
 
 #: Half-octave exponents of the signed log grid: bin ``e`` holds magnitudes in
@@ -129,12 +140,6 @@ def column_histograms(columns, grid: BoundsGrid) -> np.ndarray:
     return out
 
 
-def noise_threshold(scale: float, tests: int, beta: float = BETA) -> float:
-    """``T`` with ``P(some of `tests` empty bins' noisy counts > T) <= beta``: each
-    exceeds ``T`` with probability ``exp(-T / scale) / 2`` at most."""
-    return scale * math.log(tests / (2.0 * beta))
-
-
 #: Threshold of the widening tests (each as if one of this many bins).
 EXTEND_TESTS = 8
 #: Bins looked at beyond the current edge when the occupied range is widened: an
@@ -146,12 +151,6 @@ GAP_BINS = 4
 #: sum passes ``BLOCK_Z`` standard deviations of the noise in the block.
 BLOCK_BINS = 2
 BLOCK_Z = 4.0
-#: Runs of more than ``LONG_GAP`` bins that passed no threshold, between bins that
-#: did (the gap between zero and the magnitudes of a binary or count column), are
-#: not read as mass: their noise alone would move the quantiles.
-LONG_GAP = 64
-#: Bins added outward on each side of the estimated quantiles.
-MARGIN_BINS = 1
 #: A bound this many times nearer zero than the other (same sign) becomes zero.
 SNAP_TO_ZERO = 16.0
 #: A bound nearer zero than this (an edge next to the zero bin) becomes zero when
@@ -169,50 +168,6 @@ REFINE_RATIO = 8.0
 REFINE_LEVELS = (1, 4, 16)
 #: On a public domain grid, the first pass also looks at sums of ``g`` bins.
 DOMAIN_LEVELS = (1, 4, 16, 64)
-#: The refining pass's widening blocks pass at ``REFINE_Z`` noise deviations.
-REFINE_Z = 2.5
-#: Its margin: the found range's width over ``REFINE_MARGIN`` on each side.
-REFINE_MARGIN = 4
-
-
-def _read_quantiles(weights: np.ndarray, coverage: float) -> tuple[int, int]:
-    """Bins (indices into ``weights``) where the cumulative weight reaches
-    ``(1 - coverage) / 2`` and ``(1 + coverage) / 2`` of the total."""
-    cumulative = np.cumsum(weights)
-    total = cumulative[-1]
-    low = int(np.searchsorted(cumulative, (1 - coverage) / 2 * total, side="right"))
-    high = int(np.searchsorted(cumulative, (1 + coverage) / 2 * total, side="left"))
-    low = min(low, weights.size - 1)
-    return low, min(max(high, low), weights.size - 1)
-
-
-def _block_widen(noisy, first: int, last: int, scale: float, z: float, block: int):
-    """Add blocks of ``block`` bins outward while the next one, two or four blocks
-    together have a noisy sum above ``z`` standard deviations of their noise
-    (``scale sqrt(2 k)`` for ``k`` bins): one thin block does not stop the
-    widening where the next ones hold mass."""
-    def passes(a: int, b: int) -> bool:
-        return b > a and float(noisy[a:b].sum()) > z * scale * math.sqrt(2.0 * (b - a))
-
-    while first > 0:
-        step = next((m for m in WIDEN_LOOKAHEAD
-                     if passes(max(first - m * block, 0), first)), None)
-        if step is None:
-            break
-        first = max(first - step * block, 0)
-    while last < noisy.size - 1:
-        step = next((m for m in WIDEN_LOOKAHEAD
-                     if passes(last + 1, min(last + 1 + m * block, noisy.size))), None)
-        if step is None:
-            break
-        last = min(last + step * block, noisy.size - 1)
-    return first, last
-
-
-#: Blocks looked at together when a widening step would stop.
-WIDEN_LOOKAHEAD = (1, 2, 4)
-
-
 def _neighbours(grid: BoundsGrid, i: int, step: int) -> list[int]:
     """Bins tested beyond bin ``i`` going down (``step = -1``) or up (``+1``)."""
     size = grid.size
@@ -232,30 +187,21 @@ def _neighbours(grid: BoundsGrid, i: int, step: int) -> list[int]:
 
 def confirmed_core(core: np.ndarray, noisy: np.ndarray, grid: BoundsGrid,
                    confirm) -> np.ndarray:
-    """The core bins, less the isolated groups the other pass does not confirm.
+    """The core bins, less the isolated groups the other pass does not confirm
+    (:func:`standing_groups`).
 
     Core bins split into groups at gaps of more than ``LONG_GAP`` bins (the zero
-    bin and the magnitudes around 1 are neighbours, :func:`_neighbours`); the group
-    with the largest noisy sum stands. Another group stands only when its sum in
-    ``confirm = (other_noisy, other_scale)`` -- the same column's other pass on the
-    same grid, with independent noise -- passes ``other_scale ln(1 / (2 beta))``
-    (an empty group passes with probability ``beta`` at most). Without this, one
-    empty bin whose noise passed the threshold (probability ``beta`` per reading)
-    far from the data became a bound: ``(0, 4.2e51)`` for values in ``[0, 1]``."""
+    bin and the magnitudes around 1 are neighbours, :func:`_neighbours`). Without
+    this, one empty bin whose noise passed the threshold (probability ``beta`` per
+    reading) far from the data became a bound: ``(0, 4.2e51)`` for values in
+    ``[0, 1]``."""
     if confirm is None or core.size < 2:
         return core
-    other, other_scale = confirm
     cuts = [k + 1 for k, (a, b) in enumerate(zip(core[:-1], core[1:]))
             if b - a > LONG_GAP + 1 and b not in _neighbours(grid, int(a), +1)
             and a not in _neighbours(grid, int(b), -1)]
     groups = np.split(core, cuts)
-    if len(groups) == 1:
-        return core
-    heaviest = max(range(len(groups)), key=lambda k: float(noisy[groups[k]].sum()))
-    level = other_scale * math.log(1.0 / (2.0 * BETA))
-    kept = [g for k, g in enumerate(groups)
-            if k == heaviest or float(np.asarray(other)[g].sum()) > level]
-    return np.concatenate(kept)
+    return np.concatenate([groups[k] for k in standing_groups(groups, noisy, confirm)])
 
 
 def occupied_range(noisy: np.ndarray, grid: BoundsGrid, scale: float, confirm=None):
@@ -282,7 +228,7 @@ def occupied_range(noisy: np.ndarray, grid: BoundsGrid, scale: float, confirm=No
         if not above:
             break
         last = max(above)
-    wide_first, wide_last = _block_widen(noisy, first, last, scale, BLOCK_Z, BLOCK_BINS)
+    wide_first, wide_last = block_widen(noisy, first, last, scale, BLOCK_Z, BLOCK_BINS)
     kept[wide_first:first] = True
     kept[last + 1:wide_last + 1] = True
     return wide_first, wide_last, kept
@@ -316,12 +262,13 @@ def bounds_from_noisy(noisy: np.ndarray, grid: BoundsGrid, coverage: float,
     """
     edges = grid.edges()
     if grid.domain is not None:  # equal bins: read as the refining pass reads
-        return _linear_read(noisy, grid, coverage, scale, DOMAIN_LEVELS, guard_edges=False)
+        return linear_read(noisy, edges, coverage, scale, DOMAIN_LEVELS, guard_edges=False,
+                            confirm=confirm)
     found = occupied_range(noisy, grid, scale, confirm)
     if found is None:
         return None
     first, last, kept = found
-    low, high = _read_quantiles(_weights(noisy, first, last, kept), coverage)
+    low, high = read_quantiles(_weights(noisy, first, last, kept), coverage)
     # one bin further out where the quantile is the range's outermost bin (a thin
     # tail beyond may have passed no test); inside it, the tail beyond was read
     lo_bin = max(first + low - (MARGIN_BINS if low == 0 else 0), 0)
@@ -391,62 +338,12 @@ def reach_past_a_miss(first: tuple[float, float], grid: BoundsGrid, noisy: np.nd
     return None
 
 
-def _aggregate_threshold(scale: float, bins: int, g: int, beta: float = BETA) -> float:
-    """``T`` with ``P(some of `bins` sums of ``g`` Laplace(scale) > T) <= beta``:
-    by Chernoff at ``lambda = 1 / (2 scale)``, one sum exceeds ``T`` with
-    probability at most ``exp(-T / (2 scale)) (4/3)**g``. (Discrete Laplace of
-    scale ``b`` is dominated the same way.)"""
-    if g == 1:
-        return noise_threshold(scale, bins, beta)
-    return 2.0 * scale * (math.log(bins / beta) + g * math.log(4.0 / 3.0))
-
-
 def refined_from_noisy(noisy: np.ndarray, fine: BoundsGrid, coverage: float,
                        scale: float) -> tuple[float, float] | None:
     """Read the bounds off the refining pass's noisy histogram (post-processing):
-    :func:`_linear_read`, ``None`` (keep the first pass's bounds) when nothing
+    :func:`linear_read`, ``None`` (keep the first pass's bounds) when nothing
     stands out, the reading leaves the mass outside, or the range reaches an edge
     bin -- the edge bins also hold every value beyond the first pass's bounds, so
     the data were not inside them (:func:`first_bounds_missed` says whether that
     refutes the first bounds)."""
-    return _linear_read(noisy, fine, coverage, scale, REFINE_LEVELS, guard_edges=True)
-
-
-def _linear_read(noisy: np.ndarray, fine: BoundsGrid, coverage: float, scale: float,
-                 levels, *, guard_edges: bool) -> tuple[float, float] | None:
-    """Read bounds off a noisy histogram of equal bins (post-processing).
-
-    1. Occupied core at the finest resolution (``levels``: sums of ``g``
-       neighbouring bins) where some sum passes its threshold.
-    2. Widened by blocks of an eighth of the core's width while a block's noisy sum
-       passes ``REFINE_Z`` noise deviations.
-    3. Quantiles as in :func:`bounds_from_noisy`, then a margin of a quarter of
-       their distance (at least one bin) on each side.
-    4. The bins outside must not hold more than the tail, up to noise
-       (:func:`holds_the_mass`).
-
-    ``None`` when nothing passes, when the reading fails step 4, or
-    (``guard_edges``) when the range reaches an edge bin of the grid.
-    """
-    size = noisy.size
-    for g in levels:
-        sums = noisy.reshape(-1, g).sum(axis=1)
-        core = np.flatnonzero(sums > _aggregate_threshold(scale, sums.size, g))
-        if core.size:
-            break
-    else:
-        return None
-    first, last = int(core[0]) * g, int(core[-1]) * g + g - 1
-    block = max(g, (last - first + 1) // 8)
-    first, last = _block_widen(noisy, first, last, scale, REFINE_Z, block)
-    if guard_edges and (first == 0 or last == size - 1):
-        return None
-    weights = np.clip(noisy[first:last + 1].astype(np.float64), 0.0, None)
-    low, high = _read_quantiles(weights, coverage)
-    margin = max(MARGIN_BINS, math.ceil((high - low + 1) / REFINE_MARGIN))
-    lo_bin = max(first + low - margin, 0)
-    hi_bin = min(first + high + margin, size - 1)
-    if not holds_the_mass(noisy, lo_bin, hi_bin, coverage, scale):
-        return None
-    edges = fine.edges()
-    return float(edges[lo_bin]), float(edges[hi_bin + 1])
+    return linear_read(noisy, fine.edges(), coverage, scale, REFINE_LEVELS, guard_edges=True)

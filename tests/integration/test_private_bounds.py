@@ -98,14 +98,22 @@ def test_private_bounds_cover_the_data_and_charge_once():
 
 
 def test_a_domain_grid_gives_bounds_inside_it():
+    """Each release's bounds lie in the domain and hold the data; their width is
+    about 15 (the data's 10 plus margins). A thin-tail widening step that noise
+    passed makes about 1 release in 200 wider than 20 (2 of 400 replayed: 20.9
+    and 20.4), so the width is checked on the median of five."""
     gen = np.random.default_rng(4)
     frame = pd.DataFrame({"a": gen.uniform(20, 30, 20_000), "b": gen.normal(50, 5, 20_000)})
-    with pytest.warns(dm.BoundsWarning, match="far wider than the data"):
-        result = dm.private_bounds(frame, 1.0, columns=["a", "b"], domain=(0, 100),
-                                   ledger=dm.InMemoryLedger(uncapped=True))
-    assert result.domain_use["a"] < 0.25
-    lo, hi = result.bounds["a"]
-    assert 0 <= lo <= 21 and 29 <= hi <= 100 and hi - lo <= 2 * 10
+    widths = []
+    for _ in range(5):
+        with pytest.warns(dm.BoundsWarning, match="far wider than the data"):
+            result = dm.private_bounds(frame, 1.0, columns=["a", "b"], domain=(0, 100),
+                                       ledger=dm.InMemoryLedger(uncapped=True))
+        assert result.domain_use["a"] < 0.25
+        lo, hi = result.bounds["a"]
+        assert 0 <= lo <= 21 and 29 <= hi <= 100
+        widths.append(hi - lo)
+    assert np.median(widths) <= 2 * 10, widths
 
 
 def test_pairwise_with_private_bounds_charges_once_for_both_parts():
