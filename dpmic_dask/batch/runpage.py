@@ -21,11 +21,12 @@ folder, for each of its runs. A page built from a run's rows alone states the
 guarantee from the rows' own columns (``release_epsilon``, ``release_delta``,
 ``cost_unit``, ``mechanism``...).
 
-A pairwise run's page also shows its dataset's ledger history up to the run's
-own charge (:mod:`dpmic_dask.batch.pageledger`): the only thing ``dpmic report``
-reads besides the delivered files, from ``--ledger URL`` or the URL the page
-recorded (without its password); when neither can be read, the section says
-the history is not available.
+A job's page (a pairwise run's, or a causal run's folder ``run-<id>--<job>``)
+also shows its dataset's ledger history up to the run's own charge
+(:mod:`dpmic_dask.batch.pageledger`): the only thing ``dpmic report`` reads
+besides the delivered files, from ``--ledger URL`` or the URL the page recorded
+(without its password); when neither can be read, the section says the history
+is not available.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ import pandas as pd
 from dpmic_dask.batch.pageledger import history_at, recorded
 from dpmic_dask.causal.result import CausalGraph, CausalReport
 from dpmic_dask.errors import InvalidParameterError
-from dpmic_dask.release.htmlreport import pairwise_view, rows_view, write_page
+from dpmic_dask.release.htmlreport import causal_view, pairwise_view, rows_view, write_page
 
 #: The page's name in a run's folder.
 PAGE = "report.html"
@@ -165,6 +166,23 @@ def _run_of(name: str) -> tuple[str | None, str | None]:
     return (found.group(1), found.group(2)) if found else (None, None)
 
 
+def rebuild_causal_page(folder: Path, ledger_url: str | None = None) -> Path:
+    """The page of a causal run's folder. A job's folder (``run-<run id>--<job>``)
+    gets its dataset's ledger history from ``ledger_url``, else from the ledger
+    and dataset its page recorded before; a folder a job did not write gets a
+    page without one."""
+    graph, report = causal_from_files(folder)
+    page = folder / PAGE
+    before = recorded(page)
+    found = re.fullmatch(r"run-(.+?)--(.+)", folder.name)
+    view = causal_view(graph, report)
+    if found or ledger_url or before:
+        view["ledger"] = history_at(ledger_url or before.get("ledger"), before.get("dataset"),
+                                    run_id=found.group(1) if found else None,
+                                    job=found.group(2) if found else None)
+    return write_page(view, page)
+
+
 def rebuild_rows_page(path: Path, ledger_url: str | None = None) -> Path:
     """The page of a run's file, with its dataset's ledger history from
     ``ledger_url``, else from the ledger the page recorded before."""
@@ -182,9 +200,10 @@ def rebuild_rows_page(path: Path, ledger_url: str | None = None) -> Path:
 
 def rebuild(path, ledger_url: str | None = None) -> list[Path]:
     """``dpmic report PATH``: write the page of each run found at ``path`` from its
-    delivered files; returns the pages written. A pairwise run's page shows its
-    dataset's ledger history, read from ``ledger_url`` or the ledger its page
-    recorded (else the section says the history is not available)."""
+    delivered files; returns the pages written. A job's page (a pairwise run's
+    file, a causal run's folder) shows its dataset's ledger history, read from
+    ``ledger_url`` or the ledger its page recorded (else the section says the
+    history is not available)."""
     path = Path(path)
     if path.is_file():
         if not path.name.endswith((".parquet", ".csv")):
@@ -194,15 +213,14 @@ def rebuild(path, ledger_url: str | None = None) -> list[Path]:
     if not path.is_dir():
         raise InvalidParameterError(f"{path}: no such file or folder")
     if (path / "edges.csv").is_file() and (path / "graph.dot").is_file():
-        graph, report = causal_from_files(path)
-        return [graph.to_html(path / PAGE, report=report)]
+        return [rebuild_causal_page(path, ledger_url)]
     if (path / "results.csv").is_file():
         return [write_rows_page(pd.read_csv(path / "results.csv"), path / PAGE,
                                 report=_text(path / "report.txt"))]
     written = []
     for item in sorted(path.glob("run-*")):
         if item.is_dir() and (item / "edges.csv").is_file():
-            written += rebuild(item)
+            written += rebuild(item, ledger_url)
         elif item.is_file() and item.name.endswith((".parquet", ".csv")):
             written += rebuild(item, ledger_url)
     if not written:
@@ -212,5 +230,6 @@ def rebuild(path, ledger_url: str | None = None) -> list[Path]:
     return written
 
 
-__all__ = ["PAGE", "causal_from_files", "rebuild", "rebuild_rows_page", "rows_page_path",
+__all__ = ["PAGE", "causal_from_files", "rebuild", "rebuild_causal_page", "rebuild_rows_page",
+           "rows_page_path",
            "write_result_page", "write_rows_page"]

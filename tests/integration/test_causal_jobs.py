@@ -2,6 +2,7 @@
 release, charged once through the run's journaled ledger."""
 
 import datetime as dt
+import html
 import json
 import shutil
 
@@ -12,6 +13,7 @@ import pytest
 from dpmic_dask.batch.cli import Exit
 from dpmic_dask.batch.jobcausal import CAUSAL_FILES
 from dpmic_dask.batch.journal import find_run
+from dpmic_dask.batch.pageledger import recorded
 from dpmic_dask.privacy.accounting import Budget
 from dpmic_dask.privacy.ledger import SQLLedger
 from tests.cli import invoke
@@ -85,6 +87,17 @@ def test_causal_job_runs_once_and_writes_its_files(setup):
     # the dataset's ledger history up to this run's charge, as on a pairwise run's page
     assert '<table id="ledger-charges">' in page
     assert "The ledger's history is not available" not in page
+    # `dpmic report` rebuilds the page, history included, from the ledger it recorded
+    assert recorded(folder / "report.html") == {"ledger": ledger, "dataset": "d"}
+    (folder / "report.html").unlink()
+    lost = invoke("report", str(folder))  # without the page, nothing names the dataset
+    assert lost.exit_code == Exit.OK, lost.output
+    assert "the run's files do not name its dataset" in html.unescape(
+        (folder / "report.html").read_text())
+    (folder / "report.html").write_text(page)
+    rebuilt = invoke("report", str(tmp_path / "out"))
+    assert rebuilt.exit_code == Exit.OK, rebuilt.output
+    assert (folder / "report.html").read_text() == page
 
     charges = history(ledger)
     assert len(charges) == 1
