@@ -268,8 +268,8 @@ def deliver(job_file, run_id, debug):
 @main.command()
 @click.argument("run_dir", type=click.Path(exists=True, path_type=Path))
 @click.option("--ledger", "ledger_url", default=None,
-              help="Ledger URL to read a pairwise run's ledger history from (default: the "
-              "one its page recorded).")
+              help="Ledger URL to read a job's ledger history from (default: the one "
+              "its page recorded).")
 @debug_option
 @handles_errors
 def report(run_dir, ledger_url, debug):
@@ -279,10 +279,10 @@ def report(run_dir, ledger_url, debug):
     causal run's folder (edges.csv, separating_sets.json, graph.dot,
     report.txt), a pairwise run's file (run-*.parquet or run-*.csv: the page is
     written beside it, ending .html), or an output folder (a page for each run
-    in it). Only the delivered files are read, and for a pairwise run's page
-    its dataset's ledger history (from --ledger, else the ledger URL the page
-    recorded; the section says so when neither can be read): no data, no
-    charge.
+    in it). Only the delivered files are read, and for a job's page (a
+    pairwise run's file, a causal run's folder) its dataset's ledger history
+    (from --ledger, else the ledger URL the page recorded; the section says so
+    when neither can be read): no data, no charge.
 
     \b
     Example:
