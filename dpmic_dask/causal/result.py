@@ -32,7 +32,7 @@ class CausalReport:
     passes: int = 0
     sensitivities: tuple = ()
     #: correlation tests: noise scale of each released tau (0 when exact) and
-    #: the smallest |correlation| a level-0 test detects
+    #: the smallest absolute correlation a level-0 test detects
     noise_scale: float = math.nan
     smallest_visible: float = math.nan
 

@@ -216,8 +216,8 @@ def using_ledger(ledger):
     """Make ``ledger`` (a ledger, or a ledger URL) the default for releases in this
     block (and this context)::
 
-    with using_ledger("sqlite:///ledger.db"):
-        ddf.dpmic.pairwise(1.0, bounds=..., dataset="sales")
+        with using_ledger("sqlite:///ledger.db"):
+            ddf.dpmic.pairwise(1.0, bounds=..., dataset="sales")
     """
     if isinstance(ledger, str):
         ledger = ledger_from_url(ledger)

@@ -246,7 +246,8 @@ class DPMICAccessor:
         ----------
         k : int >= 1
             How many pairs to choose (all pairs if there are fewer).
-        eps, delta : total budget. ``delta = 0``: pure DP (exponential-noise
+        eps, delta : float
+            The total budget. ``delta = 0``: pure DP (exponential-noise
             selection, Laplace release). ``delta > 0``: zCDP (Gumbel selection,
             Gaussian release), rhos adding up to ``rho(eps, delta)``.
         select_share : float in (0, 1)
@@ -257,8 +258,10 @@ class DPMICAccessor:
             the grid). ``"auto"`` (default): ``B = 40`` when the release's ``B`` is
             larger -- in ``benchmarks/selection.py`` it chose the same pairs 5-10x
             faster; ``None``: score at the release's ``B``.
-        bounds, columns, B, c, nulls, fill, min_rows, kinds, ledger, dataset,
-        split_every, progress, label, task_memory : as for :meth:`pairwise`.
+        bounds, columns, B, c, nulls, fill, min_rows, kinds
+            As for :meth:`pairwise`.
+        ledger, dataset, split_every, progress, label, task_memory
+            As for :meth:`pairwise`.
         statistics : ("mic",) or ("mic", "tau_a")
             Also release Kendall's tau of the chosen pairs (the release part split
             equally); pairs are always chosen by MICr.
