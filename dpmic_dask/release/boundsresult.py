@@ -57,6 +57,22 @@ class BoundsRelease:
     #: private lower bound ``n0``).
     privacy_unit: str | None = None
     max_rows_per_unit: int | None = None
+    #: Columns whose bounds cannot vouch for their coverage: a bin beyond them
+    #: holding up to this many rows (more than 3% of ``rows``) is not seen at this
+    #: budget, so they may leave out a larger tail than ``coverage`` allows
+    #: (``docs/privacy.md``); each with a warning and a line in the report.
+    unseen: dict = field(default_factory=dict)
+
+    def tail_note(self) -> str:
+        """The report's sentence about :attr:`unseen` columns, or ``""``."""
+        if not self.unseen:
+            return ""
+        most = max(self.unseen.values())
+        share = f" ({most / self.rows:.0%} of the rows)" if self.rows else ""
+        return (f"Bounds that may leave out more than 3% of their values: "
+                f"{list(self.unseen)} (at this budget a bin beyond them holding up to about "
+                f"{most:,.0f} rows{share} is not seen; spend more on the bounds or give "
+                "public ones).")
 
     def formatted(self, column) -> str:
         """``[lo, hi]`` of ``column`` in the column's own kind."""
@@ -110,6 +126,8 @@ class BoundsRelease:
         for name in self.bounds:
             how = (" (unresolved: fallback)" if name in self.unresolved else
                    " (refined)" if name in self.refined else "")
+            if name in self.unseen:
+                how += " (may leave out a tail)"
             lines.append(f"  {name}: {self.formatted(name)}{how}")
         if self.domain is None:
             grid = "signed half-octave grid"
@@ -138,6 +156,8 @@ class BoundsRelease:
                          + ", ".join(f"{c} {u:.1%}" for c, u in wide.items())
                          + " of them): bounds that wide waste the grid; use the released "
                          "bounds or tighter public ones.")
+        if self.unseen:
+            lines.append(self.tail_note())
         if self.unresolved:
             lines.append(f"Unresolved: no bin stood out of the noise for "
                          f"{list(self.unresolved)}; fallback bounds used: choose bounds for "

@@ -23,6 +23,8 @@ from dpmic_dask.errors import (
 )
 from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.bounds import (
+    BETA,
+    EXTEND_TESTS,
     FIRST_PASS_SHARE,
     TINY,
     BoundsGrid,
@@ -34,6 +36,7 @@ from dpmic_dask.privacy.bounds import (
     reach_past_a_miss,
     refined_from_noisy,
     refinement_grid,
+    sum_threshold,
 )
 from dpmic_dask.privacy.costs import column_epsilon
 from dpmic_dask.privacy.histnoise import histogram_scale, noisy_histograms  # noqa: F401
@@ -84,6 +87,24 @@ _DEFAULTS = DEFAULT_SETTINGS
 
 #: Warn before the charge when a bin needs more than this share of the rows.
 BLIND_SHARE = 8
+#: A column's released bounds are said to be unable to vouch for their coverage
+#: (``BoundsRelease.unseen``) when a bin beyond them could hold more than this
+#: share of the rows without its noisy count being read as mass: the tail they
+#: may leave out is then larger than the 3% a 97%-coverage promise allows.
+TAIL_SHARE = 0.03
+
+
+def tail_limit(scale: float, refined: bool) -> float:
+    """Rows one bin beyond a column's released bounds may hold without being seen,
+    for the reading the bounds came from (a function of the plan and the released
+    path only): the widening threshold of a reading of the whole grid (bins beyond
+    the occupied range join it above ``scale ln(EXTEND_TESTS / (2 beta))``), or,
+    for bounds inside a refining pass's grid, what its end bins -- which hold every
+    value beyond the first bounds -- may hold unseen by :func:`first_bounds_missed`
+    (``sum_threshold(scale, 1, beta / 2)``)."""
+    if refined:
+        return sum_threshold(scale, 1, BETA / 2.0)
+    return noise_threshold(scale, EXTEND_TESTS)
 
 
 @dataclass(frozen=True)
@@ -301,10 +322,12 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
     refining = any(plan.refines)
     scale = plan.scale(plan.eps_first if refining else plan.eps_column)
     first_noisy: dict[str, tuple[np.ndarray, float]] = {}
+    limit: dict[str, float] = {}  # rows a bin beyond the bounds may hold unseen
     for row, grid, cov, c, twice in zip(counts, plan.grids, plan.coverages, plan.columns,
                                         plan.refines):
         (noisy,), scale_c = plan.draw([row], plan.eps_first if twice else plan.eps_column)
         found[c] = _valid_bounds(bounds_from_noisy(noisy, grid, cov, scale_c), c)
+        limit[c] = tail_limit(scale_c, refined=False)
         if not twice:
             continue
         first_noisy[c] = (noisy, scale_c)  # kept for the second reading's confirmation
@@ -331,12 +354,17 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
                 # the data is not a bound)
                 again = _valid_bounds(bounds_from_noisy(row, grid, cov, scale2,
                                                         confirm=first_noisy[c]), c)
+                limit[c] = tail_limit(scale2, refined=False)
                 if again is None:  # the first pass's reading, confirmed the same way
                     noisy1, scale1 = first_noisy[c]
                     again = _valid_bounds(bounds_from_noisy(noisy1, grid, cov, scale1,
                                                             confirm=(row, scale2)), c)
+                    limit[c] = tail_limit(scale1, refined=False)
                 found[c] = again
                 continue
+            # the bounds stand inside the refining grid, whose end bins say whether
+            # the first bounds missed data (or reach past a miss)
+            limit[c] = tail_limit(scale2, refined=True)
             if first_bounds_missed(row, cov, scale2):
                 # the refining pass saw the data beyond the first bounds: neither
                 # they nor bounds inside them stand; the side that missed reaches
@@ -358,6 +386,17 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
               "(-1, 1) without one; choose bounds for them yourself")
     bounds: dict[str, tuple[float, float]] = {
         c: (b if b is not None else fallback[c]) for c, b in found.items()}
+    # post-processing of the released path and the public row count: bounds whose
+    # coverage the noise cannot vouch for (a tail bin larger than TAIL_SHARE of the
+    # rows may lie beyond them unseen)
+    unseen = {c: limit[c] for c in plan.columns
+              if c not in unresolved and rows and limit[c] > TAIL_SHARE * rows}
+    if unseen:
+        most = max(unseen.values())
+        _show(f"the private bounds of column(s) {list(unseen)} may leave out more than "
+              f"{TAIL_SHARE:.0%} of their values: at this budget a bin beyond them holding "
+              f"up to about {most:,.0f} rows ({most / rows:.0%} of {rows:,}) is not seen; "
+              "spend more on the bounds (a larger eps or bounds_share) or give public bounds")
     domains = {c: g.domain for c, g in zip(plan.columns, plan.grids) if g.domain is not None}
     # post-processing of released bounds: how much of a public domain they use
     use = {c: (bounds[c][1] - bounds[c][0]) / (d[1] - d[0]) for c, d in domains.items()
@@ -375,6 +414,6 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
                          domain=domains or None, unresolved=unresolved, charge_id=charge_id,
                          seeded=not active_sampler().secure, refined=tuple(refined),
                          refine_noise_scale=scale2, first_pass_share=FIRST_PASS_SHARE,
-                         domain_use=use,
+                         domain_use=use, unseen=unseen,
                          privacy_unit=plan.unit[0] if plan.unit is not None else None,
                          max_rows_per_unit=plan.unit[1] if plan.unit is not None else None)

@@ -260,6 +260,8 @@ class PairwiseResult(ReportFields):
             if wide:
                 lines.append(f"The public domain of {wide} is far wider than the data (the "
                              f"released bounds use less than {WIDE_DOMAIN:.0%} of it).")
+            if found.unseen:
+                lines.append(found.tail_note())
             if found.unresolved:
                 lines.append(f"Unresolved bounds (fallback used): {list(found.unresolved)}.")
         if self.private_categories:

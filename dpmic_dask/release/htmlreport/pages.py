@@ -29,6 +29,8 @@ def bounds_view(result) -> dict:
     for column in result.bounds:
         status = ("unresolved (fallback)" if column in result.unresolved else
                   "refined" if column in result.refined else "first pass")
+        if column in result.unseen:
+            status += "; may leave out a tail"
         use = result.domain_use.get(column)
         rows.append({"cells": [_cell(str(column)), _cell(result.formatted(column)),
                                _cell(status), _cell(use, "-" if use is None else f"{use:.1%}")],

@@ -208,6 +208,9 @@ def _bounds_sources(result) -> list[str]:
         for column in found.bounds:
             how = (" (unresolved: fallback bounds)" if column in found.unresolved else
                    " (refined)" if column in found.refined else "")
+            if column in found.unseen:
+                how += (f" (may leave out a tail: a bin beyond them holding up to about "
+                        f"{found.unseen[column]:,.0f} rows is not seen at this budget)")
             lines.append(f"Bounds of {column}: {found.formatted(column)}, released privately"
                          f"{how}.")
     public = [c for c in result.columns if found is None or c not in found.bounds]
