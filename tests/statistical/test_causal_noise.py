@@ -144,10 +144,11 @@ def test_decision_noise_at_true_scale(delta):
     principles (``P`` noisy margins of sensitivity ``Delta = 6 / sqrt(n)``:
     Laplace ``P Delta / eps``, or Gaussian ``sqrt(P) Delta / sqrt(2 rho)``); the
     observed removals fit it (a chi-square over the edges) and not 0.7x or 1.3x
-    of it."""
+    of it. 1,000 releases (about 4 s): at 200, the 1.3x fit's p-value ranged from
+    1e-12 to 1.7e-4 and once missed the 1e-4 level; at 1,000 it is below 1e-55."""
     from dpmic_dask.privacy.conversion import eps_from_rho, rho_from_eps_delta
 
-    n, runs = 3000, 200
+    n, runs = 3000, 1000
     frame = dependent_frame(n, seed=5)
     bounds = {c: (-4.0, 4.0) for c in frame}
     margins, keys = level0_margins(frame, bounds)
