@@ -4,6 +4,7 @@ holds numbers only; nothing here can draw noise again."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -79,14 +80,16 @@ class PairwiseResult(ReportFields):
                        f"'{statistic}')")
 
     @property
-    def tau(self) -> tuple:
+    def tau_a(self) -> tuple:
         """Private binned Kendall's tau-a of each pair (with ``statistics=("mic", "tau_a")``)."""
         return self.companion("tau").values
 
     @property
-    def tau_a(self) -> tuple:
-        """The same as :attr:`tau`, by its precise name."""
-        return self.tau
+    def tau(self) -> tuple:
+        """The older spelling of :attr:`tau_a` (a ``FutureWarning``; the same values)."""
+        warnings.warn("PairwiseResult.tau is the older spelling of tau_a; use result.tau_a",
+                      FutureWarning, stacklevel=2)
+        return self.tau_a
 
     def to_pandas(self):
         """Tidy table: one row per pair.

@@ -132,7 +132,7 @@ def test_top_pairs_with_k_at_least_the_pairs_spends_nothing_on_choosing():
     with_tau = frame.dpmic.top_pairs(5, 1.0, bounds=bounds, statistics=("mic", "tau_a"),
                                      ledger=ledger)
     assert with_tau.privacy.ci95 == pytest.approx(2 * every.privacy.ci95)  # half to tau
-    assert len(with_tau.tau) == 3
+    assert len(with_tau.tau_a) == 3
 
 
 @pytest.mark.parametrize("front", [{}, {"bounds_check": 0.05}])

@@ -161,8 +161,8 @@ def test_top_pairs_can_release_tau_of_the_chosen_pairs(table):
     nonprivate = dm.InMemoryLedger(uncapped=True)
     whole = table.dpmic.pairwise(1e9, bounds=BOUNDS, B=40, c=5, ledger=nonprivate,
                                  statistics=("mic", "tau_a"))
-    exact_tau = dict(zip(whole.pairs, whole.tau))
-    for pair, t in zip(result.pairs, result.tau):
+    exact_tau = dict(zip(whole.pairs, whole.tau_a))
+    for pair, t in zip(result.pairs, result.tau_a):
         assert t == pytest.approx(exact_tau[pair], abs=1e-3)
     (charge,) = ledger.charges()
     assert charge.mechanism == "NoisyTopK+micr-lap+tau-lap"

@@ -135,7 +135,7 @@ def exact_pairwise(frame, bounds, **kw):
     """Exact values of every pair (every sampler returning 0), by pair."""
     with zero_noise():
         ref = frame.dpmic.pairwise(EPS, bounds=bounds, B=B, c=C, **kw)
-    tau = dict(zip(ref.pairs, ref.tau)) if "statistics" in kw else {}
+    tau = dict(zip(ref.pairs, ref.tau_a)) if "statistics" in kw else {}
     return dict(zip(ref.pairs, ref.values)), tau
 
 

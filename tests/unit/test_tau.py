@@ -122,13 +122,13 @@ def test_pairwise_tau_is_exact_at_huge_eps_and_matches_across_backends():
         1e9, bounds=bounds, B=40, c=5, statistics=("mic", "tau_a"), ledger=ledger,
         bounds_check=None)
     family = tau_family(40, 5)
-    for (a, b), t in zip(local.pairs, local.tau):
+    for (a, b), t in zip(local.pairs, local.tau_a):
         m = tau_bins(family)
         want = tau_a(grid_of(bins(frame[a].to_numpy(), bounds[a], m),
                              bins(frame[b].to_numpy(), bounds[b], m), m))
         assert t == pytest.approx(want, abs=1e-6)
-    np.testing.assert_allclose(local.tau, spread.tau, atol=1e-6)
-    assert local.tau[0] < -0.5  # signed: x and down move in opposite directions
+    np.testing.assert_allclose(local.tau_a, spread.tau_a, atol=1e-6)
+    assert local.tau_a[0] < -0.5  # signed: x and down move in opposite directions
     table = local.to_pandas()
     assert {"tau_a", "tau_a_ci95", "tau_a_noise_scale", "nonlinearity"} <= set(table.columns)
     np.testing.assert_allclose(table.nonlinearity, table.mic - table.tau_a ** 2)
@@ -153,7 +153,9 @@ def test_the_budget_is_split_equally_and_charged_once(delta):
         assert result.privacy.release_cost.epsilon + tau.cost.epsilon <= 1.0
         assert tau.cost.epsilon == pytest.approx(0.5)
         assert tau.noise_scale == pytest.approx((tau_sensitivity(500) + 2**-40) / 0.5)
-    assert -1 <= result.tau[0] <= 1 and "tau" in result.report()
+    assert -1 <= result.tau_a[0] <= 1 and "tau" in result.report()
+    with pytest.warns(FutureWarning, match="older spelling of tau_a"):
+        assert result.tau == result.tau_a  # the older spelling, the same values
 
 
 @pytest.mark.parametrize("bad", [("tau",), ("mic", "mic"), ("mic", "rho"), (), 3])
