@@ -1,7 +1,8 @@
-"""Private causal discovery against the true networks (sachs, child).
+"""Private causal discovery against the true networks (sachs, child, alarm).
 
-Data: linear-Gaussian samples on the sachs (11 nodes, 17 edges) and child (20
-nodes, 25 edges) DAGs, written out below; weights are drawn once from a fixed
+Data: linear-Gaussian samples on the sachs (11 nodes, 17 edges), child (20
+nodes, 25 edges) and alarm (37 nodes, 46 edges) DAGs, written out below
+(``--networks`` picks some); weights are drawn once from a fixed
 seed and scaled so that every variable is N(0, 1) (public bounds (-3, 3)).
 For every network, n and eps the script prints skeleton precision, recall and F1
 and the SHD of the CPDAG against the CPDAG of the TRUE DAG, for
@@ -20,7 +21,7 @@ with the time, the number of tests and the number of passes over the data.
 ``--copula`` instead compares the default test of bounded columns (the
 Gaussian-copula test: one released Kendall tau matrix, PC as post-processing)
 with causal-learn's PC with ``fisherz`` on the raw values, on the linear-Gaussian
-sachs and child data and on the same data with monotone transforms of a third
+data of each network and on the same data with monotone transforms of a third
 of the columns (``exp``, cube, ``tanh``; bounds transformed alike), for
 ``--eps`` (default 0.3 1 3), ``--sizes`` (default 1e4 1e5) and pure DP and
 zCDP (delta 1e-6); mean of ``--repeats`` runs, and whether the targets at
@@ -58,7 +59,16 @@ LungParench HypoxiaInO2; LungParench CO2; LungParench ChestXray; LungParench Gru
 LungFlow ChestXray; Sick Grunting; Sick Age; HypDistrib LowerBodyO2; HypoxiaInO2 LowerBodyO2;
 HypoxiaInO2 RUQO2; CO2 CO2Report; ChestXray XrayReport; Grunting GruntingReport"""
 
-NETWORKS = {"sachs": (SACHS, 11, 17), "child": (CHILD, 20, 25)}
+#: The ALARM monitoring network's structure (37 nodes, 46 arcs; its node names
+#: abbreviated as in the usual model string).
+ALARM = """LVF HIST; LVV CVP; LVV PCWP; HYP LVV; LVF LVV; HYP STKV; LVF STKV; ERLO HRBP;
+HR HRBP; ERCA HREK; HR HREK; ERCA HRSA; HR HRSA; APL TPR; ACO2 ECO2; VLNG ECO2; INT MINV;
+VLNG MINV; FIO2 PVS; VALV PVS; PVS SAO2; SHNT SAO2; PMB PAP; INT SHNT; PMB SHNT; INT PRSS;
+KINK PRSS; VTUB PRSS; MVS VMCH; DISC VTUB; VMCH VTUB; INT VLNG; KINK VLNG; VTUB VLNG;
+INT VALV; VLNG VALV; VALV ACO2; ACO2 CCHL; ANES CCHL; SAO2 CCHL; TPR CCHL; CCHL HR; HR CO;
+STKV CO; CO BP; TPR BP"""
+
+NETWORKS = {"sachs": (SACHS, 11, 17), "child": (CHILD, 20, 25), "alarm": (ALARM, 37, 46)}
 BOUNDS = (-3.0, 3.0)
 
 
@@ -197,7 +207,7 @@ def run(args):
     alpha, depth = args.alpha, args.depth
     sizes = [10**4] if args.quick else [10**4, 10**5]
     summary = []
-    for name, (text, nodes, arcs) in NETWORKS.items():
+    for name, (text, nodes, arcs) in ((k, NETWORKS[k]) for k in args.networks):
         names, edges = parse(text, nodes, arcs)
         truth = true_cpdag(names, edges)
         for n in sizes:
@@ -271,7 +281,7 @@ def run_copula(args):
     alpha, depth = args.alpha, args.depth
     sizes = [int(float(x)) for x in args.sizes]
     summary = []
-    for name, (text, nodes, arcs) in NETWORKS.items():
+    for name, (text, nodes, arcs) in ((k, NETWORKS[k]) for k in args.networks):
         names, edges = parse(text, nodes, arcs)
         truth = true_cpdag(names, edges)
         for variant in ("gaussian", "monotone"):
@@ -334,6 +344,7 @@ def main():
     parser.add_argument("--tests", nargs="+", default=["tau", "g"])
     parser.add_argument("--copula", action="store_true")
     parser.add_argument("--sizes", nargs="+", default=["1e4", "1e5"])
+    parser.add_argument("--networks", nargs="+", default=list(NETWORKS), choices=list(NETWORKS))
     args = parser.parse_args()
     if args.copula:
         if args.eps == parser.get_default("eps"):

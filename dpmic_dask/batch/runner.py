@@ -246,7 +246,8 @@ def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, prog
         found = result.private_bounds
         echo("private bounds (also in the output's x_lo, x_hi, y_lo, y_hi): "
              + ", ".join(f"{c} {found.formatted(c)}"
-                         + (" unresolved" if c in found.unresolved else "")
+                         + (" unresolved" if c in found.unresolved else
+                            " (may leave out a tail)" if c in found.unseen else "")
                          for c in found.bounds))
         if found.pin():
             echo("to pin them as public in the job file (and stop paying for them):\n"

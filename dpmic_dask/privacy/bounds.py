@@ -65,7 +65,6 @@ from dpmic_dask.privacy.boundsread import (  # noqa: F401 (re-exported)
     REFINE_MARGIN,
     REFINE_Z,
     block_widen,
-    confirmed_cells,
     linear_read,
     noise_threshold,
     read_quantiles,
@@ -262,8 +261,7 @@ def bounds_from_noisy(noisy: np.ndarray, grid: BoundsGrid, coverage: float,
     """
     edges = grid.edges()
     if grid.domain is not None:  # equal bins: read as the refining pass reads
-        return linear_read(noisy, edges, coverage, scale, DOMAIN_LEVELS, guard_edges=False,
-                            confirm=confirm)
+        return linear_read(noisy, edges, coverage, scale, DOMAIN_LEVELS, guard_edges=False)
     found = occupied_range(noisy, grid, scale, confirm)
     if found is None:
         return None

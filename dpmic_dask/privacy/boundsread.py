@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from dpmic_dask.privacy.boundschecks import BETA, holds_the_mass, sum_threshold
+from dpmic_dask.privacy.boundschecks import BETA, holds_the_mass
 
 
 def noise_threshold(scale: float, tests: int, beta: float = BETA) -> float:
@@ -74,48 +74,26 @@ WIDEN_LOOKAHEAD = (1, 2, 4)
 
 
 
-def confirm_level(scale: float, m: int) -> float:
-    """What the other pass's noisy sum over ``m`` empty bins passes with probability
-    ``beta`` at most: ``scale ln(1 / (2 beta))`` for one bin, :func:`sum_threshold`
-    for more."""
-    if m == 1:
-        return scale * math.log(1.0 / (2.0 * BETA))
-    return sum_threshold(scale, m, BETA)
+def confirm_level(scale: float) -> float:
+    """What the other pass's noisy sum over an empty group passes with probability
+    ``beta`` at most for one bin: ``scale ln(1 / (2 beta))`` (a group of more
+    bins is held to the same level)."""
+    return scale * math.log(1.0 / (2.0 * BETA))
 
 
 def standing_groups(groups: list[np.ndarray], noisy: np.ndarray, confirm) -> list[int]:
     """Which groups of core bins (arrays of bin indices) stand: the one with the
     largest noisy sum, and each other whose sum in ``confirm = (other_noisy,
     other_scale)`` -- the same column's other pass on the same grid, with
-    independent noise -- passes
-    :func:`confirm_level` (an empty group passes with probability ``beta`` at
-    most). All of them without ``confirm``."""
+    independent noise -- passes :func:`confirm_level` (an empty group passes with
+    probability ``beta`` at most). All of them without ``confirm``."""
     if confirm is None or len(groups) < 2:
         return list(range(len(groups)))
     other, other_scale = confirm
     other = np.asarray(other)
     heaviest = max(range(len(groups)), key=lambda k: float(noisy[groups[k]].sum()))
     return [k for k, g in enumerate(groups)
-            if k == heaviest or float(other[g].sum()) > confirm_level(other_scale, g.size)]
-
-
-
-def confirmed_cells(cells: np.ndarray, g: int, noisy: np.ndarray, confirm) -> np.ndarray:
-    """Cells (sums of ``g`` equal bins) of a core, less the isolated groups the
-    other pass does not confirm (:func:`standing_groups`; groups split at gaps of
-    more than ``LONG_GAP`` bins). On a public domain read twice, one bin whose
-    noise passed the threshold far from the data (probability ``beta`` per
-    reading) otherwise stretched the bounds: ``(4.6, 97)`` for values in
-    ``[20, 30]`` of the domain ``(0, 100)``, about 1 reading in 1,000."""
-    if confirm is None or cells.size < 2:
-        return cells
-    cuts = np.flatnonzero((np.diff(cells) - 1) * g > LONG_GAP) + 1
-    groups = np.split(cells, cuts)
-    if len(groups) == 1:
-        return cells
-    as_bins = [(group[:, None] * g + np.arange(g)).ravel() for group in groups]
-    return np.concatenate([groups[k] for k in standing_groups(as_bins, noisy, confirm)])
-
+            if k == heaviest or float(other[g].sum()) > confirm_level(other_scale)]
 
 
 def _aggregate_threshold(scale: float, bins: int, g: int, beta: float = BETA) -> float:
@@ -130,13 +108,11 @@ def _aggregate_threshold(scale: float, bins: int, g: int, beta: float = BETA) ->
 
 
 def linear_read(noisy: np.ndarray, edges: np.ndarray, coverage: float, scale: float,
-                 levels, *, guard_edges: bool, confirm=None) -> tuple[float, float] | None:
+                 levels, *, guard_edges: bool) -> tuple[float, float] | None:
     """Read bounds off a noisy histogram of equal bins (post-processing).
 
     1. Occupied core at the finest resolution (``levels``: sums of ``g``
-       neighbouring bins) where some sum passes its threshold; with ``confirm``
-       (the other pass on the same grid), isolated groups of it stand only when
-       that pass confirms them (:func:`confirmed_cells`).
+       neighbouring bins) where some sum passes its threshold.
     2. Widened by blocks of an eighth of the core's width while a block's noisy sum
        passes ``REFINE_Z`` noise deviations.
     3. Quantiles as in :func:`bounds_from_noisy`, then a margin of a quarter of
@@ -155,7 +131,6 @@ def linear_read(noisy: np.ndarray, edges: np.ndarray, coverage: float, scale: fl
             break
     else:
         return None
-    core = confirmed_cells(core, g, noisy, confirm)
     first, last = int(core[0]) * g, int(core[-1]) * g + g - 1
     block = max(g, (last - first + 1) // 8)
     first, last = block_widen(noisy, first, last, scale, REFINE_Z, block)

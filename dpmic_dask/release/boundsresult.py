@@ -57,10 +57,11 @@ class BoundsRelease:
     #: private lower bound ``n0``).
     privacy_unit: str | None = None
     max_rows_per_unit: int | None = None
-    #: Columns whose bounds cannot vouch for their coverage: a bin beyond them
-    #: holding up to this many rows (more than 3% of ``rows``) is not seen at this
-    #: budget, so they may leave out a larger tail than ``coverage`` allows
-    #: (``docs/privacy.md``); each with a warning and a line in the report.
+    #: Columns whose bounds cannot vouch for their coverage: one bin beyond them
+    #: holding up to this many rows (more than 3% of ``rows``, or three times the
+    #: tail ``coverage`` leaves out) is not seen at this budget, so they may leave
+    #: out a larger tail than ``coverage`` allows (``docs/privacy.md``); each with
+    #: a warning and a line in the report.
     unseen: dict = field(default_factory=dict)
 
     def tail_note(self) -> str:
@@ -69,10 +70,10 @@ class BoundsRelease:
             return ""
         most = max(self.unseen.values())
         share = f" ({most / self.rows:.0%} of the rows)" if self.rows else ""
-        return (f"Bounds that may leave out more than 3% of their values: "
-                f"{list(self.unseen)} (at this budget a bin beyond them holding up to about "
-                f"{most:,.0f} rows{share} is not seen; spend more on the bounds or give "
-                "public ones).")
+        return (f"Bounds that may leave out more of their values than their coverage "
+                f"allows: {list(self.unseen)} (at this budget one bin beyond them holding up "
+                f"to about {most:,.0f} rows{share} is not seen; spend more on the bounds or "
+                "give public ones).")
 
     def formatted(self, column) -> str:
         """``[lo, hi]`` of ``column`` in the column's own kind."""

@@ -24,7 +24,6 @@ from dpmic_dask.errors import (
 from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.bounds import (
     BETA,
-    EXTEND_TESTS,
     FIRST_PASS_SHARE,
     TINY,
     BoundsGrid,
@@ -32,6 +31,7 @@ from dpmic_dask.privacy.bounds import (
     check_coverage,
     check_domain,
     first_bounds_missed,
+    holds_the_mass,
     noise_threshold,
     reach_past_a_miss,
     refined_from_noisy,
@@ -88,23 +88,41 @@ _DEFAULTS = DEFAULT_SETTINGS
 #: Warn before the charge when a bin needs more than this share of the rows.
 BLIND_SHARE = 8
 #: A column's released bounds are said to be unable to vouch for their coverage
-#: (``BoundsRelease.unseen``) when a bin beyond them could hold more than this
-#: share of the rows without its noisy count being read as mass: the tail they
-#: may leave out is then larger than the 3% a 97%-coverage promise allows.
+#: (``BoundsRelease.unseen``) when one bin beyond them could hold more than this
+#: share of the rows (or three times the tail ``coverage`` leaves out, when that
+#: is more) without its noisy count being read as mass.
 TAIL_SHARE = 0.03
 
 
-def tail_limit(scale: float, refined: bool) -> float:
+def tail_share(coverage: float) -> float:
+    """The share of the rows one unseen bin beyond a column's bounds may hold
+    before the bounds are said not to vouch for their coverage."""
+    return max(TAIL_SHARE, 3.0 * (1.0 - coverage))
+
+
+def tail_limit(scale: float, size: int | None) -> float:
     """Rows one bin beyond a column's released bounds may hold without being seen,
     for the reading the bounds came from (a function of the plan and the released
-    path only): the widening threshold of a reading of the whole grid (bins beyond
-    the occupied range join it above ``scale ln(EXTEND_TESTS / (2 beta))``), or,
-    for bounds inside a refining pass's grid, what its end bins -- which hold every
+    path only): for a reading of a whole grid of ``size`` bins, the threshold a
+    bin must pass anywhere on it (``scale ln(size / (2 beta))``: nearer bins are
+    seen from ``scale ln(EXTEND_TESTS / (2 beta))`` on); for bounds inside a
+    refining pass's grid (``size`` None), what its end bins -- which hold every
     value beyond the first bounds -- may hold unseen by :func:`first_bounds_missed`
-    (``sum_threshold(scale, 1, beta / 2)``)."""
-    if refined:
+    (``sum_threshold(scale, 1, beta / 2)``). A tail spread thinly over many bins,
+    each under this, can still go unseen (``docs/privacy.md``)."""
+    if size is None:
         return sum_threshold(scale, 1, BETA / 2.0)
-    return noise_threshold(scale, EXTEND_TESTS)
+    return noise_threshold(scale, size)
+
+
+def _held(noisy: np.ndarray, grid: BoundsGrid, found, coverage: float, scale: float) -> bool:
+    """Whether bounds ``found`` (edges of ``grid``) hold the mass of the noisy
+    histogram ``noisy`` on ``grid`` (:func:`holds_the_mass`; post-processing)."""
+    edges = grid.edges()
+    lo_bin = int(np.clip(np.searchsorted(edges, found[0], side="right") - 1, 0, grid.size - 1))
+    hi_bin = int(np.clip(np.searchsorted(edges, found[1], side="left") - 1, lo_bin,
+                         grid.size - 1))
+    return holds_the_mass(noisy, lo_bin, hi_bin, coverage, scale)
 
 
 @dataclass(frozen=True)
@@ -327,7 +345,7 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
                                         plan.refines):
         (noisy,), scale_c = plan.draw([row], plan.eps_first if twice else plan.eps_column)
         found[c] = _valid_bounds(bounds_from_noisy(noisy, grid, cov, scale_c), c)
-        limit[c] = tail_limit(scale_c, refined=False)
+        limit[c] = tail_limit(scale_c, grid.size)
         if not twice:
             continue
         first_noisy[c] = (noisy, scale_c)  # kept for the second reading's confirmation
@@ -354,17 +372,23 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
                 # the data is not a bound)
                 again = _valid_bounds(bounds_from_noisy(row, grid, cov, scale2,
                                                         confirm=first_noisy[c]), c)
-                limit[c] = tail_limit(scale2, refined=False)
+                limit[c] = tail_limit(scale2, grid.size)
                 if again is None:  # the first pass's reading, confirmed the same way
                     noisy1, scale1 = first_noisy[c]
                     again = _valid_bounds(bounds_from_noisy(noisy1, grid, cov, scale1,
                                                             confirm=(row, scale2)), c)
-                    limit[c] = tail_limit(scale1, refined=False)
+                    limit[c] = tail_limit(scale1, grid.size)
+                    if again is not None and grid.domain is not None and \
+                            not _held(row, grid, again, cov, scale2):
+                        # the second pass, with less noise, sees the mass outside
+                        # them: a lone spike read off the first pass, the data
+                        # around it too thin to pass there
+                        again = None
                 found[c] = again
                 continue
             # the bounds stand inside the refining grid, whose end bins say whether
             # the first bounds missed data (or reach past a miss)
-            limit[c] = tail_limit(scale2, refined=True)
+            limit[c] = tail_limit(scale2, None)
             if first_bounds_missed(row, cov, scale2):
                 # the refining pass saw the data beyond the first bounds: neither
                 # they nor bounds inside them stand; the side that missed reaches
@@ -389,14 +413,16 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
     # post-processing of the released path and the public row count: bounds whose
     # coverage the noise cannot vouch for (a tail bin larger than TAIL_SHARE of the
     # rows may lie beyond them unseen)
+    share = {c: tail_share(cov) for c, cov in zip(plan.columns, plan.coverages)}
     unseen = {c: limit[c] for c in plan.columns
-              if c not in unresolved and rows and limit[c] > TAIL_SHARE * rows}
+              if c not in unresolved and rows and limit[c] > share[c] * rows}
     if unseen:
         most = max(unseen.values())
-        _show(f"the private bounds of column(s) {list(unseen)} may leave out more than "
-              f"{TAIL_SHARE:.0%} of their values: at this budget a bin beyond them holding "
-              f"up to about {most:,.0f} rows ({most / rows:.0%} of {rows:,}) is not seen; "
-              "spend more on the bounds (a larger eps or bounds_share) or give public bounds")
+        _show(f"the private bounds of column(s) {list(unseen)} may leave out more of their "
+              f"values than their coverage allows: at this budget one bin beyond them "
+              f"holding up to about {most:,.0f} rows ({most / rows:.0%} of {rows:,}) is not "
+              "seen; spend more on the bounds (a larger eps or bounds_share) or give public "
+              "bounds")
     domains = {c: g.domain for c, g in zip(plan.columns, plan.grids) if g.domain is not None}
     # post-processing of released bounds: how much of a public domain they use
     use = {c: (bounds[c][1] - bounds[c][0]) / (d[1] - d[0]) for c, d in domains.items()

@@ -285,27 +285,3 @@ def test_the_zero_bin_and_the_ones_are_one_group_for_the_confirmation():
                                   confirm=(noisy(values, LOG, b1, gen), b1))
         kept += found is not None and found[0] == 0.0 and found[1] >= 1.0
     assert kept >= 9
-
-
-def test_a_lone_noisy_bin_on_a_domain_read_twice_needs_the_other_pass():
-    """Values in [20, 30] on the public domain (0, 100), read twice on its grid:
-    one empty bin whose noise passed the single-bin threshold (about 1 reading in
-    1,000) far from the data stretched the bounds to (4.6, 97). The first pass,
-    with its own noise, does not confirm it; a real second cluster it does."""
-    gen = np.random.default_rng(21)
-    grid = BoundsGrid((0.0, 100.0))
-    values = gen.uniform(20, 30, 20_000)
-    b1, b2 = 2 / 0.15, 2 / 0.35
-    far = grid.index(np.array([95.0]))[0]
-    for _ in range(10):
-        second = noisy(values, grid, b2, gen)
-        second[far] = noise_threshold(b2, grid.size) + 20
-        first = noisy(values, grid, b1, gen)
-        assert bounds_from_noisy(second, grid, 0.99, b2)[1] > 90  # unconfirmed
-        found = bounds_from_noisy(second, grid, 0.99, b2, confirm=(first, b1))
-        assert found[0] <= 20 and 30 <= found[1] <= 40, found
-    # a real far cluster (10% of the rows near 90) is confirmed and kept
-    both = np.concatenate([values, gen.uniform(89, 91, 2_000)])
-    found = bounds_from_noisy(noisy(both, grid, b2, gen), grid, 0.99, b2,
-                              confirm=(noisy(both, grid, b1, gen), b1))
-    assert found[0] <= 20 and found[1] >= 91, found
