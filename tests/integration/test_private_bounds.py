@@ -481,7 +481,9 @@ def test_bounds_never_collapse_onto_zero():
     Bounds of +-3e-308 used to come back, unmarked, and every pair with the
     column read about 0; now such a column is unresolved (fallback bounds, a
     warning after the charge, a line in the report), and a warning before the
-    charge says how many rows a bin needs to be seen."""
+    charge says how many rows a bin needs to be seen. At 0.01 per column a
+    column whose bounds stand may still cut a tail (a noise bin beside zero gave
+    ``amount`` (-1.41, 0), 60% coverage): such bounds are listed in ``unseen``."""
     from dpmic_dask.privacy.bounds import TINY
 
     gen = np.random.default_rng(34)
@@ -503,11 +505,13 @@ def test_bounds_never_collapse_onto_zero():
         for column in ("amount", "rare"):
             lo, hi = found.bounds[column]
             assert max(abs(lo), abs(hi)) >= TINY and hi - lo >= 1.0, (column, lo, hi)
+            v = frame[column].to_numpy()
             if column in found.unresolved:
                 assert (lo, hi) == (-1.0, 1.0)
-            else:
-                v = frame[column].to_numpy()
+            elif column not in found.unseen:  # vouched for: covered
                 assert np.mean((v >= lo) & (v <= hi)) >= 0.97
+        # at 0.01 per column no bounds that stand can vouch for their coverage
+        assert set(found.unresolved) | set(found.unseen) == set(frame.columns)
         assert set(found.unresolved) & {"amount", "rare"}
         assert "Unresolved" in result.report()
         assert any("no private bounds could be found" in m for m in said)
