@@ -20,19 +20,16 @@ def noise_threshold(scale: float, tests: int, beta: float = BETA) -> float:
     return scale * math.log(tests / (2.0 * beta))
 
 
-
 #: Runs of more than ``LONG_GAP`` bins that passed no threshold, between bins that
 #: did (the gap between zero and the magnitudes of a binary or count column), are
 #: not read as mass: their noise alone would move the quantiles.
 LONG_GAP = 64
 #: Bins added outward on each side of the estimated quantiles.
 MARGIN_BINS = 1
-
 #: The refining pass's widening blocks pass at ``REFINE_Z`` noise deviations.
 REFINE_Z = 2.5
 #: Its margin: the found range's width over ``REFINE_MARGIN`` on each side.
 REFINE_MARGIN = 4
-
 
 
 def read_quantiles(weights: np.ndarray, coverage: float) -> tuple[int, int]:
@@ -73,7 +70,6 @@ def block_widen(noisy, first: int, last: int, scale: float, z: float, block: int
 WIDEN_LOOKAHEAD = (1, 2, 4)
 
 
-
 def confirm_level(scale: float) -> float:
     """What the other pass's noisy sum over an empty group passes with probability
     ``beta`` at most for one bin: ``scale ln(1 / (2 beta))`` (a group of more
@@ -104,7 +100,6 @@ def _aggregate_threshold(scale: float, bins: int, g: int, beta: float = BETA) ->
     if g == 1:
         return noise_threshold(scale, bins, beta)
     return 2.0 * scale * (math.log(bins / beta) + g * math.log(4.0 / 3.0))
-
 
 
 def linear_read(noisy: np.ndarray, edges: np.ndarray, coverage: float, scale: float,
