@@ -104,12 +104,14 @@ class BoundsRelease:
 
     def pin(self) -> str:
         """Job-file lines that pin these bounds as public for the next run (which
-        then stops paying for them); unresolved columns are left out."""
+        then stops paying for them); unresolved columns are left out, and so are
+        the :attr:`unseen` ones (bounds that may cut a tail are not worth keeping)."""
         def toml(v) -> str:
             return repr(v) if isinstance(v, float) else f'"{v}"'
 
         return "\n".join(f"columns.{name}.bounds = [{toml(lo)}, {toml(hi)}]"
-                         for name in self.bounds if name not in self.unresolved
+                         for name in self.bounds
+                         if name not in self.unresolved and name not in self.unseen
                          for lo, hi in [self.pinned(name)])
 
     def report(self) -> str:
@@ -163,7 +165,7 @@ class BoundsRelease:
             lines.append(f"Unresolved: no bin stood out of the noise for "
                          f"{list(self.unresolved)}; fallback bounds used: choose bounds for "
                          "them yourself, or spend more on them.")
-        pinned = [c for c in self.bounds if c not in self.unresolved]
+        pinned = [c for c in self.bounds if c not in self.unresolved and c not in self.unseen]
         if pinned:
             lines.append("To reuse them as public bounds (and stop paying for them), pin them: "
                          "bounds={" + ", ".join(f"{c!r}: {self.pinned(c)!r}" for c in pinned)

@@ -605,6 +605,7 @@ def test_bounds_that_cannot_vouch_for_their_coverage_say_so(tmp_path):
         assert "Bounds that may leave out more of their values than their coverage allows" \
             in result.report()
         assert "may leave out a tail" in found.report()
+        assert not any(f"columns.{c}.bounds" in found.pin() for c in found.unseen)
     page = result.to_html(tmp_path / "release.html").read_text(encoding="utf-8")
     assert "may leave out a tail" in page
     alone = dm.private_bounds(frame, 1.0, columns=columns, ledger=ledger)
