@@ -161,8 +161,9 @@ def _first(rows: pd.DataFrame, column: str):
 
 
 def _run_of(name: str) -> tuple[str | None, str | None]:
-    """The run id and job a run's file is named after (``run-<run id>--<job>``)."""
-    found = re.fullmatch(r"run-(.+?)--(.+)\.(parquet|csv)", name)
+    """The run id and job a run's file or folder is named after
+    (``run-<run id>--<job>``, a file ending ``.parquet`` or ``.csv``)."""
+    found = re.fullmatch(r"run-(.+?)--(.+?)(?:\.(?:parquet|csv))?", name)
     return (found.group(1), found.group(2)) if found else (None, None)
 
 
@@ -174,12 +175,11 @@ def rebuild_causal_page(folder: Path, ledger_url: str | None = None) -> Path:
     graph, report = causal_from_files(folder)
     page = folder / PAGE
     before = recorded(page)
-    found = re.fullmatch(r"run-(.+?)--(.+)", folder.name)
+    run_id, job = _run_of(folder.name)
     view = causal_view(graph, report)
-    if found or ledger_url or before:
+    if run_id or ledger_url or before:
         view["ledger"] = history_at(ledger_url or before.get("ledger"), before.get("dataset"),
-                                    run_id=found.group(1) if found else None,
-                                    job=found.group(2) if found else None)
+                                    run_id=run_id, job=job)
     return write_page(view, page)
 
 

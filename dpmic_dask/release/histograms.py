@@ -413,16 +413,9 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
     # post-processing of the released path and the public row count: bounds whose
     # coverage the noise cannot vouch for (a tail bin larger than TAIL_SHARE of the
     # rows may lie beyond them unseen)
-    share = {c: tail_share(cov) for c, cov in zip(plan.columns, plan.coverages)}
+    coverages = dict(zip(plan.columns, plan.coverages))
     unseen = {c: limit[c] for c in plan.columns
-              if c not in unresolved and rows and limit[c] > share[c] * rows}
-    if unseen:
-        most = max(unseen.values())
-        _show(f"the private bounds of column(s) {list(unseen)} may leave out more of their "
-              f"values than their coverage allows: at this budget one bin beyond them "
-              f"holding up to about {most:,.0f} rows ({most / rows:.0%} of {rows:,}) is not "
-              "seen; spend more on the bounds (a larger eps or bounds_share) or give public "
-              "bounds")
+              if c not in unresolved and rows and limit[c] > tail_share(coverages[c]) * rows}
     domains = {c: g.domain for c, g in zip(plan.columns, plan.grids) if g.domain is not None}
     # post-processing of released bounds: how much of a public domain they use
     use = {c: (bounds[c][1] - bounds[c][0]) / (d[1] - d[0]) for c, d in domains.items()
@@ -432,14 +425,16 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
         _show(f"the public domain of column(s) {wide} is far wider than the data "
               f"(the released bounds use less than {WIDE_DOMAIN:.0%} of it): bounds "
               "that wide waste the grid; use the released bounds or tighter ones")
-    coverages = dict(zip(plan.columns, plan.coverages))
-    return BoundsRelease(bounds=bounds, epsilon=plan.eps, epsilon_per_column=plan.eps_column,
-                         coverage=plan.coverages[0] if len(set(plan.coverages)) == 1
-                         else coverages,
-                         noise_scale=scale, rows=rows,
-                         domain=domains or None, unresolved=unresolved, charge_id=charge_id,
-                         seeded=not active_sampler().secure, refined=tuple(refined),
-                         refine_noise_scale=scale2, first_pass_share=FIRST_PASS_SHARE,
-                         domain_use=use, unseen=unseen,
-                         privacy_unit=plan.unit[0] if plan.unit is not None else None,
-                         max_rows_per_unit=plan.unit[1] if plan.unit is not None else None)
+    release = BoundsRelease(bounds=bounds, epsilon=plan.eps, epsilon_per_column=plan.eps_column,
+                            coverage=plan.coverages[0] if len(set(plan.coverages)) == 1
+                            else coverages,
+                            noise_scale=scale, rows=rows,
+                            domain=domains or None, unresolved=unresolved, charge_id=charge_id,
+                            seeded=not active_sampler().secure, refined=tuple(refined),
+                            refine_noise_scale=scale2, first_pass_share=FIRST_PASS_SHARE,
+                            domain_use=use, unseen=unseen,
+                            privacy_unit=plan.unit[0] if plan.unit is not None else None,
+                            max_rows_per_unit=plan.unit[1] if plan.unit is not None else None)
+    if unseen:  # said after the charge, as the report says it
+        _show(release.tail_note())
+    return release
