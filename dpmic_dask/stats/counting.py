@@ -285,9 +285,10 @@ def master_counts(hist: np.ndarray, family: GridFamily) -> np.ndarray:
     layout = read_off_layout(family)
     out = np.zeros(family.n_cells, dtype=np.int64)
     prefix = np.empty(family.refinement_shape[1] + 1, dtype=np.int64)
+    colsum = np.empty(family.refinement_shape[1], dtype=np.int64)
     store = np.empty(layout.store_size, dtype=np.int64)
     for o in range(2):
         scratch = np.array(hist[o], dtype=np.int64)  # the read-off clears its input
-        read_off_orientation(scratch, prefix, store, *layout.orientations[o],  # type: ignore[call-arg]
-                             out)
+        read_off_orientation(scratch, prefix, colsum, store,  # type: ignore[call-arg]
+                             *layout.orientations[o], out)
     return out

@@ -60,6 +60,7 @@ class StreamedCounts:
         hist = np.zeros((n_rows, n_fixed), dtype=self.dtype)  # the read-off leaves it at zero
         flat = hist.reshape(-1)
         prefix = np.empty(n_fixed + 1, dtype=self.dtype)
+        colsum = np.empty(n_fixed, dtype=self.dtype)
         store = np.empty(layout.store_size, dtype=self.dtype)
         used = sorted({c for pair in pairs for c in pair})
         cells = [_chunk_cells(chunk, used, family) for chunk in self.chunks]
@@ -69,7 +70,7 @@ class StreamedCounts:
                 for o, (row_col, fixed_col) in enumerate(((b, a), (a, b))):
                     for offsets, fixed in cells:
                         add_cells(offsets[row_col], fixed[fixed_col], flat)
-                    read_off_orientation(hist, prefix, store,  # type: ignore[call-arg]
+                    read_off_orientation(hist, prefix, colsum, store,  # type: ignore[call-arg]
                                          *layout.orientations[o], batch[k])
             yield from batch[:len(group)]
 
@@ -115,7 +116,7 @@ def _chunk_cells(chunk: BinnedChunk, used, family: GridFamily):
 class ReadOffLayout:
     """What :func:`~dpmic_dask.stats.kernels.readoff.read_off_orientation` takes for
     each orientation (``orientations[o]``, its arguments after ``out``'s
-    predecessors ``hist, prefix, store``), and the size of the shared store."""
+    predecessors ``hist, prefix, colsum, store``), and the size of the shared store."""
 
     store_size: int
     orientations: tuple[tuple[np.ndarray, ...], ...]
@@ -170,12 +171,21 @@ def read_off_layout(family: GridFamily) -> ReadOffLayout:
         ptr[1:] = np.cumsum([len(t) for t in tasks])
         flat_tasks = np.array([t for row in tasks for t in row], dtype=np.int64).reshape(-1, 3)
         grid_cut_start = np.cumsum([0] + [columns[g].size for g in grids])[:-1]
+        all_cuts = np.concatenate(store_cuts) if store_cuts else np.zeros(0, dtype=np.int64)
+        # Each row's fixed cuts: the union, increasing, of the cuts its copies read.
+        read_by_row = [np.unique(np.concatenate([all_cuts[start:start + length]
+                                                 for _, start, length in row] or [[]]))
+                       for row in tasks]
+        cut_ptr = np.zeros(n_rows + 1, dtype=np.int64)
+        cut_ptr[1:] = np.cumsum([c.size for c in read_by_row])
         arrays = tuple(_frozen(a) for a in (
+            cut_ptr,
+            np.concatenate(read_by_row) if read_by_row else np.zeros(0),
             ptr,
             np.ascontiguousarray(flat_tasks[:, 0]),
             np.ascontiguousarray(flat_tasks[:, 1]),
             np.ascontiguousarray(flat_tasks[:, 2]),
-            np.concatenate(store_cuts) if store_cuts else np.zeros(0),
+            all_cuts,
             np.concatenate(zero) if zero else np.zeros(0),
             offsets[grids],
             rows[grids],

@@ -86,9 +86,10 @@ def test_partition_partials_are_int32_and_sums_widen_to_int64():
 @pytest.mark.parametrize("B,c,extra", [(4, 1, ()), (12, 2, ()), (57, 3, ()), (200, 5, ()),
                                        (200, 5, (70,)), (40, 5, (10, 20))])
 def test_read_off_equals_plain_prefix_sums(B, c, extra):
-    """The row-at-a-time read-off (prefix sums kept at the cuts only) gives the
-    counts of plain 2-D prefix sums over the whole refinement histogram, and
-    leaves its input at zero."""
+    """The row-at-a-time read-off (column sums kept, prefix sums formed at the
+    cuts each row reads, by segment sums or one running sum) gives the counts of
+    plain 2-D prefix sums over the whole refinement histogram, and leaves its
+    input at zero."""
     from dpmic_dask.stats.grids import count_layout
     from dpmic_dask.stats.kernels.binning import read_off_grids
     from dpmic_dask.stats.kernels.readoff import read_off_orientation
@@ -106,9 +107,10 @@ def test_read_off_equals_plain_prefix_sums(B, c, extra):
         work = hist.astype(np.int32)
         out = np.zeros(family.n_cells, np.int32)
         prefix = np.empty(shape[2] + 1, np.int32)
+        colsum = np.empty(shape[2], np.int32)
         store = np.empty(layout.store_size, np.int32)
         for o in range(2):
-            read_off_orientation(work[o], prefix, store, *layout.orientations[o], out)
+            read_off_orientation(work[o], prefix, colsum, store, *layout.orientations[o], out)
         np.testing.assert_array_equal(out, plain)
         assert not work.any()
 
