@@ -8,8 +8,13 @@ non-private MICr, B = 400, c = 5), with the paper's weighting (each distribution
 weighted by the gap between its neighbours' MIC* values, Appendix E.2.3). The
 default's cell is marked ``*`` and the best cell ``<``.
 
+``--pairs P --delta D`` sizes each value's noise as one of ``P`` values of a
+release of ``(eps, D)`` (``--mechanism micr-gauss`` for the Gaussian mechanism of
+wide releases), so the surface is that of one pair of a wide table.
+
 Run: ``python benchmarks/tune_defaults.py [--n 1000,5000,100000] [--eps 0.1,1]
-[--reps 5] [--B 20,40,80,150,200,300] [--c 1,2,5] [--levels 0.1,...,0.9]``.
+[--reps 5] [--B 20,40,80,150,200,300] [--c 1,2,5] [--levels 0.1,...,0.9]
+[--mechanism micr-gauss --pairs 11175 --delta 1e-7]``.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ def errors_for(task):
     from dpmic_dask.stats.counting import pair_counts
     from dpmic_dask.stats.grids import master_grid_family
 
-    rel, mech, ns, epss, Bs, cs, reps, seed = task
+    rel, mech, ns, epss, Bs, cs, reps, seed, pairs, delta = task
     proxy = proxy_mic(rel, seed)
     out = {}
     for n in ns:
@@ -55,7 +60,8 @@ def errors_for(task):
                 counts = [pair_counts(x, y, rel.x_bounds, rel.y_bounds, family) for x, y in samples]
                 exact = np.array([micr_from_counts(k, family) for k in counts])
                 for eps in epss:
-                    plan = plan_noise(mechanism=mech, n=n, eps=eps, delta=0.0, pairs=1, B=B, c=c)
+                    plan = plan_noise(mechanism=mech, n=n, eps=eps, delta=delta, pairs=pairs,
+                                      B=B, c=c)
                     if mech == "micr-geom":
                         released = np.array([micr_from_counts(noisy_counts(k, plan), family)
                                              for k in counts])
@@ -69,7 +75,10 @@ def main() -> None:
     from dpmic_dask.privacy.mechanisms import default_parameters
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mechanism", default="micr-lap", choices=["micr-lap", "micr-geom"])
+    parser.add_argument("--mechanism", default="micr-lap", choices=["micr-lap", "micr-gauss", "micr-geom"])
+    parser.add_argument("--pairs", type=int, default=1,
+                        help="values the release publishes (noise per value of P)")
+    parser.add_argument("--delta", type=float, default=0.0)
     parser.add_argument("--n", default="1000,5000,100000")
     parser.add_argument("--eps", default="0.1,1")
     parser.add_argument("--B", default="20,40,80,150,200,300")
@@ -86,12 +95,14 @@ def main() -> None:
     cs = [int(v) for v in args.c.split(",")]
     levels = tuple(float(v) for v in args.levels.split(","))
     rels = all_relationships(levels)
-    tasks = [(r, args.mechanism, ns, epss, Bs, cs, args.reps, args.seed) for r in rels]
+    tasks = [(r, args.mechanism, ns, epss, Bs, cs, args.reps, args.seed, args.pairs, args.delta)
+             for r in rels]
     with ProcessPoolExecutor(args.workers) as pool:
         results = list(pool.map(errors_for, tasks))
     weights = interval_weights(np.array([p for p, _ in results]))
     print(f"{args.mechanism}: weighted mean |released - MIC* proxy| over {len(rels)} "
-          f"distributions (R2 levels {args.levels}), {args.reps} reps ('*' default, '<' best)")
+          f"distributions (R2 levels {args.levels}), {args.reps} reps ('*' default, '<' best)"
+          + (f"; each value one of {args.pairs} (delta {args.delta:g})" if args.pairs > 1 else ""))
     for n in ns:
         for eps in epss:
             surface = {(B, c): float(sum(w * r[(n, eps, B, c)] for w, (_, r) in zip(weights, results)))

@@ -88,7 +88,7 @@ def _one_pair(x, y, request, ledger, dataset) -> Staged[Release]:
     if not statistic.mergeable and n < 6:
         raise InvalidDataError(f"mechanism {mech.label!r} needs at least 6 rows")
     warn_if_delta_large(request.delta, n)
-    B, c = grid_parameters(request, n)
+    B, c = grid_parameters(request, n, noise=(mech, 1))
     plan = mech.calibrate(n=n, pairs=1, B=B, c=c)
     bill = Bill(mech.cost, f"private_mic {mech.label}", mech.label, ("x", "y"))
     if statistic.mergeable:

@@ -24,6 +24,7 @@ from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.report import PrivacyReport, warn_noise_before
 from dpmic_dask.release.results import Companion
 from dpmic_dask.stats.countspec import CountSpec
+from dpmic_dask.stats.defaults import noisy_grid_cap
 from dpmic_dask.stats.grids import master_grid_family
 from dpmic_dask.stats.limits import (
     check_mice_grid,
@@ -47,13 +48,19 @@ log = logging.getLogger("dpmic_dask")
 SCREEN_B_DEFAULT = 40
 
 
-def grid_parameters(request: ReleaseRequest, n: int, eps_per_value: float | None = None):
+def grid_parameters(request: ReleaseRequest, n: int, eps_per_value: float | None = None,
+                    noise=None):
     """``(B, c)``: the request's, or the defaults for ``n`` rows and ``eps`` per value
-    (``request.eps / P`` unless given)."""
+    (``request.eps / P`` unless given). ``noise``, ``(mechanism, values)`` of a
+    private release, caps the default ``B`` where that mechanism's noise on each
+    of ``values`` values is wide (:func:`~dpmic_dask.stats.defaults.noisy_grid_cap`;
+    public quantities only); without it (exact values) no cap applies."""
     mech = request.mechanism
     if eps_per_value is None:
         eps_per_value = request.eps / request.n_pairs
     default_B, default_c = mech.default_grid(n, eps_per_value)
+    if request.B is None and noise is not None:
+        default_B = min(default_B, noisy_default_B(noise, n, default_B, default_c))
     B = default_B if request.B is None else request.B
     c = default_c if request.c is None else request.c
     if mech.statistic.mergeable:
@@ -64,6 +71,17 @@ def grid_parameters(request: ReleaseRequest, n: int, eps_per_value: float | None
         check_mice_grid(B, c)
     return B, c
 
+
+
+def noisy_default_B(noise, n: int, B: int, c: int) -> int:
+    """``B``, or the lower cap for wide noise when ``noise = (mechanism, values)``
+    puts noise on the values whose scale does not depend on the grid."""
+    mechanism, values = noise
+    if mechanism.grid_kind != "values":
+        return B
+    planned = mechanism.calibrate(n=n, pairs=max(1, values), B=B, c=c)
+    cap = noisy_grid_cap(planned.ci95)
+    return B if cap is None else min(B, cap)
 
 
 def public_rows(request: ReleaseRequest, rows: int) -> int:
@@ -88,7 +106,7 @@ def check_plan(request: ReleaseRequest, n: int) -> tuple[int, int]:
     (calibrated at the number of values published). Returns ``(B, c)``."""
     if n < MIN_ROWS:
         raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
-    B, c = grid_parameters(request, n)
+    B, c = grid_parameters(request, n, noise=(request.mechanism, request.n_pairs))
     if request.statistic.mergeable:
         request.layout(B, c)
         check_category_grids(request, B, c)
@@ -113,7 +131,8 @@ def check_selected_plan(request: ReleaseRequest, plan: SelectionPlan,
         raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
     release, selection = plan.release, plan.selection
     most = selection.most(request.n_pairs)
-    B, c = grid_parameters(request, n, release.epsilon / most)  # type: ignore[attr-defined]
+    B, c = grid_parameters(request, n, release.epsilon / most,  # type: ignore[attr-defined]
+                           noise=(release, most))
     if plan.screen_B == "auto":
         screen = min(B, SCREEN_B_DEFAULT)
     else:

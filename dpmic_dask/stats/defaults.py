@@ -9,7 +9,9 @@ per-pair compute and memory of the grid family stop being worth it: at
 ``c = 5`` one pair's OptimizeAxis takes about 13 ms at ``B = 150``, 23 ms at
 ``B = 200`` and 56 ms at ``B = 300`` on one core, and the per-partition read-off
 grows with the refinement (230 x 1,736 cells at ``B = 150``, 480 x 6,858 at
-``B = 300``).
+``B = 300``). Where the planned noise on each value is wide (many pairs, few
+rows), a lower cap applies (:func:`noisy_grid_cap`): the error no longer falls
+with ``B`` there.
 """
 
 from __future__ import annotations
@@ -43,6 +45,13 @@ TABLE2 = {
 B_CAP = {"values": 200, "counts": 150}
 #: The kinds of default grid: ``"ranks"`` is MICe's (the rows in memory).
 GRID_KINDS = ("values", "counts", "ranks")
+#: Where the noise on each released value is at least this wide (the half-width
+#: of its central 95% interval), the default ``B`` of noise-on-values mechanisms
+#: is capped at the paired value: finer grids no longer lower the error there
+#: (``benchmarks/tune_defaults.py --mechanism micr-gauss --pairs P``, weighted
+#: error against the MIC* proxy at ``n = 10**5``; docs/parameters.md), and cost
+#: 2x (``B = 150``) or 3.4x (``B = 120``) less per pair than ``B = 200``.
+NOISY_B_CAPS = ((0.3, 120), (0.2, 150))
 GROWTH_EXPONENT = 0.4
 MICE_ALPHA = 0.6
 MICE_C = 15
@@ -69,3 +78,13 @@ def grid_defaults(kind: str, n: int, eps: float) -> tuple[float, int]:
         B = B * (n / 10_000) ** GROWTH_EXPONENT
     B = min(B, B_CAP[kind])
     return max(4, int(round(B))), max(1, int(round(c)))
+
+
+def noisy_grid_cap(ci95: float) -> int | None:
+    """The largest default ``B`` worth its cost when each released value's noise has
+    a central 95% interval of half-width ``ci95`` (:data:`NOISY_B_CAPS`), or None
+    when the noise is narrow enough for the usual default."""
+    for width, cap in NOISY_B_CAPS:
+        if ci95 >= width:
+            return cap
+    return None

@@ -59,3 +59,74 @@ def test_a_mechanism_gets_its_default_grid_from_what_it_is_not_its_name():
             "micr-lap", 5000, 1.0)
     finally:
         del _RELEASES["micr-renamed"]
+
+
+def _wide_frame(columns=20, rows=20_000):
+    import numpy as np
+    import pandas as pd
+
+    gen = np.random.default_rng(5)
+    frame = pd.DataFrame({f"c{i}": gen.normal(size=rows) for i in range(columns)})
+    return frame, {name: (-4.0, 4.0) for name in frame.columns}
+
+
+def _eps_for(band, n, pairs):
+    """An eps whose Gaussian noise on each of ``pairs`` values has its ci95 in ``band``."""
+    import numpy as np
+
+    from dpmic_dask.privacy.mechanisms import plan_noise
+
+    for eps in np.geomspace(0.05, 20, 400):
+        ci = plan_noise(mechanism="micr-gauss", n=n, eps=float(eps), delta=1e-7, pairs=pairs,
+                        B=200, c=5).ci95
+        if band[0] <= ci < band[1]:
+            return float(eps)
+    raise AssertionError("no eps in the band")
+
+
+def test_wide_noise_caps_the_default_grid_of_a_release():
+    """Where each released value's noise is wide (ci95 >= 0.3; >= 0.2), the release's
+    default B is 120 (150): finer grids buy no accuracy there. A narrower noise keeps
+    the table's B, and a B the caller gives is used as given."""
+    import warnings
+
+    from dpmic_dask.privacy.accounting import InMemoryLedger
+    from dpmic_dask.stats.defaults import NOISY_B_CAPS
+
+    frame, bounds = _wide_frame()
+    n, pairs = len(frame), 190
+    table_B, _ = default_parameters("micr-gauss", n, 0.1)
+    assert table_B > max(cap for _, cap in NOISY_B_CAPS)  # so that a cap shows
+    expected = {(0.3, 5.0): 120, (0.2, 0.3): 150, (0.0, 0.2): table_B}
+    for band, B in expected.items():
+        eps = _eps_for(band, n, pairs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = frame.dpmic.pairwise(eps, delta=1e-7, bounds=bounds,
+                                          ledger=InMemoryLedger(uncapped=True))
+        assert result.privacy.B == B, band
+        assert f"B = {B}," in result.report()
+        lines = frame.dpmic.plan(eps, delta=1e-7, bounds=bounds).explain(rows=n, show=False)
+        assert (f"the default B is at most {B}" in lines) == (B != table_B)
+    eps = _eps_for((0.3, 5.0), n, pairs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        given = frame.dpmic.pairwise(eps, delta=1e-7, bounds=bounds, B=200,
+                                     ledger=InMemoryLedger(uncapped=True))
+    assert given.privacy.B == 200
+
+
+def test_one_pair_release_caps_only_wide_noise():
+    """The cap follows the release's own noise: one pair at eps 1 keeps the table's
+    B, at a tiny eps it gets the cap."""
+    import dpmic_dask as dm
+    from dpmic_dask.privacy.accounting import InMemoryLedger
+
+    frame, bounds = _wide_frame(columns=2)
+    x, y = frame["c0"].to_numpy(), frame["c1"].to_numpy()
+    result = dm.private_mic(x, y, eps=1.0, x_bounds=bounds["c0"], y_bounds=bounds["c1"],
+                            ledger=InMemoryLedger(uncapped=True))
+    assert result.B == default_parameters("micr-lap", len(x), 1.0)[0]
+    tiny = dm.private_mic(x, y, eps=0.002, x_bounds=bounds["c0"], y_bounds=bounds["c1"],
+                          ledger=InMemoryLedger(uncapped=True))
+    assert tiny.B == 120
