@@ -73,7 +73,7 @@ def grid_parameters(request: ReleaseRequest, n: int, eps_per_value: float | None
 
 
 
-def noisy_default_B(noise, n: int, B: int, c: int) -> int:
+def noisy_default_B(noise, n: int, B: float, c: int) -> float:
     """``B``, or the lower cap for wide noise when ``noise = (mechanism, values)``
     puts noise on the values whose scale does not depend on the grid."""
     mechanism, values = noise

@@ -174,7 +174,8 @@ def read_off_layout(family: GridFamily) -> ReadOffLayout:
         all_cuts = np.concatenate(store_cuts) if store_cuts else np.zeros(0, dtype=np.int64)
         # Each row's fixed cuts: the union, increasing, of the cuts its copies read.
         read_by_row = [np.unique(np.concatenate([all_cuts[start:start + length]
-                                                 for _, start, length in row] or [[]]))
+                                                 for _, start, length in row]
+                                                or [np.zeros(0, np.int64)]))
                        for row in tasks]
         cut_ptr = np.zeros(n_rows + 1, dtype=np.int64)
         cut_ptr[1:] = np.cumsum([c.size for c in read_by_row])
