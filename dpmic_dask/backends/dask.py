@@ -184,6 +184,33 @@ def _count_and_evaluate(*chunks, spec: CountSpec, fill, fn, names, take=None):
     return evaluate_partial(streamed_counts(gather_chunks(chunks, take), spec), fill, fn, names)
 
 
+class _TokenizedOnce:
+    """A block's pair function with its Dask token computed once per release.
+
+    Each evaluating task names ``fn`` in its arguments, and Dask tokenizes them
+    per task: a statistic holding its grid layout (hundreds of grid dataclasses)
+    took 0.8 s of driver time at 120 blocks. Calls and attributes
+    (``for_pairs``) go to ``fn``; pickling sends ``fn`` itself."""
+
+    def __init__(self, fn, token=None):
+        self.fn = fn
+        self.token = dask.base.tokenize(fn) if token is None else token
+
+    def __dask_tokenize__(self):
+        return ("pair-function", self.token)
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+    def __getattr__(self, name):
+        if name == "fn":  # not set yet (while unpickling)
+            raise AttributeError(name)
+        return getattr(self.fn, name)
+
+    def __reduce__(self):
+        return _TokenizedOnce, (self.fn, self.token)
+
+
 def _summary(partial: PartialCounts):
     return partial.rows, partial.missing
 
@@ -238,6 +265,7 @@ class DaskBackend(Backend):
         the block size, not the pairs."""
         blocks = spec.blocks(pairs_per_block)
         finish = dask.delayed(evaluate_partial, pure=True)
+        fn = _TokenizedOnce(fn)
         tasks = []
         # Each group of columns is read and binned once, for every block that
         # reads it (not once per block), when all binned columns fit in a few
