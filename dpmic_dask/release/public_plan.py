@@ -14,6 +14,7 @@ from __future__ import annotations
 from dpmic_dask.config import resolve
 from dpmic_dask.errors import DPMICError
 from dpmic_dask.privacy.costs import PrivacyCost
+from dpmic_dask.release.bounds_check import speaks_at
 from dpmic_dask.release.boundsspec import DEFAULT_SETTINGS
 from dpmic_dask.release.executor import run_release
 from dpmic_dask.release.unitbase import noise_at
@@ -176,14 +177,19 @@ def _noise_lines(planned, rows: int | None) -> list[str]:
                 if planned.units is not None else "the row count is not known before reading")
     out = []
     for n in sizes:
+        # bounds_check="auto" releases the plan with the check wherever the check
+        # can speak at this row count (its share widens the values' noise)
+        checked = planned.auto_check
+        at = checked if checked is not None and speaks_at(checked.bounds_check, n) else planned
         try:
-            noise = noise_at(planned, n)
+            noise = noise_at(at, n)
         except DPMICError as exc:
             out.append(f"n = {n:,}: refused at this size ({exc})")
             continue
         values = request.B is None and request.mechanism.grid_kind == "values"
         cap = noisy_grid_cap(noise.ci95) if values else None
-        capped = "" if cap is None else f"; the default B is at most {cap} for noise this wide"
+        capped = ("" if cap is None or noise.B != cap
+                  else f"; the default B is capped at {cap} for noise this wide")
         out.append(f"n = {n:,}: {noise.mechanism}, noise scale {noise.noise_scale:.4g}, "
                    f"ci95 +/-{noise.ci95:.3g} (B = {noise.B:g}, c = {noise.c}{capped})")
     return [f"({said})", *out]

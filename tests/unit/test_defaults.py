@@ -107,7 +107,7 @@ def test_wide_noise_caps_the_default_grid_of_a_release():
         assert result.privacy.B == B, band
         assert f"B = {B}," in result.report()
         lines = frame.dpmic.plan(eps, delta=1e-7, bounds=bounds).explain(rows=n, show=False)
-        assert (f"the default B is at most {B}" in lines) == (B != table_B)
+        assert (f"the default B is capped at {B}" in lines) == (B != table_B)
     eps = _eps_for((0.3, 5.0), n, pairs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -130,3 +130,38 @@ def test_one_pair_release_caps_only_wide_noise():
     tiny = dm.private_mic(x, y, eps=0.002, x_bounds=bounds["c0"], y_bounds=bounds["c1"],
                           ledger=InMemoryLedger(uncapped=True))
     assert tiny.B == 120
+
+
+@pytest.mark.slow
+def test_the_plan_shows_the_grid_the_checked_release_uses():
+    """With ``bounds_check="auto"`` at a row count where the check speaks, the
+    release spends a share on the check, so its values' noise is a little wider
+    than without it; the plan must show that release's noise and B (a ci95 just
+    under the cap's 0.2 without the check is over it with the check; at 25,000
+    rows the check speaks from 100 columns on, about 10 s of release)."""
+    import re
+    import warnings
+
+    from dpmic_dask.privacy.accounting import InMemoryLedger
+    from dpmic_dask.privacy.mechanisms import plan_noise
+    from dpmic_dask.release.bounds_check import rows_to_speak
+
+    frame, bounds = _wide_frame(columns=100, rows=25_000)
+    n, pairs = len(frame), 4950
+    lo, hi = 1e-3, 1e3
+    for _ in range(60):  # the eps at which the unchecked noise's ci95 is 0.2
+        mid = (lo * hi) ** 0.5
+        ci = plan_noise(mechanism="micr-lap", n=n, eps=mid, delta=0.0, pairs=pairs,
+                        B=200, c=5).ci95
+        lo, hi = (mid, hi) if ci >= 0.2 else (lo, mid)
+    eps = hi * 1.005  # unchecked: ci95 just under 0.2
+    plan = frame.dpmic.plan(eps, bounds=bounds, mechanism="micr-lap")
+    assert rows_to_speak(plan.planned.auto_check.bounds_check) <= n  # the check runs
+    said = plan.explain(rows=n, show=False)
+    shown = re.search(r"ci95 \+/-([0-9.]+) \(B = (\d+)", said)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = plan.release(ledger=InMemoryLedger(uncapped=True))
+    assert result.bounds_note is None  # the checked plan was released
+    assert int(shown.group(2)) == result.privacy.B == 150
+    assert float(shown.group(1)) == float(f"{result.privacy.ci95:.3g}")

@@ -11,14 +11,14 @@ These keep the per-pair cost down without changing what is computed:
   built with the same expression, so table and direct evaluation agree bit for bit;
 * one set of work arrays serves every grid of a family, and a family's MICr is
   reduced in the kernel (:func:`family_max`);
-* the best split point is found with four independent running maxima;
-* the dynamic program is compiled with ``fastmath={"reassoc"}`` only, so that a
-  group's gain (a sum over the columns) is added in vector lanes; no other
-  floating-point assumption is relaxed (infinities and NaN keep their meaning).
+* the best split point is found with four independent running maxima.
 
-A group's gain is the same floating-point sum as when it is evaluated on the full
-matrix up to the order of its terms, so the scores equal those of the plain
-dynamic program to rounding (the unit tests compare both to 1e-12).
+Every group's gain is the same floating-point sum, over the same columns in the
+same order, as when it is evaluated on the full matrix, so the scores equal those
+of the plain dynamic program up to the order in which group gains are added
+(the unit tests compare both to 1e-12). The sums are not reassociated (no
+``fastmath``): vector lanes would make a score depend on the CPU a worker has and
+on whether a count is read from the table or evaluated, by a few ulps.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def _gain(cum, tot, s, t, n_cols, table, covered):
     return acc - _phi(tot[t] - tot[s], table)
 
 
-@njit(nogil=True, cache=True, fastmath={"reassoc"})
+@njit(nogil=True, cache=True)
 def _optimize_into(counts, max_groups, table, out, cum, tot, cols, gain, prev, cur):
     """:func:`optimize_axis` writing into ``out[0 : max_groups + 1]`` with caller-owned
     work arrays (``cum`` int64[>= R+1, >= L], ``tot`` int64[>= R+1], ``cols``
