@@ -16,7 +16,8 @@ For each case and worker count it prints the seconds (the faster of
 fewest workers measured (``T_w0 * w0 / (T_w * w)``), and from Dask's task stream
 of the measured run: the work (task-seconds), the longest task and the driver-only
 time (wall time not covered by any task). Targets (issue: scale-out) are printed
-for the largest N at 16 workers: tall and wide efficiency >= 0.6.
+for the largest N at 16 workers: tall and wide efficiency >= 0.6, wide <= 1.5x
+``corr``; at every N: tall <= 2x the I/O floor; at 2 workers: per customer <= 2x per row.
 
 Run: ``python benchmarks/scaling.py [--workers 1,2] [--cases tall,wide,unit]``;
 on a 16-core machine ``--workers 1,2,4,8,16``.
@@ -188,6 +189,19 @@ def main() -> None:
             speed = results[(case, first, base_w)][0] / results[(case, first, top)][0]
             eff = speed * base_w / top
             checks.append((f"{case} efficiency at {top} workers >= 0.6", eff, eff >= 0.6))
+        # the scale-out issue's ratio targets, at the worker counts they name
+        at = {w: {n: results[(case, n, w)][0] for n in names} for w in workers}
+        if case == "wide" and top >= 16:
+            ratio = at[top][first] / at[top]["corr"]
+            checks.append((f"wide pairwise <= 1.5x corr at {top} workers", ratio, ratio <= 1.5))
+        if case == "tall" and "I/O floor" in names:
+            for w in workers:
+                ratio = at[w][first] / at[w]["I/O floor"]
+                checks.append((f"tall pairwise <= 2x the I/O floor at {w} workers", ratio,
+                               ratio <= 2.0))
+        if case == "unit" and 2 in workers:
+            ratio = at[2][first] / at[2][names[1]]
+            checks.append(("per customer <= 2x per row at 2 workers", ratio, ratio <= 2.0))
     for name, value, ok in checks:
         print(f"{'met ' if ok else 'MISS'} {name}: {value:.2f}")
 

@@ -16,6 +16,7 @@ from dpmic_dask.release.boundsresult import WIDE_DOMAIN, BoundsRelease
 from dpmic_dask.release.htmlreport import pairwise_view, write_page
 from dpmic_dask.release.report import PrivacyReport, ReportFields
 from dpmic_dask.release.reportlines import UNCHECKED, report_lines, spectral_order  # noqa: F401
+from dpmic_dask.stats.defaults import noisy_grid_cap
 from dpmic_dask.stats.statistics.registry import get_statistic, public_statistics
 
 
@@ -29,6 +30,14 @@ def output_name(statistic: str) -> str:
 #: so that related ones sit together.
 TEXT_LIMIT = 25
 
+
+def _capped_B(p) -> str:
+    """Why ``B`` is what it is when it is the largest default for noise this wide
+    (``stats.defaults.noisy_grid_cap``); empty otherwise."""
+    cap = noisy_grid_cap(p.ci95) if p.statistic == "micr" and np.isfinite(p.ci95) else None
+    if cap is None or p.B != cap:
+        return ""
+    return f"; {cap} is the largest default B where each value's ci95 is {p.ci95:.2g}"
 
 @dataclass(frozen=True)
 class Companion:
@@ -248,7 +257,7 @@ class PairwiseResult(ReportFields):
         lines += [
             f"Released: private MIC for {pairs} pair{'s' if pairs != 1 else ''} of "
             f"{len(self.columns)} columns ({', '.join(map(str, self.columns))}), n = {p.n} rows.",
-            f"Mechanism: {p.mechanism} (B = {p.B}, c = {p.c}).",
+            f"Mechanism: {p.mechanism} (B = {p.B}, c = {p.c}{_capped_B(p)}).",
         ]
         if p.selection != "all pairs":
             lines.append(f"Selection: {p.selection} ({pairs} of {p.candidates} pairs).")

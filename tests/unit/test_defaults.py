@@ -106,6 +106,7 @@ def test_wide_noise_caps_the_default_grid_of_a_release():
                                           ledger=InMemoryLedger(uncapped=True))
         assert result.privacy.B == B, band
         assert f"B = {B}," in result.report()
+        assert (f"{B} is the largest default B" in result.report()) == (B != table_B)
         lines = frame.dpmic.plan(eps, delta=1e-7, bounds=bounds).explain(rows=n, show=False)
         assert (f"the default B is capped at {B}" in lines) == (B != table_B)
     eps = _eps_for((0.3, 5.0), n, pairs)
