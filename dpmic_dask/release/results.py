@@ -39,6 +39,7 @@ def _capped_B(p) -> str:
         return ""
     return f"; {cap} is the largest default B where each value's ci95 is {p.ci95:.2g}"
 
+
 @dataclass(frozen=True)
 class Companion:
     """A further statistic released beside MIC for the same pairs (same order), with
