@@ -177,6 +177,9 @@ def plan_noise(*, mechanism: str, n: int, eps: float, delta: float, pairs: int,
 
 def default_parameters(mechanism: str, n: int, eps: float) -> tuple[float, int]:
     """``(B, c)`` for a registered mechanism name (``micr-lap``, ...): the defaults
-    of the kind of grid that mechanism declares (``Mechanism.grid_kind``)."""
+    of the kind of grid that mechanism declares (``Mechanism.grid_kind``), from
+    ``(n, eps)`` per value. A release lowers this ``B`` further where its own
+    noise on each value is wide (:func:`dpmic_dask.stats.defaults.noisy_grid_cap`;
+    ``Plan.explain()`` shows the ``B`` a release will use)."""
     built = build_mechanism(mechanism, eps=1.0, delta=1e-6, pairs=1)
     return grid_defaults(built.grid_kind, n, eps)
