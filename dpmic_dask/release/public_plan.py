@@ -18,7 +18,7 @@ from dpmic_dask.release.bounds_check import speaks_at
 from dpmic_dask.release.boundsspec import DEFAULT_SETTINGS
 from dpmic_dask.release.executor import run_release
 from dpmic_dask.release.unitbase import noise_at
-from dpmic_dask.stats.defaults import noisy_grid_cap
+from dpmic_dask.stats.defaults import capped_at
 from dpmic_dask.stats.kinds import format_bounds
 
 #: Row counts at which the noise is shown when the plan has no public one.
@@ -187,9 +187,8 @@ def _noise_lines(planned, rows: int | None) -> list[str]:
             out.append(f"n = {n:,}: refused at this size ({exc})")
             continue
         values = request.B is None and request.mechanism.grid_kind == "values"
-        cap = noisy_grid_cap(noise.ci95) if values else None
-        capped = ("" if cap is None or noise.B != cap
-                  else f"; the default B is capped at {cap} for noise this wide")
+        cap = capped_at(noise.ci95, noise.B) if values else None
+        capped = "" if cap is None else f"; the default B is capped at {cap} for noise this wide"
         out.append(f"n = {n:,}: {noise.mechanism}, noise scale {noise.noise_scale:.4g}, "
                    f"ci95 +/-{noise.ci95:.3g} (B = {noise.B:g}, c = {noise.c}{capped})")
     return [f"({said})", *out]

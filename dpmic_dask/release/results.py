@@ -16,7 +16,7 @@ from dpmic_dask.release.boundsresult import WIDE_DOMAIN, BoundsRelease
 from dpmic_dask.release.htmlreport import pairwise_view, write_page
 from dpmic_dask.release.report import PrivacyReport, ReportFields
 from dpmic_dask.release.reportlines import UNCHECKED, report_lines, spectral_order  # noqa: F401
-from dpmic_dask.stats.defaults import noisy_grid_cap
+from dpmic_dask.stats.defaults import capped_at
 from dpmic_dask.stats.statistics.registry import get_statistic, public_statistics
 
 
@@ -33,9 +33,9 @@ TEXT_LIMIT = 25
 
 def _capped_B(p) -> str:
     """Why ``B`` is what it is when it is the largest default for noise this wide
-    (``stats.defaults.noisy_grid_cap``); empty otherwise."""
-    cap = noisy_grid_cap(p.ci95) if p.statistic == "micr" and np.isfinite(p.ci95) else None
-    if cap is None or p.B != cap:
+    (``stats.defaults.capped_at``); empty otherwise."""
+    cap = capped_at(p.ci95, p.B) if p.statistic == "micr" and np.isfinite(p.ci95) else None
+    if cap is None:
         return ""
     return f"; {cap} is the largest default B where each value's ci95 is {p.ci95:.2g}"
 

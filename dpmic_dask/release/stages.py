@@ -60,7 +60,7 @@ def grid_parameters(request: ReleaseRequest, n: int, eps_per_value: float | None
         eps_per_value = request.eps / request.n_pairs
     default_B, default_c = mech.default_grid(n, eps_per_value)
     if request.B is None and noise is not None:
-        default_B = min(default_B, noisy_default_B(noise, n, default_B, default_c))
+        default_B = noisy_default_B(noise, n, default_B, default_c)
     B = default_B if request.B is None else request.B
     c = default_c if request.c is None else request.c
     if mech.statistic.mergeable:

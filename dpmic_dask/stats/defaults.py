@@ -88,3 +88,10 @@ def noisy_grid_cap(ci95: float) -> int | None:
         if ci95 >= width:
             return cap
     return None
+
+
+def capped_at(ci95: float, B: float) -> int | None:
+    """The cap of :func:`noisy_grid_cap` when ``B`` is that cap (what a plan and a
+    report name as the reason for ``B``), else None."""
+    cap = noisy_grid_cap(ci95)
+    return cap if cap is not None and B == cap else None

@@ -106,14 +106,13 @@ def read_off_orientation(hist, prefix, colsum, store, row_cut_ptr, row_cuts, row
         # consecutive cuts (vectorised reductions, not one carried add per column).
         first = row_cut_ptr[r]
         last = row_cut_ptr[r + 1]
+        run = prefix[0]  # zero of the histogram's dtype (prefix[0] is never changed)
         if (last - first) * DENSE_SEGMENT > n_f:
             # Many cuts (short segments): one running sum over every column.
-            run = prefix[0]
             for f in range(n_f):
                 run += colsum[f]
                 prefix[f + 1] = run
         else:
-            run = prefix[0]
             f = 0
             for i in range(first, last):
                 cut = row_cuts[i]
