@@ -18,9 +18,9 @@ from dpmic_dask.release.bounds_check import (
     check_partition,
     read_check,
 )
+from dpmic_dask.release.boundsread import bounds_release
 from dpmic_dask.release.histograms import (
     bounds_counts,
-    bounds_release,
     noisy_histograms,
     refine_counts,
 )

@@ -29,13 +29,13 @@ from dpmic_dask.release.bounding import (
     refuse_mixed_units,
     unit_label,
 )
+from dpmic_dask.release.boundsread import bounds_release
 from dpmic_dask.release.boundsresult import BoundsRelease
 from dpmic_dask.release.boundsspec import column_settings
 from dpmic_dask.release.charge import Bill, precheck_budget
 from dpmic_dask.release.executor import Staged, run_charged
 from dpmic_dask.release.histograms import (
     bounds_counts,
-    bounds_release,
     plan_bounds,
     refine_counts,
 )

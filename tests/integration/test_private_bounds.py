@@ -518,7 +518,7 @@ def test_bounds_never_collapse_onto_zero():
 
 
 def test_a_reading_inside_the_zero_bin_is_unresolved():
-    from dpmic_dask.release.histograms import _valid_bounds
+    from dpmic_dask.release.boundsread import _valid_bounds
 
     grid = BoundsGrid()
     edges = grid.edges()
