@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -65,11 +65,26 @@ class LocalAggregate(Aggregate):
 class Evaluation:
     """Per-pair values of a whole table, computed where the counts were: ``values[p]``
     for the request's pair ``p`` (NaN when a column had missing values and nothing
-    was counted), the row count and the per-column missing-value flags."""
+    was counted), the row count and the per-column missing-value flags;
+    ``marginals[k]``, for each column ``k`` asked for, its exact counts on the
+    joint refinement of ``spec.family`` (:func:`marginal_counts`), from the same
+    pass."""
 
     rows: int
     missing: np.ndarray
     values: np.ndarray
+    marginals: dict = field(default_factory=dict)
+
+
+def marginal_counts(chunks, positions, cells: int) -> np.ndarray:
+    """Exact counts (int64 ``[len(positions), cells]``) of the binned chunks' columns
+    at ``positions`` on their joint refinement: each value's cell, as the release
+    bins it (clamped to the column's bounds, missing values filled)."""
+    out = np.zeros((len(positions), cells), dtype=np.int64)
+    for chunk in chunks:
+        for k, at in enumerate(positions):
+            out[k] += np.bincount(chunk.index[at], minlength=cells)
+    return out
 
 
 def pair_names(spec: CountSpec) -> tuple:
@@ -214,7 +229,9 @@ class Backend(ABC):
     @abstractmethod
     def evaluate(self, frame, spec: CountSpec, fn, *, pairs_per_block: int, split_every: int,
                  progress: bool | None, rows: int | None = None,
-                 task_memory: int = DEFAULT_TASK_MEMORY) -> Evaluation:
+                 task_memory: int = DEFAULT_TASK_MEMORY, marginals=()) -> Evaluation:
         """``fn`` of every pair's exact counts, counted in blocks of at most
         ``pairs_per_block`` pairs; only per-pair values reach the driver. ``rows``
-        and ``task_memory`` as for :meth:`count`."""
+        and ``task_memory`` as for :meth:`count`. ``marginals``: indices of columns
+        whose counts on the joint refinement (:attr:`Evaluation.marginals`) come
+        from the same pass, each counted once."""

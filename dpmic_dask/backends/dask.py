@@ -14,6 +14,7 @@ per pair (:meth:`DaskBackend.evaluate`), which it noises.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
 import os
@@ -36,6 +37,7 @@ from dpmic_dask.backends.base import (
     assemble,
     evaluate_partial,
     guarded,
+    marginal_counts,
     pair_names,
 )
 from dpmic_dask.backends.redaction import attach
@@ -211,6 +213,24 @@ class _TokenizedOnce:
         return _TokenizedOnce, (self.fn, self.token)
 
 
+def _marginals_of(*chunks, take, positions, cells):
+    """One partition's counts on the joint refinement of the columns at
+    ``positions`` of its block (:func:`marginal_counts`)."""
+    return marginal_counts(gather_chunks(chunks, take), positions, cells)
+
+
+def _marginal_root(parts, take, positions, cells: int, split_every: int):
+    """The root of a tree summing every partition's :func:`_marginals_of`."""
+    count = dask.delayed(functools.partial(_marginals_of, take=take, positions=positions,
+                                           cells=cells), pure=True)
+    add = dask.delayed(lambda *xs: functools.reduce(operator.add, xs), pure=True)
+    nodes = [count(*part) for part in parts]
+    while len(nodes) > 1:
+        nodes = [add(*nodes[i:i + max(2, split_every)])
+                 for i in range(0, len(nodes), max(2, split_every))]
+    return nodes[0]
+
+
 def _summary(partial: PartialCounts):
     return partial.rows, partial.missing
 
@@ -257,13 +277,18 @@ class DaskBackend(Backend):
         return DaskAggregate(spec, int(rows), np.asarray(missing), root)
 
     def evaluate(self, frame, spec, fn, *, pairs_per_block, split_every, progress,
-                 rows=None, task_memory=DEFAULT_TASK_MEMORY) -> Evaluation:
+                 rows=None, task_memory=DEFAULT_TASK_MEMORY, marginals=()) -> Evaluation:
         """Per block: count the partitions (the block's columns only, a few
         partitions per task), sum in a tree of ``split_every``, then one task applies
         ``fn`` to the block's pairs. Tasks scale with partitions x blocks; a block's
         counts are freed once its values are computed, so memory per task follows
-        the block size, not the pairs."""
+        the block size, not the pairs. Each column of ``marginals`` is counted on
+        the joint refinement from the binned partitions of the first block that
+        reads it: a small task per partition, summed in a tree, nothing read again."""
         blocks = spec.blocks(pairs_per_block)
+        cells = spec.family.joint.boundaries.size + 1
+        wanted = list(dict.fromkeys(marginals))
+        sides, side_columns = [], []
         finish = dask.delayed(evaluate_partial, pure=True)
         fn = _TokenizedOnce(fn)
         tasks = []
@@ -282,7 +307,14 @@ class DaskBackend(Backend):
                 take = shared.takes[b]
             if not parts:
                 return Evaluation(0, np.zeros(len(spec.columns), bool),
-                                  np.full(len(spec.pairs), np.nan))
+                                  np.full(len(spec.pairs), np.nan),
+                                  {k: np.zeros(cells, np.int64) for k in wanted})
+            mine = [k for k in block.column_indices() if k in wanted]
+            if mine:
+                wanted = [k for k in wanted if k not in mine]
+                local = tuple(block.column_indices().index(k) for k in mine)
+                sides.append(_marginal_root(parts, take, local, cells, split_every))
+                side_columns.append(mine)
             group = _group(rows, len(parts), len(block.spec.columns), task_memory,
                            len(blocks))
             if group >= len(parts):
@@ -295,8 +327,11 @@ class DaskBackend(Backend):
                 continue
             root = _counted(parts, block.spec, group, split_every, take)
             tasks.append(finish(root, spec.fill, fn, pair_names(block.spec)))
-        results = run(tasks, progress=progress, columns=spec.columns)
-        return assemble(spec, blocks, results)
+        results = run([*tasks, *sides], progress=progress, columns=spec.columns)
+        found = assemble(spec, blocks, results[:len(tasks)])
+        counted = {k: row for mine, sums in zip(side_columns, results[len(tasks):])
+                   for k, row in zip(mine, sums)}
+        return dataclasses.replace(found, marginals=counted)
 
     def reduce(self, frame, columns, fn, combine, *, split_every, progress):
         return self.tree_sum(guarded(columns, lambda: frame[list(columns)]), fn, combine,

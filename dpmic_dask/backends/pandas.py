@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 
 from dpmic_dask.backends.base import (
@@ -11,10 +13,11 @@ from dpmic_dask.backends.base import (
     assemble,
     evaluate_partial,
     guarded,
+    marginal_counts,
     pair_names,
 )
 from dpmic_dask.backends.registry import register
-from dpmic_dask.stats.counting import partition_counts
+from dpmic_dask.stats.counting import bin_partition, partition_counts
 
 
 @register(pd.DataFrame)
@@ -68,9 +71,16 @@ class PandasBackend(Backend):
         return pd.concat(parts) if parts else meta
 
     def evaluate(self, frame, spec, fn, *, pairs_per_block, split_every, progress,
-                 rows=None, task_memory=None) -> Evaluation:
+                 rows=None, task_memory=None, marginals=()) -> Evaluation:
         blocks = spec.blocks(pairs_per_block)
         results = [evaluate_partial(guarded(spec.columns, partition_counts, frame, block.spec),
                                     spec.fill, fn, pair_names(block.spec))
                    for block in blocks]  # one block's counts at a time
-        return assemble(spec, blocks, results)
+        found = assemble(spec, blocks, results)
+        wanted = list(dict.fromkeys(marginals))
+        if not wanted:
+            return found
+        binned = guarded(spec.columns, bin_partition, frame, spec.subset(wanted))
+        sums = marginal_counts([binned], range(len(wanted)),
+                               spec.family.joint.boundaries.size + 1)
+        return dataclasses.replace(found, marginals=dict(zip(wanted, sums)))

@@ -221,10 +221,10 @@ class BoundedBackend(Backend):
         return dataclasses.replace(agg, rows=frame.n0)
 
     def evaluate(self, frame, spec, fn, *, pairs_per_block, split_every, progress, rows=None,
-                 task_memory=2**28):
+                 task_memory=2**28, marginals=()):
         evaluation = self._inner(frame).evaluate(
             frame.frame, spec, fn, pairs_per_block=pairs_per_block, split_every=split_every,
-            progress=progress, rows=frame.n0, task_memory=task_memory)
+            progress=progress, rows=frame.n0, task_memory=task_memory, marginals=marginals)
         return dataclasses.replace(evaluation, rows=frame.n0)
 
     def reduce(self, frame, columns, fn, combine, *, split_every, progress):

@@ -8,10 +8,11 @@ bounds, nulls as the release's null policy), counted per partition and summed.
 Each column's histogram gets discrete Laplace noise of scale ``2 / eps_c``
 (replacing one row moves one count down and one up; ``docs/privacy.md``, "The
 check of public bounds"). A plan step like private categories:
-:func:`split_check_budget` splits the budget before anything is read,
-:func:`run_bounds_check` makes one pass (the histograms, the row count, every
-check of the data), checks the release at that row count, charges the total
-once, draws the noise, then runs the release on a prepaid part of the charge.
+the plan splits the budget before anything is read; the executor counts the
+histograms in the release's own pass (:class:`CheckFromCounts`) or, where it
+cannot, in a pass of the check's own (:func:`check_partition`, the step's
+``before``), checks the release at that row count, charges the total once,
+then draws the check's noise and the release's.
 
 What is said about a column is post-processing of its noisy histogram only
 (:func:`read_check`): the shortest run of bins holding :data:`COVERAGE` of the
@@ -38,6 +39,7 @@ from dpmic_dask.privacy.costs import column_epsilon
 from dpmic_dask.privacy.histnoise import histogram_scale
 from dpmic_dask.privacy.selection import check_share
 from dpmic_dask.stats.counting import bins, column_values
+from dpmic_dask.stats.grids import refinement_cuts
 from dpmic_dask.stats.kinds import BooleanKind, format_value
 
 #: Equal-width bins of each checked column's public range.
@@ -170,6 +172,38 @@ def check_partition(frame, *, columns, checked, bounds, fill):
 
 def _add(a, b):
     return a[0] + b[0], a[1] + b[1], a[2] | b[2]
+
+
+class CheckFromCounts:
+    """The check's histograms read off the values' own pass, with no pass of its
+    own: each checked column's counts on the joint refinement of the values'
+    grids (every value in the cell the release bins it to) summed over the
+    cells of each of the :data:`CHECK_BINS` equal bins. The same counts as
+    :func:`check_partition`'s, bin for bin, when the refinement holds the bins'
+    edges (every grid family of ``B >= 32``); ``histograms`` stays ``None``
+    otherwise, and the check makes its own pass."""
+
+    def __init__(self, plan: BoundsCheckPlan):
+        self.plan = plan
+        self.histograms: np.ndarray | None = None
+
+    def columns_for(self, layout) -> tuple:
+        """The checked columns, when ``layout``'s joint refinement holds the
+        check's bin edges; none otherwise."""
+        return self.plan.columns if self._cuts(layout) is not None else ()
+
+    def counted(self, layout, marginals: dict) -> None:
+        """The check's histograms from each checked column's ``marginals``."""
+        cuts = self._cuts(layout)
+        self.histograms = np.stack([np.add.reduceat(marginals[c], cuts[:-1])
+                                    for c in self.plan.columns])
+
+    @staticmethod
+    def _cuts(layout):
+        try:
+            return refinement_cuts(layout.joint.boundaries, CHECK_BINS)
+        except ValueError:  # the refinement lacks an edge of the check's bins
+            return None
 
 
 # ------------------------------------------------------------------ reading off
@@ -318,5 +352,5 @@ def _show(messages) -> None:
 
 
 __all__ = ["CHECK_BINS", "COVERAGE", "MIN_TOTAL_SCALES", "NARROW", "BoundsCheck",
-           "BoundsCheckPlan", "ColumnCheck", "check_bounds_check", "plan_bounds_check",
-           "read_check", "shortest_run"]
+           "BoundsCheckPlan", "CheckFromCounts", "ColumnCheck", "check_bounds_check",
+           "plan_bounds_check", "read_check", "shortest_run"]

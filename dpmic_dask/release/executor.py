@@ -45,7 +45,8 @@ from dpmic_dask.backends import backend_for
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.axisframe import axis_frame
 from dpmic_dask.release.bounding import BoundedFrame, unit_label
-from dpmic_dask.release.bounds_check import auto_lines, speaks_at
+from dpmic_dask.release.bounds_check import CheckFromCounts, auto_lines, speaks_at
+from dpmic_dask.release.boundsteps import CheckStep
 from dpmic_dask.release.charge import (
     Bill,
     after_charge,
@@ -133,7 +134,9 @@ def run_release(frame, plan, *, ledger=None, dataset=None, progress=None) -> Pai
               raw=plan.private_categories.unknown if plan.private_categories else ())
     unit = plan.units.unit if plan.units is not None else None
     precheck_budget(ledger, dataset, plan.cost, privacy_unit=unit)
-    result = run_charged(_stepped(plan, steps, run, progress), ledger=ledger, dataset=dataset)
+    staged = (_checked_values(plan, steps[0], run, progress) if _check_alone(plan, steps)
+              else _stepped(plan, steps, run, progress))
+    result = run_charged(staged, ledger=ledger, dataset=dataset)
     result = dataclasses.replace(_report(result, plan, steps, run), bounds_note=note)
     return _in_kinds(result, plan, run)
 
@@ -150,19 +153,54 @@ def _stepped(plan, steps, run: Run, progress) -> Staged[PairwiseResult]:
     if run.unit_k is None:  # every check of the values at the worst case, before the charge
         run.public = public_rows(run.request, run.rows)
         check_inner(plan, run.public)
-    parts = "; ".join(step.describe(run) for step in steps)  # before the charge: its label
-    request = plan.request
-    charge = yield Bill(
-        plan.cost,
-        description=f"{request.label or 'pairwise'} ({_unit_said(plan)}{parts}; release: "
-                    f"{plan.values_label()})",
-        mechanism="+".join([*(step.label for step in steps), request.mechanism.label]),
-        columns=request.columns)
+    charge = yield _bill(plan, steps, run)
     for step in steps:
         step.after(run, charge)
     values_request, selection = run.values_plan()
     values_frame = run.frame if run.unit_k is None else BoundedFrame(run.frame, run.n0)
     return _paid(_values(values_frame, values_request, selection, progress=progress), charge)
+
+
+def _check_alone(plan, steps) -> bool:
+    """A row-level plan whose one step in front of the values is the check of
+    public bounds: its histograms can come from the values' own pass."""
+    return plan.units is None and len(steps) == 1 and isinstance(steps[0], CheckStep)
+
+
+def _checked_values(plan, step: CheckStep, run: Run, progress) -> Staged[PairwiseResult]:
+    """The check of public bounds and the values in one pass, staged: the values'
+    pass counts the check's histograms too where its grid holds their edges
+    (:class:`~dpmic_dask.release.bounds_check.CheckFromCounts`; the check makes
+    its own pass only where it does not), then every check of the values at the
+    public row count, the bill of the plan's one cost; then the check's noise
+    and the values' noise, paid from the same charge."""
+    side = CheckFromCounts(step.plan)
+    values = _values(run.frame, run.request, run.selection, progress=progress, side=side)
+    try:
+        next(values)  # the values' pass and checks; its own bill is part of the plan's
+        if side.histograms is None:
+            step.before(run)
+        else:
+            step.hists = side.histograms
+    except BaseException:
+        values.close()
+        raise
+    charge = yield _bill(plan, [step], run)
+    step.after(run, charge)
+    return _finish(values, charge)
+
+
+def _bill(plan, steps, run: Run) -> Bill:
+    """The bill of a plan's one cost, with the charge's description (made before
+    the charge, from the plan and public facts)."""
+    parts = "; ".join(step.describe(run) for step in steps)
+    request = plan.request
+    return Bill(
+        plan.cost,
+        description=f"{request.label or 'pairwise'} ({_unit_said(plan)}{parts}; release: "
+                    f"{plan.values_label()})",
+        mechanism="+".join([*(step.label for step in steps), request.mechanism.label]),
+        columns=request.columns)
 
 
 def _auto_check(frame, plan):
@@ -183,11 +221,11 @@ def _unit_said(plan) -> str:
     return f"{plan.units.statement}; " if plan.units is not None else ""
 
 
-def _values(frame, request, selection, *, progress=None) -> Staged[PairwiseResult]:
+def _values(frame, request, selection, *, progress=None, side=None) -> Staged[PairwiseResult]:
     """The values step, staged: every pair, or the pairs a selection chooses."""
     if selection is None:
-        return release_pairs(frame, request, progress=progress)
-    return release_selected(frame, request, selection, progress=progress)
+        return release_pairs(frame, request, progress=progress, side=side)
+    return release_selected(frame, request, selection, progress=progress, side=side)
 
 
 def _report(result: PairwiseResult, plan, steps, run: Run) -> PairwiseResult:

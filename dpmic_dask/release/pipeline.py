@@ -68,8 +68,10 @@ def values_cost(request: ReleaseRequest, plan: SelectionPlan | None) -> PrivacyC
 
 
 def release_pairs(frame, request: ReleaseRequest, *, progress=None,
-                  selection: Selection | None = None) -> Values:
-    """Run a checked request, staged: count, the bill, then (charged) noise once."""
+                  selection: Selection | None = None, side=None) -> Values:
+    """Run a checked request, staged: count, the bill, then (charged) noise once.
+    ``side``: a step reading its counts off the same pass, where it can
+    (:func:`~dpmic_dask.release.stages.evaluate_pairs`)."""
     selection = selection or AllPairs()
     if selection.cost is not None:
         raise InvalidParameterError(
@@ -91,7 +93,7 @@ def release_pairs(frame, request: ReleaseRequest, *, progress=None,
         counted = count_pairs(frame, backend, request, layout, n_rows, progress)
     else:
         counted = stages.evaluate_pairs(frame, backend, request, layout, n_rows, B, c, value_of,
-                                         progress)
+                                         progress, side=side)
     n_public = public_rows(request, counted.rows)
     warn_if_delta_large(request.delta, n_public)
     chosen = selection.select(request.n_pairs)
@@ -139,7 +141,7 @@ def release_pairs(frame, request: ReleaseRequest, *, progress=None,
 
 
 def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *,
-                     progress=None) -> Values:
+                     progress=None, side=None) -> Values:
     """Choose pairs privately, then release the chosen pairs' values with fresh noise.
 
     Staged: every check of the plan (:func:`check_selected_plan`); every pair's
@@ -151,7 +153,7 @@ def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *,
     """
     if plan.selection.cost is None:  # a choice that reads no data: every pair, ranked
         return (yield from release_pairs(frame, request, progress=progress,
-                                         selection=plan.selection))
+                                         selection=plan.selection, side=side))
     backend = backend_for(frame)
     release, selection = plan.release, plan.selection
     statistic = release.statistic  # type: ignore[attr-defined]
@@ -170,7 +172,8 @@ def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *,
         return layout, pair_function(request, layout, fn, statistics)
 
     layout, fn = layout_and_values(screen)
-    scores = stages.evaluate_pairs(frame, backend, request, layout, n_rows, screen, c, fn, progress)
+    scores = stages.evaluate_pairs(frame, backend, request, layout, n_rows, screen, c, fn, progress,
+                                   side=side)
     n_public = public_rows(request, scores.rows)
     warn_if_delta_large(request.delta, n_public)
     sensitivity = statistic.sensitivity(n_public, screen)

@@ -208,17 +208,26 @@ def count_pairs(frame, backend, request: ReleaseRequest, layout, rows, progress)
 
 
 
-def evaluate_pairs(frame, backend, request: ReleaseRequest, layout, rows, B, c, fn, progress):
+def evaluate_pairs(frame, backend, request: ReleaseRequest, layout, rows, B, c, fn, progress,
+                   side=None):
     """``fn`` of every pair's exact counts, counted in blocks sized from
-    ``request.task_memory``; only per-pair values come back."""
+    ``request.task_memory``; only per-pair values come back. ``side``: a step
+    that reads its counts off the same pass (``side.columns_for(layout)`` the
+    columns whose counts on the joint refinement it takes, given to
+    ``side.counted``)."""
     spec = CountSpec(request.columns, request.bounds, request.fill, layout)
     start = time.perf_counter()
     block = block_size(request, B, c)
     log.info("counting %d pairs in blocks of up to %d", request.n_pairs, block)
+    wanted = () if side is None else side.columns_for(layout)
+    more = {"marginals": tuple(request.columns.index(c) for c in wanted)} if wanted else {}
     evaluation = backend.evaluate(frame, spec, fn, pairs_per_block=block,
                                   split_every=request.split_every, progress=progress,
-                                  rows=rows, task_memory=request.task_memory)
-    return checked_counts(evaluation, request, start, rows)
+                                  rows=rows, task_memory=request.task_memory, **more)
+    checked = checked_counts(evaluation, request, start, rows)
+    if wanted:
+        side.counted(layout, {request.columns[k]: m for k, m in evaluation.marginals.items()})
+    return checked
 
 
 

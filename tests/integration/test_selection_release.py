@@ -180,9 +180,9 @@ def test_auto_screening_scores_on_a_small_grid_and_releases_at_B(table, monkeypa
     grids = []
     real = stages.evaluate_pairs
 
-    def spy(frame, backend, request, layout, rows, B, c, fn, progress):
+    def spy(frame, backend, request, layout, rows, B, c, fn, progress, side=None):
         grids.append(B)
-        return real(frame, backend, request, layout, rows, B, c, fn, progress)
+        return real(frame, backend, request, layout, rows, B, c, fn, progress, side=side)
 
     monkeypatch.setattr(stages, "evaluate_pairs", spy)
     result = table.dpmic.top_pairs(2, 1e6, bounds=BOUNDS, B=60, c=5,
