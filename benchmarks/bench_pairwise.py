@@ -11,7 +11,7 @@ On one Parquet table (default 10**7 rows x 10 float64 columns) and one
 * ``ddf.dpmic.pairwise(eps=1, bounds=..., B=150, c=5, bounds_check=None)``;
 * the same with ``statistics=("mic", "tau_a")`` (Kendall's tau from the same pass);
 * the same with the default ``bounds_check="auto"``, which at this size checks the
-  public bounds privately (one more pass over the columns).
+  public bounds privately (its histograms read off the release's own pass).
 
 Prints the ratios (targets: pairwise <= 3x corr; pairwise <= 3x the I/O floor; MIC + tau
 <= 1.2x MIC alone), rows
@@ -106,7 +106,7 @@ def measure(path: Path, rows: int, repeat: int, only_pairwise: bool = False) -> 
             "dpmic mic + tau": lambda: ddf.dpmic.pairwise(1.0, bounds=bounds, B=150, c=5,
                                                           progress=False, bounds_check=None,
                                                           statistics=("mic", "tau_a")),
-            # the default: the public bounds are checked too (one more pass)
+            # the default: the public bounds are checked too (read off the same pass)
             "pairwise, checked": lambda: ddf.dpmic.pairwise(1.0, bounds=bounds, B=150, c=5,
                                                             progress=False),
         }

@@ -226,12 +226,18 @@ class Backend(ABC):
         """``fn(counts[p])`` for every row ``p`` of driver-side counts (noisy counts)."""
         return np.array([fn(c) for c in counts], dtype=np.float64)
 
+    def counts_marginals(self, frame) -> bool:
+        """Whether :meth:`evaluate` takes ``marginals`` (a backend that does not
+        leaves a step that would read them to a pass of its own)."""
+        return False
+
     @abstractmethod
     def evaluate(self, frame, spec: CountSpec, fn, *, pairs_per_block: int, split_every: int,
                  progress: bool | None, rows: int | None = None,
                  task_memory: int = DEFAULT_TASK_MEMORY, marginals=()) -> Evaluation:
         """``fn`` of every pair's exact counts, counted in blocks of at most
         ``pairs_per_block`` pairs; only per-pair values reach the driver. ``rows``
-        and ``task_memory`` as for :meth:`count`. ``marginals``: indices of columns
-        whose counts on the joint refinement (:attr:`Evaluation.marginals`) come
-        from the same pass, each counted once."""
+        and ``task_memory`` as for :meth:`count`. ``marginals`` (given only to a
+        backend whose :meth:`counts_marginals` says so): indices of columns whose
+        counts on the joint refinement (:attr:`Evaluation.marginals`) come from
+        the same pass, each counted once."""

@@ -214,17 +214,23 @@ class _TokenizedOnce:
 
 
 def _marginals_of(*chunks, take, positions, cells):
-    """One partition's counts on the joint refinement of the columns at
-    ``positions`` of its block (:func:`marginal_counts`)."""
+    """Some partitions' counts on the joint refinement of the columns at
+    ``positions`` of their block (:func:`marginal_counts`). With column groups
+    (``take``), only those columns are gathered."""
+    if take is not None:
+        per, where = take
+        take, positions = (per, tuple(where[p] for p in positions)), range(len(positions))
     return marginal_counts(gather_chunks(chunks, take), positions, cells)
 
 
-def _marginal_root(parts, take, positions, cells: int, split_every: int):
-    """The root of a tree summing every partition's :func:`_marginals_of`."""
+def _marginal_root(parts, take, positions, cells: int, group: int, split_every: int):
+    """The root of a tree summing :func:`_marginals_of` of ``group`` partitions
+    per task (as many as a counting task takes)."""
     count = dask.delayed(functools.partial(_marginals_of, take=take, positions=positions,
                                            cells=cells), pure=True)
     add = dask.delayed(lambda *xs: functools.reduce(operator.add, xs), pure=True)
-    nodes = [count(*part) for part in parts]
+    nodes = [count(*[c for part in parts[i:i + group] for c in part])
+             for i in range(0, len(parts), group)]
     while len(nodes) > 1:
         nodes = [add(*nodes[i:i + max(2, split_every)])
                  for i in range(0, len(nodes), max(2, split_every))]
@@ -276,6 +282,9 @@ class DaskBackend(Backend):
                             columns=spec.columns)
         return DaskAggregate(spec, int(rows), np.asarray(missing), root)
 
+    def counts_marginals(self, frame) -> bool:
+        return True
+
     def evaluate(self, frame, spec, fn, *, pairs_per_block, split_every, progress,
                  rows=None, task_memory=DEFAULT_TASK_MEMORY, marginals=()) -> Evaluation:
         """Per block: count the partitions (the block's columns only, a few
@@ -284,7 +293,8 @@ class DaskBackend(Backend):
         counts are freed once its values are computed, so memory per task follows
         the block size, not the pairs. Each column of ``marginals`` is counted on
         the joint refinement from the binned partitions of the first block that
-        reads it: a small task per partition, summed in a tree, nothing read again."""
+        reads it: small tasks over as many partitions as a counting task takes,
+        summed in a tree; nothing is read again."""
         blocks = spec.blocks(pairs_per_block)
         cells = spec.family.joint.boundaries.size + 1
         wanted = list(dict.fromkeys(marginals))
@@ -309,14 +319,14 @@ class DaskBackend(Backend):
                 return Evaluation(0, np.zeros(len(spec.columns), bool),
                                   np.full(len(spec.pairs), np.nan),
                                   {k: np.zeros(cells, np.int64) for k in wanted})
+            group = _group(rows, len(parts), len(block.spec.columns), task_memory,
+                           len(blocks))
             mine = [k for k in block.column_indices() if k in wanted]
             if mine:
                 wanted = [k for k in wanted if k not in mine]
                 local = tuple(block.column_indices().index(k) for k in mine)
-                sides.append(_marginal_root(parts, take, local, cells, split_every))
+                sides.append(_marginal_root(parts, take, local, cells, group, split_every))
                 side_columns.append(mine)
-            group = _group(rows, len(parts), len(block.spec.columns), task_memory,
-                           len(blocks))
             if group >= len(parts):
                 # One counting task: it evaluates the pairs as they are counted,
                 # a few at a time (the same values; the block's counts never held).

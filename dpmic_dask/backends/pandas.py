@@ -70,6 +70,9 @@ class PandasBackend(Backend):
     def from_partitions(self, parts, meta):
         return pd.concat(parts) if parts else meta
 
+    def counts_marginals(self, frame) -> bool:
+        return True
+
     def evaluate(self, frame, spec, fn, *, pairs_per_block, split_every, progress,
                  rows=None, task_memory=None, marginals=()) -> Evaluation:
         blocks = spec.blocks(pairs_per_block)

@@ -220,6 +220,9 @@ class BoundedBackend(Backend):
                                        task_memory=task_memory)
         return dataclasses.replace(agg, rows=frame.n0)
 
+    def counts_marginals(self, frame) -> bool:
+        return self._inner(frame).counts_marginals(frame.frame)
+
     def evaluate(self, frame, spec, fn, *, pairs_per_block, split_every, progress, rows=None,
                  task_memory=2**28, marginals=()):
         evaluation = self._inner(frame).evaluate(

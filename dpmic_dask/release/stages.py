@@ -219,13 +219,14 @@ def evaluate_pairs(frame, backend, request: ReleaseRequest, layout, rows, B, c, 
     start = time.perf_counter()
     block = block_size(request, B, c)
     log.info("counting %d pairs in blocks of up to %d", request.n_pairs, block)
-    wanted = () if side is None else side.columns_for(layout)
+    wanted = () if side is None or not backend.counts_marginals(frame) else \
+        side.columns_for(layout)
     more = {"marginals": tuple(request.columns.index(c) for c in wanted)} if wanted else {}
     evaluation = backend.evaluate(frame, spec, fn, pairs_per_block=block,
                                   split_every=request.split_every, progress=progress,
                                   rows=rows, task_memory=request.task_memory, **more)
     checked = checked_counts(evaluation, request, start, rows)
-    if wanted:
+    if wanted and all(request.columns.index(c) in evaluation.marginals for c in wanted):
         side.counted(layout, {request.columns[k]: m for k, m in evaluation.marginals.items()})
     return checked
 

@@ -128,3 +128,35 @@ def test_a_refusal_of_the_values_pass_charges_nothing(table):
         frame.dpmic.pairwise(eps=4.0, bounds=BOUNDS, bounds_check=0.1, B=40, c=3,
                              ledger=ledger, dataset="d")  # column d holds nulls
     assert ledger.history("d") == []
+
+
+class PlainFrame(pd.DataFrame):
+    """A frame type whose backend has ``evaluate`` without ``marginals``."""
+
+    @property
+    def _constructor(self):
+        return PlainFrame
+
+
+def _plain_backend():
+    from dpmic_dask.backends import register
+    from dpmic_dask.backends.base import Backend
+    from dpmic_dask.backends.pandas import PandasBackend
+
+    @register(PlainFrame)
+    class PlainBackend(PandasBackend):
+        counts_marginals = Backend.counts_marginals  # says it cannot
+
+        def evaluate(self, frame, spec, fn, *, pairs_per_block, split_every, progress,
+                     rows=None, task_memory=None):
+            return super().evaluate(frame, spec, fn, pairs_per_block=pairs_per_block,
+                                    split_every=split_every, progress=progress)
+
+    return PlainBackend
+
+
+def test_a_backend_without_marginals_gets_the_check_in_a_pass_of_its_own(table, seen):
+    _plain_backend()
+    release(PlainFrame(table), B=40)
+    assert seen["passes"] == 1
+    np.testing.assert_array_equal(seen["hists"], exact(table))
