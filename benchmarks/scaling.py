@@ -85,20 +85,36 @@ def stream_figures(stream: list[dict], wall: float) -> tuple[float, float, float
     return work, longest, max(0.0, wall - covered)
 
 
-def timed(client, fn, repeat: int) -> tuple[float, tuple[float, float, float]]:
-    """The faster of ``repeat`` runs of ``fn`` (after one warm-up) and its task stream."""
+def timed(client, fn, repeat: int, timeline: Path | None = None
+          ) -> tuple[float, tuple[float, float, float]]:
+    """The faster of ``repeat`` runs of ``fn`` (after one warm-up) and its task stream
+    (written to ``timeline`` as CSV when given: one line per task)."""
     from distributed import get_task_stream
 
     fn()
     best, figures = float("inf"), (0.0, 0.0, 0.0)
     for _ in range(max(1, repeat)):
         with get_task_stream(client) as ts:
-            start = time.perf_counter()
+            start, clock = time.perf_counter(), time.time()
             fn()
             wall = time.perf_counter() - start
         if wall < best:
             best, figures = wall, stream_figures(ts.data, wall)
+            if timeline is not None:
+                write_timeline(timeline, ts.data, clock)
     return best, figures
+
+
+def write_timeline(path: Path, stream: list[dict], clock: float) -> None:
+    """``task prefix, worker, what, start, stop`` (seconds from the run's start) of
+    every part of every task of a task stream."""
+    lines = ["task,worker,what,start,stop"]
+    for task in stream:
+        prefix = str(task.get("key", "?")).split(",")[0].strip("('\"").rsplit("-", 1)[0]
+        for part in task.get("startstops", ()):
+            lines.append(f"{prefix},{task.get('worker', '?')},{part.get('action')},"
+                         f"{part['start'] - clock:.4f},{part['stop'] - clock:.4f}")
+    path.write_text("\n".join(lines) + "\n")
 
 
 def contenders(case: str, args, paths: dict) -> dict:
@@ -144,6 +160,8 @@ def main() -> None:
     parser.add_argument("--bounds-check", default="none", choices=("none", "auto"),
                         help="the releases' bounds_check (default none: no check)")
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/dpmic-bench"))
+    parser.add_argument("--timeline", type=Path, default=None,
+                        help="a folder for each measured run's task stream, as CSV")
     args = parser.parse_args()
     from distributed import Client, LocalCluster
 
@@ -162,7 +180,11 @@ def main() -> None:
                           dashboard_address=None) as cluster, Client(cluster) as client:
             for case in cases:
                 for name, fn in contenders(case, args, paths).items():
-                    seconds, figures = timed(client, fn, args.repeat)
+                    where = None
+                    if args.timeline is not None:
+                        args.timeline.mkdir(parents=True, exist_ok=True)
+                        where = args.timeline / f"{case}-{name.replace(' ', '').replace('/', '')}-{w}.csv"
+                    seconds, figures = timed(client, fn, args.repeat, where)
                     results[(case, name, w)] = (seconds, *figures)
                     work, longest, driver = figures
                     print(f"{case:5s} {name:13s} {w:3d} workers {seconds:8.2f} s  work "

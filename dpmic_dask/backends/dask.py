@@ -35,30 +35,35 @@ from dpmic_dask.backends.base import (
     Evaluation,
     LocalAggregate,
     assemble,
-    evaluate_partial,
     guarded,
-    marginal_counts,
     pair_names,
+)
+from dpmic_dask.backends.dasktasks import (
+    TokenizedOnce,
+    block_values,
+    count_and_evaluate,
+    counted,
+    joined,
+    marginal_root,
 )
 from dpmic_dask.backends.redaction import attach
 from dpmic_dask.backends.registry import register
 from dpmic_dask.stats.counting import (
     bin_partition,
-    combine_partials,
-    count_binned_partitions,
     empty_partial,
-    gather_chunks,
     shared_binning,
 )
 from dpmic_dask.stats.countspec import CountSpec, PartialCounts
 from dpmic_dask.stats.limits import DEFAULT_TASK_MEMORY, partitions_per_task
-from dpmic_dask.stats.streaming import streamed_counts
 
 DEFAULT_SPLIT_EVERY = 8
 #: Binned columns shared by the blocks of an evaluation may take up to this many
 #: tasks' ``task_memory`` in all (512 MiB at the default: 100 columns x 10**6 rows
 #: take 200 MB); larger tables read each block's columns on their own.
 SHARED_BINNING_TASKS = 2
+#: Counting tasks per worker thread (with several threads): smaller tasks of equal
+#: work end closer together.
+TASKS_PER_THREAD = 2
 
 
 def _active_client():
@@ -103,13 +108,6 @@ def _compute(graph, progress):
     return dask.compute(graph)[0]
 
 
-def _tree_sum(nodes, split_every: int):
-    combine = dask.delayed(combine_partials, pure=True)
-    while len(nodes) > 1:
-        nodes = [combine(nodes[i:i + split_every]) for i in range(0, len(nodes), split_every)]
-    return nodes[0]
-
-
 def _worker_threads() -> int:
     """Threads that run tasks: the active client's workers', else this machine's
     cores (the local schedulers). Public; it only sizes tasks."""
@@ -123,11 +121,17 @@ def _worker_threads() -> int:
     return max(1, os.cpu_count() or 1)
 
 
-def _group(rows, parts: int, columns: int, task_memory: int, blocks: int) -> int:
-    """Partitions per counting task: within ``task_memory``, with at least one
-    counting task per worker thread over all blocks."""
-    return partitions_per_task(rows, parts, columns, task_memory, blocks=blocks,
-                               min_tasks=_worker_threads())
+def _group(rows, parts: int, columns: int, task_memory: int, share: float,
+           threads: int) -> int:
+    """Partitions per counting task of a block doing ``share`` of a release's
+    counting work (its share of the pairs): within ``task_memory``, with about
+    :data:`TASKS_PER_THREAD` counting tasks of equal work per worker thread over
+    all blocks when there are several threads (one at a time finishes late
+    otherwise: 20 partitions on 16 threads in tasks of uneven blocks kept most
+    workers idle while a few finished), one per thread when there is one."""
+    per_thread = TASKS_PER_THREAD if threads > 1 else 1
+    return partitions_per_task(rows, parts, columns, task_memory, share=share,
+                               min_tasks=per_thread * threads)
 
 
 def _binned(frame, spec: CountSpec) -> list:
@@ -164,77 +168,6 @@ def _binned_groups(frame, specs: tuple[CountSpec, ...]) -> list[list]:
     parts = binned.to_delayed()
     pick = dask.delayed(operator.getitem, pure=True)
     return [[pick(part, k) for part in parts] for k in range(len(specs))]
-
-
-def _counted(binned, spec: CountSpec, group: int, split_every: int, take=None):
-    """The root of a tree summing the counts of ``binned`` (for each partition, a
-    tuple of delayed binned chunks: the partition's, or its column groups' with
-    ``take``): ``group`` consecutive partitions counted per task, ``split_every``
-    partials summed per node."""
-    # The spec rides in the function, not the arguments: Dask walks a dataclass
-    # argument field by field (the grid family's 198 grids) for every task.
-    count = dask.delayed(functools.partial(count_binned_partitions, spec=spec, take=take),
-                         pure=True)
-    leaves = [count(*[c for part in binned[i:i + group] for c in part])
-              for i in range(0, len(binned), group)]
-    return _tree_sum(leaves, max(2, split_every))
-
-
-def _count_and_evaluate(*chunks, spec: CountSpec, fill, fn, names, take=None):
-    """``evaluate_partial`` of the counts of ``chunks``, each pair counted when
-    ``fn`` asks for it (:func:`~dpmic_dask.stats.streaming.streamed_counts`)."""
-    return evaluate_partial(streamed_counts(gather_chunks(chunks, take), spec), fill, fn, names)
-
-
-class _TokenizedOnce:
-    """A block's pair function with its Dask token computed once per release.
-
-    Each evaluating task names ``fn`` in its arguments, and Dask tokenizes them
-    per task: a statistic holding its grid layout (hundreds of grid dataclasses)
-    took 0.8 s of driver time at 120 blocks. Calls and attributes
-    (``for_pairs``) go to ``fn``; pickling sends ``fn`` itself."""
-
-    def __init__(self, fn, token=None):
-        self.fn = fn
-        self.token = dask.base.tokenize(fn) if token is None else token
-
-    def __dask_tokenize__(self):
-        return ("pair-function", self.token)
-
-    def __call__(self, *args, **kwargs):
-        return self.fn(*args, **kwargs)
-
-    def __getattr__(self, name):
-        if name == "fn":  # not set yet (while unpickling)
-            raise AttributeError(name)
-        return getattr(self.fn, name)
-
-    def __reduce__(self):
-        return _TokenizedOnce, (self.fn, self.token)
-
-
-def _marginals_of(*chunks, take, positions, cells):
-    """Some partitions' counts on the joint refinement of the columns at
-    ``positions`` of their block (:func:`marginal_counts`). With column groups
-    (``take``), only those columns are gathered."""
-    if take is not None:
-        per, where = take
-        take, positions = (per, tuple(where[p] for p in positions)), range(len(positions))
-    return marginal_counts(gather_chunks(chunks, take), positions, cells)
-
-
-def _marginal_root(parts, take, positions, cells: int, group: int, split_every: int):
-    """The root of a tree summing :func:`_marginals_of` of ``group`` partitions
-    per task (as many as a counting task takes)."""
-    count = dask.delayed(functools.partial(_marginals_of, take=take, positions=positions,
-                                           cells=cells), pure=True)
-    add = dask.delayed(lambda *xs: functools.reduce(operator.add, xs), pure=True)
-    nodes = [count(*[c for part in parts[i:i + group] for c in part])
-             for i in range(0, len(parts), group)]
-    while len(nodes) > 1:
-        nodes = [add(*nodes[i:i + max(2, split_every)])
-                 for i in range(0, len(nodes), max(2, split_every))]
-    return nodes[0]
 
 
 def _summary(partial: PartialCounts):
@@ -275,8 +208,9 @@ class DaskBackend(Backend):
         if not parts:
             partial = empty_partial(spec)
             return LocalAggregate(spec, 0, partial.missing, partial)
-        group = _group(rows, len(parts), len(spec.columns), task_memory, 1)
-        root = _counted([(p,) for p in parts], spec, group, split_every)
+        group = _group(rows, len(parts), len(spec.columns), task_memory, 1.0,
+                       _worker_threads())
+        root = counted([(p,) for p in parts], spec, group, split_every)
         (root,) = guarded(spec.columns, _persist, root)
         rows, missing = run(dask.delayed(_summary, pure=True)(root), progress=progress,
                             columns=spec.columns)
@@ -288,9 +222,9 @@ class DaskBackend(Backend):
     def evaluate(self, frame, spec, fn, *, pairs_per_block, split_every, progress,
                  rows=None, task_memory=DEFAULT_TASK_MEMORY, marginals=()) -> Evaluation:
         """Per block: count the partitions (the block's columns only, a few
-        partitions per task), sum in a tree of ``split_every``, then one task applies
-        ``fn`` to the block's pairs. Tasks scale with partitions x blocks; a block's
-        counts are freed once its values are computed, so memory per task follows
+        partitions per task), sum in a tree of ``split_every``, then tasks apply
+        ``fn`` to the block's pairs, a few pairs each. Tasks scale with partitions x
+        blocks; a block's counts are freed once its values are computed, so memory per task follows
         the block size, not the pairs. Each column of ``marginals`` is counted on
         the joint refinement from the binned partitions of the first block that
         reads it: small tasks over as many partitions as a counting task takes,
@@ -299,9 +233,10 @@ class DaskBackend(Backend):
         cells = spec.family.joint.boundaries.size + 1
         wanted = list(dict.fromkeys(marginals))
         sides, side_columns = [], []
-        finish = dask.delayed(evaluate_partial, pure=True)
-        fn = _TokenizedOnce(fn)
-        tasks = []
+        fn = TokenizedOnce(fn)
+        threads = _worker_threads()
+        piece = -(-len(spec.pairs) // threads)  # pairs per task computing values
+        tasks, pieces = [], []
         # Each group of columns is read and binned once, for every block that
         # reads it (not once per block), when all binned columns fit in a few
         # tasks' memory.
@@ -320,28 +255,34 @@ class DaskBackend(Backend):
                                   np.full(len(spec.pairs), np.nan),
                                   {k: np.zeros(cells, np.int64) for k in wanted})
             group = _group(rows, len(parts), len(block.spec.columns), task_memory,
-                           len(blocks))
+                           len(block.indices) / len(spec.pairs), threads)
             mine = [k for k in block.column_indices() if k in wanted]
             if mine:
                 wanted = [k for k in wanted if k not in mine]
                 local = tuple(block.column_indices().index(k) for k in mine)
-                sides.append(_marginal_root(parts, take, local, cells, group, split_every))
+                sides.append(marginal_root(parts, take, local, cells, group, split_every))
                 side_columns.append(mine)
             if group >= len(parts):
                 # One counting task: it evaluates the pairs as they are counted,
                 # a few at a time (the same values; the block's counts never held).
                 task = dask.delayed(functools.partial(
-                    _count_and_evaluate, spec=block.spec, fill=spec.fill, fn=fn,
+                    count_and_evaluate, spec=block.spec, fill=spec.fill, fn=fn,
                     names=pair_names(block.spec), take=take), pure=True)
                 tasks.append(task(*[c for part in parts for c in part]))
+                pieces.append(1)
                 continue
-            root = _counted(parts, block.spec, group, split_every, take)
-            tasks.append(finish(root, spec.fill, fn, pair_names(block.spec)))
+            root = counted(parts, block.spec, group, split_every, take)
+            values = block_values(root, block.spec, spec.fill, fn, pair_names(block.spec),
+                                  piece)
+            tasks += values
+            pieces.append(len(values))
         results = run([*tasks, *sides], progress=progress, columns=spec.columns)
-        found = assemble(spec, blocks, results[:len(tasks)])
-        counted = {k: row for mine, sums in zip(side_columns, results[len(tasks):])
-                   for k, row in zip(mine, sums)}
-        return dataclasses.replace(found, marginals=counted)
+        at = [sum(pieces[:b]) for b in range(len(pieces) + 1)]
+        found = assemble(spec, blocks, [joined(results[at[b]:at[b + 1]])
+                                        for b in range(len(pieces))])
+        summed = {k: row for mine, sums in zip(side_columns, results[len(tasks):])
+                  for k, row in zip(mine, sums)}
+        return dataclasses.replace(found, marginals=summed)
 
     def reduce(self, frame, columns, fn, combine, *, split_every, progress):
         return self.tree_sum(guarded(columns, lambda: frame[list(columns)]), fn, combine,

@@ -141,3 +141,47 @@ def test_task_memory_is_validated():
     with pytest.raises(dm.InvalidParameterError, match="task_memory"):
         pd.DataFrame({"a": [0.1], "b": [0.2]}).dpmic.pairwise(
             1.0, bounds={"a": (0, 1), "b": (0, 1)}, task_memory=10)
+
+
+def two_values(counts) -> tuple[float, float]:
+    """Two values of a pair's counts (a release of two statistics)."""
+    return fingerprint(counts), float(np.asarray(counts)[::7].sum())
+
+
+@pytest.mark.parametrize("threads", [1, 3, 16])
+def test_values_do_not_depend_on_how_many_threads_share_the_tasks(wide, monkeypatch,
+                                                                 threads):
+    """The thread count sizes counting tasks (about two per thread, of equal work)
+    and cuts each block's values into pieces of a few pairs: the same values, of
+    one statistic or two."""
+    from dpmic_dask.backends import dask as dask_backend
+
+    monkeypatch.setattr(dask_backend, "_worker_threads", lambda: threads)
+    ddf = dd.from_pandas(wide, npartitions=9)
+    kw = dict(bounds=BOUNDS, B=40, c=5)
+    exact = wide.dpmic.pairwise_nonprivate(**kw)
+    with dask.config.set(scheduler="threads"):
+        split = ddf.dpmic.pairwise_nonprivate(task_memory=2**20, **kw)
+    pd.testing.assert_frame_equal(exact, split)
+    spec = CountSpec(tuple(COLUMNS), tuple(BOUNDS[k] for k in COLUMNS), None,
+                     master_grid_family(40, 5))
+    whole = backend_for(wide).evaluate(wide, spec, two_values, pairs_per_block=66,
+                                       split_every=3, progress=False)
+    with dask.config.set(scheduler="threads"):
+        pieces = backend_for(ddf).evaluate(ddf, spec, two_values, pairs_per_block=9,
+                                           split_every=3, progress=False, rows=len(wide))
+    assert pieces.values.shape == (66, 2)
+    np.testing.assert_array_equal(pieces.values, whole.values)
+
+
+def test_blocks_of_more_pairs_count_fewer_partitions_per_task():
+    """Counting tasks of a block with four times the pairs take a quarter of the
+    partitions: tasks of about equal work, about ``min_tasks`` of them in all."""
+    rows, parts = 10**7, 20
+    big = partitions_per_task(rows, parts, 6, 2**30, share=24 / 45, min_tasks=32)
+    small = partitions_per_task(rows, parts, 6, 2**30, share=6 / 45, min_tasks=32)
+    assert (big, small) == (1, 4)
+    tasks = -(-parts // big) + -(-parts // small)
+    assert 20 <= tasks <= 32
+    # equal blocks: as before
+    assert partitions_per_task(10**6, 40, 4, 2**30, share=1 / 10, min_tasks=8) == 40
