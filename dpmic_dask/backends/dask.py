@@ -61,9 +61,6 @@ DEFAULT_SPLIT_EVERY = 8
 #: tasks' ``task_memory`` in all (512 MiB at the default: 100 columns x 10**6 rows
 #: take 200 MB); larger tables read each block's columns on their own.
 SHARED_BINNING_TASKS = 2
-#: Counting tasks per worker thread (with several threads): smaller tasks of equal
-#: work end closer together.
-TASKS_PER_THREAD = 2
 
 
 def _active_client():
@@ -121,17 +118,17 @@ def _worker_threads() -> int:
     return max(1, os.cpu_count() or 1)
 
 
-def _group(rows, parts: int, columns: int, task_memory: int, share: float,
-           threads: int) -> int:
-    """Partitions per counting task of a block doing ``share`` of a release's
-    counting work (its share of the pairs): within ``task_memory``, with about
-    :data:`TASKS_PER_THREAD` counting tasks of equal work per worker thread over
-    all blocks when there are several threads (one at a time finishes late
-    otherwise: 20 partitions on 16 threads in tasks of uneven blocks kept most
-    workers idle while a few finished), one per thread when there is one."""
-    per_thread = TASKS_PER_THREAD if threads > 1 else 1
-    return partitions_per_task(rows, parts, columns, task_memory, share=share,
-                               min_tasks=per_thread * threads)
+def _group(rows, parts: int, columns: int, task_memory: int, blocks: int) -> int:
+    """Partitions per counting task: within ``task_memory``, with at least one
+    counting task per worker thread over all blocks.
+
+    More, smaller tasks cost more than they gain on many workers: each reads its
+    pairs' histograms off and sends on their partial counts (1.3 MB a pair at
+    B = 200). Two tasks per thread, of equal work across uneven blocks, took
+    2.05 s for 1.58 s on 16 workers (10^7 x 10 rows in 20 files: 14.6
+    task-seconds for 10.7), though 2.7 s for 2.8-3.3 s on 2."""
+    return partitions_per_task(rows, parts, columns, task_memory, blocks=blocks,
+                               min_tasks=_worker_threads())
 
 
 def _binned(frame, spec: CountSpec) -> list:
@@ -208,8 +205,7 @@ class DaskBackend(Backend):
         if not parts:
             partial = empty_partial(spec)
             return LocalAggregate(spec, 0, partial.missing, partial)
-        group = _group(rows, len(parts), len(spec.columns), task_memory, 1.0,
-                       _worker_threads())
+        group = _group(rows, len(parts), len(spec.columns), task_memory, 1)
         root = counted([(p,) for p in parts], spec, group, split_every)
         (root,) = guarded(spec.columns, _persist, root)
         rows, missing = run(dask.delayed(_summary, pure=True)(root), progress=progress,
@@ -234,8 +230,7 @@ class DaskBackend(Backend):
         wanted = list(dict.fromkeys(marginals))
         sides, side_columns = [], []
         fn = TokenizedOnce(fn)
-        threads = _worker_threads()
-        piece = -(-len(spec.pairs) // threads)  # pairs per task computing values
+        piece = -(-len(spec.pairs) // _worker_threads())  # pairs per task computing values
         tasks, pieces = [], []
         # Each group of columns is read and binned once, for every block that
         # reads it (not once per block), when all binned columns fit in a few
@@ -255,7 +250,7 @@ class DaskBackend(Backend):
                                   np.full(len(spec.pairs), np.nan),
                                   {k: np.zeros(cells, np.int64) for k in wanted})
             group = _group(rows, len(parts), len(block.spec.columns), task_memory,
-                           len(block.indices) / len(spec.pairs), threads)
+                           len(blocks))
             mine = [k for k in block.column_indices() if k in wanted]
             if mine:
                 wanted = [k for k in wanted if k not in mine]

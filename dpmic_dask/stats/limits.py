@@ -103,7 +103,7 @@ BYTES_PER_INPUT_VALUE = 2
 
 def partitions_per_task(rows: int | None, partitions: int, columns: int,
                         task_memory: int = DEFAULT_TASK_MEMORY, *, blocks: int = 1,
-                        min_tasks: int = 1, share: float | None = None) -> int:
+                        min_tasks: int = 1) -> int:
     """How many consecutive partitions one counting task bins together.
 
     Each pair's refinement histograms are read off once per task, a fixed cost
@@ -113,19 +113,17 @@ def partitions_per_task(rows: int | None, partitions: int, columns: int,
     :data:`BYTES_PER_INPUT_VALUE` each) stays within ``task_memory``; one partition
     per task when the row count is not known. Groups also stay small enough that
     the ``blocks`` blocks together still have ``min_tasks`` counting tasks (one
-    per worker thread), so that grouping never idles a worker; a block doing
-    ``share`` of all the counting work (its share of the pairs; ``1 / blocks``
-    when not given) gets about ``share * min_tasks`` of them, so that tasks of
-    large and small blocks take about as long. The grouping changes the work
+    per worker thread), so that grouping never idles a worker; and the tasks of
+    a block take about as many partitions each. The grouping changes the work
     per task, never a count.
     """
     if not rows or partitions <= 1 or columns <= 0:
         return 1
     per_partition = BYTES_PER_INPUT_VALUE * columns * -(-int(rows) // partitions)
     by_memory = int(task_memory) // per_partition
-    share = 1.0 / max(1, blocks) if share is None else share
-    by_parallelism = int(partitions / max(share * max(1, min_tasks), 1e-12))
-    return max(1, min(partitions, by_memory, by_parallelism))
+    by_parallelism = (partitions * max(1, blocks)) // max(1, min_tasks)
+    group = max(1, min(partitions, by_memory, by_parallelism))
+    return -(-partitions // -(-partitions // group))  # as many tasks, evened out
 
 
 def mice_steps(B: float, c: int) -> float:

@@ -151,9 +151,8 @@ def two_values(counts) -> tuple[float, float]:
 @pytest.mark.parametrize("threads", [1, 3, 16])
 def test_values_do_not_depend_on_how_many_threads_share_the_tasks(wide, monkeypatch,
                                                                  threads):
-    """The thread count sizes counting tasks (about two per thread, of equal work)
-    and cuts each block's values into pieces of a few pairs: the same values, of
-    one statistic or two."""
+    """The thread count sizes counting tasks and cuts each block's values into
+    pieces of a few pairs: the same values, of one statistic or two."""
     from dpmic_dask.backends import dask as dask_backend
 
     monkeypatch.setattr(dask_backend, "_worker_threads", lambda: threads)
@@ -174,14 +173,9 @@ def test_values_do_not_depend_on_how_many_threads_share_the_tasks(wide, monkeypa
     np.testing.assert_array_equal(pieces.values, whole.values)
 
 
-def test_blocks_of_more_pairs_count_fewer_partitions_per_task():
-    """Counting tasks of a block with four times the pairs take a quarter of the
-    partitions: tasks of about equal work, about ``min_tasks`` of them in all."""
-    rows, parts = 10**7, 20
-    big = partitions_per_task(rows, parts, 6, 2**30, share=24 / 45, min_tasks=32)
-    small = partitions_per_task(rows, parts, 6, 2**30, share=6 / 45, min_tasks=32)
-    assert (big, small) == (1, 4)
-    tasks = -(-parts // big) + -(-parts // small)
-    assert 20 <= tasks <= 32
-    # equal blocks: as before
-    assert partitions_per_task(10**6, 40, 4, 2**30, share=1 / 10, min_tasks=8) == 40
+def test_the_tasks_of_a_block_take_about_as_many_partitions_each():
+    # 20 partitions, 3 blocks, 16 threads: 7 tasks a block, of 3 partitions (and 2)
+    assert partitions_per_task(10**7, 20, 6, 2**30, blocks=3, min_tasks=16) == 3
+    assert partitions_per_task(10**7, 20, 6, 2**30, blocks=1, min_tasks=2) == 10
+    # memory for 9 partitions of 6 MB binned: three tasks of 7, 7 and 6, not 9, 9 and 2
+    assert partitions_per_task(10**7, 20, 6, 9 * 6_000_000) == 7
