@@ -28,6 +28,12 @@ zCDP (delta 1e-6); mean of ``--repeats`` runs, and whether the targets at
 eps 1, n 1e5 (F1 >= 0.9 x causal-learn's and >= 0.85) are met:
 
     python benchmarks/causal.py --copula
+
+``--scale`` times the private copula PC at 50 columns x 10^6 rows (a chain, on a
+LocalCluster of 2 workers) against causal-learn's PC with fisherz, and prints
+the peak worker memory (targets: time <= 3x causal-learn's, peak <= 2 GiB):
+
+    python benchmarks/causal.py --scale
 """
 
 from __future__ import annotations
@@ -332,6 +338,62 @@ def run_copula(args):
                   f"{f1 / ref:.2f}  {'met' if met else 'NOT met'}")
 
 
+def chain_part(k: int, rows: int, width: int) -> pd.DataFrame:
+    """Rows of a linear-Gaussian chain of ``width`` variables, each N(0, 1)
+    (partition ``k``: its own seed; benchmark data, not noise). Not ``columns``:
+    ``dd.from_map`` passes a column projection by that name."""
+    gen = np.random.default_rng([width, k])
+    x = np.empty((rows, width))
+    x[:, 0] = gen.normal(size=rows)
+    for j in range(1, width):
+        x[:, j] = 0.6 * x[:, j - 1] + 0.8 * gen.normal(size=rows)
+    return pd.DataFrame(x, columns=[f"v{j:02d}" for j in range(width)])
+
+
+def run_scale(args) -> None:
+    """50 columns x 10^6 rows (a chain): the private copula PC on a LocalCluster of
+    2 worker processes (1 thread each) on persisted partitions, against
+    causal-learn's PC with fisherz on the same rows in memory (loading excluded
+    for both); time, peak worker memory and the targets (issue: causal
+    discovery)."""
+    from distributed import Client, LocalCluster, wait
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    from workers import peak_rss_bytes, reset_peak_rss
+
+    columns, rows, parts = args.scale_columns, int(float(args.scale_rows)), 8
+    names = [f"v{j:02d}" for j in range(columns)]
+    truth = true_cpdag(names, [(names[j - 1], names[j]) for j in range(1, columns)])
+    bounds = dict.fromkeys(names, (-5.0, 5.0))
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        ddf = dd.from_map(chain_part, list(range(parts)), [rows // parts] * parts,
+                          [columns] * parts, meta=chain_part(0, 0, columns))
+        ddf = ddf.persist()
+        wait(ddf)
+        client.run(reset_peak_rss)
+        start = time.perf_counter()
+        graph = causal_graph(ddf, 1.0, delta=1e-6, bounds=bounds, alpha=args.alpha,
+                             max_condition_size=args.depth, progress=False)
+        ours = time.perf_counter() - start
+        peak = max(client.run(peak_rss_bytes).values())
+    print(f"{columns} columns x {rows:,} rows (chain), {parts} partitions, "
+          "LocalCluster 2 workers x 1 thread, eps 1, delta 1e-6")
+    print(row("private copula", graph.graph, truth, ours))
+    frame = pd.concat([chain_part(k, rows // parts, columns) for k in range(parts)],
+                      ignore_index=True)
+    start = time.perf_counter()
+    reference = causal_learn(frame, args.bins, args.alpha, args.depth, test="fisherz")
+    theirs = time.perf_counter() - start
+    if reference is not None:
+        print(row("causal-learn PC fisherz", reference, truth, theirs))
+        ratio = ours / theirs
+        print(f"target time <= 3x causal-learn's: {ratio:.2f}x "
+              f"({'met' if ratio <= 3 else 'NOT met'})")
+    print(f"target peak worker <= 2 GiB: {peak / 2**30:.2f} GiB "
+          f"({'met' if peak <= 2**31 else 'NOT met'})")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -345,8 +407,14 @@ def main():
     parser.add_argument("--copula", action="store_true")
     parser.add_argument("--sizes", nargs="+", default=["1e4", "1e5"])
     parser.add_argument("--networks", nargs="+", default=list(NETWORKS), choices=list(NETWORKS))
+    parser.add_argument("--scale", action="store_true",
+                        help="time and peak worker memory at --scale-columns x --scale-rows")
+    parser.add_argument("--scale-columns", type=int, default=50)
+    parser.add_argument("--scale-rows", default="1e6")
     args = parser.parse_args()
-    if args.copula:
+    if args.scale:
+        run_scale(args)
+    elif args.copula:
         if args.eps == parser.get_default("eps"):
             args.eps = [0.3, 1.0, 3.0]
         run_copula(args)

@@ -65,7 +65,8 @@ def fine_codings(codings, bins: int) -> tuple[ColumnCoding, ...]:
 
 @dataclass
 class PairGrids:
-    """Summed pair grids (int64[P, B, B] flattened), missing flags and rows; for
+    """Summed pair grids (int64[P, B, B] flattened; int32 for one partition),
+    missing flags and rows; for
     ``moments`` also the centred sums of the raw values (exact Fisher z)."""
 
     counts: np.ndarray
@@ -77,8 +78,8 @@ class PairGrids:
         moments = None
         if self.moments is not None and other.moments is not None:
             moments = tuple(a + b for a, b in zip(self.moments, other.moments))
-        return PairGrids(self.counts + other.counts, self.missing | other.missing,
-                         self.rows + other.rows, moments)
+        return PairGrids(np.add(self.counts, other.counts, dtype=np.int64),
+                         self.missing | other.missing, self.rows + other.rows, moments)
 
 
 def grid_partition(frame, codings, moments: bool = False) -> PairGrids:
@@ -100,7 +101,9 @@ def grid_partition(frame, codings, moments: bool = False) -> PairGrids:
             x = np.asarray(column, dtype=np.float64)
             values[j] = np.where(np.isnan(x), 0.0, x - 0.5 * (lo + hi))
     pairs = p * (p - 1) // 2
-    out = np.zeros((pairs, bins * bins), dtype=np.int64)
+    # one partition's counts fit int32 (half the memory of the 2^25 counts of all
+    # pairs); sums widen to int64
+    out = np.zeros((pairs, bins * bins), dtype=np.int32 if n < 2**31 else np.int64)
     t = 0
     for i in range(p):
         scaled = codes[i] * bins

@@ -297,7 +297,7 @@ def causal_graph_exact(frame, *, columns=None, alpha=0.05, max_condition_size=2,
                             max_condition_size=max_condition_size, bounds=bounds,
                             categories=categories, bins=bins, test=test)
     if request.test in ("copula", "fisherz"):
-        grids, codings = correlation_grids(frame, request, backend, split_every, progress)
+        grids, codings = correlation_grids(frame, request, backend, progress)
         n = check_rows(int(grids.rows))
         if request.test == "copula":
             tau = tau_matrix(grids, len(codings), codings[0].size, n)

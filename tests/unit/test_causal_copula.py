@@ -4,6 +4,7 @@ test from the column kinds, and the exact Fisher z path against causal-learn."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -99,6 +100,19 @@ def test_grid_tau_is_exact_tau_a():
     halves = grid_partition(frame.iloc[:100], codings) + grid_partition(frame.iloc[100:],
                                                                         codings)
     assert np.array_equal(halves.counts, grid_partition(frame, codings).counts)
+
+
+def test_partition_grids_are_int32_and_their_sums_exact_int64():
+    """One partition's grids take half the memory; sums widen before adding, so
+    counts past 2^31 stay exact."""
+    frame = pd.DataFrame({"a": [0.5, 1.5, 2.5], "b": [2.5, 0.5, 1.5]})
+    codings = fine_codings([ColumnCoding(c, 5, bounds=(0.0, 3.0)) for c in "ab"], 16)
+    one = grid_partition(frame, codings)
+    assert one.counts.dtype == np.int32 and int(one.counts.sum()) == 3
+    big = dataclasses.replace(one, counts=np.full_like(one.counts, 2**31 - 1))
+    total = big + big + one
+    assert total.counts.dtype == np.int64
+    assert int(total.counts.max()) == 2 * (2**31 - 1) + 1 and total.rows == 9
 
 
 def test_partial_gradient_matches_finite_differences():
