@@ -219,12 +219,13 @@ class DaskBackend(Backend):
                  rows=None, task_memory=DEFAULT_TASK_MEMORY, marginals=()) -> Evaluation:
         """Per block: count the partitions (the block's columns only, a few
         partitions per task), sum in a tree of ``split_every``, then tasks apply
-        ``fn`` to the block's pairs, a few pairs each. Tasks scale with partitions x
-        blocks; a block's counts are freed once its values are computed, so memory per task follows
-        the block size, not the pairs. Each column of ``marginals`` is counted on
-        the joint refinement from the binned partitions of the first block that
-        reads it: small tasks over as many partitions as a counting task takes,
-        summed in a tree; nothing is read again."""
+        ``fn`` to the block's pairs, a few pairs each. Tasks scale with partitions
+        x blocks; a block's counts are freed once its values are computed, so
+        memory per task follows the block size, not the pairs. Each column of
+        ``marginals`` is counted on the joint refinement from the binned
+        partitions of the first block that reads it: small tasks over as many
+        partitions as a counting task takes, summed in a tree; nothing is read
+        again."""
         blocks = spec.blocks(pairs_per_block)
         cells = spec.family.joint.boundaries.size + 1
         wanted = list(dict.fromkeys(marginals))
@@ -267,8 +268,7 @@ class DaskBackend(Backend):
                 pieces.append(1)
                 continue
             root = counted(parts, block.spec, group, split_every, take)
-            values = block_values(root, block.spec, spec.fill, fn, pair_names(block.spec),
-                                  piece)
+            values = block_values(root, spec.fill, fn, pair_names(block.spec), piece)
             tasks += values
             pieces.append(len(values))
         results = run([*tasks, *sides], progress=progress, columns=spec.columns)

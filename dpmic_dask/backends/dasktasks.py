@@ -107,7 +107,7 @@ def pairs_of(partial: PartialCounts, lo: int, hi: int) -> PartialCounts:
     return PartialCounts(partial.counts[lo:hi], partial.rows, partial.missing)
 
 
-def block_values(root, spec: CountSpec, fill, fn, names, piece: int) -> list:
+def block_values(root, fill, fn, names, piece: int) -> list:
     """Tasks computing a block's values from its summed counts ``root``, ``piece``
     pairs each: each piece is cut where the counts are, so an idle worker takes
     a few pairs' counts rather than the whole block's. The results join with

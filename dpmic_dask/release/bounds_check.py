@@ -180,8 +180,8 @@ class CheckFromCounts:
     grids (every value in the cell the release bins it to) summed over the
     cells of each of the :data:`CHECK_BINS` equal bins. The same counts as
     :func:`check_partition`'s, bin for bin, when the refinement holds the bins'
-    edges (every grid family of ``B >= 32``); ``histograms`` stays ``None``
-    otherwise, and the check makes its own pass."""
+    edges (every grid family from ``B = 32`` on, and some smaller ones);
+    ``histograms`` stays ``None`` otherwise, and the check makes its own pass."""
 
     def __init__(self, plan: BoundsCheckPlan):
         self.plan = plan
