@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import operator
 import os
 import sys
@@ -272,7 +273,7 @@ class DaskBackend(Backend):
             tasks += values
             pieces.append(len(values))
         results = run([*tasks, *sides], progress=progress, columns=spec.columns)
-        at = [sum(pieces[:b]) for b in range(len(pieces) + 1)]
+        at = [0, *itertools.accumulate(pieces)]
         found = assemble(spec, blocks, [joined(results[at[b]:at[b + 1]])
                                         for b in range(len(pieces))])
         summed = {k: row for mine, sums in zip(side_columns, results[len(tasks):])

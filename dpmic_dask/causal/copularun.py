@@ -72,7 +72,7 @@ def correlation_grids(frame, request, backend, progress):
     return grids, codings
 
 
-def copula_graph(frame, request, eps, delta, backend, split_every, progress,
+def copula_graph(frame, request, eps, delta, backend, progress,
                  label) -> Generator[Bill, Charge, CausalGraph]:
     """The private copula release, staged: one pass and every check, the bill, then
     one noisy tau matrix; PC on it is post-processing."""

@@ -197,7 +197,9 @@ def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_conditi
         Where the one charge is recorded, and under which name.
     split_every, progress
         Overrides of :mod:`dpmic_dask.config` for this call; not given, they are
-        read from it once, before anything is read.
+        read from it once, before anything is read. The copula and Fisher z
+        tests sum their pass's partial grids (up to 2^25 counts each) two at a
+        time whatever ``split_every`` says, so that few wait in memory at once.
 
     Returns
     -------
@@ -232,7 +234,7 @@ def _causal(frame, eps, delta, columns, alpha, max_condition_size, bounds, categ
             'test of continuous columns is "copula"')
     precheck_budget(ledger, dataset, measure_for(delta).total(eps, delta))
     if request.test == "copula":
-        return (yield from copula_graph(frame, request, eps, delta, backend, split_every,
+        return (yield from copula_graph(frame, request, eps, delta, backend,
                                         progress, label))
     passes: list[int] = []
     n, first = _first_level(frame, request, backend, split_every, progress, passes)

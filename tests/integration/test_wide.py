@@ -179,3 +179,34 @@ def test_the_tasks_of_a_block_take_about_as_many_partitions_each():
     assert partitions_per_task(10**7, 20, 6, 2**30, blocks=1, min_tasks=2) == 10
     # memory for 9 partitions of 6 MB binned: three tasks of 7, 7 and 6, not 9, 9 and 2
     assert partitions_per_task(10**7, 20, 6, 9 * 6_000_000) == 7
+
+
+def test_values_in_pieces_with_a_categorical_column_and_two_statistics(wide, monkeypatch):
+    """A block's values computed in pieces of a few pairs, where the pair function
+    depends on the pair's columns (a categorical axis) and releases two
+    statistics: the values of one piece per block."""
+    from dpmic_dask.backends import dask as dask_backend
+
+    calls = []
+    real = dask_backend.block_values
+
+    def probe(root, fill, fn, names, piece):
+        out = real(root, fill, fn, names, piece)
+        calls.append(len(out))
+        return out
+
+    frame = wide.iloc[:, :5].assign(kind=np.where(wide["c00"] > 0, "up", "down"))
+    kw = dict(bounds={c: BOUNDS[c] for c in frame.columns[:5]},
+              categories={"kind": ["down", "up"]}, B=40, c=5,
+              statistics=("mic", "tau_a"), progress=False)
+    exact = frame.dpmic.pairwise(1e9, ledger=dm.InMemoryLedger(uncapped=True), **kw)
+    monkeypatch.setattr(dask_backend, "_worker_threads", lambda: 16)
+    monkeypatch.setattr(dask_backend, "block_values", probe)
+    with dask.config.set(scheduler="threads"):
+        split = dd.from_pandas(frame, npartitions=9).dpmic.pairwise(
+            1e9, ledger=dm.InMemoryLedger(uncapped=True), task_memory=2**20, **kw)
+    assert calls and max(calls) > 1  # some block was computed in several pieces
+    assert split.pairs == exact.pairs
+    np.testing.assert_allclose(split.values, exact.values, atol=1e-6)
+    np.testing.assert_allclose(split.companions[0].values, exact.companions[0].values,
+                               atol=1e-6)
