@@ -210,3 +210,15 @@ def test_values_in_pieces_with_a_categorical_column_and_two_statistics(wide, mon
     np.testing.assert_allclose(split.values, exact.values, atol=1e-6)
     np.testing.assert_allclose(split.companions[0].values, exact.companions[0].values,
                                atol=1e-6)
+
+
+def test_the_scheduler_is_asked_for_its_threads_once_per_evaluation(wide, monkeypatch):
+    """Sizing the tasks of many blocks asks the scheduler once (a round trip each)."""
+    from dpmic_dask.backends import dask as dask_backend
+
+    asked = []
+    monkeypatch.setattr(dask_backend, "_worker_threads", lambda: asked.append(1) or 4)
+    ddf = dd.from_pandas(wide, npartitions=4)
+    with dask.config.set(scheduler="threads"):
+        block, result = digests(ddf, 2**20, rows=len(wide))
+    assert block < 66 and len(asked) == 1

@@ -122,9 +122,9 @@ def test_the_dask_backend_groups_partitions_by_the_configured_task_memory(frame,
     seen = []
     original = dask_backend._group
 
-    def recorded(rows, parts, columns, task_memory, blocks):
+    def recorded(rows, parts, columns, task_memory, blocks, threads=None):
         seen.append(task_memory)
-        return original(rows, parts, columns, task_memory, blocks)
+        return original(rows, parts, columns, task_memory, blocks, threads)
 
     monkeypatch.setattr(dask_backend, "_group", recorded)
     lazy = dd.from_pandas(frame, npartitions=3)
