@@ -357,9 +357,7 @@ def run_scale(args) -> None:
     for both); time, peak worker memory and the targets (issue: causal
     discovery)."""
     from distributed import Client, LocalCluster, wait
-
-    sys.path.insert(0, os.path.dirname(__file__))
-    from workers import peak_rss_bytes, reset_peak_rss
+    from workers import peak_rss_bytes, reset_peak_rss  # beside this script
 
     columns, rows, parts = args.scale_columns, int(float(args.scale_rows)), 8
     names = [f"v{j:02d}" for j in range(columns)]

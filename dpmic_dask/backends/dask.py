@@ -46,6 +46,7 @@ from dpmic_dask.backends.dasktasks import (
     counted,
     joined,
     marginal_root,
+    merged,
 )
 from dpmic_dask.backends.redaction import attach
 from dpmic_dask.backends.registry import register
@@ -293,12 +294,8 @@ class DaskBackend(Backend):
         if not parts:
             return guarded(columns, fn, frame._meta)
         task = dask.delayed(fn, pure=True)
-        merge = dask.delayed(lambda *xs: functools.reduce(add, xs), pure=True)
-        nodes = [task(part) for part in parts]
-        while len(nodes) > 1:
-            nodes = [merge(*nodes[i:i + max(2, split_every)])
-                     for i in range(0, len(nodes), max(2, split_every))]
-        return run(nodes[0], progress=progress, columns=columns)
+        root = merged([task(part) for part in parts], add, split_every)
+        return run(root, progress=progress, columns=columns)
 
     def map_partitions(self, frame, fn, *args, meta):
         return frame.map_partitions(fn, *args, meta=meta)

@@ -92,11 +92,16 @@ def marginal_root(parts, take, positions, cells: int, group: int, split_every: i
     per task (as many as a counting task takes)."""
     count = dask.delayed(functools.partial(marginals_of, take=take, positions=positions,
                                            cells=cells), pure=True)
-    add = dask.delayed(lambda *xs: functools.reduce(operator.add, xs), pure=True)
-    nodes = [count(*[c for part in parts[i:i + group] for c in part])
-             for i in range(0, len(parts), group)]
+    return merged([count(*[c for part in parts[i:i + group] for c in part])
+                   for i in range(0, len(parts), group)], operator.add, split_every)
+
+
+def merged(nodes, add, split_every: int):
+    """The root of a tree combining delayed ``nodes`` with ``add`` (exact and
+    associative), up to ``split_every`` per node."""
+    merge = dask.delayed(lambda *xs: functools.reduce(add, xs), pure=True)
     while len(nodes) > 1:
-        nodes = [add(*nodes[i:i + max(2, split_every)])
+        nodes = [merge(*nodes[i:i + max(2, split_every)])
                  for i in range(0, len(nodes), max(2, split_every))]
     return nodes[0]
 
