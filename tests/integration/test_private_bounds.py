@@ -17,7 +17,7 @@ from dpmic_dask.privacy.bounds import BoundsGrid, bounds_from_noisy, column_hist
 from dpmic_dask.release.histograms import noisy_histograms
 from tests.cli import invoke
 from tests.jobfiles import write_job
-from tests.statistical.helpers import ALPHA, chi_square_pvalue, discrete_laplace_pmf
+from tests.statistical.helpers import ALPHA, chi_square_pvalue, discrete_laplace_pmf, rerun_once
 
 
 @pytest.mark.parametrize("domain", [None, (-5.0, 5.0)])
@@ -48,6 +48,7 @@ def test_replacing_one_row_moves_the_histogram_by_at_most_two():
 
 
 @pytest.mark.parametrize("mult, fits", [(1.0, True), (0.7, False), (1.3, False)])
+@rerun_once
 def test_histogram_noise_is_discrete_laplace_at_2_over_eps(mult, fits):
     eps_column = 0.5
     counts = np.zeros((1, 20_000), dtype=np.int64) + 100
@@ -193,6 +194,7 @@ def test_bad_private_bound_arguments(kwargs, message):
         frame.dpmic.pairwise(1.0, ledger=dm.InMemoryLedger(uncapped=True), **kwargs)
 
 
+@rerun_once
 def test_prepaid_part_is_spent_once_and_only_if_it_fits():
     parent = dm.InMemoryLedger(uncapped=True).charge("d", PrivacyCost(1.0))
     prepaid = PrepaidLedger(parent, PrivacyCost(0.6))
@@ -302,6 +304,7 @@ def test_unresolved_columns_warn_and_say_so():
     assert not issubclass(dm.BoundsWarning, dm.PrivacyLeakWarning)
 
 
+@rerun_once
 def test_both_passes_draw_noise_at_their_stated_scales(monkeypatch):
     """Through dm.private_bounds: the first pass's histogram at 2 / (0.3 eps_c), the
     refining pass's at 2 / (0.7 eps_c) (the release's own noise, captured)."""

@@ -12,7 +12,7 @@ from dpmic_dask.privacy.costs import column_epsilon, measure_for
 from dpmic_dask.release.bounds_check import CHECK_BINS
 from dpmic_dask.stats.counting import bins
 from dpmic_dask.stats.sensitivity import safe_up
-from tests.statistical.helpers import ALPHA, chi_square_pvalue, discrete_laplace_pmf
+from tests.statistical.helpers import ALPHA, chi_square_pvalue, discrete_laplace_pmf, rerun_once
 
 COLUMNS, ROWS, EPS, SHARE, RELEASES = 8, 400, 8.0, 0.5, 40
 BOUNDS = (0.0, 10.0)
@@ -35,6 +35,7 @@ def stated_scale(delta: float) -> float:
 @pytest.mark.slow
 @pytest.mark.parametrize("delta", [0.0, 1e-6])
 @pytest.mark.parametrize("B", [16, 40])
+@rerun_once
 def test_released_check_counts_are_discrete_laplace_at_the_stated_scale(delta, B):
     """B = 16: the check makes its own pass; B = 40: its histograms come from the
     values' pass (the grid's refinement holds the check's bin edges)."""

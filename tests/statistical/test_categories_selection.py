@@ -27,7 +27,7 @@ from dpmic_dask.privacy.partition_selection import (
 )
 from dpmic_dask.release.private_categories import CATEGORIES_SHARE
 from dpmic_dask.stats.sensitivity import safe_down
-from tests.statistical.helpers import ALPHA
+from tests.statistical.helpers import ALPHA, rerun_once
 from tests.statistical.test_release_noise_paths import zero_noise
 
 pytestmark = pytest.mark.slow
@@ -193,6 +193,7 @@ def fits(kept, trials, scale, threshold, offsets=(-4, -3, -2, -1)) -> bool:
     return min(pvalues) > ALPHA / len(pvalues)
 
 
+@rerun_once
 def test_the_choice_draws_its_noise_at_the_stated_scale():
     kept, trials, scale, threshold, _ = keep_frequencies(300)
     assert scale == pytest.approx(2.0 / _column_eps(), rel=1e-9)
@@ -201,6 +202,7 @@ def test_the_choice_draws_its_noise_at_the_stated_scale():
     assert not fits(kept, trials, 1.3 * scale, threshold)
 
 
+@rerun_once
 def test_the_check_fails_without_noise():
     kept, trials, scale, threshold, _ = keep_frequencies(20, sampler_zero=True)
     assert not fits(kept, trials, scale, threshold)

@@ -15,7 +15,7 @@ from scipy import stats
 from dpmic_dask.causal import causal_graph, causal_graph_exact
 from dpmic_dask.privacy.conversion import rho_from_eps_delta
 
-from .helpers import ALPHA
+from .helpers import ALPHA, rerun_once
 
 
 def frame_of(n, seed):
@@ -34,6 +34,7 @@ BOUNDS = {"x": (-5.0, 5.0), "y": (-5.0, 5.0), "z": (0.0, 150.0), "w": (-5.0, 5.0
 
 @pytest.mark.slow
 @pytest.mark.parametrize("delta", [0.0, 1e-6])
+@rerun_once
 def test_released_tau_noise_at_true_scale(delta):
     n, eps, runs, p = 2000, 2.0, 300, 5
     frame = frame_of(n, 0)

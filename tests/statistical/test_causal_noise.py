@@ -25,7 +25,7 @@ from dpmic_dask.causal.skeleton import Margins
 from dpmic_dask.causal.tables import LevelTables, TableKey, count_partition
 from dpmic_dask.stats.sensitivity import f_gain
 
-from .helpers import ALPHA
+from .helpers import ALPHA, rerun_once
 
 
 def multisets(cells: int, n: int):
@@ -138,6 +138,7 @@ def removal_probability(margins, scale, zcdp):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("delta", [0.0, 1e-6])
+@rerun_once
 def test_decision_noise_at_true_scale(delta):
     """Level 0 only: each of the 66 edges is removed with the probability its exact
     margin and the noise scale give. The scale is derived here from first
@@ -183,6 +184,7 @@ def test_decision_noise_at_true_scale(delta):
 
 
 @pytest.mark.slow
+@rerun_once
 def test_released_statistic_noise_at_true_scale():
     """The released statistic of each kept edge is its exact ``|Z|`` plus the
     Laplace noise of its decision, scale ``P Delta / eps`` (KS fit at the scale,

@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from dpmic_dask.privacy.mechanisms import noisy_counts, noisy_values, plan_noise
-from tests.statistical.helpers import ALPHA, chi_square_pvalue, ks_pvalue
+from tests.statistical.helpers import ALPHA, chi_square_pvalue, ks_pvalue, rerun_once
 
 SAMPLES = 20_000
 
@@ -19,6 +19,7 @@ def _released_noise(plan, centre=0.5):
 
 
 @pytest.mark.parametrize("n,pairs", [(2000, 1), (20000, 6)])
+@rerun_once
 def test_micr_lap_release_is_laplace_at_planned_scale(n, pairs):
     plan = plan_noise(mechanism="micr-lap", n=n, eps=1.0, delta=0.0, pairs=pairs, B=40, c=5)
     assert plan.noise_scale * math.log(20) == pytest.approx(plan.ci95)
@@ -30,6 +31,7 @@ def test_micr_lap_release_is_laplace_at_planned_scale(n, pairs):
     assert ks_pvalue(noise, stats.laplace(scale=1.3 * b).cdf) < ALPHA
 
 
+@rerun_once
 def test_micr_gauss_release_is_gaussian_at_planned_scale():
     plan = plan_noise(mechanism="micr-gauss", n=5000, eps=1.0, delta=1e-6, pairs=10, B=40, c=5)
     noise = _released_noise(plan)
@@ -49,6 +51,7 @@ def truncgeom_pmf(eps: float, n: int, f: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("n,f", [(6, 0), (6, 2), (6, 6), (12, 5)])
+@rerun_once
 def test_truncgeom_frequencies_match_closed_form(n, f):
     # B=4: G=2 master grids, so each cell gets TruncGeom(eps / (2G)) = TruncGeom(eps / 4)
     eps = 2.0
@@ -63,6 +66,7 @@ def test_truncgeom_frequencies_match_closed_form(n, f):
     assert stats.chisquare(observed, wrong * SAMPLES).pvalue < ALPHA
 
 
+@rerun_once
 def test_geom_chi_square_helper_sees_scale():
     plan = plan_noise(mechanism="micr-geom", n=10**9, eps=1.0, delta=0.0, pairs=3, B=10, c=2)
     z = noisy_counts(np.full(SAMPLES, 10**8), plan) - 10**8
@@ -74,6 +78,7 @@ def test_geom_chi_square_helper_sees_scale():
 
 
 @pytest.mark.parametrize("mechanism,delta", [("micr-lap", 0.0), ("micr-gauss", 1e-6)])
+@rerun_once
 def test_tau_release_has_the_planned_noise_and_signed_range(mechanism, delta):
     """Tau's share of a pairwise budget: noise at 4/n (+ lattice) over its epsilon (or
     its rho), clamped to [-1, 1] -- and the test sees 0.7x and 1.3x."""

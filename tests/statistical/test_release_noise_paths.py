@@ -33,7 +33,7 @@ from dpmic_dask.privacy.noise import _ACTIVE, GAUSSIAN, LAPLACE, DiscreteGaussia
 from dpmic_dask.stats.statistics import get_statistic, public_statistics
 from tests.cli import invoke
 from tests.jobfiles import write_job
-from tests.statistical.helpers import ALPHA, chi_square_pvalue, discrete_laplace_pmf
+from tests.statistical.helpers import ALPHA, chi_square_pvalue, discrete_laplace_pmf, rerun_once
 
 pytestmark = pytest.mark.slow
 
@@ -284,6 +284,7 @@ def test_every_registered_mechanism_and_rule_has_a_path():
 
 
 @pytest.mark.parametrize("path", list(VALUE_PATHS))
+@rerun_once
 def test_released_values_carry_the_stated_noise(path, table):
     parts = VALUE_PATHS[path](table)
     for r, scale, law in parts:
@@ -291,6 +292,7 @@ def test_released_values_carry_the_stated_noise(path, table):
 
 
 @pytest.mark.parametrize("path", list(VALUE_PATHS))
+@rerun_once
 def test_the_check_fails_when_no_noise_is_drawn(path, table):
     with zero_noise():
         parts = VALUE_PATHS[path](table)
@@ -299,6 +301,7 @@ def test_the_check_fails_when_no_noise_is_drawn(path, table):
             check_noise(r, scale, law)
 
 
+@rerun_once
 def test_a_job_run_releases_values_with_the_stated_noise(table, tmp_path_factory):
     (part,) = job_run_path(tmp_path_factory)(table)
     assert_noise_at_stated_scale(*part)
@@ -363,6 +366,7 @@ def check_count_noise(seen, result, released):
 
 
 @pytest.mark.parametrize("path", [geom_pairwise, geom_private_mic])
+@rerun_once
 def test_count_noise_is_drawn_at_the_stated_scale(path, table, noised_counts):
     result, released = path(table)
     z, scale = check_count_noise(noised_counts, result, released)
@@ -372,6 +376,7 @@ def test_count_noise_is_drawn_at_the_stated_scale(path, table, noised_counts):
 
 
 @pytest.mark.parametrize("path", [geom_pairwise, geom_private_mic])
+@rerun_once
 def test_the_count_check_fails_when_no_noise_is_drawn(path, table, noised_counts):
     with zero_noise():
         result, released = path(table)
@@ -402,6 +407,7 @@ def selection_law(scores, scale, zcdp):
 
 
 @pytest.mark.parametrize("delta, eps", [(0.0, 1.0), (DELTA, 3.0)])
+@rerun_once
 def test_top_pairs_chooses_with_the_selection_noise_of_its_budget(delta, eps):
     """top_pairs(1) through the public function, 3,000 times on a table whose
     pairs' exact MICr differ by about the noise scale: the frequencies of the

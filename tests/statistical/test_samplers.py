@@ -11,6 +11,7 @@ from tests.statistical.helpers import (
     discrete_gaussian_pmf,
     discrete_laplace_pmf,
     ks_pvalue,
+    rerun_once,
 )
 
 SAMPLES = 20_000
@@ -76,3 +77,19 @@ def test_ks_helper_detects_scale():
     draws = stats.laplace(scale=2.0).ppf((np.arange(5000) + 0.5) / 5000)
     assert ks_pvalue(draws, stats.laplace(scale=2.0).cdf) > 0.5
     assert ks_pvalue(draws, stats.laplace(scale=1.4).cdf) < ALPHA
+
+
+def test_rerun_once_forgives_one_failure_and_never_two():
+    calls = []
+
+    @rerun_once
+    def flaky(fail_runs):
+        calls.append(1)
+        assert len(calls) > fail_runs
+
+    flaky(1)
+    assert len(calls) == 2
+    calls.clear()
+    with pytest.raises(AssertionError):
+        flaky(2)
+    assert len(calls) == 2

@@ -32,7 +32,7 @@ from dpmic_dask.privacy.selection import (
     top_k_scale,
 )
 
-from .helpers import ALPHA
+from .helpers import ALPHA, rerun_once
 
 SENSITIVITY = 0.01
 
@@ -48,6 +48,7 @@ def pick_rate(measurement, scores, trials) -> int:
 
 
 @pytest.mark.parametrize("mult, within", [(1.0, True), (0.5, False)])
+@rerun_once
 def test_pure_top_k_stays_within_e_eps_on_tight_neighbours(mult, within):
     eps, m, trials = 1.0, 50, 6000
     scale = top_k_scale(1, SENSITIVITY, eps, PURE_DP)
@@ -68,6 +69,7 @@ def test_pure_top_k_stays_within_e_eps_on_tight_neighbours(mult, within):
 
 
 @pytest.mark.parametrize("mult, fits", [(1.0, True), (0.7, False), (1.3, False)])
+@rerun_once
 def test_zcdp_top_k_is_the_exponential_mechanism_at_the_calibrated_scale(mult, fits):
     rho, trials = 0.05, 5000
     scale = top_k_scale(1, SENSITIVITY, rho, ZCDP)
@@ -108,6 +110,7 @@ def laplace_difference_tail(d: float, b1: float, b2: float) -> float:
 
 
 @pytest.mark.parametrize("mult, fits", [(1.0, True), (0.7, False), (1.3, False), (0.5, False)])
+@rerun_once
 def test_sparse_vector_noise_is_at_the_calibrated_scale(monkeypatch, mult, fits):
     eps, max_pairs, trials = 1.0, 3, 3000
     monkeypatch.setattr("dpmic_dask.privacy.noise.active_sampler", lambda: sampler)

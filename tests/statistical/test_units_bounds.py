@@ -16,7 +16,7 @@ import dpmic_dask.release.steps as units_module
 from dpmic_dask.privacy.bounds import BoundsGrid, column_histograms
 from dpmic_dask.privacy.costs import PrivacyCost, column_epsilon
 from dpmic_dask.release.bounding import bound_contributions
-from tests.statistical.helpers import ALPHA, chi_square_pvalue, discrete_laplace_pmf
+from tests.statistical.helpers import ALPHA, chi_square_pvalue, discrete_laplace_pmf, rerun_once
 
 
 def unit_table(n_units=2000, seed=0, whale_rows=0):
@@ -73,6 +73,7 @@ def test_adding_or_removing_one_unit_moves_each_bounded_histogram_by_at_most_k()
 
 
 @pytest.mark.slow
+@rerun_once
 def test_pairwise_private_bounds_per_unit_draw_noise_at_k_over_eps(monkeypatch):
     """Through dm.pairwise(bounds="private", privacy_unit=..., max_rows_per_unit=k):
     the first-pass histograms (two columns, 2 x 8,177 draws) are discrete Laplace at

@@ -35,7 +35,7 @@ from dpmic_dask.release.bounds_check import CHECK_BINS
 from dpmic_dask.release.unitplan import plan_unit_release
 from dpmic_dask.stats.sensitivity import safe_up
 from dpmic_dask.testing import ENV_FLAG, seeded_noise
-from tests.statistical.helpers import ALPHA, chi_square_pvalue, discrete_laplace_pmf
+from tests.statistical.helpers import ALPHA, chi_square_pvalue, discrete_laplace_pmf, rerun_once
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpmic_dask.errors.PrivacyLeakWarning")
 
@@ -86,6 +86,7 @@ def check_arguments(columns) -> dict:
                 max_rows_per_unit=K, bounds_check=CHECK_SHARE, B=16, c=2)
 
 
+@rerun_once
 def test_the_bounds_check_per_unit_draws_discrete_laplace_at_k_over_eps_column(seeded):
     frame, exact = check_table()
     columns = list(exact)
@@ -153,6 +154,7 @@ def kept_pvalue(kept: np.ndarray, trials: int, probabilities: np.ndarray) -> flo
     return float(stats.chi2.sf(statistic, df=len(p)))
 
 
+@rerun_once
 def test_candidates_per_unit_are_kept_with_the_probability_of_k_over_eps_column(seeded):
     names = [f"c{j:02d}" for j in range(CANDIDATES)]
     schema_frame = pd.DataFrame({"u": [0], "g": pd.Series(["c00"], dtype=object), "x": [0.5]})

@@ -27,7 +27,7 @@ from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.privacy.mechanisms.base import LATTICE
 from dpmic_dask.release.rowcount import DEFAULT_COUNT_SHARE, plan_row_count, run_row_count
 from dpmic_dask.stats.sensitivity import f_gain
-from tests.statistical.helpers import ALPHA, chi_square_pvalue, discrete_laplace_pmf
+from tests.statistical.helpers import ALPHA, chi_square_pvalue, discrete_laplace_pmf, rerun_once
 from tests.statistical.test_release_noise_paths import check_noise, residuals, zero_noise
 
 pytestmark = pytest.mark.slow
@@ -62,6 +62,7 @@ def stated_laplace_scale(n0: int, pairs: int, eps_release: float) -> float:
     return pairs * (sensitivity + LATTICE) / eps_release
 
 
+@rerun_once
 def test_values_per_unit_carry_the_noise_the_proof_asks_for(table):
     frame, rows = table
     with zero_noise():
@@ -82,6 +83,7 @@ def test_values_per_unit_carry_the_noise_the_proof_asks_for(table):
             check_noise(r, wrong * p.noise_scale, "laplace")
 
 
+@rerun_once
 def test_gaussian_values_per_unit(table):
     frame, rows = table
     with zero_noise():
@@ -100,6 +102,7 @@ def test_gaussian_values_per_unit(table):
             check_noise(r, wrong * p.noise_scale, "gauss")
 
 
+@rerun_once
 def test_the_row_count_noise_is_discrete_laplace_of_scale_k_over_eps():
     plan = plan_row_count(PrivacyCost(0.5), sensitivity=K)
     draws = np.array([run_row_count(plan, 10_000).noisy - 10_000 for _ in range(3000)])
