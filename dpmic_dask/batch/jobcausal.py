@@ -40,6 +40,7 @@ import numpy as np
 
 from dpmic_dask.batch.jobfile import JobError
 from dpmic_dask.batch.outputnames import Gap, run_file, shown, undeliverable
+from dpmic_dask.causal.copulaunit import check_unit_arguments
 from dpmic_dask.causal.request import check_request, check_shares
 from dpmic_dask.causal.result import CausalGraph, CausalReport
 from dpmic_dask.errors import InvalidParameterError, LedgerError
@@ -83,8 +84,6 @@ def _refuse_with_causal(job) -> None:
         raise InvalidParameterError(
             f"with [causal], columns need public bounds or public categories: "
             f"{private[0]!r} asks for private ones")
-    if job.privacy_unit is not None:
-        raise InvalidParameterError("[causal] protects one row: privacy.unit is not supported")
     unsupported = [key for key, value, default in (
         ("mechanism", job.mechanism, "auto"), ("nulls", job.nulls, "raise"),
         ("B", job.B, None), ("c", job.c, None), ("bounds_share", job.bounds_share, None),
@@ -107,8 +106,10 @@ def causal_arguments(job) -> dict:
     """The keyword arguments of :func:`~dpmic_dask.causal.causal_graph` for ``job``."""
     bounds = {c: b for c, b in job.bounds.items() if not isinstance(b, dict)}
     categories = {c: b["categories"] for c, b in job.bounds.items() if isinstance(b, dict)}
+    unit = {} if job.privacy_unit is None else {
+        "privacy_unit": list(job.privacy_unit), "max_rows_per_unit": job.max_rows_per_unit}
     return {"delta": job.delta, "columns": list(job.bounds), "bounds": bounds,
-            "categories": categories, **job.causal}
+            "categories": categories, **unit, **job.causal}
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,8 @@ def causal_plan(job, schema) -> CausalPlan:
                                 bounds=args["bounds"], categories=args["categories"],
                                 bins=args["bins"], test=args["test"])
         check_shares(None, request.levels, args["select_share"])
+        check_unit_arguments(schema, request, args.get("privacy_unit"),
+                             args.get("max_rows_per_unit"), None)
     except InvalidParameterError as exc:
         message = str(exc)
         if message.startswith(tuple(CAUSAL_DEFAULTS)):  # a [causal] key: spell it so

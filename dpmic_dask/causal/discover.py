@@ -44,6 +44,7 @@ from dpmic_dask.causal.copularun import (
     correlation_result,
     refuse_missing_values,
 )
+from dpmic_dask.causal.copulaunit import check_unit_arguments, unit_copula_graph
 from dpmic_dask.causal.decide import CausalBudget, check_shares, sensitivity
 from dpmic_dask.causal.orient import cpdag
 from dpmic_dask.causal.request import (
@@ -149,7 +150,8 @@ def _first_level(frame, request, backend, split_every, progress, passes):
 def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_condition_size=2,
                  bounds=None, categories=None, bins=DEFAULT_BINS, test="auto",
                  select_share=0.25, level_shares=None, ledger=None, dataset=None,
-                 label=None, split_every=None, progress=None) -> CausalGraph:
+                 label=None, split_every=None, progress=None, privacy_unit=None,
+                 max_rows_per_unit=None, count_share=None) -> CausalGraph:
     """Release a differentially private CPDAG of ``frame``'s columns, once.
 
     The PC algorithm (PC-stable skeleton, v-structures, Meek's rules R1-R3) with
@@ -200,6 +202,12 @@ def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_conditi
         read from it once, before anything is read. The copula and Fisher z
         tests sum their pass's partial grids (up to 2^25 counts each) two at a
         time whatever ``split_every`` says, so that few wait in memory at once.
+    privacy_unit, max_rows_per_unit, count_share
+        Privacy per unit (the copula test only): neighbouring tables differ by all
+        rows of one unit, of which at most ``max_rows_per_unit`` are kept; a
+        private row count (``count_share`` of the budget, default 5%) sets the
+        public ``n0`` the tau vector is tapered below
+        (:mod:`dpmic_dask.causal.copulaunit`).
 
     Returns
     -------
@@ -209,15 +217,16 @@ def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_conditi
     """
     knobs = engine(split_every=split_every, progress=progress)
     split_every, progress = knobs.split_every, knobs.progress
+    units = (privacy_unit, max_rows_per_unit, count_share)
     return run_charged(_causal(frame, eps, delta, columns, alpha, max_condition_size, bounds,
                                categories, bins, test, select_share, level_shares, ledger,
-                               dataset, label, split_every, progress),
+                               dataset, label, split_every, progress, units),
                        ledger=ledger, dataset=dataset)
 
 
 def _causal(frame, eps, delta, columns, alpha, max_condition_size, bounds, categories, bins,
             test, select_share, level_shares, ledger, dataset, label, split_every,
-            progress) -> Staged[CausalGraph]:
+            progress, units=(None, None, None)) -> Staged[CausalGraph]:
     """:func:`causal_graph`, staged: every check, the precheck and the first pass,
     the bill of the whole budget, then the private search."""
     eps = check_epsilon(eps)
@@ -232,7 +241,12 @@ def _causal(frame, eps, delta, columns, alpha, max_condition_size, bounds, categ
         raise InvalidParameterError(
             'test="fisherz" is the exact reference (causal_graph_exact) only; the private '
             'test of continuous columns is "copula"')
-    precheck_budget(ledger, dataset, measure_for(delta).total(eps, delta))
+    per_unit = check_unit_arguments(backend.schema(frame), request, *units)
+    precheck_budget(ledger, dataset, measure_for(delta).total(eps, delta),
+                    privacy_unit=per_unit[0] if per_unit else None)
+    if per_unit is not None:
+        return (yield from unit_copula_graph(frame, request, eps, delta, per_unit, backend,
+                                             split_every, progress, label))
     if request.test == "copula":
         return (yield from copula_graph(frame, request, eps, delta, backend,
                                         progress, label))

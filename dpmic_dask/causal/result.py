@@ -35,6 +35,11 @@ class CausalReport:
     #: the smallest absolute correlation a level-0 test detects
     noise_scale: float = math.nan
     smallest_visible: float = math.nan
+    #: per privacy unit: the unit, ``k``, and the noisy bounded row count (``rows``
+    #: is then its public lower bound ``n0``)
+    unit: str | None = None
+    max_rows_per_unit: int | None = None
+    rows_noisy: int | None = None
 
     @property
     def tests(self) -> int:
@@ -45,6 +50,10 @@ class CausalReport:
                  f"test {self.test!r}, alpha {self.alpha:g}, {self.rows} rows, "
                  f"{self.bins} bins per bounded column, conditioning on at most "
                  f"{self.max_condition_size} columns"]
+        if self.unit is not None:
+            lines.append(f"per {self.unit}: at most {self.max_rows_per_unit} rows each; the "
+                         f"bounded row count is private (noisy {self.rows_noisy}); the "
+                         f"{self.rows} rows above are its public lower bound n0")
         if self.private:
             lines.append(self.statement)
             lines.append("budget split from public quantities, charged once before any noise:")

@@ -248,3 +248,27 @@ def test_a_zcdp_causal_job(setup):
     (charge,) = history(ledger)
     assert "causal-pc-g" in json.dumps(charge)
     assert (tmp_path / "out" / "run-z1--cpdag" / "edges.csv").is_file()
+
+
+def test_a_causal_job_per_unit(setup):
+    tmp_path, _, job = setup
+    for part in sorted((tmp_path / "in").glob("*.parquet")):
+        frame = pd.read_parquet(part)
+        frame["who"] = np.arange(len(frame)) // 3  # three rows per unit
+        frame.to_parquet(part)
+    ledger = f"sqlite:///{tmp_path / 'units.db'}"
+    SQLLedger(ledger).init("d", Budget(5.0, privacy_unit="who"))
+    unit = {"unit": "who", "max_rows_per_unit": 2}
+    # the table test (a categorical column) is refused per unit, before the charge
+    refused = invoke("run", job(privacy=unit, ledger=ledger), "--run-id", "u0")
+    assert refused.exit_code == Exit.INVALID, refused.output
+    assert "copula test" in refused.output
+    path = job(privacy=unit, ledger=ledger, columns={"s": None}, causal={"test": "auto"})
+    assert invoke("validate", path).exit_code == Exit.OK
+    out = invoke("run", path, "--run-id", "u1")
+    assert out.exit_code == Exit.OK, out.output
+    (charge,) = history(ledger)
+    assert "causal-pc-copula" in json.dumps(charge)
+    report = (tmp_path / "out" / "run-u1--cpdag" / "report.txt").read_text()
+    assert "adding or removing all rows of any one who" in report
+    assert "at most 2 rows each" in report

@@ -81,3 +81,40 @@ def test_noisy_null_is_calibrated():
     with_noise = np.mean(np.square(stat_with))
     assert 0.75 < with_noise < 1.3, with_noise
     assert np.mean(np.square(stat_without)) > 1.5 * with_noise
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+@rerun_once
+def test_per_unit_tau_noise_at_true_scale(delta):
+    """Per unit (k = 2, every unit holding two rows, so all are kept): each run's
+    released values minus the exact ones, divided by the scale derived here from
+    the run's public n0 -- k (2 p + sqrt(P)) / n0 over sqrt(2 rho) (zCDP) or
+    k (p^2 + P) / n0 over eps (pure), with 95% of the budget after the row count --
+    follow the unit law, and not at 0.7x or 1.3x of it."""
+    n, eps, runs, p, k = 2000, 2.0, 300, 5, 2
+    frame = frame_of(n, 0).assign(who=np.repeat(np.arange(n // k), k))
+    exact = causal_graph_exact(frame, bounds=BOUNDS, columns=list(BOUNDS)).released_tau
+    iu = np.triu_indices(p, 1)
+    pairs = p * (p - 1) // 2
+    if delta:
+        law = stats.norm
+        per_row = (2.0 * p + math.sqrt(pairs)) / math.sqrt(2.0 * 0.95 * rho_from_eps_delta(
+            eps, delta))
+    else:
+        law = stats.laplace
+        per_row = (p * p + pairs) / (0.95 * eps)
+    standardised = []
+    for _ in range(runs):
+        g = causal_graph(frame, eps, delta=delta, bounds=BOUNDS, max_condition_size=1,
+                         privacy_unit="who", max_rows_per_unit=k)
+        n0 = g.report().rows
+        assert n0 <= g.report().rows_noisy
+        scale = k * per_row / n0
+        assert g.report().noise_scale == pytest.approx(scale, rel=1e-6)
+        expected = exact.to_numpy()[iu] * min(1.0, n / n0)
+        standardised.append((g.released_tau.to_numpy()[iu] - expected) / scale)
+    standardised = np.concatenate(standardised)
+    for factor, fits in ((1.0, True), (0.7, False), (1.3, False)):
+        pvalue = stats.kstest(standardised, law(scale=factor).cdf).pvalue
+        assert bool(pvalue > ALPHA) is fits, (factor, pvalue)
