@@ -161,7 +161,8 @@ def encode_graph(graph, *, run_id: str, job) -> str:
         "report": str(report), "test": report.test, "alpha": report.alpha,
         "rows": report.rows, "bins": report.bins,
         "max_condition_size": report.max_condition_size,
-        "epsilon": report.epsilon, "delta": report.delta,
+        "epsilon": report.epsilon, "delta": report.delta, "unit": report.unit,
+        "max_rows_per_unit": report.max_rows_per_unit, "rows_noisy": report.rows_noisy,
     })
 
 
@@ -171,7 +172,9 @@ def decode_graph(text: str):
         data = json.loads(text)
         report = CausalReport(True, data["test"], data["alpha"], data["rows"], data["bins"],
                               data["max_condition_size"], epsilon=data["epsilon"],
-                              delta=data["delta"])
+                              delta=data["delta"], unit=data.get("unit"),
+                              max_rows_per_unit=data.get("max_rows_per_unit"),
+                              rows_noisy=data.get("rows_noisy"))
         graph = CausalGraph(
             tuple(data["nodes"]), np.array(data["graph"], dtype=bool).reshape(
                 len(data["nodes"]), len(data["nodes"])),

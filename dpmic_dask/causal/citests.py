@@ -39,7 +39,7 @@ from dpmic_dask.stats.sensitivity import f_gain, safe_up
 #: ``auto`` chooses from the column kinds (``docs/causal.md``): ``copula`` when
 #: every column is bounded (continuous or ordinal), else ``g``. ``copula`` and
 #: ``fisherz`` are :mod:`dpmic_dask.causal.copula`'s (``fisherz``: exact only).
-TESTS = ("auto", "tau", "g", "copula", "fisherz")
+TESTS = ("auto", "tau", "g", "chisq", "copula", "fisherz")
 #: Tests read off one correlation matrix instead of per-level tables.
 CORRELATION_TESTS = ("copula", "fisherz")
 
@@ -88,6 +88,18 @@ def g_statistic(tables: np.ndarray) -> np.ndarray:
     return 2.0 * terms.sum(axis=(-3, -2, -1))
 
 
+def pearson_statistic(tables: np.ndarray) -> np.ndarray:
+    """Pearson's ``sum (a - e)^2 / e`` of each table (int64[T, strata, kx, ky]), cells
+    with ``e = 0`` left out (causal-learn's ``chisq``)."""
+    a = np.asarray(tables, dtype=np.float64)
+    m = a.sum(axis=(-2, -1), keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        e = np.where(m > 0, a.sum(axis=-1, keepdims=True) * a.sum(axis=-2, keepdims=True) / m,
+                     0.0)
+        terms = np.where(e > 0, (a - e) ** 2 / e, 0.0)
+    return terms.sum(axis=(-3, -2, -1))
+
+
 def g_public_df(shape: tuple[int, int, int]) -> int:
     """Degrees of freedom of the G-test of a ``(strata, kx, ky)`` table, from its
     shape only (public)."""
@@ -95,15 +107,15 @@ def g_public_df(shape: tuple[int, int, int]) -> int:
     return (kx - 1) * (ky - 1) * strata
 
 
-def g_pvalue_causallearn(table: np.ndarray) -> float:
-    """causal-learn's ``gsq`` p-value of one table (strata, kx, ky): empty strata
-    dropped, each stratum's degrees of freedom without its empty rows and columns,
-    ``1`` when no degree of freedom is left."""
+def g_pvalue_causallearn(table: np.ndarray, test: str = "g") -> float:
+    """causal-learn's ``gsq`` (``test="chisq"``: ``chisq``) p-value of one table
+    (strata, kx, ky): empty strata dropped, each stratum's degrees of freedom
+    without its empty rows and columns, ``1`` when no degree of freedom is left."""
     a = np.asarray(table, dtype=np.int64)
     a = a[a.sum(axis=(1, 2)) > 0]
     if a.shape[0] == 0:
         return 1.0
-    g = float(g_statistic(a[None])[0])
+    g = float((pearson_statistic if test == "chisq" else g_statistic)(a[None])[0])
     rows = (a.sum(axis=2) > 0).sum(axis=1)
     cols = (a.sum(axis=1) > 0).sum(axis=1)
     df = int(((rows - 1) * (cols - 1)).sum())

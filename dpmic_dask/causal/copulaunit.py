@@ -44,7 +44,7 @@ from dpmic_dask.release.bounding import (
     refuse_mixed_units,
     unit_label,
 )
-from dpmic_dask.release.charge import Bill
+from dpmic_dask.release.charge import Bill, warn_if_delta_large
 from dpmic_dask.release.report import warn_noise_swamps_tests
 from dpmic_dask.release.rowcount import (
     DEFAULT_COUNT_SHARE,
@@ -152,6 +152,7 @@ def unit_copula_graph(frame, request, eps, delta, units: tuple, backend, split_e
     n0 = max(plan.floor, count.n_low)
     budget = CopulaBudget(plan.part, p, n0, k)
     # after the charge (n0 is released): shown, never raised
+    warn_if_delta_large(delta, n0)
     warn_noise_swamps_tests(budget.scale * budget.total.law.ci95, 2.0,
                             "this causal graph's released Kendall tau values are noisy")
     released = budget.release(tapered_tau(grids, p, bins, n0))

@@ -27,8 +27,6 @@ from __future__ import annotations
 
 from functools import partial
 
-import numpy as np
-
 from dpmic_dask.backends import backend_for
 from dpmic_dask.causal.citests import g_threshold, statistic_range, tau_threshold
 from dpmic_dask.causal.copula import (
@@ -46,24 +44,18 @@ from dpmic_dask.causal.copularun import (
 )
 from dpmic_dask.causal.copulaunit import check_unit_arguments, unit_copula_graph
 from dpmic_dask.causal.decide import CausalBudget, check_shares, sensitivity
+from dpmic_dask.causal.levelcount import counter, first_level
 from dpmic_dask.causal.orient import cpdag
 from dpmic_dask.causal.request import (
     DEFAULT_BINS,
     MAX_BINS,  # noqa: F401  (re-exported)
     MAX_CATEGORIES,  # noqa: F401  (re-exported)
-    MAX_LEVEL_CELLS,
     CausalRequest,
     check_request,
 )
 from dpmic_dask.causal.result import CausalGraph, CausalReport
 from dpmic_dask.causal.skeleton import Margins, exact_decision, pc_skeleton
-from dpmic_dask.causal.tables import (
-    LevelCounts,
-    LevelTables,
-    TableKey,
-    combine_counts,
-    count_partition,
-)
+from dpmic_dask.causal.tablerelease import released_tables_graph
 from dpmic_dask.config import engine
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon
@@ -79,45 +71,10 @@ from dpmic_dask.release.executor import Staged, run_charged
 from dpmic_dask.release.report import warn_noise_swamps_tests
 
 
-def _blocks(layout_keys, codings) -> list[tuple]:
-    """``keys`` in consecutive blocks of at most :data:`MAX_LEVEL_CELLS` counts (one
-    block, one pass, unless a level needs more memory than that)."""
-    blocks: list[tuple] = []
-    block: list = []
-    cells = 0
-    for key in layout_keys:
-        size = LevelTables(codings, (key,)).cells
-        if block and cells + size > MAX_LEVEL_CELLS:
-            blocks.append(tuple(block))
-            block, cells = [], 0
-        block.append(key)
-        cells += size
-    return blocks + ([tuple(block)] if block else [])
-
-
-def _counter(frame, request: CausalRequest, backend, split_every, progress, passes):
-    """``count(keys) -> (layout, summed)``: every table of ``keys`` in one pass (more
-    only when they exceed :data:`MAX_LEVEL_CELLS`), ``passes`` counting them."""
-    def count_level(keys):
-        summed = None
-        for block in _blocks(keys, request.codings):
-            layout = LevelTables(request.codings, block)
-            part = backend.reduce(frame, request.names, partial(count_partition, layout=layout),
-                                  combine_counts, split_every=split_every, progress=progress)
-            passes.append(len(block))
-            if summed is None:
-                summed = part
-            else:
-                summed = LevelCounts(np.concatenate([summed.counts, part.counts]),
-                                     summed.missing | part.missing, summed.rows)
-        return LevelTables(request.codings, keys), summed
-    return count_level
-
-
 def _run(frame, request, n, backend, split_every, progress, decide, first, passes,
          causallearn=False):
     """PC on ``frame`` with ``first`` (level 0's layout and counts) already counted."""
-    count = _counter(frame, request, backend, split_every, progress, passes)
+    count = counter(frame, request, backend, split_every, progress, passes)
     pending = [first]
 
     def count_level(keys):
@@ -135,16 +92,6 @@ def _run(frame, request, n, backend, split_every, progress, decide, first, passe
 
     return pc_skeleton(len(request.codings), count_level=count_level, decide=decide,
                        max_level=request.max_condition_size, margins=read)
-
-
-def _first_level(frame, request, backend, split_every, progress, passes):
-    """Level 0's pass (every pair's table), before any charge: it also gives the
-    public row count and refuses missing values. Returns ``(rows, (layout, counts))``."""
-    p = len(request.codings)
-    keys = tuple(TableKey(i, j, ()) for i in range(p) for j in range(i + 1, p))
-    layout, summed = _counter(frame, request, backend, split_every, progress, passes)(keys)
-    refuse_missing_values(summed, request)
-    return check_rows(int(summed.rows)), (layout, summed.counts)
 
 
 def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_condition_size=2,
@@ -247,11 +194,14 @@ def _causal(frame, eps, delta, columns, alpha, max_condition_size, bounds, categ
     if per_unit is not None:
         return (yield from unit_copula_graph(frame, request, eps, delta, per_unit, backend,
                                              split_every, progress, label))
+    if request.test == "chisq":
+        return (yield from released_tables_graph(frame, request, eps, delta, shares[0],
+                                                 backend, split_every, progress, label))
     if request.test == "copula":
         return (yield from copula_graph(frame, request, eps, delta, backend,
                                         progress, label))
     passes: list[int] = []
-    n, first = _first_level(frame, request, backend, split_every, progress, passes)
+    n, first = first_level(frame, request, backend, split_every, progress, passes)
     warn_if_delta_large(delta, n)
     budget = CausalBudget.plan(eps, delta, shares=shares, pairs=request.pairs,
                                test=request.test, n=n, high=_margin_range(request, n))
@@ -327,9 +277,9 @@ def causal_graph_exact(frame, *, columns=None, alpha=0.05, max_condition_size=2,
                               smallest_visible=tests.smallest_visible())
         return correlation_result(request, tests, tau, report)
     passes: list[int] = []
-    n, first = _first_level(frame, request, backend, split_every, progress, passes)
+    n, first = first_level(frame, request, backend, split_every, progress, passes)
     skeleton = _run(frame, request, n, backend, split_every, progress, exact_decision, first,
-                    passes, causallearn=request.test == "g")
+                    passes, causallearn=request.test in ("g", "chisq"))
     report = CausalReport(False, request.test, request.alpha, n, request.bins,
                           request.max_condition_size, levels=tuple(skeleton.levels),
                           passes=len(passes))

@@ -73,11 +73,12 @@ def _categories(values, name) -> tuple:
 
 def _resolve_test(test: str, codings) -> str:
     """``test``, with ``"auto"`` chosen from the column kinds: ``"copula"`` when
-    every column has bounds (continuous or ordinal); ``"g"`` when every column
-    has categories; mixed: ``"tau"`` on binned tables when every categorical
-    column lists at most 2 categories (a binary column's order is a sign, which
-    a two-sided test ignores), else ``"g"`` (no rank statistic on unordered
-    categories). A correlation test needs every column bounded."""
+    every column has bounds (continuous or ordinal); ``"chisq"`` (released tables,
+    :mod:`dpmic_dask.causal.tablerelease`) when every column has categories;
+    mixed: ``"tau"`` on binned tables when every categorical column lists at most
+    2 categories (a binary column's order is a sign, which a two-sided test
+    ignores), else ``"chisq"`` (no rank statistic on unordered categories). A
+    correlation test needs every column bounded."""
     bounded = all(c.categories is None for c in codings)
     if test == "auto":
         if bounded:
@@ -86,7 +87,7 @@ def _resolve_test(test: str, codings) -> str:
         if len(categorical) < len(codings) and all(len(c.categories) <= 2
                                                    for c in categorical):
             return "tau"
-        return "g"
+        return "chisq"
     if test in CORRELATION_TESTS and not bounded:
         raise InvalidParameterError(
             f'test="{test}" needs public bounds for every column (it reads correlations of '

@@ -62,6 +62,9 @@ class CausalReport:
             if self.test in ("copula", "fisherz"):
                 lines.append("the search reads only the released tau matrix: every test is "
                              "post-processing, whatever the number of tests and levels")
+            elif self.test == "chisq":
+                lines.append("each level releases the joint tables its tests read, once: "
+                             "every test is post-processing, whatever the number of tests")
             else:
                 lines.append("sparse vector: not used (every level is paid for its worst "
                              "case, one decision per possible edge)")
@@ -136,6 +139,13 @@ class CausalGraph:
         clamping; exact in ``causal_graph_exact``), else ``None``."""
         tau = self._extra.get("tau")
         return None if tau is None else self._frame(tau)
+
+    @property
+    def released_tables(self) -> list | None:
+        """``test="chisq"``: per level, the released noisy joint tables, as ``{(column
+        names...): counts}`` with one axis per column in that order (each
+        categorical column's last entry is its "other" bin), else ``None``."""
+        return self._extra.get("tables")
 
     @property
     def correlation(self) -> pd.DataFrame | None:

@@ -24,6 +24,7 @@ from dpmic_dask.causal.citests import (
     g_pvalue_causallearn,
     g_statistic,
     g_threshold,
+    pearson_statistic,
     tau_threshold,
     tau_z,
 )
@@ -90,14 +91,15 @@ class Margins:
                 stats = np.abs(tau_z(stacked, n))
                 thresholds = np.full(len(members), tau_threshold(alpha))
             else:
-                stats = g_statistic(stacked)
+                stats = (pearson_statistic if test == "chisq" else g_statistic)(stacked)
                 thresholds = np.full(len(members), g_threshold(alpha, g_public_df(shape)))
             for t, s, th in zip(members, stats, thresholds):
                 key = layout.keys[t]
                 self.statistic[key] = float(s)
                 self.shape[key] = shape
                 if causallearn:  # p > alpha is independence: margin alpha - p
-                    self.margin[key] = alpha - g_pvalue_causallearn(layout.table(counts, t))
+                    self.margin[key] = alpha - g_pvalue_causallearn(layout.table(counts, t),
+                                                                    test)
                 else:
                     self.margin[key] = float(s - th)
 

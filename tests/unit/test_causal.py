@@ -117,6 +117,9 @@ def test_g_statistic_and_causallearn_pvalue():
     assert g_pvalue_causallearn(table) == pytest.approx(test(0, 1, [2]), rel=1e-9)
     flat = table.sum(axis=0)
     assert g_pvalue_causallearn(flat[None]) == pytest.approx(test(0, 1, []), rel=1e-9)
+    chisq = cit.CIT(data.astype(float), "chisq")
+    assert g_pvalue_causallearn(table, "chisq") == pytest.approx(chisq(0, 1, [2]), rel=1e-9)
+    assert g_pvalue_causallearn(flat[None], "chisq") == pytest.approx(chisq(0, 1, []), rel=1e-9)
     expected = 2 * sum(a * math.log(a * n / (flat[i].sum() * flat[:, j].sum()))
                        for (i, j), a in np.ndenumerate(flat) if a)
     assert g_statistic(flat[None, None])[0] == pytest.approx(expected)
@@ -175,20 +178,22 @@ def test_exact_recovers_known_graph_and_private_without_noise_agrees():
     assert exact.report().passes == len(exact.report().levels) <= 3
 
 
-def causal_learn_skeleton(frame, bins, alpha, depth):
+def causal_learn_skeleton(frame, bins, alpha, depth, test="gsq"):
     pc = pytest.importorskip("causallearn.search.ConstraintBased.PC").pc
     lo, hi = -3.0, 3.0
     u = np.clip((frame.to_numpy() - lo) / (hi - lo), 0.0, 1.0)
     q = np.minimum(np.floor(u * 2.0**32), 2.0**32 - 1).astype(np.int64)
-    cg = pc(((q * bins) >> 32).astype(float), alpha=alpha, indep_test="gsq", stable=True,
+    cg = pc(((q * bins) >> 32).astype(float), alpha=alpha, indep_test=test, stable=True,
             show_progress=False, max_k=depth)
     return cg.G.graph
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_exact_g_matches_causallearn(seed):
-    """The non-private path with the G-test: the same skeleton and the same CPDAG
-    as causal-learn's PC (gsq, stable=True, same alpha and depth) on the binned data."""
+@pytest.mark.parametrize("test, theirs_name", [("g", "gsq"), ("chisq", "chisq")])
+def test_exact_g_matches_causallearn(seed, test, theirs_name):
+    """The non-private path with the G-test (and Pearson's chi-square): the same
+    skeleton and the same CPDAG as causal-learn's PC (gsq, or chisq, stable=True,
+    same alpha and depth) on the binned data."""
     rng = np.random.default_rng(seed)
     p, n = 6, 3000
     weights = np.triu(rng.uniform(0.4, 1.0, (p, p)) * (rng.random((p, p)) < 0.4), 1)
@@ -198,8 +203,8 @@ def test_exact_g_matches_causallearn(seed):
         x[:, j] /= x[:, j].std()
     frame = pd.DataFrame(x, columns=[f"v{j}" for j in range(p)])
     bounds = {c: (-3.0, 3.0) for c in frame}
-    ours = causal_graph_exact(frame, bounds=bounds, bins=4, test="g", max_condition_size=3)
-    theirs = causal_learn_skeleton(frame, 4, 0.05, 3)
+    ours = causal_graph_exact(frame, bounds=bounds, bins=4, test=test, max_condition_size=3)
+    theirs = causal_learn_skeleton(frame, 4, 0.05, 3, theirs_name)
     assert np.array_equal(ours.graph | ours.graph.T, theirs != 0)
     # causal-learn: graph[j, i] == 1 and graph[i, j] == -1 is i -> j
     directed = {(i, j) for i in range(p) for j in range(p)

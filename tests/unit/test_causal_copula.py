@@ -195,11 +195,11 @@ def test_test_chosen_from_kinds():
     assert binary.test == "tau"  # a binary column's order is only a sign
     mixed = check_request(dtypes, bounds={"x": (0, 1)}, categories={"k": ["a", "b", "c"]},
                           test="auto", **common)
-    assert mixed.test == "g"
+    assert mixed.test == "chisq"  # released tables, never a rank statistic
     categorical = check_request(dtypes, columns=["k", "x"], bounds=None,
                                 categories={"k": ["a", "b"], "x": [1.0, 2.0]}, test="auto",
                                 alpha=0.05, max_condition_size=1, bins=5)
-    assert categorical.test == "g"
+    assert categorical.test == "chisq"
     with pytest.raises(InvalidParameterError):
         check_request(dtypes, bounds={"x": (0, 1)}, categories={"k": ["a"]},
                       test="copula", **common)

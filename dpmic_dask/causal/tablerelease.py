@@ -1,0 +1,275 @@
+"""Table tests on released tables (``test="chisq"``, the default with categorical
+columns): each PC level releases the joint tables its tests read, once, as one
+noisy vector, and decides every test from them as post-processing.
+
+Per level ``l`` (budget part ``l`` of ``level_shares``, equal by default):
+
+1. the tests PC-stable needs at the level (every edge still present, every
+   candidate set of ``l`` columns) read tables of ``(x, y, S)``; the distinct
+   column sets ``{x, y} u S`` are the level's ``T`` joint tables (the tests of
+   ``(x, y | z)``, ``(x, z | y)`` and ``(y, z | x)`` read one table). ``T`` is a
+   function of the previous levels' released decisions only (public);
+2. one pass counts the ``T`` joint tables (``l = 0``: the pass made before the
+   charge), and every cell gets exact integer noise: discrete Gaussian of
+   ``sigma = sqrt(2 T) / sqrt(2 rho_l)`` (zCDP) or discrete Laplace of scale
+   ``2 T / eps_l`` (pure DP). Replacing one row moves one count down and one up
+   in each joint table: the L2 sensitivity of the level's vector is
+   ``sqrt(2 T)``, its L1 sensitivity ``2 T`` (``docs/privacy.md``, section 10);
+3. every test is Pearson's chi-square on its noisy table with the noise's variance
+   in each cell's denominator, on the rows, columns and strata its noise lets it
+   see (:func:`noisy_chisq`); the edge goes when some set's p-value exceeds
+   ``alpha`` (the first of the largest p-values names the separating set). No
+   noise is drawn for a decision: they are post-processing.
+
+Levels compose (adaptively): the whole is ``(eps, delta)`` as charged once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dpmic_dask.causal.citests import chi2_sf
+from dpmic_dask.causal.copularun import refuse_missing_values
+from dpmic_dask.causal.levelcount import counter, first_level
+from dpmic_dask.causal.orient import cpdag
+from dpmic_dask.causal.result import CausalGraph, CausalReport
+from dpmic_dask.causal.skeleton import exact_decision, pc_skeleton
+from dpmic_dask.causal.tables import LevelTables, TableKey
+from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.privacy.costs import PrivacyCost, measure_for
+from dpmic_dask.privacy.mechanisms.base import MAX_NOISE_UNITS
+from dpmic_dask.privacy.statement import privacy_statement
+from dpmic_dask.release.charge import Bill, warn_if_delta_large
+from dpmic_dask.release.report import warn_noise_swamps_tests
+
+
+def joint_sets(keys) -> tuple[tuple[int, ...], ...]:
+    """The distinct column sets ``{x, y} u cond`` of ``keys``, each sorted, in order."""
+    return tuple(sorted({tuple(sorted((k.x, k.y) + tuple(k.cond))) for k in keys}))
+
+
+def canonical(columns: tuple[int, ...]) -> TableKey:
+    """The key whose table is the joint table of ``columns`` (sorted)."""
+    return TableKey(columns[0], columns[1], tuple(columns[2:]))
+
+
+def most_tables(p: int, level: int) -> int:
+    """The most joint tables a level can release: ``C(p, level + 2)`` (public)."""
+    return math.comb(p, level + 2)
+
+
+@dataclass(frozen=True)
+class TableBudget:
+    """The one charge and its part per level (public quantities only)."""
+
+    total: PrivacyCost
+    parts: tuple[PrivacyCost, ...]
+
+    @classmethod
+    def plan(cls, eps: float, delta: float, level_shares) -> TableBudget:
+        measure = measure_for(delta)
+        total = measure.total(eps, delta)
+        return cls(total, tuple(measure.split(total, list(level_shares))))
+
+    def scale(self, level: int, tables: int) -> float:
+        """Noise scale (count units) of every cell when ``tables`` joint tables are
+        released at ``level``: L1 sensitivity ``2 T``, L2 ``sqrt(2 T)``."""
+        return self.parts[level].noise_scale(2.0 * tables, math.sqrt(2.0 * tables))
+
+    def check(self, p: int) -> None:
+        """Refuse (before the charge) a budget whose noise could not be sampled at the
+        most tables a level can release."""
+        for level in range(len(self.parts)):
+            if not self.scale(level, most_tables(p, level)) <= MAX_NOISE_UNITS:
+                raise InvalidParameterError(
+                    "the tables' noise is too large to sample; raise eps")
+
+
+@dataclass
+class LevelRelease:
+    """What one level released: its joint column sets, their noisy counts (flat, in
+    the canonical layout) and the noise scale and variance of every cell."""
+
+    sets: tuple[tuple[int, ...], ...]
+    layout: LevelTables
+    noisy: np.ndarray
+    scale: float
+    variance: float
+    index: dict = field(init=False, repr=False)
+
+    def __post_init__(self):
+        self.index = {s: t for t, s in enumerate(self.sets)}
+
+    def joint(self, columns: tuple[int, ...]) -> np.ndarray:
+        """The noisy joint table of ``columns`` (sorted), axes in that order."""
+        sizes = [self.layout.codings[c].size for c in columns]
+        # the canonical table's axes: cond (columns[2:]) most significant, then x, y
+        flat = self.layout.table(self.noisy, self.index[columns])
+        k = len(columns)
+        return np.moveaxis(flat.reshape(sizes[2:] + sizes[:2]), [k - 2, k - 1], [0, 1])
+
+    def table(self, key: TableKey) -> np.ndarray:
+        """The noisy ``(strata, kx, ky)`` table of ``key``, read off its joint table."""
+        columns = tuple(sorted((key.x, key.y) + tuple(key.cond)))
+        joint = self.joint(columns)
+        order = [columns.index(c) for c in tuple(key.cond) + (key.x, key.y)]
+        sizes = self.layout.codings
+        return np.transpose(joint, order).reshape(-1, sizes[key.x].size, sizes[key.y].size)
+
+
+class ReleasedTables:
+    """``count_level`` for :func:`~dpmic_dask.causal.skeleton.pc_skeleton` after the
+    charge: each level's joint tables counted (``count(keys) -> (layout, counts)``;
+    level 0's from the pass before the charge), noised once, and every test's table
+    read off them. ``levels`` keeps what each level released."""
+
+    def __init__(self, count, codings, budget: TableBudget, first):
+        self.count, self.codings, self.budget = count, codings, budget
+        self.pending = [first]
+        self.levels: list[LevelRelease] = []
+
+    def __call__(self, keys):
+        level = len(self.levels)
+        sets = joint_sets(keys)
+        if self.pending:  # level 0: every pair, counted before the charge
+            layout, counts = self.pending.pop()
+            assert tuple(layout.keys) == tuple(canonical(s) for s in sets)
+        else:
+            layout, counts = self.count(tuple(canonical(s) for s in sets))
+        scale = self.budget.scale(level, len(sets))
+        law = self.budget.total.law
+        noise = np.asarray(law.draw(scale, int(counts.size)), dtype=np.int64)
+        released = LevelRelease(sets, layout, np.asarray(counts, dtype=np.int64) + noise,
+                                scale, law.variance(scale))
+        self.levels.append(released)
+        wanted = LevelTables(self.codings, tuple(keys))
+        out = np.concatenate([released.table(k).ravel() for k in keys])
+        return wanted, out
+
+
+#: A noisy row, column or stratum takes part in a test when its count exceeds this
+#: many standard deviations of its noise (:func:`noisy_chisq`).
+VISIBLE = 3.0
+
+
+def noisy_chisq(table: np.ndarray, variance: float) -> tuple[float, int]:
+    """``(statistic, degrees of freedom)`` of Pearson's chi-square on a noisy
+    ``(strata, kx, ky)`` table, with the noise's variance in each cell's weight.
+
+    As causal-learn leaves out the empty rows, columns and strata of an exact
+    table, a noisy row or column takes part only where its noisy sum exceeds
+    :data:`VISIBLE` standard deviations of its noise, and a stratum only with two
+    such rows and two such columns (an empty "other" bin, or a combination of
+    categories that does not occur, would otherwise add degrees of freedom and
+    only noise). The degrees of freedom are ``sum (rows - 1)(columns - 1)`` over
+    the strata kept. All of it reads the released table only.
+
+    Within a kept stratum, with the margins' shares ``p_x``, ``p_y``, a cell's
+    residual carries the noise ``Z_xy - p_y Z_x. - p_x Z_.y + p_x p_y Z_..`` of
+    variance ``sigma^2 a_x a_y`` (``a_x = (1 - p_x)^2 + sum_{x' != x} p_x'^2``),
+    and its sampling part has variance ``E (1 - p_x)(1 - p_y)`` under
+    independence; each squared residual is divided by ``E + sigma^2 a_x a_y /
+    ((1 - p_x)(1 - p_y))``, so that each term has the weight Pearson's terms have
+    without noise."""
+    a = np.asarray(table, dtype=np.float64)
+    sd = math.sqrt(max(variance, 0.0))
+    statistic, df = 0.0, 0
+    for stratum in a:
+        rows = stratum.sum(axis=1) > VISIBLE * sd * math.sqrt(stratum.shape[1])
+        cols = stratum.sum(axis=0) > VISIBLE * sd * math.sqrt(stratum.shape[0])
+        if rows.sum() < 2 or cols.sum() < 2:
+            continue
+        kept = stratum[np.ix_(rows, cols)]
+        r, c = kept.sum(axis=1), kept.sum(axis=0)
+        total = r.sum()
+        px, py = r / total, c / total
+        ax = (1.0 - px) ** 2 + (px ** 2).sum() - px ** 2
+        ay = (1.0 - py) ** 2 + (py ** 2).sum() - py ** 2
+        expected = np.outer(r, c) / total
+        spread = np.maximum(np.outer(1.0 - px, 1.0 - py), 1e-6)
+        weight = np.maximum(expected, 0.0) + variance * np.outer(ax, ay) / spread
+        statistic += float(((kept - expected) ** 2 / np.maximum(weight, 1e-12)).sum())
+        df += int((rows.sum() - 1) * (cols.sum() - 1))
+    return statistic, df
+
+
+class NoisyChisqMargins:
+    """Margins ``alpha - p`` (negative: independent) of a level's tests on their
+    released tables, and the noise-aware chi-square statistics (post-processing)."""
+
+    offset = 0.0
+
+    def __init__(self, layout: LevelTables, counts: np.ndarray, variance: float,
+                 alpha: float):
+        self.margin: dict[TableKey, float] = {}
+        self.statistic: dict[TableKey, float] = {}
+        for t, key in enumerate(layout.keys):
+            stat, df = noisy_chisq(layout.table(counts, t), variance)
+            self.statistic[key] = stat
+            # nothing seen through the noise: no evidence of independence, the
+            # edge stays (an exact table without degrees of freedom is read as
+            # independent by causal-learn; its emptiness is known, not noise)
+            self.margin[key] = alpha - (0.0 if df == 0 else chi2_sf(stat, df))
+
+
+def released_tables_graph(frame, request, eps, delta, level_shares, backend, split_every,
+                          progress, label):
+    """The private ``chisq`` release, staged: level 0's pass and every check, the
+    bill of the whole budget, then per level one noisy vector of joint tables and
+    PC's decisions on them (post-processing)."""
+    passes: list[int] = []
+    n, first = first_level(frame, request, backend, split_every, progress, passes)
+    warn_if_delta_large(delta, n)
+    p = len(request.codings)
+    budget = TableBudget.plan(eps, delta, level_shares)
+    budget.check(p)
+    _warn_if_noisy(request, n, budget)  # public quantities only, before the charge
+    yield Bill(budget.total, label or f"causal graph of {p} columns", "causal-pc-chisq",
+               request.names)
+    count = counter(frame, request, backend, split_every, progress, passes)
+
+    def count_level(keys):
+        layout, summed = count(keys)
+        # checked by level 0's pass before the charge: only data changed since fails here
+        refuse_missing_values(summed, request)
+        return layout, summed.counts
+
+    released = ReleasedTables(count_level, request.codings, budget, first)
+
+    def margins(layout, counts):
+        return NoisyChisqMargins(layout, counts, released.levels[-1].variance, request.alpha)
+
+    skeleton = pc_skeleton(p, count_level=released, decide=exact_decision,
+                           max_level=request.max_condition_size, margins=margins)
+    parts = tuple((f"level {level} tables ({len(r.sets)} joint tables, noise on every count)",
+                   budget.parts[level].describe(), r.scale)
+                  for level, r in enumerate(released.levels))
+    detail = (f"per level one release of the joint tables its tests read, "
+              f"{len(budget.parts)} levels; every test is post-processing")
+    report = CausalReport(
+        True, "chisq", request.alpha, n, request.bins, request.max_condition_size,
+        epsilon=budget.total.epsilon, delta=budget.total.delta,
+        statement=privacy_statement(budget.total, request.pairs, detail), parts=parts,
+        levels=tuple(skeleton.levels), passes=len(passes))
+    graph = cpdag(skeleton.adjacency, skeleton.separating_sets)
+    tables = [{tuple(request.names[c] for c in s): r.joint(s) for s in r.sets}
+              for r in released.levels]
+    return CausalGraph(request.names, graph, dict(skeleton.separating_sets),
+                       dict(skeleton.last_statistic), report, {"tables": tables})
+
+
+def _warn_if_noisy(request, n: int, budget: TableBudget) -> None:
+    """A :class:`~dpmic_dask.errors.NoiseWarning` before the charge when level 0's
+    noise (95% half-width) exceeds a quarter of the average count of the largest
+    pair table (public: ``n``, the codings, the budget)."""
+    sizes = sorted(c.size for c in request.codings)
+    scale = budget.scale(0, request.pairs)
+    warn_noise_swamps_tests(scale * budget.total.law.ci95, n / (sizes[-1] * sizes[-2]),
+                            "this causal graph's released tables are noisy")
+
+
+__all__ = ["LevelRelease", "NoisyChisqMargins", "ReleasedTables", "TableBudget", "canonical",
+           "joint_sets", "most_tables", "noisy_chisq", "released_tables_graph"]

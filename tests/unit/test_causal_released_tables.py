@@ -1,0 +1,147 @@
+"""Table tests on released tables (``test="chisq"``): the joint tables and their
+sensitivity, checked exhaustively; every test's table read off its joint table;
+the noise-aware chi-square; one charge; the exact decisions at a huge budget."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from dpmic_dask.causal import causal_graph, causal_graph_exact
+from dpmic_dask.causal.citests import g_pvalue_causallearn, pearson_statistic
+from dpmic_dask.causal.tablerelease import (
+    LevelRelease,
+    TableBudget,
+    canonical,
+    joint_sets,
+    most_tables,
+    noisy_chisq,
+)
+from dpmic_dask.causal.tables import ColumnCoding, LevelTables, TableKey, count_partition
+from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.privacy.accounting import Budget, InMemoryLedger
+from dpmic_dask.privacy.conversion import rho_from_eps_delta
+
+
+def codings_of(names, levels=2):
+    return tuple(ColumnCoding(c, levels + 1, categories=tuple(range(levels))) for c in names)
+
+
+def joint_counts(frame, codings, sets):
+    layout = LevelTables(codings, tuple(canonical(s) for s in sets))
+    return layout, count_partition(frame, layout).counts
+
+
+@pytest.mark.parametrize("level", [0, 1, 2])
+def test_the_level_vector_moves_by_2T_in_l1_and_sqrt_2T_in_l2_exhaustively(level):
+    """Every dataset of 2 rows on 4 columns of 2 categories (and a value outside
+    them, the "other" bin) and every replace-one neighbour: the vector of all
+    joint tables of the level's column sets moves by at most 2 T (L1) and
+    sqrt(2 T) (L2), T the number of sets, and both are attained."""
+    names = list("abcd")
+    codings = codings_of(names)
+    sets = tuple(itertools.combinations(range(4), level + 2))
+    values = list(itertools.product((0, 1, 7), repeat=4))  # 7: the "other" bin
+    worst_l1 = worst_l2 = 0.0
+    layout = LevelTables(codings, tuple(canonical(s) for s in sets))
+    counts = {}
+    for rows in itertools.product(range(len(values)), repeat=2):
+        frame = pd.DataFrame([values[r] for r in rows], columns=names)
+        counts[rows] = count_partition(frame, layout).counts.astype(float)
+    for (keep, _), before in counts.items():
+        for new in range(len(values)):
+            diff = counts[(keep, new)] - before
+            worst_l1 = max(worst_l1, np.abs(diff).sum())
+            worst_l2 = max(worst_l2, math.sqrt((diff ** 2).sum()))
+    t = len(sets)
+    assert worst_l1 == 2 * t and worst_l2 == pytest.approx(math.sqrt(2 * t))
+    assert most_tables(4, level) == t
+
+
+def test_each_test_reads_its_table_off_the_joint_table():
+    rng = np.random.default_rng(0)
+    names = list("abcde")
+    frame = pd.DataFrame(rng.integers(0, 4, (600, 5)), columns=names)  # 3: "other"
+    codings = codings_of(names, levels=3)
+    keys = tuple(TableKey(x, y, cond) for x, y in itertools.combinations(range(5), 2)
+                 for cond in itertools.combinations([c for c in range(5) if c not in (x, y)], 2))
+    sets = joint_sets(keys)
+    assert len(sets) == math.comb(5, 4) < len(keys)
+    layout, counts = joint_counts(frame, codings, sets)
+    released = LevelRelease(sets, layout, counts, 0.0, 0.0)
+    direct = LevelTables(codings, keys)
+    exact = count_partition(frame, direct).counts
+    for t, key in enumerate(keys):
+        assert np.array_equal(released.table(key), direct.table(exact, t)), key
+    joint = released.joint((0, 1, 2, 3))
+    assert joint.shape == (4, 4, 4, 4) and joint.sum() == 600
+
+
+def test_noisy_chisq_without_noise_is_pearson_on_the_rows_and_columns_that_occur():
+    rng = np.random.default_rng(1)
+    table = rng.integers(5, 50, (3, 4, 3)).astype(np.int64)
+    table[1, 2, :] = 0  # an empty row in one stratum
+    table[2, :, :] = 0  # an empty stratum
+    stat, df = noisy_chisq(table, 0.0)
+    kept = [table[0], np.delete(table[1], 2, axis=0)]
+    assert stat == pytest.approx(sum(pearson_statistic(k[None, None])[0] for k in kept))
+    assert df == (4 - 1) * (3 - 1) + (3 - 1) * (3 - 1)
+    assert g_pvalue_causallearn(table, "chisq") == pytest.approx(stats.chi2.sf(stat, df))
+    # noise in the weights: a smaller statistic, the same rows seen
+    noisy, same = noisy_chisq(table, 25.0)
+    assert noisy < stat and same == df
+    # noise larger than the counts: nothing is seen, no degrees of freedom
+    assert noisy_chisq(table, 1e6) == (0.0, 0)
+
+
+def test_the_noise_scale_per_level_from_public_quantities():
+    pure = TableBudget.plan(1.0, 0.0, (0.5, 0.25, 0.25))
+    assert pure.scale(0, 10) == pytest.approx(2 * 10 / 0.5)
+    assert pure.scale(2, 40) == pytest.approx(2 * 40 / 0.25)
+    gauss = TableBudget.plan(1.0, 1e-6, (1 / 3, 1 / 3, 1 / 3))
+    rho = rho_from_eps_delta(1.0, 1e-6) / 3
+    assert gauss.scale(1, 30) == pytest.approx(math.sqrt(2 * 30) / math.sqrt(2 * rho))
+    with pytest.raises(InvalidParameterError, match="too large to sample"):
+        TableBudget.plan(1e-15, 0.0, (1.0,)).check(40)
+
+
+def chain(n, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 3, n)
+    b = np.where(rng.random(n) < 0.7, a, rng.integers(0, 3, n))
+    c = np.where(rng.random(n) < 0.7, b, rng.integers(0, 3, n))
+    d = rng.integers(0, 3, n)
+    return pd.DataFrame({"a": a, "b": b, "c": c, "d": d})
+
+
+CATEGORIES = {c: [0, 1, 2] for c in "abcd"}
+
+
+def test_categorical_columns_default_to_released_tables_charged_once():
+    frame = chain(20_000)
+    ledger = InMemoryLedger()
+    ledger.set_budget("d", Budget(1.0))
+    g = causal_graph(frame, 1.0, categories=CATEGORIES, ledger=ledger, dataset="d")
+    report = g.report()
+    assert report.test == "chisq" and len(ledger.charges("d")) == 1
+    assert float(ledger.spent("d")) == pytest.approx(1.0)
+    assert g.skeleton == {frozenset("ab"), frozenset("bc")}
+    assert "each level releases the joint tables" in str(report)
+    first = g.released_tables[0]
+    assert set(first) == {tuple(p) for p in itertools.combinations("abcd", 2)}
+    assert first[("a", "b")].shape == (4, 4)
+    assert len(report.parts) == len(g.released_tables) == len(report.levels)
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+def test_a_huge_budget_gives_the_exact_chisq_graph(delta):
+    frame = chain(5000, seed=3)
+    exact = causal_graph_exact(frame, categories=CATEGORIES, test="chisq")
+    private = causal_graph(frame, 1e12, delta=delta, categories=CATEGORIES)
+    assert np.array_equal(private.graph, exact.graph)
+    assert private.separating_sets == exact.separating_sets
