@@ -180,14 +180,18 @@ def binned(frame: pd.DataFrame, bins: int) -> np.ndarray:
     return (q * bins) >> 32
 
 
-def causal_learn(frame, bins, alpha, depth, test="gsq"):
-    """causal-learn's PC (``stable=True``): ``gsq`` on the binned data, or
-    ``fisherz`` on the continuous data (what binning costs)."""
+def causal_learn(frame, bins, alpha, depth, test="gsq", discrete=False):
+    """causal-learn's PC (``stable=True``): ``gsq`` (or ``chisq``) on the binned data
+    (``discrete``: on the data as they are), or ``fisherz`` on the continuous data
+    (what binning costs)."""
     try:
         from causallearn.search.ConstraintBased.PC import pc
     except ImportError:
         return None
-    data = binned(frame, bins).astype(float) if test == "gsq" else frame.to_numpy(dtype=float)
+    if discrete or test == "fisherz":
+        data = frame.to_numpy(dtype=float)
+    else:
+        data = binned(frame, bins).astype(float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cg = pc(data, alpha=alpha, indep_test=test, stable=True, show_progress=False,

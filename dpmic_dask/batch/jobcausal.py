@@ -15,7 +15,7 @@ Example::
     alpha = 0.05               # level of each independence test
     max_condition_size = 2     # largest conditioning set (levels paid for: 0 .. 2)
     bins = 5                   # bins per bounded column
-    test = "auto"              # from the column kinds (docs/causal.md): "copula", "g", "tau"
+    test = "auto"              # from the column kinds (docs/causal.md): "copula", "chisq", "tau"
     select_share = 0.25        # share of each level from 1 on choosing separating sets
 
 The output is a folder (``output.path``); a run writes
@@ -62,7 +62,7 @@ def parse_causal(section: dict, src: str) -> dict:
     kinds: dict[str, tuple[Any, str]] = {"alpha": ((int, float), "a number in (0, 1)"),
              "max_condition_size": (int, "an integer in [0, 8]"),
              "bins": (int, "an integer in [2, 16]"),
-             "test": (str, 'one of "auto", "copula", "g", "tau"'),
+             "test": (str, 'one of "auto", "copula", "chisq", "g", "tau"'),
              "select_share": ((int, float), "a number in (0, 1)")}
     options = dict(CAUSAL_DEFAULTS)
     for key, value in section.items():

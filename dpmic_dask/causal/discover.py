@@ -129,17 +129,22 @@ def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_conditi
         Public category lists (booleans, codes, strings); any other value falls in
         one extra "other" bin.
     bins : int
-        Bins per bounded column (default 5) for the table tests (``"g"``, ``"tau"``).
-    test : {"auto", "copula", "g", "tau"}
-        ``"auto"`` (default) chooses from the column kinds: ``"copula"`` when every
-        column has bounds, else ``"g"``. ``"copula"``: the Gaussian-copula test --
-        one release of the Kendall tau matrix (fine bins, no coarse binning), PC as
-        post-processing (``dpmic_dask.causal.copula``). ``"g"``: the G-test on
-        contingency tables (categories; bounded columns binned). ``"tau"``:
-        conditional Kendall's tau z-score on binned tables.
+        Bins per bounded column (default 5) for the table tests (``"chisq"``,
+        ``"g"``, ``"tau"``).
+    test : {"auto", "copula", "chisq", "g", "tau"}
+        ``"auto"`` (default) chooses from the column kinds (``docs/causal.md``):
+        ``"copula"`` when every column has bounds, ``"tau"`` when the categorical
+        columns are all binary, else ``"chisq"``. ``"copula"``: the Gaussian-copula
+        test -- one release of the Kendall tau matrix (fine bins, no coarse
+        binning), PC as post-processing (``dpmic_dask.causal.copula``).
+        ``"chisq"``: per level one release of the joint tables the tests read,
+        Pearson's chi-square on them as post-processing
+        (``dpmic_dask.causal.tablerelease``). ``"g"``: noisy per-test decisions on
+        the G-test. ``"tau"``: conditional Kendall's tau z-score on binned tables.
     select_share : float in (0, 1)
-        Table tests: share of each level from 1 on spent choosing the separating
-        sets of removed edges (they orient the v-structures); the rest decides.
+        ``"g"`` and ``"tau"``: share of each level from 1 on spent choosing the
+        separating sets of removed edges (they orient the v-structures); the rest
+        decides. Not used by ``"copula"`` and ``"chisq"`` (no noisy choice).
     level_shares : list of floats, optional
         Relative weights of the levels (default equal).
     ledger, dataset, label

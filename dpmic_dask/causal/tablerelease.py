@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpmic_dask.causal.citests import chi2_sf
+from dpmic_dask.causal.citests import chi2_sf, g_threshold
 from dpmic_dask.causal.copularun import refuse_missing_values
 from dpmic_dask.causal.levelcount import counter, first_level
 from dpmic_dask.causal.orient import cpdag
@@ -153,10 +153,13 @@ class ReleasedTables:
 #: A noisy row, column or stratum takes part in a test when its count exceeds this
 #: many standard deviations of its noise (:func:`noisy_chisq`).
 VISIBLE = 3.0
+#: Cohen's ``w`` of a small dependence: a test that would miss it more often than
+#: not cannot separate a pair (:func:`can_see`).
+SMALL_EFFECT = 0.1
 
 
-def noisy_chisq(table: np.ndarray, variance: float) -> tuple[float, int]:
-    """``(statistic, degrees of freedom)`` of Pearson's chi-square on a noisy
+def noisy_chisq(table: np.ndarray, variance: float) -> tuple[float, int, float]:
+    """``(statistic, degrees of freedom, reach)`` of Pearson's chi-square on a noisy
     ``(strata, kx, ky)`` table, with the noise's variance in each cell's weight.
 
     As causal-learn leaves out the empty rows, columns and strata of an exact
@@ -173,10 +176,13 @@ def noisy_chisq(table: np.ndarray, variance: float) -> tuple[float, int]:
     and its sampling part has variance ``E (1 - p_x)(1 - p_y)`` under
     independence; each squared residual is divided by ``E + sigma^2 a_x a_y /
     ((1 - p_x)(1 - p_y))``, so that each term has the weight Pearson's terms have
-    without noise."""
+    without noise. ``reach`` is ``sum E^2 / weight`` over the cells kept: the rows
+    an exact test would need for the power this one has (``sum E``, the rows seen,
+    without noise); a dependence of Cohen's ``w`` moves the statistic's mean by
+    about ``reach w^2``."""
     a = np.asarray(table, dtype=np.float64)
     sd = math.sqrt(max(variance, 0.0))
-    statistic, df = 0.0, 0
+    statistic, df, reach = 0.0, 0, 0.0
     for stratum in a:
         rows = stratum.sum(axis=1) > VISIBLE * sd * math.sqrt(stratum.shape[1])
         cols = stratum.sum(axis=0) > VISIBLE * sd * math.sqrt(stratum.shape[0])
@@ -191,9 +197,24 @@ def noisy_chisq(table: np.ndarray, variance: float) -> tuple[float, int]:
         expected = np.outer(r, c) / total
         spread = np.maximum(np.outer(1.0 - px, 1.0 - py), 1e-6)
         weight = np.maximum(expected, 0.0) + variance * np.outer(ax, ay) / spread
-        statistic += float(((kept - expected) ** 2 / np.maximum(weight, 1e-12)).sum())
+        weight = np.maximum(weight, 1e-12)
+        statistic += float(((kept - expected) ** 2 / weight).sum())
         df += int((rows.sum() - 1) * (cols.sum() - 1))
-    return statistic, df
+        reach += float((np.maximum(expected, 0.0) ** 2 / weight).sum())
+    return statistic, df, reach
+
+
+def can_see(df: int, reach: float, alpha: float) -> bool:
+    """Whether a test of ``df`` degrees of freedom and ``reach`` (:func:`noisy_chisq`)
+    detects a small dependence (Cohen's ``w =`` :data:`SMALL_EFFECT`) with
+    probability at least one half at level ``alpha`` (the non-central chi-square
+    by its normal approximation). A test that cannot is no evidence of
+    independence: it separates nothing."""
+    if df == 0:
+        return False
+    shift = reach * SMALL_EFFECT ** 2
+    z = (g_threshold(alpha, df) - df - shift) / math.sqrt(2.0 * (df + 2.0 * shift))
+    return z <= 0.0
 
 
 class NoisyChisqMargins:
@@ -207,12 +228,14 @@ class NoisyChisqMargins:
         self.margin: dict[TableKey, float] = {}
         self.statistic: dict[TableKey, float] = {}
         for t, key in enumerate(layout.keys):
-            stat, df = noisy_chisq(layout.table(counts, t), variance)
+            stat, df, reach = noisy_chisq(layout.table(counts, t), variance)
             self.statistic[key] = stat
-            # nothing seen through the noise: no evidence of independence, the
-            # edge stays (an exact table without degrees of freedom is read as
-            # independent by causal-learn; its emptiness is known, not noise)
-            self.margin[key] = alpha - (0.0 if df == 0 else chi2_sf(stat, df))
+            # a test the noise leaves blind to a small dependence is no evidence of
+            # independence: the edge stays (an exact table without degrees of
+            # freedom is read as independent by causal-learn; its emptiness is
+            # known, not noise)
+            seen = can_see(df, reach, alpha)
+            self.margin[key] = alpha - (chi2_sf(stat, df) if seen else 0.0)
 
 
 def released_tables_graph(frame, request, eps, delta, level_shares, backend, split_every,

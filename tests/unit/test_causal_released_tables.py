@@ -16,7 +16,9 @@ from dpmic_dask.causal import causal_graph, causal_graph_exact
 from dpmic_dask.causal.citests import g_pvalue_causallearn, pearson_statistic
 from dpmic_dask.causal.tablerelease import (
     LevelRelease,
+    NoisyChisqMargins,
     TableBudget,
+    can_see,
     canonical,
     joint_sets,
     most_tables,
@@ -87,16 +89,34 @@ def test_noisy_chisq_without_noise_is_pearson_on_the_rows_and_columns_that_occur
     table = rng.integers(5, 50, (3, 4, 3)).astype(np.int64)
     table[1, 2, :] = 0  # an empty row in one stratum
     table[2, :, :] = 0  # an empty stratum
-    stat, df = noisy_chisq(table, 0.0)
+    stat, df, reach = noisy_chisq(table, 0.0)
     kept = [table[0], np.delete(table[1], 2, axis=0)]
     assert stat == pytest.approx(sum(pearson_statistic(k[None, None])[0] for k in kept))
     assert df == (4 - 1) * (3 - 1) + (3 - 1) * (3 - 1)
+    assert reach == pytest.approx(table.sum())  # without noise: every row counted
     assert g_pvalue_causallearn(table, "chisq") == pytest.approx(stats.chi2.sf(stat, df))
-    # noise in the weights: a smaller statistic, the same rows seen
-    noisy, same = noisy_chisq(table, 25.0)
-    assert noisy < stat and same == df
+    # noise in the weights: a smaller statistic and reach, the same rows seen
+    noisy, same, less = noisy_chisq(table, 25.0)
+    assert noisy < stat and same == df and less < reach
     # noise larger than the counts: nothing is seen, no degrees of freedom
-    assert noisy_chisq(table, 1e6) == (0.0, 0)
+    assert noisy_chisq(table, 1e6) == (0.0, 0, 0.0)
+
+
+def test_a_test_blind_to_a_small_dependence_separates_nothing():
+    """can_see: power at least 1/2 against Cohen's w = 0.1; with df = 4 at alpha
+    0.05 that takes a reach of about 750 rows. An independent 2 x 2 table of 1000
+    rows separates its pair exactly; under noise that hides a small dependence it
+    separates nothing (the edge would stay)."""
+    assert not can_see(0, 1e9, 0.05)
+    assert not can_see(4, 500.0, 0.05) and can_see(4, 1000.0, 0.05)
+    layout = LevelTables(codings_of(["x", "y"]), (TableKey(0, 1, ()),))
+    counts = np.zeros((3, 3), dtype=np.int64)  # the last row and column: "other"
+    counts[:2, :2] = 250
+    key = layout.keys[0]
+    exact = NoisyChisqMargins(layout, counts.ravel(), 0.0, 0.05)
+    assert exact.margin[key] == pytest.approx(0.05 - 1.0)  # p = 1: independent
+    blind = NoisyChisqMargins(layout, counts.ravel(), 40.0 ** 2, 0.05)
+    assert blind.margin[key] == pytest.approx(0.05)
 
 
 def test_the_noise_scale_per_level_from_public_quantities():
