@@ -133,10 +133,11 @@ def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_conditi
         ``"g"``, ``"tau"``).
     test : {"auto", "copula", "chisq", "g", "tau"}
         ``"auto"`` (default) chooses from the column kinds (``docs/causal.md``):
-        ``"copula"`` when every column has bounds, ``"tau"`` when the categorical
-        columns are all binary, else ``"chisq"``. ``"copula"``: the Gaussian-copula
-        test -- one release of the Kendall tau matrix (fine bins, no coarse
-        binning), PC as post-processing (``dpmic_dask.causal.copula``).
+        ``"copula"`` when every column has bounds, ``"tau"`` for bounded columns
+        beside categorical ones that are all binary, else ``"chisq"``.
+        ``"copula"``: the Gaussian-copula test -- one release of the Kendall tau
+        matrix (fine bins, no coarse binning), PC as post-processing
+        (``dpmic_dask.causal.copula``).
         ``"chisq"``: per level one release of the joint tables the tests read,
         Pearson's chi-square on them as post-processing
         (``dpmic_dask.causal.tablerelease``). ``"g"``: noisy per-test decisions on

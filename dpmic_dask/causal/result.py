@@ -40,6 +40,8 @@ class CausalReport:
     unit: str | None = None
     max_rows_per_unit: int | None = None
     rows_noisy: int | None = None
+    #: why the search ended before ``max_condition_size`` ("" when it did not)
+    ended: str = ""
 
     @property
     def tests(self) -> int:
@@ -75,6 +77,8 @@ class CausalReport:
         for r in self.levels:
             lines.append(f"  level {r.level}: {r.edges_tested} edges tested with {r.tests} "
                          f"tests, {r.removed} removed")
+        if self.ended:
+            lines.append(f"  {self.ended}")
         lines.append(f"{self.tests} tests in {self.passes} passes over the data")
         return "\n".join(lines)
 

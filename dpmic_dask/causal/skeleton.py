@@ -104,7 +104,8 @@ class Margins:
                     self.margin[key] = float(s - th)
 
 
-def pc_skeleton(columns: int, *, count_level, decide, max_level: int, margins) -> Skeleton:
+def pc_skeleton(columns: int, *, count_level, decide, max_level: int, margins,
+                proceed=None) -> Skeleton:
     """Run PC-stable on ``columns`` columns.
 
     ``count_level(keys) -> (layout, counts)`` counts every table of a level in one
@@ -112,7 +113,8 @@ def pc_skeleton(columns: int, *, count_level, decide, max_level: int, margins) -
     edge)`` gives per edge ``(index of the separating set or None (keep), noisy
     smallest margin or None)``, the margins in the order of :func:`candidate_sets`. A kept edge's
     statistic is the noisy margin plus the test's offset, or (exact decisions)
-    the statistic of its weakest test.
+    the statistic of its weakest test. ``proceed(level, keys) -> bool`` (optional)
+    may end the search before a level's tables are counted.
     """
     adjacency = ~np.eye(columns, dtype=bool)
     result = Skeleton(adjacency)
@@ -128,7 +130,7 @@ def pc_skeleton(columns: int, *, count_level, decide, max_level: int, margins) -
                 tests[(i, j)] = [TableKey(i, j, s) for s in sets]
         keys = sorted({k for ks in tests.values() for k in ks},
                       key=lambda k: (k.x, k.y, k.cond))
-        if not keys:
+        if not keys or (proceed is not None and not proceed(level, tuple(keys))):
             break
         layout, counts = count_level(tuple(keys))
         read = margins(layout, counts)

@@ -26,6 +26,7 @@ Levels compose (adaptively): the whole is ``(eps, delta)`` as charged once.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -54,6 +55,16 @@ def joint_sets(keys) -> tuple[tuple[int, ...], ...]:
 def canonical(columns: tuple[int, ...]) -> TableKey:
     """The key whose table is the joint table of ``columns`` (sorted)."""
     return TableKey(columns[0], columns[1], tuple(columns[2:]))
+
+
+#: Noisy counts one level may release (about a minute of exact noise sampling): a
+#: level needing more ends the search, and the report says so.
+MAX_RELEASED_CELLS = 2**23
+
+
+def level_cells(codings, sets) -> int:
+    """The counts of the joint tables of ``sets`` (public)."""
+    return sum(math.prod(codings[c].size for c in s) for s in sets)
 
 
 def most_tables(p: int, level: int) -> int:
@@ -180,28 +191,42 @@ def noisy_chisq(table: np.ndarray, variance: float) -> tuple[float, int, float]:
     an exact test would need for the power this one has (``sum E``, the rows seen,
     without noise); a dependence of Cohen's ``w`` moves the statistic's mean by
     about ``reach w^2``."""
-    a = np.asarray(table, dtype=np.float64)
+    stat, df, reach = noisy_chisq_many(np.asarray(table)[None], variance)
+    return float(stat[0]), int(df[0]), float(reach[0])
+
+
+def noisy_chisq_many(tables: np.ndarray, variance: float):
+    """:func:`noisy_chisq` of every table of ``tables`` (``[T, strata, kx, ky]``, one
+    shape), vectorised: arrays of the statistics, degrees of freedom and reaches."""
+    a = np.asarray(tables, dtype=np.float64)
     sd = math.sqrt(max(variance, 0.0))
-    statistic, df, reach = 0.0, 0, 0.0
-    for stratum in a:
-        rows = stratum.sum(axis=1) > VISIBLE * sd * math.sqrt(stratum.shape[1])
-        cols = stratum.sum(axis=0) > VISIBLE * sd * math.sqrt(stratum.shape[0])
-        if rows.sum() < 2 or cols.sum() < 2:
-            continue
-        kept = stratum[np.ix_(rows, cols)]
-        r, c = kept.sum(axis=1), kept.sum(axis=0)
-        total = r.sum()
-        px, py = r / total, c / total
-        ax = (1.0 - px) ** 2 + (px ** 2).sum() - px ** 2
-        ay = (1.0 - py) ** 2 + (py ** 2).sum() - py ** 2
-        expected = np.outer(r, c) / total
-        spread = np.maximum(np.outer(1.0 - px, 1.0 - py), 1e-6)
-        weight = np.maximum(expected, 0.0) + variance * np.outer(ax, ay) / spread
-        weight = np.maximum(weight, 1e-12)
-        statistic += float(((kept - expected) ** 2 / weight).sum())
-        df += int((rows.sum() - 1) * (cols.sum() - 1))
-        reach += float((np.maximum(expected, 0.0) ** 2 / weight).sum())
-    return statistic, df, reach
+    kx, ky = a.shape[-2:]
+    rows = a.sum(axis=3) > VISIBLE * sd * math.sqrt(ky)  # [T, S, kx]
+    cols = a.sum(axis=2) > VISIBLE * sd * math.sqrt(kx)  # [T, S, ky]
+    nrows, ncols = rows.sum(axis=2), cols.sum(axis=2)
+    seen = rows[..., :, None] & cols[..., None, :]
+    # a stratum with two rows and two columns seen, whose seen block holds rows
+    used = (nrows >= 2) & (ncols >= 2) & (np.where(seen, a, 0.0).sum(axis=(2, 3)) > 0)
+    cells = seen & used[..., None, None]
+    kept = np.where(cells, a, 0.0)
+    r, c = kept.sum(axis=3), kept.sum(axis=2)
+    total = np.where(used, r.sum(axis=2), 1.0)
+    px, py = r / total[..., None], c / total[..., None]
+    ax = (1.0 - px) ** 2 + (px ** 2).sum(axis=2, keepdims=True) - px ** 2
+    ay = (1.0 - py) ** 2 + (py ** 2).sum(axis=2, keepdims=True) - py ** 2
+    expected = r[..., :, None] * c[..., None, :] / total[..., None, None]
+    spread = np.maximum((1.0 - px)[..., :, None] * (1.0 - py)[..., None, :], 1e-6)
+    weight = np.maximum(np.maximum(expected, 0.0)
+                        + variance * ax[..., :, None] * ay[..., None, :] / spread, 1e-12)
+    stat = np.where(cells, (kept - expected) ** 2 / weight, 0.0).sum(axis=(1, 2, 3))
+    reach = np.where(cells, np.maximum(expected, 0.0) ** 2 / weight, 0.0).sum(axis=(1, 2, 3))
+    df = np.where(used, (nrows - 1) * (ncols - 1), 0).sum(axis=1)
+    return stat, df, reach
+
+
+@functools.lru_cache(maxsize=4096)
+def _threshold(alpha: float, df: int) -> float:
+    return g_threshold(alpha, df)
 
 
 def can_see(df: int, reach: float, alpha: float) -> bool:
@@ -213,7 +238,7 @@ def can_see(df: int, reach: float, alpha: float) -> bool:
     if df == 0:
         return False
     shift = reach * SMALL_EFFECT ** 2
-    z = (g_threshold(alpha, df) - df - shift) / math.sqrt(2.0 * (df + 2.0 * shift))
+    z = (_threshold(alpha, df) - df - shift) / math.sqrt(2.0 * (df + 2.0 * shift))
     return z <= 0.0
 
 
@@ -227,15 +252,23 @@ class NoisyChisqMargins:
                  alpha: float):
         self.margin: dict[TableKey, float] = {}
         self.statistic: dict[TableKey, float] = {}
+        #: whether any test could see a small dependence through the noise
+        self.saw = False
+        groups: dict[tuple[int, int, int], list[int]] = {}
         for t, key in enumerate(layout.keys):
-            stat, df, reach = noisy_chisq(layout.table(counts, t), variance)
-            self.statistic[key] = stat
-            # a test the noise leaves blind to a small dependence is no evidence of
-            # independence: the edge stays (an exact table without degrees of
-            # freedom is read as independent by causal-learn; its emptiness is
-            # known, not noise)
-            seen = can_see(df, reach, alpha)
-            self.margin[key] = alpha - (chi2_sf(stat, df) if seen else 0.0)
+            groups.setdefault(layout.shape(key), []).append(t)
+        for members in groups.values():
+            stacked = np.stack([layout.table(counts, t) for t in members])
+            for t, stat, df, reach in zip(members, *noisy_chisq_many(stacked, variance)):
+                key = layout.keys[t]
+                self.statistic[key] = float(stat)
+                # a test the noise leaves blind to a small dependence is no evidence of
+                # independence: the edge stays (an exact table without degrees of
+                # freedom is read as independent by causal-learn; its emptiness is
+                # known, not noise)
+                seen = can_see(int(df), float(reach), alpha)
+                self.saw |= seen
+                self.margin[key] = alpha - (chi2_sf(float(stat), int(df)) if seen else 0.0)
 
 
 def released_tables_graph(frame, request, eps, delta, level_shares, backend, split_every,
@@ -249,6 +282,11 @@ def released_tables_graph(frame, request, eps, delta, level_shares, backend, spl
     p = len(request.codings)
     budget = TableBudget.plan(eps, delta, level_shares)
     budget.check(p)
+    first_cells = level_cells(request.codings, joint_sets(first[0].keys))
+    if first_cells > MAX_RELEASED_CELLS:
+        raise InvalidParameterError(
+            f"the pairs' tables would need {first_cells} noisy counts (more than "
+            f"{MAX_RELEASED_CELLS}): use fewer columns or categories (nothing was charged)")
     _warn_if_noisy(request, n, budget)  # public quantities only, before the charge
     yield Bill(budget.total, label or f"causal graph of {p} columns", "causal-pc-chisq",
                request.names)
@@ -262,11 +300,37 @@ def released_tables_graph(frame, request, eps, delta, level_shares, backend, spl
 
     released = ReleasedTables(count_level, request.codings, budget, first)
 
+    read: list[NoisyChisqMargins] = []
+
     def margins(layout, counts):
-        return NoisyChisqMargins(layout, counts, released.levels[-1].variance, request.alpha)
+        read.append(NoisyChisqMargins(layout, counts, released.levels[-1].variance,
+                                      request.alpha))
+        return read[-1]
+
+    ended: list[str] = []
+
+    def proceed(level, keys):
+        # a level none of whose tests could see a small dependence ends the search:
+        # the next level's tables are larger and, being more, noisier; so does a
+        # level whose tables would need more than MAX_RELEASED_CELLS counts (public:
+        # the keys follow from released decisions)
+        if level and not read[-1].saw:
+            ended.append(f"levels {level}-{request.max_condition_size} not run: no test of "
+                         f"level {level - 1} could see a small dependence (Cohen's w = 0.1) "
+                         "through the noise; a larger eps, or delta > 0, narrows it")
+            return False
+        cells = level_cells(request.codings, joint_sets(keys))
+        if level and cells > MAX_RELEASED_CELLS:  # level 0's was checked before the charge
+            ended.append(f"levels {level}-{request.max_condition_size} not run: level "
+                         f"{level}'s tables would need {cells} noisy counts (more than "
+                         f"{MAX_RELEASED_CELLS}); fewer columns or categories, or a smaller "
+                         "max_condition_size, lower it")
+            return False
+        return True
 
     skeleton = pc_skeleton(p, count_level=released, decide=exact_decision,
-                           max_level=request.max_condition_size, margins=margins)
+                           max_level=request.max_condition_size, margins=margins,
+                           proceed=proceed)
     parts = tuple((f"level {level} tables ({len(r.sets)} joint tables, noise on every count)",
                    budget.parts[level].describe(), r.scale)
                   for level, r in enumerate(released.levels))
@@ -276,7 +340,8 @@ def released_tables_graph(frame, request, eps, delta, level_shares, backend, spl
         True, "chisq", request.alpha, n, request.bins, request.max_condition_size,
         epsilon=budget.total.epsilon, delta=budget.total.delta,
         statement=privacy_statement(budget.total, request.pairs, detail), parts=parts,
-        levels=tuple(skeleton.levels), passes=len(passes))
+        levels=tuple(skeleton.levels), passes=len(passes),
+        ended=ended[0] if ended else "")
     graph = cpdag(skeleton.adjacency, skeleton.separating_sets)
     tables = [{tuple(request.names[c] for c in s): r.joint(s) for s in r.sets}
               for r in released.levels]

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
+import pandas as pd
 from numba import njit
 
 from dpmic_dask.stats.kernels.binning import equipartition_bins, fixed_point_positions
@@ -55,7 +56,8 @@ class ColumnCoding:
 
     def _category_codes(self, values) -> tuple[np.ndarray, bool]:
         series = np.asarray(values)
-        missing = bool(np.any(series != series)) if series.dtype.kind in "fc" else False
+        # NaN, None, NaT and pd.NA alike (an object or categorical column too)
+        missing = bool(pd.isna(series).any())
         out = np.full(series.shape[0], self.size - 1, dtype=np.uint8)  # "other"
         for code, category in enumerate(self.categories):  # type: ignore[arg-type]
             out[series == category] = code

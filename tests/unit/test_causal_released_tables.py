@@ -165,3 +165,46 @@ def test_a_huge_budget_gives_the_exact_chisq_graph(delta):
     private = causal_graph(frame, 1e12, delta=delta, categories=CATEGORIES)
     assert np.array_equal(private.graph, exact.graph)
     assert private.separating_sets == exact.separating_sets
+
+
+def test_a_level_that_sees_nothing_ends_the_search_and_the_report_says_so():
+    """Pure DP at a small eps on a small table: no level-0 test can see a small
+    dependence through the noise, so no later level is counted (its tables would
+    only be noisier); every edge stays, and the report says why."""
+    frame = chain(3000)
+    g = causal_graph(frame, 0.05, categories=CATEGORIES, max_condition_size=2)
+    report = g.report()
+    assert len(report.levels) == 1 and len(g.released_tables) == 1
+    assert "levels 1-2 not run" in str(report)
+    assert len(g.skeleton) == 6  # nothing could be separated
+
+
+def test_a_level_needing_too_many_counts_ends_the_search(monkeypatch):
+    import dpmic_dask.causal.tablerelease as tablerelease
+
+    monkeypatch.setattr(tablerelease, "MAX_RELEASED_CELLS", 50)  # level 0: 6 x 16 counts
+    ledger = InMemoryLedger()
+    ledger.set_budget("d", Budget(10.0))
+    with pytest.raises(InvalidParameterError, match="nothing was charged"):
+        causal_graph(chain(20_000), 5.0, categories=CATEGORIES, ledger=ledger, dataset="d")
+    assert ledger.charges("d") == []
+    monkeypatch.setattr(tablerelease, "MAX_RELEASED_CELLS", 100)  # level 1: 64 per table
+    frame = chain(20_000)
+    frame["d"] = np.where(np.random.default_rng(1).random(20_000) < 0.7, frame["c"], frame["d"])
+    g = causal_graph(frame, 5.0, delta=1e-6, categories=CATEGORIES)  # a - b - c - d
+    assert len(g.report().levels) == 1
+    assert "levels 1-2 not run: level 1's tables would need" in str(g.report())
+    assert len(g.released_tables) == 1
+
+
+@pytest.mark.parametrize("missing", [None, float("nan")])
+def test_a_missing_category_is_refused_before_the_charge(missing):
+    from dpmic_dask.errors import MissingValuesError
+
+    frame = chain(500).astype(object)
+    frame.iloc[3, 1] = missing
+    ledger = InMemoryLedger()
+    ledger.set_budget("d", Budget(1.0))
+    with pytest.raises(MissingValuesError):
+        causal_graph(frame, 1.0, categories=CATEGORIES, ledger=ledger, dataset="d")
+    assert ledger.charges("d") == []
