@@ -26,9 +26,11 @@ from __future__ import annotations
 import numpy as np
 from pandas.api.types import is_object_dtype
 
+from dpmic_dask.backends import backend_for
 from dpmic_dask.causal.copula import CopulaBudget, CorrelationTests, copula_correlation, tau_matrix
 from dpmic_dask.causal.copularun import correlation_grids, correlation_result
 from dpmic_dask.causal.result import CausalReport
+from dpmic_dask.causal.tablerelease import released_tables_graph
 from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.costs import measure_for, split_front
@@ -85,11 +87,11 @@ def check_unit_arguments(schema, request, privacy_unit, max_rows_per_unit, count
     if clash:
         raise InvalidParameterError(
             f"the privacy unit column(s) {clash} cannot be a column of the causal graph")
-    if request.test != "copula":
+    if request.test not in ("copula", "chisq"):
         raise InvalidParameterError(
-            "per privacy unit, causal discovery uses the copula test on bounded columns "
-            f"(test={request.test!r} is not available per unit): give every column public "
-            "bounds, or release at row level")
+            "per privacy unit, causal discovery uses the copula test (bounded columns) or "
+            f"released tables (test=\"chisq\"); test={request.test!r} is not available per "
+            "unit")
     return unit, k, share
 
 
@@ -172,10 +174,27 @@ def unit_copula_graph(frame, request, eps, delta, units: tuple, backend, split_e
     return correlation_result(request, tests, released, report)
 
 
+def unit_table_graph(frame, request, eps, delta, units: tuple, level_shares, backend,
+                     split_every, progress, label):
+    """Released tables per unit, staged: the refusals from the whole table, at most
+    ``k`` rows per unit kept once (persisted: every level's pass reads the same
+    rows), then :func:`~dpmic_dask.causal.tablerelease.released_tables_graph` with
+    the add/remove sensitivity of one unit (``k T`` in L1, ``k sqrt(T)`` in L2)."""
+    unit, k, _ = units  # count_share: no row count is released (the tables hold it)
+    names = list(request.names)
+    refuse_mixed_units(frame, unit, split_every=split_every, progress=progress)
+    refuse_missing_in_table(frame, names, split_every=split_every, progress=progress)
+    bounded = bound_contributions(frame, unit, k, names)
+    bounded = backend_for(bounded).persist(bounded)
+    return (yield from released_tables_graph(bounded, request, eps, delta, level_shares,
+                                             backend_for(bounded), split_every, progress,
+                                             label, units=(unit, k)))
+
+
 def _count_part(rowcount: RowCountPlan, noisy: int, n0: int) -> tuple:
     return (f"row count of the bounded rows (noisy {noisy}, lower bound n0 = {n0} at "
             f"1 - {rowcount.beta:g})", rowcount.cost.describe(), rowcount.scale)
 
 
 __all__ = ["check_unit_arguments", "find_floor", "plan_units", "tapered_tau",
-           "unit_copula_graph"]
+           "unit_copula_graph", "unit_table_graph"]

@@ -42,7 +42,11 @@ from dpmic_dask.causal.copularun import (
     correlation_result,
     refuse_missing_values,
 )
-from dpmic_dask.causal.copulaunit import check_unit_arguments, unit_copula_graph
+from dpmic_dask.causal.copulaunit import (
+    check_unit_arguments,
+    unit_copula_graph,
+    unit_table_graph,
+)
 from dpmic_dask.causal.decide import CausalBudget, check_shares, sensitivity
 from dpmic_dask.causal.levelcount import counter, first_level
 from dpmic_dask.causal.orient import cpdag
@@ -197,6 +201,9 @@ def _causal(frame, eps, delta, columns, alpha, max_condition_size, bounds, categ
     per_unit = check_unit_arguments(backend.schema(frame), request, *units)
     precheck_budget(ledger, dataset, measure_for(delta).total(eps, delta),
                     privacy_unit=per_unit[0] if per_unit else None)
+    if per_unit is not None and request.test == "chisq":
+        return (yield from unit_table_graph(frame, request, eps, delta, per_unit, shares[0],
+                                            backend, split_every, progress, label))
     if per_unit is not None:
         return (yield from unit_copula_graph(frame, request, eps, delta, per_unit, backend,
                                              split_every, progress, label))

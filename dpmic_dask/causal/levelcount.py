@@ -55,14 +55,17 @@ def counter(frame, request: CausalRequest, backend, split_every, progress, passe
     return count_level
 
 
-def first_level(frame, request, backend, split_every, progress, passes):
+def first_level(frame, request, backend, split_every, progress, passes, public=True):
     """Level 0's pass (every pair's table), before any charge: it also gives the
-    public row count and refuses missing values. Returns ``(rows, (layout, counts))``."""
+    public row count (checked; ``public=False``: per unit, where the count is
+    private and refuses nothing) and refuses missing values. Returns ``(rows,
+    (layout, counts))``."""
     p = len(request.codings)
     keys = tuple(TableKey(i, j, ()) for i in range(p) for j in range(i + 1, p))
     layout, summed = counter(frame, request, backend, split_every, progress, passes)(keys)
     refuse_missing_values(summed, request)
-    return check_rows(int(summed.rows)), (layout, summed.counts)
+    rows = check_rows(int(summed.rows)) if public else int(summed.rows)
+    return rows, (layout, summed.counts)
 
 
 __all__ = ["blocks", "counter", "first_level"]

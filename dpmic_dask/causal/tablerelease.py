@@ -43,8 +43,10 @@ from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.costs import PrivacyCost, measure_for
 from dpmic_dask.privacy.mechanisms.base import MAX_NOISE_UNITS
 from dpmic_dask.privacy.statement import privacy_statement
+from dpmic_dask.release.bounding import unit_label
 from dpmic_dask.release.charge import Bill, warn_if_delta_large
 from dpmic_dask.release.report import warn_noise_swamps_tests
+from dpmic_dask.release.unitbase import unit_privacy_statement
 
 
 def joint_sets(keys) -> tuple[tuple[int, ...], ...]:
@@ -78,16 +80,22 @@ class TableBudget:
 
     total: PrivacyCost
     parts: tuple[PrivacyCost, ...]
+    #: 0: replace one row; ``k >= 1``: add or remove one unit of up to ``k`` rows
+    k: int = 0
 
     @classmethod
-    def plan(cls, eps: float, delta: float, level_shares) -> TableBudget:
+    def plan(cls, eps: float, delta: float, level_shares, k: int = 0) -> TableBudget:
         measure = measure_for(delta)
         total = measure.total(eps, delta)
-        return cls(total, tuple(measure.split(total, list(level_shares))))
+        return cls(total, tuple(measure.split(total, list(level_shares))), k)
 
     def scale(self, level: int, tables: int) -> float:
         """Noise scale (count units) of every cell when ``tables`` joint tables are
-        released at ``level``: L1 sensitivity ``2 T``, L2 ``sqrt(2 T)``."""
+        released at ``level``: L1 sensitivity ``2 T``, L2 ``sqrt(2 T)`` (replace one
+        row); per unit ``k T`` and ``k sqrt(T)`` (add or remove up to ``k`` rows)."""
+        if self.k:
+            return self.parts[level].noise_scale(self.k * tables,
+                                                 self.k * math.sqrt(tables))
         return self.parts[level].noise_scale(2.0 * tables, math.sqrt(2.0 * tables))
 
     def check(self, p: int) -> None:
@@ -272,22 +280,27 @@ class NoisyChisqMargins:
 
 
 def released_tables_graph(frame, request, eps, delta, level_shares, backend, split_every,
-                          progress, label):
+                          progress, label, units=None):
     """The private ``chisq`` release, staged: level 0's pass and every check, the
     bill of the whole budget, then per level one noisy vector of joint tables and
-    PC's decisions on them (post-processing)."""
+    PC's decisions on them (post-processing). ``units``: ``(unit, k)`` when
+    ``frame`` holds at most ``k`` rows per unit (its row count is then private:
+    nothing is refused or warned on it, and the report's rows are read off the
+    released tables)."""
     passes: list[int] = []
-    n, first = first_level(frame, request, backend, split_every, progress, passes)
-    warn_if_delta_large(delta, n)
+    n, first = first_level(frame, request, backend, split_every, progress, passes,
+                           public=units is None)
     p = len(request.codings)
-    budget = TableBudget.plan(eps, delta, level_shares)
+    budget = TableBudget.plan(eps, delta, level_shares, 0 if units is None else units[1])
     budget.check(p)
     first_cells = level_cells(request.codings, joint_sets(first[0].keys))
     if first_cells > MAX_RELEASED_CELLS:
         raise InvalidParameterError(
             f"the pairs' tables would need {first_cells} noisy counts (more than "
             f"{MAX_RELEASED_CELLS}): use fewer columns or categories (nothing was charged)")
-    _warn_if_noisy(request, n, budget)  # public quantities only, before the charge
+    if units is None:
+        warn_if_delta_large(delta, n)
+        _warn_if_noisy(request, n, budget)  # public quantities only, before the charge
     yield Bill(budget.total, label or f"causal graph of {p} columns", "causal-pc-chisq",
                request.names)
     count = counter(frame, request, backend, split_every, progress, passes)
@@ -336,10 +349,17 @@ def released_tables_graph(frame, request, eps, delta, level_shares, backend, spl
                   for level, r in enumerate(released.levels))
     detail = (f"per level one release of the joint tables its tests read, "
               f"{len(budget.parts)} levels; every test is post-processing")
+    statement = privacy_statement(budget.total, request.pairs, detail)
+    unit_fields: dict = {}
+    if units is not None:  # the released count: a pair table's noisy total
+        n = max(0, int(released.levels[0].joint(released.levels[0].sets[0]).sum()))
+        statement = unit_privacy_statement(statement, units)
+        unit_fields = {"unit": unit_label(units[0]), "max_rows_per_unit": units[1],
+                       "rows_noisy": n}
     report = CausalReport(
         True, "chisq", request.alpha, n, request.bins, request.max_condition_size,
-        epsilon=budget.total.epsilon, delta=budget.total.delta,
-        statement=privacy_statement(budget.total, request.pairs, detail), parts=parts,
+        epsilon=budget.total.epsilon, delta=budget.total.delta, statement=statement,
+        parts=parts, **unit_fields,
         levels=tuple(skeleton.levels), passes=len(passes),
         ended=ended[0] if ended else "")
     graph = cpdag(skeleton.adjacency, skeleton.separating_sets)

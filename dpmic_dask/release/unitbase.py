@@ -93,13 +93,16 @@ def passes_at(plan, k: int, n: int) -> bool:
     return True
 
 
-def unit_privacy_statement(statement: str, units: UnitsPlan) -> str:
-    """The row-level statement said of the unit: neighbours differ by all rows of
-    one unit (added or removed), and the information bound is about one unit."""
-    who = unit_label(units.unit)
+def unit_privacy_statement(statement: str, units: UnitsPlan | tuple) -> str:
+    """The row-level statement said of the unit (a plan's, or ``(unit, k)``):
+    neighbours differ by all rows of one unit (added or removed), and the
+    information bound is about one unit."""
+    unit, k = (units.unit, units.k) if isinstance(units, UnitsPlan) else units
+    who = unit_label(unit)
     said = statement.replace(
         "with respect to replacing any one row",
-        f"with respect to adding or removing all rows of any one {who} ({units.statement})",
+        f"with respect to adding or removing all rows of any one {who} "
+        f"({unit_statement(unit, k)})",
     ).replace("about any one row beyond what the other rows already reveal",
               f"about any one {who} beyond what the other units' rows already reveal")
     if said == statement:  # pragma: no cover - the row-level wording changed

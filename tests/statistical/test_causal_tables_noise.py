@@ -96,3 +96,34 @@ def test_a_true_independence_is_kept_at_about_alpha():
         naive += df > 0 and stats.chi2.sf(stat, df) < 0.05
     assert 0.01 * runs <= kept <= 0.10 * runs, kept
     assert naive > 0.3 * runs, naive
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+@rerun_once
+def test_released_counts_per_unit_carry_the_unit_noise(delta):
+    """Per unit (k = 2, every unit holding two rows, so all are kept): every
+    released count minus the exact one follows the law of scale k sqrt(T) /
+    sqrt(2 rho_l) (zCDP) or k T / eps_l (pure), and not 0.7x or 1.3x of it."""
+    eps, runs, k = 1.0, 40, 2
+    frame = frame_of(3000, 0).assign(who=np.repeat(np.arange(1500), k))
+    residuals = []
+    for _ in range(runs):
+        g = causal_graph(frame, eps, delta=delta, categories=CATEGORIES, max_condition_size=1,
+                         privacy_unit="who", max_rows_per_unit=k)
+        for level, tables in enumerate(g.released_tables):
+            t = len(tables)
+            if delta:
+                scale = k * math.sqrt(t) / math.sqrt(2 * rho_from_eps_delta(eps, delta) / 2)
+            else:
+                scale = k * t / (eps / 2)
+            assert g.report().parts[level][2] == pytest.approx(scale, rel=1e-9)
+            for names, noisy in tables.items():
+                residuals.append(((noisy - exact_joint(frame, names)).ravel(), scale))
+    for factor, fits in ((1.0, True), (0.7, False), (1.3, False)):
+        pvalues = []
+        for scale in sorted({s for _, s in residuals}):
+            z = np.concatenate([r for r, s in residuals if s == scale])
+            law = discrete_gaussian_pmf if delta else discrete_laplace_pmf
+            pvalues.append(chi_square_pvalue(z, lambda v, s=scale: law(factor * s, v)))
+        assert (min(pvalues) > ALPHA / len(pvalues)) is fits, (factor, pvalues)

@@ -151,6 +151,7 @@ def test_per_unit_without_noise_is_the_exact_tau_of_the_kept_rows():
      InvalidParameterError),
     ({"privacy_unit": "x", "max_rows_per_unit": 2}, "cannot be a column"),
     ({"privacy_unit": "who", "max_rows_per_unit": 2, "test": "g"}, "copula test"),
+    ({"privacy_unit": "who", "max_rows_per_unit": 2, "test": "tau"}, "not available per unit"),
 ])
 def test_per_unit_refusals_charge_nothing(arguments, error):
     frame = unit_frame(units=50)
@@ -180,3 +181,58 @@ def test_missing_values_and_a_row_level_ledger_are_refused_before_the_charge():
     with pytest.raises(UnitMismatchError):  # and a budget per unit refuses a row-level one
         causal_graph(unit_frame(units=50), 1.0, bounds=BOUNDS, ledger=ledger, dataset="d")
     assert rows.charges("d") == [] and ledger.charges("d") == []
+
+
+def test_adding_a_unit_moves_the_joint_tables_by_k_T_and_k_sqrt_T_exhaustively():
+    """Released tables per unit: every dataset of 1 row on 3 columns of 2
+    categories and an "other" value, and every unit of up to k = 2 rows added: the
+    vector of the T joint tables of a level moves by at most k T (L1) and k sqrt(T)
+    (L2), both attained (the unit's rows in one cell of every table)."""
+    from dpmic_dask.causal.tablerelease import TableBudget, canonical
+    from dpmic_dask.causal.tables import LevelTables, count_partition
+
+    names = list("abc")
+    codings = tuple(ColumnCoding(c, 3, categories=(0, 1)) for c in names)
+    values = list(itertools.product((0, 1, 7), repeat=3))
+    k = 2
+    for size in (2, 3):
+        sets = tuple(itertools.combinations(range(3), size))
+        layout = LevelTables(codings, tuple(canonical(s) for s in sets))
+        t = len(sets)
+        worst_l1 = worst_l2 = 0.0
+        for base in values:
+            before = count_partition(pd.DataFrame([base], columns=names), layout).counts
+            for unit in itertools.chain(((v,) for v in values),
+                                        itertools.product(values, repeat=k)):
+                after = count_partition(pd.DataFrame([base, *unit], columns=names),
+                                        layout).counts
+                diff = (after - before).astype(float)
+                worst_l1 = max(worst_l1, np.abs(diff).sum())
+                worst_l2 = max(worst_l2, math.sqrt((diff ** 2).sum()))
+        assert worst_l1 == k * t and worst_l2 == pytest.approx(k * math.sqrt(t))
+    budget = TableBudget.plan(1.0, 0.0, (1.0,), k=3)
+    assert budget.scale(0, 10) == pytest.approx(3 * 10 / 1.0)
+
+
+def test_released_tables_per_unit_bound_the_rows_and_charge_once():
+    rng = np.random.default_rng(4)
+    units = 3000
+    a = rng.integers(0, 3, units)
+    b = np.where(rng.random(units) < 0.7, a, rng.integers(0, 3, units))
+    c = rng.integers(0, 3, units)
+    frame = pd.DataFrame({"who": np.repeat(np.arange(units), 4), "a": np.repeat(a, 4),
+                          "b": np.repeat(b, 4), "c": np.repeat(c, 4)})
+    ledger = InMemoryLedger()
+    ledger.set_budget("d", Budget(2.0, 1e-6, privacy_unit="who"))
+    categories = {x: [0, 1, 2] for x in "abc"}
+    g = causal_graph(frame, 2.0, delta=1e-6, categories=categories, privacy_unit="who",
+                     max_rows_per_unit=1, ledger=ledger, dataset="d")
+    report = g.report()
+    assert report.test == "chisq" and report.unit == "who" and len(ledger.charges("d")) == 1
+    assert abs(report.rows - units) < 300  # one row per unit kept, not 4
+    first = g.released_tables[0][("a", "b")]
+    assert abs(first.sum() - units) < 300
+    assert g.skeleton == {frozenset("ab")}
+    text = str(report)
+    assert "adding or removing all rows of any one who" in text
+    assert "read off the released tables" in text
