@@ -77,8 +77,10 @@ class CausalReport:
                          f"|correlation| a test without conditioning detects "
                          f"{self.smallest_visible:.4g}")
         for r in self.levels:
+            blind = (f" ({r.blind} tests blind to a small dependence through the noise: "
+                     "they separate nothing)") if getattr(r, "blind", 0) else ""
             lines.append(f"  level {r.level}: {r.edges_tested} edges tested with {r.tests} "
-                         f"tests, {r.removed} removed")
+                         f"tests, {r.removed} removed{blind}")
         if self.ended:
             lines.append(f"  {self.ended}")
         lines.append(f"{self.tests} tests in {self.passes} passes over the data")

@@ -39,6 +39,9 @@ class LevelRecord:
     edges_tested: int
     tests: int
     removed: int
+    #: released tables: tests whose noise hides a small dependence (they separate
+    #: nothing)
+    blind: int = 0
 
 
 @dataclass
@@ -151,7 +154,8 @@ def pc_skeleton(columns: int, *, count_level, decide, max_level: int, margins,
         for i, j in removed:
             adjacency[i, j] = adjacency[j, i] = False
             result.last_statistic.pop((i, j), None)
-        result.levels.append(LevelRecord(level, len(tests), len(keys), len(removed)))
+        result.levels.append(LevelRecord(level, len(tests), len(keys), len(removed),
+                                         getattr(read, "blind", 0)))
     return result
 
 

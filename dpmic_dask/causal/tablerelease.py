@@ -260,8 +260,9 @@ class NoisyChisqMargins:
                  alpha: float):
         self.margin: dict[TableKey, float] = {}
         self.statistic: dict[TableKey, float] = {}
-        #: whether any test could see a small dependence through the noise
-        self.saw = False
+        #: whether any test could see a small dependence through the noise, and how
+        #: many could not
+        self.saw, self.blind = False, 0
         groups: dict[tuple[int, int, int], list[int]] = {}
         for t, key in enumerate(layout.keys):
             groups.setdefault(layout.shape(key), []).append(t)
@@ -276,6 +277,7 @@ class NoisyChisqMargins:
                 # known, not noise)
                 seen = can_see(int(df), float(reach), alpha)
                 self.saw |= seen
+                self.blind += not seen
                 self.margin[key] = alpha - (chi2_sf(float(stat), int(df)) if seen else 0.0)
 
 

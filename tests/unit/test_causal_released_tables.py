@@ -177,6 +177,7 @@ def test_a_level_that_sees_nothing_ends_the_search_and_the_report_says_so():
     assert len(report.levels) == 1 and len(g.released_tables) == 1
     assert "levels 1-2 not run" in str(report)
     assert len(g.skeleton) == 6  # nothing could be separated
+    assert report.levels[0].blind == 6 and "6 tests blind" in str(report)
 
 
 def test_a_level_needing_too_many_counts_ends_the_search(monkeypatch):
