@@ -39,11 +39,9 @@ from dpmic_dask.privacy.selection import check_share
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.bounding import (
     bound_contributions,
-    check_max_rows,
-    check_unit_columns,
-    check_unit_dtypes,
     refuse_missing_in_table,
     refuse_mixed_units,
+    unit_arguments,
     unit_label,
 )
 from dpmic_dask.release.charge import Bill, warn_if_delta_large
@@ -61,38 +59,25 @@ LARGE_N = 2**40
 
 
 def check_unit_arguments(schema, request, privacy_unit, max_rows_per_unit, count_share):
-    """``(unit, k, share)``, or ``None`` at row level; refuses (nothing read) a unit
-    without ``k`` (or ``k`` without a unit), a unit column that is missing, mixes
-    types by its dtype or is one of the search's columns, and a test other than
-    the copula test."""
-    if privacy_unit is None:
-        if max_rows_per_unit is not None or count_share is not None:
-            raise InvalidParameterError(
-                "max_rows_per_unit and count_share need privacy_unit (the column that "
-                "identifies a unit)")
+    """``(unit, k, share)``, or ``None`` at row level; refuses (nothing read) what
+    :func:`~dpmic_dask.release.bounding.unit_arguments` refuses (a unit column
+    may not be a column of the graph), ``count_share`` without a unit, and a
+    test other than the copula test or the released tables."""
+    if privacy_unit is None and count_share is not None:
+        raise InvalidParameterError("count_share needs privacy_unit (the column that "
+                                    "identifies a unit)")
+    found = unit_arguments(schema, request.names, privacy_unit, max_rows_per_unit,
+                           "be a column of the causal graph")
+    if found is None:
         return None
-    if max_rows_per_unit is None:
-        raise InvalidParameterError(
-            "privacy_unit needs max_rows_per_unit, the most rows of one unit that are used "
-            "(see dpmic_dask.contribution_bound to choose it privately)")
-    unit = check_unit_columns(privacy_unit)
-    k = check_max_rows(max_rows_per_unit)
     share = check_share(DEFAULT_COUNT_SHARE if count_share is None else count_share,
                         "count_share")
-    absent = [u for u in unit if u not in schema]
-    if absent:
-        raise InvalidParameterError(f"privacy_unit column(s) {absent} are not in the frame")
-    check_unit_dtypes(schema, unit)
-    clash = sorted(set(unit) & set(request.names))
-    if clash:
-        raise InvalidParameterError(
-            f"the privacy unit column(s) {clash} cannot be a column of the causal graph")
     if request.test not in ("copula", "chisq"):
         raise InvalidParameterError(
             "per privacy unit, causal discovery uses the copula test (bounded columns) or "
             f"released tables (test=\"chisq\"); test={request.test!r} is not available per "
             "unit")
-    return unit, k, share
+    return (*found, share)
 
 
 def _noise_fits(part, p: int, n0: int, k: int) -> bool:

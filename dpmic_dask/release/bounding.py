@@ -148,6 +148,33 @@ def check_max_rows(k) -> int:
     return int(k)
 
 
+def unit_arguments(schema, names, privacy_unit, max_rows_per_unit,
+                   role: str = "have bounds released"):
+    """``(unit columns, k)`` for a release per unit, else ``None``: refuses (before
+    anything is read) ``k`` without a unit or a unit without ``k``, a unit column
+    that is missing or mixes types by its dtype, and one among ``names`` (the
+    columns that cannot ``role``)."""
+    if privacy_unit is None:
+        if max_rows_per_unit is not None:
+            raise InvalidParameterError("max_rows_per_unit needs privacy_unit (the column "
+                                        "that identifies a unit)")
+        return None
+    unit = check_unit_columns(privacy_unit)
+    if max_rows_per_unit is None:
+        raise InvalidParameterError("privacy_unit needs max_rows_per_unit, the most rows of "
+                                    "one unit that are used (see "
+                                    "dpmic_dask.contribution_bound to choose it privately)")
+    k = check_max_rows(max_rows_per_unit)
+    absent = [u for u in unit if u not in schema]
+    if absent:
+        raise InvalidParameterError(f"privacy_unit column(s) {absent} are not in the frame")
+    check_unit_dtypes(schema, unit)
+    clash = sorted(set(unit) & set(names))
+    if clash:
+        raise InvalidParameterError(f"the privacy unit column(s) {clash} cannot {role}")
+    return unit, k
+
+
 def unit_label(unit: tuple[str, ...]) -> str:
     """How a unit is named in statements and ledgers: ``customer_id`` or ``a+b``."""
     return "+".join(unit)

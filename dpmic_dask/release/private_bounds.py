@@ -14,19 +14,14 @@ from functools import partial
 
 from dpmic_dask.backends import backend_for
 from dpmic_dask.config import engine
-from dpmic_dask.errors import (
-    InvalidParameterError,
-)
 from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.conversion import check_epsilon
 from dpmic_dask.release.axisframe import axis_frame
 from dpmic_dask.release.bounding import (
     bound_contributions,
-    check_max_rows,
-    check_unit_columns,
-    check_unit_dtypes,
     refuse_missing_in_table,
     refuse_mixed_units,
+    unit_arguments,
     unit_label,
 )
 from dpmic_dask.release.boundsread import bounds_release
@@ -40,29 +35,6 @@ from dpmic_dask.release.histograms import (
     refine_counts,
 )
 from dpmic_dask.stats.kinds import axis_arguments
-
-
-def _unit_arguments(schema, names, privacy_unit, max_rows_per_unit):
-    """``(unit columns, k)`` for a standalone bounds step per unit, else ``None``
-    (checked before anything is read)."""
-    if privacy_unit is None:
-        if max_rows_per_unit is not None:
-            raise InvalidParameterError("max_rows_per_unit needs privacy_unit (the column "
-                                        "that identifies a unit)")
-        return None
-    unit = check_unit_columns(privacy_unit)
-    if max_rows_per_unit is None:
-        raise InvalidParameterError("privacy_unit needs max_rows_per_unit, the most rows of "
-                                    "one unit that are used")
-    k = check_max_rows(max_rows_per_unit)
-    if any(u not in schema for u in unit):
-        raise InvalidParameterError("privacy_unit column(s) are not in the frame")
-    check_unit_dtypes(schema, unit)
-    clash = sorted(set(unit) & set(names))
-    if clash:
-        raise InvalidParameterError(
-            f"the privacy unit column(s) {clash} cannot have bounds released")
-    return unit, k
 
 
 def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, refine=True,
@@ -111,7 +83,7 @@ def _bounds_alone(frame, eps, *, columns, coverage, domain, refine, nulls, fill,
                                                   "refine": refine})
     coverage, domain, refine = settings["coverage"], settings["domain"], settings["refine"]
     names = [columns] if isinstance(columns, str) else list(columns or ())
-    unit = _unit_arguments(backend.schema(frame), names, privacy_unit, max_rows_per_unit)
+    unit = unit_arguments(backend.schema(frame), names, privacy_unit, max_rows_per_unit)
     axis = axis_arguments(backend.schema(frame), bounds=dict.fromkeys(names, (0.0, 1.0)),
                           columns=names, fill=fill)
     fill = axis.fill

@@ -45,6 +45,19 @@ def exact_joint(frame, names):
     return out
 
 
+def assert_fits_at_the_scale(residuals, delta):
+    """``(residuals, scale)`` pairs fit the discrete Gaussian (``delta > 0``) or
+    discrete Laplace law at their scale, and not at 0.7x or 1.3x of it (one
+    chi-square per scale, Bonferroni over the scales)."""
+    law = discrete_gaussian_pmf if delta else discrete_laplace_pmf
+    for factor, fits in ((1.0, True), (0.7, False), (1.3, False)):
+        pvalues = []
+        for scale in sorted({s for _, s in residuals}):
+            z = np.concatenate([r for r, s in residuals if s == scale])
+            pvalues.append(chi_square_pvalue(z, lambda v, s=scale: law(factor * s, v)))
+        assert (min(pvalues) > ALPHA / len(pvalues)) is fits, (factor, pvalues)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("delta", [0.0, 1e-6])
 @rerun_once
@@ -63,17 +76,7 @@ def test_released_counts_carry_the_stated_noise(delta):
             assert g.report().parts[level][2] == pytest.approx(scale, rel=1e-9)
             for names, noisy in tables.items():
                 residuals.append(((noisy - exact_joint(frame, names)).ravel(), scale))
-    for factor, fits in ((1.0, True), (0.7, False), (1.3, False)):
-        pvalues = []
-        for scale in sorted({s for _, s in residuals}):
-            z = np.concatenate([r for r, s in residuals if s == scale])
-            if delta:
-                pvalues.append(chi_square_pvalue(
-                    z, lambda v, s=scale: discrete_gaussian_pmf(factor * s, v)))
-            else:
-                pvalues.append(chi_square_pvalue(
-                    z, lambda v, s=scale: discrete_laplace_pmf(factor * s, v)))
-        assert (min(pvalues) > ALPHA / len(pvalues)) is fits, (factor, pvalues)
+    assert_fits_at_the_scale(residuals, delta)
 
 
 @pytest.mark.slow
@@ -120,10 +123,4 @@ def test_released_counts_per_unit_carry_the_unit_noise(delta):
             assert g.report().parts[level][2] == pytest.approx(scale, rel=1e-9)
             for names, noisy in tables.items():
                 residuals.append(((noisy - exact_joint(frame, names)).ravel(), scale))
-    for factor, fits in ((1.0, True), (0.7, False), (1.3, False)):
-        pvalues = []
-        for scale in sorted({s for _, s in residuals}):
-            z = np.concatenate([r for r, s in residuals if s == scale])
-            law = discrete_gaussian_pmf if delta else discrete_laplace_pmf
-            pvalues.append(chi_square_pvalue(z, lambda v, s=scale: law(factor * s, v)))
-        assert (min(pvalues) > ALPHA / len(pvalues)) is fits, (factor, pvalues)
+    assert_fits_at_the_scale(residuals, delta)
