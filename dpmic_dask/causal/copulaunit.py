@@ -127,7 +127,7 @@ def unit_copula_graph(frame, request, eps, delta, units: tuple, backend, split_e
     plan = plan_units(eps, delta, len(request.codings), unit, k, share)
     names = list(request.names)
     refuse_mixed_units(frame, unit, split_every=split_every, progress=progress)
-    refuse_missing_in_table(frame, names, split_every=split_every, progress=progress)
+    _refuse_missing(frame, names, split_every, progress)
     bounded = bound_contributions(frame, unit, k, names)
     grids, codings = correlation_grids(bounded, request, backend, progress)
     p, bins = len(codings), codings[0].size
@@ -167,13 +167,22 @@ def unit_table_graph(frame, request, eps, delta, units: tuple, level_shares, bac
     the add/remove sensitivity of one unit (``k T`` in L1, ``k sqrt(T)`` in L2)."""
     unit, k, _ = units  # count_share: no row count is released (the tables hold it)
     names = list(request.names)
+    raw = [c.name for c in request.codings if c.categories is not None]  # not numbers
     refuse_mixed_units(frame, unit, split_every=split_every, progress=progress)
-    refuse_missing_in_table(frame, names, split_every=split_every, progress=progress)
+    _refuse_missing(frame, names, split_every, progress, raw)
     bounded = bound_contributions(frame, unit, k, names)
     bounded = backend_for(bounded).persist(bounded)
     return (yield from released_tables_graph(bounded, request, eps, delta, level_shares,
                                              backend_for(bounded), split_every, progress,
                                              label, units=(unit, k)))
+
+
+def _refuse_missing(frame, names, split_every, progress, raw=()) -> None:
+    """Missing values in the graph's columns, refused from the whole table (never
+    from the kept rows, whose choice depends on the fresh key)."""
+    refuse_missing_in_table(frame, names, split_every=split_every, progress=progress,
+                            raw=raw, hint="fill them with public values or drop the rows "
+                            "first")
 
 
 def _count_part(rowcount: RowCountPlan, noisy: int, n0: int) -> tuple:

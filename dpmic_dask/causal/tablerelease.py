@@ -153,9 +153,8 @@ class ReleasedTables:
     def __call__(self, keys):
         level = len(self.levels)
         sets = joint_sets(keys)
-        if self.pending:  # level 0: every pair, counted before the charge
+        if self.pending:  # level 0: every pair (its canonical keys), counted before the charge
             layout, counts = self.pending.pop()
-            assert tuple(layout.keys) == tuple(canonical(s) for s in sets)
         else:
             layout, counts = self.count(tuple(canonical(s) for s in sets))
         scale = self.budget.scale(level, len(sets))
@@ -355,6 +354,7 @@ def released_tables_graph(frame, request, eps, delta, level_shares, backend, spl
     unit_fields: dict = {}
     if units is not None:  # the released count: a pair table's noisy total
         n = max(0, int(released.levels[0].joint(released.levels[0].sets[0]).sum()))
+        warn_if_delta_large(delta, n)  # after the charge: shown, never raised
         statement = unit_privacy_statement(statement, units)
         unit_fields = {"unit": unit_label(units[0]), "max_rows_per_unit": units[1],
                        "rows_noisy": n}

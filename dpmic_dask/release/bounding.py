@@ -15,7 +15,7 @@ import pandas as pd
 
 from dpmic_dask.backends import backend_for, register
 from dpmic_dask.backends.base import Backend
-from dpmic_dask.checks import refuse_missing
+from dpmic_dask.checks import FILL_HINT, refuse_missing
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError
 from dpmic_dask.release.keeprows import (  # noqa: F401 (re-exported)
     PRIORITY,
@@ -205,7 +205,7 @@ def add_rows_and_missing(a, b):
 
 
 def refuse_missing_in_table(frame, columns, *, split_every: int, progress=None,
-                            raw=()) -> None:
+                            raw=(), hint: str = FILL_HINT) -> None:
     """Refuse missing values in ``columns`` (axis numbers; the ``raw`` ones as they
     are) of the whole table, before bounding. Checked on the bounded rows only,
     the refusal would depend on which rows the fresh key keeps: the same call would
@@ -215,7 +215,7 @@ def refuse_missing_in_table(frame, columns, *, split_every: int, progress=None,
     _, missing = backend_for(frame).reduce(
         frame, columns, partial(rows_and_missing, columns=columns, raw=tuple(raw)),
         add_rows_and_missing, split_every=split_every, progress=progress)
-    refuse_missing(columns, missing)
+    refuse_missing(columns, missing, hint)
 
 
 class BoundedFrame:

@@ -236,3 +236,23 @@ def test_released_tables_per_unit_bound_the_rows_and_charge_once():
     text = str(report)
     assert "adding or removing all rows of any one who" in text
     assert "read off the released tables" in text
+
+
+def test_released_tables_per_unit_take_text_categories_and_refuse_their_nulls():
+    rng = np.random.default_rng(0)
+    n = 4000
+    a = rng.choice(["x", "y", "z"], n)
+    frame = pd.DataFrame({"who": np.arange(n) // 2, "a": a,
+                          "b": np.where(rng.random(n) < 0.7, a, rng.choice(["x", "y", "z"], n)),
+                          "c": rng.choice(["x", "y"], n), "v": rng.normal(size=n)})
+    categories = {c: ["x", "y", "z"] for c in "abc"}
+    g = causal_graph(frame, 2.0, delta=1e-6, categories=categories, bounds={"v": (-3, 3)},
+                     privacy_unit="who", max_rows_per_unit=2)
+    assert g.report().test == "chisq" and frozenset("ab") in g.skeleton
+    frame.loc[5, "b"] = None
+    ledger = InMemoryLedger()
+    ledger.set_budget("d", Budget(5.0, 1e-6, privacy_unit="who"))
+    with pytest.raises(MissingValuesError, match="fill them with public values"):
+        causal_graph(frame, 2.0, delta=1e-6, categories=categories, privacy_unit="who",
+                     max_rows_per_unit=2, ledger=ledger, dataset="d")
+    assert ledger.charges("d") == []
