@@ -6,6 +6,7 @@ The private release is staged (:func:`copula_graph`): the executor
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator
 from dataclasses import replace
 from functools import partial
@@ -24,12 +25,25 @@ from dpmic_dask.causal.copula import (
     grid_partition,
     tau_matrix,
 )
+from dpmic_dask.causal.copulabins import (
+    MARGIN_BINS,
+    MARGIN_SHARE,
+    QUANTILE_ERROR,
+    MarginCounts,
+    add_margins,
+    binned_codings,
+    fine_margin_codings,
+    margin_partition,
+    margin_scale,
+    quantile_lookup,
+)
 from dpmic_dask.causal.orient import cpdag
 from dpmic_dask.causal.request import CausalRequest
 from dpmic_dask.causal.result import CausalGraph, CausalReport
 from dpmic_dask.causal.skeleton import exact_decision, pc_skeleton
 from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError, MissingValuesError
+from dpmic_dask.privacy.costs import measure_for
 from dpmic_dask.privacy.mechanisms.base import (
     LATTICE,
     MAX_NOISE_UNITS,
@@ -57,10 +71,12 @@ def refuse_missing_values(summed, request: CausalRequest) -> None:
                                  "public values or drop the rows first (nothing was charged)")
 
 
-def correlation_grids(frame, request, backend, progress):
-    """The one pass of the correlation tests: every pair's fine grid (and, for
-    ``fisherz``, the raw moments); refuses missing values."""
-    codings = fine_codings(request.codings, copula_bins(request.pairs))
+def correlation_grids(frame, request, backend, progress, codings=None):
+    """The pass of the correlation tests: every pair's grid (and, for ``fisherz``,
+    the raw moments) on ``codings`` (default: equal-width fine bins); refuses
+    missing values."""
+    if codings is None:
+        codings = fine_codings(request.codings, copula_bins(request.pairs))
     # partials of up to 2^25 counts: summed two at a time (not split_every), so that
     # few wait at once: 50 columns x 10^6 rows peaked 2.55 GiB above the frame with
     # int64 partials summed eight at a time, 1.05 GiB now
@@ -72,38 +88,84 @@ def correlation_grids(frame, request, backend, progress):
     return grids, codings
 
 
+def margins_pass(frame, request, backend, progress) -> MarginCounts:
+    """The first pass of the copula test: every column's fine histogram, the row
+    count and the missing values (refused)."""
+    margins = backend.reduce(frame, request.names,
+                             partial(margin_partition,
+                                     codings=fine_margin_codings(request.codings)),
+                             add_margins, split_every=8, progress=progress)
+    refuse_missing_values(margins, request)
+    return margins
+
+
+def copula_codings(request, histograms):
+    """The copula bins placed at the quantiles of ``histograms`` (per column, noisy
+    or exact)."""
+    bins = copula_bins(request.pairs)
+    return binned_codings(request.codings, [quantile_lookup(h, bins) for h in histograms],
+                          bins)
+
+
 def copula_graph(frame, request, eps, delta, backend, progress,
                  label) -> Generator[Bill, Charge, CausalGraph]:
-    """The private copula release, staged: one pass and every check, the bill, then
-    one noisy tau matrix; PC on it is post-processing."""
-    grids, codings = correlation_grids(frame, request, backend, progress)
-    n = check_rows(int(grids.rows))
+    """The private copula release, staged: the first pass and every check, the
+    bill, then (zCDP) the noisy marginal histograms, the bins at their quantiles
+    and the grids' pass, and one noisy tau matrix; PC on it is post-processing.
+    Under pure DP the bins stay equal-width and the grids are the first pass."""
+    total = measure_for(delta).total(eps, delta)
+    p = len(request.codings)
+    margin_part, tau_part = total.measure.split(total, [MARGIN_SHARE, 1.0 - MARGIN_SHARE])
+    m_scale = margin_scale(margin_part, p)
+    quantiles = delta > 0  # pure DP: the histograms' Laplace noise would misplace bins
+    if quantiles:
+        margins = margins_pass(frame, request, backend, progress)
+        n = check_rows(int(margins.rows))
+        # bins at noisy quantiles only where the noise of a cumulative count (a random
+        # walk over the fine bins) stays within a tenth of the rows (public: n, p, eps)
+        quantiles = m_scale * math.sqrt(MARGIN_BINS) <= QUANTILE_ERROR * n
+    if not quantiles:  # equal-width bins, the whole budget on the tau matrix
+        grids, codings = correlation_grids(frame, request, backend, progress)
+        n = check_rows(int(grids.rows))
+        tau_part, m_scale = total, 0.0
     warn_if_delta_large(delta, n)
-    p = len(codings)
-    budget = CopulaBudget.plan(eps, delta, p=p, n=n)
-    if budget.scale / LATTICE > MAX_NOISE_UNITS:
+    budget = CopulaBudget(tau_part, p, n)
+    if budget.scale / LATTICE > MAX_NOISE_UNITS or not m_scale <= MAX_NOISE_UNITS:
         raise InvalidParameterError("the tau matrix's noise is too large to sample; raise eps")
-    factor = budget.total.law.ci95
-    warn_noise_swamps_tests(budget.scale * factor, 2.0,
+    warn_noise_swamps_tests(budget.scale * total.law.ci95, 2.0,
                             "this causal graph's released Kendall tau values are noisy")
-    tau = tau_matrix(grids, p, codings[0].size, n)  # exact, never released as such
-    yield Bill(budget.total, label or f"causal graph of {p} columns", "causal-pc-copula",
+    yield Bill(total, label or f"causal graph of {p} columns", "causal-pc-copula",
                request.names)
+    parts = [("Kendall tau matrix", tau_part.describe(), budget.scale)]
+    if quantiles:
+        noisy = margins.counts + np.asarray(total.law.draw(m_scale, int(margins.counts.size)),
+                                            dtype=np.int64).reshape(margins.counts.shape)
+        codings = copula_codings(request, noisy)
+        released_margins = {name: noisy[j] for j, name in enumerate(request.names)}
+        grids, _ = correlation_grids(frame, request, backend, progress, codings)
+        parts.insert(0, (f"marginal histograms ({p} x {MARGIN_BINS} counts; the bins at "
+                         "their quantiles)", margin_part.describe(), m_scale))
+    tau = tau_matrix(grids, p, codings[0].size, n)  # exact, never released as such
     released = budget.release(tau)
     tests = CorrelationTests(copula_correlation(released), n, request.alpha, "copula",
                              tau=released, noise_var=budget.variance)
-    detail = (f"one release of the {request.pairs} pairs' Kendall tau values; the search "
-              "is post-processing")
+    detail = (f"{'noisy histograms of the columns, then ' if quantiles else ''}one release "
+              f"of the {request.pairs} pairs' Kendall tau values; the search is "
+              "post-processing")
     report = CausalReport(
         True, "copula", request.alpha, n, codings[0].size, request.max_condition_size,
-        epsilon=budget.total.epsilon, delta=budget.total.delta,
-        statement=privacy_statement(budget.total, request.pairs, detail),
-        parts=(("Kendall tau matrix", budget.total.describe(), budget.scale),),
-        passes=1, noise_scale=budget.scale, smallest_visible=tests.smallest_visible())
-    return correlation_result(request, tests, released, report)
+        epsilon=total.epsilon, delta=total.delta,
+        statement=privacy_statement(total, request.pairs, detail), parts=tuple(parts),
+        passes=1 + quantiles, noise_scale=budget.scale,
+        smallest_visible=tests.smallest_visible())
+    graph = correlation_result(request, tests, released, report, codings)
+    if quantiles:
+        graph._extra["margins"] = released_margins
+    return graph
 
 
-def correlation_result(request, tests: CorrelationTests, tau, report) -> CausalGraph:
+def correlation_result(request, tests: CorrelationTests, tau, report,
+                       codings=None) -> CausalGraph:
     """PC-stable on the tests (no data read), the CPDAG as causal-learn orients it
     (a v-structure when the middle column is outside every separating set of the
     pair's level), the separating test's statistic of every removed pair."""
@@ -121,9 +183,11 @@ def correlation_result(request, tests: CorrelationTests, tau, report) -> CausalG
                for pair, cond in skeleton.separating_sets.items()}
     graph = cpdag(skeleton.adjacency, skeleton.separating_union)
     extra = {"tau": tau, "correlation": tests.r, "removed": removed}
+    if codings is not None and codings[0].lookup is not None:  # released bins
+        extra["bins"] = {c.name: c.lookup for c in codings}
     return CausalGraph(request.names, graph, dict(skeleton.separating_sets),
                        dict(skeleton.last_statistic), report, extra)
 
 
-__all__ = ["check_rows", "copula_graph", "correlation_grids", "correlation_result",
-           "refuse_missing_values"]
+__all__ = ["check_rows", "copula_codings", "copula_graph", "correlation_grids",
+           "correlation_result", "margins_pass", "refuse_missing_values"]

@@ -37,9 +37,11 @@ from dpmic_dask.causal.copula import (
 )
 from dpmic_dask.causal.copularun import (
     check_rows,
+    copula_codings,
     copula_graph,
     correlation_grids,
     correlation_result,
+    margins_pass,
     refuse_missing_values,
 )
 from dpmic_dask.causal.copulaunit import (
@@ -276,7 +278,11 @@ def causal_graph_exact(frame, *, columns=None, alpha=0.05, max_condition_size=2,
                             max_condition_size=max_condition_size, bounds=bounds,
                             categories=categories, bins=bins, test=test)
     if request.test in ("copula", "fisherz"):
-        grids, codings = correlation_grids(frame, request, backend, progress)
+        codings = None
+        if request.test == "copula":  # the bins at the exact marginal quantiles
+            margins = margins_pass(frame, request, backend, progress)
+            codings = copula_codings(request, margins.counts)
+        grids, codings = correlation_grids(frame, request, backend, progress, codings)
         n = check_rows(int(grids.rows))
         if request.test == "copula":
             tau = tau_matrix(grids, len(codings), codings[0].size, n)
@@ -286,9 +292,10 @@ def causal_graph_exact(frame, *, columns=None, alpha=0.05, max_condition_size=2,
             tau = None
             tests = CorrelationTests(pearson_matrix(grids, n), n, request.alpha, "fisherz")
         report = CausalReport(False, request.test, request.alpha, n, codings[0].size,
-                              request.max_condition_size, passes=1, noise_scale=0.0,
+                              request.max_condition_size,
+                              passes=2 if request.test == "copula" else 1, noise_scale=0.0,
                               smallest_visible=tests.smallest_visible())
-        return correlation_result(request, tests, tau, report)
+        return correlation_result(request, tests, tau, report, codings)
     passes: list[int] = []
     n, first = first_level(frame, request, backend, split_every, progress, passes)
     skeleton = _run(frame, request, n, backend, split_every, progress, exact_decision, first,

@@ -149,6 +149,18 @@ class CausalGraph:
         return None if tau is None else self._frame(tau)
 
     @property
+    def released_bins(self) -> dict | None:
+        """Copula test with bins at the released quantiles (zCDP): per column the bin
+        of each of its equal-width fine bins (``docs/causal.md``), else ``None``."""
+        return self._extra.get("bins")
+
+    @property
+    def released_margins(self) -> dict | None:
+        """Copula test with bins at released quantiles: per column the noisy counts
+        of its equal-width fine bins, the histograms the bins were placed from."""
+        return self._extra.get("margins")
+
+    @property
     def released_tables(self) -> list | None:
         """``test="chisq"``: per level, the released noisy joint tables, as ``{(column
         names...): counts}`` with one axis per column in that order (each

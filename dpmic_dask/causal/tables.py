@@ -20,6 +20,7 @@ Columns are binned first, per partition, into small integer codes:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -39,6 +40,9 @@ class ColumnCoding:
     size: int
     bounds: tuple[float, float] | None = None
     categories: tuple | None = None
+    #: bounded columns: the bin of each of ``len(lookup)`` equal-width fine bins of
+    #: the bounds (public: released bins), instead of ``size`` equal-width bins
+    lookup: tuple | None = None
 
     def codes(self, values: np.ndarray) -> tuple[np.ndarray, bool]:
         """``(codes as uint8, whether any value was missing)``; a missing value gets
@@ -51,6 +55,9 @@ class ColumnCoding:
         positions = np.empty(x.shape[0], dtype=np.int64)
         fixed_point_positions(np.where(missing, lo, x), lo, hi - lo, positions)
         out = np.empty(x.shape[0], dtype=np.int64)
+        if self.lookup is not None:
+            equipartition_bins(positions, len(self.lookup), out)
+            return _as_array(self.lookup)[out], bool(missing.any())
         equipartition_bins(positions, self.size, out)
         return out.astype(np.uint8), bool(missing.any())
 
@@ -62,6 +69,11 @@ class ColumnCoding:
         for code, category in enumerate(self.categories):  # type: ignore[arg-type]
             out[series == category] = code
         return out, missing
+
+
+@functools.lru_cache(maxsize=64)
+def _as_array(lookup: tuple) -> np.ndarray:
+    return np.asarray(lookup, dtype=np.uint8)
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,11 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from dpmic_dask.causal import causal_graph, causal_graph_exact
+from dpmic_dask.causal import causal_graph
 from dpmic_dask.privacy.conversion import rho_from_eps_delta
+from tests.unit.test_causal_copula import exact_tau_on
 
-from .helpers import ALPHA, rerun_once
+from .helpers import ALPHA, chi_square_pvalue, discrete_gaussian_pmf, rerun_once
 
 
 def frame_of(n, seed):
@@ -38,7 +39,7 @@ BOUNDS = {"x": (-5.0, 5.0), "y": (-5.0, 5.0), "z": (0.0, 150.0), "w": (-5.0, 5.0
 def test_released_tau_noise_at_true_scale(delta):
     n, eps, runs, p = 2000, 2.0, 300, 5
     frame = frame_of(n, 0)
-    exact = causal_graph_exact(frame, bounds=BOUNDS).released_tau.to_numpy()
+    exact = exact_tau_on(frame, BOUNDS)  # at this n the bins stay equal-width
     iu = np.triu_indices(p, 1)
     if delta:
         scale = (2.0 * p / n) / math.sqrt(2.0 * rho_from_eps_delta(eps, delta))
@@ -50,6 +51,7 @@ def test_released_tau_noise_at_true_scale(delta):
     for _ in range(runs):
         g = causal_graph(frame, eps, delta=delta, bounds=BOUNDS, max_condition_size=1)
         assert g.report().noise_scale == pytest.approx(scale, rel=1e-6)
+        assert g.released_bins is None
         residuals.append(g.released_tau.to_numpy()[iu] - exact[iu])
     residuals = np.concatenate(residuals)
     for factor, fits in ((1.0, True), (0.7, False), (1.3, False)):
@@ -94,7 +96,7 @@ def test_per_unit_tau_noise_at_true_scale(delta):
     follow the unit law, and not at 0.7x or 1.3x of it."""
     n, eps, runs, p, k = 2000, 2.0, 300, 5, 2
     frame = frame_of(n, 0).assign(who=np.repeat(np.arange(n // k), k))
-    exact = causal_graph_exact(frame, bounds=BOUNDS, columns=list(BOUNDS)).released_tau
+    exact = exact_tau_on(frame, BOUNDS)  # per unit the bins are equal-width
     iu = np.triu_indices(p, 1)
     pairs = p * (p - 1) // 2
     if delta:
@@ -112,9 +114,48 @@ def test_per_unit_tau_noise_at_true_scale(delta):
         assert n0 <= g.report().rows_noisy
         scale = k * per_row / n0
         assert g.report().noise_scale == pytest.approx(scale, rel=1e-6)
-        expected = exact.to_numpy()[iu] * min(1.0, n / n0)
+        expected = exact[iu] * min(1.0, n / n0)
         standardised.append((g.released_tau.to_numpy()[iu] - expected) / scale)
     standardised = np.concatenate(standardised)
     for factor, fits in ((1.0, True), (0.7, False), (1.3, False)):
         pvalue = stats.kstest(standardised, law(scale=factor).cdf).pvalue
         assert bool(pvalue > ALPHA) is fits, (factor, pvalue)
+
+
+@pytest.mark.slow
+@rerun_once
+def test_bins_at_released_quantiles_noise_at_true_scale():
+    """zCDP with enough rows for bins at noisy quantiles: the released fine
+    histograms are the exact ones plus discrete Gaussian noise of sigma = sqrt(2 p)
+    / sqrt(2 rho_m) (10% of rho), and the released tau values the exact ones on the
+    released bins plus Gaussian noise of (2 p / n) / sqrt(2 rho_tau) (90%); both fit
+    at the scale and not at 0.7x or 1.3x of it."""
+    from dpmic_dask.causal.copulabins import MARGIN_BINS
+
+    n, eps, delta, runs, p = 20_000, 2.0, 1e-6, 200, 5
+    frame = frame_of(n, 0)
+    rho = rho_from_eps_delta(eps, delta)
+    m_scale = math.sqrt(2 * p) / math.sqrt(2 * 0.1 * rho)
+    t_scale = (2.0 * p / n) / math.sqrt(2 * 0.9 * rho)
+    exact_margins = {}
+    for c, (lo, hi) in BOUNDS.items():
+        u = np.clip((frame[c].to_numpy() - lo) / (hi - lo), 0.0, 1.0)
+        q = np.minimum(np.floor(u * 2.0**32), 2.0**32 - 1).astype(np.int64)
+        exact_margins[c] = np.bincount((q * MARGIN_BINS) >> 32, minlength=MARGIN_BINS)
+    iu = np.triu_indices(p, 1)
+    margin_noise, tau_noise = [], []
+    for _ in range(runs):
+        g = causal_graph(frame, eps, delta=delta, bounds=BOUNDS, max_condition_size=1)
+        assert g.released_bins is not None and g.report().passes == 2
+        assert g.report().parts[0][2] == pytest.approx(m_scale, rel=1e-6)
+        assert g.report().noise_scale == pytest.approx(t_scale, rel=1e-6)
+        margin_noise += [g.released_margins[c] - exact_margins[c] for c in BOUNDS]
+        exact = exact_tau_on(frame, BOUNDS, g.released_bins)
+        tau_noise.append(g.released_tau.to_numpy()[iu] - exact[iu])
+    z = np.concatenate(margin_noise)
+    t = np.concatenate(tau_noise)
+    for factor, fits in ((1.0, True), (0.7, False), (1.3, False)):
+        fit_m = chi_square_pvalue(z, lambda v: discrete_gaussian_pmf(factor * m_scale, v))
+        fit_t = stats.kstest(t, stats.norm(scale=factor * t_scale).cdf).pvalue
+        assert bool(fit_m > ALPHA / 2) is fits and bool(fit_t > ALPHA / 2) is fits, (
+            factor, fit_m, fit_t)

@@ -16,6 +16,7 @@ from dpmic_dask.causal import causal_graph, causal_graph_exact
 from dpmic_dask.causal.copula import (
     CopulaBudget,
     CorrelationTests,
+    copula_bins,
     fine_codings,
     grid_partition,
     nearest_correlation,
@@ -24,10 +25,24 @@ from dpmic_dask.causal.copula import (
     tau_vector_l1,
     tau_vector_l2,
 )
+from dpmic_dask.causal.copulabins import binned_codings
 from dpmic_dask.causal.request import check_request
 from dpmic_dask.causal.tables import ColumnCoding
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.accounting import Budget, InMemoryLedger
+
+
+def exact_tau_on(frame, bounds, bins=None) -> np.ndarray:
+    """The exact tau_a matrix of ``frame``'s columns on the copula release's bins:
+    equal-width fine bins of ``bounds``, or the released ``bins`` (per column the
+    bin of each fine bin, ``CausalGraph.released_bins``)."""
+    names = list(bounds)
+    p = len(names)
+    public = tuple(ColumnCoding(c, 5, bounds=bounds[c]) for c in names)
+    size = copula_bins(p * (p - 1) // 2)
+    codings = (fine_codings(public, size) if bins is None
+               else binned_codings(public, [bins[c] for c in names], size))
+    return tau_matrix(grid_partition(frame, codings), p, size, len(frame))
 
 
 def tau_vectors(data: np.ndarray) -> np.ndarray:
@@ -239,3 +254,56 @@ def test_a_conditioning_set_as_large_as_the_table_keeps_the_edge_after_the_charg
     graph = causal_graph(frame, 1e6, bounds=bounds, test="copula", ledger=ledger, dataset="d")
     assert len(ledger.history("d")) == 1
     assert len(graph.edges) == 10  # every pair: no test could separate them
+
+
+def test_quantile_lookup_places_bins_at_the_quantiles_and_runs_fine_bins_together():
+    from dpmic_dask.causal.copulabins import quantile_lookup
+
+    hist = np.zeros(64)
+    hist[10:14] = 100.0  # all rows in 4 fine bins
+    lookup = np.array(quantile_lookup(hist, 4))
+    assert lookup[10:14].tolist() == [0, 1, 2, 3]  # one bin per quarter of the rows
+    assert (np.diff(lookup) >= 0).all() and lookup.min() == 0 and lookup.max() == 3
+    noisy = hist + np.random.default_rng(0).normal(0, 5, 64)  # test data, not privacy noise
+    assert (np.diff(quantile_lookup(noisy, 4)) >= 0).all()
+    # nothing positive: equal-width bins
+    assert quantile_lookup(-np.ones(64), 4) == tuple(np.arange(64) // 16)
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_the_marginal_histograms_move_by_2p_in_l1_and_sqrt_2p_in_l2(p):
+    """Every replace-one neighbour of 2-row datasets on a grid of values inside,
+    on and beyond the bounds (and the same value): the p histograms move by at most
+    2 p in L1 and sqrt(2 p) in L2, both attained."""
+    from dpmic_dask.causal.copulabins import fine_margin_codings, margin_partition
+
+    names = [f"c{j}" for j in range(p)]
+    codings = fine_margin_codings([ColumnCoding(c, 5, bounds=(0.0, 1.0)) for c in names])
+    values = list(itertools.product((-1.0, 0.0, 0.3, 0.99999, 1.0, 7.0), repeat=p))
+    counts = {}
+    for rows in itertools.product(range(len(values)), repeat=2):
+        frame = pd.DataFrame([values[r] for r in rows], columns=names)
+        counts[rows] = margin_partition(frame, codings).counts.astype(float)
+    worst_l1 = worst_l2 = 0.0
+    for (keep, _), before in counts.items():
+        for new in range(len(values)):
+            diff = counts[(keep, new)] - before
+            worst_l1 = max(worst_l1, np.abs(diff).sum())
+            worst_l2 = max(worst_l2, math.sqrt((diff ** 2).sum()))
+    assert worst_l1 == 2 * p and worst_l2 == pytest.approx(math.sqrt(2 * p))
+
+
+def test_bins_at_quantiles_only_with_zcdp_and_enough_rows():
+    frame = gaussian_frame(0, p=4, n=30_000)
+    skewed = frame.assign(v0=np.exp(frame["v0"]))
+    bounds = {c: (-6.0, 6.0) for c in frame}
+    bounds["v0"] = (0.0, 500.0)
+    g = causal_graph(skewed, 2.0, delta=1e-6, bounds=bounds)
+    assert g.released_bins is not None and g.report().passes == 2
+    # the skewed column's rows (nearly all below 10, 2% of its bounds: about 5 of
+    # 256 equal-width bins) spread over the ~80 fine bins they occupy
+    assert len(set(g.released_bins["v0"])) > 40
+    assert "marginal histograms" in str(g.report())
+    for eps, delta in ((2.0, 0.0), (0.01, 1e-6)):  # pure DP; too few rows for the noise
+        g = causal_graph(skewed, eps, delta=delta, bounds=bounds)
+        assert g.released_bins is None and g.report().passes == 1

@@ -1,0 +1,112 @@
+"""The copula test's bins from released marginal histograms.
+
+Equal-width bins of loose public bounds put most rows of a skewed column (a
+price, a count, ``exp`` of a Gaussian) in a few bins, where Kendall's ``tau_a``
+counts their pairs as ties and shrinks towards 0 (``docs/causal.md``, Limits).
+The release therefore spends a small share of its budget
+(:data:`MARGIN_SHARE`) on one histogram per column over :data:`MARGIN_BINS`
+equal-width fine bins of its public bounds -- one vector of ``p`` histograms,
+L1 sensitivity ``2 p`` and L2 ``sqrt(2 p)`` under replacing one row -- and
+places the copula's ``B`` bins at the quantiles of the noisy histograms
+(:func:`quantile_lookup`; post-processing). Each column is then coded by its
+fine bin and the released lookup (:class:`~dpmic_dask.causal.tables.ColumnCoding`
+with ``lookup``), so the tau vector's proof (any binning fixed before it is
+counted) is unchanged. ``docs/privacy.md``, section 10, "Bins from released
+marginals".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpmic_dask.causal.tables import ColumnCoding
+from dpmic_dask.stats.kernels.binning import equipartition_bins, fixed_point_positions
+from dpmic_dask.stats.kindbase import number_axis
+
+#: Equal-width fine bins of each column's histogram.
+MARGIN_BINS = 4096
+#: Share of the copula release's budget spent on the marginal histograms.
+MARGIN_SHARE = 0.1
+#: The bins go to noisy quantiles (zCDP) only when the noise of a cumulative count
+#: over all fine bins, ``scale sqrt(MARGIN_BINS)``, is at most this share of the
+#: rows; otherwise they stay equal-width (misplaced bins tie rows).
+QUANTILE_ERROR = 0.1
+
+
+@dataclass
+class MarginCounts:
+    """Per column the counts of its fine bins (int64[p, MARGIN_BINS]), missing
+    flags and the row count (what a partition returns, and their sum)."""
+
+    counts: np.ndarray
+    missing: np.ndarray
+    rows: int
+
+    def __add__(self, other: MarginCounts) -> MarginCounts:
+        return MarginCounts(self.counts + other.counts, self.missing | other.missing,
+                            self.rows + other.rows)
+
+
+def fine_margin_codings(codings) -> tuple[ColumnCoding, ...]:
+    """``codings`` as :data:`MARGIN_BINS` equal-width bins of their bounds."""
+    return tuple(ColumnCoding(c.name, MARGIN_BINS, bounds=c.bounds) for c in codings)
+
+
+def margin_partition(frame, codings) -> MarginCounts:
+    """One partition's fine histograms of ``codings`` (from :func:`fine_margin_codings`)."""
+    counts = np.zeros((len(codings), MARGIN_BINS), dtype=np.int64)
+    missing = np.zeros(len(codings), dtype=bool)
+    for j, coding in enumerate(codings):
+        values = np.asarray(number_axis(frame[coding.name]), dtype=np.float64)
+        positions = np.empty(values.shape[0], dtype=np.int64)
+        nan = np.isnan(values)
+        missing[j] = bool(nan.any())
+        lo, hi = coding.bounds
+        fixed_point_positions(np.where(nan, lo, values), lo, hi - lo, positions)
+        fine = np.empty(values.shape[0], dtype=np.int64)
+        equipartition_bins(positions, MARGIN_BINS, fine)
+        counts[j] = np.bincount(fine, minlength=MARGIN_BINS)
+    return MarginCounts(counts, missing, len(frame))
+
+
+def add_margins(a: MarginCounts, b: MarginCounts) -> MarginCounts:
+    """Exact, associative sum of two partitions' histograms."""
+    return a + b
+
+
+def margin_scale(part, p: int) -> float:
+    """Noise scale of every fine count: L1 ``2 p``, L2 ``sqrt(2 p)`` (replace one row:
+    one count down and one up in each column's histogram)."""
+    return part.noise_scale(2.0 * p, math.sqrt(2.0 * p))
+
+
+def quantile_lookup(histogram: np.ndarray, bins: int) -> tuple[int, ...]:
+    """The copula bin of each fine bin: ``bins`` bins at the quantiles of
+    ``histogram`` (noisy counts): its running sum, made non-decreasing and
+    non-negative, is the cumulative distribution (zero-mean noise adds no mass to
+    empty stretches, and its error grows like a random walk), and a fine bin goes
+    to the bin of its middle's cumulative share. Equal-width bins when the total
+    is not positive. Non-decreasing: a bin is a run of fine bins."""
+    h = np.asarray(histogram, dtype=np.float64)
+    fine = h.shape[0]
+    cumulative = np.clip(np.maximum.accumulate(np.cumsum(h)), 0.0, None)
+    total = cumulative[-1]
+    if not total > 0:
+        return tuple(int(b) for b in (np.arange(fine) * bins) // fine)
+    before = np.concatenate(([0.0], cumulative[:-1]))
+    middle = (before + cumulative) / (2.0 * total)
+    return tuple(int(b) for b in np.minimum(bins - 1, np.floor(middle * bins)))
+
+
+def binned_codings(codings, lookups, bins: int) -> tuple[ColumnCoding, ...]:
+    """``codings`` coded into ``bins`` bins through the released ``lookups``."""
+    return tuple(ColumnCoding(c.name, bins, bounds=c.bounds, lookup=tuple(lk))
+                 for c, lk in zip(codings, lookups))
+
+
+__all__ = ["MARGIN_BINS", "MARGIN_SHARE", "QUANTILE_ERROR", "MarginCounts", "add_margins",
+           "binned_codings", "fine_margin_codings", "margin_partition", "margin_scale",
+           "quantile_lookup"]
