@@ -27,7 +27,7 @@ from dpmic_dask.stats.kernels.binning import equipartition_bins, fixed_point_pos
 from dpmic_dask.stats.kindbase import number_axis
 
 #: Equal-width fine bins of each column's histogram.
-MARGIN_BINS = 4096
+MARGIN_BINS = 2048
 #: Share of the copula release's budget spent on the marginal histograms.
 MARGIN_SHARE = 0.1
 #: The bins go to noisy quantiles (zCDP) only when the noise of a cumulative count
@@ -83,7 +83,7 @@ def margin_scale(part, p: int) -> float:
     return part.noise_scale(2.0 * p, math.sqrt(2.0 * p))
 
 
-def quantile_lookup(histogram: np.ndarray, bins: int) -> tuple[int, ...]:
+def quantile_lookup(histogram: np.ndarray, bins: int) -> bytes:
     """The copula bin of each fine bin: ``bins`` bins at the quantiles of
     ``histogram`` (noisy counts): its running sum, made non-decreasing and
     non-negative, is the cumulative distribution (zero-mean noise adds no mass to
@@ -95,15 +95,15 @@ def quantile_lookup(histogram: np.ndarray, bins: int) -> tuple[int, ...]:
     cumulative = np.clip(np.maximum.accumulate(np.cumsum(h)), 0.0, None)
     total = cumulative[-1]
     if not total > 0:
-        return tuple(int(b) for b in (np.arange(fine) * bins) // fine)
+        return ((np.arange(fine) * bins) // fine).astype(np.uint8).tobytes()
     before = np.concatenate(([0.0], cumulative[:-1]))
     middle = (before + cumulative) / (2.0 * total)
-    return tuple(int(b) for b in np.minimum(bins - 1, np.floor(middle * bins)))
+    return np.minimum(bins - 1, np.floor(middle * bins)).astype(np.uint8).tobytes()
 
 
 def binned_codings(codings, lookups, bins: int) -> tuple[ColumnCoding, ...]:
     """``codings`` coded into ``bins`` bins through the released ``lookups``."""
-    return tuple(ColumnCoding(c.name, bins, bounds=c.bounds, lookup=tuple(lk))
+    return tuple(ColumnCoding(c.name, bins, bounds=c.bounds, lookup=bytes(lk))
                  for c, lk in zip(codings, lookups))
 
 

@@ -152,7 +152,8 @@ class CausalGraph:
     def released_bins(self) -> dict | None:
         """Copula test with bins at the released quantiles (zCDP): per column the bin
         of each of its equal-width fine bins (``docs/causal.md``), else ``None``."""
-        return self._extra.get("bins")
+        bins = self._extra.get("bins")
+        return None if bins is None else {c: tuple(b) for c, b in bins.items()}
 
     @property
     def released_margins(self) -> dict | None:

@@ -20,7 +20,6 @@ Columns are binned first, per partition, into small integer codes:
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -41,8 +40,9 @@ class ColumnCoding:
     bounds: tuple[float, float] | None = None
     categories: tuple | None = None
     #: bounded columns: the bin of each of ``len(lookup)`` equal-width fine bins of
-    #: the bounds (public: released bins), instead of ``size`` equal-width bins
-    lookup: tuple | None = None
+    #: the bounds, one byte each (public: released bins), instead of ``size``
+    #: equal-width bins (bytes: cheap to hash, tokenize and ship to the workers)
+    lookup: bytes | None = None
 
     def codes(self, values: np.ndarray) -> tuple[np.ndarray, bool]:
         """``(codes as uint8, whether any value was missing)``; a missing value gets
@@ -71,9 +71,8 @@ class ColumnCoding:
         return out, missing
 
 
-@functools.lru_cache(maxsize=64)
-def _as_array(lookup: tuple) -> np.ndarray:
-    return np.asarray(lookup, dtype=np.uint8)
+def _as_array(lookup: bytes) -> np.ndarray:
+    return np.frombuffer(lookup, dtype=np.uint8)
 
 
 @dataclass(frozen=True)

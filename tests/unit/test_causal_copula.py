@@ -261,13 +261,13 @@ def test_quantile_lookup_places_bins_at_the_quantiles_and_runs_fine_bins_togethe
 
     hist = np.zeros(64)
     hist[10:14] = 100.0  # all rows in 4 fine bins
-    lookup = np.array(quantile_lookup(hist, 4))
+    lookup = np.frombuffer(quantile_lookup(hist, 4), dtype=np.uint8).astype(int)
     assert lookup[10:14].tolist() == [0, 1, 2, 3]  # one bin per quarter of the rows
     assert (np.diff(lookup) >= 0).all() and lookup.min() == 0 and lookup.max() == 3
     noisy = hist + np.random.default_rng(0).normal(0, 5, 64)  # test data, not privacy noise
-    assert (np.diff(quantile_lookup(noisy, 4)) >= 0).all()
+    assert (np.diff(np.frombuffer(quantile_lookup(noisy, 4), dtype=np.uint8)) >= 0).all()
     # nothing positive: equal-width bins
-    assert quantile_lookup(-np.ones(64), 4) == tuple(np.arange(64) // 16)
+    assert quantile_lookup(-np.ones(64), 4) == (np.arange(64) // 16).astype(np.uint8).tobytes()
 
 
 @pytest.mark.parametrize("p", [1, 2])
@@ -301,8 +301,8 @@ def test_bins_at_quantiles_only_with_zcdp_and_enough_rows():
     g = causal_graph(skewed, 2.0, delta=1e-6, bounds=bounds)
     assert g.released_bins is not None and g.report().passes == 2
     # the skewed column's rows (nearly all below 10, 2% of its bounds: about 5 of
-    # 256 equal-width bins) spread over the ~80 fine bins they occupy
-    assert len(set(g.released_bins["v0"])) > 40
+    # 256 equal-width bins) spread over the ~40 fine bins they occupy
+    assert len(set(g.released_bins["v0"])) > 25
     assert "marginal histograms" in str(g.report())
     for eps, delta in ((2.0, 0.0), (0.01, 1e-6)):  # pure DP; too few rows for the noise
         g = causal_graph(skewed, eps, delta=delta, bounds=bounds)
