@@ -143,6 +143,9 @@ def copula_graph(frame, request, eps, delta, backend, progress,
         codings = copula_codings(request, noisy)
         released_margins = {name: noisy[j] for j, name in enumerate(request.names)}
         grids, _ = correlation_grids(frame, request, backend, progress, codings)
+        if int(grids.rows) != n:  # only data changed since the first pass gets here
+            raise InvalidDataError("the number of rows changed between the two passes over "
+                                   "the data; release from data that does not change")
         parts.insert(0, (f"marginal histograms ({p} x {MARGIN_BINS} counts; the bins at "
                          "their quantiles)", margin_part.describe(), m_scale))
     tau = tau_matrix(grids, p, codings[0].size, n)  # exact, never released as such
@@ -156,7 +159,7 @@ def copula_graph(frame, request, eps, delta, backend, progress,
         True, "copula", request.alpha, n, codings[0].size, request.max_condition_size,
         epsilon=total.epsilon, delta=total.delta,
         statement=privacy_statement(total, request.pairs, detail), parts=tuple(parts),
-        passes=1 + quantiles, noise_scale=budget.scale,
+        passes=2 if delta > 0 else 1, noise_scale=budget.scale,
         smallest_visible=tests.smallest_visible())
     graph = correlation_result(request, tests, released, report, codings)
     if quantiles:

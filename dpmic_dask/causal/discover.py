@@ -261,14 +261,17 @@ def causal_graph_exact(frame, *, columns=None, alpha=0.05, max_condition_size=2,
                        split_every=None, progress=None) -> CausalGraph:
     """NOT PRIVATE: the same PC search with exact decisions (for references).
 
-    With ``test="g"`` each decision is causal-learn's ``gsq`` test (degrees of
-    freedom without empty rows and columns, independence when ``p > alpha``), so
-    the skeleton equals causal-learn's ``pc(..., indep_test="gsq", stable=True)``
-    on the binned data. With ``test="fisherz"`` each decision is causal-learn's
-    ``fisherz`` test on the Pearson correlations of the raw values (the same
-    skeleton as ``pc(..., indep_test="fisherz", stable=True)``). With
-    ``test="tau"`` or ``"copula"`` it is the private release's decision without
-    noise. Charges nothing. ``split_every`` and ``progress``: as for
+    With ``test="g"`` (``"chisq"``) each decision is causal-learn's ``gsq``
+    (``chisq``) test (degrees of freedom without empty rows and columns,
+    independence when ``p > alpha``), so the skeleton equals causal-learn's
+    ``pc(..., indep_test="gsq", stable=True)`` on the binned data. With
+    ``test="fisherz"`` each decision is causal-learn's ``fisherz`` test on the
+    Pearson correlations of the raw values (the same skeleton as
+    ``pc(..., indep_test="fisherz", stable=True)``). With ``test="tau"`` it is
+    the private release's decision without noise; with ``"copula"`` the copula
+    test on bins at the exact marginal quantiles (what a zCDP release with
+    enough rows places at noisy ones; a pure-DP release, or one with few rows,
+    bins equal-width). Charges nothing. ``split_every`` and ``progress``: as for
     :func:`causal_graph`.
     """
     knobs = engine(split_every=split_every, progress=progress)

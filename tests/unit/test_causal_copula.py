@@ -304,6 +304,32 @@ def test_bins_at_quantiles_only_with_zcdp_and_enough_rows():
     # 256 equal-width bins) spread over the ~40 fine bins they occupy
     assert len(set(g.released_bins["v0"])) > 25
     assert "marginal histograms" in str(g.report())
-    for eps, delta in ((2.0, 0.0), (0.01, 1e-6)):  # pure DP; too few rows for the noise
+    for eps, delta, passes in ((2.0, 0.0, 1), (0.01, 1e-6, 2)):  # pure; too few rows
         g = causal_graph(skewed, eps, delta=delta, bounds=bounds)
-        assert g.released_bins is None and g.report().passes == 1
+        assert g.released_bins is None and g.report().passes == passes
+        assert ("marginal histograms" in str(g.report())) is False
+
+
+_CALLS = []
+
+
+def _growing_part(k):
+    """A partition one row longer on every read (a table that changes between
+    passes; test data only)."""
+    _CALLS.append(k)
+    rng = np.random.default_rng(k)
+    return pd.DataFrame(rng.normal(size=(5000 + len(_CALLS), 3)), columns=["a", "b", "c"])
+
+
+def test_rows_that_change_between_the_copula_passes_fail_after_the_charge_saying_so():
+    import dask.dataframe as dd
+
+    from dpmic_dask.errors import ReleaseIncompleteError
+
+    ddf = dd.from_map(_growing_part, [0, 1], meta=_growing_part(9).iloc[:0])
+    ledger = InMemoryLedger()
+    ledger.set_budget("d", Budget(10.0, 1e-6))
+    with pytest.raises(ReleaseIncompleteError, match="charged"):
+        causal_graph(ddf, 5.0, delta=1e-6, bounds={c: (-5.0, 5.0) for c in "abc"},
+                     ledger=ledger, dataset="d")
+    assert len(ledger.charges("d")) == 1
