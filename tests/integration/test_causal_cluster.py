@@ -32,8 +32,12 @@ def test_causal_graph_on_worker_processes():
                                dataset="d")
         remote_copula = causal_graph_exact(ddf, bounds=bounds)  # the default: copula
         private_copula = causal_graph(ddf, 2.0, bounds=bounds)
+        # zCDP: the bins at released quantiles, their lookups shipped to the workers
+        zcdp_copula = causal_graph(ddf, 2.0, delta=1e-6, bounds=bounds)
     local_copula = causal_graph_exact(data, bounds=bounds)
-    assert remote_copula.report().test == "copula" and remote_copula.report().passes == 1
+    # the exact copula: the marginal histograms' pass, then the grids on their quantiles
+    assert remote_copula.report().test == "copula" and remote_copula.report().passes == 2
+    assert zcdp_copula.released_bins is not None and zcdp_copula.report().passes == 2
     assert np.array_equal(remote_copula.released_tau.to_numpy(),
                           local_copula.released_tau.to_numpy())  # exact grids summed
     assert np.array_equal(remote_copula.graph, local_copula.graph)
