@@ -345,7 +345,8 @@ def released_tables_graph(frame, request, eps, delta, level_shares, backend, spl
     skeleton = pc_skeleton(p, count_level=released, decide=exact_decision,
                            max_level=request.max_condition_size, margins=margins,
                            proceed=proceed)
-    parts = tuple((f"level {level} tables ({len(r.sets)} joint tables, noise on every count)",
+    parts = tuple((f"level {level} tables ({len(r.sets)} joint "
+                   f"table{'' if len(r.sets) == 1 else 's'}, noise on every count)",
                    budget.parts[level].describe(), r.scale)
                   for level, r in enumerate(released.levels))
     detail = (f"per level one release of the joint tables its tests read, "

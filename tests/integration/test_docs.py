@@ -130,6 +130,32 @@ def test_readme_per_person_plan_prints_what_the_readme_shows(workdir):
     assert "per customer_id, at most 8 rows each" in shown and "private categories" in shown
 
 
+def test_readme_causal_example_prints_what_the_readme_shows(workdir):
+    """The mixed-table causal graph: the report's header, privacy statement and
+    level 0 release (public quantities, numbers aside) as the README shows them.
+    Which edges survive, and so the tables of levels 1 and 2, depend on the
+    noise: of those, only the edge table's header and the lines' shape are compared."""
+    code = next(b for b in blocks("python") if ".dpmic.causal_graph(" in b)
+    shown = normalise(next(b for b in blocks("text") if "causal graph (private)" in b))
+    proc = run([sys.executable, "-c", code], cwd=workdir)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    printed = normalise(proc.stdout)
+
+    def budget(lines):
+        start = next(i for i, line in enumerate(lines) if line.startswith("causal graph (private)"))
+        end = next(i for i, line in enumerate(lines) if line.startswith("level 0 tables"))
+        return lines[start:end + 1]
+
+    def shape(lines):
+        return [re.sub(r"tables?", "table", re.sub(r"\d+", "<int>", line))
+                for line in lines if line.startswith("level ")]
+
+    assert printed[0] == shown[0] == "source target directed"
+    assert budget(printed) == budget(shown)
+    assert "test 'chisq'" in budget(shown)[0]
+    assert shape(printed) == shape(shown)
+
+
 def test_readme_selection_example_runs_after_the_first(workdir):
     first = next(b for b in blocks("python") if ".dpmic.pairwise(" in b)
     second = next(b for b in blocks("python") if ".dpmic.top_pairs(" in b)
