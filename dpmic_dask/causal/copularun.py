@@ -133,7 +133,8 @@ def copula_graph(frame, request, eps, delta, backend, progress,
     if budget.scale / LATTICE > MAX_NOISE_UNITS or not m_scale <= MAX_NOISE_UNITS:
         raise InvalidParameterError("the tau matrix's noise is too large to sample; raise eps")
     warn_noise_swamps_tests(budget.scale * total.law.ci95, 2.0,
-                            "this causal graph's released Kendall tau values are noisy")
+                            "this causal graph's released Kendall tau values are noisy",
+                            pure=total.is_pure)
     yield Bill(total, label or f"causal graph of {p} columns", "causal-pc-copula",
                request.names)
     parts = [("Kendall tau matrix", tau_part.describe(), budget.scale)]

@@ -141,7 +141,8 @@ def unit_copula_graph(frame, request, eps, delta, units: tuple, backend, split_e
     # after the charge (n0 is released): shown, never raised
     warn_if_delta_large(delta, n0)
     warn_noise_swamps_tests(budget.scale * budget.total.law.ci95, 2.0,
-                            "this causal graph's released Kendall tau values are noisy")
+                            "this causal graph's released Kendall tau values are noisy",
+                            pure=budget.total.is_pure)
     released = budget.release(tapered_tau(grids, p, bins, n0))
     tests = CorrelationTests(copula_correlation(released), n0, request.alpha, "copula",
                              tau=released, noise_var=budget.variance)

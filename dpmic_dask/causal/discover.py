@@ -241,7 +241,8 @@ def _warn_if_noisy(request: CausalRequest, n: int, budget: CausalBudget) -> None
     ci95 = max(budget.decision_scale(level) * factor
                for level in range(len(budget.decision_parts)))
     statistic = "|Z| of Kendall's tau" if request.test == "tau" else "G"
-    warn_noise_swamps_tests(ci95, span, f"this causal graph's tests ({statistic}) are noisy")
+    warn_noise_swamps_tests(ci95, span, f"this causal graph's tests ({statistic}) are noisy",
+                            pure=budget.total.is_pure)
 
 
 def _margin_range(request: CausalRequest, n: int) -> float:

@@ -379,7 +379,8 @@ def _warn_if_noisy(request, n: int, budget: TableBudget) -> None:
     sizes = sorted(c.size for c in request.codings)
     scale = budget.scale(0, request.pairs)
     warn_noise_swamps_tests(scale * budget.total.law.ci95, n / (sizes[-1] * sizes[-2]),
-                            "this causal graph's released tables are noisy")
+                            "this causal graph's released tables are noisy",
+                            pure=budget.total.is_pure)
 
 
 __all__ = ["LevelRelease", "NoisyChisqMargins", "ReleasedTables", "TableBudget", "canonical",

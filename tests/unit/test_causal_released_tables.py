@@ -209,3 +209,28 @@ def test_a_missing_category_is_refused_before_the_charge(missing):
     with pytest.raises(MissingValuesError):
         causal_graph(frame, 1.0, categories=CATEGORIES, ledger=ledger, dataset="d")
     assert ledger.charges("d") == []
+
+
+def test_a_noisy_pure_release_warns_before_the_charge_and_names_delta():
+    """Many categorical columns under pure DP: the notice, before the charge,
+    says that ``delta > 0`` narrows the noise; a zCDP release as noisy says only
+    the other remedies (it is already zCDP)."""
+    import warnings
+
+    from dpmic_dask.errors import NoiseWarning
+
+    gen = np.random.default_rng(3)
+    frame = pd.DataFrame({f"c{i}": gen.integers(0, 3, 2000) for i in range(12)})
+    categories = {c: [0, 1, 2] for c in frame.columns}
+    for delta, names_delta in ((0.0, True), (1e-6, False)):
+        ledger = InMemoryLedger()
+        ledger.set_budget("d", Budget(1.0, 1e-5))
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            causal_graph(frame, 0.01, delta=delta, categories=categories, ledger=ledger,
+                         dataset="d")
+        notices = [str(w.message) for w in seen if issubclass(w.category, NoiseWarning)
+                   and "released tables are noisy" in str(w.message)]
+        assert len(notices) == 1, (delta, notices)
+        assert ("delta > 0" in notices[0]) is names_delta
+        assert len(ledger.charges("d")) == 1
