@@ -30,9 +30,9 @@ from dpmic_dask.stats.kindbase import number_axis
 MARGIN_BINS = 2048
 #: Share of the copula release's budget spent on the marginal histograms.
 MARGIN_SHARE = 0.1
-#: The bins go to noisy quantiles (zCDP) only when the noise of a cumulative count
-#: over all fine bins, ``scale sqrt(MARGIN_BINS)``, is at most this share of the
-#: rows; otherwise they stay equal-width (misplaced bins tie rows).
+#: The bins go to noisy quantiles only when the noise of a cumulative count over all
+#: fine bins (its standard deviation: ``sqrt(MARGIN_BINS)`` times one count's) is at
+#: most this share of the rows; otherwise they stay equal-width (misplaced bins tie rows).
 QUANTILE_ERROR = 0.1
 
 

@@ -109,24 +109,29 @@ def copula_codings(request, histograms):
 
 def copula_graph(frame, request, eps, delta, backend, progress,
                  label) -> Generator[Bill, Charge, CausalGraph]:
-    """The private copula release, staged: the first pass and every check, the
-    bill, then (zCDP) the noisy marginal histograms, the bins at their quantiles
-    and the grids' pass, and one noisy tau matrix; PC on it is post-processing.
-    Under pure DP the bins stay equal-width and the grids are the first pass."""
+    """The private copula release, staged: the first pass (the marginal histograms,
+    the row count) and every check, the bill, then the noisy marginal histograms,
+    the bins at their quantiles and the grids' pass, and one noisy tau matrix; PC on
+    it is post-processing. When the histograms' noise would misplace the bins
+    (few rows, small eps, many columns: public quantities) the bins are equal-width,
+    the grids' pass comes before the bill and the whole budget goes to the tau matrix."""
     total = measure_for(delta).total(eps, delta)
     p = len(request.codings)
     margin_part, tau_part = total.measure.split(total, [MARGIN_SHARE, 1.0 - MARGIN_SHARE])
     m_scale = margin_scale(margin_part, p)
-    quantiles = delta > 0  # pure DP: the histograms' Laplace noise would misplace bins
-    if quantiles:
-        margins = margins_pass(frame, request, backend, progress)
-        n = check_rows(int(margins.rows))
-        # bins at noisy quantiles only where the noise of a cumulative count (a random
-        # walk over the fine bins) stays within a tenth of the rows (public: n, p, eps)
-        quantiles = m_scale * math.sqrt(MARGIN_BINS) <= QUANTILE_ERROR * n
+    margins = margins_pass(frame, request, backend, progress)
+    n = check_rows(int(margins.rows))
+    # bins at noisy quantiles only where the noise of a cumulative count (a random walk
+    # over the fine bins: standard deviation sqrt(MARGIN_BINS) times one count's) stays
+    # within a tenth of the rows (public: n, p, eps, delta); Laplace's deviation is
+    # sqrt(2) times its scale, so pure DP needs about 1.4 times the rows of zCDP
+    spread = math.sqrt(total.law.variance(m_scale) * MARGIN_BINS)
+    quantiles = spread <= QUANTILE_ERROR * n
     if not quantiles:  # equal-width bins, the whole budget on the tau matrix
         grids, codings = correlation_grids(frame, request, backend, progress)
-        n = check_rows(int(grids.rows))
+        if int(grids.rows) != n:  # only data changed since the first pass gets here
+            raise InvalidDataError("the number of rows changed between the two passes over "
+                                   "the data; release from data that does not change")
         tau_part, m_scale = total, 0.0
     warn_if_delta_large(delta, n)
     budget = CopulaBudget(tau_part, p, n)
@@ -160,7 +165,7 @@ def copula_graph(frame, request, eps, delta, backend, progress,
         True, "copula", request.alpha, n, codings[0].size, request.max_condition_size,
         epsilon=total.epsilon, delta=total.delta,
         statement=privacy_statement(total, request.pairs, detail), parts=tuple(parts),
-        passes=2 if delta > 0 else 1, noise_scale=budget.scale,
+        passes=2, noise_scale=budget.scale,
         smallest_visible=tests.smallest_visible())
     graph = correlation_result(request, tests, released, report, codings)
     if quantiles:

@@ -270,9 +270,9 @@ def causal_graph_exact(frame, *, columns=None, alpha=0.05, max_condition_size=2,
     Pearson correlations of the raw values (the same skeleton as
     ``pc(..., indep_test="fisherz", stable=True)``). With ``test="tau"`` it is
     the private release's decision without noise; with ``"copula"`` the copula
-    test on bins at the exact marginal quantiles (what a zCDP release with
-    enough rows places at noisy ones; a pure-DP release, or one with few rows,
-    bins equal-width). Charges nothing. ``split_every`` and ``progress``: as for
+    test on bins at the exact marginal quantiles (what a private release with
+    enough rows for its eps places at noisy ones; one with too few rows bins
+    equal-width). Charges nothing. ``split_every`` and ``progress``: as for
     :func:`causal_graph`.
     """
     knobs = engine(split_every=split_every, progress=progress)

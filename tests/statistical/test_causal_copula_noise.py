@@ -16,7 +16,13 @@ from dpmic_dask.causal import causal_graph
 from dpmic_dask.privacy.conversion import rho_from_eps_delta
 from tests.unit.test_causal_copula import exact_tau_on
 
-from .helpers import ALPHA, chi_square_pvalue, discrete_gaussian_pmf, rerun_once
+from .helpers import (
+    ALPHA,
+    chi_square_pvalue,
+    discrete_gaussian_pmf,
+    discrete_laplace_pmf,
+    rerun_once,
+)
 
 
 def frame_of(n, seed):
@@ -123,20 +129,30 @@ def test_per_unit_tau_noise_at_true_scale(delta):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
 @rerun_once
-def test_bins_at_released_quantiles_noise_at_true_scale():
-    """zCDP with enough rows for bins at noisy quantiles: the released fine
-    histograms are the exact ones plus discrete Gaussian noise of sigma = sqrt(2 p)
-    / sqrt(2 rho_m) (10% of rho), and the released tau values the exact ones on the
-    released bins plus Gaussian noise of (2 p / n) / sqrt(2 rho_tau) (90%); both fit
-    at the scale and not at 0.7x or 1.3x of it."""
+def test_bins_at_released_quantiles_noise_at_true_scale(delta):
+    """Enough rows for bins at noisy quantiles: the released fine histograms are the
+    exact ones plus discrete Gaussian noise of sigma = sqrt(2 p) / sqrt(2 rho_m)
+    (zCDP, 10% of rho) or discrete Laplace noise of scale 2 p / eps_m (pure DP, 10%
+    of eps), and the released tau values the exact ones on the released bins plus
+    Gaussian noise of (2 p / n) / sqrt(2 rho_tau) or Laplace noise of
+    (p^2 / n) / eps_tau (90%); both fit at the scale and not at 0.7x or 1.3x of it."""
     from dpmic_dask.causal.copulabins import MARGIN_BINS
 
-    n, eps, delta, runs, p = 20_000, 2.0, 1e-6, 200, 5
+    n, runs, p = 20_000, 200, 5
     frame = frame_of(n, 0)
-    rho = rho_from_eps_delta(eps, delta)
-    m_scale = math.sqrt(2 * p) / math.sqrt(2 * 0.1 * rho)
-    t_scale = (2.0 * p / n) / math.sqrt(2 * 0.9 * rho)
+    if delta:
+        eps = 2.0
+        rho = rho_from_eps_delta(eps, delta)
+        m_scale = math.sqrt(2 * p) / math.sqrt(2 * 0.1 * rho)
+        t_scale = (2.0 * p / n) / math.sqrt(2 * 0.9 * rho)
+        m_pmf, t_law = discrete_gaussian_pmf, stats.norm
+    else:  # Laplace's spread needs a larger eps at these rows
+        eps = 8.0
+        m_scale = 2.0 * p / (0.1 * eps)
+        t_scale = (p * p / n) / (0.9 * eps)
+        m_pmf, t_law = discrete_laplace_pmf, stats.laplace
     exact_margins = {}
     for c, (lo, hi) in BOUNDS.items():
         u = np.clip((frame[c].to_numpy() - lo) / (hi - lo), 0.0, 1.0)
@@ -155,7 +171,7 @@ def test_bins_at_released_quantiles_noise_at_true_scale():
     z = np.concatenate(margin_noise)
     t = np.concatenate(tau_noise)
     for factor, fits in ((1.0, True), (0.7, False), (1.3, False)):
-        fit_m = chi_square_pvalue(z, lambda v: discrete_gaussian_pmf(factor * m_scale, v))
-        fit_t = stats.kstest(t, stats.norm(scale=factor * t_scale).cdf).pvalue
+        fit_m = chi_square_pvalue(z, lambda v: m_pmf(factor * m_scale, v))
+        fit_t = stats.kstest(t, t_law(scale=factor * t_scale).cdf).pvalue
         assert bool(fit_m > ALPHA / 2) is fits and bool(fit_t > ALPHA / 2) is fits, (
             factor, fit_m, fit_t)

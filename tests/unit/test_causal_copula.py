@@ -25,7 +25,7 @@ from dpmic_dask.causal.copula import (
     tau_vector_l1,
     tau_vector_l2,
 )
-from dpmic_dask.causal.copulabins import binned_codings
+from dpmic_dask.causal.copulabins import MARGIN_BINS, binned_codings
 from dpmic_dask.causal.request import check_request
 from dpmic_dask.causal.tables import ColumnCoding
 from dpmic_dask.errors import InvalidParameterError
@@ -222,13 +222,14 @@ def test_test_chosen_from_kinds():
                          test="tau", **common).test == "tau"
 
 
-def test_private_copula_one_pass_one_charge():
+def test_private_copula_two_passes_one_charge():
     frame = gaussian_frame(0, p=5, n=4000)
     bounds = {c: (-6.0, 6.0) for c in frame}
     ledger = InMemoryLedger()
     ledger.set_budget("d", Budget(1.0))
     g = causal_graph(frame, 1.0, bounds=bounds, ledger=ledger, dataset="d")
-    assert g.report().test == "copula" and g.report().passes == 1
+    # the marginal histograms' pass (with the row count), then the grids' pass
+    assert g.report().test == "copula" and g.report().passes == 2
     assert float(ledger.spent("d")) == pytest.approx(1.0)
     assert len(ledger.charges("d")) == 1
     text = str(g.report())
@@ -293,7 +294,7 @@ def test_the_marginal_histograms_move_by_2p_in_l1_and_sqrt_2p_in_l2(p):
     assert worst_l1 == 2 * p and worst_l2 == pytest.approx(math.sqrt(2 * p))
 
 
-def test_bins_at_quantiles_only_with_zcdp_and_enough_rows():
+def test_bins_at_quantiles_only_with_enough_rows_for_the_noise():
     frame = gaussian_frame(0, p=4, n=30_000)
     skewed = frame.assign(v0=np.exp(frame["v0"]))
     bounds = {c: (-6.0, 6.0) for c in frame}
@@ -304,10 +305,15 @@ def test_bins_at_quantiles_only_with_zcdp_and_enough_rows():
     # 256 equal-width bins) spread over the ~40 fine bins they occupy
     assert len(set(g.released_bins["v0"])) > 25
     assert "marginal histograms" in str(g.report())
-    for eps, delta, passes in ((2.0, 0.0, 1), (0.01, 1e-6, 2)):  # pure; too few rows
+    # pure DP: Laplace of scale 2 p / (0.1 eps); a cumulative count's deviation,
+    # sqrt(2 * 2048) times it, against a tenth of the 30,000 rows
+    for eps, delta, quantiles in ((2.0, 0.0, True), (0.5, 0.0, False), (0.01, 1e-6, False)):
+        if not delta:  # the two pure cases straddle the rule
+            spread = math.sqrt(2 * MARGIN_BINS) * 2 * 4 / (0.1 * eps)
+            assert (spread <= 0.1 * 30_000) is quantiles
         g = causal_graph(skewed, eps, delta=delta, bounds=bounds)
-        assert g.released_bins is None and g.report().passes == passes
-        assert ("marginal histograms" in str(g.report())) is False
+        assert (g.released_bins is not None) is quantiles and g.report().passes == 2
+        assert ("marginal histograms" in str(g.report())) is quantiles
 
 
 _CALLS = []
