@@ -22,8 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpmic_dask.causal.tables import ColumnCoding
-from dpmic_dask.stats.kernels.binning import equipartition_bins, fixed_point_positions
+from dpmic_dask.causal.tables import ColumnCoding, equal_width_bins
 from dpmic_dask.stats.kindbase import number_axis
 
 #: Equal-width fine bins of each column's histogram.
@@ -60,14 +59,9 @@ def margin_partition(frame, codings) -> MarginCounts:
     counts = np.zeros((len(codings), MARGIN_BINS), dtype=np.int64)
     missing = np.zeros(len(codings), dtype=bool)
     for j, coding in enumerate(codings):
-        values = np.asarray(number_axis(frame[coding.name]), dtype=np.float64)
-        positions = np.empty(values.shape[0], dtype=np.int64)
-        nan = np.isnan(values)
+        fine, nan = equal_width_bins(number_axis(frame[coding.name]), coding.bounds,
+                                     MARGIN_BINS)
         missing[j] = bool(nan.any())
-        lo, hi = coding.bounds
-        fixed_point_positions(np.where(nan, lo, values), lo, hi - lo, positions)
-        fine = np.empty(values.shape[0], dtype=np.int64)
-        equipartition_bins(positions, MARGIN_BINS, fine)
         counts[j] = np.bincount(fine, minlength=MARGIN_BINS)
     return MarginCounts(counts, missing, len(frame))
 

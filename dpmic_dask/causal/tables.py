@@ -49,16 +49,10 @@ class ColumnCoding:
         code 0 (the release refuses missing values before its charge)."""
         if self.categories is not None:
             return self._category_codes(values)
-        x = np.asarray(values, dtype=np.float64)
-        missing = np.isnan(x)
-        lo, hi = self.bounds  # type: ignore[misc]
-        positions = np.empty(x.shape[0], dtype=np.int64)
-        fixed_point_positions(np.where(missing, lo, x), lo, hi - lo, positions)
-        out = np.empty(x.shape[0], dtype=np.int64)
         if self.lookup is not None:
-            equipartition_bins(positions, len(self.lookup), out)
-            return _as_array(self.lookup)[out], bool(missing.any())
-        equipartition_bins(positions, self.size, out)
+            fine, missing = equal_width_bins(values, self.bounds, len(self.lookup))
+            return _as_array(self.lookup)[fine], bool(missing.any())
+        out, missing = equal_width_bins(values, self.bounds, self.size)
         return out.astype(np.uint8), bool(missing.any())
 
     def _category_codes(self, values) -> tuple[np.ndarray, bool]:
@@ -69,6 +63,21 @@ class ColumnCoding:
         for code, category in enumerate(self.categories):  # type: ignore[arg-type]
             out[series == category] = code
         return out, missing
+
+
+def equal_width_bins(values, bounds, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each value's bin (int64) among ``n_bins`` equal-width bins of ``bounds``
+    (values clamped into them; SPEC section 2's fixed-point positions), and where
+    values are missing (NaN, counted in bin 0; the releases refuse them before
+    their charge)."""
+    x = np.asarray(values, dtype=np.float64)
+    missing = np.isnan(x)
+    lo, hi = bounds
+    positions = np.empty(x.shape[0], dtype=np.int64)
+    fixed_point_positions(np.where(missing, lo, x), lo, hi - lo, positions)
+    out = np.empty(x.shape[0], dtype=np.int64)
+    equipartition_bins(positions, n_bins, out)
+    return out, missing
 
 
 def _as_array(lookup: bytes) -> np.ndarray:
