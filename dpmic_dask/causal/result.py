@@ -32,7 +32,8 @@ class CausalReport:
     passes: int = 0
     sensitivities: tuple = ()
     #: correlation tests: noise scale of each released tau (0 when exact) and
-    #: the smallest absolute correlation a level-0 test detects
+    #: the smallest absolute correlation a level-0 test detects; released tables:
+    #: level 0's noise scale per count and the smallest Cohen's w its tests detect
     noise_scale: float = math.nan
     smallest_visible: float = math.nan
     #: per privacy unit: the unit, ``k``, and the noisy bounded row count (``rows``
@@ -76,6 +77,13 @@ class CausalReport:
             lines.append(f"  noise scale of each released tau {self.noise_scale:.4g}; smallest "
                          f"|correlation| a test without conditioning detects "
                          f"{self.smallest_visible:.4g}")
+        if self.test == "chisq" and self.private and self.smallest_visible == self.smallest_visible:
+            seen = (f"Cohen's w = {self.smallest_visible:.3g} (0.1 is a small dependence, 0.3 "
+                    "a medium one)" if math.isfinite(self.smallest_visible) else
+                    "none: the noise hides every dependence")
+            lines.append(f"  level 0 noise scale of each count {self.noise_scale:.4g}; smallest "
+                         f"dependence a test without conditioning detects (power about 1/2, the "
+                         f"largest pair table, its rows spread evenly): {seen}")
         for r in self.levels:
             blind = (f" ({r.blind} tests blind to a small dependence through the noise: "
                      "they separate nothing)") if getattr(r, "blind", 0) else ""

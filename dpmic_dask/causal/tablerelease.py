@@ -249,6 +249,22 @@ def can_see(df: int, reach: float, alpha: float) -> bool:
     return z <= 0.0
 
 
+def smallest_visible_effect(codings, n: int, variance: float, alpha: float) -> float:
+    """The smallest dependence (Cohen's ``w``) a level-0 test detects with
+    probability one half (:func:`can_see`'s rule) on the largest pair table, its
+    ``n`` rows spread evenly over the categories (an "other" bin aside) or bins:
+    what the noise of ``variance`` per count hides, from public quantities only.
+    ``inf`` when the noise hides every row or column of that table."""
+    sizes = sorted(len(c.categories) if c.categories is not None else c.size
+                   for c in codings)
+    kx, ky = sizes[-2], sizes[-1]
+    table = np.full((1, kx, ky), n / (kx * ky), dtype=np.float64)
+    _, df, reach = noisy_chisq(table, variance)
+    if df == 0 or not reach > 0:
+        return math.inf
+    return math.sqrt(max(_threshold(alpha, df) - df, 0.0) / reach)
+
+
 class NoisyChisqMargins:
     """Margins ``alpha - p`` (negative: independent) of a level's tests on their
     released tables, and the noise-aware chi-square statistics (post-processing)."""
@@ -359,10 +375,13 @@ def released_tables_graph(frame, request, eps, delta, level_shares, backend, spl
         statement = unit_privacy_statement(statement, units)
         unit_fields = {"unit": unit_label(units[0]), "max_rows_per_unit": units[1],
                        "rows_noisy": n}
+    level0 = released.levels[0]
     report = CausalReport(
         True, "chisq", request.alpha, n, request.bins, request.max_condition_size,
         epsilon=budget.total.epsilon, delta=budget.total.delta, statement=statement,
-        parts=parts, **unit_fields,
+        parts=parts, **unit_fields, noise_scale=level0.scale,
+        smallest_visible=smallest_visible_effect(request.codings, n, level0.variance,
+                                                 request.alpha),
         levels=tuple(skeleton.levels), passes=len(passes),
         ended=ended[0] if ended else "")
     graph = cpdag(skeleton.adjacency, skeleton.separating_sets)
@@ -384,4 +403,5 @@ def _warn_if_noisy(request, n: int, budget: TableBudget) -> None:
 
 
 __all__ = ["LevelRelease", "NoisyChisqMargins", "ReleasedTables", "TableBudget", "canonical",
-           "joint_sets", "most_tables", "noisy_chisq", "released_tables_graph"]
+           "joint_sets", "most_tables", "noisy_chisq", "released_tables_graph",
+           "smallest_visible_effect"]

@@ -234,3 +234,24 @@ def test_a_noisy_pure_release_warns_before_the_charge_and_names_delta():
         assert len(notices) == 1, (delta, notices)
         assert ("delta > 0" in notices[0]) is names_delta
         assert len(ledger.charges("d")) == 1
+
+
+def test_the_report_says_the_smallest_dependence_the_noise_lets_a_test_see():
+    """From public quantities: larger with less eps, at the exact test's value
+    without noise, and 'none' when the noise hides every row of the tables."""
+    from dpmic_dask.causal.tablerelease import smallest_visible_effect
+
+    frame = chain(20_000)
+    seen = []
+    for eps in (0.3, 3.0):
+        g = causal_graph(frame, eps, delta=1e-6, categories=CATEGORIES)
+        report = g.report()
+        assert report.noise_scale == report.parts[0][2]
+        seen.append(report.smallest_visible)
+        assert f"Cohen's w = {report.smallest_visible:.3g}" in str(report)
+    assert seen[0] > seen[1] > 0
+    codings = codings_of("abc", levels=3)
+    exact = smallest_visible_effect(codings, 20_000, 0.0, 0.05)
+    assert exact == pytest.approx(math.sqrt((stats.chi2.ppf(0.95, 4) - 4) / 20_000))
+    assert seen[1] > exact
+    assert smallest_visible_effect(codings, 20_000, 1e12, 0.05) == math.inf
