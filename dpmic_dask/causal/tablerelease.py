@@ -17,8 +17,8 @@ Per level ``l`` (budget part ``l`` of ``level_shares``, equal by default):
    ``sqrt(2 T)``, its L1 sensitivity ``2 T`` (``docs/privacy.md``, section 10);
 3. every test is Pearson's chi-square on its noisy table with the noise's variance
    in each cell's denominator, on the rows, columns and strata its noise lets it
-   see (:func:`noisy_chisq`); the edge goes when some set's p-value exceeds
-   ``alpha`` (the first of the largest p-values names the separating set). No
+   see (:mod:`dpmic_dask.causal.noisychisq`); the edge goes when some set's p-value
+   exceeds ``alpha`` (the first of the largest p-values names the separating set). No
    noise is drawn for a decision: they are post-processing.
 
 Levels compose (adaptively): the whole is ``(eps, delta)`` as charged once.
@@ -26,15 +26,14 @@ Levels compose (adaptively): the whole is ``(eps, delta)`` as charged once.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpmic_dask.causal.citests import chi2_sf, g_threshold
 from dpmic_dask.causal.copularun import refuse_missing_values
 from dpmic_dask.causal.levelcount import counter, first_level
+from dpmic_dask.causal.noisychisq import NoisyChisqMargins, smallest_visible_effect
 from dpmic_dask.causal.orient import cpdag
 from dpmic_dask.causal.result import CausalGraph, CausalReport
 from dpmic_dask.causal.skeleton import exact_decision, pc_skeleton
@@ -168,134 +167,6 @@ class ReleasedTables:
         return wanted, out
 
 
-#: A noisy row, column or stratum takes part in a test when its count exceeds this
-#: many standard deviations of its noise (:func:`noisy_chisq`).
-VISIBLE = 3.0
-#: Cohen's ``w`` of a small dependence: a test that would miss it more often than
-#: not cannot separate a pair (:func:`can_see`).
-SMALL_EFFECT = 0.1
-
-
-def noisy_chisq(table: np.ndarray, variance: float) -> tuple[float, int, float]:
-    """``(statistic, degrees of freedom, reach)`` of Pearson's chi-square on a noisy
-    ``(strata, kx, ky)`` table, with the noise's variance in each cell's weight.
-
-    As causal-learn leaves out the empty rows, columns and strata of an exact
-    table, a noisy row or column takes part only where its noisy sum exceeds
-    :data:`VISIBLE` standard deviations of its noise, and a stratum only with two
-    such rows and two such columns (an empty "other" bin, or a combination of
-    categories that does not occur, would otherwise add degrees of freedom and
-    only noise). The degrees of freedom are ``sum (rows - 1)(columns - 1)`` over
-    the strata kept. All of it reads the released table only.
-
-    Within a kept stratum, with the margins' shares ``p_x``, ``p_y``, a cell's
-    residual carries the noise ``Z_xy - p_y Z_x. - p_x Z_.y + p_x p_y Z_..`` of
-    variance ``sigma^2 a_x a_y`` (``a_x = (1 - p_x)^2 + sum_{x' != x} p_x'^2``),
-    and its sampling part has variance ``E (1 - p_x)(1 - p_y)`` under
-    independence; each squared residual is divided by ``E + sigma^2 a_x a_y /
-    ((1 - p_x)(1 - p_y))``, so that each term has the weight Pearson's terms have
-    without noise. ``reach`` is ``sum E^2 / weight`` over the cells kept: the rows
-    an exact test would need for the power this one has (``sum E``, the rows seen,
-    without noise); a dependence of Cohen's ``w`` moves the statistic's mean by
-    about ``reach w^2``."""
-    stat, df, reach = noisy_chisq_many(np.asarray(table)[None], variance)
-    return float(stat[0]), int(df[0]), float(reach[0])
-
-
-def noisy_chisq_many(tables: np.ndarray, variance: float):
-    """:func:`noisy_chisq` of every table of ``tables`` (``[T, strata, kx, ky]``, one
-    shape), vectorised: arrays of the statistics, degrees of freedom and reaches."""
-    a = np.asarray(tables, dtype=np.float64)
-    sd = math.sqrt(max(variance, 0.0))
-    kx, ky = a.shape[-2:]
-    rows = a.sum(axis=3) > VISIBLE * sd * math.sqrt(ky)  # [T, S, kx]
-    cols = a.sum(axis=2) > VISIBLE * sd * math.sqrt(kx)  # [T, S, ky]
-    nrows, ncols = rows.sum(axis=2), cols.sum(axis=2)
-    seen = rows[..., :, None] & cols[..., None, :]
-    # a stratum with two rows and two columns seen, whose seen block holds rows
-    used = (nrows >= 2) & (ncols >= 2) & (np.where(seen, a, 0.0).sum(axis=(2, 3)) > 0)
-    cells = seen & used[..., None, None]
-    kept = np.where(cells, a, 0.0)
-    r, c = kept.sum(axis=3), kept.sum(axis=2)
-    total = np.where(used, r.sum(axis=2), 1.0)
-    px, py = r / total[..., None], c / total[..., None]
-    ax = (1.0 - px) ** 2 + (px ** 2).sum(axis=2, keepdims=True) - px ** 2
-    ay = (1.0 - py) ** 2 + (py ** 2).sum(axis=2, keepdims=True) - py ** 2
-    expected = r[..., :, None] * c[..., None, :] / total[..., None, None]
-    spread = np.maximum((1.0 - px)[..., :, None] * (1.0 - py)[..., None, :], 1e-6)
-    weight = np.maximum(np.maximum(expected, 0.0)
-                        + variance * ax[..., :, None] * ay[..., None, :] / spread, 1e-12)
-    stat = np.where(cells, (kept - expected) ** 2 / weight, 0.0).sum(axis=(1, 2, 3))
-    reach = np.where(cells, np.maximum(expected, 0.0) ** 2 / weight, 0.0).sum(axis=(1, 2, 3))
-    df = np.where(used, (nrows - 1) * (ncols - 1), 0).sum(axis=1)
-    return stat, df, reach
-
-
-@functools.lru_cache(maxsize=4096)
-def _threshold(alpha: float, df: int) -> float:
-    return g_threshold(alpha, df)
-
-
-def can_see(df: int, reach: float, alpha: float) -> bool:
-    """Whether a test of ``df`` degrees of freedom and ``reach`` (:func:`noisy_chisq`)
-    detects a small dependence (Cohen's ``w =`` :data:`SMALL_EFFECT`) with
-    probability at least one half at level ``alpha`` (the non-central chi-square
-    by its normal approximation). A test that cannot is no evidence of
-    independence: it separates nothing."""
-    if df == 0:
-        return False
-    shift = reach * SMALL_EFFECT ** 2
-    z = (_threshold(alpha, df) - df - shift) / math.sqrt(2.0 * (df + 2.0 * shift))
-    return z <= 0.0
-
-
-def smallest_visible_effect(codings, n: int, variance: float, alpha: float) -> float:
-    """The smallest dependence (Cohen's ``w``) a level-0 test detects with
-    probability one half (:func:`can_see`'s rule) on the largest pair table, its
-    ``n`` rows spread evenly over the categories (an "other" bin aside) or bins:
-    what the noise of ``variance`` per count hides, from public quantities only.
-    ``inf`` when the noise hides every row or column of that table."""
-    sizes = sorted(len(c.categories) if c.categories is not None else c.size
-                   for c in codings)
-    kx, ky = sizes[-2], sizes[-1]
-    table = np.full((1, kx, ky), n / (kx * ky), dtype=np.float64)
-    _, df, reach = noisy_chisq(table, variance)
-    if df == 0 or not reach > 0:
-        return math.inf
-    return math.sqrt(max(_threshold(alpha, df) - df, 0.0) / reach)
-
-
-class NoisyChisqMargins:
-    """Margins ``alpha - p`` (negative: independent) of a level's tests on their
-    released tables, and the noise-aware chi-square statistics (post-processing)."""
-
-    offset = 0.0
-
-    def __init__(self, layout: LevelTables, counts: np.ndarray, variance: float,
-                 alpha: float):
-        self.margin: dict[TableKey, float] = {}
-        self.statistic: dict[TableKey, float] = {}
-        #: whether any test could see a small dependence through the noise, and how
-        #: many could not
-        self.saw, self.blind = False, 0
-        groups: dict[tuple[int, int, int], list[int]] = {}
-        for t, key in enumerate(layout.keys):
-            groups.setdefault(layout.shape(key), []).append(t)
-        for members in groups.values():
-            stacked = np.stack([layout.table(counts, t) for t in members])
-            for t, stat, df, reach in zip(members, *noisy_chisq_many(stacked, variance)):
-                key = layout.keys[t]
-                self.statistic[key] = float(stat)
-                # a test the noise leaves blind to a small dependence is no evidence of
-                # independence: the edge stays (an exact table without degrees of
-                # freedom is read as independent by causal-learn; its emptiness is
-                # known, not noise)
-                seen = can_see(int(df), float(reach), alpha)
-                self.saw |= seen
-                self.blind += not seen
-                self.margin[key] = alpha - (chi2_sf(float(stat), int(df)) if seen else 0.0)
-
-
 def released_tables_graph(frame, request, eps, delta, level_shares, backend, split_every,
                           progress, label, units=None):
     """The private ``chisq`` release, staged: level 0's pass and every check, the
@@ -402,6 +273,5 @@ def _warn_if_noisy(request, n: int, budget: TableBudget) -> None:
                             pure=budget.total.is_pure)
 
 
-__all__ = ["LevelRelease", "NoisyChisqMargins", "ReleasedTables", "TableBudget", "canonical",
-           "joint_sets", "most_tables", "noisy_chisq", "released_tables_graph",
-           "smallest_visible_effect"]
+__all__ = ["LevelRelease", "ReleasedTables", "TableBudget", "canonical", "joint_sets",
+           "most_tables", "released_tables_graph"]

@@ -49,14 +49,15 @@ def warn_noise_swamps_tests(ci95: float, span: float, what: str, *, pure: bool =
     """Before the charge: statistical tests whose noise's 95% half-width ``ci95``
     exceeds :data:`NOISY_CI95` of their statistic's range ``span`` (the rule of a
     pairwise release, whose values range over ``[0, 1]``). ``pure``: the release is
-    pure DP, and the notice says that ``delta > 0`` narrows the noise too. Never raised."""
+    pure DP, and the notice says when ``delta > 0`` can narrow the noise too (with
+    many statistics; with few, zCDP's noise can be the wider). Never raised."""
     if ci95 == ci95 and ci95 > NOISY_CI95 * span:
         remedy = ("More rows, a larger eps, fewer columns or a smaller max_condition_size "
                   "narrow it")
         if pure:
-            remedy += (", and so does delta > 0: under pure DP (delta = 0) the noise grows "
-                       "with the number of columns' statistics, under zCDP with its square "
-                       "root")
+            remedy += ("; with many columns so can delta > 0: under pure DP (delta = 0) the "
+                       "noise grows with the number of statistics released, under zCDP with "
+                       "its square root")
         _notice(f"{what}: 95% of the noise of one test's statistic lies within "
                 f"+/-{ci95:.3g}, above {NOISY_CI95} of the statistic's range "
                 f"({NOISY_CI95 * span:.3g}); the tests' decisions are mostly noise. {remedy}",

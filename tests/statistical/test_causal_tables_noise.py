@@ -16,7 +16,7 @@ import pytest
 from scipy import stats
 
 from dpmic_dask.causal import causal_graph
-from dpmic_dask.causal.tablerelease import noisy_chisq
+from dpmic_dask.causal.noisychisq import noisy_chisq
 from dpmic_dask.privacy.conversion import rho_from_eps_delta
 
 from .helpers import (

@@ -25,7 +25,7 @@ from dpmic_dask.causal.copula import (
     tau_vector_l1,
     tau_vector_l2,
 )
-from dpmic_dask.causal.copulabins import MARGIN_BINS, binned_codings
+from dpmic_dask.causal.copulabins import binned_codings
 from dpmic_dask.causal.request import check_request
 from dpmic_dask.causal.tables import ColumnCoding
 from dpmic_dask.errors import InvalidParameterError
@@ -307,13 +307,22 @@ def test_bins_at_quantiles_only_with_enough_rows_for_the_noise():
     assert "marginal histograms" in str(g.report())
     # pure DP: Laplace of scale 2 p / (0.1 eps); a cumulative count's deviation,
     # sqrt(2 * 2048) times it, against a tenth of the 30,000 rows
-    for eps, delta, quantiles in ((2.0, 0.0, True), (0.5, 0.0, False), (0.01, 1e-6, False)):
-        if not delta:  # the two pure cases straddle the rule
-            spread = math.sqrt(2 * MARGIN_BINS) * 2 * 4 / (0.1 * eps)
-            assert (spread <= 0.1 * 30_000) is quantiles
-        g = causal_graph(skewed, eps, delta=delta, bounds=bounds)
+    # (eps 1.5 falls between the rule by the deviation, 5120 / eps <= 3000, and a rule
+    # by the Laplace scale alone, 3620 / eps <= 3000: only the first keeps it equal-width)
+    for eps, delta, quantiles in ((2.0, 0.0, True), (1.5, 0.0, False), (0.5, 0.0, False),
+                                  (0.01, 1e-6, False)):
+        ledger = InMemoryLedger()
+        ledger.set_budget("d", Budget(eps) if not delta else Budget(eps, delta))
+        g = causal_graph(skewed, eps, delta=delta, bounds=bounds, ledger=ledger, dataset="d")
         assert (g.released_bins is not None) is quantiles and g.report().passes == 2
         assert ("marginal histograms" in str(g.report())) is quantiles
+        assert len(ledger.charges("d")) == 1
+        if not delta:  # the whole eps charged, once
+            assert float(ledger.spent("d")) == pytest.approx(eps)
+        if quantiles and not delta:  # the margins' tenth and the tau matrix's rest
+            parts = g.report().parts
+            assert "epsilon 0.2" in parts[0][1] and "epsilon 1.8" in parts[1][1]
+            assert parts[0][2] == pytest.approx(2 * 4 / 0.2)
 
 
 _CALLS = []

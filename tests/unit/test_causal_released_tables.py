@@ -14,15 +14,13 @@ from scipy import stats
 
 from dpmic_dask.causal import causal_graph, causal_graph_exact
 from dpmic_dask.causal.citests import g_pvalue_causallearn, pearson_statistic
+from dpmic_dask.causal.noisychisq import NoisyChisqMargins, can_see, noisy_chisq
 from dpmic_dask.causal.tablerelease import (
     LevelRelease,
-    NoisyChisqMargins,
     TableBudget,
-    can_see,
     canonical,
     joint_sets,
     most_tables,
-    noisy_chisq,
 )
 from dpmic_dask.causal.tables import ColumnCoding, LevelTables, TableKey, count_partition
 from dpmic_dask.errors import InvalidParameterError
@@ -211,35 +209,48 @@ def test_a_missing_category_is_refused_before_the_charge(missing):
     assert ledger.charges("d") == []
 
 
-def test_a_noisy_pure_release_warns_before_the_charge_and_names_delta():
+def test_a_noisy_pure_release_warns_before_the_charge_and_names_delta(monkeypatch):
     """Many categorical columns under pure DP: the notice, before the charge,
     says that ``delta > 0`` narrows the noise; a zCDP release as noisy says only
     the other remedies (it is already zCDP)."""
     import warnings
 
     from dpmic_dask.errors import NoiseWarning
+    from dpmic_dask.release import executor
 
+    record: dict = {}
+    at_charge: list[int] = []
+    real_charge = executor.charge_budget
+
+    def spy_charge(*args, **kwargs):
+        at_charge.append(len(record["seen"]))
+        return real_charge(*args, **kwargs)
+
+    monkeypatch.setattr(executor, "charge_budget", spy_charge)
     gen = np.random.default_rng(3)
     frame = pd.DataFrame({f"c{i}": gen.integers(0, 3, 2000) for i in range(12)})
     categories = {c: [0, 1, 2] for c in frame.columns}
     for delta, names_delta in ((0.0, True), (1e-6, False)):
         ledger = InMemoryLedger()
         ledger.set_budget("d", Budget(1.0, 1e-5))
+        at_charge.clear()
         with warnings.catch_warnings(record=True) as seen:
+            record["seen"] = seen
             warnings.simplefilter("always")
             causal_graph(frame, 0.01, delta=delta, categories=categories, ledger=ledger,
                          dataset="d")
-        notices = [str(w.message) for w in seen if issubclass(w.category, NoiseWarning)
+        notices = [i for i, w in enumerate(seen) if issubclass(w.category, NoiseWarning)
                    and "released tables are noisy" in str(w.message)]
-        assert len(notices) == 1, (delta, notices)
-        assert ("delta > 0" in notices[0]) is names_delta
+        assert len(notices) == 1, (delta, [str(w.message) for w in seen])
+        assert ("delta > 0" in str(seen[notices[0]].message)) is names_delta
         assert len(ledger.charges("d")) == 1
+        assert at_charge and notices[0] < at_charge[0]  # warned before the one charge
 
 
 def test_the_report_says_the_smallest_dependence_the_noise_lets_a_test_see():
     """From public quantities: larger with less eps, at the exact test's value
     without noise, and 'none' when the noise hides every row of the tables."""
-    from dpmic_dask.causal.tablerelease import smallest_visible_effect
+    from dpmic_dask.causal.noisychisq import smallest_visible_effect
 
     frame = chain(20_000)
     seen = []
