@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpmic_dask.causal.citests import g_sensitivity, tau_sensitivity
+from dpmic_dask.causal.citests import g_sensitivity, g_threshold, tau_sensitivity, tau_threshold
 from dpmic_dask.causal.request import check_shares  # noqa: F401  (re-exported)
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.costs import PrivacyCost, measure_for
@@ -48,6 +48,60 @@ def lattice_for(high: float) -> float:
     smallest power of two at least ``high`` (at most ``2**41`` steps, exact in
     integers)."""
     return LATTICE * 2.0 ** max(0, math.ceil(math.log2(max(high, 1.0))))
+
+
+#: The detection probability at which :func:`smallest_visible_decision` reads what
+#: a per-decision test's noise hides (at 1/2 symmetric noise would hide nothing).
+VISIBLE_POWER = 0.9
+
+
+def _noise_grid(scale: float, pure: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Points and weights (summing to 1) of a Laplace (``pure``) or Gaussian noise of
+    ``scale``, for expectations over it."""
+    if not scale > 0:
+        return np.zeros(1), np.ones(1)
+    e = np.linspace(-30.0 * scale, 30.0 * scale, 2_001)
+    w = np.exp(-np.abs(e) / scale) if pure else np.exp(-0.5 * (e / scale) ** 2)
+    return e, w / w.sum()
+
+
+def smallest_visible_decision(test: str, n: int, scale: float, pure: bool, alpha: float,
+                              df: int) -> float:
+    """What a level-0 decision's noise hides, from public quantities: the smallest
+    dependence a test without conditioning detects with probability
+    :data:`VISIBLE_POWER` (sampling and noise together; the statistic by its normal
+    approximation). ``"tau"``: ``|tau|`` of untied columns (``|Z| = 1.5 |tau|
+    sqrt(n)``, ``Z`` standard normal under independence); ``"g"``: Cohen's ``w``
+    on a table of ``df`` degrees of freedom (``G`` about ``df + n w^2``, variance
+    ``2 (df + 2 n w^2)``)."""
+    e, weight = _noise_grid(scale, pure)
+    erfc = np.frompyfunc(math.erfc, 1, 1)
+
+    def normal(x):  # the standard normal's distribution function, elementwise
+        return 0.5 * erfc(-np.asarray(x, dtype=np.float64) / math.sqrt(2.0)).astype(np.float64)
+    if test == "tau":
+        threshold = tau_threshold(alpha)
+
+        def power(shift: float) -> float:  # P(|N(shift, 1)| + noise > threshold)
+            c = threshold - e
+            return float((weight * np.where(c <= 0, 1.0, normal(shift - c)
+                                            + normal(-shift - c))).sum())
+    else:
+        threshold = g_threshold(alpha, df)
+
+        def power(shift: float) -> float:  # P(G + noise > threshold), G ~ N(df + s, 2(df + 2s))
+            sd = math.sqrt(2.0 * (df + 2.0 * shift))
+            return float((weight * normal((df + shift + e - threshold) / sd)).sum())
+
+    lo, hi = 0.0, 1.0
+    while power(hi) < VISIBLE_POWER:
+        lo, hi = hi, 2.0 * hi
+        if hi > 1e12:
+            return math.inf
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if power(mid) < VISIBLE_POWER else (lo, mid)
+    return hi / (1.5 * math.sqrt(n)) if test == "tau" else math.sqrt(hi / n)
 
 
 @dataclass(frozen=True)

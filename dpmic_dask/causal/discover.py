@@ -49,7 +49,12 @@ from dpmic_dask.causal.copulaunit import (
     unit_copula_graph,
     unit_table_graph,
 )
-from dpmic_dask.causal.decide import CausalBudget, check_shares, sensitivity
+from dpmic_dask.causal.decide import (
+    CausalBudget,
+    check_shares,
+    sensitivity,
+    smallest_visible_decision,
+)
 from dpmic_dask.causal.levelcount import counter, first_level
 from dpmic_dask.causal.orient import cpdag
 from dpmic_dask.causal.request import (
@@ -324,10 +329,15 @@ def _private_report(request, n, budget: CausalBudget, skeleton, passes) -> Causa
     detail = (f"{len(budget.decision_parts)} levels of {request.pairs} noisy edge "
               "decisions and separating-set choices")
     statement = privacy_statement(budget.total, request.pairs, detail)
+    sizes = sorted(c.size for c in request.codings)
+    scale = budget.decision_scale(0)
+    seen = smallest_visible_decision(request.test, n, scale, budget.total.is_pure,
+                                     request.alpha, (sizes[-1] - 1) * (sizes[-2] - 1))
     return CausalReport(
         True, request.test, request.alpha, n, request.bins, request.max_condition_size,
         epsilon=budget.total.epsilon, delta=budget.total.delta, statement=statement,
         parts=tuple(parts), levels=tuple(skeleton.levels), passes=passes,
+        noise_scale=scale, smallest_visible=seen,
         sensitivities=tuple(sensitivity(request.test, n, d) for d in range(request.levels)))
 
 

@@ -33,7 +33,9 @@ class CausalReport:
     sensitivities: tuple = ()
     #: correlation tests: noise scale of each released tau (0 when exact) and
     #: the smallest absolute correlation a level-0 test detects; released tables:
-    #: level 0's noise scale per count and the smallest Cohen's w its tests detect
+    #: level 0's noise scale per count and the smallest Cohen's w its tests detect;
+    #: per-decision tests: level 0's decision noise scale and the smallest |tau|
+    #: ("tau") or Cohen's w ("g") detected with probability 0.9
     noise_scale: float = math.nan
     smallest_visible: float = math.nan
     #: per privacy unit: the unit, ``k``, and the noisy bounded row count (``rows``
@@ -84,6 +86,14 @@ class CausalReport:
             lines.append(f"  level 0 noise scale of each count {self.noise_scale:.4g}; smallest "
                          f"dependence a test without conditioning detects (power about 1/2, the "
                          f"largest pair table, its rows spread evenly): {seen}")
+        visible = self.smallest_visible == self.smallest_visible  # not NaN
+        if self.test in ("tau", "g") and self.private and visible:
+            what = ("|Kendall tau| (untied columns)" if self.test == "tau" else
+                    "Cohen's w (the largest pair table)")
+            units = "|Z|" if self.test == "tau" else "G"
+            lines.append(f"  level 0 noise scale of each decision {self.noise_scale:.4g} ({units} "
+                         f"units); smallest dependence a test without conditioning detects "
+                         f"with probability 0.9: {what} {self.smallest_visible:.3g}")
         for r in self.levels:
             blind = (f" ({r.blind} tests blind to a small dependence through the noise: "
                      "they separate nothing)") if getattr(r, "blind", 0) else ""

@@ -429,3 +429,30 @@ def test_meaningless_tests_warn_before_the_charge(monkeypatch, test):
         frame.dpmic.causal_graph(8.0, bounds=BOUNDS4, bins=4, test=test, ledger=ledger,
                                  dataset="d")
     assert not [w for w in quiet if issubclass(w.category, NoiseWarning)]
+
+
+def test_what_a_decisions_noise_hides_from_public_quantities():
+    """Without noise the tau test's smallest visible |tau| is the normal
+    approximation's (z_0.975 + z_0.9) / (1.5 sqrt n); noise widens it (at power 0.9
+    a Gaussian more than a Laplace of the same variance, whose mass sits nearer 0:
+    its 10% quantile is b ln 5 = 1.14 sd, the Gaussian's 1.28 sd); the G test's
+    Cohen's w without noise solves n w^2 = (threshold - df) + z_0.9 sd."""
+    from statistics import NormalDist
+
+    from dpmic_dask.causal.citests import g_threshold
+    from dpmic_dask.causal.decide import smallest_visible_decision
+
+    n = 100_000
+    z = NormalDist().inv_cdf(0.975) + NormalDist().inv_cdf(0.9)
+    exact = smallest_visible_decision("tau", n, 0.0, True, 0.05, 1)
+    assert exact == pytest.approx(z / (1.5 * math.sqrt(n)), rel=1e-3)
+    wider = [smallest_visible_decision("tau", n, s, True, 0.05, 1) for s in (0.5, 2.0)]
+    assert exact < wider[0] < wider[1]
+    gauss = smallest_visible_decision("tau", n, 2.0 * math.sqrt(2.0), False, 0.05, 1)
+    assert gauss > wider[1]
+    w = smallest_visible_decision("g", n, 0.0, True, 0.05, 4)
+    shift = n * w * w
+    sd = math.sqrt(2.0 * (4 + 2.0 * shift))
+    assert 4 + shift - g_threshold(0.05, 4) == pytest.approx(NormalDist().inv_cdf(0.9) * sd,
+                                                              rel=1e-3)
+    assert smallest_visible_decision("g", n, 100.0, True, 0.05, 4) > w
