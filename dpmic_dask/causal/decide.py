@@ -77,8 +77,10 @@ def smallest_visible_decision(test: str, n: int, scale: float, pure: bool, alpha
     e, weight = _noise_grid(scale, pure)
     erfc = np.frompyfunc(math.erfc, 1, 1)
 
-    def normal(x):  # the standard normal's distribution function, elementwise
-        return 0.5 * erfc(-np.asarray(x, dtype=np.float64) / math.sqrt(2.0)).astype(np.float64)
+    def normal(x) -> np.ndarray:  # the standard normal's distribution function, elementwise
+        values = erfc(-np.asarray(x, dtype=np.float64) / math.sqrt(2.0))
+        return 0.5 * np.asarray(values, dtype=np.float64)
+
     if test == "tau":
         threshold = tau_threshold(alpha)
 
