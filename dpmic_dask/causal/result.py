@@ -34,7 +34,7 @@ class CausalReport:
     #: correlation tests: noise scale of each released tau (0 when exact) and
     #: the smallest absolute correlation a level-0 test detects; released tables:
     #: level 0's noise scale per count and the smallest Cohen's w its tests detect;
-    #: per-decision tests: level 0's decision noise scale and the smallest |tau|
+    #: per-decision tests: level 0's decision noise scale and the smallest ``|tau|``
     #: ("tau") or Cohen's w ("g") detected with probability 0.9
     noise_scale: float = math.nan
     smallest_visible: float = math.nan
