@@ -137,11 +137,13 @@ def test_bins_at_released_quantiles_noise_at_true_scale(delta):
     (zCDP, 10% of rho) or discrete Laplace noise of scale 2 p / eps_m (pure DP, 10%
     of eps), and the released tau values the exact ones on the released bins plus
     Gaussian noise of (2 p / n) / sqrt(2 rho_tau) or Laplace noise of
-    (p^2 / n) / eps_tau (90%); both fit at the scale and not at 0.7x or 1.3x of it."""
+    (p^2 / n) / eps_tau (90%); both fit at the scale and not at 0.7x or 1.3x of it.
+    Ten columns (two copies of the five): 45 tau values and 20,480 counts a run."""
     from dpmic_dask.causal.copulabins import MARGIN_BINS
 
-    n, runs, p = 20_000, 200, 5
-    frame = frame_of(n, 0)
+    n, runs, p = 20_000, 50, 10
+    frame = pd.concat([frame_of(n, 0), frame_of(n, 1).add_suffix("2")], axis=1)
+    bounds = {**BOUNDS, **{f"{c}2": b for c, b in BOUNDS.items()}}
     if delta:
         eps = 2.0
         rho = rho_from_eps_delta(eps, delta)
@@ -154,19 +156,19 @@ def test_bins_at_released_quantiles_noise_at_true_scale(delta):
         t_scale = (p * p / n) / (0.9 * eps)
         m_pmf, t_law = discrete_laplace_pmf, stats.laplace
     exact_margins = {}
-    for c, (lo, hi) in BOUNDS.items():
+    for c, (lo, hi) in bounds.items():
         u = np.clip((frame[c].to_numpy() - lo) / (hi - lo), 0.0, 1.0)
         q = np.minimum(np.floor(u * 2.0**32), 2.0**32 - 1).astype(np.int64)
         exact_margins[c] = np.bincount((q * MARGIN_BINS) >> 32, minlength=MARGIN_BINS)
     iu = np.triu_indices(p, 1)
     margin_noise, tau_noise = [], []
     for _ in range(runs):
-        g = causal_graph(frame, eps, delta=delta, bounds=BOUNDS, max_condition_size=1)
+        g = causal_graph(frame, eps, delta=delta, bounds=bounds, max_condition_size=1)
         assert g.released_bins is not None and g.report().passes == 2
         assert g.report().parts[0][2] == pytest.approx(m_scale, rel=1e-6)
         assert g.report().noise_scale == pytest.approx(t_scale, rel=1e-6)
-        margin_noise += [g.released_margins[c] - exact_margins[c] for c in BOUNDS]
-        exact = exact_tau_on(frame, BOUNDS, g.released_bins)
+        margin_noise += [g.released_margins[c] - exact_margins[c] for c in bounds]
+        exact = exact_tau_on(frame, bounds, g.released_bins)
         tau_noise.append(g.released_tau.to_numpy()[iu] - exact[iu])
     z = np.concatenate(margin_noise)
     t = np.concatenate(tau_noise)

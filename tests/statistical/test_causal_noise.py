@@ -250,14 +250,14 @@ def tau_pair(n: int, tau: float, seed: int) -> pd.DataFrame:
 @rerun_once
 def test_the_reported_smallest_tau_is_seen_about_nine_times_in_ten():
     """The tau test's report (pure DP, eps 0.05, n = 5000: decision noise of Laplace
-    scale 1.7 in |Z| units, so the noise, not only the sampling, sets it): over 400
+    scale 1.7 in |Z| units, so the noise, not only the sampling, sets it): over 250
     releases of fresh rows through ``causal_graph``, a pair of the reported |tau|
     keeps its edge in 79-92% of them (0.9 for untied columns; 16 bins tie some
     pairs: 85% when written), 0.7 times it in fewer than 79% (71%), 1.5 times it in
     more than 92%."""
     import warnings
 
-    n, eps, runs = 5000, 0.05, 400
+    n, eps, runs = 5000, 0.05, 250
     bounds = {"x": (-5.0, 5.0), "y": (-5.0, 5.0)}
     common = {"bounds": bounds, "test": "tau", "bins": 16, "max_condition_size": 0}
     g = causal_graph(tau_pair(n, 0.0, 0), eps, **common)
