@@ -18,11 +18,10 @@ marginals".
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
-from dpmic_dask.causal.tables import ColumnCoding, equal_width_bins
+from dpmic_dask.causal.tables import ColumnCoding, LevelCounts, equal_width_bins
 from dpmic_dask.stats.kindbase import number_axis
 
 #: Equal-width fine bins of each column's histogram.
@@ -35,27 +34,15 @@ MARGIN_SHARE = 0.1
 QUANTILE_ERROR = 0.1
 
 
-@dataclass
-class MarginCounts:
-    """Per column the counts of its fine bins (int64[p, MARGIN_BINS]), missing
-    flags and the row count (what a partition returns, and their sum)."""
-
-    counts: np.ndarray
-    missing: np.ndarray
-    rows: int
-
-    def __add__(self, other: MarginCounts) -> MarginCounts:
-        return MarginCounts(self.counts + other.counts, self.missing | other.missing,
-                            self.rows + other.rows)
-
-
 def fine_margin_codings(codings) -> tuple[ColumnCoding, ...]:
     """``codings`` as :data:`MARGIN_BINS` equal-width bins of their bounds."""
     return tuple(ColumnCoding(c.name, MARGIN_BINS, bounds=c.bounds) for c in codings)
 
 
-def margin_partition(frame, codings) -> MarginCounts:
-    """One partition's fine histograms of ``codings`` (from :func:`fine_margin_codings`)."""
+def margin_partition(frame, codings) -> LevelCounts:
+    """One partition's fine histograms of ``codings`` (from :func:`fine_margin_codings`):
+    per column the counts of its fine bins (int64[p, MARGIN_BINS]), missing flags and
+    the row count; partitions add up (:func:`~dpmic_dask.causal.tables.combine_counts`)."""
     counts = np.zeros((len(codings), MARGIN_BINS), dtype=np.int64)
     missing = np.zeros(len(codings), dtype=bool)
     for j, coding in enumerate(codings):
@@ -63,12 +50,7 @@ def margin_partition(frame, codings) -> MarginCounts:
                                      MARGIN_BINS)
         missing[j] = bool(nan.any())
         counts[j] = np.bincount(fine, minlength=MARGIN_BINS)
-    return MarginCounts(counts, missing, len(frame))
-
-
-def add_margins(a: MarginCounts, b: MarginCounts) -> MarginCounts:
-    """Exact, associative sum of two partitions' histograms."""
-    return a + b
+    return LevelCounts(counts, missing, len(frame))
 
 
 def margin_scale(part, p: int) -> float:
@@ -101,6 +83,5 @@ def binned_codings(codings, lookups, bins: int) -> tuple[ColumnCoding, ...]:
                  for c, lk in zip(codings, lookups))
 
 
-__all__ = ["MARGIN_BINS", "MARGIN_SHARE", "QUANTILE_ERROR", "MarginCounts", "add_margins",
-           "binned_codings", "fine_margin_codings", "margin_partition", "margin_scale",
-           "quantile_lookup"]
+__all__ = ["MARGIN_BINS", "MARGIN_SHARE", "QUANTILE_ERROR", "binned_codings",
+           "fine_margin_codings", "margin_partition", "margin_scale", "quantile_lookup"]

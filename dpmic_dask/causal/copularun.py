@@ -29,8 +29,6 @@ from dpmic_dask.causal.copulabins import (
     MARGIN_BINS,
     MARGIN_SHARE,
     QUANTILE_ERROR,
-    MarginCounts,
-    add_margins,
     binned_codings,
     fine_margin_codings,
     margin_partition,
@@ -41,6 +39,7 @@ from dpmic_dask.causal.orient import cpdag
 from dpmic_dask.causal.request import CausalRequest
 from dpmic_dask.causal.result import CausalGraph, CausalReport
 from dpmic_dask.causal.skeleton import exact_decision, pc_skeleton
+from dpmic_dask.causal.tables import LevelCounts, combine_counts
 from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError, MissingValuesError
 from dpmic_dask.privacy.costs import measure_for
@@ -88,13 +87,13 @@ def correlation_grids(frame, request, backend, progress, codings=None):
     return grids, codings
 
 
-def margins_pass(frame, request, backend, progress) -> MarginCounts:
+def margins_pass(frame, request, backend, progress) -> LevelCounts:
     """The first pass of the copula test: every column's fine histogram, the row
     count and the missing values (refused)."""
     margins = backend.reduce(frame, request.names,
                              partial(margin_partition,
                                      codings=fine_margin_codings(request.codings)),
-                             add_margins, split_every=8, progress=progress)
+                             combine_counts, split_every=8, progress=progress)
     refuse_missing_values(margins, request)
     return margins
 
