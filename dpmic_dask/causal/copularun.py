@@ -106,6 +106,14 @@ def copula_codings(request, histograms):
                           bins)
 
 
+def same_rows(grids, n: int) -> None:
+    """The grids' pass read the first pass's ``n`` rows (only data changed between
+    the two passes fails here)."""
+    if int(grids.rows) != n:
+        raise InvalidDataError("the number of rows changed between the two passes over "
+                               "the data; release from data that does not change")
+
+
 def copula_graph(frame, request, eps, delta, backend, progress,
                  label) -> Generator[Bill, Charge, CausalGraph]:
     """The private copula release, staged: the first pass (the marginal histograms,
@@ -128,9 +136,7 @@ def copula_graph(frame, request, eps, delta, backend, progress,
     quantiles = spread <= QUANTILE_ERROR * n
     if not quantiles:  # equal-width bins, the whole budget on the tau matrix
         grids, codings = correlation_grids(frame, request, backend, progress)
-        if int(grids.rows) != n:  # only data changed since the first pass gets here
-            raise InvalidDataError("the number of rows changed between the two passes over "
-                                   "the data; release from data that does not change")
+        same_rows(grids, n)
         tau_part, m_scale = total, 0.0
     warn_if_delta_large(delta, n)
     budget = CopulaBudget(tau_part, p, n)
@@ -148,9 +154,7 @@ def copula_graph(frame, request, eps, delta, backend, progress,
         codings = copula_codings(request, noisy)
         released_margins = {name: noisy[j] for j, name in enumerate(request.names)}
         grids, _ = correlation_grids(frame, request, backend, progress, codings)
-        if int(grids.rows) != n:  # only data changed since the first pass gets here
-            raise InvalidDataError("the number of rows changed between the two passes over "
-                                   "the data; release from data that does not change")
+        same_rows(grids, n)
         parts.insert(0, (f"marginal histograms ({p} x {MARGIN_BINS} counts; the bins at "
                          "their quantiles)", margin_part.describe(), m_scale))
     tau = tau_matrix(grids, p, codings[0].size, n)  # exact, never released as such

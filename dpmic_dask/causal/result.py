@@ -79,21 +79,22 @@ class CausalReport:
             lines.append(f"  noise scale of each released tau {self.noise_scale:.4g}; smallest "
                          f"|correlation| a test without conditioning detects "
                          f"{self.smallest_visible:.4g}")
-        if self.test == "chisq" and self.private and self.smallest_visible == self.smallest_visible:
-            seen = (f"Cohen's w = {self.smallest_visible:.3g} (0.1 is a small dependence, 0.3 "
-                    "a medium one)" if math.isfinite(self.smallest_visible) else
-                    "none: the noise hides every dependence")
-            lines.append(f"  level 0 noise scale of each count {self.noise_scale:.4g}; smallest "
-                         f"dependence a test without conditioning detects (power about 1/2, the "
-                         f"largest pair table, its rows spread evenly): {seen}")
-        visible = self.smallest_visible == self.smallest_visible  # not NaN
-        if self.test in ("tau", "g") and self.private and visible:
-            what = ("|Kendall tau| (untied columns)" if self.test == "tau" else
-                    "Cohen's w (the largest pair table)")
-            units = "|Z|" if self.test == "tau" else "G"
-            lines.append(f"  level 0 noise scale of each decision {self.noise_scale:.4g} ({units} "
-                         f"units); smallest dependence a test without conditioning detects "
-                         f"with probability 0.9: {what} {self.smallest_visible:.3g}")
+        seen = self.smallest_visible
+        if self.private and seen == seen and self.test in ("chisq", "tau", "g"):  # not NaN
+            what = {"chisq": "Cohen's w =", "tau": "|Kendall tau| (untied columns)",
+                    "g": "Cohen's w (the largest pair table)"}[self.test]
+            scale = " (0.1 is a small dependence, 0.3 a medium one)" * (self.test == "chisq")
+            found = (f"{what} {seen:.3g}{scale}" if math.isfinite(seen) else
+                     "none: the noise hides every dependence")
+            if self.test == "chisq":
+                lines.append(f"  level 0 noise scale of each count {self.noise_scale:.4g}; "
+                             "smallest dependence a test without conditioning detects (power "
+                             f"about 1/2, the largest pair table, its rows spread evenly): {found}")
+            else:
+                units = "|Z|" if self.test == "tau" else "G"
+                lines.append(f"  level 0 noise scale of each decision {self.noise_scale:.4g} "
+                             f"({units} units); smallest dependence a test without "
+                             f"conditioning detects with probability 0.9: {found}")
         for r in self.levels:
             blind = (f" ({r.blind} tests blind to a small dependence through the noise: "
                      "they separate nothing)") if getattr(r, "blind", 0) else ""
@@ -168,7 +169,7 @@ class CausalGraph:
 
     @property
     def released_bins(self) -> dict | None:
-        """Copula test with bins at the released quantiles (zCDP): per column the bin
+        """Copula test with bins at the released quantiles: per column the bin
         of each of its equal-width fine bins (``docs/causal.md``), else ``None``."""
         bins = self._extra.get("bins")
         return None if bins is None else {c: tuple(b) for c, b in bins.items()}
