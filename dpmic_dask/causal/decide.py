@@ -80,14 +80,15 @@ def _normal_cdf(x: np.ndarray) -> np.ndarray:
 
 @functools.lru_cache(maxsize=256)
 def smallest_visible_decision(test: str, n: int, scale: float, pure: bool, alpha: float,
-                              df: int) -> float:
+                              df: int, most: float) -> float:
     """What a level-0 decision's noise hides, from public quantities: the smallest
     dependence a test without conditioning detects with probability
     :data:`VISIBLE_POWER` (sampling and noise together; the statistic by its normal
     approximation). ``"tau"``: ``|tau|`` of untied columns (``|Z| = 1.5 |tau|
     sqrt(n)``, ``Z`` standard normal under independence); ``"g"``: Cohen's ``w``
     on a table of ``df`` degrees of freedom (``G`` about ``df + n w^2``, variance
-    ``2 (df + 2 n w^2)``)."""
+    ``2 (df + 2 n w^2)``). ``inf`` above ``most``, the largest dependence there is
+    (1 for tau; for ``w``, ``sqrt(min(kx, ky) - 1)``): the noise hides every one."""
     e, weight = _noise_grid(scale, pure)
     normal = _normal_cdf
     if test == "tau":
@@ -108,11 +109,12 @@ def smallest_visible_decision(test: str, n: int, scale: float, pure: bool, alpha
     while power(hi) < VISIBLE_POWER:
         lo, hi = hi, 2.0 * hi
         if hi > 1e12:
-            return math.inf
+            return math.inf  # beyond any test statistic
     for _ in range(60):
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if power(mid) < VISIBLE_POWER else (lo, mid)
-    return hi / (1.5 * math.sqrt(n)) if test == "tau" else math.sqrt(hi / n)
+    found = hi / (1.5 * math.sqrt(n)) if test == "tau" else math.sqrt(hi / n)
+    return found if found <= most else math.inf
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ precheck) are :mod:`dpmic_dask.causal.request`.
 
 from __future__ import annotations
 
+import math
 from functools import partial
 
 from dpmic_dask.backends import backend_for
@@ -331,8 +332,9 @@ def _private_report(request, n, budget: CausalBudget, skeleton, passes) -> Causa
     statement = privacy_statement(budget.total, request.pairs, detail)
     sizes = sorted(c.size for c in request.codings)
     scale = budget.decision_scale(0)
+    most = 1.0 if request.test == "tau" else math.sqrt(sizes[-2] - 1)
     seen = smallest_visible_decision(request.test, n, scale, budget.total.is_pure,
-                                     request.alpha, (sizes[-1] - 1) * (sizes[-2] - 1))
+                                     request.alpha, (sizes[-1] - 1) * (sizes[-2] - 1), most)
     return CausalReport(
         True, request.test, request.alpha, n, request.bins, request.max_condition_size,
         epsilon=budget.total.epsilon, delta=budget.total.delta, statement=statement,

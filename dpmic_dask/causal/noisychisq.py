@@ -101,7 +101,8 @@ def smallest_visible_effect(codings, n: int, variance: float, alpha: float) -> f
     probability one half (:func:`can_see`'s rule) on the largest pair table, its
     ``n`` rows spread evenly over the categories (an "other" bin aside) or bins:
     what the noise of ``variance`` per count hides, from public quantities only.
-    ``inf`` when the noise hides every row or column of that table."""
+    ``inf`` when the noise hides every row or column of that table, or every
+    dependence (``w`` above ``sqrt(min(kx, ky) - 1)``, the largest there is)."""
     sizes = sorted(len(c.categories) if c.categories is not None else c.size
                    for c in codings)
     kx, ky = sizes[-2], sizes[-1]
@@ -109,7 +110,8 @@ def smallest_visible_effect(codings, n: int, variance: float, alpha: float) -> f
     _, df, reach = noisy_chisq(table, variance)
     if df == 0 or not reach > 0:
         return math.inf
-    return math.sqrt(max(_threshold(alpha, df) - df, 0.0) / reach)
+    found = math.sqrt(max(_threshold(alpha, df) - df, 0.0) / reach)
+    return found if found <= math.sqrt(kx - 1) else math.inf
 
 
 class NoisyChisqMargins:

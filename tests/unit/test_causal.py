@@ -444,15 +444,19 @@ def test_what_a_decisions_noise_hides_from_public_quantities():
 
     n = 100_000
     z = NormalDist().inv_cdf(0.975) + NormalDist().inv_cdf(0.9)
-    exact = smallest_visible_decision("tau", n, 0.0, True, 0.05, 1)
+    exact = smallest_visible_decision("tau", n, 0.0, True, 0.05, 1, 1.0)
     assert exact == pytest.approx(z / (1.5 * math.sqrt(n)), rel=1e-3)
-    wider = [smallest_visible_decision("tau", n, s, True, 0.05, 1) for s in (0.5, 2.0)]
+    wider = [smallest_visible_decision("tau", n, s, True, 0.05, 1, 1.0) for s in (0.5, 2.0)]
     assert exact < wider[0] < wider[1]
-    gauss = smallest_visible_decision("tau", n, 2.0 * math.sqrt(2.0), False, 0.05, 1)
+    gauss = smallest_visible_decision("tau", n, 2.0 * math.sqrt(2.0), False, 0.05, 1,
+                                      1.0)
     assert gauss > wider[1]
-    w = smallest_visible_decision("g", n, 0.0, True, 0.05, 4)
+    w = smallest_visible_decision("g", n, 0.0, True, 0.05, 4, math.sqrt(2.0))
     shift = n * w * w
     sd = math.sqrt(2.0 * (4 + 2.0 * shift))
     assert 4 + shift - g_threshold(0.05, 4) == pytest.approx(NormalDist().inv_cdf(0.9) * sd,
                                                               rel=1e-3)
-    assert smallest_visible_decision("g", n, 100.0, True, 0.05, 4) > w
+    assert smallest_visible_decision("g", n, 100.0, True, 0.05, 4, math.sqrt(2.0)) > w
+    # noise no dependence can rise above (|tau| <= 1, w <= sqrt(min(k) - 1)): "none"
+    assert smallest_visible_decision("tau", 100, 1e4, True, 0.05, 1, 1.0) == math.inf
+    assert smallest_visible_decision("g", 100, 1e6, True, 0.05, 4, math.sqrt(2.0)) == math.inf
