@@ -130,7 +130,14 @@ def test_per_unit_keeps_k_rows_per_unit_and_charges_once():
     assert len(ledger.charges("d")) == 1 and float(ledger.spent("d")) == pytest.approx(1.0)
     text = str(report)
     assert "adding or removing all rows of any one who" in text and "n0" in text
-    assert g.skeleton == {frozenset("xy"), frozenset("yz")}
+    # the chain x - y - z: its edges always; x and z separated by y in nearly every
+    # release (the kept rows and the noise are fresh each time: 80 of 80 when written,
+    # one miss in five CI runs), so in at least two of three
+    truth = {frozenset("xy"), frozenset("yz")}
+    assert truth <= g.skeleton
+    again = [causal_graph(frame, 1.0, bounds=BOUNDS, privacy_unit="who",
+                          max_rows_per_unit=1).skeleton for _ in range(2)]
+    assert sum(s == truth for s in [g.skeleton, *again]) >= 2
 
 
 def test_per_unit_without_noise_is_the_exact_tau_of_the_kept_rows():
