@@ -35,6 +35,7 @@ from statistics import NormalDist
 import numpy as np
 
 from dpmic_dask.causal.citests import concordance
+from dpmic_dask.causal.quadrant import concordance_variance
 from dpmic_dask.causal.tables import ColumnCoding
 from dpmic_dask.privacy.costs import PrivacyCost, measure_for
 from dpmic_dask.privacy.mechanisms.base import LATTICE
@@ -291,19 +292,39 @@ class CorrelationTests:
     noise variance ``noise_var`` per value; the Fisher z of a partial correlation
     is standardised by ``sqrt(KENDALL_VARIANCE / (n - |S| - 3) + v_noise)``, where
     ``v_noise`` is the released noise's variance carried to z by the delta method
-    (through ``sin``, the inverse of the submatrix and ``atanh``).
+    (through ``sin``, the inverse of the submatrix and ``atanh``). With ``slope``
+    and ``beta`` (signs at released medians, :mod:`~dpmic_dask.causal.quadrant`;
+    ``cuts``: the columns' latent cuts, 0 by default)
+    ``r`` is the tetrachoric matrix, ``slope`` its derivative in each released
+    concordance ``beta`` (``C / n``), and the sampling variance is the delta
+    method's over the concordances' covariance
+    (:func:`~dpmic_dask.causal.quadrant.concordance_variance`); ``sampling`` (``n``
+    times each pair's variance at independence) only sets the report's figure.
     ``kind="fisherz"``: causal-learn's Fisher z on Pearson ``r`` (no noise).
     """
 
     def __init__(self, r: np.ndarray, n: int, alpha: float, kind: str,
-                 tau: np.ndarray | None = None, noise_var: float = 0.0):
+                 tau: np.ndarray | None = None, noise_var: float = 0.0,
+                 slope: np.ndarray | None = None, sampling: np.ndarray | None = None,
+                 beta: np.ndarray | None = None, cuts: np.ndarray | None = None):
         self.r = r
         self.n = n
         self.alpha = alpha
         self.kind = kind
         self.noise_var = noise_var
         self.threshold = NormalDist().inv_cdf(1.0 - alpha / 2.0)
-        if kind == "copula":
+        self.beta = beta
+        self.cuts = np.zeros(r.shape[0]) if cuts is None else cuts
+        # a typical pair's sampling variance (times n) and slope at independence,
+        # for the report's smallest visible correlation
+        self.sampling0, self.slope0 = KENDALL_VARIANCE, 0.5 * math.pi
+        if kind == "copula" and slope is not None:  # signs at released medians
+            self.slope = slope
+            iu = np.triu_indices(r.shape[0], 1)
+            if sampling is not None and iu[0].size:
+                self.sampling0 = float(np.median(sampling[iu]))
+                self.slope0 = float(np.median(slope[iu]))
+        elif kind == "copula":
             assert tau is not None, "the copula test needs the tau matrix"
             t = np.clip(tau, -1.0, 1.0)
             self.slope = 0.5 * math.pi * np.cos(0.5 * math.pi * t)  # dr / dtau
@@ -324,12 +345,19 @@ class CorrelationTests:
             return math.inf
         if self.kind == "fisherz":
             return math.sqrt(dof) * abs(z)
-        variance = KENDALL_VARIANCE / dof
-        if self.noise_var > 0:
-            grad = partial_gradient(prec)
-            slope = self.slope[np.ix_(idx, idx)]
-            v_r = float(((grad * slope) ** 2).sum()) * self.noise_var
-            variance += v_r / (1.0 - r * r) ** 2
+        if self.beta is None:
+            variance = KENDALL_VARIANCE / dof
+            if not self.noise_var > 0:
+                return abs(z) / math.sqrt(variance)
+        grad = partial_gradient(prec) * self.slope[np.ix_(idx, idx)]
+        if self.beta is not None:  # signs: the concordances' covariance, delta method
+            variance = concordance_variance(grad, self.beta[np.ix_(idx, idx)], sub,
+                                            self.cuts[idx]) / (
+                self.n * (1.0 - r * r) ** 2)
+        v_r = float((grad**2).sum()) * self.noise_var
+        variance += v_r / (1.0 - r * r) ** 2
+        if not variance > 0:  # nothing varies (every sign alike): the test cannot reject
+            return math.inf
         return abs(z) / math.sqrt(variance)
 
     def margin(self, i: int, j: int, cond: tuple[int, ...]) -> tuple[float, float]:
@@ -343,7 +371,7 @@ class CorrelationTests:
 
     def smallest_visible(self) -> float:
         """The smallest |correlation| a level-0 test detects (at ``r = 0``)."""
-        variance = KENDALL_VARIANCE / (self.n - 3) + (0.5 * math.pi) ** 2 * self.noise_var
+        variance = self.sampling0 / (self.n - 3) + self.slope0**2 * self.noise_var
         return math.tanh(self.threshold * math.sqrt(variance))
 
 

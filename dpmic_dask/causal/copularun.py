@@ -23,6 +23,7 @@ from dpmic_dask.causal.copula import (
     copula_correlation,
     fine_codings,
     grid_partition,
+    nearest_correlation,
     tau_matrix,
 )
 from dpmic_dask.causal.copulabins import (
@@ -36,6 +37,15 @@ from dpmic_dask.causal.copulabins import (
     quantile_lookup,
 )
 from dpmic_dask.causal.orient import cpdag
+from dpmic_dask.causal.quadrant import (
+    QuadrantBudget,
+    combine_signs,
+    concordances,
+    median_cuts,
+    median_selector,
+    sign_partition,
+    tetrachoric,
+)
 from dpmic_dask.causal.request import CausalRequest
 from dpmic_dask.causal.result import CausalGraph, CausalReport
 from dpmic_dask.causal.skeleton import exact_decision, pc_skeleton
@@ -47,6 +57,7 @@ from dpmic_dask.privacy.mechanisms.base import (
     LATTICE,
     MAX_NOISE_UNITS,
 )
+from dpmic_dask.privacy.selection import top_k_scale
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.charge import Bill, warn_if_delta_large
 from dpmic_dask.release.report import warn_noise_swamps_tests
@@ -120,8 +131,8 @@ def copula_graph(frame, request, eps, delta, backend, progress,
     the row count) and every check, the bill, then the noisy marginal histograms,
     the bins at their quantiles and the grids' pass, and one noisy tau matrix; PC on
     it is post-processing. When the histograms' noise would misplace the bins
-    (few rows, small eps, many columns: public quantities) the bins are equal-width,
-    the grids' pass comes before the bill and the whole budget goes to the tau matrix."""
+    (few rows, small eps, many columns: public quantities) there are no bins: the
+    release is :func:`sign_graph`'s."""
     total = measure_for(delta).total(eps, delta)
     p = len(request.codings)
     margin_part, tau_part = total.measure.split(total, [MARGIN_SHARE, 1.0 - MARGIN_SHARE])
@@ -133,11 +144,9 @@ def copula_graph(frame, request, eps, delta, backend, progress,
     # within a tenth of the rows (public: n, p, eps, delta); Laplace's deviation is
     # sqrt(2) times its scale, so pure DP needs about 1.4 times the rows of zCDP
     spread = math.sqrt(total.law.variance(m_scale) * MARGIN_BINS)
-    quantiles = spread <= QUANTILE_ERROR * n
-    if not quantiles:  # equal-width bins, the whole budget on the tau matrix
-        grids, codings = correlation_grids(frame, request, backend, progress)
-        same_rows(grids, n)
-        tau_part, m_scale = total, 0.0
+    if not spread <= QUANTILE_ERROR * n:  # no bins: signs at released medians
+        return (yield from sign_graph(frame, request, total, margins, backend, progress,
+                                      label))
     warn_if_delta_large(delta, n)
     budget = CopulaBudget(tau_part, p, n)
     if budget.scale / LATTICE > MAX_NOISE_UNITS or not m_scale <= MAX_NOISE_UNITS:
@@ -147,23 +156,21 @@ def copula_graph(frame, request, eps, delta, backend, progress,
                             pure=total.is_pure)
     yield Bill(total, label or f"causal graph of {p} columns", "causal-pc-copula",
                request.names)
-    parts = [("Kendall tau matrix", tau_part.describe(), budget.scale)]
-    if quantiles:
-        noisy = margins.counts + np.asarray(total.law.draw(m_scale, int(margins.counts.size)),
-                                            dtype=np.int64).reshape(margins.counts.shape)
-        codings = copula_codings(request, noisy)
-        released_margins = {name: noisy[j] for j, name in enumerate(request.names)}
-        grids, _ = correlation_grids(frame, request, backend, progress, codings)
-        same_rows(grids, n)
-        parts.insert(0, (f"marginal histograms ({p} x {MARGIN_BINS} counts; the bins at "
-                         "their quantiles)", margin_part.describe(), m_scale))
+    noisy = margins.counts + np.asarray(total.law.draw(m_scale, int(margins.counts.size)),
+                                        dtype=np.int64).reshape(margins.counts.shape)
+    codings = copula_codings(request, noisy)
+    released_margins = {name: noisy[j] for j, name in enumerate(request.names)}
+    grids, _ = correlation_grids(frame, request, backend, progress, codings)
+    same_rows(grids, n)
+    parts = [(f"marginal histograms ({p} x {MARGIN_BINS} counts; the bins at their "
+              "quantiles)", margin_part.describe(), m_scale),
+             ("Kendall tau matrix", tau_part.describe(), budget.scale)]
     tau = tau_matrix(grids, p, codings[0].size, n)  # exact, never released as such
     released = budget.release(tau)
     tests = CorrelationTests(copula_correlation(released), n, request.alpha, "copula",
                              tau=released, noise_var=budget.variance)
-    detail = (f"{'noisy histograms of the columns, then ' if quantiles else ''}one release "
-              f"of the {request.pairs} pairs' Kendall tau values; the search is "
-              "post-processing")
+    detail = (f"noisy histograms of the columns, then one release of the {request.pairs} "
+              "pairs' Kendall tau values; the search is post-processing")
     report = CausalReport(
         True, "copula", request.alpha, n, codings[0].size, request.max_condition_size,
         epsilon=total.epsilon, delta=total.delta,
@@ -171,8 +178,56 @@ def copula_graph(frame, request, eps, delta, backend, progress,
         passes=2, noise_scale=budget.scale,
         smallest_visible=tests.smallest_visible())
     graph = correlation_result(request, tests, released, report, codings)
-    if quantiles:
-        graph._extra["margins"] = released_margins
+    graph._extra["margins"] = released_margins
+    return graph
+
+
+def sign_graph(frame, request, total, margins, backend, progress,
+               label) -> Generator[Bill, Charge, CausalGraph]:
+    """The copula release without bins (:mod:`dpmic_dask.causal.quadrant`): after
+    the first pass (``margins``, exact) and every check, the bill; then each
+    column's cut by noisy top-1 near its median, the pass of the sign sums, one
+    noisy vector of them, and PC on their tetrachoric correlations."""
+    p = len(request.codings)
+    n = int(margins.rows)
+    median_part, sign_part = total.measure.split(total, [MARGIN_SHARE, 1.0 - MARGIN_SHARE])
+    selector = median_selector(median_part, p)
+    selector.prepare(1.0)  # refuses a pick whose noise cannot be calibrated
+    warn_if_delta_large(total.delta, n)
+    budget = QuadrantBudget(sign_part, p, n)
+    if not budget.count_scale <= MAX_NOISE_UNITS:
+        raise InvalidParameterError("the sign sums' noise is too large to sample; raise eps")
+    warn_noise_swamps_tests(budget.scale * total.law.ci95, 2.0,
+                            "this causal graph's released sign concordances are noisy",
+                            pure=total.is_pure)
+    yield Bill(total, label or f"causal graph of {p} columns", "causal-pc-copula",
+               request.names)
+    cuts = median_cuts(margins.counts, n, median_part)
+    sums = backend.reduce(frame, request.names,
+                          partial(sign_partition, codings=fine_margin_codings(request.codings),
+                                  cuts=cuts),
+                          combine_signs, split_every=8, progress=progress)
+    same_rows(sums, n)
+    released = budget.release(sums.vector())
+    r, slope, sampling, cuts_h = tetrachoric(released, p, n)
+    tests = CorrelationTests(nearest_correlation(r), n, request.alpha, "copula",
+                             noise_var=budget.variance, slope=slope, sampling=sampling,
+                             beta=concordances(released, p, n), cuts=cuts_h)
+    pick = top_k_scale(1, 1.0 + LATTICE, selector.budget, selector.measure)
+    parts = ((f"medians ({p} noisy picks of a cut among {MARGIN_BINS + 1})",
+              median_part.describe(), pick),
+             ("sign sums", sign_part.describe(), budget.count_scale))
+    detail = (f"noisy picks of each column's median, then one release of the {p} columns' "
+              f"and {request.pairs} pairs' sums of signs; the search is post-processing")
+    report = CausalReport(
+        True, "copula", request.alpha, n, 2, request.max_condition_size,
+        epsilon=total.epsilon, delta=total.delta,
+        statement=privacy_statement(total, request.pairs, detail), parts=parts,
+        passes=2, noise_scale=budget.scale, smallest_visible=tests.smallest_visible(),
+        statistic="signs")
+    graph = correlation_result(request, tests, None, report)
+    graph._extra["signs"] = released
+    graph._extra["cuts"] = {name: int(c) for name, c in zip(request.names, cuts)}
     return graph
 
 

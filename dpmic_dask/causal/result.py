@@ -38,6 +38,9 @@ class CausalReport:
     #: ("tau") or Cohen's w ("g") detected with probability 0.9
     noise_scale: float = math.nan
     smallest_visible: float = math.nan
+    #: the copula test's released statistic: "tau" (Kendall tau values) or "signs"
+    #: (sums of signs at released medians, per row: concordances)
+    statistic: str = "tau"
     #: per privacy unit: the unit, ``k``, and the noisy bounded row count (``rows``
     #: is then its public lower bound ``n0``)
     unit: str | None = None
@@ -67,8 +70,8 @@ class CausalReport:
             for name, amount, scale in self.parts:
                 lines.append(f"  {name}: {amount}, noise scale {scale:.4g}")
             if self.test in ("copula", "fisherz"):
-                lines.append("the search reads only the released tau matrix: every test is "
-                             "post-processing, whatever the number of tests and levels")
+                lines.append(f"the search reads only the released {self._released}: every "
+                             "test is post-processing, whatever the number of tests and levels")
             elif self.test == "chisq":
                 lines.append("each level releases the joint tables its tests read, once: "
                              "every test is post-processing, whatever the number of tests")
@@ -76,7 +79,9 @@ class CausalReport:
                 lines.append("sparse vector: not used (every level is paid for its worst "
                              "case, one decision per possible edge)")
         if self.test in ("copula", "fisherz"):
-            lines.append(f"  noise scale of each released tau {self.noise_scale:.4g}; smallest "
+            what = ("tau" if self.statistic == "tau" else
+                    "sign concordance (a sum of signs over the rows)")
+            lines.append(f"  noise scale of each released {what} {self.noise_scale:.4g}; smallest "
                          f"|correlation| a test without conditioning detects "
                          f"{self.smallest_visible:.4g}")
         seen = self.smallest_visible
@@ -104,6 +109,11 @@ class CausalReport:
             lines.append(f"  {self.ended}")
         lines.append(f"{self.tests} tests in {self.passes} passes over the data")
         return "\n".join(lines)
+
+    @property
+    def _released(self) -> str:
+        return ("tau matrix" if self.statistic == "tau" else
+                "sums of signs at the released medians")
 
     def _repr_pretty_(self, printer, cycle):  # pragma: no cover - IPython display
         printer.text(str(self))
@@ -179,6 +189,29 @@ class CausalGraph:
         """Copula test with bins at released quantiles: per column the noisy counts
         of its equal-width fine bins, the histograms the bins were placed from."""
         return self._extra.get("margins")
+
+    @property
+    def released_signs(self) -> pd.DataFrame | None:
+        """Copula test with signs at released medians: the released (noisy) sums,
+        each column's ``sum s`` on the diagonal and each pair's ``sum s_a s_b`` off it
+        (``s = +1`` at or above the column's cut, ``-1`` below), else ``None``."""
+        signs = self._extra.get("signs")
+        if signs is None:
+            return None
+        p = len(self.columns)
+        out = np.zeros((p, p), dtype=np.int64)
+        out[np.diag_indices(p)] = signs[:p]
+        iu = np.triu_indices(p, 1)
+        out[iu] = signs[p:]
+        out.T[iu] = signs[p:]
+        return self._frame(out)
+
+    @property
+    def released_cuts(self) -> dict | None:
+        """Copula test with signs at released medians: per column its cut, an index
+        of its 2048 equal-width fine bins (rows in fine bins at or above it count
+        ``+1``), else ``None``."""
+        return self._extra.get("cuts")
 
     @property
     def released_tables(self) -> list | None:

@@ -1,7 +1,9 @@
 """The copula release's noise at its true scale, through ``causal_graph``: the
-released Kendall tau values are the exact ones plus Gaussian (zCDP) or Laplace
-(pure DP) noise of the scale derived from first principles (KS fit at the scale,
-not at 0.7x or 1.3x of it), and the noisy test's null is calibrated."""
+released Kendall tau values (bins at released quantiles, or per unit) and the
+released sums of signs (at released medians) are the exact ones plus Gaussian
+(zCDP) or Laplace (pure DP) noise of the scale derived from first principles
+(fit at the scale, not at 0.7x or 1.3x of it), the medians' picks follow
+report-noisy-max at its scale, and the noisy test's null is calibrated."""
 
 from __future__ import annotations
 
@@ -39,38 +41,96 @@ BOUNDS = {"x": (-5.0, 5.0), "y": (-5.0, 5.0), "z": (0.0, 150.0), "w": (-5.0, 5.0
           "v": (-5.0, 5.0)}
 
 
+def exact_sign_sums(frame, bounds, cuts) -> np.ndarray:
+    """The exact sums ``(M, C)`` of ``frame``'s columns at the released ``cuts``."""
+    from dpmic_dask.causal.copulabins import fine_margin_codings
+    from dpmic_dask.causal.quadrant import sign_partition
+    from dpmic_dask.causal.tables import ColumnCoding
+
+    names = list(bounds)
+    codings = fine_margin_codings([ColumnCoding(c, 5, bounds=bounds[c]) for c in names])
+    return sign_partition(frame, codings, np.array([cuts[c] for c in names])).vector()
+
+
+def released_vector(g) -> np.ndarray:
+    """The released sums as one vector ``(M, C)`` (diagonal, then upper triangle)."""
+    s = g.released_signs.to_numpy()
+    p = s.shape[0]
+    return np.concatenate([np.diag(s), s[np.triu_indices(p, 1)]])
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("delta", [0.0, 1e-6])
 @rerun_once
-def test_released_tau_noise_at_true_scale(delta):
+def test_released_sign_sums_noise_at_true_scale(delta):
+    """Too few rows for bins at released quantiles: the released sums of signs are
+    the exact ones at the released cuts plus discrete Laplace noise of scale
+    floor((p + 1)^2 / 2) / (0.9 eps) (pure DP) or discrete Gaussian noise of sigma
+    sqrt(2 floor((p + 1)^2 / 2)) / sqrt(2 * 0.9 rho) (zCDP); not at 0.7x or 1.3x."""
     n, eps, runs, p = 2000, 2.0, 300, 5
     frame = frame_of(n, 0)
-    exact = exact_tau_on(frame, BOUNDS)  # at this n the bins stay equal-width
-    iu = np.triu_indices(p, 1)
+    l1 = (p + 1) ** 2 // 2
     if delta:
-        scale = (2.0 * p / n) / math.sqrt(2.0 * rho_from_eps_delta(eps, delta))
-        law = stats.norm
+        scale = math.sqrt(2.0 * l1) / math.sqrt(2.0 * 0.9 * rho_from_eps_delta(eps, delta))
+        pmf = discrete_gaussian_pmf
     else:
-        scale = (p * p / n) / eps
-        law = stats.laplace
+        scale = l1 / (0.9 * eps)
+        pmf = discrete_laplace_pmf
     residuals = []
     for _ in range(runs):
         g = causal_graph(frame, eps, delta=delta, bounds=BOUNDS, max_condition_size=1)
-        assert g.report().noise_scale == pytest.approx(scale, rel=1e-6)
-        assert g.released_bins is None
-        residuals.append(g.released_tau.to_numpy()[iu] - exact[iu])
+        assert g.report().statistic == "signs" and g.released_tau is None
+        assert g.report().parts[1][2] == pytest.approx(scale, rel=1e-6)
+        assert g.report().noise_scale == pytest.approx(scale / n, rel=1e-6)
+        residuals.append(released_vector(g) - exact_sign_sums(frame, BOUNDS, g.released_cuts))
     residuals = np.concatenate(residuals)
     for factor, fits in ((1.0, True), (0.7, False), (1.3, False)):
-        pvalue = stats.kstest(residuals, law(scale=factor * scale).cdf).pvalue
+        pvalue = chi_square_pvalue(residuals, lambda v: pmf(factor * scale, v))
         assert bool(pvalue > ALPHA) is fits, (factor, pvalue)
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+@rerun_once
+def test_median_picks_follow_report_noisy_max_at_true_scale(delta):
+    """One row in each of the 2048 fine bins of every column: the score of cut k is
+    -|k - 1024|. The released cuts follow report-noisy-max with exponential noise
+    (pure DP) or Gumbel noise (zCDP) at the reported scale -- compared with that
+    law simulated here -- and not at 0.7x or 1.3x of it."""
+    from dpmic_dask.causal.copulabins import MARGIN_BINS
+
+    p, eps, runs = 3, 6.0, 200
+    centers = (np.arange(MARGIN_BINS) + 0.5) / MARGIN_BINS
+    frame = pd.DataFrame({f"c{j}": np.roll(centers, 7 * j) for j in range(p)})
+    bounds = {c: (0.0, 1.0) for c in frame}
+    picks, scale = [], None
+    for _ in range(runs):
+        g = causal_graph(frame, eps, delta=delta, bounds=bounds, max_condition_size=0)
+        assert g.report().statistic == "signs"
+        scale = g.report().parts[0][2]
+        picks += list(g.released_cuts.values())
+    picks = np.asarray(picks) - MARGIN_BINS // 2
+    scores = -np.abs(np.arange(MARGIN_BINS + 1) - MARGIN_BINS // 2).astype(float)
+    sim_rng = np.random.default_rng(12345)  # the law simulated for comparison only
+
+    def simulated(s, size=20_000):
+        noise = (sim_rng.exponential(s, (size, scores.size)) if not delta
+                 else sim_rng.gumbel(0.0, s, (size, scores.size)))
+        return np.argmax(scores + noise, axis=1) - MARGIN_BINS // 2
+
+    for factor, fits in ((1.0, True), (0.7, False), (1.3, False)):
+        pvalue = stats.ks_2samp(np.abs(picks), np.abs(simulated(factor * scale))).pvalue
+        assert bool(pvalue > ALPHA) is fits, (factor, pvalue, scale)
+
+
+@pytest.mark.slow
 def test_noisy_null_is_calibrated():
-    """x and z given y (a chain, z transformed): the noisy test's |z| has about
-    unit variance when the noise is as large as the sampling error, and the test
-    without the noise's variance would be far too liberal."""
-    from dpmic_dask.causal.copula import CorrelationTests, copula_correlation
+    """x and z given y (a chain, z transformed), signs at released medians: the
+    noisy test's |z| has about unit variance when the noise is as large as the
+    sampling error, and the test without the noise's variance would be far too
+    liberal."""
+    from dpmic_dask.causal.copula import CorrelationTests, nearest_correlation
+    from dpmic_dask.causal.quadrant import concordances, tetrachoric
 
     # 800 runs: the mean of z^2 (heavy-tailed) has a standard error of about 0.05
     # there (0.1 at 200 runs, where the band's lower end was about 2.5 errors away
@@ -80,12 +140,15 @@ def test_noisy_null_is_calibrated():
     for seed in range(runs):
         frame = frame_of(n, 100 + seed)
         g = causal_graph(frame, 0.5, delta=1e-6, bounds=BOUNDS, max_condition_size=0)
-        tau = g.released_tau.to_numpy()
-        r = copula_correlation(tau)
+        assert g.report().statistic == "signs"
+        released = released_vector(g)
+        r, slope, _, cuts = tetrachoric(released, 5, n)
+        r, beta = nearest_correlation(r), concordances(released, 5, n)
         noise_var = g.report().noise_scale ** 2
-        stat_with.append(CorrelationTests(r, n, 0.05, "copula", tau=tau,
-                                          noise_var=noise_var).zscore(0, 2, (1,)))
-        stat_without.append(CorrelationTests(r, n, 0.05, "copula", tau=tau).zscore(0, 2, (1,)))
+        stat_with.append(CorrelationTests(r, n, 0.05, "copula", noise_var=noise_var,
+                                          slope=slope, beta=beta, cuts=cuts).zscore(0, 2, (1,)))
+        stat_without.append(CorrelationTests(r, n, 0.05, "copula", slope=slope,
+                                             beta=beta, cuts=cuts).zscore(0, 2, (1,)))
     with_noise = np.mean(np.square(stat_with))
     assert 0.75 < with_noise < 1.3, with_noise
     assert np.mean(np.square(stat_without)) > 1.5 * with_noise

@@ -228,13 +228,18 @@ def test_private_copula_two_passes_one_charge():
     ledger = InMemoryLedger()
     ledger.set_budget("d", Budget(1.0))
     g = causal_graph(frame, 1.0, bounds=bounds, ledger=ledger, dataset="d")
-    # the marginal histograms' pass (with the row count), then the grids' pass
+    # the marginal histograms' pass (with the row count), then the signs' pass (too
+    # few rows for bins at released quantiles at this eps)
     assert g.report().test == "copula" and g.report().passes == 2
+    assert g.report().statistic == "signs" and g.report().bins == 2
     assert float(ledger.spent("d")) == pytest.approx(1.0)
     assert len(ledger.charges("d")) == 1
     text = str(g.report())
     assert "noise scale" in text and "smallest |correlation|" in text
-    assert g.released_tau.shape == (5, 5) and g.correlation.shape == (5, 5)
+    assert "sums of signs at the released medians" in text
+    assert g.released_tau is None and g.released_bins is None
+    assert g.released_signs.shape == (5, 5) and g.correlation.shape == (5, 5)
+    assert set(g.released_cuts) == set(frame.columns)
     with pytest.raises(InvalidParameterError):
         causal_graph(frame, 1.0, bounds=bounds, test="fisherz")
     # a huge budget: the exact decisions

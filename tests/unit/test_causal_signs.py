@@ -1,0 +1,156 @@
+"""The copula test without bins (signs at released medians): exhaustive
+sensitivity checks of the released sums and of the medians' scores, the
+tetrachoric post-processing, and the release through ``causal_graph``."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpmic_dask.causal import causal_graph
+from dpmic_dask.causal.copulabins import MARGIN_BINS, fine_margin_codings, margin_partition
+from dpmic_dask.causal.quadrant import (
+    median_scores,
+    quadrant_l1,
+    quadrant_l2,
+    sign_partition,
+    tetrachoric,
+)
+from dpmic_dask.causal.tables import ColumnCoding
+from dpmic_dask.privacy.accounting import Budget, InMemoryLedger
+
+
+def _change(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The change of the sums ``(M, C)`` when one row's signs go from ``u`` to ``v``."""
+    p = u.size
+    iu = np.triu_indices(p, 1)
+    return np.concatenate([v - u, (np.outer(v, v) - np.outer(u, u))[iu]])
+
+
+@pytest.mark.parametrize("p", range(1, 8))
+def test_one_row_lemma_exhaustive(p):
+    """Every pair of sign vectors: L1 at most floor((p + 1)^2 / 2) and L2 at most
+    sqrt(2 floor((p + 1)^2 / 2)), both attained."""
+    worst_l1 = worst_l2 = 0.0
+    for u in itertools.product((-1, 1), repeat=p):
+        for v in itertools.product((-1, 1), repeat=p):
+            d = _change(np.array(u), np.array(v))
+            worst_l1 = max(worst_l1, float(np.abs(d).sum()))
+            worst_l2 = max(worst_l2, float(np.sqrt((d * d).sum())))
+    assert worst_l1 == quadrant_l1(p)
+    assert worst_l2 == pytest.approx(quadrant_l2(p)) and quadrant_l2(p) <= p + 1
+
+
+@pytest.mark.parametrize("p, values", [(1, (-3.0, 0.2, 0.5, 0.7, 1.0, 9.0)),
+                                       (2, (-3.0, 0.2, 0.5, 0.7, 1.0, 9.0)),
+                                       (3, (-3.0, 0.5, 9.0))])
+def test_released_sums_sensitivity_exhaustive(p, values):
+    """Every replace-one neighbour of 2-row datasets on values below, at and above
+    each column's cut, inside and beyond the bounds: the sums move by at most the
+    stated L1 and L2, both attained."""
+    names = [f"c{j}" for j in range(p)]
+    codings = fine_margin_codings([ColumnCoding(c, 5, bounds=(0.0, 1.0)) for c in names])
+    cuts = np.full(p, MARGIN_BINS // 2)
+    values = list(itertools.product(values, repeat=p))
+    sums = {}
+    for rows in itertools.product(range(len(values)), repeat=2):
+        frame = pd.DataFrame([values[r] for r in rows], columns=names)
+        sums[rows] = sign_partition(frame, codings, cuts).vector().astype(float)
+    worst_l1 = worst_l2 = 0.0
+    for (keep, _), before in sums.items():
+        for new in range(len(values)):
+            diff = sums[(keep, new)] - before
+            worst_l1 = max(worst_l1, np.abs(diff).sum())
+            worst_l2 = max(worst_l2, math.sqrt((diff ** 2).sum()))
+    assert worst_l1 == quadrant_l1(p) and worst_l2 == pytest.approx(quadrant_l2(p))
+
+
+def test_median_scores_move_by_at_most_one():
+    """Every replace-one neighbour of 3-row datasets over a few fine bins (bounds
+    (0, 1), values inside and beyond): every cut's score moves by at most 1, and by
+    1 somewhere."""
+    codings = fine_margin_codings([ColumnCoding("x", 5, bounds=(0.0, 1.0))])
+    values = (-1.0, 0.0, 0.25, 0.5, 0.9999, 1.0, 4.0)
+    scores = {}
+    for rows in itertools.product(range(len(values)), repeat=3):
+        frame = pd.DataFrame({"x": [values[r] for r in rows]})
+        scores[rows] = median_scores(margin_partition(frame, codings).counts[0], 3)
+    worst = 0.0
+    for rows, before in scores.items():
+        for new in range(len(values)):
+            worst = max(worst, float(np.abs(scores[(*rows[:2], new)] - before).max()))
+    assert worst == 1.0
+
+
+def test_median_scores_peak_at_the_median():
+    scores = median_scores(np.array([1, 0, 2, 1]), 4)
+    # rows below each cut: 0, 1, 1, 3, 4 -> |. - 2|
+    assert scores.tolist() == [-2.0, -1.0, -1.0, -1.0, -2.0]
+
+
+def test_tetrachoric_recovers_the_correlation_at_any_cut():
+    """Gaussian data cut away from the medians: the tetrachoric correlations match
+    the true ones; the slope matches a finite difference; at the medians the
+    sampling factor is pi^2 / 4."""
+    rng = np.random.default_rng(0)  # test data only
+    n = 400_000
+    cov = np.array([[1.0, 0.5, -0.3], [0.5, 1.0, 0.2], [-0.3, 0.2, 1.0]])
+    x = rng.multivariate_normal(np.zeros(3), cov, n)
+    signs = np.where(x >= np.array([0.3, -0.8, 1.2]), 1.0, -1.0)
+    iu = np.triu_indices(3, 1)
+    sums = np.concatenate([signs.sum(axis=0), (signs.T @ signs)[iu]])
+    r, slope, sampling, _ = tetrachoric(sums, 3, n)
+    assert np.allclose(r, cov, atol=0.01)
+    bumped = sums.copy()
+    bumped[3] += 1000  # C_01
+    r2, _, _, _ = tetrachoric(bumped, 3, n)
+    assert (r2[0, 1] - r[0, 1]) / (1000 / n) == pytest.approx(slope[0, 1], rel=0.02)
+    median = np.concatenate([[0.0, 0.0], [0.0]])
+    _, slope0, sampling0, _ = tetrachoric(median, 2, 1000)
+    assert sampling0[0, 1] == pytest.approx(math.pi**2 / 4)
+    assert slope0[0, 1] == pytest.approx(math.pi / 2)
+    assert sampling[0, 1] > math.pi**2 / 4  # cuts away from the medians see less
+
+
+def test_impossible_released_sums_stay_inside_the_orthant_bounds():
+    """Noise can make the released sums impossible (shares outside (0, 1), a pair
+    outside its Frechet bounds): the correlations stay in [-1, 1], finite."""
+    released = np.array([1200, -1500, 5000])  # n = 1000
+    r, slope, sampling, _ = tetrachoric(released, 2, 1000)
+    assert np.isfinite(r).all() and np.isfinite(slope).all() and np.isfinite(sampling).all()
+    assert abs(r[0, 1]) < 1.0
+
+
+def _skewed(n, seed):
+    rng = np.random.default_rng(seed)  # test data only
+    x = rng.standard_normal(n)
+    y = 0.8 * x + 0.6 * rng.standard_normal(n)
+    z = 0.8 * y + 0.6 * rng.standard_normal(n)
+    return pd.DataFrame({"x": x, "y": np.exp(2 * y), "z": z})
+
+
+SKEWED_BOUNDS = {"x": (-5.0, 5.0), "y": (0.0, 1000.0), "z": (-5.0, 5.0)}
+
+
+def test_signs_charge_once_split_ten_ninety_and_find_a_chain_on_a_skewed_column():
+    """Too few rows for bins at released quantiles: the medians take a tenth, the
+    sums the rest, one charge; the chain x - y - z (y exp-transformed, nearly all of
+    its rows in 1% of its bounds, which equal-width bins would tie) is found."""
+    frame = _skewed(20_000, 0)
+    ledger = InMemoryLedger({"d": Budget(1.0)})
+    g = causal_graph(frame, 1.0, bounds=SKEWED_BOUNDS, ledger=ledger, dataset="d")
+    assert len(ledger.charges("d")) == 1 and float(ledger.spent("d")) == pytest.approx(1.0)
+    report = g.report()
+    assert report.statistic == "signs" and report.passes == 2
+    (_, picks, _), (_, sums, scale) = report.parts
+    assert "epsilon 0.1" in picks and "epsilon 0.9" in sums
+    assert scale == pytest.approx(quadrant_l1(3) / 0.9)
+    assert report.noise_scale == pytest.approx(scale / 20_000)
+    assert g.skeleton == {frozenset("xy"), frozenset("yz")}
+    # y's cut near its median: exp(2 * 0) = 1 of (0, 1000), fine bin 2
+    assert abs(g.released_cuts["y"] - 2) <= 2
+    assert abs(g.released_signs.loc["y", "y"]) < 0.3 * 20_000
