@@ -99,7 +99,7 @@ def test_median_picks_follow_report_noisy_max_at_true_scale(delta):
     law simulated here -- and not at 0.7x or 1.3x of it."""
     from dpmic_dask.causal.copulabins import MARGIN_BINS
 
-    p, eps, runs = 3, 6.0, 200
+    p, eps, runs = 3, 2.0, 300
     centers = (np.arange(MARGIN_BINS) + 0.5) / MARGIN_BINS
     frame = pd.DataFrame({f"c{j}": np.roll(centers, 7 * j) for j in range(p)})
     bounds = {c: (0.0, 1.0) for c in frame}
