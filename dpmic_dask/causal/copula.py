@@ -356,7 +356,7 @@ class CorrelationTests:
                 self.n * (1.0 - r * r) ** 2)
         v_r = float((grad**2).sum()) * self.noise_var
         variance += v_r / (1.0 - r * r) ** 2
-        if not variance > 0:  # nothing varies (every sign alike): the test cannot reject
+        if not variance > 0:  # nothing varies (every sign alike): no test, the edge stays
             return math.inf
         return abs(z) / math.sqrt(variance)
 

@@ -57,7 +57,6 @@ from dpmic_dask.privacy.mechanisms.base import (
     LATTICE,
     MAX_NOISE_UNITS,
 )
-from dpmic_dask.privacy.selection import top_k_scale
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.charge import Bill, warn_if_delta_large
 from dpmic_dask.release.report import warn_noise_swamps_tests
@@ -143,7 +142,9 @@ def copula_graph(frame, request, eps, delta, backend, progress,
     # over the fine bins: standard deviation sqrt(MARGIN_BINS) times one count's) stays
     # within a tenth of the rows (public: n, p, eps, delta); Laplace's deviation is
     # sqrt(2) times its scale, so pure DP needs about 1.4 times the rows of zCDP
-    spread = math.sqrt(total.law.variance(m_scale) * MARGIN_BINS)
+    # (a scale past 1e100 means an eps so small that no quantile can be placed)
+    spread = math.sqrt(total.law.variance(m_scale) * MARGIN_BINS) if m_scale < 1e100 \
+        else math.inf
     if not spread <= QUANTILE_ERROR * n:  # no bins: signs at released medians
         return (yield from sign_graph(frame, request, total, margins, backend, progress,
                                       label))
@@ -191,12 +192,16 @@ def sign_graph(frame, request, total, margins, backend, progress,
     p = len(request.codings)
     n = int(margins.rows)
     median_part, sign_part = total.measure.split(total, [MARGIN_SHARE, 1.0 - MARGIN_SHARE])
-    selector = median_selector(median_part, p)
-    selector.prepare(1.0)  # refuses a pick whose noise cannot be calibrated
-    warn_if_delta_large(total.delta, n)
     budget = QuadrantBudget(sign_part, p, n)
     if not budget.count_scale <= MAX_NOISE_UNITS:
         raise InvalidParameterError("the sign sums' noise is too large to sample; raise eps")
+    selector = median_selector(median_part, p)
+    try:  # the pick's noise must be calibrated before the charge
+        pick = selector.noise_scale(MARGIN_BINS + 1, 1.0)
+    except Exception as exc:  # noqa: BLE001 - OpenDP refuses an infinite scale
+        raise InvalidParameterError("the medians' noise cannot be calibrated; raise eps") \
+            from exc
+    warn_if_delta_large(total.delta, n)
     warn_noise_swamps_tests(budget.scale * total.law.ci95, 2.0,
                             "this causal graph's released sign concordances are noisy",
                             pure=total.is_pure)
@@ -208,12 +213,12 @@ def sign_graph(frame, request, total, margins, backend, progress,
                                   cuts=cuts),
                           combine_signs, split_every=8, progress=progress)
     same_rows(sums, n)
+    refuse_missing_values(sums, request)  # only data changed between the passes
     released = budget.release(sums.vector())
     r, slope, sampling, cuts_h = tetrachoric(released, p, n)
     tests = CorrelationTests(nearest_correlation(r), n, request.alpha, "copula",
                              noise_var=budget.variance, slope=slope, sampling=sampling,
                              beta=concordances(released, p, n), cuts=cuts_h)
-    pick = top_k_scale(1, 1.0 + LATTICE, selector.budget, selector.measure)
     parts = ((f"medians ({p} noisy picks of a cut among {MARGIN_BINS + 1})",
               median_part.describe(), pick),
              ("sign sums", sign_part.describe(), budget.count_scale))

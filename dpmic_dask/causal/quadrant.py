@@ -38,6 +38,7 @@ import numpy as np
 from dpmic_dask.causal.copulabins import MARGIN_BINS
 from dpmic_dask.causal.tables import equal_width_bins
 from dpmic_dask.privacy.costs import PrivacyCost
+from dpmic_dask.privacy.noise import with_count_noise
 from dpmic_dask.privacy.selection import NoisyTopK
 from dpmic_dask.stats.kindbase import number_axis
 
@@ -156,9 +157,7 @@ class QuadrantBudget:
 
     def release(self, exact: np.ndarray) -> np.ndarray:
         """``exact`` (the ``p + P`` sums) with one exact integer draw each."""
-        draws = np.asarray(self.total.law.draw(self.count_scale, int(exact.size)),
-                           dtype=np.int64)
-        return np.asarray(exact, dtype=np.int64) + draws
+        return with_count_noise(exact, self.total.law.draw(self.count_scale, int(exact.size)))
 
     def describe(self) -> str:
         pairs = self.p * (self.p - 1) // 2

@@ -80,7 +80,7 @@ class CausalReport:
                              "case, one decision per possible edge)")
         if self.test in ("copula", "fisherz"):
             what = ("tau" if self.statistic == "tau" else
-                    "sign concordance (a sum of signs over the rows)")
+                    "sign concordance (a sum of signs over the rows, divided by n)")
             lines.append(f"  noise scale of each released {what} {self.noise_scale:.4g}; smallest "
                          f"|correlation| a test without conditioning detects "
                          f"{self.smallest_visible:.4g}")

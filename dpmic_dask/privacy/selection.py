@@ -105,6 +105,12 @@ class NoisyTopK(Selection):
     def prepare(self, sensitivity: float) -> None:
         top_k_scale(self.k, _widened(sensitivity), self.budget, self.measure)
 
+    def noise_scale(self, n_pairs: int, sensitivity: float) -> float:
+        """The scale of the noise :meth:`select` adds to ``n_pairs`` scores of this
+        ``sensitivity`` (public quantities only)."""
+        return top_k_scale(min(self.k, n_pairs), _widened(sensitivity), self.budget,
+                           self.measure)
+
     def select(self, n_pairs: int, scores=None, sensitivity: float | None = None):
         if scores is None or sensitivity is None:
             raise InvalidParameterError("noisy top-k needs the exact scores and their "

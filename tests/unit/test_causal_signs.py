@@ -154,3 +154,28 @@ def test_signs_charge_once_split_ten_ninety_and_find_a_chain_on_a_skewed_column(
     # y's cut near its median: exp(2 * 0) = 1 of (0, 1000), fine bin 2
     assert abs(g.released_cuts["y"] - 2) <= 2
     assert abs(g.released_signs.loc["y", "y"]) < 0.3 * 20_000
+
+
+def test_quasi_random_covariance_matches_the_closed_forms():
+    """Four columns (the quasi-random path): the covariance of the sign products
+    agrees with the exact forms where they exist -- independent columns give each
+    product unit variance and no covariance; pairs sharing a column give
+    beta_bc - beta_ab beta_ac with beta = (2 / pi) arcsin(r) at the medians."""
+    from dpmic_dask.causal.quadrant import concordance_variance
+
+    k = 4
+    grad = np.triu(np.arange(1.0, 17.0).reshape(4, 4), 1)
+    pairs_grad = grad[np.triu_indices(k, 1)]
+    independent = concordance_variance(grad, np.eye(k), np.eye(k), np.zeros(k))
+    assert independent == pytest.approx(float((pairs_grad**2).sum()), rel=0.01)
+    r = np.array([[1.0, 0.6, -0.3, 0.2], [0.6, 1.0, 0.1, 0.4],
+                  [-0.3, 0.1, 1.0, 0.5], [0.2, 0.4, 0.5, 1.0]])
+    beta = 2.0 / math.pi * np.arcsin(r)
+    only = np.zeros((k, k))
+    only[0, 1], only[0, 2] = 1.0, -2.0  # two pairs sharing column 0
+    expected = ((1 - beta[0, 1]**2) + 4 * (1 - beta[0, 2]**2)
+                - 4 * (beta[1, 2] - beta[0, 1] * beta[0, 2]))
+    assert concordance_variance(only, beta, r, np.zeros(k)) == pytest.approx(expected, abs=0.02)
+    # the same with three columns takes the exact path
+    assert concordance_variance(only[:3, :3], beta[:3, :3], r[:3, :3], np.zeros(3)) == \
+        pytest.approx(expected, rel=1e-12)
