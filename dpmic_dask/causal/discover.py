@@ -148,7 +148,9 @@ def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_conditi
         ``"copula"`` when every column has bounds, ``"tau"`` for bounded columns
         beside categorical ones that are all binary, else ``"chisq"``.
         ``"copula"``: the Gaussian-copula test -- one release of the Kendall tau
-        matrix (fine bins, no coarse binning), PC as post-processing
+        matrix on bins at released quantiles, or, with too few rows for those
+        (public: ``n``, ``p``, the budget), of the sums of signs at released
+        medians (``dpmic_dask.causal.quadrant``); PC as post-processing
         (``dpmic_dask.causal.copula``).
         ``"chisq"``: per level one release of the joint tables the tests read,
         Pearson's chi-square on them as post-processing
