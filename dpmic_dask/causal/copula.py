@@ -184,17 +184,6 @@ def tau_vector_l1(p: int, n: int) -> float:
     return safe_up(p * p / n)
 
 
-def tau_unit_sensitivities(p: int, n0: int, k: int) -> tuple[float, float]:
-    """``(L1, L2)`` sensitivity of the vector of all ``tau_a`` tapered below the
-    public ``n0`` (``min(1, n / n0) tau``) when one unit's ``k`` rows are added or
-    removed, at every row count: ``k (p^2 + P) / n0`` and ``k (2 p + sqrt(P)) / n0``
-    (``P`` pairs; ``docs/privacy.md``, section 12, "Causal discovery per unit")."""
-    pairs = p * (p - 1) // 2
-    l1 = safe_up(k * safe_up((p * p + pairs) / n0))
-    l2 = safe_up(k * safe_up((2.0 * p + math.sqrt(pairs)) / n0))
-    return l1, l2
-
-
 @dataclass(frozen=True)
 class CopulaBudget:
     """The one release of the tau matrix: Gaussian (zCDP) or Laplace (pure DP)
@@ -203,9 +192,6 @@ class CopulaBudget:
     total: PrivacyCost
     p: int
     n: int
-    #: 0: replace one row (public ``n``); ``k >= 1``: one unit of up to ``k`` rows
-    #: added or removed, ``n`` the public ``n0`` below which the values are tapered
-    k: int = 0
 
     @classmethod
     def plan(cls, eps: float, delta: float, *, p: int, n: int) -> CopulaBudget:
@@ -216,8 +202,6 @@ class CopulaBudget:
         return self.p * (self.p - 1) // 2
 
     def _sensitivities(self) -> tuple[float, float]:
-        if self.k:
-            return tau_unit_sensitivities(self.p, self.n, self.k)
         return tau_vector_l1(self.p, self.n), tau_vector_l2(self.p, self.n)
 
     @property

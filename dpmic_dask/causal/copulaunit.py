@@ -1,40 +1,52 @@
 """Causal discovery per privacy unit (``privacy_unit``, ``max_rows_per_unit``): the
-copula release of :mod:`dpmic_dask.causal.copularun` on rows bounded to ``k`` per
-unit, with a private row count in front of it, as the release plan's unit step
-does for pairwise statistics.
+copula release's signs at released medians (:mod:`dpmic_dask.causal.quadrant`)
+on rows bounded to ``k`` per unit, with a private row count in front of it, as
+the release plan's unit step does for pairwise statistics; and the released
+tables on the bounded rows.
 
 Staged (:func:`unit_copula_graph`), before the charge:
 
 1. a unit column mixing value types, and missing values in the search's columns,
    are refused from the whole table (never from the kept rows, whose choice
    depends on the fresh key);
-2. at most ``k`` rows per unit are kept (:func:`~dpmic_dask.release.bounding.bound_contributions`),
-   and the one pass of fine grids reads them;
-3. the budget is split between the row count (``count_share``, 5% by default) and
-   the tau vector, and the smallest public ``n0`` at which the tau noise can be
-   sampled (the floor) is found from public quantities only.
+2. the budget is split between the row count (``count_share``, 5% by default),
+   the medians' picks (10% of the rest) and the sign sums, and every noise is
+   checked (public quantities only);
+3. at most ``k`` rows per unit are kept once
+   (:func:`~dpmic_dask.release.bounding.bound_contributions`, persisted: both
+   passes read the same rows), and the first pass reads their fine histograms.
 
-After it: the noisy bounded row count and its lower bound ``n0``; the tau vector
-tapered below ``n0`` (``min(1, n / n0) tau``), with noise for the sensitivity of
-adding or removing one unit at every row count
-(:func:`~dpmic_dask.causal.copula.tau_unit_sensitivities`); the search on it with
-``n0`` as its row count, post-processing. Nothing after the charge refuses.
+After it: the noisy bounded row count; each column's cut near its median by
+noisy top-1 (scores of L-infinity sensitivity ``k / 2`` for a unit); the sign
+sums' pass and one noisy vector of them (L1 ``k (p + P)``, L2 ``k sqrt(p + P)``);
+the search on it with the noisy count as its row count, post-processing.
+Nothing after the charge refuses.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from functools import partial
+
 from pandas.api.types import is_object_dtype
 
 from dpmic_dask.backends import backend_for
-from dpmic_dask.causal.copula import CopulaBudget, CorrelationTests, copula_correlation, tau_matrix
-from dpmic_dask.causal.copularun import correlation_grids, correlation_result
+from dpmic_dask.causal.copula import CorrelationTests, nearest_correlation
+from dpmic_dask.causal.copulabins import MARGIN_BINS, MARGIN_SHARE, fine_margin_codings
+from dpmic_dask.causal.copularun import correlation_result, margins_pass, same_rows
+from dpmic_dask.causal.quadrant import (
+    QuadrantBudget,
+    combine_signs,
+    concordances,
+    median_cuts,
+    median_selector,
+    sign_partition,
+    tetrachoric,
+)
 from dpmic_dask.causal.result import CausalReport
 from dpmic_dask.causal.tablerelease import released_tables_graph
-from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.costs import measure_for, split_front
-from dpmic_dask.privacy.mechanisms.base import LATTICE, MAX_NOISE_UNITS
+from dpmic_dask.privacy.mechanisms.base import MAX_NOISE_UNITS
 from dpmic_dask.privacy.selection import check_share
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.bounding import (
@@ -52,10 +64,7 @@ from dpmic_dask.release.rowcount import (
     plan_row_count,
     run_row_count,
 )
-from dpmic_dask.release.unitbase import UnitsPlan, unit_privacy_statement
-
-#: A very large public row count at which the tau noise is checked first.
-LARGE_N = 2**40
+from dpmic_dask.release.unitbase import unit_privacy_statement
 
 
 def check_unit_arguments(schema, request, privacy_unit, max_rows_per_unit, count_share):
@@ -80,84 +89,79 @@ def check_unit_arguments(schema, request, privacy_unit, max_rows_per_unit, count
     return (*found, share)
 
 
-def _noise_fits(part, p: int, n0: int, k: int) -> bool:
-    return CopulaBudget(part, p, n0, k).scale / LATTICE <= MAX_NOISE_UNITS
-
-
-def find_floor(part, p: int, k: int) -> int:
-    """The smallest ``n0 >= MIN_ROWS`` at which the tapered tau vector's noise can be
-    sampled (its scale falls as ``n0`` grows); refuses a budget too small even at a
-    very large ``n0``. Public quantities only."""
-    if not _noise_fits(part, p, LARGE_N, k):
-        raise InvalidParameterError("the tau matrix's noise is too large to sample; raise eps")
-    if _noise_fits(part, p, MIN_ROWS, k):
-        return MIN_ROWS
-    lo, hi = MIN_ROWS, LARGE_N  # fails at lo, fits at hi
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if _noise_fits(part, p, mid, k) else (mid, hi)
-    return hi
-
-
-def plan_units(eps, delta, p: int, unit, k: int, share: float):
-    """The per-unit plan: the row count's share, the tau vector's part, the floor."""
+def plan_unit_signs(eps, delta, p: int, k: int, share: float):
+    """``(total, row count plan, medians' part, sign sums' budget, pick scale)``,
+    every noise checked; public quantities only."""
     total = measure_for(delta).total(eps, delta)
     count_part, part, _, _ = split_front(total, share, what="privacy_unit")
-    floor = find_floor(part, p, k)
-    rowcount = plan_row_count(count_part, sensitivity=k, floor=floor)
-    return UnitsPlan(unit, k, rowcount, part, total, floor)
-
-
-def tapered_tau(grids, p: int, bins: int, n0: int) -> np.ndarray:
-    """``min(1, n / n0) tau_a`` of every pair (0 off the diagonal below two rows)."""
-    n = int(grids.rows)
-    if n < 2:
-        return np.eye(p)
-    tau = tau_matrix(grids, p, bins, n)
-    weight = min(1.0, n / n0)
-    out = tau * weight
-    np.fill_diagonal(out, 1.0)
-    return out
+    rowcount = plan_row_count(count_part, sensitivity=k)
+    median_part, sign_part = part.measure.split(part, [MARGIN_SHARE, 1.0 - MARGIN_SHARE])
+    budget = QuadrantBudget(sign_part, p, 1, k)
+    if not budget.count_scale <= MAX_NOISE_UNITS:
+        raise InvalidParameterError("the sign sums' noise is too large to sample; raise eps")
+    try:  # the picks' noise must be calibrated before the charge
+        pick = median_selector(median_part, p).noise_scale(MARGIN_BINS + 1, k / 2.0)
+    except Exception as exc:  # noqa: BLE001 - OpenDP refuses an infinite scale
+        raise InvalidParameterError("the medians' noise cannot be calibrated; raise eps") \
+            from exc
+    return total, rowcount, median_part, budget, pick
 
 
 def unit_copula_graph(frame, request, eps, delta, units: tuple, backend, split_every,
                       progress, label):
     """The copula release per unit, staged (see the module's docstring)."""
     unit, k, share = units
-    plan = plan_units(eps, delta, len(request.codings), unit, k, share)
+    p = len(request.codings)
+    total, rowcount, median_part, budget, pick = plan_unit_signs(eps, delta, p, k, share)
     names = list(request.names)
     refuse_mixed_units(frame, unit, split_every=split_every, progress=progress)
     _refuse_missing(frame, names, split_every, progress)
+    schema = backend.schema(frame)  # the missing values' pass, the margins' and the signs'
+    passes = 3 + any(is_object_dtype(schema[u]) for u in unit)  # (and an object unit's types)
     bounded = bound_contributions(frame, unit, k, names)
-    grids, codings = correlation_grids(bounded, request, backend, progress)
-    p, bins = len(codings), codings[0].size
-    schema = backend.schema(frame)  # the missing values' pass and the grids', and the
-    passes = 2 + any(is_object_dtype(schema[u]) for u in unit)  # object unit's types
-    yield Bill(plan.total, label or f"causal graph of {p} columns per {unit_label(unit)}",
+    bounded = backend_for(bounded).persist(bounded)  # both passes read the same kept rows
+    backend = backend_for(bounded)
+    margins = margins_pass(bounded, request, backend, progress)
+    yield Bill(total, label or f"causal graph of {p} columns per {unit_label(unit)}",
                "causal-pc-copula", request.names)
-    count = run_row_count(plan.rowcount, int(grids.rows))
-    n0 = max(plan.floor, count.n_low)
-    budget = CopulaBudget(plan.part, p, n0, k)
-    # after the charge (n0 is released): shown, never raised
-    warn_if_delta_large(delta, n0)
-    warn_noise_swamps_tests(budget.scale * budget.total.law.ci95, 2.0,
-                            "this causal graph's released Kendall tau values are noisy",
-                            pure=budget.total.is_pure)
-    released = budget.release(tapered_tau(grids, p, bins, n0))
-    tests = CorrelationTests(copula_correlation(released), n0, request.alpha, "copula",
-                             tau=released, noise_var=budget.variance)
-    detail = (f"one release of the {request.pairs} pairs' Kendall tau values on at most {k} "
-              "rows per unit, after a private row count; the search is post-processing")
-    statement = unit_privacy_statement(privacy_statement(plan.total, request.pairs, detail),
-                                       plan)
+    count = run_row_count(rowcount, int(margins.rows))
+    n = max(count.noisy, 1)
+    # after the charge (the count is released): shown, never raised
+    warn_if_delta_large(delta, n)
+    budget = QuadrantBudget(budget.total, p, n, k)
+    warn_noise_swamps_tests(budget.scale * total.law.ci95, 2.0,
+                            "this causal graph's released sign concordances are noisy",
+                            pure=total.is_pure)
+    cuts = median_cuts(margins.counts, int(margins.rows), median_part, k / 2.0)
+    sums = backend.reduce(bounded, names,
+                          partial(sign_partition, codings=fine_margin_codings(request.codings),
+                                  cuts=cuts),
+                          combine_signs, split_every=8, progress=progress)
+    same_rows(sums, int(margins.rows))
+    released = budget.release(sums.vector())
+    r, slope, sampling, latent = tetrachoric(released, p, n)
+    tests = CorrelationTests(nearest_correlation(r), n, request.alpha, "copula",
+                             noise_var=budget.variance, slope=slope, sampling=sampling,
+                             beta=concordances(released, p, n), cuts=latent)
+    detail = (f"noisy picks of each column's median, then one release of the {p} columns' "
+              f"and {request.pairs} pairs' sums of signs, on at most {k} rows per unit, "
+              "after a private row count; the search is post-processing")
+    statement = unit_privacy_statement(privacy_statement(total, request.pairs, detail),
+                                       (unit, k))
     report = CausalReport(
-        True, "copula", request.alpha, n0, bins, request.max_condition_size,
-        epsilon=plan.total.epsilon, delta=plan.total.delta, statement=statement,
-        parts=(_count_part(plan.rowcount, count.noisy, n0),
-               ("Kendall tau matrix (tapered below n0)", plan.part.describe(), budget.scale)),
+        True, "copula", request.alpha, n, 2, request.max_condition_size,
+        epsilon=total.epsilon, delta=total.delta, statement=statement,
+        parts=(_count_part(rowcount, count.noisy),
+               (f"medians ({p} noisy picks of a cut among {MARGIN_BINS + 1})",
+                median_part.describe(), pick),
+               ("sign sums", budget.total.describe(), budget.count_scale)),
         passes=passes, noise_scale=budget.scale, smallest_visible=tests.smallest_visible(),
-        unit=unit_label(unit), max_rows_per_unit=k, rows_noisy=count.noisy)
-    return correlation_result(request, tests, released, report)
+        unit=unit_label(unit), max_rows_per_unit=k, rows_noisy=count.noisy,
+        statistic="signs")
+    graph = correlation_result(request, tests, None, report)
+    graph._extra["signs"] = released
+    graph._extra["cuts"] = {name: int(c) for name, c in zip(request.names, cuts)}
+    return graph
 
 
 def unit_table_graph(frame, request, eps, delta, units: tuple, level_shares, backend,
@@ -186,10 +190,9 @@ def _refuse_missing(frame, names, split_every, progress, raw=()) -> None:
                             "first")
 
 
-def _count_part(rowcount: RowCountPlan, noisy: int, n0: int) -> tuple:
-    return (f"row count of the bounded rows (noisy {noisy}, lower bound n0 = {n0} at "
-            f"1 - {rowcount.beta:g})", rowcount.cost.describe(), rowcount.scale)
+def _count_part(rowcount: RowCountPlan, noisy: int) -> tuple:
+    return (f"row count of the bounded rows (noisy {noisy}, the tests' row count)",
+            rowcount.cost.describe(), rowcount.scale)
 
 
-__all__ = ["check_unit_arguments", "find_floor", "plan_units", "tapered_tau",
-           "unit_copula_graph", "unit_table_graph"]
+__all__ = ["check_unit_arguments", "plan_unit_signs", "unit_copula_graph", "unit_table_graph"]

@@ -170,10 +170,11 @@ def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_conditi
         tests sum their pass's partial grids (up to 2^25 counts each) two at a
         time whatever ``split_every`` says, so that few wait in memory at once.
     privacy_unit, max_rows_per_unit, count_share
-        Privacy per unit (the copula test only): neighbouring tables differ by all
-        rows of one unit, of which at most ``max_rows_per_unit`` are kept; a
-        private row count (``count_share`` of the budget, default 5%) sets the
-        public ``n0`` the tau vector is tapered below
+        Privacy per unit (the copula test and the released tables): neighbouring
+        tables differ by all rows of one unit, of which at most
+        ``max_rows_per_unit`` are kept; for the copula test a private row count
+        (``count_share`` of the budget, default 5%) is the tests' row count and
+        the release is the sums of signs at released medians
         (:mod:`dpmic_dask.causal.copulaunit`).
 
     Returns

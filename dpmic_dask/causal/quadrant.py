@@ -66,6 +66,17 @@ def quadrant_l2(p: int) -> float:
     return math.sqrt(2.0 * quadrant_l1(p))
 
 
+def quadrant_unit_l1(p: int, k: int) -> int:
+    """L1 sensitivity of ``(M, C)`` when one unit of up to ``k`` rows is added or
+    removed: each row adds ``+-1`` to every one of the ``p + P`` sums."""
+    return k * (p + p * (p - 1) // 2)
+
+
+def quadrant_unit_l2(p: int, k: int) -> float:
+    """L2 sensitivity of the same: ``k sqrt(p + P)`` (triangle inequality)."""
+    return k * math.sqrt(p + p * (p - 1) // 2)
+
+
 def median_scores(histogram: np.ndarray, n: int) -> np.ndarray:
     """``-|C(k) - n / 2|`` for the cuts ``k = 0 .. len(histogram)`` (``C(k)``: the
     counts of fine bins below ``k``)."""
@@ -79,12 +90,15 @@ def median_selector(part: PrivacyCost, p: int):
     return NoisyTopK(k=1, budget=each.amount(), delta=part.delta, statistic="median rank")
 
 
-def median_cuts(histograms: np.ndarray, n: int, part: PrivacyCost) -> np.ndarray:
+def median_cuts(histograms: np.ndarray, n: int, part: PrivacyCost,
+                sensitivity: float = 1.0) -> np.ndarray:
     """Each column's released cut (a fine-bin index ``0 .. MARGIN_BINS``), by
-    noisy top-1 of :func:`median_scores` (L-infinity sensitivity 1); call only after
-    the charge."""
+    noisy top-1 of :func:`median_scores` (L-infinity ``sensitivity``: 1 under
+    replacing one row with public ``n``; ``k / 2`` per unit of up to ``k`` rows, ``n``
+    each histogram's own total); call only after the charge."""
     selector = median_selector(part, histograms.shape[0])
-    cuts = [selector.select(MARGIN_BINS + 1, median_scores(h, n), 1.0)[0] for h in histograms]
+    cuts = [selector.select(MARGIN_BINS + 1, median_scores(h, n), sensitivity)[0]
+            for h in histograms]
     return np.asarray(cuts, dtype=np.int64)
 
 
@@ -135,15 +149,22 @@ class QuadrantBudget:
     total: PrivacyCost
     p: int
     n: int
+    #: 0: replace one row; ``k >= 1``: add or remove one unit of up to ``k`` rows
+    k: int = 0
+
+    def _sensitivities(self) -> tuple[float, float]:
+        if self.k:
+            return float(quadrant_unit_l1(self.p, self.k)), quadrant_unit_l2(self.p, self.k)
+        return float(quadrant_l1(self.p)), quadrant_l2(self.p)
 
     @property
     def sensitivity(self) -> float:
-        return self.total.sensitivity(quadrant_l1(self.p), quadrant_l2(self.p))
+        return self.total.sensitivity(*self._sensitivities())
 
     @property
     def count_scale(self) -> float:
         """Discrete Laplace scale or Gaussian sigma of every released sum."""
-        return self.total.noise_scale(float(quadrant_l1(self.p)), quadrant_l2(self.p))
+        return self.total.noise_scale(*self._sensitivities())
 
     @property
     def scale(self) -> float:
@@ -292,4 +313,5 @@ def concordance_variance(grad: np.ndarray, beta: np.ndarray, r: np.ndarray,
 
 __all__ = ["QuadrantBudget", "SignSums", "combine_signs", "concordance_variance",
            "concordances", "median_cuts", "median_scores", "median_selector", "quadrant_l1",
-           "quadrant_l2", "sign_partition", "tetrachoric"]
+           "quadrant_l2", "quadrant_unit_l1", "quadrant_unit_l2", "sign_partition",
+           "tetrachoric"]

@@ -59,7 +59,8 @@ class CausalReport:
                  f"{self.bins} bins per bounded column, conditioning on at most "
                  f"{self.max_condition_size} columns"]
         if self.unit is not None:
-            said = (f"the {self.rows} rows above are its public lower bound n0"
+            said = ("the rows above are that noisy count" if self.statistic == "signs" else
+                    f"the {self.rows} rows above are its public lower bound n0"
                     if self.test == "copula" else
                     "the rows above are that count, read off the released tables")
             lines.append(f"per {self.unit}: at most {self.max_rows_per_unit} rows each; the "

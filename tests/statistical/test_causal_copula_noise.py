@@ -1,6 +1,6 @@
 """The copula release's noise at its true scale, through ``causal_graph``: the
-released Kendall tau values (bins at released quantiles, or per unit) and the
-released sums of signs (at released medians) are the exact ones plus Gaussian
+released Kendall tau values (bins at released quantiles) and the released sums
+of signs (at released medians, per row and per unit) are the exact ones plus Gaussian
 (zCDP) or Laplace (pure DP) noise of the scale derived from first principles
 (fit at the scale, not at 0.7x or 1.3x of it), the medians' picks follow
 report-noisy-max at its scale, and the noisy test's null is calibrated."""
@@ -157,37 +157,32 @@ def test_noisy_null_is_calibrated():
 @pytest.mark.slow
 @pytest.mark.parametrize("delta", [0.0, 1e-6])
 @rerun_once
-def test_per_unit_tau_noise_at_true_scale(delta):
-    """Per unit (k = 2, every unit holding two rows, so all are kept): each run's
-    released values minus the exact ones, divided by the scale derived here from
-    the run's public n0 -- k (2 p + sqrt(P)) / n0 over sqrt(2 rho) (zCDP) or
-    k (p^2 + P) / n0 over eps (pure), with 95% of the budget after the row count --
-    follow the unit law, and not at 0.7x or 1.3x of it."""
+def test_per_unit_sign_sums_noise_at_true_scale(delta):
+    """Per unit (k = 2, every unit holding two rows, so all are kept): the released
+    sums minus the exact ones at the released cuts follow discrete Laplace noise
+    of scale k (p + P) / eps_s (pure) or discrete Gaussian noise of sigma
+    k sqrt(p + P) / sqrt(2 rho_s) (zCDP), the sums' part being 90% of the 95%
+    left after the row count; not at 0.7x or 1.3x of it."""
     n, eps, runs, p, k = 2000, 2.0, 300, 5, 2
     frame = frame_of(n, 0).assign(who=np.repeat(np.arange(n // k), k))
-    exact = exact_tau_on(frame, BOUNDS)  # per unit the bins are equal-width
-    iu = np.triu_indices(p, 1)
-    pairs = p * (p - 1) // 2
+    entries = p + p * (p - 1) // 2
     if delta:
-        law = stats.norm
-        per_row = (2.0 * p + math.sqrt(pairs)) / math.sqrt(2.0 * 0.95 * rho_from_eps_delta(
-            eps, delta))
+        scale = k * math.sqrt(entries) / math.sqrt(
+            2.0 * 0.9 * 0.95 * rho_from_eps_delta(eps, delta))
+        pmf = discrete_gaussian_pmf
     else:
-        law = stats.laplace
-        per_row = (p * p + pairs) / (0.95 * eps)
-    standardised = []
+        scale = k * entries / (0.9 * 0.95 * eps)
+        pmf = discrete_laplace_pmf
+    residuals = []
     for _ in range(runs):
         g = causal_graph(frame, eps, delta=delta, bounds=BOUNDS, max_condition_size=1,
                          privacy_unit="who", max_rows_per_unit=k)
-        n0 = g.report().rows
-        assert n0 <= g.report().rows_noisy
-        scale = k * per_row / n0
-        assert g.report().noise_scale == pytest.approx(scale, rel=1e-6)
-        expected = exact[iu] * min(1.0, n / n0)
-        standardised.append((g.released_tau.to_numpy()[iu] - expected) / scale)
-    standardised = np.concatenate(standardised)
+        assert g.report().statistic == "signs"
+        assert g.report().parts[2][2] == pytest.approx(scale, rel=1e-6)
+        residuals.append(released_vector(g) - exact_sign_sums(frame, BOUNDS, g.released_cuts))
+    residuals = np.concatenate(residuals)
     for factor, fits in ((1.0, True), (0.7, False), (1.3, False)):
-        pvalue = stats.kstest(standardised, law(scale=factor).cdf).pvalue
+        pvalue = chi_square_pvalue(residuals, lambda v: pmf(factor * scale, v))
         assert bool(pvalue > ALPHA) is fits, (factor, pvalue)
 
 

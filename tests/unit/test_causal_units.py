@@ -1,6 +1,7 @@
-"""Causal discovery per privacy unit (the copula test): the tapered tau vector's
-add/remove sensitivity checked exhaustively at every size, the bounding and the
-private row count in front of it, one charge, and every refusal before it."""
+"""Causal discovery per privacy unit (the copula test's signs at released
+medians, and the released tables): the sign sums' and the medians' scores'
+add/remove sensitivity checked exhaustively, the bounding and the private row
+count in front of them, one charge, and every refusal before it."""
 
 from __future__ import annotations
 
@@ -12,97 +13,81 @@ import pandas as pd
 import pytest
 
 from dpmic_dask.causal import causal_graph
-from dpmic_dask.causal.copula import (
-    CopulaBudget,
-    fine_codings,
-    grid_partition,
-    tau_unit_sensitivities,
+from dpmic_dask.causal.copulabins import MARGIN_BINS, fine_margin_codings, margin_partition
+from dpmic_dask.causal.copulaunit import plan_unit_signs
+from dpmic_dask.causal.quadrant import (
+    median_scores,
+    quadrant_unit_l1,
+    quadrant_unit_l2,
+    sign_partition,
 )
-from dpmic_dask.causal.copulaunit import find_floor, plan_units, tapered_tau
 from dpmic_dask.causal.tables import ColumnCoding
 from dpmic_dask.errors import InvalidParameterError, MissingValuesError, UnitMismatchError
 from dpmic_dask.privacy.accounting import Budget, InMemoryLedger
-from tests.unit.test_causal_copula import exact_tau_on, tau_vectors
+
+VALUES = (-3.0, 0.2, 0.5, 9.0)  # beyond the bounds, below and at the cut, beyond
 
 
-def tapered_reference(data: np.ndarray, n0: int) -> np.ndarray:
-    """min(1, m / n0) tau_a of every pair for a stack of datasets data[..., m, p]
-    (0 below two rows): the statistic released per unit, computed directly."""
-    m, p = data.shape[-2:]
-    if m < 2:
-        return np.zeros(data.shape[:-2] + (p * (p - 1) // 2,))
-    return min(1.0, m / n0) * tau_vectors(data)
+def _sums(rows, codings, cuts) -> np.ndarray:
+    p = len(codings)
+    frame = pd.DataFrame(np.asarray(rows, dtype=float).reshape(-1, p),
+                         columns=[c.name for c in codings])
+    return sign_partition(frame, codings, cuts).vector().astype(float)
 
 
-@pytest.mark.parametrize("p, levels, largest", [(3, 3, 3), (4, 2, 3), (2, 3, 4)])
-def test_tapered_tau_vector_add_remove_exhaustive(p, levels, largest):
-    """Every dataset of 0..largest rows on a levels^p grid and every row added to
-    it, at every n0 from 1 to largest + 2 (below, at and above the sizes): the
-    tapered vector moves by at most (2 p + sqrt(P)) / n0 in L2 and (p^2 + P) / n0 in
-    L1 -- the per-row steps whose k-fold multiple is the unit's sensitivity -- and
-    the untapered one by 2 p / m and p^2 / m (m the larger size)."""
-    rows = np.array(list(itertools.product(range(levels), repeat=p)), dtype=float)
-    pairs = p * (p - 1) // 2
+@pytest.mark.parametrize("p, k, largest", [(1, 1, 2), (2, 1, 2), (3, 1, 1), (2, 2, 1)])
+def test_sign_sums_add_remove_a_unit_exhaustively(p, k, largest):
+    """Every dataset of 0..largest rows on values below, at and above the cut and
+    beyond the bounds, and every unit of k rows added to it: the sums move by at
+    most k (p + P) in L1 and k sqrt(p + P) in L2, both attained."""
+    codings = fine_margin_codings([ColumnCoding(f"c{j}", 5, bounds=(0.0, 1.0))
+                                   for j in range(p)])
+    cuts = np.full(p, MARGIN_BINS // 2)
+    points = list(itertools.product(VALUES, repeat=p))
+    worst_l1 = worst_l2 = 0.0
     for m in range(largest + 1):
-        index = list(itertools.product(range(len(rows)), repeat=m))
-        data = rows[np.array(index, dtype=np.int64).reshape(len(index), m)]
-        grown = np.concatenate([np.repeat(data, len(rows), axis=0),
-                                np.tile(rows, (len(data), 1))[:, None, :]], axis=1)
-        if m >= 1:
-            diff = tau_vectors(grown) - np.repeat(tapered_reference(data, 1), len(rows), axis=0)
-            assert np.sqrt((diff ** 2).sum(axis=1)).max() <= 2 * p / (m + 1) + 1e-12
-            assert np.abs(diff).sum(axis=1).max() <= p * p / (m + 1) + 1e-12
-        for n0 in range(1, largest + 3):
-            diff = (tapered_reference(grown, n0)
-                    - np.repeat(tapered_reference(data, n0), len(rows), axis=0))
-            l1, l2 = tau_unit_sensitivities(p, n0, 1)
-            assert np.sqrt((diff ** 2).sum(axis=1)).max() <= l2
-            assert np.abs(diff).sum(axis=1).max() <= l1
-            assert l2 == pytest.approx((2 * p + math.sqrt(pairs)) / n0)
-            assert l1 == pytest.approx((p * p + pairs) / n0)
+        for base in itertools.product(points, repeat=m):
+            before = _sums(base, codings, cuts)
+            for unit in itertools.product(points, repeat=k):
+                diff = _sums(base + unit, codings, cuts) - before
+                worst_l1 = max(worst_l1, np.abs(diff).sum())
+                worst_l2 = max(worst_l2, math.sqrt((diff ** 2).sum()))
+    assert worst_l1 == quadrant_unit_l1(p, k) == k * (p + p * (p - 1) // 2)
+    assert worst_l2 == pytest.approx(quadrant_unit_l2(p, k))
 
 
-def test_a_unit_of_two_rows_moves_the_vector_by_at_most_twice_the_step():
-    """k = 2: two rows added at once, exhaustively (p = 3 on 2 levels, 0..2 rows)."""
-    p, rows = 3, np.array(list(itertools.product(range(2), repeat=3)), dtype=float)
-    for m in range(3):
-        for n0 in (1, 2, 3, 5):
-            l1, l2 = tau_unit_sensitivities(p, n0, 2)
-            for base in itertools.product(range(len(rows)), repeat=m):
-                before = tapered_reference(rows[list(base)].reshape(m, p), n0)
-                for extra in itertools.product(range(len(rows)), repeat=2):
-                    after = tapered_reference(rows[list(base) + list(extra)], n0)
-                    assert np.sqrt(((after - before) ** 2).sum()) <= l2
-                    assert np.abs(after - before).sum() <= l1
+def test_median_scores_move_by_half_a_step_per_row_added():
+    """-|C(k) - N / 2| with N the rows counted: one row added or removed moves
+    every cut's score by at most 1/2 (so a unit of k rows by k / 2), attained."""
+    codings = fine_margin_codings([ColumnCoding("x", 5, bounds=(0.0, 1.0))])
+    values = (-1.0, 0.0, 0.25, 0.5, 0.9999, 1.0, 4.0)
+    worst = 0.0
+    for m in range(4):
+        for rows in itertools.product(values, repeat=m):
+            h = margin_partition(pd.DataFrame({"x": list(rows)}), codings).counts[0]
+            before = median_scores(h, m)
+            for extra in values:
+                grown = margin_partition(pd.DataFrame({"x": [*rows, extra]}), codings)
+                after = median_scores(grown.counts[0], m + 1)
+                worst = max(worst, float(np.abs(after - before).max()))
+    assert worst == 0.5
 
 
-def test_the_release_tapers_the_grid_tau_as_the_proof_does():
-    rng = np.random.default_rng(3)
-    frame = pd.DataFrame(rng.integers(0, 4, size=(9, 3)).astype(float), columns=list("abc"))
-    codings = fine_codings(tuple(ColumnCoding(c, 4, bounds=(0.0, 3.0)) for c in "abc"), 4)
-    grids = grid_partition(frame, codings)
-    iu = np.triu_indices(3, 1)
-    for n0 in (4, 9, 20):
-        got = tapered_tau(grids, 3, 4, n0)[iu]
-        assert got == pytest.approx(tapered_reference(frame.to_numpy(), n0))
-    one = grid_partition(frame.iloc[:1], codings)
-    assert np.array_equal(tapered_tau(one, 3, 4, 5), np.eye(3))
-
-
-def test_per_unit_noise_scale_and_floor_from_public_quantities():
-    plan = plan_units(1.0, 1e-6, 10, ("u",), 4, 0.05)
-    assert plan.total.rho == pytest.approx(plan.part.rho + plan.rowcount.cost.rho)
-    assert plan.rowcount.cost.rho == pytest.approx(0.05 * plan.total.rho)
-    budget = CopulaBudget(plan.part, 10, 5000, 4)
-    expected = 4 * (20 + math.sqrt(45)) / 5000 / math.sqrt(2 * plan.part.rho)
-    assert budget.scale == pytest.approx(expected, rel=1e-9)
-    assert plan.floor == find_floor(plan.part, 10, 4) >= 4
-    with pytest.raises(InvalidParameterError):  # not even at 2^40 rows
-        plan_units(1e-300, 0.0, 10, ("u",), 4, 0.05)
-    tiny = plan_units(1e-12, 0.0, 10, ("u",), 4, 0.05)
-    assert tiny.floor > 2**30  # the noise can only be sampled at very many rows
-    assert CopulaBudget(tiny.part, 10, tiny.floor, 4).scale / 2.0**-40 <= 2.0**52
-    assert CopulaBudget(tiny.part, 10, tiny.floor - 1, 4).scale / 2.0**-40 > 2.0**52
+def test_per_unit_noise_scales_from_public_quantities():
+    """zCDP, 10 columns, k = 4: 5% to the row count, 10% of the rest to the medians,
+    the rest to the sums, whose sigma is k sqrt(p + P) / sqrt(2 rho_s); a budget too
+    small to sample is refused before anything is read."""
+    total, rowcount, median_part, budget, pick = plan_unit_signs(1.0, 1e-6, 10, 4, 0.05)
+    assert rowcount.cost.rho == pytest.approx(0.05 * total.rho)
+    assert median_part.rho == pytest.approx(0.1 * 0.95 * total.rho)
+    assert budget.total.rho == pytest.approx(0.9 * 0.95 * total.rho)
+    expected = 4 * math.sqrt(10 + 45) / math.sqrt(2 * budget.total.rho)
+    assert budget.count_scale == pytest.approx(expected, rel=1e-9)
+    pure = plan_unit_signs(2.0, 0.0, 10, 4, 0.05)[3]
+    assert pure.count_scale == pytest.approx(4 * 55 / (0.9 * 0.95 * 2.0), rel=1e-9)
+    assert pick > 0
+    with pytest.raises(InvalidParameterError, match="raise eps"):
+        plan_unit_signs(1e-300, 0.0, 10, 4, 0.05)
 
 
 def unit_frame(units=1500, per_unit=3, seed=0):
@@ -126,10 +111,10 @@ def test_per_unit_keeps_k_rows_per_unit_and_charges_once():
     report = g.report()
     assert report.unit == "who" and report.max_rows_per_unit == 1
     assert abs(report.rows_noisy - 1500) < 200  # one row of each of 1500 units, not 4500
-    assert report.rows <= report.rows_noisy
+    assert report.rows == report.rows_noisy and report.statistic == "signs"
     assert len(ledger.charges("d")) == 1 and float(ledger.spent("d")) == pytest.approx(1.0)
     text = str(report)
-    assert "adding or removing all rows of any one who" in text and "n0" in text
+    assert "adding or removing all rows of any one who" in text and "noisy count" in text
     # the chain x - y - z: its edges always; x and z separated by y in nearly every
     # release (the kept rows and the noise are fresh each time: 80 of 80 when written,
     # one miss in five CI runs), so in at least two of three
@@ -140,13 +125,20 @@ def test_per_unit_keeps_k_rows_per_unit_and_charges_once():
     assert sum(s == truth for s in [g.skeleton, *again]) >= 2
 
 
-def test_per_unit_without_noise_is_the_exact_tau_of_the_kept_rows():
+def test_per_unit_with_tiny_noise_releases_the_sums_of_the_kept_rows():
+    """Two rows per unit, k = 2: every row is kept, and at a huge budget the
+    released sums are the exact ones of the whole table at the released cuts."""
     frame = unit_frame(units=800, per_unit=2)
-    exact = exact_tau_on(frame, BOUNDS)  # per unit the bins are equal-width
     g = causal_graph(frame, 1e9, delta=1e-6, bounds=BOUNDS, columns=list("xyz"),
-                     privacy_unit="who", max_rows_per_unit=2)  # noise about 1e-11
-    assert g.report().rows <= len(frame)
-    np.testing.assert_allclose(g.released_tau.to_numpy(), exact, atol=1e-6)
+                     privacy_unit="who", max_rows_per_unit=2)
+    assert g.report().statistic == "signs" and g.report().rows == len(frame)
+    codings = fine_margin_codings([ColumnCoding(c, 5, bounds=BOUNDS[c]) for c in "xyz"])
+    cuts = np.array([g.released_cuts[c] for c in "xyz"])
+    exact = sign_partition(frame, codings, cuts).vector()
+    released = g.released_signs.to_numpy()
+    got = np.concatenate([np.diag(released), released[np.triu_indices(3, 1)]])
+    assert np.abs(got - exact).max() <= 1
+    assert all(abs(cut - MARGIN_BINS // 2) < 40 for cut in cuts)  # the medians, near 0
 
 
 @pytest.mark.parametrize("arguments, error", [
