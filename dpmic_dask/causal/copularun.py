@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Generator
-from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -16,14 +15,12 @@ import numpy as np
 
 from dpmic_dask.causal.copula import (
     CopulaBudget,
-    CorrelationMargins,
     CorrelationTests,
     combine_grids,
     copula_bins,
     copula_correlation,
     fine_codings,
     grid_partition,
-    nearest_correlation,
     tau_matrix,
 )
 from dpmic_dask.causal.copulabins import (
@@ -36,22 +33,16 @@ from dpmic_dask.causal.copulabins import (
     margin_scale,
     quantile_lookup,
 )
-from dpmic_dask.causal.orient import cpdag
-from dpmic_dask.causal.quadrant import (
-    QuadrantBudget,
-    combine_signs,
-    concordances,
-    median_cuts,
-    median_selector,
-    sign_partition,
-    tetrachoric,
+from dpmic_dask.causal.correlationsearch import (
+    check_rows,
+    correlation_result,
+    refuse_missing_values,
+    same_rows,
 )
-from dpmic_dask.causal.request import CausalRequest
 from dpmic_dask.causal.result import CausalGraph, CausalReport
-from dpmic_dask.causal.skeleton import exact_decision, pc_skeleton
+from dpmic_dask.causal.signsrun import sign_graph
 from dpmic_dask.causal.tables import LevelCounts, combine_counts
-from dpmic_dask.checks import MIN_ROWS
-from dpmic_dask.errors import InvalidDataError, InvalidParameterError, MissingValuesError
+from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.costs import measure_for
 from dpmic_dask.privacy.mechanisms.base import (
     LATTICE,
@@ -63,21 +54,6 @@ from dpmic_dask.release.report import warn_noise_swamps_tests
 
 if TYPE_CHECKING:
     from dpmic_dask.privacy.charges import Charge
-
-
-def check_rows(n: int) -> int:
-    """``n`` when there are enough rows (refused before the charge otherwise)."""
-    if n < MIN_ROWS:
-        raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
-    return n
-
-
-def refuse_missing_values(summed, request: CausalRequest) -> None:
-    """Refuse (before the charge) missing values in any column of the search."""
-    if summed.missing.any():
-        cols = [request.names[j] for j in np.flatnonzero(summed.missing)]
-        raise MissingValuesError(f"column(s) {cols} contain missing values; fill them with "
-                                 "public values or drop the rows first (nothing was charged)")
 
 
 def correlation_grids(frame, request, backend, progress, codings=None):
@@ -114,14 +90,6 @@ def copula_codings(request, histograms):
     bins = copula_bins(request.pairs)
     return binned_codings(request.codings, [quantile_lookup(h, bins) for h in histograms],
                           bins)
-
-
-def same_rows(grids, n: int) -> None:
-    """The grids' pass read the first pass's ``n`` rows (only data changed between
-    the two passes fails here)."""
-    if int(grids.rows) != n:
-        raise InvalidDataError("the number of rows changed between the two passes over "
-                               "the data; release from data that does not change")
 
 
 def copula_graph(frame, request, eps, delta, backend, progress,
@@ -183,83 +151,4 @@ def copula_graph(frame, request, eps, delta, backend, progress,
     return graph
 
 
-def sign_graph(frame, request, total, margins, backend, progress,
-               label) -> Generator[Bill, Charge, CausalGraph]:
-    """The copula release without bins (:mod:`dpmic_dask.causal.quadrant`): after
-    the first pass (``margins``, exact) and every check, the bill; then each
-    column's cut by noisy top-1 near its median, the pass of the sign sums, one
-    noisy vector of them, and PC on their tetrachoric correlations."""
-    p = len(request.codings)
-    n = int(margins.rows)
-    median_part, sign_part = total.measure.split(total, [MARGIN_SHARE, 1.0 - MARGIN_SHARE])
-    budget = QuadrantBudget(sign_part, p, n)
-    if not budget.count_scale <= MAX_NOISE_UNITS:
-        raise InvalidParameterError("the sign sums' noise is too large to sample; raise eps")
-    selector = median_selector(median_part, p)
-    try:  # the pick's noise must be calibrated before the charge
-        pick = selector.noise_scale(MARGIN_BINS + 1, 1.0)
-    except Exception as exc:  # noqa: BLE001 - OpenDP refuses an infinite scale
-        raise InvalidParameterError("the medians' noise cannot be calibrated; raise eps") \
-            from exc
-    warn_if_delta_large(total.delta, n)
-    warn_noise_swamps_tests(budget.scale * total.law.ci95, 2.0,
-                            "this causal graph's released sign concordances are noisy",
-                            pure=total.is_pure)
-    yield Bill(total, label or f"causal graph of {p} columns", "causal-pc-copula",
-               request.names)
-    cuts = median_cuts(margins.counts, n, median_part)
-    sums = backend.reduce(frame, request.names,
-                          partial(sign_partition, codings=fine_margin_codings(request.codings),
-                                  cuts=cuts),
-                          combine_signs, split_every=8, progress=progress)
-    same_rows(sums, n)
-    refuse_missing_values(sums, request)  # only data changed between the passes
-    released = budget.release(sums.vector())
-    r, slope, sampling, cuts_h = tetrachoric(released, p, n)
-    tests = CorrelationTests(nearest_correlation(r), n, request.alpha, "copula",
-                             noise_var=budget.variance, slope=slope, sampling=sampling,
-                             beta=concordances(released, p, n), cuts=cuts_h)
-    parts = ((f"medians ({p} noisy picks of a cut among {MARGIN_BINS + 1})",
-              median_part.describe(), pick),
-             ("sign sums", sign_part.describe(), budget.count_scale))
-    detail = (f"noisy picks of each column's median, then one release of the {p} columns' "
-              f"and {request.pairs} pairs' sums of signs; the search is post-processing")
-    report = CausalReport(
-        True, "copula", request.alpha, n, 2, request.max_condition_size,
-        epsilon=total.epsilon, delta=total.delta,
-        statement=privacy_statement(total, request.pairs, detail), parts=parts,
-        passes=2, noise_scale=budget.scale, smallest_visible=tests.smallest_visible(),
-        statistic="signs")
-    graph = correlation_result(request, tests, None, report)
-    graph._extra["signs"] = released
-    graph._extra["cuts"] = {name: int(c) for name, c in zip(request.names, cuts)}
-    return graph
-
-
-def correlation_result(request, tests: CorrelationTests, tau, report,
-                       codings=None) -> CausalGraph:
-    """PC-stable on the tests (no data read), the CPDAG as causal-learn orients it
-    (a v-structure when the middle column is outside every separating set of the
-    pair's level), the separating test's statistic of every removed pair."""
-    def count_level(keys):
-        return keys, None
-
-    def margins(keys, _):
-        return CorrelationMargins(keys, tests)
-
-    skeleton = pc_skeleton(len(request.codings), count_level=count_level,
-                           decide=exact_decision, max_level=request.max_condition_size,
-                           margins=margins)
-    report = replace(report, levels=tuple(skeleton.levels))
-    removed = {pair: tests.zscore(pair[0], pair[1], cond)
-               for pair, cond in skeleton.separating_sets.items()}
-    graph = cpdag(skeleton.adjacency, skeleton.separating_union)
-    extra = {"tau": tau, "correlation": tests.r, "removed": removed}
-    if codings is not None and codings[0].lookup is not None:  # released bins
-        extra["bins"] = {c.name: c.lookup for c in codings}
-    return CausalGraph(request.names, graph, dict(skeleton.separating_sets),
-                       dict(skeleton.last_statistic), report, extra)
-
-
-__all__ = ["check_rows", "copula_codings", "copula_graph", "correlation_grids",
-           "correlation_result", "margins_pass", "refuse_missing_values"]
+__all__ = ["copula_codings", "copula_graph", "correlation_grids", "margins_pass"]

@@ -25,28 +25,17 @@ Nothing after the charge refuses.
 
 from __future__ import annotations
 
-from functools import partial
+from dataclasses import replace
 
 from pandas.api.types import is_object_dtype
 
 from dpmic_dask.backends import backend_for
-from dpmic_dask.causal.copula import CorrelationTests, nearest_correlation
-from dpmic_dask.causal.copulabins import MARGIN_BINS, MARGIN_SHARE, fine_margin_codings
-from dpmic_dask.causal.copularun import correlation_result, margins_pass, same_rows
-from dpmic_dask.causal.quadrant import (
-    QuadrantBudget,
-    combine_signs,
-    concordances,
-    median_cuts,
-    median_selector,
-    sign_partition,
-    tetrachoric,
-)
+from dpmic_dask.causal.copularun import margins_pass
 from dpmic_dask.causal.result import CausalReport
+from dpmic_dask.causal.signsrun import plan_signs, release_signs, sign_result, warn_noisy_signs
 from dpmic_dask.causal.tablerelease import released_tables_graph
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.costs import measure_for, split_front
-from dpmic_dask.privacy.mechanisms.base import MAX_NOISE_UNITS
 from dpmic_dask.privacy.selection import check_share
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.bounding import (
@@ -57,7 +46,6 @@ from dpmic_dask.release.bounding import (
     unit_label,
 )
 from dpmic_dask.release.charge import Bill, warn_if_delta_large
-from dpmic_dask.release.report import warn_noise_swamps_tests
 from dpmic_dask.release.rowcount import (
     DEFAULT_COUNT_SHARE,
     RowCountPlan,
@@ -90,21 +78,12 @@ def check_unit_arguments(schema, request, privacy_unit, max_rows_per_unit, count
 
 
 def plan_unit_signs(eps, delta, p: int, k: int, share: float):
-    """``(total, row count plan, medians' part, sign sums' budget, pick scale)``,
-    every noise checked; public quantities only."""
+    """``(total, row count plan, signs plan)``, every noise checked; public
+    quantities only (the sums' row count is set after the charge)."""
     total = measure_for(delta).total(eps, delta)
     count_part, part, _, _ = split_front(total, share, what="privacy_unit")
     rowcount = plan_row_count(count_part, sensitivity=k)
-    median_part, sign_part = part.measure.split(part, [MARGIN_SHARE, 1.0 - MARGIN_SHARE])
-    budget = QuadrantBudget(sign_part, p, 1, k)
-    if not budget.count_scale <= MAX_NOISE_UNITS:
-        raise InvalidParameterError("the sign sums' noise is too large to sample; raise eps")
-    try:  # the picks' noise must be calibrated before the charge
-        pick = median_selector(median_part, p).noise_scale(MARGIN_BINS + 1, k / 2.0)
-    except Exception as exc:  # noqa: BLE001 - OpenDP refuses an infinite scale
-        raise InvalidParameterError("the medians' noise cannot be calibrated; raise eps") \
-            from exc
-    return total, rowcount, median_part, budget, pick
+    return total, rowcount, plan_signs(part, p, 1, k)
 
 
 def unit_copula_graph(frame, request, eps, delta, units: tuple, backend, split_every,
@@ -112,7 +91,7 @@ def unit_copula_graph(frame, request, eps, delta, units: tuple, backend, split_e
     """The copula release per unit, staged (see the module's docstring)."""
     unit, k, share = units
     p = len(request.codings)
-    total, rowcount, median_part, budget, pick = plan_unit_signs(eps, delta, p, k, share)
+    total, rowcount, plan = plan_unit_signs(eps, delta, p, k, share)
     names = list(request.names)
     refuse_mixed_units(frame, unit, split_every=split_every, progress=progress)
     _refuse_missing(frame, names, split_every, progress)
@@ -128,21 +107,9 @@ def unit_copula_graph(frame, request, eps, delta, units: tuple, backend, split_e
     n = max(count.noisy, 1)
     # after the charge (the count is released): shown, never raised
     warn_if_delta_large(delta, n)
-    budget = QuadrantBudget(budget.total, p, n, k)
-    warn_noise_swamps_tests(budget.scale * total.law.ci95, 2.0,
-                            "this causal graph's released sign concordances are noisy",
-                            pure=total.is_pure)
-    cuts = median_cuts(margins.counts, int(margins.rows), median_part, k / 2.0)
-    sums = backend.reduce(bounded, names,
-                          partial(sign_partition, codings=fine_margin_codings(request.codings),
-                                  cuts=cuts),
-                          combine_signs, split_every=8, progress=progress)
-    same_rows(sums, int(margins.rows))
-    released = budget.release(sums.vector())
-    r, slope, sampling, latent = tetrachoric(released, p, n)
-    tests = CorrelationTests(nearest_correlation(r), n, request.alpha, "copula",
-                             noise_var=budget.variance, slope=slope, sampling=sampling,
-                             beta=concordances(released, p, n), cuts=latent)
+    warn_noisy_signs(replace(plan.budget, n=n))
+    budget, released, cuts, tests = release_signs(plan, bounded, request, backend, progress,
+                                                  margins, n)
     detail = (f"noisy picks of each column's median, then one release of the {p} columns' "
               f"and {request.pairs} pairs' sums of signs, on at most {k} rows per unit, "
               "after a private row count; the search is post-processing")
@@ -151,17 +118,11 @@ def unit_copula_graph(frame, request, eps, delta, units: tuple, backend, split_e
     report = CausalReport(
         True, "copula", request.alpha, n, 2, request.max_condition_size,
         epsilon=total.epsilon, delta=total.delta, statement=statement,
-        parts=(_count_part(rowcount, count.noisy),
-               (f"medians ({p} noisy picks of a cut among {MARGIN_BINS + 1})",
-                median_part.describe(), pick),
-               ("sign sums", budget.total.describe(), budget.count_scale)),
+        parts=(_count_part(rowcount, count.noisy), *plan.parts(budget)),
         passes=passes, noise_scale=budget.scale, smallest_visible=tests.smallest_visible(),
         unit=unit_label(unit), max_rows_per_unit=k, rows_noisy=count.noisy,
         statistic="signs")
-    graph = correlation_result(request, tests, None, report)
-    graph._extra["signs"] = released
-    graph._extra["cuts"] = {name: int(c) for name, c in zip(request.names, cuts)}
-    return graph
+    return sign_result(request, tests, report, released, cuts)
 
 
 def unit_table_graph(frame, request, eps, delta, units: tuple, level_shares, backend,

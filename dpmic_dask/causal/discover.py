@@ -37,18 +37,20 @@ from dpmic_dask.causal.copula import (
     tau_matrix,
 )
 from dpmic_dask.causal.copularun import (
-    check_rows,
     copula_codings,
     copula_graph,
     correlation_grids,
-    correlation_result,
     margins_pass,
-    refuse_missing_values,
 )
 from dpmic_dask.causal.copulaunit import (
     check_unit_arguments,
     unit_copula_graph,
     unit_table_graph,
+)
+from dpmic_dask.causal.correlationsearch import (
+    check_rows,
+    correlation_result,
+    refuse_missing_values,
 )
 from dpmic_dask.causal.decide import (
     CausalBudget,

@@ -9,7 +9,7 @@ from functools import partial
 
 import numpy as np
 
-from dpmic_dask.causal.copularun import check_rows, refuse_missing_values
+from dpmic_dask.causal.correlationsearch import check_rows, refuse_missing_values
 from dpmic_dask.causal.request import MAX_LEVEL_CELLS, CausalRequest
 from dpmic_dask.causal.tables import (
     LevelCounts,

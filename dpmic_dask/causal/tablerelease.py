@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpmic_dask.causal.copularun import refuse_missing_values
+from dpmic_dask.causal.correlationsearch import refuse_missing_values
 from dpmic_dask.causal.levelcount import counter, first_level
 from dpmic_dask.causal.noisychisq import NoisyChisqMargins, smallest_visible_effect
 from dpmic_dask.causal.orient import cpdag

@@ -77,15 +77,18 @@ def test_per_unit_noise_scales_from_public_quantities():
     """zCDP, 10 columns, k = 4: 5% to the row count, 10% of the rest to the medians,
     the rest to the sums, whose sigma is k sqrt(p + P) / sqrt(2 rho_s); a budget too
     small to sample is refused before anything is read."""
-    total, rowcount, median_part, budget, pick = plan_unit_signs(1.0, 1e-6, 10, 4, 0.05)
+    total, rowcount, plan = plan_unit_signs(1.0, 1e-6, 10, 4, 0.05)
+    budget = plan.budget
     assert rowcount.cost.rho == pytest.approx(0.05 * total.rho)
-    assert median_part.rho == pytest.approx(0.1 * 0.95 * total.rho)
+    assert plan.median_part.rho == pytest.approx(0.1 * 0.95 * total.rho)
     assert budget.total.rho == pytest.approx(0.9 * 0.95 * total.rho)
     expected = 4 * math.sqrt(10 + 45) / math.sqrt(2 * budget.total.rho)
     assert budget.count_scale == pytest.approx(expected, rel=1e-9)
-    pure = plan_unit_signs(2.0, 0.0, 10, 4, 0.05)[3]
-    assert pure.count_scale == pytest.approx(4 * 55 / (0.9 * 0.95 * 2.0), rel=1e-9)
-    assert pick > 0
+    pure = plan_unit_signs(2.0, 0.0, 10, 4, 0.05)[2]
+    assert pure.budget.count_scale == pytest.approx(4 * 55 / (0.9 * 0.95 * 2.0), rel=1e-9)
+    # each pick: noisy top-1 with scores of sensitivity k / 2 = 2 (pure: scale 2 * 2 / eps_c)
+    assert pure.pick_sensitivity == 2.0
+    assert pure.pick_scale == pytest.approx(2 * 2.0 / (0.1 * 0.95 * 2.0 / 10), rel=1e-6)
     with pytest.raises(InvalidParameterError, match="raise eps"):
         plan_unit_signs(1e-300, 0.0, 10, 4, 0.05)
 

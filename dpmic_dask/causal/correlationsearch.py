@@ -1,0 +1,68 @@
+"""What every correlation release's search shares: the row and missing-value
+checks of its passes and PC-stable on its tests (:func:`correlation_result`),
+post-processing of what was released."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from dpmic_dask.causal.copula import CorrelationMargins, CorrelationTests
+from dpmic_dask.causal.orient import cpdag
+from dpmic_dask.causal.request import CausalRequest
+from dpmic_dask.causal.result import CausalGraph
+from dpmic_dask.causal.skeleton import exact_decision, pc_skeleton
+from dpmic_dask.checks import MIN_ROWS
+from dpmic_dask.errors import InvalidDataError, MissingValuesError
+
+
+def check_rows(n: int) -> int:
+    """``n`` when there are enough rows (refused before the charge otherwise)."""
+    if n < MIN_ROWS:
+        raise InvalidDataError(f"at least {MIN_ROWS} rows are needed")
+    return n
+
+
+def refuse_missing_values(summed, request: CausalRequest) -> None:
+    """Refuse (before the charge) missing values in any column of the search."""
+    if summed.missing.any():
+        cols = [request.names[j] for j in np.flatnonzero(summed.missing)]
+        raise MissingValuesError(f"column(s) {cols} contain missing values; fill them with "
+                                 "public values or drop the rows first (nothing was charged)")
+
+
+def same_rows(grids, n: int) -> None:
+    """The grids' pass read the first pass's ``n`` rows (only data changed between
+    the two passes fails here)."""
+    if int(grids.rows) != n:
+        raise InvalidDataError("the number of rows changed between the two passes over "
+                               "the data; release from data that does not change")
+
+
+def correlation_result(request, tests: CorrelationTests, tau, report,
+                       codings=None) -> CausalGraph:
+    """PC-stable on the tests (no data read), the CPDAG as causal-learn orients it
+    (a v-structure when the middle column is outside every separating set of the
+    pair's level), the separating test's statistic of every removed pair."""
+    def count_level(keys):
+        return keys, None
+
+    def margins(keys, _):
+        return CorrelationMargins(keys, tests)
+
+    skeleton = pc_skeleton(len(request.codings), count_level=count_level,
+                           decide=exact_decision, max_level=request.max_condition_size,
+                           margins=margins)
+    report = replace(report, levels=tuple(skeleton.levels))
+    removed = {pair: tests.zscore(pair[0], pair[1], cond)
+               for pair, cond in skeleton.separating_sets.items()}
+    graph = cpdag(skeleton.adjacency, skeleton.separating_union)
+    extra = {"tau": tau, "correlation": tests.r, "removed": removed}
+    if codings is not None and codings[0].lookup is not None:  # released bins
+        extra["bins"] = {c.name: c.lookup for c in codings}
+    return CausalGraph(request.names, graph, dict(skeleton.separating_sets),
+                       dict(skeleton.last_statistic), report, extra)
+
+
+__all__ = ["check_rows", "correlation_result", "refuse_missing_values", "same_rows"]
