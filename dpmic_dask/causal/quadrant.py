@@ -23,7 +23,12 @@ This release needs neither:
    holds for any cut, not only the median), and for the tests its slope in the
    released concordance and its sampling variance at independence.
 
-``docs/privacy.md``, section 10, "Signs at released medians", has the proofs.
+Per privacy unit (adding or removing up to ``k`` rows) the same release holds
+with the sensitivities :func:`quadrant_unit_l1` and :func:`quadrant_unit_l2` and
+scores of sensitivity ``k / 2`` (:mod:`dpmic_dask.causal.copulaunit`).
+
+``docs/privacy.md``, section 10, "Signs at released medians", and section 12,
+"Causal discovery per unit", have the proofs.
 """
 
 from __future__ import annotations

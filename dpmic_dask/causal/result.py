@@ -42,7 +42,8 @@ class CausalReport:
     #: (sums of signs at released medians, per row: concordances)
     statistic: str = "tau"
     #: per privacy unit: the unit, ``k``, and the noisy bounded row count (``rows``
-    #: is then its public lower bound ``n0``)
+    #: is then that count for the copula test's signs, a released table's total for
+    #: the released tables)
     unit: str | None = None
     max_rows_per_unit: int | None = None
     rows_noisy: int | None = None
