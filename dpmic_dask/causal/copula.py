@@ -355,7 +355,11 @@ class CorrelationTests:
 
     def smallest_visible(self) -> float:
         """The smallest |correlation| a level-0 test detects (at ``r = 0``)."""
+        if self.n <= 3:  # no degrees of freedom: no test can see anything
+            return 1.0
         variance = self.sampling0 / (self.n - 3) + self.slope0**2 * self.noise_var
+        if not variance >= 0:
+            return 1.0
         return math.tanh(self.threshold * math.sqrt(variance))
 
 

@@ -19,7 +19,8 @@ Staged (:func:`unit_copula_graph`), before the charge:
 After it: the noisy bounded row count; each column's cut near its median by
 noisy top-1 (scores of L-infinity sensitivity ``k / 2`` for a unit); the sign
 sums' pass and one noisy vector of them (L1 ``k (p + P)``, L2 ``k sqrt(p + P)``);
-the search on it with the noisy count as its row count, post-processing.
+the search on it with the noisy count (at least 4) as its row count,
+post-processing.
 Nothing after the charge refuses.
 """
 
@@ -34,6 +35,7 @@ from dpmic_dask.causal.copularun import margins_pass
 from dpmic_dask.causal.result import CausalReport
 from dpmic_dask.causal.signsrun import plan_signs, release_signs, sign_result, warn_noisy_signs
 from dpmic_dask.causal.tablerelease import released_tables_graph
+from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.costs import measure_for, split_front
 from dpmic_dask.privacy.selection import check_share
@@ -95,8 +97,10 @@ def unit_copula_graph(frame, request, eps, delta, units: tuple, backend, split_e
     names = list(request.names)
     refuse_mixed_units(frame, unit, split_every=split_every, progress=progress)
     _refuse_missing(frame, names, split_every, progress)
-    schema = backend.schema(frame)  # the missing values' pass, the margins' and the signs'
-    passes = 3 + any(is_object_dtype(schema[u]) for u in unit)  # (and an object unit's types)
+    # the missing values' pass, the bounding (kept rows persisted), the margins' and
+    # the signs' (and an object unit's types)
+    schema = backend.schema(frame)
+    passes = 4 + any(is_object_dtype(schema[u]) for u in unit)
     bounded = bound_contributions(frame, unit, k, names)
     bounded = backend_for(bounded).persist(bounded)  # both passes read the same kept rows
     backend = backend_for(bounded)
@@ -104,7 +108,7 @@ def unit_copula_graph(frame, request, eps, delta, units: tuple, backend, split_e
     yield Bill(total, label or f"causal graph of {p} columns per {unit_label(unit)}",
                "causal-pc-copula", request.names)
     count = run_row_count(rowcount, int(margins.rows))
-    n = max(count.noisy, 1)
+    n = max(count.noisy, MIN_ROWS)  # post-processing: the tests need a few rows
     # after the charge (the count is released): shown, never raised
     warn_if_delta_large(delta, n)
     warn_noisy_signs(replace(plan.budget, n=n))

@@ -213,14 +213,18 @@ def tetrachoric(released: np.ndarray, p: int, n: int):
     """Post-processing of the released sums: ``(r, slope, sampling, h)``.
 
     ``r``: each pair's tetrachoric correlation (its share of rows with both signs
-    ``+1`` matched by the bivariate normal orthant at the released shares);
+    ``+1`` matched by the bivariate normal orthant at the released shares; 0 for a
+    column whose released share of ``+1`` is within 0.001 of 0 or 1);
     ``slope``: ``d r / d (C_ab / n) = 1 / (4 density)``; ``sampling``: ``n`` times
     the variance of ``r`` at independence, ``pi_a (1 - pi_a) pi_b (1 - pi_b) /
     (phi(h_a) phi(h_b))^2`` (``pi^2 / 4`` at the medians), each p x p; ``h``: each
     column's latent cut (a sign ``+1`` is ``Z <= h`` of a standard normal ``Z``)."""
     iu = np.triu_indices(p, 1)
     sums, cross = released[:p] / n, released[p:] / n
-    share = np.clip(0.5 * (1.0 + sums), _EDGE, 1.0 - _EDGE)  # of rows with sign +1
+    raw = 0.5 * (1.0 + sums)
+    share = np.clip(raw, _EDGE, 1.0 - _EDGE)  # of rows with sign +1
+    # a column with (nearly) every row on one side of its cut shows no dependence
+    degenerate = ~((raw > _EDGE) & (raw < 1.0 - _EDGE))
     inv = np.vectorize(NormalDist().inv_cdf)
     h = inv(share)  # a sign +1 is "Z <= h" of a standard normal Z (orientation only)
     a, b = iu
@@ -234,7 +238,7 @@ def tetrachoric(released: np.ndarray, p: int, n: int):
         above = orthant(h[a], h[b], mid) > both
         hi = np.where(above, mid, hi)
         lo = np.where(above, lo, mid)
-    rho = 0.5 * (lo + hi)
+    rho = np.where(degenerate[a] | degenerate[b], 0.0, 0.5 * (lo + hi))
     r = np.eye(p)
     r[iu] = rho
     r.T[iu] = rho

@@ -60,7 +60,8 @@ class CausalReport:
                  f"{self.bins} bins per bounded column, conditioning on at most "
                  f"{self.max_condition_size} columns"]
         if self.unit is not None:
-            said = ("the rows above are that noisy count" if self.statistic == "signs" else
+            said = ("the rows above are that noisy count (at least 4)"
+                    if self.statistic == "signs" else
                     f"the {self.rows} rows above are its public lower bound n0"
                     if self.test == "copula" else
                     "the rows above are that count, read off the released tables")

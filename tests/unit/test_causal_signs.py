@@ -179,3 +179,33 @@ def test_quasi_random_covariance_matches_the_closed_forms():
     # the same with three columns takes the exact path
     assert concordance_variance(only[:3, :3], beta[:3, :3], r[:3, :3], np.zeros(3)) == \
         pytest.approx(expected, rel=1e-12)
+
+
+def test_a_column_on_one_side_of_its_cut_shows_no_dependence():
+    """Two columns with every row released on one side (constants): their shares
+    sit at the clip, and their tetrachoric correlation is 0, not the orthant's
+    bound (about 0.999), so no edge is read into them."""
+    n = 1000
+    released = np.array([n, n, 10, n, 10, 10])  # M_a, M_b, M_c, C_ab, C_ac, C_bc
+    r, slope, _, _ = tetrachoric(released, 3, n)
+    assert r[0, 1] == 0.0 and r[0, 2] == 0.0 and r[1, 2] == 0.0
+    assert np.isfinite(slope).all()
+
+
+def test_per_unit_tiny_tables_never_fail_after_the_charge():
+    """Three rows, one per unit, at a large eps: the noisy count is often 3 or
+    less, where the tests have no degrees of freedom; the release completes with
+    the count floored at 4 (post-processing), charged once each time."""
+    frame = pd.DataFrame({"a": [0.1, 0.5, 0.9], "b": [0.2, 0.4, 0.8],
+                          "c": [0.3, 0.6, 0.1], "u": [1, 2, 3]})
+    bounds = {c: (0.0, 1.0) for c in "abc"}
+    for _ in range(10):
+        ledger = InMemoryLedger()
+        ledger.set_budget("d", Budget(8.0, privacy_unit="u"))
+        g = causal_graph(frame, 8.0, columns=list("abc"), bounds=bounds, privacy_unit="u",
+                         max_rows_per_unit=1, ledger=ledger, dataset="d")
+        assert g.report().rows >= 4 and len(ledger.charges("d")) == 1
+        assert 0.0 < g.report().smallest_visible <= 1.0
+    empty = causal_graph(frame.iloc[:0], 8.0, columns=list("abc"), bounds=bounds,
+                         privacy_unit="u", max_rows_per_unit=1)
+    assert empty.report().rows >= 4
