@@ -1,6 +1,9 @@
-"""The correlation tests' release: one pass of fine grids, one charge, one noisy
-Kendall tau matrix (or, exactly, the Pearson or copula correlations), and PC on
-it as post-processing (:mod:`dpmic_dask.causal.copula` holds the statistics).
+"""The correlation tests' release: the marginal histograms' pass, one charge, the
+grids' pass on bins at released quantiles and one noisy Kendall tau matrix --
+or, with too few rows for those bins, the signs at released medians of
+:mod:`dpmic_dask.causal.signsrun` -- (or, exactly, the Pearson or copula
+correlations), and PC on it as post-processing (:mod:`dpmic_dask.causal.copula`
+holds the statistics).
 The private release is staged (:func:`copula_graph`): the executor
 (:func:`~dpmic_dask.release.executor.run_charged`) makes its one charge."""
 
