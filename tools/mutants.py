@@ -243,8 +243,8 @@ def run(name: str, tests: list[str]) -> tuple[bool, float, str]:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([folder, str(ROOT)])}
         start = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "",
-             "-p", "mutant_plugin", "--hypothesis-profile=mutants", *tests],
+            [sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cacheprovider",
+             "-m", "", "-p", "mutant_plugin", "--hypothesis-profile=mutants", *tests],
             cwd=ROOT, env=env, capture_output=True, text=True)
         seconds = time.perf_counter() - start
     failed = next((line.split()[1] for line in done.stdout.splitlines()

@@ -203,8 +203,8 @@ def test_a_full_ledger_file_system_is_not_called_corrupt(env, monkeypatch):
     assert invoke("run", job(), "--run-id", "r").exit_code == 0
 
 
-def test_sqlite_full_and_io_errors_are_classified():
-    db = SQLiteDB(__import__("pathlib").Path("/tmp/ledger.db"))
+def test_sqlite_full_and_io_errors_are_classified(tmp_path):
+    db = SQLiteDB(tmp_path / "ledger.db")
     for name in ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_IOERR_WRITE"):
         error = sqlite3.OperationalError("database or disk is full")
         error.sqlite_errorname = name

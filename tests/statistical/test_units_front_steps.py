@@ -189,10 +189,13 @@ def test_candidates_per_unit_are_kept_with_the_probability_of_k_over_eps_column(
         assert kept_pvalue(kept, trials, expected(wrong * scale)) < ALPHA, (wrong, kept / trials)
 
 
+@rerun_once
 def test_every_step_per_unit_reads_at_most_k_rows_of_each_unit():
     """Bounding runs in front of every step: with 20 rows per unit and k = 2, the
     released row count, the categories' counts and the check's histograms are of
-    2 rows per unit (an unbounded table would show ten times as many)."""
+    2 rows per unit (an unbounded table would show ten times as many). The lower
+    bound ``n0`` holds with probability ``1 - beta`` (beta = 1e-3; about 5e-4 here),
+    so a failure is rerun once on fresh noise."""
     gen = np.random.default_rng(5)  # test data only
     units, per, k = 1_500, 20, 2
     x = np.repeat(gen.uniform(0, 1, units), per)

@@ -70,7 +70,7 @@ def test_heatmap_of_noise_on_counts_has_no_interval():
     assert _hatched(ax) == [] and "noise on every grid count" in ax.get_title()
 
 
-def test_heatmap_of_many_columns_is_grouped_and_has_no_cell_text():
+def test_heatmap_of_many_columns_is_grouped_and_has_no_cell_text(tmp_path):
     from itertools import combinations
 
     from dpmic_dask.release.results import spectral_order
@@ -85,7 +85,7 @@ def test_heatmap_of_many_columns_is_grouped_and_has_no_cell_text():
                            released=len(pairs), candidates=len(pairs))
     result = PairwiseResult(columns=tuple(names), pairs=pairs, values=tuple(values),
                             privacy=report)
-    ax = result.plot(path="/tmp/dpmic-wide-heatmap.png")
+    ax = result.plot(path=tmp_path / "wide-heatmap.png")
     assert len(ax.texts) == 0 and _hatched(ax) == []
     assert "paled cells lie within it" in ax.get_title()
     order = [label.get_text() for label in ax.get_xticklabels()]
