@@ -27,7 +27,11 @@ def noisy_histograms(counts, eps_column: float, sensitivity: float = 2.0):
     :data:`~dpmic_dask.privacy.mechanisms.base.MAX_NOISE_UNITS`)."""
     scale = histogram_scale(eps_column, sensitivity)
     law = PureCost.law  # each column's histogram is a pure eps_column-DP release
-    noisy = [with_count_noise(row, law.draw(scale, np.size(row))) for row in counts]
+    sizes = [int(np.size(row)) for row in counts]
+    # every count's draw is independent at one scale: one vector for all columns
+    # (drawn on every core), cut back into the columns' histograms
+    draws = np.split(np.asarray(law.draw(scale, sum(sizes))), np.cumsum(sizes)[:-1])
+    noisy = [with_count_noise(row, z.reshape(np.shape(row))) for row, z in zip(counts, draws)]
     return noisy, scale
 
 

@@ -15,11 +15,15 @@ import contextvars
 import hashlib
 import math
 import os
+from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 
 import numpy as np
 from opendp import domains, measurements, metrics
 from opendp.mod import enable_features
+
+#: Draws per piece of a long noise vector (one thread per core draws the pieces).
+DRAW_PIECE = 4096
 
 
 class OpenDPSampler:
@@ -31,10 +35,22 @@ class OpenDPSampler:
         enable_features("contrib")
 
     def _vector(self, make, metric, scale: float, size: int) -> np.ndarray:
-        measurement = make(
-            domains.vector_domain(domains.atom_domain(T="i64")), metric(T="i64"), scale=float(scale)
-        )
-        return np.asarray(measurement([0] * size), dtype=np.int64)
+        """``size`` independent draws. OpenDP's exact samplers take about 10-30 us a
+        draw and release the GIL, so a long vector is drawn in pieces of
+        :data:`DRAW_PIECE` on up to one thread per core: the same independent
+        draws, in order (a million take about 10 s on one core)."""
+
+        def piece(m: int) -> np.ndarray:
+            measurement = make(domains.vector_domain(domains.atom_domain(T="i64")),
+                               metric(T="i64"), scale=float(scale))
+            return np.asarray(measurement(np.zeros(m, dtype=np.int64)), dtype=np.int64)
+
+        sizes = [min(DRAW_PIECE, size - start) for start in range(0, size, DRAW_PIECE)]
+        threads = min(len(sizes), os.cpu_count() or 1)
+        if threads <= 1:
+            return piece(size)
+        with ThreadPoolExecutor(threads, thread_name_prefix="dpmic-noise") as pool:
+            return np.concatenate(list(pool.map(piece, sizes)))
 
     def discrete_laplace(self, scale: float, size: int) -> np.ndarray:
         """``size`` draws with ``P(z) ∝ exp(-|z| / scale)`` (int64)."""

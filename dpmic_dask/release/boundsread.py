@@ -103,9 +103,18 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
     scale = plan.scale(plan.eps_first if refining else plan.eps_column)
     first_noisy: dict[str, tuple[np.ndarray, float]] = {}
     limit: dict[str, float] = {}  # rows a bin beyond the bounds may hold unseen
-    for row, grid, cov, c, twice in zip(counts, plan.grids, plan.coverages, plan.columns,
-                                        plan.refines):
-        (noisy,), scale_c = plan.draw([row], plan.eps_first if twice else plan.eps_column)
+    # every column's first histogram, drawn at once per share (one long vector
+    # draws on every core); each column's noise is independent of the others'
+    drawn: dict[int, tuple[np.ndarray, float]] = {}
+    for twice in (False, True):
+        which = [i for i, t in enumerate(plan.refines) if bool(t) is twice]
+        if which:
+            noisy_rows, scale_c = plan.draw([counts[i] for i in which],
+                                            plan.eps_first if twice else plan.eps_column)
+            drawn.update((i, (r, scale_c)) for i, r in zip(which, noisy_rows))
+    for i, (grid, cov, c, twice) in enumerate(zip(plan.grids, plan.coverages, plan.columns,
+                                                  plan.refines)):
+        noisy, scale_c = drawn[i]
         found[c] = _valid_bounds(bounds_from_noisy(noisy, grid, cov, scale_c), c)
         limit[c] = tail_limit(scale_c, grid.size)
         if not twice:

@@ -102,7 +102,7 @@ def release_pairs(frame, request: ReleaseRequest, *, progress=None,
     if mech.acts_on == "counts":
         counts = counted.counts()[list(chosen)]
         charge = yield Bill(mech.cost, description, mech.label, request.columns)
-        noisy = np.stack([mech.randomise(cell_counts, plan) for cell_counts in counts])
+        noisy = mech.randomise(counts, plan)  # every pair's cells in one vector of draws
         values = backend.map_counts(noisy, value_of)  # of the noisy counts, on the cluster
     else:
         exact = counted.values[list(chosen)]

@@ -18,6 +18,7 @@ from scipy import stats
 from dpmic_dask.causal import causal_graph
 from dpmic_dask.causal.noisychisq import noisy_chisq
 from dpmic_dask.privacy.conversion import rho_from_eps_delta
+from dpmic_dask.privacy.noise import DRAW_PIECE
 
 from .helpers import (
     ALPHA,
@@ -169,3 +170,35 @@ def test_the_reported_smallest_dependence_is_seen_about_half_the_time():
     assert kept_share(1.3 * w, 30_000) > 0.6
     assert kept_share(2 * w, 40_000) > 0.9
     assert kept_share(0.0, 50_000) <= 0.10
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+@rerun_once
+def test_a_long_level_vector_carries_the_stated_noise(delta):
+    """60 columns: level 0 releases 1,770 tables of 16 counts, 28,320 draws, which
+    the sampler draws in pieces on every core; every released count minus the
+    exact one follows the law at the stated scale, not at 0.7x or 1.3x of it."""
+    eps, runs, p = 20.0, 2, 60
+    rng = np.random.default_rng(3)  # test data only
+    names = [f"c{k:02d}" for k in range(p)]
+    frame = pd.DataFrame({c: rng.integers(0, 3, 1000) for c in names})
+    categories = {c: [0, 1, 2] for c in names}
+    assert math.comb(p, 2) * 16 > 4 * DRAW_PIECE
+    residuals = []
+    for _ in range(runs):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            g = causal_graph(frame, eps, delta=delta, categories=categories,
+                             max_condition_size=0)
+        (tables,) = g.released_tables
+        t = len(tables)
+        assert t == math.comb(p, 2)
+        if delta:
+            scale = math.sqrt(2 * t) / math.sqrt(2 * rho_from_eps_delta(eps, delta))
+        else:
+            scale = 2 * t / eps
+        assert g.report().parts[0][2] == pytest.approx(scale, rel=1e-9)
+        for names_, noisy in tables.items():
+            residuals.append(((noisy - exact_joint(frame, names_)).ravel(), scale))
+    assert_fits_at_the_scale(residuals, delta)

@@ -351,11 +351,14 @@ def check_count_noise(seen, result, released):
     """The counts the release noised carry two-sided geometric noise of the stated
     per-cell scale (cells away from the [0, n] clamp), and the released values
     are MICr of exactly those noisy counts."""
-    assert len(seen) == len(released)
+    # a pair's counts per row (pairwise noises every pair's counts in one call)
+    rows = [(e, n, plan) for exact, noisy, plan in seen
+            for e, n in zip(np.atleast_2d(exact), np.atleast_2d(noisy))]
+    assert len(rows) == len(released)
     scale = result.privacy.noise_scale
     layout = get_statistic("micr").layout(B, C)
     z = []
-    for (exact, noisy, plan), value in zip(seen, released):
+    for (exact, noisy, plan), value in zip(rows, released):
         assert plan.noise_scale == scale
         inside = (exact > 8 * scale) & (exact < plan.n - 8 * scale)
         z.append((noisy - exact)[inside])

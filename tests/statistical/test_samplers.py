@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpmic_dask.privacy.noise import OpenDPSampler, _seeded_sampler
+from dpmic_dask.privacy.noise import DRAW_PIECE, OpenDPSampler, _seeded_sampler
 from tests.statistical.helpers import (
     ALPHA,
     chi_square_pvalue,
@@ -35,6 +35,21 @@ def test_opendp_discrete_laplace(scale):
 @pytest.mark.parametrize("sigma", [1.5, 6.0])
 def test_opendp_discrete_gaussian(sigma):
     _check_scale(discrete_gaussian_pmf, OpenDPSampler().discrete_gaussian(sigma, SAMPLES), sigma)
+
+
+@pytest.mark.parametrize("law", ["discrete_laplace", "discrete_gaussian"])
+def test_a_long_vector_is_drawn_in_independent_pieces(law):
+    """SAMPLES (above) spans several pieces, so the fits above check the law of a
+    long vector; here its pieces are not copies of one another: at scale 1,000
+    two draws agree with probability about 1/4,000 (1/3,500 for the Gaussian),
+    and the pieces' correlations are within 5 standard errors of 0."""
+    draws = getattr(OpenDPSampler(), law)(1000.0, 4 * DRAW_PIECE)
+    assert draws.shape == (4 * DRAW_PIECE,) and draws.dtype == np.int64
+    pieces = draws.reshape(4, DRAW_PIECE)
+    for a in range(4):
+        for b in range(a + 1, 4):
+            assert np.mean(pieces[a] == pieces[b]) < 0.01
+            assert abs(np.corrcoef(pieces[a], pieces[b])[0, 1]) < 5 / np.sqrt(DRAW_PIECE)
 
 
 @pytest.mark.parametrize("scale", [0.8, 3.5, 12.0])

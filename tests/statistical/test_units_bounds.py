@@ -95,11 +95,10 @@ def test_pairwise_private_bounds_per_unit_draw_noise_at_k_over_eps(monkeypatch):
     inner = result.privacy.release_cost.epsilon / (1 - share)
     assert eps_column == pytest.approx(column_epsilon(PrivacyCost(inner * share), 2),
                                        rel=1e-6)
-    assert len(seen) == 2  # one call per column, no refining pass
-    scale = seen[0][2]
+    (counts, noisy, scale), = seen  # one draw for both columns, no refining pass
     assert scale == pytest.approx(k / eps_column) and found.noise_scale == scale
-    assert all(s == scale for _, _, s in seen)
-    z = np.concatenate([(noisy[0] - c[0]).astype(np.int64) for c, noisy, _ in seen])
+    assert len(noisy) == 2
+    z = np.concatenate([(n - c).astype(np.int64) for c, n in zip(counts, noisy)])
     assert z.size == 2 * BoundsGrid().size
     for mult, fits in [(1.0, True), (0.7, False), (1.3, False), (2 / k, False)]:
         pvalue = chi_square_pvalue(z, lambda s: discrete_laplace_pmf(mult * scale, s))
