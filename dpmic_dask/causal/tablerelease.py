@@ -58,8 +58,9 @@ def canonical(columns: tuple[int, ...]) -> TableKey:
     return TableKey(columns[0], columns[1], tuple(columns[2:]))
 
 
-#: Noisy counts one level may release (about a minute of exact noise sampling): a
-#: level needing more ends the search, and the report says so.
+#: Noisy counts one level may release (about a minute of exact noise sampling on
+#: one core, shared by every core): a level needing more ends the search, and the
+#: report says so.
 MAX_RELEASED_CELLS = 2**23
 
 

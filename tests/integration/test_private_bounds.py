@@ -486,7 +486,8 @@ def test_bounds_never_collapse_onto_zero():
     warning after the charge, a line in the report), and a warning before the
     charge says how many rows a bin needs to be seen. At 0.01 per column a
     column whose bounds stand may still cut a tail (a noise bin beside zero gave
-    ``amount`` (-1.41, 0), 60% coverage): such bounds are listed in ``unseen``."""
+    ``amount`` (-1.41, 0), 60% coverage; a lone noise bin gave ``rare`` (0, 1e-173)
+    about once in 300 releases): such bounds are listed in ``unseen``."""
     from dpmic_dask.privacy.bounds import TINY
 
     gen = np.random.default_rng(34)
@@ -507,7 +508,10 @@ def test_bounds_never_collapse_onto_zero():
         found = result.private_bounds
         for column in ("amount", "rare"):
             lo, hi = found.bounds[column]
-            assert max(abs(lo), abs(hi)) >= TINY and hi - lo >= 1.0, (column, lo, hi)
+            assert max(abs(lo), abs(hi)) >= TINY, (column, lo, hi)
+            # narrow bounds only with a flag: in about 1 release in 300 a lone noise
+            # bin (at eps 0.01 per column) gave "rare" (0, 1e-173), listed in unseen
+            assert hi - lo >= 1.0 or column in found.unseen, (column, lo, hi)
             v = frame[column].to_numpy()
             if column in found.unresolved:
                 assert (lo, hi) == (-1.0, 1.0)
