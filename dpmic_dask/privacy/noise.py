@@ -22,8 +22,16 @@ import numpy as np
 from opendp import domains, measurements, metrics
 from opendp.mod import enable_features
 
-#: Draws per piece of a long noise vector (one thread per core draws the pieces).
+#: Draws per piece of a long noise vector (one thread per usable CPU draws the pieces).
 DRAW_PIECE = 4096
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the OS says it)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - no sched_getaffinity (macOS, Windows)
+        return max(1, os.cpu_count() or 1)
 
 
 class OpenDPSampler:
@@ -36,9 +44,10 @@ class OpenDPSampler:
 
     def _vector(self, make, metric, scale: float, size: int) -> np.ndarray:
         """``size`` independent draws. OpenDP's exact samplers take about 10-30 us a
-        draw and release the GIL, so a long vector is drawn in pieces of
-        :data:`DRAW_PIECE` on up to one thread per core: the same independent
-        draws, in order (a million take about 10 s on one core)."""
+        draw, and the GIL is released during the call (ctypes), so a long vector is
+        drawn in pieces of :data:`DRAW_PIECE` on up to one thread per usable CPU:
+        the same independent draws, in order (a million take about 10-20 s on one
+        core). Where no thread can start, the whole vector is drawn in this one."""
 
         def piece(m: int) -> np.ndarray:
             measurement = make(domains.vector_domain(domains.atom_domain(T="i64")),
@@ -46,11 +55,17 @@ class OpenDPSampler:
             return np.asarray(measurement(np.zeros(m, dtype=np.int64)), dtype=np.int64)
 
         sizes = [min(DRAW_PIECE, size - start) for start in range(0, size, DRAW_PIECE)]
-        threads = min(len(sizes), os.cpu_count() or 1)
+        threads = min(len(sizes), usable_cpus())
         if threads <= 1:
             return piece(size)
-        with ThreadPoolExecutor(threads, thread_name_prefix="dpmic-noise") as pool:
-            return np.concatenate(list(pool.map(piece, sizes)))
+        try:
+            with ThreadPoolExecutor(threads, thread_name_prefix="dpmic-noise") as pool:
+                return np.concatenate(list(pool.map(piece, sizes)))
+        except RuntimeError:
+            # no thread could start (a process or thread limit, interpreter
+            # shutdown): this runs after the charge, so draw the whole vector
+            # afresh in this thread (draws already made are never seen)
+            return piece(size)
 
     def discrete_laplace(self, scale: float, size: int) -> np.ndarray:
         """``size`` draws with ``P(z) ∝ exp(-|z| / scale)`` (int64)."""

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+import dpmic_dask.privacy.noise as noise_module
 from dpmic_dask.privacy.noise import DRAW_PIECE, OpenDPSampler, _seeded_sampler
 from tests.statistical.helpers import (
     ALPHA,
@@ -108,3 +109,16 @@ def test_rerun_once_forgives_one_failure_and_never_two():
     with pytest.raises(AssertionError):
         flaky(2)
     assert len(calls) == 2
+
+
+def test_a_thread_that_cannot_start_draws_the_vector_in_this_thread(monkeypatch):
+    """The sampler runs after the charge: a thread limit must not refuse it."""
+    class NoThreads:
+        def __init__(self, *args, **kwargs):
+            raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(noise_module, "ThreadPoolExecutor", NoThreads)
+    monkeypatch.setattr(noise_module, "usable_cpus", lambda: 4)
+    draws = OpenDPSampler().discrete_laplace(3.5, SAMPLES)
+    assert draws.shape == (SAMPLES,)
+    _check_scale(discrete_laplace_pmf, draws, 3.5)
