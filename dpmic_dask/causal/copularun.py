@@ -149,9 +149,8 @@ def copula_graph(frame, request, eps, delta, backend, progress,
         statement=privacy_statement(total, request.pairs, detail), parts=tuple(parts),
         passes=2, noise_scale=budget.scale,
         smallest_visible=tests.smallest_visible())
-    graph = correlation_result(request, tests, released, report, codings)
-    graph._extra["margins"] = released_margins
-    return graph
+    return correlation_result(request, tests, released, report, codings,
+                              released={"margins": released_margins})
 
 
 __all__ = ["copula_codings", "copula_graph", "correlation_grids", "margins_pass"]

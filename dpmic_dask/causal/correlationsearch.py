@@ -41,10 +41,11 @@ def same_rows(grids, n: int) -> None:
 
 
 def correlation_result(request, tests: CorrelationTests, tau, report,
-                       codings=None) -> CausalGraph:
+                       codings=None, released=None) -> CausalGraph:
     """PC-stable on the tests (no data read), the CPDAG as causal-learn orients it
     (a v-structure when the middle column is outside every separating set of the
-    pair's level), the separating test's statistic of every removed pair."""
+    pair's level), the separating test's statistic of every removed pair;
+    ``released``: further released quantities the result carries (by name)."""
     def count_level(keys):
         return keys, None
 
@@ -61,6 +62,7 @@ def correlation_result(request, tests: CorrelationTests, tau, report,
     extra = {"tau": tau, "correlation": tests.r, "removed": removed}
     if codings is not None and codings[0].lookup is not None:  # released bins
         extra["bins"] = {c.name: c.lookup for c in codings}
+    extra.update(released or {})
     return CausalGraph(request.names, graph, dict(skeleton.separating_sets),
                        dict(skeleton.last_statistic), report, extra)
 

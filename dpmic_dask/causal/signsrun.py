@@ -109,10 +109,9 @@ def release_signs(plan: SignsPlan, frame, request, backend, progress, margins, n
 
 def sign_result(request, tests, report, released, cuts) -> CausalGraph:
     """PC on the tests, with the released sums and cuts on the result."""
-    graph = correlation_result(request, tests, None, report)
-    graph._extra["signs"] = released
-    graph._extra["cuts"] = {name: int(c) for name, c in zip(request.names, np.asarray(cuts))}
-    return graph
+    cut_of = {name: int(c) for name, c in zip(request.names, np.asarray(cuts))}
+    return correlation_result(request, tests, None, report,
+                              released={"signs": released, "cuts": cut_of})
 
 
 def sign_graph(frame, request, total, margins, backend, progress,

@@ -30,7 +30,7 @@ def noisy_histograms(counts, eps_column: float, sensitivity: float = 2.0):
     sizes = [int(np.size(row)) for row in counts]
     # every count's draw is independent at one scale: one vector for all columns
     # (drawn on every core), cut back into the columns' histograms
-    draws = np.split(np.asarray(law.draw(scale, sum(sizes))), np.cumsum(sizes)[:-1])
+    draws = np.split(law.draw(scale, sum(sizes)), np.cumsum(sizes)[:-1])
     noisy = [with_count_noise(row, z.reshape(np.shape(row))) for row, z in zip(counts, draws)]
     return noisy, scale
 
