@@ -44,7 +44,8 @@ def causal_graph() -> CausalGraph:
         statement=privacy_statement(PrivacyCost(2.0), 1, detail="2 levels"),
         parts=(("level 0 decisions", "epsilon 1", 0.9), ("level 1 decisions", "epsilon 1", 1.8)))
     return CausalGraph(columns, graph, {(0, 3): (), (1, 2): (0,), (1, 3): ()},
-                       {(0, 1): 12.5, (0, 2): 4.25, (2, 3): 7.0}, report)
+                       {(0, 1): 12.5, (0, 2): 4.25, (2, 3): 7.0}, report,
+                       {"removed": {(0, 3): 0.5, (1, 2): 1.25}})
 
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",

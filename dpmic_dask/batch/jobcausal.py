@@ -150,20 +150,28 @@ def encode_graph(graph, *, run_id: str, job) -> str:
     the CPDAG, separating sets, noisy statistics and the report)."""
     report = graph.report()
     p = len(graph.columns)
+    where = {c: k for k, c in enumerate(graph.columns)}
     return json.dumps({
         "kind": PAYLOAD_KIND, "run_id": run_id, "job": job.name, "dataset": job.dataset,
         "nodes": [str(c) for c in graph.columns],
         "graph": [[bool(graph.graph[i, j]) for j in range(p)] for i in range(p)],
         "separating_sets": [[int(i), int(j), [int(k) for k in s]]
                             for (i, j), s in sorted(graph.separating_pairs.items())],
-        "statistic": [[int(i), int(j), None if not math.isfinite(v) else float(v)]
+        "statistic": [[int(i), int(j), _finite(v)]
                       for (i, j), v in sorted(graph.statistic.items())],
+        "separation_statistic": [[where[a], where[b], _finite(v)]
+                                 for (a, b), v in graph.separation_statistic.items()],
         "report": str(report), "test": report.test, "alpha": report.alpha,
         "rows": report.rows, "bins": report.bins,
         "max_condition_size": report.max_condition_size,
         "epsilon": report.epsilon, "delta": report.delta, "unit": report.unit,
         "max_rows_per_unit": report.max_rows_per_unit, "rows_noisy": report.rows_noisy,
     })
+
+
+def _finite(value) -> float | None:
+    """A statistic for JSON: ``None`` when missing or not finite."""
+    return None if value is None or not math.isfinite(value) else float(value)
 
 
 def decode_graph(text: str):
@@ -179,7 +187,9 @@ def decode_graph(text: str):
             tuple(data["nodes"]), np.array(data["graph"], dtype=bool).reshape(
                 len(data["nodes"]), len(data["nodes"])),
             {(i, j): tuple(s) for i, j, s in data["separating_sets"]},
-            {(i, j): math.nan if v is None else v for i, j, v in data["statistic"]}, report)
+            {(i, j): math.nan if v is None else v for i, j, v in data["statistic"]}, report,
+            {"removed": {(i, j): math.nan if v is None else v
+                         for i, j, v in data.get("separation_statistic", [])}})
         return graph, data["report"]
     except Exception:  # noqa: BLE001 - any unparsable journal entry
         raise LedgerError("the ledger is corrupt: a journaled causal graph does not parse "
@@ -191,7 +201,8 @@ def decode_graph(text: str):
 
 def _write_files(folder: Path, graph, report: str, ledger: dict | None = None) -> None:
     graph.edges.to_csv(folder / "edges.csv", index=False)
-    sets = [{"pair": [a, b], "separating_set": list(s)}
+    removed = graph.separation_statistic
+    sets = [{"pair": [a, b], "separating_set": list(s), "statistic": _finite(removed.get((a, b)))}
             for (a, b), s in graph.separating_sets.items()]
     (folder / "separating_sets.json").write_text(json.dumps(sets, indent=2) + "\n")
     (folder / "graph.dot").write_text(graph.to_dot() + "\n")

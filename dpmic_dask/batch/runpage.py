@@ -133,10 +133,12 @@ def causal_from_files(folder: Path) -> tuple[CausalGraph, str]:
         if str(directed).lower() != "true":
             graph[b, a] = True
         statistic[(min(a, b), max(a, b))] = strength
-    separating = {}
+    separating, removed = {}, {}
     for item in sets:
         a, b = (where[str(n)] for n in item["pair"])
         separating[(min(a, b), max(a, b))] = tuple(where[str(n)] for n in item["separating_set"])
+        if item.get("statistic") is not None:  # files written before it was delivered lack it
+            removed[(min(a, b), max(a, b))] = float(item["statistic"])
     head = _HEADER.search(report)
     approx = _APPROX.search(report)
     stated = approx or _PURE.search(report)
@@ -149,7 +151,8 @@ def causal_from_files(folder: Path) -> tuple[CausalGraph, str]:
         bins=int(head.group("bins")) if head else 0,
         max_condition_size=int(head.group("size")) if head else 0,
         epsilon=epsilon, delta=delta)
-    return CausalGraph(tuple(nodes), graph, separating, statistic, privacy), report
+    return (CausalGraph(tuple(nodes), graph, separating, statistic, privacy,
+                        {"removed": removed}), report)
 
 
 def _first(rows: pd.DataFrame, column: str):

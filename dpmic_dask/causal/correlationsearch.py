@@ -56,10 +56,8 @@ def correlation_result(request, tests: CorrelationTests, tau, report,
                            decide=exact_decision, max_level=request.max_condition_size,
                            margins=margins)
     report = replace(report, levels=tuple(skeleton.levels))
-    removed = {pair: tests.zscore(pair[0], pair[1], cond)
-               for pair, cond in skeleton.separating_sets.items()}
     graph = cpdag(skeleton.adjacency, skeleton.separating_union)
-    extra = {"tau": tau, "correlation": tests.r, "removed": removed}
+    extra = {"tau": tau, "correlation": tests.r, "removed": dict(skeleton.removed_statistic)}
     if codings is not None and codings[0].lookup is not None:  # released bins
         extra["bins"] = {c.name: c.lookup for c in codings}
     extra.update(released or {})

@@ -26,6 +26,7 @@ precheck) are :mod:`dpmic_dask.causal.request`.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from functools import partial
 
 from dpmic_dask.backends import backend_for
@@ -118,9 +119,12 @@ def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_conditi
     The PC algorithm (PC-stable skeleton, v-structures, Meek's rules R1-R3) with
     every independence decision made privately. The whole ``(eps, delta)`` is
     charged once, before any noise is drawn, and does not depend on what the data
-    make PC do: each level ``0 .. max_condition_size`` gets its share and pays for
-    a decision on every one of the ``P = p (p - 1) / 2`` pairs (its worst case),
-    see ``docs/causal.md``.
+    make PC do. The copula test releases one rank-correlation matrix; the released
+    tables (``"chisq"``) give each level ``0 .. max_condition_size`` its share for one
+    noisy vector of the joint tables it reads; the per-test decisions (``"tau"``,
+    ``"g"``) give each level its share and pay for a decision on every one of the
+    ``P = p (p - 1) / 2`` pairs (its worst case). Every test is post-processing of
+    what was released; see ``docs/causal.md``.
 
     Parameters
     ----------
@@ -177,13 +181,15 @@ def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_conditi
         ``max_rows_per_unit`` are kept; for the copula test a private row count
         (``count_share`` of the budget, default 5%) is the tests' row count and
         the release is the sums of signs at released medians
-        (:mod:`dpmic_dask.causal.copulaunit`).
+        (:mod:`dpmic_dask.causal.copulaunit`). ``test="auto"`` on a mixed table
+        takes the released tables per unit.
 
     Returns
     -------
     CausalGraph
-        ``.edges``, ``.separating_sets``, ``.adjacency()``, ``.report()``,
-        ``.plot()``, ``.to_dot()``.
+        ``.edges`` (with each kept edge's statistic), ``.separating_sets`` and
+        ``.separation_statistic`` (the value of the test that removed each pair),
+        ``.adjacency()``, ``.report()``, ``.plot()``, ``.to_dot()``.
     """
     knobs = engine(split_every=split_every, progress=progress)
     split_every, progress = knobs.split_every, knobs.progress
@@ -211,6 +217,10 @@ def _causal(frame, eps, delta, columns, alpha, max_condition_size, bounds, categ
         raise InvalidParameterError(
             'test="fisherz" is the exact reference (causal_graph_exact) only; the private '
             'test of continuous columns is "copula"')
+    if test == "auto" and units[0] is not None and request.test == "tau":
+        # per unit the mixed rule takes the released tables: the per-test tau
+        # decisions have no per-unit form (docs/causal.md)
+        request = replace(request, test="chisq")
     per_unit = check_unit_arguments(backend.schema(frame), request, *units)
     precheck_budget(ledger, dataset, measure_for(delta).total(eps, delta),
                     privacy_unit=per_unit[0] if per_unit else None)
@@ -353,7 +363,8 @@ def _result(request, n, skeleton, statistic, report, colliders=None) -> CausalGr
     separating set of ``(i, j)`` (exact: outside every set of the level that
     separated them, as causal-learn decides)."""
     graph = cpdag(skeleton.adjacency, skeleton.separating_sets if colliders is None else colliders)
-    return CausalGraph(request.names, graph, dict(skeleton.separating_sets), statistic, report)
+    return CausalGraph(request.names, graph, dict(skeleton.separating_sets), statistic, report,
+                       {"removed": dict(skeleton.removed_statistic)})
 
 
 # ------------------------------------------------------------------ correlation tests

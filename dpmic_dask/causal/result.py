@@ -233,8 +233,12 @@ class CausalGraph:
 
     @property
     def separation_statistic(self) -> dict:
-        """Correlation tests: ``{(a, b): |z|}`` of the test that removed each pair
-        (given its separating set), else empty."""
+        """``{(a, b): value}``: for every pair the search separated, the statistic
+        of the test that removed it (given its separating set), on the scale of
+        :attr:`statistic`: ``|z|`` for the correlation tests, the noise-aware
+        chi-square of the released table for ``"chisq"``, and for the per-test
+        decisions the noisy value the decision used (``|Z|`` for tau, ``G`` minus
+        its threshold for the G-test); exact in ``causal_graph_exact``."""
         c = self.columns
         return {(c[i], c[j]): v for (i, j), v in sorted(self._extra.get("removed", {}).items())}
 

@@ -48,12 +48,15 @@ class LevelRecord:
 class Skeleton:
     """The skeleton (a symmetric boolean adjacency matrix), the separating set of
     every removed pair (and, for exact decisions, the union of every set of its
-    level that separated it), and per kept edge the statistic of its last level's weakest
-    test (exact; released only through noise)."""
+    level that separated it) with the statistic of the test that removed it, and
+    per kept edge the statistic of its last level's weakest test. Exact decisions
+    keep the statistic itself (for released tables: the statistic of the noisy
+    table); private per-test decisions the noisy value the decision used."""
 
     adjacency: np.ndarray
     separating_sets: dict = field(default_factory=dict)
     separating_union: dict = field(default_factory=dict)
+    removed_statistic: dict = field(default_factory=dict)
     last_statistic: dict = field(default_factory=dict)
     levels: list = field(default_factory=list)
 
@@ -116,8 +119,10 @@ def pc_skeleton(columns: int, *, count_level, decide, max_level: int, margins,
     edge)`` gives per edge ``(index of the separating set or None (keep), noisy
     smallest margin or None)``, the margins in the order of :func:`candidate_sets`. A kept edge's
     statistic is the noisy margin plus the test's offset, or (exact decisions)
-    the statistic of its weakest test. ``proceed(level, keys) -> bool`` (optional)
-    may end the search before a level's tables are counted.
+    the statistic of its weakest test; a removed edge's, likewise, the noisy
+    margin plus the offset, or the statistic of its separating set's test.
+    ``proceed(level, keys) -> bool`` (optional) may end the search before a
+    level's tables are counted.
     """
     adjacency = ~np.eye(columns, dtype=bool)
     result = Skeleton(adjacency)
@@ -142,13 +147,14 @@ def pc_skeleton(columns: int, *, count_level, decide, max_level: int, margins,
         decisions = decide(level, edge_margins)
         for ((i, j), ks), values, (chosen, noisy) in zip(tests.items(), edge_margins,
                                                           decisions):
+            deciding = ks[int(np.argmin(values))] if chosen is None else ks[chosen]
+            value = read.statistic[deciding] if noisy is None else noisy + read.offset
             if chosen is None:
-                weakest = ks[int(np.argmin(values))]
-                result.last_statistic[(i, j)] = (read.statistic[weakest] if noisy is None
-                                                 else noisy + read.offset)
+                result.last_statistic[(i, j)] = value
             else:
                 removed.append((i, j))
                 result.separating_sets[(i, j)] = ks[chosen].cond
+                result.removed_statistic[(i, j)] = value
                 result.separating_union[(i, j)] = tuple(sorted(
                     {c for k, m in zip(ks, values) if m < 0 for c in k.cond}))
         for i, j in removed:

@@ -244,6 +244,7 @@ def released_tables_graph(frame, request, eps, delta, level_shares, backend, spl
     if units is not None:  # the released count: a pair table's noisy total
         n = max(0, int(released.levels[0].joint(released.levels[0].sets[0]).sum()))
         warn_if_delta_large(delta, n)  # after the charge: shown, never raised
+        _warn_if_noisy(request, n, budget)  # likewise, on the released count
         statement = unit_privacy_statement(statement, units)
         unit_fields = {"unit": unit_label(units[0]), "max_rows_per_unit": units[1],
                        "rows_noisy": n}
@@ -260,7 +261,8 @@ def released_tables_graph(frame, request, eps, delta, level_shares, backend, spl
     tables = [{tuple(request.names[c] for c in s): r.joint(s) for s in r.sets}
               for r in released.levels]
     return CausalGraph(request.names, graph, dict(skeleton.separating_sets),
-                       dict(skeleton.last_statistic), report, {"tables": tables})
+                       dict(skeleton.last_statistic), report,
+                       {"tables": tables, "removed": dict(skeleton.removed_statistic)})
 
 
 def _warn_if_noisy(request, n: int, budget: TableBudget) -> None:

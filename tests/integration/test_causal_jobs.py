@@ -4,6 +4,7 @@ release, charged once through the run's journaled ledger."""
 import datetime as dt
 import html
 import json
+import math
 import shutil
 
 import numpy as np
@@ -76,7 +77,10 @@ def test_causal_job_runs_once_and_writes_its_files(setup):
     skeleton = {frozenset(p) for p in zip(edges.source, edges.target)}
     assert {frozenset("ac"), frozenset("bc")} <= skeleton
     sets = json.loads((folder / "separating_sets.json").read_text())
-    assert all(set(s) == {"pair", "separating_set"} for s in sets)
+    assert all(set(s) == {"pair", "separating_set", "statistic"} for s in sets)
+    # every removed pair carries the noisy value of the test that removed it
+    assert all(isinstance(s["statistic"], float) and math.isfinite(s["statistic"])
+               for s in sets)
     # a pair is either an edge or separated, never both
     assert {frozenset(s["pair"]) for s in sets}.isdisjoint(skeleton)
     assert len(sets) + len(skeleton) == 6
@@ -234,6 +238,8 @@ def test_the_journaled_graph_is_the_released_graph(tmp_path, test, delta):
     kept, report = decode_graph(text)
     pd.testing.assert_frame_equal(kept.edges, graph.edges)
     assert kept.separating_sets == graph.separating_sets
+    assert kept.separation_statistic == graph.separation_statistic
+    assert set(graph.separation_statistic) == set(graph.separating_sets)
     assert kept.to_dot() == graph.to_dot()
     assert report == str(graph.report())
 

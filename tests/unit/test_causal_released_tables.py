@@ -247,6 +247,29 @@ def test_a_noisy_pure_release_warns_before_the_charge_and_names_delta(monkeypatc
         assert at_charge and notices[0] < at_charge[0]  # warned before the one charge
 
 
+def test_a_noisy_release_per_unit_warns_after_the_charge_on_its_released_count():
+    """Per unit the row count is private: no notice before the charge; the same
+    notice after it, read off the released count (post-processing), and only for a
+    noisy release."""
+    import warnings
+
+    from dpmic_dask.errors import NoiseWarning
+
+    gen = np.random.default_rng(4)
+    frame = pd.DataFrame({f"c{i}": gen.integers(0, 3, 4000) for i in range(8)})
+    frame["who"] = np.arange(len(frame)) // 2
+    categories = {c: [0, 1, 2] for c in frame.columns if c != "who"}
+    for eps, noisy in ((0.05, True), (1e4, False)):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            g = causal_graph(frame, eps, categories=categories, privacy_unit="who",
+                             max_rows_per_unit=2, ledger=InMemoryLedger(uncapped=True))
+        assert g.report().unit == "who"
+        notices = [w for w in seen if issubclass(w.category, NoiseWarning)
+                   and "released tables are noisy" in str(w.message)]
+        assert len(notices) == int(noisy), (eps, [str(w.message) for w in seen])
+
+
 def test_the_report_says_the_smallest_dependence_the_noise_lets_a_test_see():
     """From public quantities: larger with less eps, at the exact test's value
     without noise, and 'none' when the noise hides every row of the tables."""

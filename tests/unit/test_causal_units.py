@@ -258,3 +258,22 @@ def test_released_tables_per_unit_take_text_categories_and_refuse_their_nulls():
         causal_graph(frame, 2.0, delta=1e-6, categories=categories, privacy_unit="who",
                      max_rows_per_unit=2, ledger=ledger, dataset="d")
     assert ledger.charges("d") == []
+
+
+def test_per_unit_the_mixed_rule_takes_the_released_tables():
+    """A mixed graph whose categorical columns are binary takes the per-test tau
+    decisions at row level; per unit, which they do not support, the released
+    tables: the auto choice is never refused per unit."""
+    frame = unit_frame(units=800, per_unit=2)
+    frame["s"] = (frame["x"] > 0).astype(int)
+    arguments = dict(bounds=BOUNDS, categories={"s": [0, 1]}, columns=["x", "y", "s"])
+    assert causal_graph(frame, 1.0, **arguments).report().test == "tau"
+    ledger = InMemoryLedger()
+    ledger.set_budget("d", Budget(1.0, privacy_unit="who"))
+    g = causal_graph(frame, 1.0, privacy_unit="who", max_rows_per_unit=2, ledger=ledger,
+                     dataset="d", **arguments)
+    assert g.report().test == "chisq" and g.report().unit == "who"
+    assert len(ledger.charges("d")) == 1
+    with pytest.raises(InvalidParameterError, match="not available per unit"):
+        causal_graph(frame, 1.0, privacy_unit="who", max_rows_per_unit=2, test="tau",
+                     **arguments)

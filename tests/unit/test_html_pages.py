@@ -66,8 +66,12 @@ def test_the_causal_page_draws_every_edge_and_separating_set(tmp_path):
     shown = html.unescape(text)
     assert text.count('<g class="edge"') == 3 and text.count('<g class="sep"') == 3
     assert text.count('marker-end="url(#arrow)"') == 2  # a -> c, d -> c
+    # a pair without a kept statistic (a page from older delivered files) says none
+    assert "b and d separated given {nothing}" in shown
+    assert "b and d separated given {nothing}: statistic" not in shown
     for words in ("a -- b: statistic 12.5000", "a -> c: statistic 4.2500",
-                  "b and c separated given {a}", "a and d separated given {nothing}",
+                  "b and c separated given {a}: statistic 1.2500",
+                  "a and d separated given {nothing}: statistic 0.5000",
                   "2-differentially private", "level 1 decisions"):
         assert words in shown
 

@@ -106,11 +106,15 @@ def causal_view(graph, report: str | None = None) -> dict:
                                     _cell(str(row.target)), _cell(s, _num(s, 4))],
                           "text": f"{row.source} {row.target}".lower()})
     separated, sep_rows = [], []
+    removed = graph.separation_statistic
     for (a, b), given in graph.separating_sets.items():
         names = ", ".join(map(str, given)) or "nothing"
-        title = f"{a} and {b} separated given {{{names}}}"
+        s = float(removed.get((a, b), math.nan))  # NaN: delivered before it was kept
+        title = f"{a} and {b} separated given {{{names}}}" + (
+            f": statistic {_num(s, 4)}" if s == s else "")
         separated.append((where[a], where[b], title))
-        sep_rows.append({"cells": [_cell(str(a)), _cell(str(b)), _cell(names)],
+        sep_rows.append({"cells": [_cell(str(a)), _cell(str(b)), _cell(names),
+                                   _cell(s, _num(s, 4))],
                          "text": f"{a} {b} {names}".lower()})
     text = report if report is not None else str(p)
     view = _base("Private causal graph" if p.private else "Causal graph (NOT PRIVATE: exact)",
@@ -146,10 +150,12 @@ def causal_view(graph, report: str | None = None) -> dict:
          "columns": [{"label": "source", "type": "text"}, {"label": "edge", "type": "text"},
                      {"label": "target", "type": "text"},
                      {"label": "statistic", "type": "number"}], "rows": edge_rows},
-        {"id": "sepsets", "caption": "separating sets of the pairs without an edge",
+        {"id": "sepsets", "caption": "separating sets of the pairs without an edge "
+                                     "(statistic: the value of the test that removed it)",
          "noun": "pairs",
          "columns": [{"label": "a", "type": "text"}, {"label": "b", "type": "text"},
-                     {"label": "separating set", "type": "text"}], "rows": sep_rows}]
+                     {"label": "separating set", "type": "text"},
+                     {"label": "statistic", "type": "number"}], "rows": sep_rows}]
     return view
 
 
