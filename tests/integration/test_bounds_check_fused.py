@@ -5,11 +5,10 @@ its own; and its own pass where the grid cannot (small ``B``, count noise).
 Through the public release functions, on Dask and pandas frames, with values on
 and beyond the bounds, filled nulls, and pairs counted in many blocks."""
 
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
-
-dd = pytest.importorskip("dask.dataframe")
 
 import dpmic_dask  # noqa: E402,F401  (registers the accessor)
 from dpmic_dask.release import bounds_check, boundsteps, stages  # noqa: E402

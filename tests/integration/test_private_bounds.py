@@ -595,7 +595,7 @@ def test_bounds_that_cannot_vouch_for_their_coverage_say_so(tmp_path):
     without a word. Every column is now covered, unresolved, or flagged in
     ``unseen``, with a warning and a line in the report and on the page. At eps 1
     for the bounds alone (0.1 per column) nothing is flagged and all is covered."""
-    randhie = pytest.importorskip("statsmodels.datasets.randhie")
+    from statsmodels.datasets import randhie
     frame = randhie.load_pandas().data.astype("float64")
     columns = list(frame.columns)
     ledger = dm.InMemoryLedger(uncapped=True)

@@ -211,7 +211,6 @@ def test_sqlite_full_and_io_errors_are_classified(tmp_path):
         problem = db.classify(error)
         assert problem is not None and "full or failing" in str(problem)
         assert "corrupt" not in str(problem)
-    pytest.importorskip("psycopg")
     from psycopg import errors
 
     from dpmic_dask.privacy.ledgerdb import PostgresDB
