@@ -356,8 +356,9 @@ def print_targets(reference: str, summary) -> None:
           "the statistics a level releases; docs/causal.md):")
     for name, variant, _, delta, _, f1, ref in chosen:
         if delta == 0:
+            within = f1 >= 0.9 * ref and f1 >= 0.85
             print(f"  {name:<6} {variant:<9} delta 0      F1 {f1:.3f} / {ref:.3f} = "
-                  f"{f1 / ref:.2f}")
+                  f"{f1 / ref:.2f}  {'within' if within else 'below'} the targets' numbers")
 
 
 def chain_part(k: int, rows: int, width: int) -> pd.DataFrame:

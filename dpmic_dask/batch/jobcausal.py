@@ -130,7 +130,8 @@ def causal_plan(job, schema) -> CausalPlan:
         request = check_request(schema, columns=args["columns"], alpha=args["alpha"],
                                 max_condition_size=args["max_condition_size"],
                                 bounds=args["bounds"], categories=args["categories"],
-                                bins=args["bins"], test=args["test"])
+                                bins=args["bins"], test=args["test"],
+                                per_unit=args.get("privacy_unit") is not None)
         check_shares(None, request.levels, args["select_share"])
         check_unit_arguments(schema, request, args.get("privacy_unit"),
                              args.get("max_rows_per_unit"), None)
@@ -188,8 +189,8 @@ def decode_graph(text: str):
                 len(data["nodes"]), len(data["nodes"])),
             {(i, j): tuple(s) for i, j, s in data["separating_sets"]},
             {(i, j): math.nan if v is None else v for i, j, v in data["statistic"]}, report,
-            {"removed": {(i, j): math.nan if v is None else v
-                         for i, j, v in data.get("separation_statistic", [])}})
+            {"removed": {(i, j): v for i, j, v in data.get("separation_statistic", [])
+                         if v is not None}})
         return graph, data["report"]
     except Exception:  # noqa: BLE001 - any unparsable journal entry
         raise LedgerError("the ledger is corrupt: a journaled causal graph does not parse "

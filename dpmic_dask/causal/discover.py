@@ -26,7 +26,6 @@ precheck) are :mod:`dpmic_dask.causal.request`.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from functools import partial
 
 from dpmic_dask.backends import backend_for
@@ -211,16 +210,13 @@ def _causal(frame, eps, delta, columns, alpha, max_condition_size, bounds, categ
     backend = backend_for(frame)
     request = check_request(backend.schema(frame), columns=columns, alpha=alpha,
                             max_condition_size=max_condition_size, bounds=bounds,
-                            categories=categories, bins=bins, test=test)
+                            categories=categories, bins=bins, test=test,
+                            per_unit=units[0] is not None)
     shares = check_shares(level_shares, request.levels, select_share)
     if request.test == "fisherz":
         raise InvalidParameterError(
             'test="fisherz" is the exact reference (causal_graph_exact) only; the private '
             'test of continuous columns is "copula"')
-    if test == "auto" and units[0] is not None and request.test == "tau":
-        # per unit the mixed rule takes the released tables: the per-test tau
-        # decisions have no per-unit form (docs/causal.md)
-        request = replace(request, test="chisq")
     per_unit = check_unit_arguments(backend.schema(frame), request, *units)
     precheck_budget(ledger, dataset, measure_for(delta).total(eps, delta),
                     privacy_unit=per_unit[0] if per_unit else None)

@@ -71,21 +71,22 @@ def _categories(values, name) -> tuple:
     return cats
 
 
-def _resolve_test(test: str, codings) -> str:
+def _resolve_test(test: str, codings, per_unit: bool = False) -> str:
     """``test``, with ``"auto"`` chosen from the column kinds: ``"copula"`` when
     every column has bounds (continuous or ordinal); ``"chisq"`` (released tables,
     :mod:`dpmic_dask.causal.tablerelease`) when every column has categories;
     mixed: ``"tau"`` on binned tables when every categorical column lists at most
     2 categories (a binary column's order is a sign, which a two-sided test
-    ignores), else ``"chisq"`` (no rank statistic on unordered categories). A
-    correlation test needs every column bounded."""
+    ignores) and the privacy unit is a row (the per-test decisions have no
+    per-unit form), else ``"chisq"`` (no rank statistic on unordered categories).
+    A correlation test needs every column bounded."""
     bounded = all(c.categories is None for c in codings)
     if test == "auto":
         if bounded:
             return "copula"
         categorical = [c for c in codings if c.categories is not None]
-        if len(categorical) < len(codings) and all(len(c.categories) <= 2
-                                                   for c in categorical):
+        if not per_unit and len(categorical) < len(codings) and all(
+                len(c.categories) <= 2 for c in categorical):
             return "tau"
         return "chisq"
     if test in CORRELATION_TESTS and not bounded:
@@ -96,8 +97,9 @@ def _resolve_test(test: str, codings) -> str:
 
 
 def check_request(dtypes, *, columns, alpha, max_condition_size, bounds, categories, bins,
-                  test) -> CausalRequest:
-    """Every check of the arguments against the frame's schema (no data read)."""
+                  test, per_unit: bool = False) -> CausalRequest:
+    """Every check of the arguments against the frame's schema (no data read);
+    ``per_unit``: a privacy unit was named (it steers the ``"auto"`` test)."""
     names = list(dtypes.index) if hasattr(dtypes, "index") else list(dtypes)
     bounds = {} if bounds is None else bounds
     categories = {} if categories is None else categories
@@ -143,7 +145,7 @@ def check_request(dtypes, *, columns, alpha, max_condition_size, bounds, categor
     max_condition_size = min(_integer(max_condition_size, "max_condition_size", 0, 8),
                              len(selected) - 2)
     request = CausalRequest(tuple(codings), alpha, max_condition_size, bins,
-                            _resolve_test(check_test(test), codings))
+                            _resolve_test(check_test(test), codings, per_unit))
     sizes = sorted((c.size for c in codings), reverse=True)
     largest_table = math.prod(sizes[:max_condition_size + 2])
     if largest_table > MAX_LEVEL_CELLS:

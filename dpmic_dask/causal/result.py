@@ -237,8 +237,10 @@ class CausalGraph:
         of the test that removed it (given its separating set), on the scale of
         :attr:`statistic`: ``|z|`` for the correlation tests, the noise-aware
         chi-square of the released table for ``"chisq"``, and for the per-test
-        decisions the noisy value the decision used (``|Z|`` for tau, ``G`` minus
-        its threshold for the G-test); exact in ``causal_graph_exact``."""
+        decisions the noisy value the decision used: the noisy smallest value over
+        the pair's candidate sets (``|Z|`` for tau, which the noise can take below
+        0; ``G`` minus its threshold for the G-test), which the separating set's
+        noisy choice need not have read; exact in ``causal_graph_exact``."""
         c = self.columns
         return {(c[i], c[j]): v for (i, j), v in sorted(self._extra.get("removed", {}).items())}
 

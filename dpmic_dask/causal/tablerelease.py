@@ -266,9 +266,10 @@ def released_tables_graph(frame, request, eps, delta, level_shares, backend, spl
 
 
 def _warn_if_noisy(request, n: int, budget: TableBudget) -> None:
-    """A :class:`~dpmic_dask.errors.NoiseWarning` before the charge when level 0's
-    noise (95% half-width) exceeds a quarter of the average count of the largest
-    pair table (public: ``n``, the codings, the budget)."""
+    """A :class:`~dpmic_dask.errors.NoiseWarning` when level 0's noise (95%
+    half-width) exceeds a quarter of the average count of the largest pair table:
+    before the charge from public ``n``, the codings and the budget; per unit,
+    after it, from the released row count (shown, never raised)."""
     sizes = sorted(c.size for c in request.codings)
     scale = budget.scale(0, request.pairs)
     warn_noise_swamps_tests(scale * budget.total.law.ci95, n / (sizes[-1] * sizes[-2]),

@@ -46,7 +46,8 @@ def warn_noise_before(ci95: float) -> None:
 
 
 def warn_noise_swamps_tests(ci95: float, span: float, what: str, *, pure: bool = False) -> None:
-    """Before the charge: statistical tests whose noise's 95% half-width ``ci95``
+    """Before the charge (per unit, after it, from a released row count):
+    statistical tests whose noise's 95% half-width ``ci95``
     exceeds :data:`NOISY_CI95` of their statistic's range ``span`` (the rule of a
     pairwise release, whose values range over ``[0, 1]``). ``pure``: the release is
     pure DP, and the notice says when ``delta > 0`` can narrow the noise too (with

@@ -269,11 +269,18 @@ def test_a_causal_job_per_unit(setup):
     refused = invoke("run", job(privacy=unit, ledger=ledger), "--run-id", "u0")
     assert refused.exit_code == Exit.INVALID, refused.output
     assert "copula test" in refused.output
+    # the mixed table's "auto" test per unit: the released tables, as causal_graph
+    mixed = job(privacy=unit, ledger=ledger, causal={"test": "auto"})
+    assert invoke("validate", mixed).exit_code == Exit.OK
+    out = invoke("run", mixed, "--run-id", "u2")
+    assert out.exit_code == Exit.OK, out.output
+    (charge,) = history(ledger)
+    assert "causal-pc-chisq" in json.dumps(charge)
     path = job(privacy=unit, ledger=ledger, columns={"s": None}, causal={"test": "auto"})
     assert invoke("validate", path).exit_code == Exit.OK
     out = invoke("run", path, "--run-id", "u1")
     assert out.exit_code == Exit.OK, out.output
-    (charge,) = history(ledger)
+    _, charge = history(ledger)
     assert "causal-pc-copula" in json.dumps(charge)
     report = (tmp_path / "out" / "run-u1--cpdag" / "report.txt").read_text()
     assert "adding or removing all rows of any one who" in report

@@ -277,3 +277,37 @@ def test_per_unit_the_mixed_rule_takes_the_released_tables():
     with pytest.raises(InvalidParameterError, match="not available per unit"):
         causal_graph(frame, 1.0, privacy_unit="who", max_rows_per_unit=2, test="tau",
                      **arguments)
+
+
+@pytest.mark.parametrize("categorical", [False, True])
+def test_a_large_delta_per_unit_is_shown_after_the_charge_never_raised(categorical):
+    """Per unit the row count is released after the charge: a delta at or above
+    1/N is warned then, and a warnings-as-errors filter only shows it (the
+    executor's rule for all that runs after the charge: no refusal after it). At
+    row level the same filter refuses before the charge."""
+    import warnings
+
+    from dpmic_dask.errors import PrivacyLeakWarning
+
+    frame = unit_frame(units=400, per_unit=2)
+    arguments = dict(bounds=BOUNDS, columns=list("xyz"))
+    if categorical:
+        frame["s"] = (frame["x"] > 0).astype(int)
+        arguments = dict(bounds={"x": BOUNDS["x"]}, categories={"s": [0, 1]},
+                         columns=["x", "s"], test="chisq")
+    ledger = InMemoryLedger()
+    ledger.set_budget("d", Budget(10.0, 0.5, privacy_unit="who"))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        g = causal_graph(frame, 1.0, delta=0.01, privacy_unit="who", max_rows_per_unit=2,
+                         ledger=ledger, dataset="d", **arguments)
+    assert g.report().unit == "who" and len(ledger.charges("d")) == 1
+    assert any(issubclass(w.category, PrivacyLeakWarning) and "1/N" in str(w.message)
+               for w in seen)
+    row_ledger = InMemoryLedger()
+    row_ledger.set_budget("d", Budget(10.0, 0.5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        with pytest.raises(PrivacyLeakWarning, match="1/N"):
+            causal_graph(frame, 1.0, delta=0.01, ledger=row_ledger, dataset="d", **arguments)
+    assert row_ledger.charges("d") == []

@@ -127,10 +127,23 @@ def test_a_causal_run_folder_is_rebuilt_from_its_files(tmp_path):
     back, report = causal_from_files(tmp_path)
     assert back.columns == graph.columns and (back.graph == graph.graph).all()
     assert back.separating_sets == graph.separating_sets
+    # each removed pair's test value comes back; a pair without one stays without
+    assert back.separation_statistic == graph.separation_statistic
+    assert ("b", "d") in back.separating_sets and ("b", "d") not in back.separation_statistic
     assert back.privacy.epsilon == 2.0 and back.privacy.rows == 2000
     (page,) = rebuild(tmp_path)
     check_page(page.read_text())
-    assert "b and c separated given {a}" in html.unescape(page.read_text())
+    assert "b and c separated given {a}: statistic 1.2500" in html.unescape(page.read_text())
+    # files delivered before the value was kept: the page shows no number for it
+    sets = json.loads((tmp_path / "separating_sets.json").read_text())
+    for item in sets:
+        del item["statistic"]
+    (tmp_path / "separating_sets.json").write_text(json.dumps(sets))
+    back, _ = causal_from_files(tmp_path)
+    assert back.separation_statistic == {}
+    (page,) = rebuild(tmp_path)
+    shown = html.unescape(page.read_text())
+    assert "b and c separated given {a}" in shown and ": statistic 1.2500" not in shown
 
 
 def test_the_page_shows_no_field_the_rows_do_not_hold():

@@ -114,7 +114,7 @@ def causal_view(graph, report: str | None = None) -> dict:
             f": statistic {_num(s, 4)}" if s == s else "")
         separated.append((where[a], where[b], title))
         sep_rows.append({"cells": [_cell(str(a)), _cell(str(b)), _cell(names),
-                                   _cell(s, _num(s, 4))],
+                                   _cell(s, _num(s, 4) if s == s else "-")],
                          "text": f"{a} {b} {names}".lower()})
     text = report if report is not None else str(p)
     view = _base("Private causal graph" if p.private else "Causal graph (NOT PRIVATE: exact)",
