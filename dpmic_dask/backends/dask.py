@@ -305,7 +305,9 @@ class DaskBackend(Backend):
 
     def persist(self, frame):
         _active_client()  # its workers' logs redacted before they run our tasks
-        return frame.persist()
+        # without a distributed client persisting computes here: a reader's or
+        # pandas's failure (which may quote a cell) is withheld like any other
+        return guarded(list(frame.columns), frame.persist)
 
     def empty(self, frame):
         return frame._meta

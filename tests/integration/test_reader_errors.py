@@ -50,6 +50,35 @@ def test_reader_errors_are_reported_by_type_and_column_only(poisoned_csv, schedu
     assert ledger.charges() == []
 
 
+@pytest.mark.parametrize("release", ["pairwise", "private_bounds", "causal_graph"])
+def test_reader_errors_per_unit_with_filled_nulls(poisoned_csv, release):
+    """Per unit with ``nulls="fill"`` no missing-value pass reads the table first:
+    the bounded rows are persisted, which reads it (without a distributed client,
+    at once); that failure is withheld too, before any charge."""
+    ddf = dd.read_csv(poisoned_csv, blocksize="256KB")
+    ddf["who"] = ddf["b"]
+    ledger = dm.InMemoryLedger(uncapped=True)
+    unit = dict(privacy_unit="who", max_rows_per_unit=2)
+    run = {
+        "pairwise": lambda: ddf.dpmic.pairwise(1.0, bounds=BOUNDS, nulls="fill",
+                                               fill={"a": 0.0, "b": 0.0}, ledger=ledger,
+                                               dataset="d", columns=["a", "b"], **unit),
+        "private_bounds": lambda: dm.private_bounds(ddf, 1.0, columns=["a", "b"], nulls="fill",
+                                                    fill=0.0, ledger=ledger, dataset="d",
+                                                    **unit),
+        "causal_graph": lambda: ddf.dpmic.causal_graph(1.0, bounds=BOUNDS, ledger=ledger,
+                                                       dataset="d", columns=["a", "b"],
+                                                       **unit),
+    }[release]
+    with dask.config.set(scheduler="synchronous"):
+        with pytest.raises(dm.DataReadError) as info:
+            run()
+    text = "".join(traceback.format_exception(info.value))
+    assert SECRET not in text and "4111" not in text
+    assert info.value.__context__ is None and info.value.__cause__ is None
+    assert ledger.charges() == []
+
+
 def test_reader_errors_on_a_distributed_cluster(poisoned_csv):
     from distributed import Client, LocalCluster
 
