@@ -288,13 +288,18 @@ class TimeKind(ColumnKind):
         return _stamp_seconds(stamp)
 
     def format(self, number):
+        """A released number of seconds as a time for people; the number itself
+        where no time can show it (beyond what pandas holds, or a year past 9999,
+        which ``strftime`` cannot print)."""
         if not np.isfinite(number):
             return float(number)
-        if self.duration:  # to the millisecond: bounds print readably
-            return pd.Timedelta(seconds=float(number)).round("ms")
         try:
+            if self.duration:  # to the millisecond: bounds print readably
+                return pd.Timedelta(seconds=float(number)).round("ms")
             stamp = pd.Timestamp(float(number), unit="s", tz="UTC")
         except (OverflowError, ValueError):
+            return float(number)
+        if not 1 <= stamp.year <= 9999:
             return float(number)
         if self.date:
             return stamp.date()

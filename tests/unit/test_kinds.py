@@ -219,6 +219,12 @@ def test_reports_print_bounds_back_in_the_kind():
     assert format_bounds(column_kind("w", np.dtype("m8[s]")), (0, 5400)) == (
         "[0 days 00:00:00, 0 days 01:30:00]")
     assert format_bounds(None, (0.5, 2e6)) == "[0.5, 2e+06]"
+    # a released bound no time can show (past what pandas holds, a year past 9999)
+    # prints as its number of seconds: a report always reads
+    assert format_bounds(column_kind("w", np.dtype("m8[s]")), (0, 4.49e307)) == (
+        "[0 days 00:00:00, 4.49e+307]")
+    assert format_bounds(utc, (0, 5.5e11)) == "[1970-01-01, 5.5e+11]"
+    assert format_bounds(utc, (-1e15, JAN_2024)) == "[-1e+15, 2024-01-01]"
 
 
 def test_casts_read_strings_and_epoch_numbers_as_times():
