@@ -244,6 +244,26 @@ def _weights(noisy, first: int, last: int, kept) -> np.ndarray:
     return weights
 
 
+def finite_part(noisy: np.ndarray) -> np.ndarray:
+    """A log-grid histogram without its two outermost bins (magnitudes past
+    ``2**1021.5``, about ``3e307``, where ``-inf`` and ``+inf`` are counted): no
+    bound is read there, and the values there are clamped to the bounds read off
+    the rest (post-processing; their noisy counts are reported, :func:`outer_rows`)."""
+    out = np.array(noisy, copy=True)
+    out[[0, -1]] = 0
+    return out
+
+
+def outer_rows(noisy: np.ndarray, scale: float) -> float:
+    """The noisy count of a log-grid histogram's two outermost bins (infinite
+    values, and values past about ``3e307``) when one of them passes the noise
+    threshold of two tests, else 0 (post-processing)."""
+    ends = np.asarray(noisy, dtype=np.float64)[[0, -1]]
+    if not (ends > noise_threshold(scale, 2)).any():
+        return 0.0
+    return float(np.clip(ends, 0.0, None).sum())
+
+
 def bounds_from_noisy(noisy: np.ndarray, grid: BoundsGrid, coverage: float,
                       scale: float, confirm=None) -> tuple[float, float] | None:
     """Read one column's bounds off its noisy histogram (post-processing only).
@@ -262,6 +282,9 @@ def bounds_from_noisy(noisy: np.ndarray, grid: BoundsGrid, coverage: float,
     edges = grid.edges()
     if grid.domain is not None:  # equal bins: read as the refining pass reads
         return linear_read(noisy, edges, coverage, scale, DOMAIN_LEVELS, guard_edges=False)
+    noisy = finite_part(noisy)
+    if confirm is not None:
+        confirm = (finite_part(confirm[0]), confirm[1])
     found = occupied_range(noisy, grid, scale, confirm)
     if found is None:
         return None

@@ -21,6 +21,7 @@ from dpmic_dask.privacy.bounds import (
     first_bounds_missed,
     holds_the_mass,
     noise_threshold,
+    outer_rows,
     reach_past_a_miss,
     refined_from_noisy,
     refinement_grid,
@@ -103,6 +104,7 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
     scale = plan.scale(plan.eps_first if refining else plan.eps_column)
     first_noisy: dict[str, tuple[np.ndarray, float]] = {}
     limit: dict[str, float] = {}  # rows a bin beyond the bounds may hold unseen
+    infinite: dict[str, float] = {}  # noisy rows at +-inf: no bound is read there
     # every column's first histogram, drawn at once per share (one long vector
     # draws on every core); each column's noise is independent of the others'
     drawn: dict[int, tuple[np.ndarray, float]] = {}
@@ -116,6 +118,10 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
                                                   plan.refines)):
         noisy, scale_c = drawn[i]
         found[c] = _valid_bounds(bounds_from_noisy(noisy, grid, cov, scale_c), c)
+        if grid.domain is None:  # rows at +-inf (or past 3e307), clamped to the bounds
+            beyond = outer_rows(noisy, scale_c)
+            if beyond:
+                infinite[c] = beyond
         limit[c] = tail_limit(scale_c, grid.size)
         if not twice:
             continue
@@ -204,8 +210,11 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
                             seeded=not active_sampler().secure, refined=tuple(refined),
                             refine_noise_scale=scale2, first_pass_share=FIRST_PASS_SHARE,
                             domain_use=use, unseen=unseen,
+                            infinite={c: v for c, v in infinite.items() if c not in unresolved},
                             privacy_unit=plan.unit[0] if plan.unit is not None else None,
                             max_rows_per_unit=plan.unit[1] if plan.unit is not None else None)
     if unseen:  # said after the charge, as the report says it
         show_warning(release.tail_note())
+    if release.infinite:
+        show_warning(release.infinite_note())
     return release

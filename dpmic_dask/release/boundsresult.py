@@ -63,6 +63,19 @@ class BoundsRelease:
     #: out a larger tail than ``coverage`` allows (``docs/privacy.md``); each with
     #: a warning and a line in the report.
     unseen: dict = field(default_factory=dict)
+    #: Columns whose histogram's outermost bins (``-inf`` and ``+inf``, with any
+    #: value past about ``3e307``) stood out of the noise: their noisy row count.
+    #: No bound is read there; those values are clamped to the bounds (each with a
+    #: warning and a line in the report).
+    infinite: dict = field(default_factory=dict)
+
+    def infinite_note(self) -> str:
+        """The report's sentence about :attr:`infinite` columns, or ``""``."""
+        if not self.infinite:
+            return ""
+        said = ", ".join(f"{c} about {v:,.0f}" for c, v in self.infinite.items())
+        return (f"Infinite values (or beyond +-3e307), clamped to the bounds: {said} rows "
+                "(noisy counts); the bounds are read off the finite values.")
 
     def tail_note(self) -> str:
         """The report's sentence about :attr:`unseen` columns, or ``""``."""
@@ -161,6 +174,8 @@ class BoundsRelease:
                          "bounds or tighter public ones.")
         if self.unseen:
             lines.append(self.tail_note())
+        if self.infinite:
+            lines.append(self.infinite_note())
         if self.unresolved:
             lines.append(f"Unresolved: no bin stood out of the noise for "
                          f"{list(self.unresolved)}; fallback bounds used: choose bounds for "

@@ -37,12 +37,13 @@ from dpmic_dask.stats.counting import column_values
 from dpmic_dask.stats.sensitivity import safe_down, safe_up
 
 
-def _bounds_partition(frame, *, columns, grids, fill):
+def _bounds_partition(frame, *, columns, grids, fill, finite=False):
     """One partition's exact histograms of the columns with a grid (``grids[k]``
     not ``None``, each on its own grid), its row count, and every column's
     missing-value flag. Every column is converted (a cell that is not a number is
     refused here), so a release that reads more columns later has nothing left
-    to find."""
+    to find. ``finite``: infinite values are counted in no bin (the refining
+    pass: they lie past any bounds, and the first pass counted them)."""
     hists, missing = [], np.zeros(len(columns), dtype=bool)
     for k, name in enumerate(columns):
         v = column_values(frame, name)
@@ -50,6 +51,8 @@ def _bounds_partition(frame, *, columns, grids, fill):
         if nan.any():
             missing[k] = True
             v = np.where(nan, fill[k], v) if fill is not None else v[~nan]
+        if finite:
+            v = v[np.isfinite(v)]
         if grids[k] is not None:
             hists.append(np.bincount(grids[k].index(v), minlength=grids[k].size))
     return tuple(hists), len(frame), missing
@@ -245,7 +248,8 @@ def refine_counts(frame, backend, plan: BoundsPlan, split_every, progress, fine:
         fill = tuple(fills[c] for c in columns)
     counts, _, _ = backend.reduce(
         frame, columns,
-        partial(_bounds_partition, columns=columns, grids=tuple(fine.values()), fill=fill),
+        partial(_bounds_partition, columns=columns, grids=tuple(fine.values()), fill=fill,
+                finite=True),
         _add_histograms, split_every=split_every, progress=progress)
     return dict(zip(columns, counts))
 

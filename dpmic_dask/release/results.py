@@ -275,6 +275,8 @@ class PairwiseResult(ReportFields):
                              f"released bounds use less than {WIDE_DOMAIN:.0%} of it).")
             if found.unseen:
                 lines.append(found.tail_note())
+            if found.infinite:
+                lines.append(found.infinite_note())
             if found.unresolved:
                 lines.append(f"Unresolved bounds (fallback used): {list(found.unresolved)}.")
         if self.private_categories:

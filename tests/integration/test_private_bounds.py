@@ -98,6 +98,45 @@ def test_private_bounds_cover_the_data_and_charge_once():
     assert "lognormal" in result.report() and not result.unresolved
 
 
+@pytest.mark.parametrize("refine", [False, True])
+def test_infinite_values_are_clamped_and_said_never_a_bound(refine, tmp_path):
+    """Rows at +inf and -inf fall in the log grid's outermost bins: no bound is read
+    there (bounds of 4e307 would put every finite value in one bin), the refining
+    pass counts none of them, and the release says how many there are (noisy), in
+    a warning and its report; the pairwise release's values stay those of the
+    finite data."""
+    gen = np.random.default_rng(8)  # test data only
+    n = 40_000
+    x = gen.uniform(60, 100, n)  # far from zero: the refining pass reads it
+    y = x + gen.normal(0, 5, n)
+    a = x.copy()
+    a[gen.random(n) < 0.02] = np.inf
+    a[gen.random(n) < 0.01] = -np.inf
+    frame = pd.DataFrame({"a": a, "b": y, "y": y})
+    ledger = dm.InMemoryLedger(uncapped=True)
+    with pytest.warns(dm.BoundsWarning, match="Infinite values"):
+        result = dm.private_bounds(frame, 2.0, columns=["a", "b"], ledger=ledger,
+                                   refine={"a": refine, "b": refine})
+    lo, hi = result.bounds["a"]
+    assert 30 <= lo <= 60 and 100 <= hi <= 200, (lo, hi)
+    assert ("a" in result.refined) is refine and not result.unresolved
+    assert set(result.infinite) == {"a"}
+    assert abs(result.infinite["a"] - 0.03 * n) < 0.01 * n  # about 1,200 rows, noisy
+    assert "Infinite values" in result.report() and "a about" in result.report()
+    assert "infinite values clamped" in result.to_html(tmp_path / "b.html").read_text()
+    with pytest.warns(dm.BoundsWarning, match="Infinite values"):
+        released = dd.from_pandas(frame, npartitions=3).dpmic.pairwise(
+            4.0, bounds={"a": "private", "y": (-50, 150)}, columns=["a", "y"],
+            bounds_share=0.5, ledger=ledger)
+    assert "Infinite values" in released.report()
+    got = released.to_pandas().iloc[0]
+    bounds = {"a": released.private_bounds.bounds["a"], "y": (-50, 150)}
+    exact = frame.assign(a=np.clip(frame["a"], *bounds["a"]))  # inf at the bounds
+    want = exact.dpmic.pairwise_nonprivate(bounds=bounds, columns=["a", "y"],
+                                           B=int(got["B"]), c=int(got["c"]))
+    assert abs(got["mic"] - want["micr"].iloc[0]) < 0.05 and want["micr"].iloc[0] > 0.5
+
+
 def test_a_domain_grid_gives_bounds_inside_it():
     """Each release's bounds lie in the domain and hold the data; their width is
     about 15 (the data's 10 plus margins). A thin-tail widening step that noise

@@ -31,6 +31,8 @@ def bounds_view(result) -> dict:
                   "refined" if column in result.refined else "first pass")
         if column in result.unseen:
             status += "; may leave out a tail"
+        if column in result.infinite:
+            status += f"; about {result.infinite[column]:,.0f} infinite values clamped"
         use = result.domain_use.get(column)
         rows.append({"cells": [_cell(str(column)), _cell(result.formatted(column)),
                                _cell(status), _cell(use, "-" if use is None else f"{use:.1%}")],

@@ -211,6 +211,9 @@ def _bounds_sources(result) -> list[str]:
             if column in found.unseen:
                 how += (f" (may leave out a tail: a bin beyond them holding up to about "
                         f"{found.unseen[column]:,.0f} rows is not seen at this budget)")
+            if column in found.infinite:
+                how += (f" (about {found.infinite[column]:,.0f} infinite values, clamped "
+                        "to them)")
             lines.append(f"Bounds of {column}: {found.formatted(column)}, released privately"
                          f"{how}.")
     public = [c for c in result.columns if found is None or c not in found.bounds]
