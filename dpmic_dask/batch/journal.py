@@ -160,6 +160,9 @@ class JournaledRun:
         self._open: OpenCharge | None = None
         self._dataset: str | None = None
         self._mechanism = ""
+        #: whether the charge committed (with its values or without them)
+        self.committed = False
+        self._undone = False  # an interruption inside the commit undid the charge
 
     def check(self, dataset: str, cost: PrivacyCost) -> None:
         self.ledger.check(dataset, cost, run_id=self.run_id, job=self.job)
@@ -191,9 +194,16 @@ class JournaledRun:
                 (opened.record.charge_id, self._dataset, self.job, self.run_id, _now(),
                  payload, self.fingerprint))
         except BaseException as exc:
+            if not isinstance(exc, Exception):
+                # SIGINT / SIGTERM (or an exit) before the values were kept: undone,
+                # as a killed process's charge would be (nothing left the process)
+                opened.rollback()
+                self._undone = True
+                raise
             # the charge stays even if its values cannot be kept (never refunded)
             cur.execute("ROLLBACK TO SAVEPOINT dpmic_journal")
             opened.commit()
+            self.committed = True
             self._log_charged(opened)
             if isinstance(exc, opened.ledger._db.errors):
                 if opened.ledger._db.is_full(exc):
@@ -206,6 +216,7 @@ class JournaledRun:
                 raise opened.ledger._failure(exc) from None
             raise
         opened.commit()
+        self.committed = True
         self._log_charged(opened)
         return JournalEntry(opened.record.charge_id, self._dataset, self.job, self.run_id,
                             payload, fingerprint=self.fingerprint)
@@ -232,8 +243,9 @@ class JournaledRun:
         """After an interruption (SIGINT, SIGTERM) before the values were kept: undo
         the open charge, as a killed process's would be undone -- nothing left the
         process, so nothing was released. ``True`` if a charge was undone."""
-        if self._open is None:
-            return False
+        if self._open is None:  # or undone already, by an interruption inside the commit
+            undone, self._undone = self._undone, False
+            return undone
         opened, self._open = self._open, None
         opened.rollback()
         return True
@@ -268,8 +280,11 @@ class HeldWarnings:
         self._saved.__exit__(*exc)
 
     def flush(self) -> None:
-        """Show the held warnings (the charge has committed)."""
+        """Show the held warnings if the charge committed; forget them if it did not
+        (a commit that failed charged nothing: what read its noise stays here)."""
         held, self.held = self.held, []
+        if not self.run.committed:
+            return
         for args in held:
             warnings.showwarning(*args)
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from decimal import Decimal
 from pathlib import Path
 
@@ -331,6 +332,66 @@ def test_a_failure_after_the_charge_keeps_it_and_the_retry_says_so(env, monkeypa
     assert len(SQLLedger(ledger).history("d")) == 1
     history = invoke("budget", "history", "--ledger", ledger, "--dataset", "d")
     assert history.exit_code == Exit.OK and "run=r (lost)" in history.output
+
+
+def test_an_interruption_while_the_values_are_journaled_charges_nothing(env, monkeypatch):
+    """SIGINT or SIGTERM inside the commit, while the values' journal row is
+    written: the charge is undone with it, as a killed process's would be (before,
+    the charge committed without its values: budget lost, nothing deliverable)."""
+    import signal
+
+    from dpmic_dask.batch.interrupts import Interrupted
+    from dpmic_dask.privacy.ledgerrun import OpenCharge
+
+    tmp_path, ledger, job = env
+    real = OpenCharge.sql
+
+    def interrupted(self, text):
+        if "dpmic_release_journal" in text:
+            raise Interrupted(signal.SIGINT)
+        return real(self, text)
+
+    monkeypatch.setattr(OpenCharge, "sql", interrupted)
+    stopped = invoke("run", job(), "--run-id", "r")
+    assert stopped.exit_code == Exit.INTERRUPTED, stopped.output
+    assert "nothing was charged" in stopped.output
+    assert SQLLedger(ledger).history("d") == []
+    monkeypatch.undo()
+    again = invoke("run", job(), "--run-id", "r")
+    assert again.exit_code == Exit.OK, again.output
+    assert len(SQLLedger(ledger).history("d")) == 1
+
+
+def test_a_commit_that_fails_shows_nothing_read_off_the_noise(env, monkeypatch):
+    """A charge whose commit fails charged nothing: the warnings raised after it
+    (they read the released noise) are not shown, whatever is retried."""
+    from dpmic_dask.errors import LedgerError
+    from dpmic_dask.privacy.ledgerrun import OpenCharge
+
+    tmp_path, ledger, job = env
+    path = job(eps=0.002)
+
+    def failing(self):
+        self.rollback()
+        raise LedgerError("the charge could not be committed, so nothing was charged and "
+                          "nothing is released: the disk is full")
+
+    def noise_notices(run_id):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            out = invoke("run", path, "--run-id", run_id)
+        return out, [w for w in seen if "within their noise" in str(w.message)]
+
+    monkeypatch.setattr(OpenCharge, "commit", failing)
+    failed, notices = noise_notices("r")
+    assert failed.exit_code == Exit.LEDGER, failed.output
+    assert "nothing was charged" in failed.output
+    assert notices == [] and "within their noise" not in failed.output
+    assert SQLLedger(ledger).history("d") == []
+    monkeypatch.undo()  # the same release committed: its after-charge notice is shown
+    done, notices = noise_notices("r2")
+    assert done.exit_code == Exit.OK, done.output
+    assert notices
 
 
 # ---------------------------------------------------------------- tampered ledgers
