@@ -34,24 +34,33 @@ def delivery_gap(job, entry) -> Gap | None:
         return graph_gap(job, entry.run_id)
     released = len(entry.rows())
     if job.output_path:
-        return _file_gap(job, entry.run_id, released)
+        return _file_gap(job, entry.run_id, released, entry.charge_id)
     return _table_gap(job, entry.run_id, released)
 
 
-def _file_gap(job, run_id: str, released: int) -> Gap | None:
+def _file_gap(job, run_id: str, released: int, charge_id: str) -> Gap | None:
     path = run_file(job, run_id)
     name = shown(os.path.abspath(path))
     if not path.is_file():
         return Gap(f"its file {name} is missing")
-    try:
+    try:  # the charge column only: which release the file holds (no data value)
         if job.output_format == "csv":
-            rows = len(pd.read_csv(path))
+            charges = pd.read_csv(path, usecols=["charge_id"], dtype=str)["charge_id"]
         else:
-            rows = pq.read_metadata(path).num_rows
+            charges = pq.read_table(path, columns=["charge_id"]).column(0).to_pandas()
     except Exception:  # noqa: BLE001 - any unreadable file (truncated, not this format)
         return Gap(f"its file {name} cannot be read")
-    if rows != released:
-        return Gap(f"its file {name} holds {rows} rows, not the {released} released")
+    if len(charges) and not (charges == charge_id).all():
+        # another job's release under this run's name: writing ours would replace it
+        return Gap(f"its file {name} holds another release (not charge {charge_id})",
+                   rewritable=False, reason="writing this run's values would replace that "
+                   "release, so nothing was written",
+                   advice=f"move that file aside (it is the other job's), then run "
+                   f"'dpmic deliver {job.source} --run-id {run_id}' (nothing more is "
+                   "charged); for later runs give each job its own output folder or "
+                   "[job] name")
+    if len(charges) != released:
+        return Gap(f"its file {name} holds {len(charges)} rows, not the {released} released")
     return None
 
 

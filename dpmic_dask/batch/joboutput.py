@@ -72,6 +72,23 @@ def destination(job, run_id: str) -> str:
 # ---------------------------------------------------------------- before the charge
 
 
+def check_name_free(job, run_id: str) -> None:
+    """Before the first charge of a run: its file (or a ``[causal]`` run's folder)
+    must not exist yet. One that does was written by another job -- the same job
+    name on another dataset, or a name and run id that meet at ``--`` -- and this
+    run would overwrite it."""
+    if not job.output_path:
+        return
+    path = run_file(job, run_id)
+    if os.path.lexists(path):
+        raise JobIOError(
+            f"output {shown(os.path.abspath(path))!r} already exists, and this job has "
+            f"never delivered run {run_id!r} there: it holds another job's release (the "
+            "same job name on another dataset, or another name and run id that read the "
+            "same); give each job its own output folder or [job] name, or use a new run "
+            "id (nothing was charged)")
+
+
 def check_output(job, run_id: str | None = None) -> None:
     """Fail before any budget is spent if the output cannot take this job's rows."""
     if job.output_path:

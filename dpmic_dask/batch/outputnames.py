@@ -33,6 +33,10 @@ class Gap:
 
     what: str
     rewritable: bool = True
+    #: why it cannot be written again, and what to do (when not rewritable;
+    #: empty: a SQL table's rows, which a delivery never adds to)
+    reason: str = ""
+    advice: str = ""
 
 
 def job_slug(name: str) -> str:

@@ -38,6 +38,7 @@ from dpmic_dask.batch.jobcausal import (
 from dpmic_dask.batch.jobdelivered import delivery_gap
 from dpmic_dask.batch.joboutput import (
     DeliveryError,
+    check_name_free,
     check_output,
     deliver,
     destination,
@@ -171,9 +172,9 @@ def _redeliver_missing(job, ledger: SQLLedger, entry: JournalEntry, here: str,
         return
     if not gap.rewritable:
         raise undeliverable(
-            job, entry.run_id, "a delivery never adds to a run's rows, so nothing was "
-            "written", missing=gap.what,
-            advice=partial_rows_advice(job, entry.run_id))
+            job, entry.run_id, gap.reason or "a delivery never adds to a run's rows, so "
+            "nothing was written", missing=gap.what,
+            advice=gap.advice or partial_rows_advice(job, entry.run_id))
     try:
         where = _deliver(job, ledger, entry, echo)
     except DeliveryError as exc:
@@ -207,6 +208,13 @@ def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, prog
                   echo: Echo) -> None:
     """The first run of a key: check, charge once, keep, deliver."""
     check_output(job, run_id)
+    try:
+        check_name_free(job, run_id)
+    except DPMICError:
+        # unless this key's run was charged meanwhile (a race this run lost: its
+        # charge below settles from the winner, whose file this is)
+        if find_run(ledger, job.dataset, job.name, run_id) is None:
+            raise
     cost = job_cost(job)
     journaled = JournaledRun(ledger, run_id, job.name, fingerprint)
     # before any cluster starts: the budget's privacy unit is the job's, and it pays

@@ -16,6 +16,7 @@ from dpmic_dask.batch import runner as batch
 from dpmic_dask.batch.cli import Exit
 from dpmic_dask.batch.jobs import load_job
 from dpmic_dask.batch.journal import find_run
+from dpmic_dask.privacy.accounting import Budget
 from dpmic_dask.privacy.ledger import SQLLedger
 from dpmic_dask.privacy.ledgerdb import SQLiteDB
 from tests.integration.test_release_journal import every_file, history, invoke, job_env
@@ -47,6 +48,56 @@ def two_teams(tmp_path, job):
     b = job("teamB/nightly.toml", replace={'name = "nightly"\n': "",
                                      f'{tmp_path / "out"}': f'{tmp_path / "outB"}'})
     return a, b
+
+
+# ---------------------------------------------------------------- one file, two jobs
+
+
+@pytest.mark.parametrize("first, second", [
+    # the same job name on two datasets, one output folder
+    ({"job": {"name": "nightly", "dataset": "d"}, "run": "2026-11-27"},
+     {"job": {"name": "nightly", "dataset": "d2"}, "run": "2026-11-27"}),
+    # a name and a run id that meet at "--": run-a--b--c both ways
+    ({"job": {"name": "c", "dataset": "d"}, "run": "a--b"},
+     {"job": {"name": "b--c", "dataset": "d"}, "run": "a"}),
+])
+def test_a_run_never_overwrites_another_jobs_file(env, first, second):
+    """A run whose file already exists, written by another job, is refused before
+    its charge; the other job's file is left as it was."""
+    tmp_path, ledger, job = env
+    SQLLedger(ledger).init("d2", Budget(1000.0))
+    a = job("a.toml", job=first["job"])
+    b = job("b.toml", job=second["job"])
+    done = invoke("run", a, "--run-id", first["run"])
+    assert done.exit_code == Exit.OK, done.output
+    (written,) = run_files(tmp_path / "out")
+    charge = pq.read_table(tmp_path / "out" / written).column("charge_id")[0].as_py()
+    refused = invoke("run", b, "--run-id", second["run"])
+    assert refused.exit_code != Exit.OK, refused.output
+    assert "already exists" in refused.output and "nothing was charged" in refused.output
+    assert run_files(tmp_path / "out") == [written]
+    assert pq.read_table(tmp_path / "out" / written).column("charge_id")[0].as_py() == charge
+    assert len(SQLLedger(ledger).history("d")) == 1
+    assert SQLLedger(ledger).history("d2") == []
+    again = invoke("run", a, "--run-id", first["run"])  # its own file: settled
+    assert again.exit_code == Exit.OK and "already released and delivered" in again.output
+
+
+def test_a_file_holding_another_release_is_never_replaced_by_a_rerun(env):
+    """A run's file replaced by another release (written by hand, or by a job before
+    the check above): the rerun says so and writes nothing over it."""
+    tmp_path, ledger, job = env
+    path = job()
+    assert invoke("run", path, "--run-id", "r").exit_code == Exit.OK
+    (written,) = run_files(tmp_path / "out")
+    table = pq.read_table(tmp_path / "out" / written).to_pandas()
+    table["charge_id"] = "someone-else"
+    table.to_parquet(tmp_path / "out" / written)
+    again = invoke("run", path, "--run-id", "r")
+    assert again.exit_code == Exit.OUTPUT, again.output
+    assert "holds another release" in again.output and "dpmic deliver" in again.output
+    kept = pq.read_table(tmp_path / "out" / written).column("charge_id").to_pylist()
+    assert set(kept) == {"someone-else"}
 
 
 # ---------------------------------------------------------------- one key, two jobs
