@@ -90,18 +90,30 @@ def job_cost(job: Job):
     return job_release_plan(job, job_schema(job)).cost
 
 
-def job_selection(job: Job) -> dict | None:
-    """The ``[select]`` section as one dict (part of the job's fingerprint)."""
+def job_selection(job: Job, legacy: bool = False) -> dict | None:
+    """The ``[select]`` section as one dict (part of the job's fingerprint).
+    ``legacy``: with the task memory in force, as fingerprints held it before
+    (a sizing knob, read from the environment too: it changes no value)."""
     if job.select_rule is None:
         return None
-    return {"rule": job.select_rule, "k": job.select_k, "threshold": job.select_threshold,
-            "max_pairs": job.select_max_pairs, "share": job.select_share,
-            "screen_B": job.screen_B, "B": job.B, "c": job.c,
-            "task_memory": resolve("task_memory", job.task_memory),
-            "statistics": job.statistics}
+    out = {"rule": job.select_rule, "k": job.select_k, "threshold": job.select_threshold,
+           "max_pairs": job.select_max_pairs, "share": job.select_share,
+           "screen_B": job.screen_B, "B": job.B, "c": job.c, "statistics": job.statistics}
+    if legacy:
+        out["task_memory"] = resolve("task_memory", job.task_memory)
+    return out
 
 
-def job_fingerprint(job: Job) -> str:
+def job_fingerprints(job: Job) -> tuple[str, ...]:
+    """The fingerprints a journaled run of ``job`` may hold: today's, and for a
+    ``[select]`` job the one that held the task memory in force (runs charged
+    before it was left out)."""
+    if job.select_rule is None:
+        return (job_fingerprint(job),)
+    return job_fingerprint(job), job_fingerprint(job, legacy=True)
+
+
+def job_fingerprint(job: Job, legacy: bool = False) -> str:
     """A hash of what one run of ``job`` releases and where it goes: the dataset,
     the input, the columns with their bounds and fills, the privacy parameters,
     the statistics, the selection and the output. Two job files that share a
@@ -128,7 +140,7 @@ def job_fingerprint(job: Job) -> str:
                         "max_rows_per_unit": job.max_rows_per_unit}
                        if job.privacy_unit is not None else {})},
         "statistics": list(job.statistics),
-        "select": job_selection(job),
+        "select": job_selection(job, legacy),
         "output": {"path": local(job.output_path), "format": job.output_format,
                    "sql_url": job.output_sql_url, "sql_table": job.output_sql_table},
     }

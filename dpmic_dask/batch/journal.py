@@ -76,10 +76,11 @@ class JournalEntry:
         """Whether the rows were recorded as written to ``destination``."""
         return any(where == destination for _, where in self.deliveries)
 
-    def same_job(self, fingerprint: str) -> bool:
-        """Whether this run was charged by a job releasing the same thing
-        (``True`` for runs journaled before fingerprints were kept)."""
-        return self.fingerprint is None or self.fingerprint == fingerprint
+    def same_job(self, fingerprint: str | tuple[str, ...]) -> bool:
+        """Whether this run was charged by a job releasing the same thing (one of
+        ``fingerprint``'s; ``True`` for runs journaled before fingerprints were kept)."""
+        accepted = (fingerprint,) if isinstance(fingerprint, str) else fingerprint
+        return self.fingerprint is None or self.fingerprint in accepted
 
     def rows(self) -> pd.DataFrame:
         """The journaled rows (only when :attr:`kept`)."""

@@ -47,7 +47,12 @@ from dpmic_dask.batch.joboutput import (
     shown,
     undeliverable,
 )
-from dpmic_dask.batch.jobplan import job_cost, job_fingerprint, job_release_plan
+from dpmic_dask.batch.jobplan import (
+    job_cost,
+    job_fingerprint,
+    job_fingerprints,
+    job_release_plan,
+)
 from dpmic_dask.batch.journal import (
     HeldWarnings,
     JournaledRun,
@@ -142,13 +147,12 @@ def _write_page(job, ledger: SQLLedger, entry: JournalEntry, result, where: str,
              f"{exc.strerror or type(exc).__name__}", err=True)
 
 
-def _settle(job, ledger: SQLLedger, entry: JournalEntry, fingerprint: str,
-            echo: Echo) -> None:
+def _settle(job, ledger: SQLLedger, entry: JournalEntry, echo: Echo) -> None:
     """A run of this key already charged: refuse another job's run, report a run
     whose values were lost, else deliver the kept values to this job's output
     unless they were delivered there already and are still there. Nothing is
     computed or charged."""
-    if not entry.same_job(fingerprint):
+    if not entry.same_job(job_fingerprints(job)):
         raise _other_job(job, entry)
     if not entry.kept:
         raise _lost(job, entry)
@@ -193,7 +197,7 @@ def run_job(job, run_id: str, *, progress=None, echo: Echo) -> None:
     fingerprint = job_fingerprint(job)
     entry = find_run(ledger, job.dataset, job.name, run_id)
     if entry is not None:
-        _settle(job, ledger, entry, fingerprint, echo)
+        _settle(job, ledger, entry, echo)
         return
     try:
         _release_once(job, run_id, ledger, fingerprint, progress=progress, echo=echo)
@@ -201,7 +205,7 @@ def run_job(job, run_id: str, *, progress=None, echo: Echo) -> None:
         entry = find_run(ledger, job.dataset, job.name, run_id)
         if entry is None:
             raise
-        _settle(job, ledger, entry, fingerprint, echo)
+        _settle(job, ledger, entry, echo)
 
 
 def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, progress,
@@ -278,7 +282,7 @@ def deliver_job(job, run_id: str, *, echo: Echo) -> None:
     if not entry.kept:
         raise _lost(job, entry)
 
-    if not entry.same_job(job_fingerprint(job)):
+    if not entry.same_job(job_fingerprints(job)):
         raise _other_job(job, entry)
     where = _deliver(job, ledger, entry, echo)
     echo(f"run {run_id}: delivered the journaled values of charge {entry.charge_id} to "

@@ -158,6 +158,36 @@ def test_a_kept_release_is_delivered_to_this_destination_if_it_was_not(env):
     assert done.exit_code == 0 and "already released and delivered" in done.output
 
 
+def test_a_select_job_settles_whatever_task_memory_the_shell_sets(env):
+    """The task memory sizes tasks and changes no value: a [select] run charged under
+    one setting (``DASK_DPMIC__TASK_MEMORY`` in a shell) is delivered under another;
+    runs journaled when the fingerprint held it are the same job where they were."""
+    import dask
+
+    from dpmic_dask.batch.jobplan import job_fingerprint
+
+    tmp_path, ledger, job = env
+    path = job("select.toml", replace={"[cluster]": SELECT_NOTHING + "[cluster]", **QUIET})
+    with dask.config.set({"dpmic.task_memory": "512 MiB"}):
+        assert invoke("run", path, "--run-id", "r1").exit_code == Exit.OK
+        legacy = job_fingerprint(load_job(path), legacy=True)
+    assert legacy != job_fingerprint(load_job(path), legacy=True)
+    again = invoke("run", path, "--run-id", "r1")
+    assert again.exit_code == Exit.OK and "already released and delivered" in again.output
+    delivered = invoke("deliver", path, "--run-id", "r1")
+    assert delivered.exit_code == Exit.OK, delivered.output
+    # a run journaled with the former fingerprint (it held the task memory in force)
+    with dask.config.set({"dpmic.task_memory": "512 MiB"}):
+        assert invoke("run", path, "--run-id", "r2").exit_code == Exit.OK
+    with sqlite3.connect(tmp_path / "ledger.db") as conn:
+        conn.execute("UPDATE dpmic_release_journal SET fingerprint = ? WHERE run_id = 'r2'",
+                     (legacy,))
+    with dask.config.set({"dpmic.task_memory": "512 MiB"}):  # as it was accepted before
+        settled = invoke("run", path, "--run-id", "r2")
+    assert settled.exit_code == Exit.OK and "already released" in settled.output
+    assert len(SQLLedger(ledger).history("d")) == 2
+
+
 # ---------------------------------------------------------------- empty releases
 
 
