@@ -52,6 +52,10 @@ NARROW = 0.25
 #: of the rows is at least two noise scales, and the clipped noise of an empty bin,
 #: about half a scale on average, cannot pass for the data's tail).
 MIN_TOTAL_SCALES = 200
+#: An end bin holding at least this share of the noisy total is said (the values
+#: there may lie beyond the bound, clamped), whether or not the bounds look wide:
+#: the clipped mass of the other bins can hide a pile from the run's reading.
+PILED = 0.5
 
 #: ``bounds_check="auto"`` (the default): the share the check takes where it can
 #: speak (2% of the budget: the values' noise grows by about 2%), and nothing
@@ -221,6 +225,11 @@ class ColumnCheck:
     ratio: float | None
     confident: bool
     wide: bool
+    #: ``"lower"`` or ``"upper"``: the end bin at that bound holds at least
+    #: :data:`PILED` of the noisy total (values beyond the bound are clamped into
+    #: it and look the same as values just inside); its share is ``piled_share``
+    piled: str | None = None
+    piled_share: float | None = None
 
 
 def shortest_run(noisy, coverage: float = COVERAGE) -> tuple[int, int] | None:
@@ -260,8 +269,14 @@ def read_check(noisy, bounds, scale: float) -> ColumnCheck:
              hi if last == CHECK_BINS - 1 else lo + width * (last + 1) / CHECK_BINS)
     span = last - first + 1
     ratio = CHECK_BINS / span
+    piled, share = None, None
+    if confident:  # the end bins' shares of the noisy total (unbiased, unclipped)
+        total = float(noisy.sum())
+        for side, count in (("lower", noisy[0]), ("upper", noisy[-1])):
+            if count >= PILED * total:
+                piled, share = side, float(count) / total
     return ColumnCheck(run, edges, ratio, confident,
-                       confident and span <= NARROW * CHECK_BINS)
+                       confident and span <= NARROW * CHECK_BINS, piled, share)
 
 
 @dataclass(frozen=True)
@@ -320,6 +335,21 @@ class BoundsCheck:
                 f"{a}..{b}{edge}); MIC is lower than tighter bounds would give; consider "
                 f"bounds {a}..{b}")
 
+    def piled_messages(self) -> list[str]:
+        """One line per column (not read as wide) whose rows pile up in an end bin."""
+        out = []
+        for column, found in self.checks.items():
+            if found.piled is None or found.wide:
+                continue
+            lo, hi = self.formatted(column, self.bounds[column])
+            bound = lo if found.piled == "lower" else hi
+            share = min(found.piled_share or 0.0, 1.0)  # the noise can take it past 1
+            out.append(f"column {column}: the private check puts {share:.0%} of "
+                       f"its rows in the bin at its {found.piled} bound {bound}: values "
+                       f"beyond {bound} are clamped to it and look the same; if the column "
+                       "runs past it, MIC is lower than bounds that hold it would give")
+        return out
+
     def lines(self) -> list[str]:
         """The report's lines: what was checked and what it found."""
         lines = [f"Public bounds checked privately ({len(self.bounds)} column(s), "
@@ -327,6 +357,7 @@ class BoundsCheck:
                  f"column, noise scale {self.noise_scale:.4g} counts; {self.cost.describe()} "
                  "of the total)."]
         lines += [self.message(c) for c in self.wide]
+        lines += self.piled_messages()
         unsure = [c for c, f in self.checks.items() if not f.confident]
         if unsure:
             lines.append(f"Bounds check inconclusive for {unsure}: the noisy row count is "
@@ -351,6 +382,6 @@ def _show(messages) -> None:
                 warnings.warn(message, BoundsWarning, stacklevel=level)
 
 
-__all__ = ["CHECK_BINS", "COVERAGE", "MIN_TOTAL_SCALES", "NARROW", "BoundsCheck",
+__all__ = ["CHECK_BINS", "COVERAGE", "MIN_TOTAL_SCALES", "NARROW", "PILED", "BoundsCheck",
            "BoundsCheckPlan", "CheckFromCounts", "ColumnCheck", "check_bounds_check",
            "plan_bounds_check", "read_check", "shortest_run"]

@@ -69,7 +69,8 @@ class CheckStep:
             histograms={c: tuple(int(x) for x in h) for c, h in zip(step.columns, noisy)},
             checks=checks, noise_scale=scale, epsilon_per_column=step.eps_column,
             cost=step.cost, kinds=dict(step.kinds), seeded=not active_sampler().secure)
-        _show(found.message(c) for c in found.wide)  # post-processing of released counts
+        # post-processing of released counts
+        _show([*(found.message(c) for c in found.wide), *found.piled_messages()])
         run.found["bounds_check"] = found
 
     def describe(self, run: Run) -> str:

@@ -65,6 +65,31 @@ def test_tight_bounds_are_not_reported(amounts):
     assert "No checked column's public bounds look far wider" in result.report()
 
 
+@pytest.mark.parametrize("shift", [+1, -1])
+def test_values_past_a_bound_piled_in_its_bin_are_said(amounts, shift):
+    """Every value beyond one public bound (a column in cents, say) is clamped into
+    the end bin. The run's reading cannot tell (the other bins' clipped noise, 2,250
+    counts at this noise, outweighs 1% of 70,000 rows), so the pile is read on its
+    own: its share of the noisy total, in a warning and a line of the report."""
+    frame = amounts.iloc[:70_000].copy()
+    frame["amount"] = frame["amount"] * 100 + 2e7 * shift  # all past 10000 or below 0
+    # 3 columns share 0.02 of eps 1: noise scale 300 counts per column
+    frame["third"] = frame["wave"] * 2
+    result, seen = release(frame, {"amount": (0, 10000), "wave": (-2, 2), "third": (-4, 4)},
+                           bounds_check=0.02)
+    found = result.bounds_check
+    assert found.noise_scale == pytest.approx(300)
+    side = "upper" if shift > 0 else "lower"
+    assert found.checks["amount"].confident  # 233 scales of rows, the noise's sd 6
+    assert found.checks["amount"].piled == side and found.wide == ()
+    words = f"of its rows in the bin at its {side} bound"
+    assert [w for w in seen if "column amount" in str(w.message) and words in str(w.message)]
+    assert words in result.report()
+    # nothing said of columns inside their bounds
+    assert not [w for w in seen if "column wave" in str(w.message)]
+    assert found.checks["wave"].piled is None and found.checks["third"].piled is None
+
+
 def test_without_the_check_the_report_says_the_bounds_were_not_checked(amounts):
     result, seen = release(amounts, {"amount": (0, 10000), "wave": (-2, 2)}, bounds_check=None)
     assert not seen and result.bounds_check is None
