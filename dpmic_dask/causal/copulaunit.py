@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pandas.api.types import is_object_dtype
+from pandas.api.types import is_object_dtype, is_string_dtype
 
 from dpmic_dask.backends import backend_for
 from dpmic_dask.causal.copularun import margins_pass
@@ -100,7 +100,7 @@ def unit_copula_graph(frame, request, eps, delta, units: tuple, backend, split_e
     # the missing values' pass, the bounding (kept rows persisted), the margins' and
     # the signs' (and an object unit's types)
     schema = backend.schema(frame)
-    passes = 4 + any(is_object_dtype(schema[u]) for u in unit)
+    passes = 4 + any(is_object_dtype(schema[u]) or is_string_dtype(schema[u]) for u in unit)
     bounded = bound_contributions(frame, unit, k, names)
     bounded = backend_for(bounded).persist(bounded)  # both passes read the same kept rows
     backend = backend_for(bounded)

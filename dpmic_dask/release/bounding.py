@@ -52,9 +52,14 @@ def _kind_of_type(t: type) -> str:
 
 
 def _mixed_message(name: str, kinds) -> str:
-    return (f"privacy_unit column {name!r} mixes value types ({', '.join(sorted(kinds))}): "
-            "one unit written both as a number and as text would be counted as two "
-            "units, or two units as one. Convert the column to one type (nothing was charged)")
+    types = set(kinds) - {"int text", "decimal text"}
+    shown = types if len(types) > 1 else {"int text", "decimal text"}
+    return (f"privacy_unit column {name!r} mixes value types ({', '.join(sorted(shown))}): "
+            "one unit written both as a number and as text, or as whole and decimal "
+            "text (Dask turns an object column of whole numbers and floats into text "
+            "without and with a decimal point), would be counted as two units, or two "
+            "units as one. "
+            "Convert the column to one type (nothing was charged)")
 
 
 def check_unit_dtypes(schema, unit) -> None:
@@ -65,15 +70,56 @@ def check_unit_dtypes(schema, unit) -> None:
         dtype = schema[name]
         if isinstance(dtype, pd.CategoricalDtype) and dtype.categories is not None:
             kinds = {_kind_of_type(t) for t in set(map(type, dtype.categories))}
-            if len(kinds) > 1:
+            if "str" in kinds:
+                texts = pd.Series(dtype.categories, dtype=object)
+                kinds |= _text_kinds(texts[texts.map(lambda v: isinstance(v, str))])
+            if _mixed(kinds):
                 raise InvalidDataError(_mixed_message(name, kinds))
+
+
+#: Text that reads as a whole number, and as a decimal one: ids written both ways
+#: ("7" and "7.0") are one unit to pandas's object column and two as text, and
+#: Dask's ``convert-string`` turns an object column of 7 and 7.0 into such text.
+_INT_TEXT = r"\s*[+-]?\d+\s*"
+_DECIMAL_TEXT = r"\s*[+-]?(\d+\.\d*|\.\d+|\d+(\.\d*)?[eE][+-]?\d+)\s*"
+
+
+def _text_kinds(values: pd.Series) -> set:
+    """``int text`` and ``decimal text`` when some of ``values`` (text) read so."""
+    text = values.astype("string")
+    kinds = set()
+    if text.str.fullmatch(_INT_TEXT).fillna(False).any():
+        kinds.add("int text")
+    if text.str.fullmatch(_DECIMAL_TEXT).fillna(False).any():
+        kinds.add("decimal text")
+    return kinds
 
 
 def unit_value_kinds(frame: pd.DataFrame, *, columns) -> tuple[frozenset, ...]:
     """A partition's value kinds (``int``, ``str``, ...) per column, missing values left
-    out. Kinds only: never a value."""
-    return tuple(frozenset(_kind_of_type(t) for t in set(frame[c].dropna().map(type)))
-                 for c in columns)
+    out, and for text whether some reads as a whole number (``int text``) or a decimal
+    one (``decimal text``). Kinds only: never a value."""
+    out = []
+    for c in columns:
+        values = frame[c].dropna()
+        if pd.api.types.is_string_dtype(values.dtype) and not \
+                pd.api.types.is_object_dtype(values.dtype):
+            kinds = {"str"} if len(values) else set()
+            texts = values
+        else:
+            kinds = {_kind_of_type(t) for t in set(values.map(type))}
+            texts = (values[values.map(lambda v: isinstance(v, str))] if "str" in kinds
+                     else values.iloc[:0])
+        if len(texts):
+            kinds |= _text_kinds(texts)
+        out.append(frozenset(kinds))
+    return tuple(out)
+
+
+def _mixed(found) -> bool:
+    """Value types that one unit could be written in two ways with."""
+    types = found - {"int text", "decimal text"}
+    return len(types) > 1 or {"int text", "decimal text"} <= found
 
 
 def add_value_kinds(a, b):
@@ -88,14 +134,15 @@ def refuse_mixed_units(frame, unit, *, split_every: int, progress=None) -> None:
     column and the kinds found, never a value. Other dtypes hold one type: no pass."""
     schema = backend_for(frame).schema(frame)
     check_unit_dtypes(schema, unit)
-    columns = [u for u in unit if pd.api.types.is_object_dtype(schema[u])]
+    columns = [u for u in unit if pd.api.types.is_object_dtype(schema[u])
+               or pd.api.types.is_string_dtype(schema[u])]
     if not columns:
         return
     kinds = backend_for(frame).reduce(
         frame, columns, partial(unit_value_kinds, columns=columns), add_value_kinds,
         split_every=split_every, progress=progress)
     for name, found in zip(columns, kinds):
-        if len(found) > 1:
+        if _mixed(found):
             raise InvalidDataError(_mixed_message(name, found))
 
 

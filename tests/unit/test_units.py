@@ -309,6 +309,44 @@ def test_a_categorical_unit_mixing_ints_and_strings_is_refused_from_its_dtype():
                           1.0, bounds=BOUNDS, privacy_unit="cid", max_rows_per_unit=4)
 
 
+@pytest.mark.parametrize("how", ["dask-convert-string", "text", "categorical"])
+def test_unit_ids_written_as_whole_and_decimal_text_are_refused(how):
+    """Dask's ``convert-string`` (on by default) turns an object column of 17 and
+    17.0 into the text '17' and '17.0': two units by text, one by number. Text ids
+    that read both as whole and as decimal numbers are refused before the charge,
+    from a Dask frame, a text column or a categorical's categories."""
+    import dask
+
+    from dpmic_dask.errors import InvalidDataError
+
+    frame = events()
+    written = pd.Series([float(c) if c % 3 == 0 else c for c in frame["cid"]],
+                        dtype=object, index=frame.index)
+    if how == "dask-convert-string":
+        frame["cid"] = written
+        with dask.config.set({"dataframe.convert-string": True}):
+            data = dd.from_pandas(frame, npartitions=2)
+        assert data["cid"].dtype != object  # the text Dask made of them
+    else:
+        frame["cid"] = written.map(str).astype("string" if how == "text" else "category")
+        data = frame
+    ledger = InMemoryLedger(uncapped=True)
+    for run in (lambda: data.dpmic.pairwise(1.0, bounds=BOUNDS, privacy_unit="cid",
+                                            max_rows_per_unit=4, ledger=ledger),
+                lambda: dpmic_dask.private_bounds(data, 1.0, columns=["x"], privacy_unit="cid",
+                                                  max_rows_per_unit=4, ledger=ledger)):
+        with pytest.raises(InvalidDataError,
+                           match=r"'cid' mixes value types \(decimal text, int text\)") as no:
+            run()
+        assert not any(ch.isdigit() for ch in str(no.value))  # no unit's value
+    assert ledger.charges() == []
+    # text ids of one form go through: "c17", or "17" alone
+    for ids in (frame["cid"].astype(str).radd("c"), pd.Series(events()["cid"].map(str))):
+        ok = events().assign(cid=ids.astype("string").to_numpy())
+        assert ok.dpmic.pairwise(50.0, bounds=BOUNDS, privacy_unit="cid",
+                                 max_rows_per_unit=4).privacy.privacy_unit == "cid"
+
+
 def test_a_unit_column_of_one_object_type_goes_through():
     frame = events()
     frame["cid"] = frame["cid"].map(lambda c: f"c{c}").astype(object)
