@@ -7,6 +7,7 @@ here can draw noise again.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 
@@ -43,6 +44,30 @@ def warn_noise_before(ci95: float) -> None:
                 f"per value (above {NOISY_CI95}); values inside it are flagged "
                 "within_noise. More rows, a larger eps or fewer pairs narrow it",
                 NoiseWarning)
+
+
+def count_noise_swamps(scale: float, n: float, B: float) -> bool:
+    """Count noise (``micr-geom``) whose 95% half-width (``scale ln 20``) exceeds a
+    quarter of an average cell of the finest master grid (``n / B`` rows): the
+    noisy counts' MIC then mostly measures the noise (public quantities only)."""
+    return bool(scale == scale and n > 0 and B > 0 and
+                scale * math.log(20.0) > NOISY_CI95 * n / B)
+
+
+def warn_count_noise_before(scale: float, n: float, B: float) -> None:
+    """Before the charge: count noise that swamps the grid's cells (never raised)."""
+    if count_noise_swamps(scale, n, B):
+        _notice("this release's count noise is large: " + count_noise_words(scale, n, B),
+                NoiseWarning)
+
+
+def count_noise_words(scale: float, n: float, B: float) -> str:
+    """What :func:`count_noise_swamps` means, for the report and the warning."""
+    return (f"95% of it lies within +/-{scale * math.log(20.0):.4g} per count, above "
+            f"{NOISY_CI95} of the about {n / B:.4g} rows of an average cell of the finest "
+            "grid: the released values mostly measure the noise, and independent columns "
+            "can read high; micr-lap (noise on the value), more rows or a larger eps "
+            "narrow it")
 
 
 def warn_noise_swamps_tests(ci95: float, span: float, what: str, *, pure: bool = False) -> None:
@@ -167,8 +192,11 @@ class PrivacyReport:
             return (f"Noise: scale {self.noise_scale:.4g} per value; 95% of the noise alone "
                     f"lies within +/-{self.ci95:.4g}. This interval does not include the "
                     f"statistic's own estimation error.{large}")
-        return (f"Noise: two-sided geometric noise of scale {self.noise_scale:.4g} on every "
-                "master-grid count.")
+        line = (f"Noise: two-sided geometric noise of scale {self.noise_scale:.4g} on every "
+                "master-grid count; no ci95 can be stated for count noise.")
+        if count_noise_swamps(self.noise_scale, self.n, self.B):
+            line += " " + count_noise_words(self.noise_scale, self.n, self.B)
+        return line
 
     def lines(self) -> list[str]:
         """Budget, noise, guarantee and charge, one line each."""

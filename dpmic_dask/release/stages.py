@@ -21,7 +21,7 @@ from dpmic_dask.checks import MIN_ROWS, refuse_missing
 from dpmic_dask.errors import InvalidDataError
 from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.privacy.statement import privacy_statement
-from dpmic_dask.release.report import PrivacyReport, warn_noise_before
+from dpmic_dask.release.report import PrivacyReport, warn_count_noise_before, warn_noise_before
 from dpmic_dask.release.results import Companion
 from dpmic_dask.stats.countspec import CountSpec
 from dpmic_dask.stats.defaults import noisy_grid_cap
@@ -113,6 +113,8 @@ def check_plan(request: ReleaseRequest, n: int) -> tuple[int, int]:
     for mechanism in (request.mechanism, *request.companions):
         planned = mechanism.calibrate(n=n, pairs=request.n_pairs, B=B, c=c)
         warn_noise_before(planned.ci95)  # public quantities only, before the charge
+        if planned.ci95 != planned.ci95:  # count noise (micr-geom): no ci95
+            warn_count_noise_before(planned.noise_scale, n, B)
     return B, c
 
 

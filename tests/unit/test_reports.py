@@ -111,3 +111,51 @@ def test_heatmap_of_tau_is_signed_and_marks_small_magnitudes():
     assert "tau-lap" in ax.get_title() and "+/-0.03" in ax.get_title()
     with pytest.raises(KeyError, match="no 'tau'"):
         result([0.1, 0.2, 0.3]).matrix("tau")
+
+
+@pytest.mark.parametrize("n, eps, swamped", [(20_000, 1.0, True), (2_000_000, 50.0, False)])
+def test_count_noise_that_swamps_the_cells_is_said_before_the_charge_and_in_the_report(
+        n, eps, swamped):
+    """micr-geom has no ci95; when its count noise exceeds a quarter of an average
+    cell of the finest grid (public: n, B, eps) the values mostly measure the noise
+    -- an independent pair reads high -- and the release says so before its charge
+    and in its report; with little noise it says nothing of the kind."""
+    import warnings
+
+    import numpy as np
+    import pandas as pd
+
+    import dpmic_dask  # noqa: F401  (registers the accessor)
+    from dpmic_dask.errors import NoiseWarning
+    from dpmic_dask.privacy.accounting import InMemoryLedger
+    from dpmic_dask.release import executor
+
+    gen = np.random.default_rng(17)  # test data only
+    frame = pd.DataFrame({"a": gen.uniform(0, 1, n), "c": gen.uniform(0, 1, n)})
+    order: list[str] = []
+    real = executor.charge_budget
+
+    def charged(*args, **kwargs):
+        order.append("charge")
+        return real(*args, **kwargs)
+
+    with warnings.catch_warnings(record=True) as seen, pytest.MonkeyPatch.context() as mp:
+        warnings.simplefilter("always")
+        mp.setattr(executor, "charge_budget", charged)
+        showwarning = warnings.showwarning
+
+        def record(message, *args, **kwargs):
+            if issubclass(args[0], NoiseWarning) and "count noise" in str(message):
+                order.append("warned")
+            return showwarning(message, *args, **kwargs)
+
+        warnings.showwarning = record
+        result = frame.dpmic.pairwise(eps, mechanism="micr-geom", B=150, c=1,
+                                      bounds={"a": (0, 1), "c": (0, 1)},
+                                      ledger=InMemoryLedger(uncapped=True))
+    text = result.report()
+    assert ("mostly measure the noise" in text) is swamped
+    assert "no ci95 can be stated for count noise" in text
+    assert (order == ["warned", "charge"]) if swamped else (order == ["charge"]), order
+    if swamped:  # what it warns of: the independent pair reads high
+        assert result.to_pandas()["mic"].iloc[0] > 0.3
