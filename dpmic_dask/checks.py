@@ -237,8 +237,11 @@ def check_frame_request(dtypes, *, bounds, columns=None, nulls="raise", fill=Non
             raise InvalidParameterError(missing_fill_message(no_fill))
         values = []
         for c, (lo, hi) in zip(selected, checked):
-            what = f"a finite number inside {bounds_name(c)}"
-            value = finite_real(fill[c], fill_name(c), what)
+            what = f"a finite number (or a boolean) inside {bounds_name(c)}"
+            given = fill[c]
+            # a boolean column's fill may be False or True (0 or 1, as its bounds are)
+            value = (float(given) if isinstance(given, (bool, np.bool_))
+                     else finite_real(given, fill_name(c), what))
             if not lo <= value <= hi:
                 raise InvalidParameterError(f"{fill_name(c)} must be {what}")
             values.append(value)

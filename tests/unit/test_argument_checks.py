@@ -130,3 +130,23 @@ def test_nulls_fill_takes_one_number_for_every_column(fill):
             assert one.pairs == each.pairs and one.privacy.n == each.privacy.n == 100
     with pytest.raises(dm.InvalidParameterError, match=r"fill\['a'\] must be a finite number"):
         frame.dpmic.pairwise(1.0, bounds=BOUNDS, nulls="fill", fill=2.0)  # outside (0, 1)
+
+
+@pytest.mark.parametrize("fill, filled", [(False, 0.0), (True, 1.0), (np.bool_(True), 1.0)])
+def test_a_boolean_column_is_filled_with_a_boolean(fill, filled):
+    """A nullable boolean column's fill may be False or True (its bounds are 0 and
+    1): the missing cells are counted as that value, as 0 or 1 are; the private
+    release takes it too."""
+    gen = np.random.default_rng(2)  # test data only
+    x = gen.uniform(0, 1, 400)
+    flag = pd.array(x > 0.5, dtype="boolean")
+    flag[[3, 9, 27]] = pd.NA
+    frame = pd.DataFrame({"a": x, "f": flag})
+    exact = [frame.dpmic.pairwise_nonprivate(bounds={"a": (0, 1), "f": (False, True)},
+                                             nulls="fill", B=16, c=2,
+                                             fill={"a": 0.0, "f": value})["micr"].iloc[0]
+             for value in (fill, filled, 1.0 - filled)]
+    assert exact[0] == exact[1] != exact[2]
+    released = frame.dpmic.pairwise(1.0, bounds={"a": (0, 1)}, columns=["a", "f"],
+                                     nulls="fill", fill={"a": 0.0, "f": fill})
+    assert released.privacy.n == 400
