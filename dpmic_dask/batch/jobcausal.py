@@ -247,22 +247,24 @@ def deliver_graph(job, payload: str, run_id: str, ledger: dict | None = None) ->
 def graph_gap(job, run_id: str):
     """What of a delivered graph's folder is missing now
     (a :class:`~dpmic_dask.batch.joboutput.Gap`), or ``None``: the folder and
-    each of its files (``graph.png`` where matplotlib is installed)."""
+    each of its files, its page and (where matplotlib is installed) ``graph.png``,
+    none of them empty (every file a delivery writes holds something)."""
     folder = run_file(job, run_id)
     name = shown(os.path.abspath(folder))
     if not folder.is_dir():
         return Gap(f"its folder {name} is missing")
-    wanted = list(CAUSAL_FILES)
+    wanted = [*CAUSAL_FILES, "report.html"]
     if importlib.util.find_spec("matplotlib") is not None:
         wanted.append("graph.png")
-    absent = [file for file in wanted if not (folder / file).is_file()]
+    absent = [file for file in wanted
+              if not (folder / file).is_file() or (folder / file).stat().st_size == 0]
     if not absent:
         return None
     if len(absent) == 1:
-        return Gap(f"{absent[0]} is missing from its folder {name}")
+        return Gap(f"{absent[0]} is missing or empty in its folder {name}")
     more = len(absent) - 1
-    return Gap(f"{absent[0]} and {more} more file{'s' if more > 1 else ''} are missing from "
-               f"its folder {name}")
+    return Gap(f"{absent[0]} and {more} more file{'s' if more > 1 else ''} are missing or "
+               f"empty in its folder {name}")
 
 
 def released_sentence(graph, run_id: str, where: str) -> str:

@@ -124,10 +124,18 @@ def test_causal_job_runs_once_and_writes_its_files(setup):
         (folder / name).unlink()
     rerun = invoke("run", path, "--run-id", "r1")
     assert rerun.exit_code == Exit.OK, rerun.output
-    assert "edges.csv and 1 more file are missing from its folder" in rerun.output
+    assert "edges.csv and 1 more file are missing or empty in its folder" in rerun.output
     assert "delivered its journaled values again" in rerun.output
     assert {name: (folder / name).read_text() for name in kept} == kept
     assert len(history(ledger)) == 1
+    # an emptied file and a lost page: written again too
+    (folder / "edges.csv").write_text("")
+    (folder / "report.html").unlink()
+    rerun = invoke("run", path, "--run-id", "r1")
+    assert rerun.exit_code == Exit.OK, rerun.output
+    assert "edges.csv and 1 more file are missing or empty" in rerun.output
+    assert (folder / "edges.csv").read_text() == kept["edges.csv"]
+    assert (folder / "report.html").is_file() and len(history(ledger)) == 1
 
     # the output lost: delivered again from the journal, the same graph, no charge
     written = (folder / "edges.csv").read_text()
