@@ -11,10 +11,13 @@ from dpmic_dask.errors import BoundsWarning
 
 class Run:
     charged = False
+    committed = False
 
 
-@pytest.mark.parametrize("committed", [True, False])
-def test_warnings_after_the_charge_wait_for_its_commit_or_go_with_its_rollback(committed):
+@pytest.mark.parametrize("end", ["commit", "rollback", "failed commit"])
+def test_warnings_after_the_charge_wait_for_its_commit_or_go_with_its_rollback(end):
+    """Shown once the charge commits; dropped when it is rolled back, or when its
+    commit fails (nothing was charged) even if the caller flushes."""
     shown = []
     with warnings.catch_warnings():
         warnings.simplefilter("always")
@@ -27,7 +30,8 @@ def test_warnings_after_the_charge_wait_for_its_commit_or_go_with_its_rollback(c
             warnings.warn("after noise", BoundsWarning, stacklevel=1)
         assert shown == ["before"]  # held while the charge is open
         run.charged = False
-        if not committed:
+        run.committed = end == "commit"
+        if end == "rollback":
             held.drop()
         held.flush()
-    assert shown == (["before", "after noise"] if committed else ["before"])
+    assert shown == (["before", "after noise"] if end == "commit" else ["before"])

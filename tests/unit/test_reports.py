@@ -139,7 +139,7 @@ def test_count_noise_that_swamps_the_cells_is_said_before_the_charge_and_in_the_
         order.append("charge")
         return real(*args, **kwargs)
 
-    with warnings.catch_warnings(record=True) as seen, pytest.MonkeyPatch.context() as mp:
+    with warnings.catch_warnings(record=True), pytest.MonkeyPatch.context() as mp:
         warnings.simplefilter("always")
         mp.setattr(executor, "charge_budget", charged)
         showwarning = warnings.showwarning
