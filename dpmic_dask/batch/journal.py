@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from dpmic_dask.batch.interrupts import deferred
 from dpmic_dask.errors import DPMICError, LedgerError
 from dpmic_dask.privacy.charges import Charge
 from dpmic_dask.privacy.costs import PrivacyCost
@@ -203,9 +204,7 @@ class JournaledRun:
                 raise
             # the charge stays even if its values cannot be kept (never refunded)
             cur.execute("ROLLBACK TO SAVEPOINT dpmic_journal")
-            opened.commit()
-            self.committed = True
-            self._log_charged(opened)
+            self._commit_open(opened)
             if isinstance(exc, opened.ledger._db.errors):
                 if opened.ledger._db.is_full(exc):
                     raise LedgerError(
@@ -216,15 +215,21 @@ class JournaledRun:
                         "run id") from None
                 raise opened.ledger._failure(exc) from None
             raise
-        opened.commit()
-        self.committed = True
-        self._log_charged(opened)
+        self._commit_open(opened)
         return JournalEntry(opened.record.charge_id, self._dataset, self.job, self.run_id,
                             payload, fingerprint=self.fingerprint)
 
     def _log_charged(self, opened: OpenCharge) -> None:
         assert self._dataset is not None
         log_charged(self._mechanism, self._dataset, opened.record.charge_id)
+
+    def _commit_open(self, opened: OpenCharge) -> None:
+        """Commit ``opened`` and note it, a signal held until both are done (one
+        arriving in the COMMIT would else leave a committed charge unnoted)."""
+        with deferred():
+            opened.commit()
+            self.committed = True
+        self._log_charged(opened)
 
     def keep(self, rows: pd.DataFrame) -> JournalEntry:
         """Commit the charge together with the released ``rows``."""

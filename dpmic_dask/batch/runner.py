@@ -260,6 +260,8 @@ def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, prog
              + ", ".join(f"{c} {found.formatted(c)}"
                          + (" unresolved" if c in found.unresolved else
                             " (may leave out a tail)" if c in found.unseen else "")
+                         + (f" (about {found.infinite[c]:,.0f} infinite values clamped)"
+                            if c in found.infinite else "")
                          for c in found.bounds))
         if found.pin():
             echo("to pin them as public in the job file (and stop paying for them):\n"

@@ -244,6 +244,11 @@ def _weights(noisy, first: int, last: int, kept) -> np.ndarray:
     return weights
 
 
+#: The inner edge of the log grid's outermost bins (``2**1021.5``, about
+#: ``3e307``): ``+-inf``, and any value at least this large in size, fall past it.
+OUTER_EDGE = float(np.exp2(E_MAX / 2.0))
+
+
 def finite_part(noisy: np.ndarray) -> np.ndarray:
     """A log-grid histogram without its two outermost bins (magnitudes past
     ``2**1021.5``, about ``3e307``, where ``-inf`` and ``+inf`` are counted): no

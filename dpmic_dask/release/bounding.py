@@ -77,11 +77,13 @@ def check_unit_dtypes(schema, unit) -> None:
                 raise InvalidDataError(_mixed_message(name, kinds))
 
 
-#: Text that reads as a whole number, and as a decimal one: ids written both ways
-#: ("7" and "7.0") are one unit to pandas's object column and two as text, and
-#: Dask's ``convert-string`` turns an object column of 7 and 7.0 into such text.
-_INT_TEXT = r"\s*[+-]?\d+\s*"
-_DECIMAL_TEXT = r"\s*[+-]?(\d+\.\d*|\.\d+|\d+(\.\d*)?[eE][+-]?\d+)\s*"
+#: Text of a whole number, and text of a whole number as a float prints it: ids
+#: written both ways ("7" and "7.0", "100000000000000000000" and "1e+20") are one
+#: unit to pandas's object column and two as text, and Dask's ``convert-string``
+#: turns an object column of 7 and 7.0 into such text. Other decimals ("10.5")
+#: cannot meet a whole number, and text such as hex ids ("3e5f") is neither.
+_INT_TEXT = r"[+-]?\d+"
+_DECIMAL_TEXT = r"[+-]?(\d+\.0+|\d(\.\d+)?[eE][+-]\d+)"
 
 
 def _text_kinds(values: pd.Series) -> set:

@@ -52,10 +52,13 @@ NARROW = 0.25
 #: of the rows is at least two noise scales, and the clipped noise of an empty bin,
 #: about half a scale on average, cannot pass for the data's tail).
 MIN_TOTAL_SCALES = 200
-#: An end bin holding at least this share of the noisy total is said (the values
-#: there may lie beyond the bound, clamped), whether or not the bounds look wide:
-#: the clipped mass of the other bins can hide a pile from the run's reading.
-PILED = 0.5
+#: An end bin holding at least this share of the noisy total, while the other end
+#: bin holds under ``PILED_OTHER`` of it, is said (the values there may lie beyond
+#: the bound, clamped), whether or not the bounds look wide: the clipped mass of
+#: the other bins can hide such a pile from the run's reading. A 0/1 column, or a
+#: zero-inflated one with most values elsewhere, is not a pile.
+PILED = 0.9
+PILED_OTHER = 0.01
 
 #: ``bounds_check="auto"`` (the default): the share the check takes where it can
 #: speak (2% of the budget: the values' noise grows by about 2%), and nothing
@@ -272,8 +275,10 @@ def read_check(noisy, bounds, scale: float) -> ColumnCheck:
     piled, share = None, None
     if confident:  # the end bins' shares of the noisy total (unbiased, unclipped)
         total = float(noisy.sum())
-        for side, count in (("lower", noisy[0]), ("upper", noisy[-1])):
-            if count >= PILED * total:
+        for side, count, other in (("lower", noisy[0], noisy[-1]),
+                                   ("upper", noisy[-1], noisy[0])):
+            # the other end nearly empty: not a 0/1 column, nor one spanning its bounds
+            if count >= PILED * total and other < PILED_OTHER * total:
                 piled, share = side, float(count) / total
     return ColumnCheck(run, edges, ratio, confident,
                        confident and span <= NARROW * CHECK_BINS, piled, share)
@@ -345,9 +350,10 @@ class BoundsCheck:
             bound = lo if found.piled == "lower" else hi
             share = min(found.piled_share or 0.0, 1.0)  # the noise can take it past 1
             out.append(f"column {column}: the private check puts {share:.0%} of "
-                       f"its rows in the bin at its {found.piled} bound {bound}: values "
-                       f"beyond {bound} are clamped to it and look the same; if the column "
-                       "runs past it, MIC is lower than bounds that hold it would give")
+                       f"its rows in the bin at its {found.piled} bound {bound}, and the "
+                       f"other end bin next to none: values beyond {bound} are clamped to it "
+                       "and look the same; if the column runs past it, MIC is lower than "
+                       "bounds that hold it would give")
         return out
 
     def lines(self) -> list[str]:
@@ -382,6 +388,7 @@ def _show(messages) -> None:
                 warnings.warn(message, BoundsWarning, stacklevel=level)
 
 
-__all__ = ["CHECK_BINS", "COVERAGE", "MIN_TOTAL_SCALES", "NARROW", "PILED", "BoundsCheck",
+__all__ = ["CHECK_BINS", "COVERAGE", "MIN_TOTAL_SCALES", "NARROW", "PILED", "PILED_OTHER",
+           "BoundsCheck",
            "BoundsCheckPlan", "CheckFromCounts", "ColumnCheck", "check_bounds_check",
            "plan_bounds_check", "read_check", "shortest_run"]

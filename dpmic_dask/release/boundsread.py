@@ -210,7 +210,7 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
                             seeded=not active_sampler().secure, refined=tuple(refined),
                             refine_noise_scale=scale2, first_pass_share=FIRST_PASS_SHARE,
                             domain_use=use, unseen=unseen,
-                            infinite={c: v for c, v in infinite.items() if c not in unresolved},
+                            infinite=infinite,
                             privacy_unit=plan.unit[0] if plan.unit is not None else None,
                             max_rows_per_unit=plan.unit[1] if plan.unit is not None else None)
     if unseen:  # said after the charge, as the report says it

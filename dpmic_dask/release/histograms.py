@@ -25,6 +25,7 @@ from dpmic_dask.errors import (
 from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.bounds import (
     FIRST_PASS_SHARE,
+    OUTER_EDGE,
     BoundsGrid,
     check_coverage,
     check_domain,
@@ -42,8 +43,9 @@ def _bounds_partition(frame, *, columns, grids, fill, finite=False):
     not ``None``, each on its own grid), its row count, and every column's
     missing-value flag. Every column is converted (a cell that is not a number is
     refused here), so a release that reads more columns later has nothing left
-    to find. ``finite``: infinite values are counted in no bin (the refining
-    pass: they lie past any bounds, and the first pass counted them)."""
+    to find. ``finite``: values in the first pass's outermost bins (``+-inf`` and
+    sizes past ``OUTER_EDGE``, about ``3e307``) are counted in no bin (the refining
+    pass: no bound is read there, and the first pass counted them)."""
     hists, missing = [], np.zeros(len(columns), dtype=bool)
     for k, name in enumerate(columns):
         v = column_values(frame, name)
@@ -51,8 +53,8 @@ def _bounds_partition(frame, *, columns, grids, fill, finite=False):
         if nan.any():
             missing[k] = True
             v = np.where(nan, fill[k], v) if fill is not None else v[~nan]
-        if finite:
-            v = v[np.isfinite(v)]
+        if finite:  # as the first pass's outermost bins: +-inf and sizes past 3e307
+            v = v[np.abs(v) < OUTER_EDGE]
         if grids[k] is not None:
             hists.append(np.bincount(grids[k].index(v), minlength=grids[k].size))
     return tuple(hists), len(frame), missing

@@ -362,6 +362,39 @@ def test_an_interruption_while_the_values_are_journaled_charges_nothing(env, mon
     assert len(SQLLedger(ledger).history("d")) == 1
 
 
+def test_a_signal_inside_the_commit_is_held_until_the_commit_is_noted(env, monkeypatch):
+    """SIGINT arriving while the charge and its values COMMIT: the signal waits for
+    the commit to be noted, so the run ends interrupted with its release kept (its
+    warnings shown, a rerun delivers it) and never half-noted."""
+    import signal
+
+    from dpmic_dask.batch import interrupts
+    from dpmic_dask.privacy.ledgerrun import OpenCharge
+
+    tmp_path, ledger, job = env
+    real = OpenCharge.commit
+
+    def signalled(self):
+        real(self)
+        interrupts._handler(signal.SIGINT, None)  # as the signal handler would, mid-commit
+
+    monkeypatch.setattr(OpenCharge, "commit", signalled)
+    path = job(eps=0.002)  # noisy: its after-charge notice reads the noise
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        stopped = invoke("run", path, "--run-id", "r")
+    assert stopped.exit_code == Exit.INTERRUPTED, stopped.output
+    assert "budget was charged" in stopped.output
+    (charge,) = SQLLedger(ledger).history("d")
+    # the charge committed, so what was held for it is shown
+    assert [w for w in seen if "within their noise" in str(w.message)]
+    monkeypatch.undo()
+    again = invoke("run", path, "--run-id", "r")
+    assert again.exit_code == Exit.OK, again.output
+    assert "already released" in again.output and "nothing was charged" in again.output
+    assert len(SQLLedger(ledger).history("d")) == 1
+
+
 def test_a_commit_that_fails_shows_nothing_read_off_the_noise(env, monkeypatch):
     """A charge whose commit fails charged nothing: the warnings raised after it
     (they read the released noise) are not shown, whatever is retried."""

@@ -90,6 +90,25 @@ def test_values_past_a_bound_piled_in_its_bin_are_said(amounts, shift):
     assert found.checks["wave"].piled is None and found.checks["third"].piled is None
 
 
+def test_columns_at_a_bound_by_design_are_not_a_pile(amounts):
+    """A 0/1 column (both end bins full), a rare 0/1 one (95% zeros) and a
+    zero-inflated amount (60% at 0, the rest spread) sit at their bounds by design:
+    nothing is said of them."""
+    gen = np.random.default_rng(9)  # test data only
+    n = len(amounts)
+    frame = pd.DataFrame({
+        "flag": (gen.random(n) < 0.4).astype(np.int64),
+        "rare": (gen.random(n) < 0.05).astype(np.int64),
+        "spend": np.where(gen.random(n) < 0.6, 0.0, gen.uniform(0, 100, n)),
+        "wave": amounts["wave"].to_numpy()})
+    result, seen = release(frame, {"flag": (0, 1), "rare": (0, 1), "spend": (0, 100),
+                                   "wave": (-2, 2)}, bounds_check=0.2)
+    found = result.bounds_check
+    assert all(found.checks[c].confident for c in frame.columns)
+    assert [c for c, f in found.checks.items() if f.piled] == []
+    assert not [w for w in seen if "bin at its" in str(w.message)]
+
+
 def test_without_the_check_the_report_says_the_bounds_were_not_checked(amounts):
     result, seen = release(amounts, {"amount": (0, 10000), "wave": (-2, 2)}, bounds_check=None)
     assert not seen and result.bounds_check is None

@@ -83,21 +83,30 @@ def test_a_run_never_overwrites_another_jobs_file(env, first, second):
     assert again.exit_code == Exit.OK and "already released and delivered" in again.output
 
 
-def test_a_file_holding_another_release_is_never_replaced_by_a_rerun(env):
+@pytest.mark.parametrize("form", ["parquet", "csv"])
+def test_a_file_holding_another_release_is_never_replaced_by_a_rerun(env, form):
     """A run's file replaced by another release (written by hand, or by a job before
-    the check above): the rerun says so and writes nothing over it."""
+    the check above): the rerun says so and writes nothing over it. A CSV's charge
+    ids are read as text (an id of digits and an ``e`` is not a number)."""
     tmp_path, ledger, job = env
-    path = job()
+    path = job(output={"path": str(tmp_path / "out"), "format": form})
     assert invoke("run", path, "--run-id", "r").exit_code == Exit.OK
     (written,) = run_files(tmp_path / "out")
-    table = pq.read_table(tmp_path / "out" / written).to_pandas()
-    table["charge_id"] = "someone-else"
-    table.to_parquet(tmp_path / "out" / written)
+    file = tmp_path / "out" / written
+    if form == "csv":
+        table = pd.read_csv(file, dtype={"charge_id": str})
+        assert invoke("run", path, "--run-id", "r").exit_code == Exit.OK  # its own: settled
+        table["charge_id"] = "12e3"  # another release's id that pandas would read as 12000
+        table.to_csv(file, index=False)
+    else:
+        table = pq.read_table(file).to_pandas()
+        table["charge_id"] = "12e3"
+        table.to_parquet(file)
     again = invoke("run", path, "--run-id", "r")
     assert again.exit_code == Exit.OUTPUT, again.output
     assert "holds another release" in again.output and "dpmic deliver" in again.output
-    kept = pq.read_table(tmp_path / "out" / written).column("charge_id").to_pylist()
-    assert set(kept) == {"someone-else"}
+    kept = (pd.read_csv(file, dtype=str) if form == "csv" else pq.read_table(file).to_pandas())
+    assert set(kept["charge_id"]) == {"12e3"}
 
 
 # ---------------------------------------------------------------- one key, two jobs

@@ -340,8 +340,12 @@ def test_unit_ids_written_as_whole_and_decimal_text_are_refused(how):
             run()
         assert not any(ch.isdigit() for ch in str(no.value))  # no unit's value
     assert ledger.charges() == []
-    # text ids of one form go through: "c17", or "17" alone
-    for ids in (frame["cid"].astype(str).radd("c"), pd.Series(events()["cid"].map(str))):
+    # text ids that cannot meet go through: "c17"; "17" alone; "17" beside "18.5"
+    # (not a whole number); hex ids, some all digits and some like "3e5f"
+    plain = events()["cid"]
+    halves = plain.map(lambda c: f"{c}.5" if c % 3 == 0 else str(c))
+    hexes = plain.map(lambda c: f"{c:x}e{c % 7}f" if c % 2 else f"{c * 11}")
+    for ids in (frame["cid"].astype(str).radd("c"), plain.map(str), halves, hexes):
         ok = events().assign(cid=ids.astype("string").to_numpy())
         assert ok.dpmic.pairwise(50.0, bounds=BOUNDS, privacy_unit="cid",
                                  max_rows_per_unit=4).privacy.privacy_unit == "cid"

@@ -32,7 +32,8 @@ def bounds_view(result) -> dict:
         if column in result.unseen:
             status += "; may leave out a tail"
         if column in result.infinite:
-            status += f"; about {result.infinite[column]:,.0f} infinite values clamped"
+            status += (f"; about {result.infinite[column]:,.0f} infinite values (or beyond "
+                       "+-3e307) clamped")
         use = result.domain_use.get(column)
         rows.append({"cells": [_cell(str(column)), _cell(result.formatted(column)),
                                _cell(status), _cell(use, "-" if use is None else f"{use:.1%}")],

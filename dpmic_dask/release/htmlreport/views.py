@@ -212,8 +212,8 @@ def _bounds_sources(result) -> list[str]:
                 how += (f" (may leave out a tail: a bin beyond them holding up to about "
                         f"{found.unseen[column]:,.0f} rows is not seen at this budget)")
             if column in found.infinite:
-                how += (f" (about {found.infinite[column]:,.0f} infinite values, clamped "
-                        "to them)")
+                how += (f" (about {found.infinite[column]:,.0f} infinite values, or beyond "
+                        "+-3e307, clamped to them)")
             lines.append(f"Bounds of {column}: {found.formatted(column)}, released privately"
                          f"{how}.")
     public = [c for c in result.columns if found is None or c not in found.bounds]
