@@ -58,8 +58,7 @@ def _mixed_message(name: str, kinds) -> str:
             "one unit written both as a number and as text, or as whole and decimal "
             "text (Dask turns an object column of whole numbers and floats into text "
             "without and with a decimal point), would be counted as two units, or two "
-            "units as one. "
-            "Convert the column to one type (nothing was charged)")
+            "units as one. Convert the column to one type (nothing was charged)")
 
 
 def check_unit_dtypes(schema, unit) -> None:
@@ -131,9 +130,11 @@ def add_value_kinds(a, b):
 
 def refuse_mixed_units(frame, unit, *, split_every: int, progress=None) -> None:
     """Refuse, before the charge, a unit column of object dtype whose values mix types
-    over the whole table (partitions may each hold one type): the keyed hash, the
-    shuffle and the grouping would not agree on which rows are one unit. Names the
-    column and the kinds found, never a value. Other dtypes hold one type: no pass."""
+    over the whole table (partitions may each hold one type), or of object or text
+    dtype whose text holds a whole number and a whole number as a float prints it
+    (:func:`_mixed`): the keyed hash, the shuffle and the grouping would not agree on
+    which rows are one unit. Names the column and the kinds found, never a value.
+    Other dtypes hold one type: no pass."""
     schema = backend_for(frame).schema(frame)
     check_unit_dtypes(schema, unit)
     columns = [u for u in unit if pd.api.types.is_object_dtype(schema[u])
