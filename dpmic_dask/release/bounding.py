@@ -107,10 +107,11 @@ def unit_value_kinds(frame: pd.DataFrame, *, columns) -> tuple[frozenset, ...]:
                 pd.api.types.is_object_dtype(values.dtype):
             kinds = {"str"} if len(values) else set()
             texts = values
-        else:
-            kinds = {_kind_of_type(t) for t in set(values.map(type))}
-            texts = (values[values.map(lambda v: isinstance(v, str))] if "str" in kinds
-                     else values.iloc[:0])
+        else:  # one pass for the types; the text among them picked by type
+            types = values.map(type)
+            found = set(types)
+            kinds = {_kind_of_type(t) for t in found}
+            texts = values[types.isin([t for t in found if issubclass(t, str)])]
         if len(texts):
             kinds |= _text_kinds(texts)
         out.append(frozenset(kinds))
