@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.release.boundsspec import DEFAULT_SETTINGS
 from dpmic_dask.release.htmlreport import bounds_view, write_page
 from dpmic_dask.stats.kinds import format_bounds
@@ -115,17 +116,32 @@ class BoundsRelease:
                        value.isoformat() if hasattr(value, "isoformat") else str(value))
         return tuple(out)
 
+    def pinnable(self) -> list:
+        """The columns whose bounds are worth pinning as public: not unresolved,
+        not :attr:`unseen` (bounds that may cut a tail are not worth keeping), and
+        given back in a form their kind accepts as a public bound (a time past
+        year 9999, or a duration past +-1e11 s, has none)."""
+        out = []
+        for name in self.bounds:
+            if name in self.unresolved or name in self.unseen:
+                continue
+            kind = self.kinds.get(name)
+            try:
+                for value in self.pinned(name) if kind is not None else ():
+                    kind.bound(value, f"bounds[{name!r}]")
+            except InvalidParameterError:
+                continue
+            out.append(name)
+        return out
+
     def pin(self) -> str:
         """Job-file lines that pin these bounds as public for the next run (which
-        then stops paying for them); unresolved columns are left out, and so are
-        the :attr:`unseen` ones (bounds that may cut a tail are not worth keeping)."""
+        then stops paying for them), for the :meth:`pinnable` columns."""
         def toml(v) -> str:
             return repr(v) if isinstance(v, float) else f'"{v}"'
 
         return "\n".join(f"columns.{name}.bounds = [{toml(lo)}, {toml(hi)}]"
-                         for name in self.bounds
-                         if name not in self.unresolved and name not in self.unseen
-                         for lo, hi in [self.pinned(name)])
+                          for name in self.pinnable() for lo, hi in [self.pinned(name)])
 
     def report(self) -> str:
         lines = ["NOT PRIVATE: seeded test noise."] if self.seeded else []
@@ -180,7 +196,13 @@ class BoundsRelease:
             lines.append(f"Unresolved: no bin stood out of the noise for "
                          f"{list(self.unresolved)}; fallback bounds used: choose bounds for "
                          "them yourself, or spend more on them.")
-        pinned = [c for c in self.bounds if c not in self.unresolved and c not in self.unseen]
+        pinned = self.pinnable()
+        beyond = [c for c in self.bounds if c not in pinned and c not in self.unresolved
+                  and c not in self.unseen]
+        if beyond:
+            lines.append(f"Not pinnable: the bounds of {beyond} are beyond any public bound "
+                         "their kind accepts (a time past year 9999, a duration past "
+                         "+-1e11 s): a value far out, such as a sentinel, may have set them.")
         if pinned:
             lines.append("To reuse them as public bounds (and stop paying for them), pin them: "
                          "bounds={" + ", ".join(f"{c!r}: {self.pinned(c)!r}" for c in pinned)

@@ -261,10 +261,11 @@ class TimeKind(ColumnKind):
             # already seconds (e.g. released private bounds); a number beyond
             # +-1e11 s (3,000 years) is milliseconds or nanoseconds by mistake
             if abs(float(value)) > MAX_SECONDS:
+                since = "" if self.duration else " (since the epoch, UTC)"
+                given = "durations" if self.duration else "dates and times"
                 raise InvalidParameterError(
-                    f"{what}: numbers for a {self.name} column are seconds (since the epoch, "
-                    f"UTC); this one is beyond +-{MAX_SECONDS:.0e} s -- give dates and times, "
-                    "or seconds")
+                    f"{what}: numbers for a {self.name} column are seconds{since}; this one "
+                    f"is beyond +-{MAX_SECONDS:.0e} s -- give {given}, or seconds")
             return value
         try:
             if self.duration:
@@ -296,7 +297,7 @@ class TimeKind(ColumnKind):
         try:
             if self.duration:  # to the millisecond: bounds print readably
                 return pd.Timedelta(seconds=float(number)).round("ms")
-            stamp = pd.Timestamp(float(number), unit="s", tz="UTC")
+            stamp = _stamp(float(number))
         except (OverflowError, ValueError):
             return float(number)
         if not 1 <= stamp.year <= 9999:
@@ -309,6 +310,15 @@ class TimeKind(ColumnKind):
         if self.duration:
             return "timedelta (seconds)"
         return "timestamp (seconds since the epoch, UTC)"
+
+
+def _stamp(seconds: float) -> pd.Timestamp:
+    """``seconds`` since the epoch as a UTC time: to the nanosecond where pandas
+    holds it (years 1677-2262), else to the microsecond (years to 294,000)."""
+    try:
+        return pd.Timestamp(seconds, unit="s", tz="UTC")
+    except (OverflowError, ValueError):
+        return pd.Timestamp(np.datetime64(round(seconds * 1e6), "us")).tz_localize("UTC")
 
 
 def _stamp_seconds(stamp: pd.Timestamp) -> float:

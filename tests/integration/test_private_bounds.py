@@ -663,3 +663,30 @@ def test_bounds_that_cannot_vouch_for_their_coverage_say_so(tmp_path):
         if c not in alone.unresolved:
             lo, hi = alone.bounds[c]
             assert np.mean((frame[c] >= lo) & (frame[c] <= hi)) >= 0.97, c
+
+
+def test_every_pinned_bound_is_one_the_library_takes_back():
+    # times past pandas's nanosecond range (year 2262) pin as ISO texts to the
+    # microsecond; a duration past +-1e11 s has no public form, so it is left out
+    # of the pin and the report says so, never printed as bounds that are refused
+    n = 20_000
+    seconds = (2.3e11 + np.random.default_rng(1).random(n) * 1e10).astype("int64")
+    frame = pd.DataFrame({
+        "t": pd.Series(seconds.astype("datetime64[s]")),
+        "d": pd.Series((2 * seconds).astype("timedelta64[s]")),
+        "x": np.linspace(0.0, 1.0, n),
+    })
+    found = dm.private_bounds(frame, 1.0, columns=list(frame),
+                              ledger=dm.InMemoryLedger(uncapped=True))
+    assert not found.unresolved and not found.unseen
+    assert found.pinnable() == ["t", "x"]
+    assert "columns.t.bounds = [\"9" in found.pin() and "columns.d." not in found.pin()
+    assert "Not pinnable: the bounds of ['d']" in found.report()
+    pinned = {c: found.pinned(c) for c in found.pinnable()}
+    assert all(isinstance(v, str) for v in pinned["t"])
+    result = frame.dpmic.pairwise(1.0, bounds=pinned, columns=["t", "x"], bounds_check=None,
+                                  ledger=dm.InMemoryLedger(uncapped=True))
+    assert len(result.values) == 1
+    with pytest.raises(dm.InvalidParameterError, match="timedelta column are seconds;"):
+        frame.dpmic.pairwise(1.0, bounds={"d": found.pinned("d"), "x": (0, 1)},
+                             columns=["d", "x"], ledger=dm.InMemoryLedger(uncapped=True))
