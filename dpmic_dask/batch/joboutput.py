@@ -9,7 +9,9 @@ time, the job, the dataset and the charge.
 
 :func:`check_output` runs before the charge: the folder must take a probe file,
 and an existing SQL table must be able to take this job's columns (missing
-columns are added, nullable; a column of the wrong kind is refused).
+columns are added, nullable; a column of the wrong kind is refused); a table
+that does not exist yet is created and sent a probe row in a transaction that
+is rolled back.
 :func:`deliver` writes rows from the release journal; it can be repeated (a
 file is rewritten with the same rows, a SQL table that holds the run's rows is
 left as it is; one that holds only some of them is refused, never added to or
@@ -26,8 +28,9 @@ from __future__ import annotations
 import hashlib
 import os
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import pandas as pd
 from sqlalchemy import BigInteger, Float, Text, column, func, insert, inspect, select, table, text
 from sqlalchemy import table as sql_table
 from sqlalchemy.engine import make_url
@@ -52,9 +55,6 @@ from dpmic_dask.batch.outputrows import (
     result_rows,  # noqa: F401  (re-exported)
 )
 from dpmic_dask.errors import DPMICError
-
-if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
 
 
 def destination(job, run_id: str) -> str:
@@ -172,14 +172,36 @@ def _probe_insert(conn, table: str, job, run_id: str | None) -> None:
     raise JobIOError(f"SQL table {table!r} cannot take this job's rows; nothing was charged")
 
 
+def _probe_new_table(conn, job, run_id: str | None) -> None:
+    """A table that does not exist yet: created as the delivery would create it,
+    sent :func:`probe_row`, and rolled back, all in one transaction that nobody
+    else sees. A database that refuses either (read only, no right to create, a
+    column too narrow) refuses the run before its charge."""
+    if conn.dialect.name == "sqlite":
+        # pysqlite would run the CREATE outside any transaction: begin one first
+        conn.exec_driver_sql("BEGIN")
+    try:
+        row = pd.DataFrame([probe_row(job, run_id)])
+        row.to_sql(job.output_sql_table, conn, if_exists="fail", index=False,
+                   dtype=_sql_types(row, job))
+    except DBAPIError as exc:
+        kind = type(getattr(exc, "orig", None) or exc).__name__
+        raise JobIOError(f"SQL table {job.output_sql_table!r} does not exist and cannot be "
+                         f"created with this job's rows ({kind}); nothing was charged") from None
+    finally:
+        conn.rollback()
+
+
 def _check_table(job, run_id: str | None = None) -> None:
     table, wanted = job.output_sql_table, expected_columns(job)
     failure: DPMICError | None = None
     try:
+        with sql_engine(job.output_sql_url, job.output_timeout).connect() as conn:
+            if not inspect(conn).has_table(table):
+                _probe_new_table(conn, job, run_id)
+                return
         with sql_engine(job.output_sql_url, job.output_timeout).begin() as conn:
             inspector = inspect(conn)
-            if not inspector.has_table(table):
-                return
             found = {c["name"]: c for c in inspector.get_columns(table)}
             for name, kind in wanted.items():
                 if name in found and not _fits(kind, _kind_of(found[name]["type"])):

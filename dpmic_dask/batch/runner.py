@@ -211,6 +211,12 @@ def run_job(job, run_id: str, *, progress=None, echo: Echo) -> None:
 def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, progress,
                   echo: Echo) -> None:
     """The first run of a key: check, charge once, keep, deliver."""
+    cost = job_cost(job)
+    journaled = JournaledRun(ledger, run_id, job.name, fingerprint)
+    # before any cluster starts or the output is touched (a refused run leaves
+    # no folder or probe behind): the budget's privacy unit is the job's, and it pays
+    check_ledger_unit(ledger, job.dataset, job.privacy_unit)
+    precheck_budget(journaled, job.dataset, cost)
     check_output(job, run_id)
     try:
         check_name_free(job, run_id)
@@ -219,11 +225,6 @@ def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, prog
         # charge below settles from the winner, whose file this is)
         if find_run(ledger, job.dataset, job.name, run_id) is None:
             raise
-    cost = job_cost(job)
-    journaled = JournaledRun(ledger, run_id, job.name, fingerprint)
-    # before any cluster starts: the budget's privacy unit is the job's, and it pays
-    check_ledger_unit(ledger, job.dataset, job.privacy_unit)
-    precheck_budget(journaled, job.dataset, cost)
     held = HeldWarnings(journaled)  # warnings after the charge wait for its commit
     try:
         with held:

@@ -6,6 +6,7 @@ docs/deployment.md, so the table and the behaviour cannot drift apart.
 
 import multiprocessing as mp
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -607,3 +608,42 @@ def test_local_cluster_serves_no_dashboard():
             with pytest.raises(urllib.error.HTTPError) as err:
                 urllib.request.urlopen(f"http://127.0.0.1:{port}{route}", timeout=10)
             assert err.value.code == 404
+
+
+def test_a_sql_output_table_that_cannot_be_created_is_refused_before_the_charge(env):
+    tmp_path, ledger, job = env
+    out = tmp_path / "out.db"
+    sqlite3.connect(out).close()  # an empty database, opened read only below
+    path = job(output={"sql_url": f"sqlite:///file:{out}?mode=ro&uri=true",
+                       "sql_table": "releases"})
+    result = invoke("run", path, "--run-id", "r1")
+    assert result.exit_code != 0 and "cannot be created" in result.output
+    assert "nothing was charged" in result.output and "Traceback" not in result.output
+    assert SQLLedger(ledger).spent("d") == 0
+
+
+def test_the_probe_of_a_new_sql_table_leaves_no_table_behind(env):
+    # the run fails after the output check (its input is gone): the probe's
+    # table and row were rolled back, and a later run creates the table itself
+    tmp_path, ledger, job = env
+    out_url = f"sqlite:///{tmp_path / 'out.db'}"
+    path = job(output={"sql_url": out_url, "sql_table": "releases"},
+               input={"paths": [str(tmp_path / "nowhere" / "*.parquet")]})
+    failed = invoke("run", path, "--run-id", "r1")
+    assert failed.exit_code != 0 and "no such file" in failed.output
+    from sqlalchemy import create_engine, inspect
+
+    assert inspect(create_engine(out_url)).get_table_names() == []
+    good = invoke("run", job(output={"sql_url": out_url, "sql_table": "releases"}),
+                  "--run-id", "r1")
+    assert good.exit_code == 0, good.output
+    assert len(pd.read_sql_table("releases", create_engine(out_url))) == 3
+
+
+def test_a_run_refused_for_its_budget_leaves_no_output_folder(env):
+    tmp_path, ledger, job = env
+    SQLLedger(ledger).charge("d", PrivacyCost(4.5))
+    folder = tmp_path / "fresh-output"
+    result = invoke("run", job(output={"path": str(folder)}), "--run-id", "r")
+    assert result.exit_code == documented_exit("budget exhausted")
+    assert not folder.exists()

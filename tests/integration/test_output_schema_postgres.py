@@ -1,11 +1,16 @@
 """A SQL output table on a real PostgreSQL server whose schema drifts between
 versions of a job: checked (and widened) before the charge, never after."""
 
+import uuid
+
 import pandas as pd
-from sqlalchemy import text
+import psycopg
+from sqlalchemy import inspect, text
 
 from dpmic_dask.batch.cli import Exit
 from dpmic_dask.batch.jobio import sql_engine
+from dpmic_dask.batch.joboutput import check_output
+from dpmic_dask.batch.jobs import load_job
 from dpmic_dask.privacy.accounting import Budget
 from dpmic_dask.privacy.ledger import SQLLedger
 from tests.cli import invoke
@@ -149,3 +154,28 @@ def test_concurrent_deliveries_to_one_table_write_the_rows_once(postgres_url, tm
     assert len(results) == 2
     with sql_engine(postgres_url).connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM rel")).scalar() == len(rows)
+
+
+def test_a_new_output_table_is_probed_before_the_charge_and_left_uncreated(postgres_url,
+                                                                            tmp_path):
+    write_input(tmp_path / "in")
+    SQLLedger(postgres_url).init("d", Budget(5.0))
+    # a role that may connect and read, but not create a table: refused before the charge
+    role = "nocreate_" + uuid.uuid4().hex[:8]
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"REVOKE CREATE ON SCHEMA public FROM PUBLIC, {role}")
+    other = postgres_url.replace("//dpmic@", f"//{role}@")
+    path = write_job(tmp_path / "ro.toml", ledger=postgres_url,
+                     output={"sql_url": other, "sql_table": "fresh"})
+    refused = invoke("run", path, "--run-id", "r1")
+    assert refused.exit_code != 0 and "cannot be created" in refused.output, refused.output
+    assert "nothing was charged" in refused.output
+    assert SQLLedger(postgres_url).spent("d") == 0
+    # the owner's probe leaves no table; the delivery then creates it with the rows
+    path = _job(tmp_path, postgres_url, "ok.toml", "fresh")
+    check_output(load_job(path), "r2")
+    assert not inspect(sql_engine(postgres_url)).has_table("fresh")
+    done = invoke("run", path, "--run-id", "r2")
+    assert done.exit_code == 0, done.output
+    assert len(pd.read_sql_table("fresh", sql_engine(postgres_url))) == 3
