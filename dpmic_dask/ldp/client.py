@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -148,10 +149,17 @@ def _column(frame: pd.DataFrame, name: str, fill) -> np.ndarray:
             f"column {name!r} holds times ({dtype}): the local model takes numbers only; "
             "convert it on the device to a number in a public unit (e.g. days since a "
             "public date) and give its bounds in that unit")
+    if pd.api.types.is_complex_dtype(dtype):  # a cast would keep the real part only
+        raise InvalidDataError(f"column {name!r} holds complex numbers ({dtype}): the local "
+                               "model takes real numbers only")
     try:
-        values = frame[name].to_numpy(dtype=np.float64, na_value=np.nan)
-    except (TypeError, ValueError):
-        raise InvalidDataError(f"column {name!r} holds values that are not numbers") from None
+        with warnings.catch_warnings():
+            # an object column of complex values: refused below, never cast
+            warnings.simplefilter("error", np.exceptions.ComplexWarning)
+            values = frame[name].to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError, OverflowError, np.exceptions.ComplexWarning):
+        raise InvalidDataError(f"column {name!r} holds values that are not real numbers "
+                               "a float64 can hold") from None
     if np.isnan(values).any():
         if fill is None or name not in fill:
             raise MissingValuesError(

@@ -129,7 +129,23 @@ class LocalPairwiseResult:
             "(spread of the bias-corrected estimator, plus its bias and the bias's change).",
             p.statement(),
         ]
+        if self.unreported():
+            lines.append(self.unreported_note())
         return "\n".join(lines)
+
+    def unreported(self) -> list:
+        """The pairs no report was about (their ``mic`` and ``ci95`` are NaN)."""
+        return [pair for pair, e in zip(self.pairs, self.estimates) if e.reports <= 0]
+
+    def unreported_note(self) -> str:
+        """The report's sentence about :meth:`unreported` pairs (``""`` if none)."""
+        missing = self.unreported()
+        if not missing:
+            return ""
+        return (f"No estimate: {len(missing)} of {len(self.pairs)} pairs got no report "
+                f"(each person reports one pair of the design, so {self.privacy.n} reports "
+                "cannot cover them all); their mic and ci95 are NaN. Collect more reports, "
+                "or design fewer pairs.")
 
     def to_html(self, path):
         """Write one self-contained HTML page of these estimates to ``path``: the

@@ -8,13 +8,14 @@ eps-LDP reports: nothing is charged to any ledger (the guarantee is each client'
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 
 import numpy as np
 import pandas as pd
 
 from dpmic_dask.backends import backend_for
-from dpmic_dask.errors import InvalidDataError, InvalidParameterError
+from dpmic_dask.errors import InvalidDataError, InvalidParameterError, NoiseWarning
 from dpmic_dask.ldp.client import design_of, design_protocol
 from dpmic_dask.ldp.estimate import estimate_pair
 from dpmic_dask.ldp.protocols import Protocol
@@ -113,9 +114,12 @@ def pairwise(reports, *, design: dict | None = None, replicates: int = DEFAULT_R
         g=proto.g, n=population, B=family.B, c=family.c, replicates=int(replicates),
         seeded=bool(design.get("seeded", False)), pairs_per_person=1,
         design_pairs=len(design["pairs"]))
-    return LocalPairwiseResult(
+    result = LocalPairwiseResult(
         columns=tuple(design["columns"]),
         pairs=tuple(tuple(p) for p in design["pairs"]),
         estimates=estimates,
         privacy=privacy,
     )
+    if result.unreported():
+        warnings.warn(result.unreported_note(), NoiseWarning, stacklevel=2)
+    return result

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -21,9 +22,10 @@ from dpmic_dask.errors import (
     InvalidDataError,
     InvalidParameterError,
     MissingValuesError,
+    NoiseWarning,
     PrivacyLeakWarning,
 )
-from dpmic_dask.ldp import make_design, randomize, randomize_not_private_seeded
+from dpmic_dask.ldp import make_design, pairwise, randomize, randomize_not_private_seeded
 from dpmic_dask.ldp.bits import WORD, ByteSource
 from dpmic_dask.ldp.client import randomize_with
 from dpmic_dask.ldp.protocols import Protocol, make_protocol, value_digits
@@ -251,6 +253,20 @@ def test_time_columns_are_refused_with_a_hint_not_read_as_nanoseconds(times):
     assert "2024" not in str(err.value) and "days since a public date" in str(err.value)
 
 
+@pytest.mark.parametrize("column", [
+    pd.Series([0.2 + 5j, 0.4 + 0j, 0.9 - 3j]),  # complex128: a cast keeps the real part
+    pd.Series([0.2 + 5j, 0.4, 0.9], dtype=object),
+    pd.Series([10**400, 1, 2], dtype=object),  # no float64 holds it
+])
+def test_values_a_float64_cannot_hold_are_refused_not_cast(column):
+    df = pd.DataFrame({"x": column, "b": [0.1, 0.2, 0.3]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing discarded with a mere warning
+        with pytest.raises(InvalidDataError, match="column 'x' holds") as err:
+            randomize(df, 1.0, bounds={"x": (0, 1), "b": (0, 1)}, bins=2)
+    assert "5j" not in str(err.value) and "0.2" not in str(err.value)
+
+
 def test_parameters_are_checked():
     df = pd.DataFrame({"a": [0.1], "b": [0.2]})
     for kwargs in [dict(eps=0), dict(eps=-1), dict(eps=float("nan")), dict(bins=1),
@@ -294,3 +310,20 @@ def test_budgets_outside_the_design_range_are_refused_with_the_package_error(eps
     frame = pd.DataFrame({"x": [0.1, 0.5], "y": [0.2, 0.9]})
     with pytest.raises(InvalidParameterError, match="eps must be"):
         randomize(frame, eps, bounds={"x": (0, 1), "y": (0, 1)})
+
+
+def test_pairs_without_a_report_are_said_in_a_warning_and_the_report():
+    # 20 people over 45 pairs: at least 25 pairs get no report, whatever the draws
+    gen = np.random.default_rng(0)  # test data only
+    cols = [f"v{i}" for i in range(10)]
+    reports = randomize(pd.DataFrame(gen.uniform(0, 1, (20, 10)), columns=cols), 1.0,
+                        bounds={c: (0, 1) for c in cols})
+    with pytest.warns(NoiseWarning, match="pairs got no report") as caught:
+        result = pairwise(reports, replicates=2)
+    table = result.to_pandas()
+    empty = int((table.reports == 0).sum())
+    assert empty >= 25 and table.mic.isna().sum() == empty
+    assert f"{empty} of 45 pairs got no report" in str(caught[0].message)
+    assert f"No estimate: {empty} of 45 pairs" in result.report()
+    assert sorted(result.unreported()) == sorted(
+        zip(table.x[table.reports == 0], table.y[table.reports == 0]))
