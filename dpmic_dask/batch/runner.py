@@ -44,6 +44,7 @@ from dpmic_dask.batch.joboutput import (
     destination,
     partial_rows_advice,
     result_rows,
+    run_file,
     shown,
     undeliverable,
 )
@@ -172,6 +173,15 @@ def _redeliver_missing(job, ledger: SQLLedger, entry: JournalEntry, here: str,
     that cannot be written again is one line naming ``dpmic deliver`` (exit 7)."""
     gap = delivery_gap(job, entry)
     if gap is None:
+        page = (rows_page_path(run_file(job, entry.run_id))
+                if job.output_path and job.causal is None else None)
+        if page is not None and not page.is_file():
+            _write_page(job, ledger, entry, None, str(run_file(job, entry.run_id)), echo)
+            if page.is_file():
+                echo(f"run {entry.run_id} already released and delivered to {here}, but its "
+                     f"page was missing: wrote it again from the journaled values ({page.name}); "
+                     "nothing was charged")
+                return
         echo(f"run {entry.run_id} already released and delivered to {here}; nothing to do")
         return
     if not gap.rewritable:

@@ -446,3 +446,20 @@ def test_the_failure_table_documents_these_outcomes():
     assert documented_exit("the ledger's file system") == Exit.LEDGER
     assert documented_exit("standard output closed") == Exit.OK
     assert documented_exit("concurrent deliveries") == Exit.OK
+
+
+def test_a_rerun_writes_a_missing_page_again_and_charges_nothing(env):
+    tmp_path, ledger, job = env
+    path = job("a.toml")
+    done = invoke("run", path, "--run-id", "night")
+    assert done.exit_code == Exit.OK, done.output
+    (page,) = (tmp_path / "out" / "_pages").iterdir()
+    first = page.read_text()
+    page.unlink()
+    again = invoke("run", path, "--run-id", "night")
+    assert again.exit_code == Exit.OK, again.output
+    assert "page was missing: wrote it again" in again.output and page.is_file()
+    assert "Run night of job" in page.read_text() and "Run night of job" in first
+    assert len(SQLLedger(ledger).history("d")) == 1
+    third = invoke("run", path, "--run-id", "night")  # all there: nothing to do
+    assert third.exit_code == Exit.OK and "nothing to do" in third.output
