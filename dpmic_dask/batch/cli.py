@@ -31,7 +31,7 @@ from dpmic_dask.batch.jobfile import JobError
 from dpmic_dask.batch.jobio import JobIOError, prepare_folder
 from dpmic_dask.batch.jobplan import job_release_plan
 from dpmic_dask.batch.jobs import load_job
-from dpmic_dask.batch.runner import deliver_job, run_job
+from dpmic_dask.batch.runner import deliver_job, retarget, run_job
 from dpmic_dask.batch.runpage import rebuild
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError
 from dpmic_dask.release.public_plan import explain_lines
@@ -247,9 +247,14 @@ def run(job_file, run_id, progress, dry_run, debug):
 @click.argument("job_file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--run-id", required=True, callback=check_run_id,
               help="The run whose journaled values to write.")
+@click.option("--to", "to_folder", type=click.Path(file_okay=False, path_type=Path),
+              default=None, help="Write them to this folder instead of the job's output.")
+@click.option("--to-sql", default=None, metavar="URL",
+              help="Write them to a SQL table at this URL instead (with --table).")
+@click.option("--table", default=None, help="The SQL table of --to-sql.")
 @debug_option
 @handles_errors
-def deliver(job_file, run_id, debug):
+def deliver(job_file, run_id, to_folder, to_sql, table, debug):
     """Write the journaled values of a charged run of JOB_FILE to its output.
 
     Use it after 'dpmic run' exited 7 (the output could not be written), or to
@@ -258,11 +263,18 @@ def deliver(job_file, run_id, debug):
     them is refused, exit 7: delete those first). Nothing is computed and nothing
     is charged: the values are those released and kept with the charge.
 
+    With --to (a folder) or --to-sql and --table, they go there instead (the old
+    output is lost, say): JOB_FILE stays as it was when the run released, since
+    it identifies the run; the delivery is recorded in the ledger's journal.
+
     \b
-    Example:
+    Examples:
       dpmic deliver jobs/daily.toml --run-id 2026-11-22
+      dpmic deliver jobs/daily.toml --run-id 2026-11-22 --to /mnt/new-disk/releases
     """
-    deliver_job(load_job(job_file), run_id, echo=stdout_echo)
+    job = load_job(job_file)
+    target = retarget(job, folder=to_folder, sql_url=to_sql, sql_table=table)
+    deliver_job(job, run_id, echo=stdout_echo, target=target)
 
 
 @main.command()

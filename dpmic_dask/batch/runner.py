@@ -21,6 +21,7 @@ A failure in 6 keeps the release in the journal (:class:`DeliveryError`).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Callable
 
@@ -284,8 +285,35 @@ def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, prog
     echo(forecast(ledger, job.dataset, cost).sentence(f"of job {job.name!r}"))
 
 
-def deliver_job(job, run_id: str, *, echo: Echo) -> None:
-    """``dpmic deliver``: write a charged run's journaled values (again)."""
+def retarget(job, *, folder=None, sql_url=None, sql_table=None):
+    """``job`` with another output (``dpmic deliver --to``/``--to-sql``): a folder
+    (in the job's file format), or a SQL URL and table; ``job`` itself when none
+    is given. The job file's own output stays what identifies its runs."""
+    if folder is None and sql_url is None:
+        if sql_table is not None:
+            raise InvalidParameterError("--table goes with --to-sql")
+        return job
+    if folder is not None and sql_url is not None:
+        raise InvalidParameterError("give --to (a folder) or --to-sql (a table), not both")
+    if folder is not None:
+        if sql_table is not None:
+            raise InvalidParameterError("--table goes with --to-sql, not with --to")
+        fmt = job.output_format if job.output_path else "parquet"
+        return dataclasses.replace(job, output_path=str(folder), output_format=fmt,
+                                   output_sql_url=None, output_sql_table=None)
+    if job.causal is not None:
+        raise InvalidParameterError("a [causal] run writes files: deliver it with --to "
+                                    "(a folder), not to a SQL table")
+    if not sql_table:
+        raise InvalidParameterError("--to-sql needs --table (the table to write)")
+    return dataclasses.replace(job, output_path=None, output_sql_url=sql_url,
+                               output_sql_table=sql_table)
+
+
+def deliver_job(job, run_id: str, *, echo: Echo, target=None) -> None:
+    """``dpmic deliver``: write a charged run's journaled values (again), to the
+    job's output or to ``target`` (the job with another output, :func:`retarget`;
+    the job file itself must still be the one that released the run)."""
     ledger = open_ledger(job.ledger_url)
     entry = find_run(ledger, job.dataset, job.name, run_id)
     if entry is None:
@@ -297,7 +325,7 @@ def deliver_job(job, run_id: str, *, echo: Echo) -> None:
 
     if not entry.same_job(job_fingerprints(job)):
         raise _other_job(job, entry)
-    where = _deliver(job, ledger, entry, echo)
+    where = _deliver(job if target is None else target, ledger, entry, echo)
     echo(f"run {run_id}: delivered the journaled values of charge {entry.charge_id} to "
          f"{where}; nothing was charged")
 

@@ -2,6 +2,8 @@
 destination, empty releases, concurrent writers, a full ledger disk, a closed
 standard output and the loser of a race for a key."""
 
+import dataclasses
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -11,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from sqlalchemy import create_engine, inspect
 
+import dpmic_dask as dm
 from dpmic_dask.batch import joboutput
 from dpmic_dask.batch import runner as batch
 from dpmic_dask.batch.cli import Exit
@@ -463,3 +466,44 @@ def test_a_rerun_writes_a_missing_page_again_and_charges_nothing(env):
     assert len(SQLLedger(ledger).history("d")) == 1
     third = invoke("run", path, "--run-id", "night")  # all there: nothing to do
     assert third.exit_code == Exit.OK and "nothing to do" in third.output
+
+
+def test_deliver_to_another_output_when_the_old_one_is_gone(env):
+    tmp_path, ledger, job = env
+    path = job("a.toml")
+    done = invoke("run", path, "--run-id", "night")
+    assert done.exit_code == Exit.OK, done.output
+    (written,) = run_files(tmp_path / "out")
+    kept = pq.read_table(tmp_path / "out" / written).to_pandas()
+    # the output's disk is gone: a file now sits where the folder was
+    shutil.rmtree(tmp_path / "out")
+    (tmp_path / "out").write_text("not a folder")
+    lost = invoke("deliver", path, "--run-id", "night")
+    assert lost.exit_code != Exit.OK and "not a folder" in lost.output
+    moved = invoke("deliver", path, "--run-id", "night", "--to", tmp_path / "elsewhere")
+    assert moved.exit_code == Exit.OK, moved.output
+    assert "nothing was charged" in moved.output
+    again = pq.read_table(tmp_path / "elsewhere" / written).to_pandas()
+    pd.testing.assert_frame_equal(again, kept)
+    assert (tmp_path / "elsewhere" / "_pages" / written.replace(".parquet", ".html")).is_file()
+    url = f"sqlite:///{tmp_path / 'out.db'}"
+    to_sql = invoke("deliver", path, "--run-id", "night", "--to-sql", url, "--table", "rel")
+    assert to_sql.exit_code == Exit.OK, to_sql.output
+    table = pd.read_sql_table("rel", create_engine(url))
+    assert list(table.charge_id.unique()) == list(kept.charge_id.unique())
+    assert len(table) == len(kept)
+    assert len(SQLLedger(ledger).history("d")) == 1
+    for args, message in ((("--to-sql", url), "needs --table"),
+                          (("--table", "rel"), "goes with --to-sql"),
+                          (("--to", tmp_path / "x", "--to-sql", url), "not both")):
+        bad = invoke("deliver", path, "--run-id", "night", *args)
+        assert bad.exit_code == Exit.INVALID and message in bad.output
+
+
+def test_a_causal_run_is_delivered_to_a_folder_only(env):
+    _, _, job = env
+    graph_job = dataclasses.replace(load_job(job("a.toml")), causal={"alpha": 0.05})
+    with pytest.raises(dm.InvalidParameterError, match="writes files"):
+        batch.retarget(graph_job, sql_url="sqlite://", sql_table="t")
+    moved = batch.retarget(graph_job, folder="/tmp/x")
+    assert moved.output_path == "/tmp/x" and moved.causal == graph_job.causal
