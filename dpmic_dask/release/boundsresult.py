@@ -127,8 +127,9 @@ class BoundsRelease:
                 continue
             kind = self.kinds.get(name)
             try:
-                for value in self.pinned(name) if kind is not None else ():
-                    kind.bound(value, f"bounds[{name!r}]")
+                if kind is not None:
+                    for value in self.pinned(name):
+                        kind.bound(value, f"bounds[{name!r}]")
             except InvalidParameterError:
                 continue
             out.append(name)
