@@ -257,11 +257,17 @@ def check_categories(schema, categories, *, nulls="raise", fill=None,
             dtype = schema[column]
             origin = ("its categories come from the data" if column_kind(dtype) == "category"
                       else "its distinct values come from the data")
+            text = ("" if not pd.api.types.is_string_dtype(dtype)
+                    or column_kind(dtype) == "category" else
+                    ". If it holds dates, times or numbers as text (Dask turns an object "
+                    "column of datetime.date or Decimal values into text), give it their "
+                    "dtype before Dask reads it, or for dates and times kinds="
+                    f"{{{column!r}: 'date'}} (or 'timestamp')")
             raise InvalidDataError(
                 f"column {column!r} (dtype {dtype}) is categorical and {origin}, which is "
                 f"never public: pass categories={{{column!r}: [public list]}} (values "
                 "outside the list fall into one 'other' bin) or a private choice from a "
-                "public candidate list")
+                f"public candidate list{text}")
     axes = {}
     for column, listed in categories.items():
         dtype = schema[column]

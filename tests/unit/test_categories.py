@@ -3,8 +3,10 @@ brute-force reference computed from the raw values."""
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import math
+from decimal import Decimal
 
 import dask.dataframe as dd
 import numpy as np
@@ -102,6 +104,27 @@ def test_a_categorical_column_without_a_list_is_refused_before_anything_is_read(
     assert "'region'" in message and "never public" in message
     assert "'a'" not in message and "'b'" not in message  # no value quoted
     assert not ledger.charges()
+
+
+def test_a_text_column_of_dates_or_decimals_on_dask_is_refused_with_the_way_out():
+    # Dask turns an object column of datetime.date or Decimal values into text
+    frame = pd.DataFrame({"day": [dt.date(2024, 1, d) for d in range(1, 9)],
+                          "amount": [Decimal("1.25")] * 8, "x": np.linspace(0, 1, 8)})
+    ddf = dd.from_pandas(frame, npartitions=2)
+    ledger = InMemoryLedger(uncapped=True)
+    for column in ("day", "amount"):
+        with pytest.raises(InvalidDataError, match="Dask turns an object column") as info:
+            ddf.dpmic.pairwise(eps=1.0, bounds={"x": (0, 1)}, columns=[column, "x"],
+                               ledger=ledger)
+        assert f"kinds={{'{column}': 'date'}}" in str(info.value)
+        assert "2024" not in str(info.value) and "1.25" not in str(info.value)
+    # the way out it names: the dates are read as dates
+    result = ddf.dpmic.pairwise(eps=1.0, bounds={"day": (dt.date(2024, 1, 1),
+                                                         dt.date(2024, 1, 9)), "x": (0, 1)},
+                                columns=["day", "x"], kinds={"day": "date"},
+                                bounds_check=None, ledger=ledger)
+    assert len(result.values) == 1
+    assert len(ledger.charges()) == 1
 
 
 def test_refusals_of_the_request_before_anything_is_read():
