@@ -40,7 +40,11 @@ def _lookup_table(boundaries: np.ndarray) -> np.ndarray:
     """For each value ``t`` of a position's top bits, the number of ``boundaries``
     below ``t << TABLE_SHIFT`` (the binning kernel's starting point)."""
     starts = np.arange(2 ** (POSITION_BITS - TABLE_SHIFT), dtype=np.int64) << TABLE_SHIFT
-    table = np.searchsorted(boundaries, starts, side="left").astype(np.int64)
+    # 16-bit entries where they fit: 128 KB, which stays in a core's L2 cache
+    # (int64 entries, 512 KB, did not; binning took a third longer)
+    small = boundaries.size <= np.iinfo(np.uint16).max
+    table = np.searchsorted(boundaries, starts, side="left").astype(
+        np.uint16 if small else np.int64)
     boundaries.setflags(write=False)
     table.setflags(write=False)
     return table

@@ -45,9 +45,13 @@ def test_boundaries_are_exact_bin_starts(n_bins, q):
     assert int(np.searchsorted(bounds, q, side="right")) == j
 
 
-@pytest.mark.parametrize("B,c", [(4, 1), (10, 2), (40, 5), (150, 5), (400, 5)])
+@pytest.mark.parametrize("B,c", [(4, 1), (10, 2), (40, 5), (150, 5), (400, 5), (1000, 5)])
 def test_refinement_index_counts_boundaries(B, c):
     family = master_grid_family(B, c)
+    # the look-up table is 16-bit where the joint cells fit (B = 1000: they do not)
+    wide = family.joint.boundaries.size > 65535
+    assert family.joint.table.dtype == (np.int64 if wide else np.uint16)
+    assert wide == (B == 1000)
     rng = np.random.default_rng(B * 10 + c)
     values = np.concatenate([rng.random(20_000), [0.0, 1.0]])
     # include values that sit exactly on, and just below, boundaries of either

@@ -48,10 +48,10 @@ def equipartition_bins(positions, n_bins, out):
 def refinement_index(position, boundaries, table):
     """Number of ``boundaries`` (sorted int64[m]) that are <= ``position``.
 
-    ``table`` (int64[2**16]) holds, for each value ``t`` of the top 16 bits, the
+    ``table`` (uint16 or int64 [2**16]) holds, for each value ``t`` of the top 16 bits, the
     number of boundaries below ``t << 16``; a short forward scan finishes the job.
     """
-    idx = table[position >> TABLE_SHIFT]
+    idx = np.int64(table[position >> TABLE_SHIFT])
     m = boundaries.shape[0]
     while idx < m and boundaries[idx] <= position:
         idx += 1
@@ -64,7 +64,7 @@ def bin_column(values, lo, width, bounds, table, out):
 
     ``values``: float64[n]; ``lo``, ``width``: the public lower bound and
     ``hi - lo``; ``bounds``: int64[m], sorted refinement boundaries, with their
-    look-up ``table`` (int64[2**16]); ``out``: uint16[n] or int32[n], filled with
+    look-up ``table`` (uint16 or int64 [2**16]); ``out``: uint16[n] or int32[n], filled with
     refinement indices.
     """
     for i in range(values.shape[0]):
