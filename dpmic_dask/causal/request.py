@@ -13,6 +13,8 @@ import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import pandas as pd
+
 from dpmic_dask.causal.citests import CORRELATION_TESTS, check_test
 from dpmic_dask.causal.tables import ColumnCoding
 from dpmic_dask.checks import check_bounds, check_column_list, finite_real
@@ -23,6 +25,9 @@ from dpmic_dask.stats.kindbase import reads_as_number
 DEFAULT_BINS = 5
 MAX_BINS = 16
 MAX_CATEGORIES = 254
+#: The smallest test level: below about 2e-16, ``1 - alpha / 2`` is 1 in double
+#: precision and no two-sided threshold can be computed.
+MIN_ALPHA = 1e-15
 #: Counts (int64) one pass holds at most: a level that needs more is counted in
 #: blocks, one pass each; a single table must fit (checked before anything is read).
 MAX_LEVEL_CELLS = 2**26
@@ -59,7 +64,7 @@ def _integer(value, name: str, low: int, high: int) -> int:
     return int(value)
 
 
-def _categories(values, name) -> tuple:
+def _categories(values, name, dtype) -> tuple:
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
         raise InvalidParameterError(f"categories[{name!r}] must be a list of public values")
     cats = tuple(values)
@@ -68,6 +73,15 @@ def _categories(values, name) -> tuple:
             f"categories[{name!r}] must list 1 to {MAX_CATEGORIES} public values")
     if any(c != c for c in cats) or len(set(cats)) != len(cats):
         raise InvalidParameterError(f"categories[{name!r}] must list distinct values, no NaN")
+    # a list no value of the column can match puts every row in "other": refused,
+    # from the dtype alone (an object column may hold anything)
+    text = [isinstance(c, str) for c in cats]
+    if (pd.api.types.is_numeric_dtype(dtype) and any(text)) or (
+            pd.api.types.is_string_dtype(dtype) and not pd.api.types.is_object_dtype(dtype)
+            and not all(text)):
+        raise InvalidParameterError(
+            f"categories[{name!r}] lists {'text' if any(text) else 'non-text values'} for a "
+            f"column of dtype {dtype}: no value of the column can match them")
     return cats
 
 
@@ -93,6 +107,12 @@ def _resolve_test(test: str, codings, per_unit: bool = False) -> str:
         raise InvalidParameterError(
             f'test="{test}" needs public bounds for every column (it reads correlations of '
             'the values); columns with categories take test="g"')
+    unordered = [c.name for c in codings
+                 if c.categories is not None and len(c.categories) > 2]
+    if test == "tau" and unordered:
+        raise InvalidParameterError(
+            f'test="tau" ranks values, and column(s) {unordered} list more than two '
+            'categories, which have no order: use test="chisq" or "g" (or "auto")')
     return test
 
 
@@ -136,11 +156,14 @@ def check_request(dtypes, *, columns, alpha, max_condition_size, bounds, categor
             codings.append(ColumnCoding(c, bins, bounds=check_bounds(bounds[c],
                                                                      f"bounds[{c!r}]")))
         else:
-            cats = _categories(categories[c], c)
+            cats = _categories(categories[c], c, dtypes[c])
             codings.append(ColumnCoding(c, len(cats) + 1, categories=cats))
     alpha = finite_real(alpha, "alpha", "a number in (0, 1)")
     if not 0.0 < alpha < 1.0:
         raise InvalidParameterError("alpha must be a number in (0, 1)")
+    if alpha < MIN_ALPHA:
+        raise InvalidParameterError(f"alpha must be at least {MIN_ALPHA:g}: a smaller level "
+                                    "has no threshold a test can compute")
     # more than p - 2 can never be used: the levels paid for stop there
     max_condition_size = min(_integer(max_condition_size, "max_condition_size", 0, 8),
                              len(selected) - 2)

@@ -173,6 +173,7 @@ def test_over_budget_refused_before_reading(setup):
 @pytest.mark.parametrize("change, words", [
     ({"causal": {"alpha": 1.5}}, "causal.alpha must be a number in (0, 1)"),
     ({"causal": {"alpha": "x"}}, "causal.alpha must be a number"),
+    ({"causal": {"alpha": 1e-16}}, "alpha must be at least 1e-15"),
     ({"causal": {"bins": 40}}, "causal.bins must be an integer in [2, 16]"),
     ({"causal": {"test": "chi"}}, "test must be one of"),
     ({"causal": {"select_share": 1}}, "causal.select_share must be a number in (0, 1)"),

@@ -270,6 +270,17 @@ def capped(eps=10.0, delta=0.0):
     (dict(categories={"a": [0, 0]}), InvalidParameterError),
     (dict(categories={"a": [0, 1]}), InvalidParameterError),  # also has bounds
     (dict(alpha=1.0), InvalidParameterError),
+    # no two-sided threshold exists (1 - alpha / 2 is 1): refused before, not after,
+    # the charge, on the signs and the released-quantile paths
+    (dict(alpha=1e-16), InvalidParameterError),
+    (dict(alpha=1e-16, delta=1e-6), InvalidParameterError),
+    # a rank test on unordered categories
+    (dict(categories={"e": ["x", "y", "z"]}, bounds={"a": (0, 4), "b": (0, 4)}, test="tau"),
+     InvalidParameterError),
+    # categories no value of the column can match (every row would be "other")
+    (dict(categories={"a": ["0", "1"]}, bounds={"b": (0, 4), "c": (0, 4)}),
+     InvalidParameterError),
+    (dict(categories={"e": [0, 1]}, bounds={"b": (0, 4), "c": (0, 4)}), InvalidParameterError),
     (dict(bins=1), InvalidParameterError),
     (dict(bins=2.5), InvalidParameterError),
     (dict(max_condition_size=-1), InvalidParameterError),
