@@ -114,6 +114,26 @@ def smallest_visible_effect(codings, n: int, variance: float, alpha: float) -> f
     return found if found <= math.sqrt(kx - 1) else math.inf
 
 
+def flat_columns(joints, variance: float) -> set:
+    """The columns (indices) that show at most one category or bin above the noise
+    in every one of ``joints`` (``{columns: noisy joint table}``, one axis per
+    column in that order) that holds them: a category takes part where its noisy
+    margin exceeds :data:`VISIBLE` standard deviations of that margin's noise, the
+    rule :func:`noisy_chisq` applies to rows and columns. No test of such a column
+    has a degree of freedom, so none can separate it. Post-processing only."""
+    sd = math.sqrt(max(variance, 0.0))
+    seen: dict[int, bool] = {}
+    for columns, table in joints.items():
+        table = np.asarray(table, dtype=np.float64)
+        for axis, column in enumerate(columns):
+            others = tuple(a for a in range(table.ndim) if a != axis)
+            margin = table.sum(axis=others)
+            cells = table.size // table.shape[axis]
+            wide = int((margin > VISIBLE * sd * math.sqrt(cells)).sum()) >= 2
+            seen[column] = seen.get(column, False) or wide
+    return {column for column, wide in seen.items() if not wide}
+
+
 class NoisyChisqMargins:
     """Margins ``alpha - p`` (negative: independent) of a level's tests on their
     released tables, and the noise-aware chi-square statistics (post-processing)."""
@@ -145,5 +165,5 @@ class NoisyChisqMargins:
                 self.margin[key] = alpha - (chi2_sf(float(stat), int(df)) if seen else 0.0)
 
 
-__all__ = ["SMALL_EFFECT", "VISIBLE", "NoisyChisqMargins", "can_see", "noisy_chisq",
-           "noisy_chisq_many", "smallest_visible_effect"]
+__all__ = ["SMALL_EFFECT", "VISIBLE", "NoisyChisqMargins", "can_see", "flat_columns",
+           "noisy_chisq", "noisy_chisq_many", "smallest_visible_effect"]

@@ -50,8 +50,11 @@ from dpmic_dask.stats.kindbase import number_axis
 #: Gauss-Legendre nodes of the integral of the bivariate normal density over the
 #: correlation (Plackett's identity), used by :func:`orthant`.
 _NODES, _WEIGHTS = np.polynomial.legendre.leggauss(48)
-#: Released shares above a cut are kept inside this distance of 0 and 1.
-_EDGE = 1e-3
+#: Released shares above a cut are kept inside this distance of 0 and 1; a column
+#: whose share is within it is one-sided (:func:`one_sided`), and a released
+#: histogram with all but this share of the rows in one bin is read the same way.
+ONE_SIDE = 1e-3
+_EDGE = ONE_SIDE
 #: Largest absolute tetrachoric correlation returned.
 _MOST = 0.999
 #: Quasi-random draws of the latent normals behind a test's covariance of sign
@@ -209,6 +212,14 @@ def orthant(h, k, r):
     return half * inner
 
 
+def one_sided(released: np.ndarray, p: int, n: int) -> np.ndarray:
+    """Which columns' released share of sign ``+1`` is within ``_EDGE`` of 0 or 1:
+    (nearly) every row on one side of the cut, as for values piled at a bound or
+    a constant column. Their correlations are read as 0 (:func:`tetrachoric`)."""
+    raw = 0.5 * (1.0 + np.asarray(released[:p], dtype=np.float64) / n)
+    return ~((raw > _EDGE) & (raw < 1.0 - _EDGE))
+
+
 def tetrachoric(released: np.ndarray, p: int, n: int):
     """Post-processing of the released sums: ``(r, slope, sampling, h)``.
 
@@ -221,10 +232,9 @@ def tetrachoric(released: np.ndarray, p: int, n: int):
     column's latent cut (a sign ``+1`` is ``Z <= h`` of a standard normal ``Z``)."""
     iu = np.triu_indices(p, 1)
     sums, cross = released[:p] / n, released[p:] / n
-    raw = 0.5 * (1.0 + sums)
-    share = np.clip(raw, _EDGE, 1.0 - _EDGE)  # of rows with sign +1
+    share = np.clip(0.5 * (1.0 + sums), _EDGE, 1.0 - _EDGE)  # of rows with sign +1
     # a column with (nearly) every row on one side of its cut shows no dependence
-    degenerate = ~((raw > _EDGE) & (raw < 1.0 - _EDGE))
+    degenerate = one_sided(released, p, n)
     inv = np.vectorize(NormalDist().inv_cdf)
     h = inv(share)  # a sign +1 is "Z <= h" of a standard normal Z (orientation only)
     a, b = iu
@@ -320,7 +330,7 @@ def concordance_variance(grad: np.ndarray, beta: np.ndarray, r: np.ndarray,
     return total if total > 0 else float((g * g) @ np.diag(cov))
 
 
-__all__ = ["QuadrantBudget", "SignSums", "combine_signs", "concordance_variance",
+__all__ = ["ONE_SIDE", "QuadrantBudget", "SignSums", "combine_signs", "concordance_variance",
            "concordances", "median_cuts", "median_scores", "median_selector", "quadrant_l1",
-           "quadrant_l2", "quadrant_unit_l1", "quadrant_unit_l2", "sign_partition",
-           "tetrachoric"]
+           "one_sided", "quadrant_l2", "quadrant_unit_l1", "quadrant_unit_l2",
+           "sign_partition", "tetrachoric"]

@@ -14,6 +14,20 @@ import pandas as pd
 from dpmic_dask.release.htmlreport import causal_view, write_page
 
 
+def flat_note(columns, test: str) -> str:
+    """What a release says of columns whose released statistics put (nearly) every
+    row in one category or on one side of the cut, and what the search did."""
+    if test in ("copula", "fisherz"):
+        return (f"columns {list(columns)}: (nearly) every row is in one released bin or "
+                "on one side of the released cut, so their correlations are read as about "
+                "0 and their edges go: "
+                "values piled at a bound (public bounds that miss the data?) or a column "
+                "that is (almost) constant")
+    return (f"columns {list(columns)}: at most one category or bin above the noise in "
+            "their level-0 tables, so no test can separate them and their edges stay: a "
+            "column that is (almost) constant, or whose listed categories do not occur")
+
+
 @dataclass(frozen=True)
 class CausalReport:
     """What a causal graph release spent and how (all public)."""
@@ -49,6 +63,9 @@ class CausalReport:
     rows_noisy: int | None = None
     #: why the search ended before ``max_condition_size`` ("" when it did not)
     ended: str = ""
+    #: columns whose released statistics show (nearly) every row in one category
+    #: or on one side of the cut (:func:`flat_note`)
+    flat: tuple = ()
 
     @property
     def tests(self) -> int:
@@ -108,6 +125,8 @@ class CausalReport:
                      "they separate nothing)") if getattr(r, "blind", 0) else ""
             lines.append(f"  level {r.level}: {r.edges_tested} edges tested with {r.tests} "
                          f"tests, {r.removed} removed{blind}")
+        if self.flat:
+            lines.append(f"  {flat_note(self.flat, self.test)}")
         if self.ended:
             lines.append(f"  {self.ended}")
         lines.append(f"{self.tests} tests in {self.passes} passes over the data")

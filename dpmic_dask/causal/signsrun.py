@@ -8,6 +8,7 @@ bounded rows, behind a private row count."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Generator
 from dataclasses import dataclass, replace
 from functools import partial
@@ -28,11 +29,12 @@ from dpmic_dask.causal.quadrant import (
     concordances,
     median_cuts,
     median_selector,
+    one_sided,
     sign_partition,
     tetrachoric,
 )
-from dpmic_dask.causal.result import CausalGraph, CausalReport
-from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.causal.result import CausalGraph, CausalReport, flat_note
+from dpmic_dask.errors import BoundsWarning, InvalidParameterError
 from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.privacy.mechanisms.base import MAX_NOISE_UNITS
 from dpmic_dask.privacy.statement import privacy_statement
@@ -108,8 +110,15 @@ def release_signs(plan: SignsPlan, frame, request, backend, progress, margins, n
 
 
 def sign_result(request, tests, report, released, cuts) -> CausalGraph:
-    """PC on the tests, with the released sums and cuts on the result."""
+    """PC on the tests, with the released sums and cuts on the result; columns
+    with (nearly) every row on one side of the cut are said in the report and a
+    warning (after the charge: shown, never raised)."""
     cut_of = {name: int(c) for name, c in zip(request.names, np.asarray(cuts))}
+    sided = one_sided(released, len(request.names), report.rows)
+    flat = tuple(name for name, one in zip(request.names, sided) if one)
+    if flat:
+        report = replace(report, flat=flat)
+        warnings.warn(flat_note(flat, "copula"), BoundsWarning, stacklevel=2)
     return correlation_result(request, tests, None, report,
                               released={"signs": released, "cuts": cut_of})
 

@@ -27,18 +27,23 @@ Levels compose (adaptively): the whole is ``(eps, delta)`` as charged once.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from dpmic_dask.causal.correlationsearch import refuse_missing_values
 from dpmic_dask.causal.levelcount import counter, first_level
-from dpmic_dask.causal.noisychisq import NoisyChisqMargins, smallest_visible_effect
+from dpmic_dask.causal.noisychisq import (
+    NoisyChisqMargins,
+    flat_columns,
+    smallest_visible_effect,
+)
 from dpmic_dask.causal.orient import cpdag
-from dpmic_dask.causal.result import CausalGraph, CausalReport
+from dpmic_dask.causal.result import CausalGraph, CausalReport, flat_note
 from dpmic_dask.causal.skeleton import exact_decision, pc_skeleton
 from dpmic_dask.causal.tables import LevelTables, TableKey
-from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.errors import InvalidParameterError, NoiseWarning
 from dpmic_dask.privacy.costs import PrivacyCost, measure_for
 from dpmic_dask.privacy.mechanisms.base import MAX_NOISE_UNITS
 from dpmic_dask.privacy.statement import privacy_statement
@@ -249,6 +254,10 @@ def released_tables_graph(frame, request, eps, delta, level_shares, backend, spl
         unit_fields = {"unit": unit_label(units[0]), "max_rows_per_unit": units[1],
                        "rows_noisy": n}
     level0 = released.levels[0]
+    flat = tuple(request.names[c] for c in sorted(flat_columns(
+        {s: level0.joint(s) for s in level0.sets}, level0.variance)))
+    if flat:  # after the charge: shown, never raised
+        warnings.warn(flat_note(flat, "chisq"), NoiseWarning, stacklevel=2)
     report = CausalReport(
         True, "chisq", request.alpha, n, request.bins, request.max_condition_size,
         epsilon=budget.total.epsilon, delta=budget.total.delta, statement=statement,
@@ -256,7 +265,7 @@ def released_tables_graph(frame, request, eps, delta, level_shares, backend, spl
         smallest_visible=smallest_visible_effect(request.codings, n, level0.variance,
                                                  request.alpha),
         levels=tuple(skeleton.levels), passes=len(passes),
-        ended=ended[0] if ended else "")
+        ended=ended[0] if ended else "", flat=flat)
     graph = cpdag(skeleton.adjacency, skeleton.separating_sets)
     tables = [{tuple(request.names[c] for c in s): r.joint(s) for s in r.sets}
               for r in released.levels]
