@@ -58,11 +58,15 @@ class ColumnCoding:
     def _category_codes(self, values) -> tuple[np.ndarray, bool]:
         series = np.asarray(values)
         # NaN, None, NaT and pd.NA alike (an object or categorical column too)
-        missing = bool(pd.isna(series).any())
+        absent = np.asarray(pd.isna(series), dtype=bool)
         out = np.full(series.shape[0], self.size - 1, dtype=np.uint8)  # "other"
+        present = series[~absent] if absent.any() else series  # pd.NA never compared
+        codes = out[~absent] if absent.any() else out
         for code, category in enumerate(self.categories):  # type: ignore[arg-type]
-            out[series == category] = code
-        return out, missing
+            codes[present == category] = code
+        if absent.any():
+            out[~absent] = codes
+        return out, bool(absent.any())
 
 
 def equal_width_bins(values, bounds, n_bins: int) -> tuple[np.ndarray, np.ndarray]:

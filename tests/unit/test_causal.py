@@ -472,3 +472,27 @@ def test_what_a_decisions_noise_hides_from_public_quantities():
     # noise no dependence can rise above (|tau| <= 1, w <= sqrt(min(k) - 1)): "none"
     assert smallest_visible_decision("tau", 100, 1e4, True, 0.05, 1, 1.0) == math.inf
     assert smallest_visible_decision("g", 100, 1e6, True, 0.05, 4, math.sqrt(2.0)) == math.inf
+
+
+def test_missing_values_in_nullable_columns_are_refused_as_missing_before_the_charge():
+    n = 400
+    gen = np.random.default_rng(5)  # test data only
+    flags = gen.integers(0, 2, n).astype(bool)
+    frame = pd.DataFrame({"a": pd.array(flags, dtype="boolean"),
+                          "b": pd.array(np.where(flags, "x", "y"), dtype="string"),
+                          "c": gen.normal(size=n)})
+    args = dict(categories={"a": [True, False], "b": ["x", "y"]}, bounds={"c": (-4, 4)})
+    # without a missing value, the nullable columns code as their plain dtypes do
+    plain = frame.astype({"a": bool, "b": object})
+    same = [ColumnCoding(col, 3, categories=tuple(args["categories"][col])).codes(
+        f[col].to_numpy()) for col in ("a", "b") for f in (frame, plain)]
+    assert all(np.array_equal(x[0], y[0]) for x, y in zip(same[::2], same[1::2]))
+    frame.loc[5, "a"] = pd.NA
+    frame.loc[7, "b"] = pd.NA
+    codes, missing = ColumnCoding("a", 3, categories=(True, False)).codes(frame["a"].to_numpy())
+    assert missing and codes[5] == 2 and np.array_equal(np.delete(codes, 5),
+                                                        np.where(np.delete(flags, 5), 0, 1))
+    ledger = capped()
+    with pytest.raises(MissingValuesError, match=r"\['a', 'b'\] contain missing"):
+        causal_graph(frame, 1.0, ledger=ledger, dataset="d", **args)
+    assert ledger.charges("d") == []
