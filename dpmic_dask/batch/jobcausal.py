@@ -41,7 +41,13 @@ import numpy as np
 from dpmic_dask.batch.jobfile import JobError
 from dpmic_dask.batch.outputnames import Gap, run_file, shown, undeliverable
 from dpmic_dask.causal.copulaunit import check_unit_arguments
-from dpmic_dask.causal.request import check_request, check_shares
+from dpmic_dask.causal.request import (
+    check_request,
+    check_shares,
+    seconds_bounds,
+    seconds_schema,
+    time_kinds,
+)
 from dpmic_dask.causal.result import CausalGraph, CausalReport
 from dpmic_dask.errors import InvalidParameterError, LedgerError
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon
@@ -127,9 +133,12 @@ def causal_plan(job, schema) -> CausalPlan:
     eps, delta = check_epsilon(job.eps), check_delta(job.delta)
     args = causal_arguments(job)
     try:
-        request = check_request(schema, columns=args["columns"], alpha=args["alpha"],
+        kinds = time_kinds(schema, args["bounds"])  # read as seconds, as the release does
+        request = check_request(seconds_schema(schema, kinds), columns=args["columns"],
+                                alpha=args["alpha"],
                                 max_condition_size=args["max_condition_size"],
-                                bounds=args["bounds"], categories=args["categories"],
+                                bounds=seconds_bounds(args["bounds"], kinds),
+                                categories=args["categories"],
                                 bins=args["bins"], test=args["test"],
                                 per_unit=args.get("privacy_unit") is not None)
         check_shares(None, request.levels, args["select_share"])

@@ -65,7 +65,8 @@ from dpmic_dask.causal.request import (
     MAX_BINS,  # noqa: F401  (re-exported)
     MAX_CATEGORIES,  # noqa: F401  (re-exported)
     CausalRequest,
-    check_request,
+    check_request,  # noqa: F401  (re-exported)
+    seconds_request,
 )
 from dpmic_dask.causal.result import CausalGraph, CausalReport
 from dpmic_dask.causal.skeleton import Margins, exact_decision, pc_skeleton
@@ -208,10 +209,10 @@ def _causal(frame, eps, delta, columns, alpha, max_condition_size, bounds, categ
     delta = check_delta(delta)
     check_ledger(ledger)
     backend = backend_for(frame)
-    request = check_request(backend.schema(frame), columns=columns, alpha=alpha,
-                            max_condition_size=max_condition_size, bounds=bounds,
-                            categories=categories, bins=bins, test=test,
-                            per_unit=units[0] is not None)
+    frame, request = seconds_request(frame, backend, columns=columns, alpha=alpha,
+                                     max_condition_size=max_condition_size, bounds=bounds,
+                                     categories=categories, bins=bins, test=test,
+                                     per_unit=units[0] is not None)
     shares = check_shares(level_shares, request.levels, select_share)
     if request.test == "fisherz":
         raise InvalidParameterError(
@@ -295,9 +296,9 @@ def causal_graph_exact(frame, *, columns=None, alpha=0.05, max_condition_size=2,
     knobs = engine(split_every=split_every, progress=progress)
     split_every, progress = knobs.split_every, knobs.progress
     backend = backend_for(frame)
-    request = check_request(backend.schema(frame), columns=columns, alpha=alpha,
-                            max_condition_size=max_condition_size, bounds=bounds,
-                            categories=categories, bins=bins, test=test)
+    frame, request = seconds_request(frame, backend, columns=columns, alpha=alpha,
+                                     max_condition_size=max_condition_size, bounds=bounds,
+                                     categories=categories, bins=bins, test=test)
     if request.test in ("copula", "fisherz"):
         codings = None
         if request.test == "copula":  # the bins at the exact marginal quantiles

@@ -13,13 +13,16 @@ import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from dpmic_dask.causal.citests import CORRELATION_TESTS, check_test
 from dpmic_dask.causal.tables import ColumnCoding
 from dpmic_dask.checks import check_bounds, check_column_list, finite_real
-from dpmic_dask.errors import InvalidDataError, InvalidParameterError
+from dpmic_dask.errors import DPMICError, InvalidDataError, InvalidParameterError
 from dpmic_dask.stats.kindbase import reads_as_number
+from dpmic_dask.stats.kinds import axis_partition, column_kind
+from dpmic_dask.stats.timekind import TimeKind
 
 #: Default number of bins of a bounded column (a range equipartition).
 DEFAULT_BINS = 5
@@ -114,6 +117,60 @@ def _resolve_test(test: str, codings, per_unit: bool = False) -> str:
             f'test="tau" ranks values, and column(s) {unordered} list more than two '
             'categories, which have no order: use test="chisq" or "g" (or "auto")')
     return test
+
+
+def time_kinds(dtypes, bounds) -> dict:
+    """The bounded columns of a time kind (timestamps, dates, durations: detected
+    from the dtype, or an ``object`` column of dates given date bounds), by name.
+    The tests read them as seconds (since the epoch, UTC; SPEC section 8's one
+    rule), their bounds converted by the kind. Anything else is left to
+    :func:`check_request`'s wording."""
+    names = list(dtypes.index) if hasattr(dtypes, "index") else list(dtypes)
+    found = {}
+    for name, pair in (bounds or {}).items() if isinstance(bounds, Mapping) else ():
+        if name not in names or reads_as_number(dtypes[name], pair):
+            continue
+        try:
+            kind = column_kind(name, dtypes[name], bounds=pair)
+        except DPMICError:
+            continue
+        if isinstance(kind, TimeKind):
+            found[name] = kind
+    return found
+
+
+def seconds_bounds(bounds, kinds: dict) -> dict:
+    """``bounds`` with those of the :func:`time_kinds` columns in seconds."""
+    out = dict(bounds or {})
+    for name, kind in kinds.items():
+        pair = out[name]
+        if isinstance(pair, (list, tuple)) and len(pair) == 2:
+            out[name] = tuple(kind.bound(v, f"bounds[{name!r}]") for v in pair)
+    return out
+
+
+def seconds_schema(dtypes, kinds: dict):
+    """``dtypes`` with the :func:`time_kinds` columns as float64 (what they become)."""
+    if not kinds:
+        return dtypes
+    out = pd.Series(dtypes).copy()
+    for name in kinds:
+        out[name] = np.dtype(np.float64)
+    return out
+
+
+def seconds_request(frame, backend, *, bounds, **checks) -> tuple:
+    """``(frame, request)``: :func:`check_request` on the schema and bounds with
+    every :func:`time_kinds` column in seconds, then ``frame`` with those columns
+    converted (lazily on Dask, one map over the partitions)."""
+    schema = backend.schema(frame)
+    kinds = time_kinds(schema, bounds)
+    request = check_request(seconds_schema(schema, kinds), bounds=seconds_bounds(bounds, kinds),
+                            **checks)
+    if kinds:
+        meta = axis_partition(backend.empty(frame), kinds, ())
+        frame = backend.map_partitions(frame, axis_partition, kinds, (), meta=meta)
+    return frame, request
 
 
 def check_request(dtypes, *, columns, alpha, max_condition_size, bounds, categories, bins,

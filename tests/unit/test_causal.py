@@ -3,6 +3,7 @@ release's checks and single charge."""
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import math
 
@@ -496,3 +497,40 @@ def test_missing_values_in_nullable_columns_are_refused_as_missing_before_the_ch
     with pytest.raises(MissingValuesError, match=r"\['a', 'b'\] contain missing"):
         causal_graph(frame, 1.0, ledger=ledger, dataset="d", **args)
     assert ledger.charges("d") == []
+
+
+def test_time_columns_are_read_as_seconds_like_their_numbers():
+    # SPEC 8: times are usable; a causal graph reads them as seconds since the epoch
+    # (durations as seconds), bounds converted by the same rule
+    n = 6000
+    gen = np.random.default_rng(8)  # test data only
+    x = gen.normal(size=n)
+    base = pd.Timestamp("2024-01-01", tz="UTC")
+    seconds = (x * 30 + 100) * 86400.0
+    frame = pd.DataFrame({
+        "when": base + pd.to_timedelta(seconds, unit="s"),
+        "day": [(base + pd.Timedelta(days=int(v))).date() for v in (x * 30 + 100)],
+        "took": pd.to_timedelta(np.abs(x) * 3600.0, unit="s"),
+        "y": x + 0.3 * gen.normal(size=n), "z": gen.normal(size=n)})
+    bounds = {"when": ("2023-06-01", "2025-01-01"), "took": (dt.timedelta(0),
+                                                             dt.timedelta(hours=5)),
+              "day": (dt.date(2023, 6, 1), dt.date(2025, 1, 1)), "y": (-5, 5), "z": (-5, 5)}
+    numbers = pd.DataFrame({
+        "when": base.timestamp() + seconds,
+        "day": [pd.Timestamp(d, tz="UTC").timestamp() for d in frame["day"]],
+        "took": frame["took"].dt.total_seconds(), "y": frame.y, "z": frame.z})
+    as_seconds = {"when": (pd.Timestamp("2023-06-01", tz="UTC").timestamp(),
+                           pd.Timestamp("2025-01-01", tz="UTC").timestamp()),
+                  "took": (0.0, 5 * 3600.0),
+                  "day": (pd.Timestamp("2023-06-01", tz="UTC").timestamp(),
+                          pd.Timestamp("2025-01-01", tz="UTC").timestamp()),
+                  "y": (-5, 5), "z": (-5, 5)}
+    for test in ("copula", "tau"):
+        timed = causal_graph_exact(frame, bounds=bounds, test=test, max_condition_size=1)
+        plain = causal_graph_exact(numbers, bounds=as_seconds, test=test, max_condition_size=1)
+        assert timed.skeleton == plain.skeleton and frozenset(("day", "when")) in timed.skeleton
+    ledger = InMemoryLedger(uncapped=True)
+    for data in (frame, dd.from_pandas(frame, npartitions=3)):
+        graph = causal_graph(data, 4.0, bounds=bounds, ledger=ledger)
+        assert frozenset(("day", "when")) in graph.skeleton
+    assert len(ledger.charges()) == 2

@@ -118,14 +118,14 @@ def test_per_unit_keeps_k_rows_per_unit_and_charges_once():
     assert len(ledger.charges("d")) == 1 and float(ledger.spent("d")) == pytest.approx(1.0)
     text = str(report)
     assert "adding or removing all rows of any one who" in text and "noisy count" in text
-    # the chain x - y - z: its edges always; x and z separated by y in nearly every
-    # release (the kept rows and the noise are fresh each time: 80 of 80 when written,
-    # one miss in five CI runs), so in at least two of three
+    # the chain x - y - z: its edges always; x and z separated by y in most releases
+    # (the kept rows and the noise are fresh each time: 55 of 60 measured), so in at
+    # least 6 of 10 (by chance fewer about once in 2,000 runs)
     truth = {frozenset("xy"), frozenset("yz")}
     assert truth <= g.skeleton
     again = [causal_graph(frame, 1.0, bounds=BOUNDS, privacy_unit="who",
-                          max_rows_per_unit=1).skeleton for _ in range(2)]
-    assert sum(s == truth for s in [g.skeleton, *again]) >= 2
+                          max_rows_per_unit=1).skeleton for _ in range(9)]
+    assert sum(s == truth for s in [g.skeleton, *again]) >= 6
 
 
 def test_per_unit_with_tiny_noise_releases_the_sums_of_the_kept_rows():
