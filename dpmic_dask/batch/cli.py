@@ -31,6 +31,7 @@ from dpmic_dask.batch.jobfile import JobError
 from dpmic_dask.batch.jobio import JobIOError, prepare_folder
 from dpmic_dask.batch.jobplan import job_release_plan
 from dpmic_dask.batch.jobs import load_job
+from dpmic_dask.batch.pageledger import redacted
 from dpmic_dask.batch.runner import deliver_job, retarget, run_job
 from dpmic_dask.batch.runpage import rebuild
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError
@@ -179,7 +180,7 @@ def validate(job_file, read_schema, debug):
     pairs = len(job.bounds) * (len(job.bounds) - 1) // 2
     what = f"{pairs} pairs" if job.causal is None else "a causal graph"
     click.echo(f"{job_file}: ok ({len(job.bounds)} columns, {what}, eps={job.eps:g}, "
-               f"dataset {job.dataset!r}, ledger {job.ledger_url})")
+               f"dataset {job.dataset!r}, ledger {redacted(job.ledger_url)})")
     if planned is not None and job.causal is None:  # the release plan, as plan.explain()
         click.echo("\n".join(explain_lines(planned, None)))
 

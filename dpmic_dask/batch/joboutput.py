@@ -37,6 +37,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from dpmic_dask.batch.jobio import JobIOError, _sql_failure, prepare_folder, sql_engine
+from dpmic_dask.batch.pageledger import public_query
 from dpmic_dask.batch.outputnames import (  # noqa: F401  (re-exported)
     DeliveryError,
     Gap,
@@ -63,7 +64,11 @@ def destination(job, run_id: str) -> str:
     if job.output_path:
         return os.path.abspath(run_file(job, run_id))
     try:
-        server = make_url(job.output_sql_url).render_as_string(hide_password=True)
+        url = make_url(job.output_sql_url)
+        # nor one in the query (?password=): the parameters that hold a secret go
+        url = url.set(query={k: v for k, v in url.query.items()
+                             if public_query(f"{k}=") == f"{k}="})
+        server = url.render_as_string(hide_password=True)
     except Exception:  # noqa: BLE001 - an unparsable URL is refused when used
         server = "?"
     return f"SQL table {job.output_sql_table!r} at {server}"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 import re
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from dpmic_dask.errors import DPMICError
 from dpmic_dask.privacy.accounting import ledger_from_url
@@ -23,17 +23,38 @@ from dpmic_dask.release.htmlreport.ledgerview import ledger_unavailable, ledger_
 _META = re.compile(r'<meta name="dpmic-(?P<key>ledger|dataset)" content="(?P<value>[^"]*)"')
 
 
+#: Query parameters of a database URL that hold a secret (libpq's ``password``
+#: and ``sslpassword``; any name holding one of these words).
+_SECRET_PARAMETERS = ("pass", "secret", "token")
+
+
+def public_query(query: str) -> str:
+    """A URL's query string without the parameters that hold a secret."""
+    return "&".join(pair for pair in query.split("&") if pair and not any(
+        word in unquote(pair.split("=", 1)[0]).lower() for word in _SECRET_PARAMETERS))
+
+
 def redacted(url: str) -> str:
-    """``url`` without its password (a page never holds one): a PostgreSQL ledger
-    is then reached with the password from ``PGPASSWORD`` or ``~/.pgpass``."""
-    parts = urlsplit(url)
+    """``url`` without its password (a page, a message or the journal never holds
+    one): the one before ``@`` and any query parameter that holds a secret
+    (``?password=``); a PostgreSQL ledger is then reached with the password from
+    ``PGPASSWORD`` or ``~/.pgpass``. A URL that does not parse is withheld."""
+    base, asked, rest = url.partition("?")
+    if asked:  # the query, cut by hand: urlunsplit would rewrite "sqlite:////x.db"
+        query, hashed, fragment = rest.partition("#")
+        kept = public_query(query)
+        url = base + (f"?{kept}" if kept else "") + hashed + fragment
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return "(a URL that does not parse, withheld)"
     if parts.password is None:
         return url
-    user = parts.username or ""
     host = parts.hostname or ""
     if ":" in host:
         host = f"[{host}]"
-    netloc = f"{user}@{host}" + (f":{parts.port}" if parts.port is not None else "")
+    netloc = f"{parts.username or ''}@{host}" + (f":{port}" if port is not None else "")
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 

@@ -21,6 +21,8 @@ import pytest
 
 import dpmic_dask as dm
 from dpmic_dask.batch.cli import Exit
+from dpmic_dask.batch.joboutput import destination
+from dpmic_dask.batch.jobs import load_job
 from dpmic_dask.privacy.accounting import Budget, PrivacyCost
 from dpmic_dask.privacy.ledger import SQLLedger
 from dpmic_dask.privacy.ledgerdb import SCHEMA_VERSION
@@ -647,3 +649,16 @@ def test_a_run_refused_for_its_budget_leaves_no_output_folder(env):
     result = invoke("run", job(output={"path": str(folder)}), "--run-id", "r")
     assert result.exit_code == documented_exit("budget exhausted")
     assert not folder.exists()
+
+
+def test_validate_and_the_journal_never_show_a_password(env):
+    tmp_path, _, job = env
+    for url in ("postgresql://ops:s3cret@127.0.0.1:1/ledger",
+                "postgresql://ops@127.0.0.1:1/ledger?password=s3cret&sslmode=prefer"):
+        out = invoke("validate", job(ledger=url))
+        assert out.exit_code == 0 and "s3cret" not in out.output, out.output
+        assert "ledger postgresql://ops@127.0.0.1:1/ledger" in out.output
+    target = load_job(job(output={"sql_url": "postgresql://ops@db/out?password=s3cret"
+                                              "&sslmode=prefer", "sql_table": "t"}))
+    where = destination(target, "r1")
+    assert "s3cret" not in where and "sslmode=prefer" in where

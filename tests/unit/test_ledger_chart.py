@@ -125,6 +125,14 @@ def test_a_page_never_records_a_ledgers_password():
     assert redacted("sqlite:////var/lib/dpmic/ledger.db") == "sqlite:////var/lib/dpmic/ledger.db"
     section = history_at("postgresql://ops:s3cret@127.0.0.1:1/nothing", "sales")
     assert "s3cret" not in page_with(section)
+    # libpq also takes a password in the query string; other parameters stay
+    assert redacted("postgresql://ops@db:5432/ledger?sslmode=require&password=s3cret"
+                    "&sslpassword=k3y") == "postgresql://ops@db:5432/ledger?sslmode=require"
+    assert redacted("postgresql://ops@db/ledger?PassWord=s3cret") == "postgresql://ops@db/ledger"
+    assert redacted("sqlite:///ledger.db?password=s3cret") == "sqlite:///ledger.db"
+    assert "s3cret" not in redacted("postgresql://ops:s3cret@db:99999/ledger")  # no port
+    section = history_at("postgresql://ops@127.0.0.1:1/nothing?password=s3cret", "sales")
+    assert "s3cret" not in page_with(section)
 
 
 def test_dpmic_report_rebuilds_the_history_from_the_ledger_the_page_recorded(tmp_path):
