@@ -37,7 +37,6 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from dpmic_dask.batch.jobio import JobIOError, _sql_failure, prepare_folder, sql_engine
-from dpmic_dask.batch.pageledger import public_query
 from dpmic_dask.batch.outputnames import (  # noqa: F401  (re-exported)
     DeliveryError,
     Gap,
@@ -55,6 +54,7 @@ from dpmic_dask.batch.outputrows import (
     expected_columns,
     result_rows,  # noqa: F401  (re-exported)
 )
+from dpmic_dask.batch.pageledger import public_query
 from dpmic_dask.errors import DPMICError
 
 
