@@ -129,7 +129,8 @@ def causal_view(graph, report: str | None = None) -> dict:
     view["facts"] = [("epsilon", f"{p.epsilon:g}"), ("delta", f"{p.delta:g}"),
                      ("measure", _measure(None) if not p.delta else
                       "zero-concentrated DP (stated as (epsilon, delta))"),
-                     ("privacy unit", "one row"),
+                     ("privacy unit", "one row" if p.unit is None else
+                      f"per {p.unit}, at most {p.max_rows_per_unit} rows each"),
                      ("mechanism", f"PC with noisy {p.test!r} tests (alpha {p.alpha:g})"),
                      ("noise scale", ", ".join(f"{scale:.4g}" for *_, scale in p.parts) or
                       "see the report"),
@@ -137,7 +138,7 @@ def causal_view(graph, report: str | None = None) -> dict:
                      ("conditioning on at most", f"{p.max_condition_size} columns")]
     statement = p.statement or next((line for line in text.splitlines()
                                      if line.startswith("This release is")), "")
-    view["guarantee"] = [g for g in (statement, _one_person(p.epsilon, p.delta, None)
+    view["guarantee"] = [g for g in (statement, _one_person(p.epsilon, p.delta, p.unit)
                                      if p.private else "") if g]
     view["steps"] = [{"name": name, "part": f"{amount}, noise scale {scale:.4g}"}
                      for name, amount, scale in p.parts]

@@ -54,18 +54,33 @@ def _yes(flag) -> str:
     return "yes" if flag else "no"
 
 
-def _one_person(epsilon: float, delta: float, unit: str | None) -> str:
-    """What the guarantee means for one person (or unit), in words."""
+def _one_person(epsilon: float, delta: float, unit: str | None, *,
+                replace: bool | None = None) -> str:
+    """What the guarantee means for one person (or unit), in words. Row-level and
+    local releases bound replacing a row (report) by any other; per-unit releases
+    (``replace`` false, the default with a ``unit``) bound adding or removing all
+    of one unit's rows, and replacing them by another unit's at twice the epsilon
+    (and ``(1 + e^eps) delta``)."""
     who = "one row" if unit is None else f"one {unit} (all of its rows)"
-    factor = math.exp(epsilon) if epsilon < 700 else math.inf
+    factor = (lambda eps: math.exp(eps) if eps < 700 else math.inf)  # noqa: E731
+    replace = unit is None if replace is None else replace
+    tail = ("" if not delta else f", except with probability at most {delta:g}")
+    if replace:
+        said = (f"For one person: whether {who} is in the data or replaced by any other, "
+                f"the chance of any outcome of this release"
+                f"{' (this page included)' if not delta else ''} changes by at most a "
+                f"factor e^{epsilon:g} = {factor(epsilon):.4g}{tail}.")
+    else:
+        twice = "" if not delta else (
+            f", except with probability at most {(1.0 + factor(epsilon)) * delta:.3g}")
+        said = (f"For one person: whether {who} is in the data or not, the chance of any "
+                f"outcome of this release{' (this page included)' if not delta else ''} "
+                f"changes by at most a factor e^{epsilon:g} = {factor(epsilon):.4g}{tail}; "
+                f"whether they are replaced by another {unit}'s rows, by at most "
+                f"e^{2 * epsilon:g} = {factor(2 * epsilon):.4g}{twice}.")
     if not delta:
-        return (f"For one person: whether {who} is in the data or replaced by any other, "
-                f"the chance of any outcome of this release (this page included) changes by "
-                f"at most a factor e^{epsilon:g} = {factor:.4g}. Nothing more about {who} can "
-                "be learned from it, whatever else is known.")
-    return (f"For one person: whether {who} is in the data or replaced by any other, the "
-            f"chance of any outcome of this release changes by at most a factor "
-            f"e^{epsilon:g} = {factor:.4g}, except with probability at most {delta:g}.")
+        said += f" Nothing more about {who} can be learned from it, whatever else is known."
+    return said
 
 
 def _parts(text: str) -> list[dict]:
@@ -249,7 +264,8 @@ def local_view(result) -> dict:
         ("noise scale", "randomized response on the device (per estimate: its ci95)"),
         ("reports (n)", str(p.n)),
     ]
-    view["guarantee"] = [p.statement(), _one_person(p.epsilon, 0.0, "person's report"),
+    view["guarantee"] = [p.statement(),
+                         _one_person(p.epsilon, 0.0, "person's report", replace=True),
                          p.protocol_line()]
     view["steps"] = [{"name": "on each device",
                       "part": f"epsilon {p.epsilon:g}: one randomized report of "
