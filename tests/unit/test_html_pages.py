@@ -7,6 +7,7 @@ import json
 import math
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -16,6 +17,7 @@ from dpmic_dask.ldp.result import LocalPairwiseResult, LocalReport
 from dpmic_dask.release.boundsresult import BoundsRelease
 from dpmic_dask.release.choose_categories import CategoriesRelease
 from dpmic_dask.release.htmlreport import render_page, rows_view
+from dpmic_dask.privacy.accounting import InMemoryLedger
 from tests.cli import invoke
 from tests.htmlpages import COLUMNS, causal_graph, check_page, pairwise_result
 
@@ -183,3 +185,15 @@ def test_a_per_unit_page_states_the_unit_and_what_replacing_one_costs(tmp_path):
     assert f"by at most e^4 = {math.exp(4):.4g}, except with probability at most " \
            f"{(1 + math.exp(2)) * 1e-6:.3g}" in shown
     assert "replaced by any other, the chance" not in shown
+
+
+def test_a_page_of_columns_labelled_by_numbers_maps_every_pair_to_its_own_cells(tmp_path):
+    # labels 1 and "1" are two columns (one text): each pair keeps its own two cells
+    gen = np.random.default_rng(2)  # test data only
+    frame = pd.DataFrame({0: gen.random(500), 1: gen.random(500), "1": gen.random(500)})
+    result = frame.dpmic.pairwise(1.0, bounds={0: (0, 1), 1: (0, 1), "1": (0, 1)},
+                                  ledger=InMemoryLedger(uncapped=True), bounds_check=None)
+    text = result.to_html(tmp_path / "numbers.html").read_text()
+    check_page(text)
+    cells = re.findall(r'<g class="cell[^"]*" tabindex="0" data-pair="(\d+)"', text)
+    assert sorted(cells) == sorted(str(k) for k in range(3) for _ in range(2))

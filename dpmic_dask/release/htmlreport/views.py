@@ -133,22 +133,28 @@ def pair_table(pairs: list[dict], *, tau: bool, local: bool = False) -> dict:
 def _pairs_map(columns, pairs: list[dict]) -> dict:
     """The heatmap of the page's pairs (both triangles), in the columns' order, or,
     with many columns, an order that places related columns together."""
-    columns = list(columns)
+    columns = [str(c) for c in columns]
+    # each pair's place: its columns' positions where it carries them ("at", from
+    # the result's own labels: 1 and "1" are two columns), else by name
+    named = {c: k for k, c in enumerate(columns)}
+    at = [pair.get("at") or (named[pair["x"]], named[pair["y"]]) for pair in pairs]
+    order = list(range(len(columns)))
     if len(columns) > svg.CELL_TEXT_LIMIT:
-
-
-        where = {c: k for k, c in enumerate(columns)}
         grid = np.zeros((len(columns), len(columns)))
-        for pair in pairs:
-            v = abs(pair["mic"]) if pair["mic"] == pair["mic"] else 0.0
-            grid[where[pair["x"]], where[pair["y"]]] = grid[where[pair["y"]], where[pair["x"]]] = v
-        columns = [columns[k] for k in spectral_order(grid)]
-    where = {c: k for k, c in enumerate(columns)}
+        for (i, j), pair in zip(at, pairs):
+            grid[i, j] = grid[j, i] = abs(pair["mic"]) if pair["mic"] == pair["mic"] else 0.0
+        order = [int(k) for k in spectral_order(grid)]
+    place = {k: position for position, k in enumerate(order)}
     cells = {}
-    for k, pair in enumerate(pairs):
-        i, j = where[pair["x"]], where[pair["y"]]
+    for k, ((i, j), pair) in enumerate(zip(at, pairs)):
+        i, j = place[i], place[j]
         cells[(i, j)] = cells[(j, i)] = (k, pair["mic"], pair["within"], pair_tip(pair))
-    return {**svg.heatmap(columns, cells), "legend": svg.legend()}
+    return {**svg.heatmap([columns[k] for k in order], cells), "legend": svg.legend()}
+
+
+def _positions(columns) -> dict:
+    """Each column label's position (labels compared as themselves, not as text)."""
+    return {c: k for k, c in enumerate(columns)}
 
 
 def _pairs(result) -> list[dict]:
@@ -156,10 +162,12 @@ def _pairs(result) -> list[dict]:
     ci95 = float(result.privacy.ci95)
     tau = next((c for c in result.companions if c.statistic == "tau"), None)
     pairs = []
+    where = _positions(result.columns)
     for k, ((x, y), value) in enumerate(zip(result.pairs, result.values)):
         value = float(value)
         pair = {"x": str(x), "y": str(y), "mic": value, "ci95": ci95,
-                "within": bool(ci95 == ci95 and abs(value) <= ci95)}
+                "within": bool(ci95 == ci95 and abs(value) <= ci95),
+                "at": (where[x], where[y])}
         if tau is not None:
             t = float(tau.values[k])
             pair.update(tau_a=t, tau_ci95=float(tau.ci95),
@@ -249,10 +257,11 @@ def local_view(result) -> dict:
     estimate's own ci95, and what protects each person."""
     p = result.privacy
     pairs = []
+    where = _positions(result.columns)
     for (x, y), e in zip(result.pairs, result.estimates):
         mic, ci = float(e.mic), float(e.ci95)
         pairs.append({"x": str(x), "y": str(y), "mic": mic, "ci95": ci,
-                      "within": bool(ci == ci and mic <= ci)})
+                      "within": bool(ci == ci and mic <= ci), "at": (where[x], where[y])})
     view = _base("Local-model MIC estimates",
                  f"MIC of {len(pairs)} pairs of {len(result.columns)} columns from eps-LDP "
                  "reports", p.seeded, result.report())
