@@ -14,10 +14,10 @@ import pytest
 from dpmic_dask.batch.jobcausal import _write_files
 from dpmic_dask.batch.runpage import causal_from_files, rebuild, rows_page_path
 from dpmic_dask.ldp.result import LocalPairwiseResult, LocalReport
+from dpmic_dask.privacy.accounting import InMemoryLedger
 from dpmic_dask.release.boundsresult import BoundsRelease
 from dpmic_dask.release.choose_categories import CategoriesRelease
 from dpmic_dask.release.htmlreport import render_page, rows_view
-from dpmic_dask.privacy.accounting import InMemoryLedger
 from tests.cli import invoke
 from tests.htmlpages import COLUMNS, causal_graph, check_page, pairwise_result
 
