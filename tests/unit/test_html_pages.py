@@ -159,6 +159,16 @@ def test_the_page_shows_no_field_the_rows_do_not_hold():
     json.dumps(view["facts"])  # plain words and numbers
 
 
+def test_a_page_rebuilt_from_rows_says_their_noise_and_what_they_do_not_hold():
+    rows = pd.DataFrame({"x": ["a", "a"], "y": ["b", "c"], "mic": [0.9, 0.1],
+                         "ci95": [0.3, 0.3], "within_noise": [0, 1]})
+    shown = html.unescape(render_page(rows_view(rows)))
+    assert "within +/-0.3 per value (above 0.25); 1 of 2 released values" in shown
+    assert "Rebuilt from the delivered rows alone" in shown
+    quiet = html.unescape(render_page(rows_view(rows.assign(ci95=0.05, within_noise=0))))
+    assert "above 0.25" not in quiet and "Rebuilt from the delivered rows alone" in quiet
+
+
 def test_report_refuses_a_folder_without_a_run(tmp_path):
     out = invoke(["report", str(tmp_path)])
     assert out.exit_code == 2 and "no delivered run found" in out.output

@@ -11,6 +11,7 @@ import pandas as pd
 import dpmic_dask.release.htmlreport.svg as svg
 from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.privacy.statement import privacy_statement
+from dpmic_dask.release.report import NOISY_CI95
 from dpmic_dask.release.htmlreport.views import (
     _base,
     _cell,
@@ -191,7 +192,7 @@ def rows_view(table, report: str | None = None, title: str | None = None) -> dic
     seeded = text.startswith("NOT PRIVATE")
     view = _base(title or "Private MIC release",
                  f"private MIC of {len(pairs)} pairs of {len(columns)} columns", seeded,
-                 text or _rows_report(first, len(pairs)))
+                 text or _rows_report(first, len(pairs), sum(p["within"] for p in pairs)))
     cost_unit = str(first.get("cost_unit", ""))
     measure = ("pure epsilon-differential privacy" if cost_unit == "epsilon" else
                "zero-concentrated DP (stated as (epsilon, delta))" if cost_unit else "-")
@@ -244,12 +245,23 @@ def _rows_statement(first, epsilon: float, delta: float, pairs: int) -> str:
     return privacy_statement(cost, max(pairs, 1))
 
 
-def _rows_report(first, pairs: int) -> str:
-    """A short plain-text account of a run's rows (no report text was kept)."""
+def _rows_report(first, pairs: int, within: int = 0) -> str:
+    """A short plain-text account of a run's rows (no report text was kept): what
+    they say, what can be read off them (the noise), and that the release's other
+    notes are not among them."""
     fields = ("mechanism", "statistic", "release_epsilon", "release_delta", "noise_scale",
               "ci95", "n", "B", "c", "charge_id")
-    return "\n".join([f"{pairs} released pairs; the run's rows say:"]
-                     + [f"  {name}: {first[name]}" for name in fields if name in first])
+    lines = [f"{pairs} released pairs; the run's rows say:"]
+    lines += [f"  {name}: {first[name]}" for name in fields if name in first]
+    ci95 = float(first.get("ci95", math.nan))
+    if ci95 == ci95 and ci95 > NOISY_CI95:
+        lines.append(f"Noise: 95% of it lies within +/-{ci95:.3g} per value (above "
+                     f"{NOISY_CI95}); {within} of {pairs} released values are within it "
+                     "(within_noise), indistinguishable from 0.")
+    lines.append("Rebuilt from the delivered rows alone: the release's other notes and "
+                 "warnings (bounds, selection, checks) are not among them; the page written "
+                 "by the run, or its log, has them.")
+    return "\n".join(lines)
 
 
 __all__ = ["bounds_view", "categories_view", "causal_view", "rows_view"]
