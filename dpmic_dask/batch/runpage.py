@@ -102,13 +102,20 @@ _APPROX = re.compile(r"This release is \((?P<eps>[0-9.eE+-]+), (?P<delta>[0-9.eE
                      r"differentially private")
 
 
+#: What :func:`~dpmic_dask.causal.result._dot` escaped besides itself and quotes.
+_UNESCAPED = {"n": "\n", "r": "\r"}
+
+
 def _dot_nodes(text: str) -> list[str]:
     """The node names of ``graph.dot`` (one ``"name";`` line each)."""
     names = []
-    for line in text.splitlines():
-        found = re.fullmatch(r'\s*"((?:[^"\\]|\\.)*)";', line)
+    # lines end at "\n" only: a name may hold U+2028 or a form feed, which
+    # str.splitlines would split on
+    for line in text.split("\n"):
+        found = re.fullmatch(r'\s*"((?:[^"\\]|\\.)*)";\r?', line)
         if found:
-            names.append(re.sub(r"\\(.)", r"\1", found.group(1)))
+            names.append(re.sub(r"\\(.)", lambda m: _UNESCAPED.get(m.group(1), m.group(1)),
+                                found.group(1)))
     return names
 
 

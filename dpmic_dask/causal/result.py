@@ -317,4 +317,7 @@ class CausalGraph:
 
 
 def _dot(name) -> str:
-    return str(name).replace("\\", "\\\\").replace('"', '\\"')
+    """A name as a DOT quoted string's content: backslash, quote and line breaks
+    escaped (``\\n``, ``\\r``), so that every node stays on one line of the file."""
+    return (str(name).replace("\\", "\\\\").replace('"', '\\"')
+            .replace("\n", "\\n").replace("\r", "\\r"))

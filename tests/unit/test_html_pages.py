@@ -149,6 +149,19 @@ def test_a_causal_run_folder_is_rebuilt_from_its_files(tmp_path):
     assert "b and c separated given {a}" in shown and ": statistic 1.2500" not in shown
 
 
+@pytest.mark.filterwarnings("ignore:Glyph")  # graph.png: a control character has no glyph
+@pytest.mark.parametrize("odd", ["c\u2028d", "c\nd", "c\rd", 'c"d\\', "c\x0cd"])
+def test_a_causal_run_whose_names_hold_line_breaks_is_rebuilt(tmp_path, odd):
+    graph = causal_graph()
+    graph = dataclasses.replace(graph, columns=(*graph.columns[:2], odd, graph.columns[3]))
+    _write_files(tmp_path, graph, str(graph.report()))
+    back, _ = causal_from_files(tmp_path)
+    assert back.columns == graph.columns and (back.graph == graph.graph).all()
+    assert back.separating_sets == graph.separating_sets
+    (page,) = rebuild(tmp_path)
+    check_page(page.read_text())
+
+
 def test_the_page_shows_no_field_the_rows_do_not_hold():
     rows = pd.DataFrame({"x": ["a"], "y": ["b"], "mic": [0.5], "ci95": [math.nan],
                          "within_noise": [0]})
