@@ -26,6 +26,7 @@ The output is a folder (``output.path``); a run writes
 
 from __future__ import annotations
 
+import csv
 import importlib.util
 import json
 import math
@@ -210,7 +211,8 @@ def decode_graph(text: str):
 
 
 def _write_files(folder: Path, graph, report: str, ledger: dict | None = None) -> None:
-    graph.edges.to_csv(folder / "edges.csv", index=False)
+    # names quoted: one holding a carriage return would otherwise end its line
+    graph.edges.to_csv(folder / "edges.csv", index=False, quoting=csv.QUOTE_NONNUMERIC)
     removed = graph.separation_statistic
     sets = [{"pair": [a, b], "separating_set": list(s), "statistic": _finite(removed.get((a, b)))}
             for (a, b), s in graph.separating_sets.items()]

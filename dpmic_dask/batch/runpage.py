@@ -38,10 +38,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from dpmic_dask.batch.pageledger import history_at, recorded
 from dpmic_dask.causal.result import CausalGraph, CausalReport
-from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.errors import DPMICError, InvalidParameterError
 from dpmic_dask.release.htmlreport import causal_view, pairwise_view, rows_view, write_page
 
 #: The page's name in a run's folder.
@@ -208,6 +209,22 @@ def rebuild_rows_page(path: Path, ledger_url: str | None = None) -> Path:
                            ledger=history)
 
 
+def _readable(path: Path, build, *args) -> Path:
+    """``build(*args)``, with files that do not read back (damaged or edited: a
+    missing column, text where a number was, bad JSON, not UTF-8) refused in one
+    line naming ``path`` and the kind of failure, never a value."""
+    try:
+        return build(*args)
+    except DPMICError:
+        raise
+    except (KeyError, IndexError, ValueError, TypeError, AttributeError, OSError,
+            pd.errors.ParserError, pd.errors.EmptyDataError, pa.ArrowException) as exc:
+        raise InvalidParameterError(
+            f"{path}: cannot rebuild the run's page ({type(exc).__name__}): its files are "
+            "damaged or were edited (deliver the run again to rewrite them), or the page "
+            "cannot be written") from None
+
+
 def rebuild(path, ledger_url: str | None = None) -> list[Path]:
     """``dpmic report PATH``: write the page of each run found at ``path`` from its
     delivered files; returns the pages written. A job's page (a pairwise run's
@@ -219,14 +236,14 @@ def rebuild(path, ledger_url: str | None = None) -> list[Path]:
         if not path.name.endswith((".parquet", ".csv")):
             raise InvalidParameterError(f"{path}: a run's page is built from its rows "
                                         "(a .parquet or .csv file) or a run's folder")
-        return [rebuild_rows_page(path, ledger_url)]
+        return [_readable(path, rebuild_rows_page, path, ledger_url)]
     if not path.is_dir():
         raise InvalidParameterError(f"{path}: no such file or folder")
     if (path / "edges.csv").is_file() and (path / "graph.dot").is_file():
-        return [rebuild_causal_page(path, ledger_url)]
+        return [_readable(path, rebuild_causal_page, path, ledger_url)]
     if (path / "results.csv").is_file():
-        return [write_rows_page(pd.read_csv(path / "results.csv"), path / PAGE,
-                                report=_text(path / "report.txt"))]
+        return [_readable(path, lambda: write_rows_page(
+            pd.read_csv(path / "results.csv"), path / PAGE, report=_text(path / "report.txt")))]
     written = []
     for item in sorted(path.glob("run-*")):
         if item.is_dir() and (item / "edges.csv").is_file():

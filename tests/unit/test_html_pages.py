@@ -162,6 +162,19 @@ def test_a_causal_run_whose_names_hold_line_breaks_is_rebuilt(tmp_path, odd):
     check_page(page.read_text())
 
 
+@pytest.mark.parametrize("damage", ["edges.csv", "separating_sets.json", "graph.dot"])
+def test_dpmic_report_on_damaged_files_is_one_line_naming_the_folder(tmp_path, damage):
+    graph = causal_graph()
+    folder = tmp_path / "run-r1--job"
+    folder.mkdir()
+    _write_files(folder, graph, str(graph.report()))
+    (folder / damage).write_bytes(b"\xff\xfe not what was written {")
+    out = invoke(["report", str(folder)])
+    assert out.exit_code == 2 and "Traceback" not in out.output
+    assert "cannot rebuild the run's page" in out.output and str(folder) in out.output
+    assert len(out.output.strip().splitlines()) == 1
+
+
 def test_the_page_shows_no_field_the_rows_do_not_hold():
     rows = pd.DataFrame({"x": ["a"], "y": ["b"], "mic": [0.5], "ci95": [math.nan],
                          "within_noise": [0]})
