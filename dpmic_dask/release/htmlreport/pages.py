@@ -11,7 +11,6 @@ import pandas as pd
 import dpmic_dask.release.htmlreport.svg as svg
 from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.privacy.statement import privacy_statement
-from dpmic_dask.release.report import NOISY_CI95
 from dpmic_dask.release.htmlreport.views import (
     _base,
     _cell,
@@ -22,6 +21,7 @@ from dpmic_dask.release.htmlreport.views import (
     _parts,
     pair_table,
 )
+from dpmic_dask.release.report import NOISY_CI95
 
 
 def bounds_view(result) -> dict:
@@ -192,7 +192,7 @@ def rows_view(table, report: str | None = None, title: str | None = None) -> dic
     seeded = text.startswith("NOT PRIVATE")
     view = _base(title or "Private MIC release",
                  f"private MIC of {len(pairs)} pairs of {len(columns)} columns", seeded,
-                 text or _rows_report(first, len(pairs), sum(p["within"] for p in pairs)))
+                 text or _rows_report(first, len(pairs), sum(bool(p["within"]) for p in pairs)))
     cost_unit = str(first.get("cost_unit", ""))
     measure = ("pure epsilon-differential privacy" if cost_unit == "epsilon" else
                "zero-concentrated DP (stated as (epsilon, delta))" if cost_unit else "-")
