@@ -63,7 +63,7 @@ class CategoriesRelease:
 
     def report(self) -> str:
         """The chosen lists and the guarantee, in words."""
-        lines = [f"{name}: {list(kept)} ({self.details[name]})"
+        lines = [f"{name}: {[_plain(v) for v in kept]} ({self.details[name]})"
                  for name, kept in self.categories.items()]
         return "\n".join([*lines, self.statement])
 
@@ -71,6 +71,11 @@ class CategoriesRelease:
         """Write one self-contained HTML page of the chosen lists to ``path`` (the
         privacy statement and a table of the lists); returns the path."""
         return write_page(categories_view(self), path)
+
+
+def _plain(value):
+    """A NumPy scalar as the Python value it holds (``'a'``, not ``np.str_('a')``)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _columns(schema, columns, nulls: str) -> dict:

@@ -82,15 +82,18 @@ def test_the_causal_page_draws_every_edge_and_separating_set(tmp_path):
 def test_the_other_results_have_a_page_with_their_statement(tmp_path):
     bounds = BoundsRelease({"age": (0.0, 128.0), "z": (0.0, 1.5)}, 1.0, 0.5, 0.99, 13.3, 3000,
                            None, ("z",), "charge-b")
-    categories = CategoriesRelease({"city": ("a", "b")}, 1.0, 0.0, None, 0.0, 1.0,
+    # the kept values as a release holds them (NumPy scalars); "a, b" is one category
+    categories = CategoriesRelease({"city": (np.str_("a"), np.str_("b")), "zone": ("a, b",)},
+                                   1.0, 0.0, None, 0.0, 1.0,
                                    "This release is 1-differentially private", "charge-c",
-                                   {"city": "from 4 candidates"})
+                                   {"city": "from 4 candidates", "zone": "from 2"})
     estimate = type("E", (), {"mic": 0.4, "ci95": 0.1, "raw_mic": 0.5, "bias": 0.1,
                               "reports": 10})
     local = LocalPairwiseResult(("x", "y"), (("x", "y"),), (estimate,),
                                 LocalReport(2.0, "oue", 16, 4, 0, 100, 4, 3, 10, False, 1, 1))
     for result, words in ((bounds, ["age", "[0, 128]", "unresolved", "charge-b"]),
-                          (categories, ["city", "a, b", "1-differentially private"]),
+                          (categories, ["city", "'a', 'b'", "'a, b'", "city: ['a', 'b']",
+                                        "1-differentially private"]),
                           (local, ["x × y: MIC 0.400", "per person", "OUE"])):
         text = result.to_html(tmp_path / "page.html").read_text()
         check_page(text)

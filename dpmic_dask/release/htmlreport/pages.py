@@ -68,7 +68,8 @@ def bounds_view(result) -> dict:
 
 def categories_view(result) -> dict:
     """The page of privately chosen categories: the statement and the lists."""
-    rows = [{"cells": [_cell(str(column)), _cell(", ".join(map(str, kept)) or "(none)"),
+    rows = [{"cells": [_cell(str(column)), _cell(", ".join(repr(v.item() if hasattr(v, "item") else v) for v in kept)
+                             or "(none)"),
                        _cell(len(kept)), _cell(result.details.get(column, ""))],
              "text": str(column).lower()} for column, kept in result.categories.items()]
     view = _base("Private categories", f"categories of {len(rows)} column(s)", False,
