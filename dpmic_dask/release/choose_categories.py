@@ -37,6 +37,7 @@ from dpmic_dask.release.category_counts import add_passes, first_pass, occurring
 from dpmic_dask.release.charge import Bill, precheck_budget
 from dpmic_dask.release.executor import Staged, run_charged
 from dpmic_dask.release.htmlreport import categories_view, write_page
+from dpmic_dask.release.htmlreport.views import plain_value
 from dpmic_dask.release.private_categories import (
     MAX_KEPT,
     UNKNOWN,
@@ -63,7 +64,7 @@ class CategoriesRelease:
 
     def report(self) -> str:
         """The chosen lists and the guarantee, in words."""
-        lines = [f"{name}: {[_plain(v) for v in kept]} ({self.details[name]})"
+        lines = [f"{name}: {[plain_value(v) for v in kept]} ({self.details[name]})"
                  for name, kept in self.categories.items()]
         return "\n".join([*lines, self.statement])
 
@@ -71,11 +72,6 @@ class CategoriesRelease:
         """Write one self-contained HTML page of the chosen lists to ``path`` (the
         privacy statement and a table of the lists); returns the path."""
         return write_page(categories_view(self), path)
-
-
-def _plain(value):
-    """A NumPy scalar as the Python value it holds (``'a'``, not ``np.str_('a')``)."""
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def _columns(schema, columns, nulls: str) -> dict:

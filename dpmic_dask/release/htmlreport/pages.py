@@ -20,6 +20,7 @@ from dpmic_dask.release.htmlreport.views import (
     _pairs_map,
     _parts,
     pair_table,
+    plain_value,
 )
 from dpmic_dask.release.report import NOISY_CI95
 
@@ -68,8 +69,10 @@ def bounds_view(result) -> dict:
 
 def categories_view(result) -> dict:
     """The page of privately chosen categories: the statement and the lists."""
-    rows = [{"cells": [_cell(str(column)), _cell(", ".join(repr(v.item() if hasattr(v, "item") else v) for v in kept)
-                             or "(none)"),
+    def listed(kept) -> str:  # quoted values: "a, b" is one category
+        return ", ".join(repr(plain_value(v)) for v in kept) or "(none)"
+
+    rows = [{"cells": [_cell(str(column)), _cell(listed(kept)),
                        _cell(len(kept)), _cell(result.details.get(column, ""))],
              "text": str(column).lower()} for column, kept in result.categories.items()]
     view = _base("Private categories", f"categories of {len(rows)} column(s)", False,

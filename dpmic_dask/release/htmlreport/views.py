@@ -50,6 +50,11 @@ def _cell(value, text: str | None = None) -> dict:
     return {"v": _key(value), "text": text if text is not None else str(value)}
 
 
+def plain_value(value):
+    """A NumPy scalar as the Python value it holds (``'a'``, not ``np.str_('a')``)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _yes(flag) -> str:
     return "yes" if flag else "no"
 
@@ -286,4 +291,4 @@ def local_view(result) -> dict:
     return view
 
 
-__all__ = ["local_view", "pair_table", "pair_tip", "pairwise_view"]
+__all__ = ["local_view", "pair_table", "pair_tip", "pairwise_view", "plain_value"]
