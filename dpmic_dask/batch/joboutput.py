@@ -54,7 +54,7 @@ from dpmic_dask.batch.outputrows import (
     expected_columns,
     result_rows,  # noqa: F401  (re-exported)
 )
-from dpmic_dask.batch.pageledger import public_query
+from dpmic_dask.batch.pageledger import harmless
 from dpmic_dask.errors import DPMICError
 
 
@@ -66,8 +66,7 @@ def destination(job, run_id: str) -> str:
     try:
         url = make_url(job.output_sql_url)
         # nor one in the query (?password=): the parameters that hold a secret go
-        url = url.set(query={k: v for k, v in url.query.items()
-                             if public_query(f"{k}=") == f"{k}="})
+        url = url.set(query={k: v for k, v in url.query.items() if harmless(k)})
         server = url.render_as_string(hide_password=True)
     except Exception:  # noqa: BLE001 - an unparsable URL is refused when used
         server = "?"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 import re
 from pathlib import Path
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import unquote
 
 from dpmic_dask.errors import DPMICError
 from dpmic_dask.privacy.accounting import ledger_from_url
@@ -23,39 +23,50 @@ from dpmic_dask.release.htmlreport.ledgerview import ledger_unavailable, ledger_
 _META = re.compile(r'<meta name="dpmic-(?P<key>ledger|dataset)" content="(?P<value>[^"]*)"')
 
 
-#: Query parameters of a database URL that hold a secret (libpq's ``password``
-#: and ``sslpassword``; any name holding one of these words).
-_SECRET_PARAMETERS = ("pass", "secret", "token")
+#: Query parameters of a database URL that a page, a message or the journal may
+#: show (libpq's and SQLite's harmless ones); every other parameter is left out,
+#: since its value may be a secret (``password``, ``sslpassword``, ``PWD``,
+#: ``odbc_connect``, a token ...).
+HARMLESS_PARAMETERS = frozenset({
+    "sslmode", "sslrootcert", "sslcert", "sslcrl", "connect_timeout", "application_name",
+    "target_session_attrs", "host", "hostaddr", "port", "dbname", "user", "keepalives",
+    "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout",
+    "gssencmode", "channel_binding", "client_encoding", "mode", "uri", "cache", "immutable",
+    "nolock", "timeout", "charset", "driver", "check_same_thread"})
+_WITHHELD = "(a URL that does not parse, withheld)"
+
+
+def harmless(name: str) -> bool:
+    """Whether a URL's query parameter ``name`` may be shown (:data:`HARMLESS_PARAMETERS`)."""
+    return unquote(name).lower() in HARMLESS_PARAMETERS
 
 
 def public_query(query: str) -> str:
-    """A URL's query string without the parameters that hold a secret."""
-    return "&".join(pair for pair in query.split("&") if pair and not any(
-        word in unquote(pair.split("=", 1)[0]).lower() for word in _SECRET_PARAMETERS))
+    """A URL's query string with only its :func:`harmless` parameters."""
+    return "&".join(pair for pair in query.split("&")
+                    if pair and harmless(pair.split("=", 1)[0]))
 
 
 def redacted(url: str) -> str:
     """``url`` without its password (a page, a message or the journal never holds
-    one): the one before ``@`` and any query parameter that holds a secret
-    (``?password=``); a PostgreSQL ledger is then reached with the password from
-    ``PGPASSWORD`` or ``~/.pgpass``. A URL that does not parse is withheld."""
-    base, asked, rest = url.partition("?")
-    if asked:  # the query, cut by hand: urlunsplit would rewrite "sqlite:////x.db"
-        query, hashed, fragment = rest.partition("#")
-        kept = public_query(query)
-        url = base + (f"?{kept}" if kept else "") + hashed + fragment
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return "(a URL that does not parse, withheld)"
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{parts.username or ''}@{host}" + (f":{port}" if port is not None else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    one): the user's password before ``@``, every query parameter that is not
+    :func:`harmless` (``?password=``), and any fragment (``#``); a PostgreSQL
+    ledger is then reached with the password from ``PGPASSWORD`` or
+    ``~/.pgpass``. A URL whose user part holds a ``/``, ``?``, ``#`` or a second
+    ``@`` (an unencoded password) is withheld whole."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return _WITHHELD
+    user = ""
+    if "@" in rest:
+        userinfo, _, rest = rest.rpartition("@")
+        if any(c in userinfo for c in "@/?#"):
+            return _WITHHELD
+        user = userinfo.split(":", 1)[0] + "@"
+    rest = rest.split("#", 1)[0]
+    where, asked, query = rest.partition("?")
+    kept = public_query(query) if asked else ""
+    return f"{scheme}://{user}{where}" + (f"?{kept}" if kept else "")
 
 
 def recorded(page: Path) -> dict:

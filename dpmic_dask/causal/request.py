@@ -140,8 +140,11 @@ def time_kinds(dtypes, bounds) -> dict:
 
 
 def seconds_bounds(bounds, kinds: dict) -> dict:
-    """``bounds`` with those of the :func:`time_kinds` columns in seconds."""
-    out = dict(bounds or {})
+    """``bounds`` with those of the :func:`time_kinds` columns in seconds; as they
+    are without any (or when not a mapping: :func:`check_request` says so)."""
+    if not kinds or not isinstance(bounds, Mapping):
+        return bounds
+    out = dict(bounds)
     for name, kind in kinds.items():
         pair = out[name]
         if isinstance(pair, (list, tuple)) and len(pair) == 2:

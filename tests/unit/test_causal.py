@@ -294,6 +294,8 @@ def capped(eps=10.0, delta=0.0):
     (dict(level_shares=[1, 1]), InvalidParameterError),
     (dict(level_shares=[1, 0, 1]), InvalidParameterError),
     (dict(ledger="not a ledger"), InvalidParameterError),
+    (dict(bounds=[("a", (0, 4)), ("b", (0, 4))]), InvalidParameterError),  # not a mapping
+    (dict(bounds="ab"), InvalidParameterError),
     (dict(eps=11.0), BudgetExceededError),
 ])
 def test_refusals_charge_nothing(kwargs, error):

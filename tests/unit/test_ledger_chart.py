@@ -131,6 +131,14 @@ def test_a_page_never_records_a_ledgers_password():
     assert redacted("postgresql://ops@db/ledger?PassWord=s3cret") == "postgresql://ops@db/ledger"
     assert redacted("sqlite:///ledger.db?password=s3cret") == "sqlite:///ledger.db"
     assert "s3cret" not in redacted("postgresql://ops:s3cret@db:99999/ledger")  # no port
+    # a password with a "#": the fragment goes too; unknown parameters go (PWD, ODBC)
+    assert redacted("postgresql://ops@db/ledger?password=s3#cret") == "postgresql://ops@db/ledger"
+    assert redacted("mssql+pyodbc://ops@db/out?odbc_connect=DRIVER%3Dx%3BPWD%3Ds3cret"
+                    "&PWD=s3cret") == "mssql+pyodbc://ops@db/out"
+    # an unencoded "?", "#" or "@" in the password: the whole URL is withheld
+    for url in ("postgresql://ops:s3?cret@db/l", "postgresql://ops:s3#cret@db/l",
+                "postgresql://ops:s3@cret@db/l"):
+        assert "cret" not in redacted(url)
     section = history_at("postgresql://ops@127.0.0.1:1/nothing?password=s3cret", "sales")
     assert "s3cret" not in page_with(section)
 
