@@ -162,9 +162,25 @@ def _settle(job, ledger: SQLLedger, entry: JournalEntry, echo: Echo) -> None:
     if entry.delivered_to(here):
         _redeliver_missing(job, ledger, entry, shown(here), echo)
         return
-    where = _deliver(job, ledger, entry, echo)
+    try:
+        where = _deliver(job, ledger, entry, echo)
+    except DeliveryError:
+        if not _settled_elsewhere(entry, here, echo):
+            raise
+        return
     echo(f"run {entry.run_id} already released (charge {entry.charge_id}); delivered its "
          f"journaled values to {where}; nothing was charged")
+
+
+def _settled_elsewhere(entry: JournalEntry, here: str, echo: Echo) -> bool:
+    """Whether ``entry`` was delivered to another destination than ``here`` (by
+    ``dpmic deliver --to``, after the job's own output was lost): then a retry
+    of the run has nothing to do, and says where the values are."""
+    elsewhere = [where for _, where in entry.deliveries if where != here]
+    if elsewhere:
+        echo(f"run {entry.run_id} already released and delivered to {shown(elsewhere[-1])} "
+             f"(this job's own output cannot be written); nothing was charged or written")
+    return bool(elsewhere)
 
 
 def _redeliver_missing(job, ledger: SQLLedger, entry: JournalEntry, here: str,
@@ -186,6 +202,8 @@ def _redeliver_missing(job, ledger: SQLLedger, entry: JournalEntry, here: str,
         echo(f"run {entry.run_id} already released and delivered to {here}; nothing to do")
         return
     if not gap.rewritable:
+        if _settled_elsewhere(entry, destination(job, entry.run_id), echo):
+            return
         raise undeliverable(
             job, entry.run_id, gap.reason or "a delivery never adds to a run's rows, so "
             "nothing was written", missing=gap.what,
@@ -193,6 +211,8 @@ def _redeliver_missing(job, ledger: SQLLedger, entry: JournalEntry, here: str,
     try:
         where = _deliver(job, ledger, entry, echo)
     except DeliveryError as exc:
+        if _settled_elsewhere(entry, destination(job, entry.run_id), echo):
+            return
         raise undeliverable(job, entry.run_id, exc.reason, missing=gap.what) from None
     echo(f"run {entry.run_id} already released (charge {entry.charge_id}), but {gap.what}: "
          f"delivered its journaled values again to {where}; nothing was charged")
@@ -325,7 +345,12 @@ def deliver_job(job, run_id: str, *, echo: Echo, target=None) -> None:
 
     if not entry.same_job(job_fingerprints(job)):
         raise _other_job(job, entry)
-    where = _deliver(job if target is None else target, ledger, entry, echo)
+    dest = job if target is None else target
+    gap = delivery_gap(dest, entry)
+    if gap is not None and not gap.rewritable:  # another release is there: never replaced
+        raise undeliverable(dest, run_id, f"{gap.what}: {gap.reason or 'nothing was written'}",
+                            advice=gap.advice)
+    where = _deliver(dest, ledger, entry, echo)
     echo(f"run {run_id}: delivered the journaled values of charge {entry.charge_id} to "
          f"{where}; nothing was charged")
 

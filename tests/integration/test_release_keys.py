@@ -507,3 +507,29 @@ def test_a_causal_run_is_delivered_to_a_folder_only(env):
         batch.retarget(graph_job, sql_url="sqlite://", sql_table="t")
     moved = batch.retarget(graph_job, folder="/tmp/x")
     assert moved.output_path == "/tmp/x" and moved.causal == graph_job.causal
+
+
+def test_deliver_to_a_folder_never_replaces_another_release_and_reruns_then_settle(env):
+    tmp_path, ledger, job = env
+    SQLLedger(ledger).init("d2", Budget(1000.0))
+    first = job("a.toml")
+    other = job("b.toml", job={"name": "nightly", "dataset": "d2"},
+                replace={f'{tmp_path / "out"}': f'{tmp_path / "shared"}'})
+    assert invoke("run", first, "--run-id", "night").exit_code == Exit.OK
+    assert invoke("run", other, "--run-id", "night").exit_code == Exit.OK
+    (theirs,) = run_files(tmp_path / "shared")
+    charge = pq.read_table(tmp_path / "shared" / theirs).column("charge_id")[0].as_py()
+    # the same file name in the shared folder holds d2's release: never replaced
+    refused = invoke("deliver", first, "--run-id", "night", "--to", tmp_path / "shared")
+    assert refused.exit_code == Exit.OUTPUT, refused.output
+    assert "holds another release" in refused.output
+    assert pq.read_table(tmp_path / "shared" / theirs).column("charge_id")[0].as_py() == charge
+    # the job's own output is lost; delivered elsewhere, a retry of the run settles
+    shutil.rmtree(tmp_path / "out")
+    (tmp_path / "out").write_text("not a folder")
+    moved = invoke("deliver", first, "--run-id", "night", "--to", tmp_path / "elsewhere")
+    assert moved.exit_code == Exit.OK, moved.output
+    retry = invoke("run", first, "--run-id", "night")
+    assert retry.exit_code == Exit.OK, retry.output
+    assert "already released and delivered to" in retry.output and "elsewhere" in retry.output
+    assert len(SQLLedger(ledger).history("d")) == 1
