@@ -160,6 +160,12 @@ def _column(frame: pd.DataFrame, name: str, fill) -> np.ndarray:
     except (TypeError, ValueError, OverflowError, np.exceptions.ComplexWarning):
         raise InvalidDataError(f"column {name!r} holds values that are not real numbers "
                                "a float64 can hold") from None
+    grown = np.flatnonzero(np.isinf(values))
+    if grown.size:  # an infinity the cast made (Decimal 1e400, a long double), not one given
+        given = frame[name].iloc[grown].to_numpy(dtype=object)
+        if not all(v == np.inf or v == -np.inf for v in given):
+            raise InvalidDataError(f"column {name!r} holds values that are not real numbers "
+                                   "a float64 can hold")
     if np.isnan(values).any():
         if fill is None or name not in fill:
             raise MissingValuesError(

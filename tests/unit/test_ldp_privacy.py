@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
+from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
@@ -257,6 +258,7 @@ def test_time_columns_are_refused_with_a_hint_not_read_as_nanoseconds(times):
     pd.Series([0.2 + 5j, 0.4 + 0j, 0.9 - 3j]),  # complex128: a cast keeps the real part
     pd.Series([0.2 + 5j, 0.4, 0.9], dtype=object),
     pd.Series([10**400, 1, 2], dtype=object),  # no float64 holds it
+    pd.Series([Decimal("1e400"), Decimal("0.5"), Decimal("0.2")], dtype=object),  # nor this
 ])
 def test_values_a_float64_cannot_hold_are_refused_not_cast(column):
     df = pd.DataFrame({"x": column, "b": [0.1, 0.2, 0.3]})
