@@ -176,11 +176,13 @@ def _probe_insert(conn, table: str, job, run_id: str | None) -> None:
     raise JobIOError(f"SQL table {table!r} cannot take this job's rows; nothing was charged")
 
 
-def _probe_new_table(conn, job, run_id: str | None) -> None:
+def _probe_new_table(conn, job, run_id: str | None) -> bool:
     """A table that does not exist yet: created as the delivery would create it,
     sent :func:`probe_row`, and rolled back, all in one transaction that nobody
-    else sees. A database that refuses either (read only, no right to create, a
-    column too narrow) refuses the run before its charge."""
+    else sees (SQLite and PostgreSQL roll back a CREATE; MySQL would keep it,
+    empty). A database that refuses either (read only, no right to create, a
+    column too narrow) refuses the run before its charge. ``False``: another
+    writer created the table meanwhile (it is then checked as an existing one)."""
     if conn.dialect.name == "sqlite":
         # pysqlite would run the CREATE outside any transaction: begin one first
         conn.exec_driver_sql("BEGIN")
@@ -188,12 +190,15 @@ def _probe_new_table(conn, job, run_id: str | None) -> None:
         row = pd.DataFrame([probe_row(job, run_id)])
         row.to_sql(job.output_sql_table, conn, if_exists="fail", index=False,
                    dtype=_sql_types(row, job))
+    except ValueError:  # pandas: "already exists" -- created since has_table
+        return False
     except DBAPIError as exc:
         kind = type(getattr(exc, "orig", None) or exc).__name__
         raise JobIOError(f"SQL table {job.output_sql_table!r} does not exist and cannot be "
                          f"created with this job's rows ({kind}); nothing was charged") from None
     finally:
         conn.rollback()
+    return True
 
 
 def _check_table(job, run_id: str | None = None) -> None:
@@ -201,8 +206,7 @@ def _check_table(job, run_id: str | None = None) -> None:
     failure: DPMICError | None = None
     try:
         with sql_engine(job.output_sql_url, job.output_timeout).connect() as conn:
-            if not inspect(conn).has_table(table):
-                _probe_new_table(conn, job, run_id)
+            if not inspect(conn).has_table(table) and _probe_new_table(conn, job, run_id):
                 return
         with sql_engine(job.output_sql_url, job.output_timeout).begin() as conn:
             inspector = inspect(conn)

@@ -324,7 +324,7 @@ def retarget(job, *, folder=None, sql_url=None, sql_table=None):
     if job.causal is not None:
         raise InvalidParameterError("a [causal] run writes files: deliver it with --to "
                                     "(a folder), not to a SQL table")
-    if not sql_table:
+    if not sql_table or not sql_table.strip():
         raise InvalidParameterError("--to-sql needs --table (the table to write)")
     return dataclasses.replace(job, output_path=None, output_sql_url=sql_url,
                                output_sql_table=sql_table)

@@ -83,8 +83,8 @@ def _categories(values, name, dtype) -> tuple:
             pd.api.types.is_string_dtype(dtype) and not pd.api.types.is_object_dtype(dtype)
             and not all(text)):
         raise InvalidParameterError(
-            f"categories[{name!r}] lists {'text' if any(text) else 'non-text values'} for a "
-            f"column of dtype {dtype}: no value of the column can match them")
+            f"categories[{name!r}] lists {'text' if any(text) else 'values that are not text'}"
+            f" for a column of dtype {dtype}, which no value of the column can match")
     return cats
 
 

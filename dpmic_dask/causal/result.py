@@ -20,12 +20,13 @@ def flat_note(columns, test: str) -> str:
     if test in ("copula", "fisherz"):
         return (f"columns {list(columns)}: (nearly) every row is in one released bin or "
                 "on one side of the released cut, so their correlations are read as about "
-                "0 and their edges go: "
-                "values piled at a bound (public bounds that miss the data?) or a column "
-                "that is (almost) constant")
+                "0 and their edges go: values piled at a bound (public bounds that miss "
+                "the data?), bounds far wider than the data, or a column that is (almost) "
+                "constant")
     return (f"columns {list(columns)}: at most one category or bin above the noise in "
-            "their level-0 tables, so no test can separate them and their edges stay: a "
-            "column that is (almost) constant, or whose listed categories do not occur")
+            "their level-0 tables, so no level-0 test can separate them and their edges "
+            "stay (a later level rarely removes one): a column that is (almost) constant, "
+            "or whose listed categories do not occur")
 
 
 @dataclass(frozen=True)

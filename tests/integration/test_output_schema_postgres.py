@@ -164,11 +164,18 @@ def test_a_new_output_table_is_probed_before_the_charge_and_left_uncreated(postg
     role = "nocreate_" + uuid.uuid4().hex[:8]
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute(f"CREATE ROLE {role} LOGIN")
+        # this test's own database: other tests' databases keep their rights
         conn.execute(f"REVOKE CREATE ON SCHEMA public FROM PUBLIC, {role}")
     other = postgres_url.replace("//dpmic@", f"//{role}@")
     path = write_job(tmp_path / "ro.toml", ledger=postgres_url,
                      output={"sql_url": other, "sql_table": "fresh"})
-    refused = invoke("run", path, "--run-id", "r1")
+    try:
+        refused = invoke("run", path, "--run-id", "r1")
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute("GRANT CREATE ON SCHEMA public TO PUBLIC")
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")
     assert refused.exit_code != 0 and "cannot be created" in refused.output, refused.output
     assert "nothing was charged" in refused.output
     assert SQLLedger(postgres_url).spent("d") == 0

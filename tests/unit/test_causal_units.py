@@ -120,12 +120,13 @@ def test_per_unit_keeps_k_rows_per_unit_and_charges_once():
     assert "adding or removing all rows of any one who" in text and "noisy count" in text
     # the chain x - y - z: its edges always; x and z separated by y in most releases
     # (the kept rows and the noise are fresh each time: 55 of 60 measured), so in at
-    # least 6 of 10 (by chance fewer about once in 2,000 runs)
+    # least 5 of 10 (by chance fewer about once in 20,000 runs at that rate, once in
+    # 700 if it were 0.85)
     truth = {frozenset("xy"), frozenset("yz")}
     assert truth <= g.skeleton
     again = [causal_graph(frame, 1.0, bounds=BOUNDS, privacy_unit="who",
                           max_rows_per_unit=1).skeleton for _ in range(9)]
-    assert sum(s == truth for s in [g.skeleton, *again]) >= 6
+    assert sum(s == truth for s in [g.skeleton, *again]) >= 5
 
 
 def test_per_unit_with_tiny_noise_releases_the_sums_of_the_kept_rows():

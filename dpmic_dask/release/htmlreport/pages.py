@@ -263,8 +263,8 @@ def _rows_report(first, pairs: int, within: int = 0) -> str:
                      f"{NOISY_CI95}); {within} of {pairs} released values are within it "
                      "(within_noise), indistinguishable from 0.")
     lines.append("Rebuilt from the delivered rows alone: the release's other notes and "
-                 "warnings (bounds, selection, checks) are not among them; the page written "
-                 "by the run, or its log, has them.")
+                 "warnings (bounds, selection, checks) are not among them; the log of the "
+                 "run that released it has them.")
     return "\n".join(lines)
 
 
