@@ -31,11 +31,12 @@ from dpmic_dask.privacy.ledgerrun import OpenCharge
 from dpmic_dask.release.charge import log_charged
 
 
-def encode_rows(rows: pd.DataFrame) -> str:
-    """The released rows as JSON text (column names, dtypes, values; exact floats)."""
+def encode_rows(rows: pd.DataFrame, report: str | None = None) -> str:
+    """The released rows as JSON text (column names, dtypes, values; exact floats),
+    with the release's report text when given (its notes, for a page built later)."""
     columns = [{"name": str(name), "dtype": str(rows[name].dtype),
                 "values": rows[name].tolist()} for name in rows.columns]
-    return json.dumps({"columns": columns})
+    return json.dumps({"columns": columns, **({"report": report} if report else {})})
 
 
 def decode_rows(text: str) -> pd.DataFrame:
@@ -88,6 +89,16 @@ class JournalEntry:
         if self.payload is None:
             raise LedgerError(f"run {self.run_id!r} has no journaled values")
         return decode_rows(self.payload)
+
+    def report(self) -> str | None:
+        """The release's report text kept with its rows (``None``: a run kept
+        before reports were, a causal run's payload, or no payload)."""
+        try:
+            found = json.loads(self.payload or "null")
+        except ValueError:
+            return None
+        text = found.get("report") if isinstance(found, dict) else None
+        return text if isinstance(text, str) else None
 
 
 def find_run(ledger: SQLLedger, dataset: str, job: str, run_id: str) -> JournalEntry | None:
@@ -231,9 +242,10 @@ class JournaledRun:
             self.committed = True
         self._log_charged(opened)
 
-    def keep(self, rows: pd.DataFrame) -> JournalEntry:
-        """Commit the charge together with the released ``rows``."""
-        return self._commit(encode_rows(rows))
+    def keep(self, rows: pd.DataFrame, report: str | None = None) -> JournalEntry:
+        """Commit the charge together with the released ``rows`` (and the release's
+        ``report`` text)."""
+        return self._commit(encode_rows(rows, report))
 
     def keep_payload(self, payload: str) -> JournalEntry:
         """Commit the charge together with a payload of another kind: JSON text with

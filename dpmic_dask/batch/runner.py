@@ -143,7 +143,8 @@ def _write_page(job, ledger: SQLLedger, entry: JournalEntry, result, where: str,
         if result is not None:
             write_result_page(result, path, title=title, ledger=history)
         else:
-            write_rows_page(entry.rows(), path, title=title, ledger=history)
+            write_rows_page(entry.rows(), path, title=title, ledger=history,
+                            report=entry.report())
     except OSError as exc:
         echo(f"warning: the run's page {path.name} could not be written: "
              f"{exc.strerror or type(exc).__name__}", err=True)
@@ -263,7 +264,8 @@ def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, prog
             if job.causal is not None:  # [causal]: the graph, journaled as its own payload
                 entry = journaled.keep_payload(encode_graph(result, run_id=run_id, job=job))
             else:
-                entry = journaled.keep(result_rows(result, run_id=run_id, job=job))
+                entry = journaled.keep(result_rows(result, run_id=run_id, job=job),
+                                       report=str(result.report()))
     except Interrupted:
         # SIGINT / SIGTERM before the values were kept: as for a killed process,
         # the open charge is undone (no value left the process, nor a warning

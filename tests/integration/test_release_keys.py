@@ -3,6 +3,7 @@ destination, empty releases, concurrent writers, a full ledger disk, a closed
 standard output and the loser of a race for a key."""
 
 import dataclasses
+import html
 import shutil
 import sqlite3
 import subprocess
@@ -463,6 +464,10 @@ def test_a_rerun_writes_a_missing_page_again_and_charges_nothing(env):
     assert again.exit_code == Exit.OK, again.output
     assert "page was missing: wrote it again" in again.output and page.is_file()
     assert "Run night of job" in page.read_text() and "Run night of job" in first
+    # with the release's own report, kept in the journal with its rows
+    report = find_run(SQLLedger(ledger), "d", "nightly", "night").report()
+    assert report and report.splitlines()[0] in html.unescape(page.read_text())
+    assert "Rebuilt from the delivered rows alone" not in page.read_text()
     assert len(SQLLedger(ledger).history("d")) == 1
     third = invoke("run", path, "--run-id", "night")  # all there: nothing to do
     assert third.exit_code == Exit.OK and "nothing to do" in third.output
