@@ -94,9 +94,15 @@ class BoundsWarning(UserWarning):
     released quantities only). The privacy guarantee is intact."""
 
 
+#: A release whose values' ``ci95`` exceeds this warns (:class:`NoiseWarning`) before
+#: the charge, from public quantities, and after, with how many values are within
+#: their noise (:mod:`dpmic_dask.release.report`); pages say it too.
+NOISY_CI95 = 0.25
+
+
 class NoiseWarning(UserWarning):
     """A release whose noise may swamp its values (``ci95`` above
-    :data:`dpmic_dask.release.report.NOISY_CI95`). The privacy guarantee is intact."""
+    :data:`NOISY_CI95`). The privacy guarantee is intact."""
 
 
 # A privacy warning must never be swallowed by a "once per location" filter.

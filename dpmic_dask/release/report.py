@@ -13,13 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpmic_dask.errors import NoiseWarning
+from dpmic_dask.errors import NOISY_CI95, NoiseWarning  # noqa: F401  (NOISY_CI95 re-exported)
 from dpmic_dask.privacy.costs import PrivacyCost
-
-#: A release whose values' ``ci95`` exceeds this warns (:class:`~dpmic_dask.errors.NoiseWarning`)
-#: before the charge, from public quantities, and after, with how many values are
-#: within their noise.
-NOISY_CI95 = 0.25
 
 
 def _notice(message: str, category) -> None:

@@ -9,6 +9,7 @@ import math
 import pandas as pd
 
 import dpmic_dask.release.htmlreport.svg as svg
+from dpmic_dask.errors import NOISY_CI95
 from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.htmlreport.views import (
@@ -22,7 +23,6 @@ from dpmic_dask.release.htmlreport.views import (
     pair_table,
     plain_value,
 )
-from dpmic_dask.release.report import NOISY_CI95
 
 
 def bounds_view(result) -> dict:
