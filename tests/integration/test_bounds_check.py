@@ -12,6 +12,7 @@ import dpmic_dask  # noqa: F401  (registers the accessor)
 from dpmic_dask import InMemoryLedger
 from dpmic_dask.errors import BoundsWarning, MissingValuesError
 from dpmic_dask.privacy.accounting import Budget
+from dpmic_dask.release.bounds_check import read_check
 from dpmic_dask.release.results import UNCHECKED
 from tests.cli import invoke
 
@@ -289,3 +290,17 @@ def test_a_dry_run_prints_the_plan_and_charges_nothing(job_setup):
         assert "Steps, in order:" in result.output and "1. bounds check" in result.output
         assert "public bounds [0, 10000], checked privately" in result.output
     assert SQLLedger(ledger).history("d") == [] and not (path.parent / "out").exists()
+
+
+def test_the_pile_rule_allows_for_the_noise_of_the_empty_end_bin():
+    # 70,000 rows clamped into the top bin, noise scale 300: an empty bottom bin
+    # whose noise reads 800 (above 1% of the rows, about 1 release in 30) is still
+    # next to none; 3,000 is not; a 0/1 column with 5% ones is never a pile
+    scale = 300.0
+    middle = [0] * 14
+    piled = read_check([800, *middle, 70_000], (0.0, 10_000.0), scale)
+    assert piled.confident and piled.piled == "upper"
+    assert read_check([3_000, *middle, 70_000], (0.0, 10_000.0), scale).piled is None
+    n = int(400 * scale)
+    rare = read_check([int(0.95 * n), *middle, int(0.05 * n)], (0.0, 1.0), scale)
+    assert rare.confident and rare.piled is None
