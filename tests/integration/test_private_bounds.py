@@ -122,7 +122,9 @@ def test_infinite_values_are_clamped_and_said_never_a_bound(refine, huge, tmp_pa
     lo, hi = result.bounds["a"]
     assert 30 <= lo <= 60 and 100 <= hi <= 200, (lo, hi)
     assert ("a" in result.refined) is refine and not result.unresolved
-    assert set(result.infinite) == {"a"}
+    # b holds no infinity: its outermost bins pass the reading rule on noise alone
+    # about once in 1,000 releases (the rule's beta), then with a count of noise
+    assert "a" in result.infinite and result.infinite.get("b", 0) < 0.005 * n
     assert abs(result.infinite["a"] - 0.03 * n) < 0.01 * n  # about 1,200 rows, noisy
     assert "Infinite values" in result.report() and "a about" in result.report()
     assert "infinite values (or beyond +-3e307) clamped" in html.unescape(
@@ -299,10 +301,11 @@ def test_offset_and_binary_columns_get_tight_bounds_through_the_public_function(
     assert charge.cost.epsilon == 0.3
     # the epoch and amount columns refined, the epoch bounds within 2x the data's
     # width, and the flag's (0, 1..2): so in about 96% of releases (fresh noise
-    # each; measured over 150), so 5 of 7 must be (by chance a failure about
-    # once in 500 runs); the epoch bounds must cover the data in every one
+    # each; 482 of 500 measured), so 9 of 14 must be (by chance a failure about
+    # once in 200,000 runs at that rate); the epoch bounds must cover the data in
+    # every one
     good = 0
-    for again in range(7):
+    for again in range(14):
         if again:
             found = dm.private_bounds(frame, 0.3, columns=list(frame), ledger=ledger)
         lo, hi = found.bounds["epoch"]
@@ -310,7 +313,7 @@ def test_offset_and_binary_columns_get_tight_bounds_through_the_public_function(
         flag_lo, flag_hi = found.bounds["flag"]
         good += (set(found.refined) == {"epoch", "amount"} and not found.unresolved
                  and hi - lo <= 2 * 3e7 and flag_lo == 0.0 and 1.0 <= flag_hi <= 2.0)
-    assert good >= 5, good
+    assert good >= 9, good
     assert "refined" in found.report() and "pin them" in found.report()
     assert "columns.epoch.bounds = [" in found.pin()
 

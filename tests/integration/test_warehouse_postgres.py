@@ -97,7 +97,8 @@ def test_a_warehouse_job_on_postgres(postgres_url, tmp_path):
     for pair in [("signup", "seen"), ("signup", "joined"), ("signup", "weeks"),
                  ("signup", "wait"), ("signup", "spend")]:
         assert out.mic[pair] > 0.9 - 3 * out.ci95[pair] > 0.4, pair
-    assert out.mic[("signup", "churned")] > 0.3
+    # about 0.49 exact: a fixed 0.3 failed by chance about once in 200 runs
+    assert out.mic[("signup", "churned")] > 0.45 - 3 * out.ci95[("signup", "churned")] > 0.05
 
 
 def test_a_text_column_is_refused_from_the_schema_without_a_value(postgres_url, tmp_path):

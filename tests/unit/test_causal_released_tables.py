@@ -148,10 +148,11 @@ def test_categorical_columns_default_to_released_tables_charged_once():
     report = g.report()
     assert report.test == "chisq" and len(ledger.charges("d")) == 1
     assert float(ledger.spent("d")) == pytest.approx(1.0)
-    # the chain's edges always; d never; a - c is separated given b except when its
-    # test (level alpha = 0.05) errs: kept in 9 of 200 releases when measured
+    # the chain's edges always; a - c is separated given b except when its test
+    # (level alpha = 0.05) errs: kept in 9 of 200 releases when measured; d, which
+    # is independent, keeps an edge about once in 2,000 releases, two never seen
     assert {frozenset("ab"), frozenset("bc")} <= g.skeleton
-    assert g.skeleton <= {frozenset("ab"), frozenset("bc"), frozenset("ac")}
+    assert len(g.skeleton - {frozenset("ab"), frozenset("bc"), frozenset("ac")}) <= 1
     assert "each level releases the joint tables" in str(report)
     first = g.released_tables[0]
     assert set(first) == {tuple(p) for p in itertools.combinations("abcd", 2)}
