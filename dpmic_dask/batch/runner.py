@@ -45,7 +45,6 @@ from dpmic_dask.batch.joboutput import (
     destination,
     partial_rows_advice,
     result_rows,
-    run_file,
     shown,
     undeliverable,
 )
@@ -190,11 +189,11 @@ def _redeliver_missing(job, ledger: SQLLedger, entry: JournalEntry, here: str,
     still holds it, else write the journaled values again (no charge). Output
     that cannot be written again is one line naming ``dpmic deliver`` (exit 7)."""
     gap = delivery_gap(job, entry)
+    full = destination(job, entry.run_id)
     if gap is None:
-        page = (rows_page_path(run_file(job, entry.run_id))
-                if job.output_path and job.causal is None else None)
+        page = rows_page_path(Path(full)) if job.output_path and job.causal is None else None
         if page is not None and not page.is_file():
-            _write_page(job, ledger, entry, None, str(run_file(job, entry.run_id)), echo)
+            _write_page(job, ledger, entry, None, full, echo)
             if page.is_file():
                 echo(f"run {entry.run_id} already released and delivered to {here}, but its "
                      f"page was missing: wrote it again from the journaled values ({page.name}); "
@@ -203,7 +202,7 @@ def _redeliver_missing(job, ledger: SQLLedger, entry: JournalEntry, here: str,
         echo(f"run {entry.run_id} already released and delivered to {here}; nothing to do")
         return
     if not gap.rewritable:
-        if _settled_elsewhere(entry, destination(job, entry.run_id), echo):
+        if _settled_elsewhere(entry, full, echo):
             return
         raise undeliverable(
             job, entry.run_id, gap.reason or "a delivery never adds to a run's rows, so "
@@ -212,7 +211,7 @@ def _redeliver_missing(job, ledger: SQLLedger, entry: JournalEntry, here: str,
     try:
         where = _deliver(job, ledger, entry, echo)
     except DeliveryError as exc:
-        if _settled_elsewhere(entry, destination(job, entry.run_id), echo):
+        if _settled_elsewhere(entry, full, echo):
             return
         raise undeliverable(job, entry.run_id, exc.reason, missing=gap.what) from None
     echo(f"run {entry.run_id} already released (charge {entry.charge_id}), but {gap.what}: "

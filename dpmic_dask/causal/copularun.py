@@ -10,7 +10,6 @@ The private release is staged (:func:`copula_graph`): the executor
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Generator
 from dataclasses import replace
 from functools import partial
@@ -45,10 +44,10 @@ from dpmic_dask.causal.correlationsearch import (
     same_rows,
 )
 from dpmic_dask.causal.quadrant import ONE_SIDE
-from dpmic_dask.causal.result import CausalGraph, CausalReport, flat_note
+from dpmic_dask.causal.result import CausalGraph, CausalReport, said_flat
 from dpmic_dask.causal.signsrun import sign_graph
 from dpmic_dask.causal.tables import LevelCounts, combine_counts
-from dpmic_dask.errors import BoundsWarning, InvalidParameterError
+from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.costs import measure_for
 from dpmic_dask.privacy.mechanisms.base import (
     LATTICE,
@@ -154,11 +153,8 @@ def copula_graph(frame, request, eps, delta, backend, progress,
         smallest_visible=tests.smallest_visible())
     # a column whose released histogram holds (nearly) every row in one fine bin
     # ties every pair it is in: its taus are about 0, and the report says so
-    sided = noisy.max(axis=1) >= (1.0 - ONE_SIDE) * n
-    flat = tuple(name for name, one in zip(request.names, sided) if one)
-    if flat:
-        report = replace(report, flat=flat)
-        warnings.warn(flat_note(flat, "copula"), BoundsWarning, stacklevel=2)
+    report = replace(report, flat=said_flat(
+        request.names, noisy.max(axis=1) >= (1.0 - ONE_SIDE) * n, "copula"))
     return correlation_result(request, tests, released, report, codings,
                               released={"margins": released_margins})
 

@@ -20,8 +20,9 @@ from dpmic_dask.causal.citests import CORRELATION_TESTS, check_test
 from dpmic_dask.causal.tables import ColumnCoding
 from dpmic_dask.checks import check_bounds, check_column_list, finite_real
 from dpmic_dask.errors import DPMICError, InvalidDataError, InvalidParameterError
+from dpmic_dask.release.axisframe import axis_frame
 from dpmic_dask.stats.kindbase import reads_as_number
-from dpmic_dask.stats.kinds import axis_partition, column_kind
+from dpmic_dask.stats.kinds import column_kind
 from dpmic_dask.stats.timekind import TimeKind
 
 #: Default number of bins of a bounded column (a range equipartition).
@@ -165,15 +166,13 @@ def seconds_schema(dtypes, kinds: dict):
 def seconds_request(frame, backend, *, bounds, **checks) -> tuple:
     """``(frame, request)``: :func:`check_request` on the schema and bounds with
     every :func:`time_kinds` column in seconds, then ``frame`` with those columns
-    converted (lazily on Dask, one map over the partitions)."""
+    converted (:func:`~dpmic_dask.release.axisframe.axis_frame`: lazily on Dask,
+    column by column)."""
     schema = backend.schema(frame)
     kinds = time_kinds(schema, bounds)
     request = check_request(seconds_schema(schema, kinds), bounds=seconds_bounds(bounds, kinds),
                             **checks)
-    if kinds:
-        meta = axis_partition(backend.empty(frame), kinds, ())
-        frame = backend.map_partitions(frame, axis_partition, kinds, (), meta=meta)
-    return frame, request
+    return axis_frame(frame, kinds), request
 
 
 def check_request(dtypes, *, columns, alpha, max_condition_size, bounds, categories, bins,

@@ -6,11 +6,13 @@ Plain numbers only: nothing here can read the data again or redraw noise.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from dpmic_dask.errors import BoundsWarning, NoiseWarning
 from dpmic_dask.release.htmlreport import causal_view, write_page
 
 
@@ -27,6 +29,18 @@ def flat_note(columns, test: str) -> str:
             "their level-0 tables, so no level-0 test can separate them and their edges "
             "stay (a later level rarely removes one): a column that is (almost) constant, "
             "or whose listed categories do not occur")
+
+
+def said_flat(names, flags, test: str) -> tuple:
+    """The ``names`` whose flag is set (columns whose released statistics show
+    one category, bin or side of the cut), said in a warning when there are any
+    (after the charge: shown, never raised): a ``BoundsWarning`` on the copula
+    test, a ``NoiseWarning`` on released tables; :func:`flat_note`'s words."""
+    flat = tuple(name for name, flag in zip(names, flags) if flag)
+    if flat:
+        category = BoundsWarning if test in ("copula", "fisherz") else NoiseWarning
+        warnings.warn(flat_note(flat, test), category, stacklevel=3)
+    return flat
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ bounded rows, behind a private row count."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Generator
 from dataclasses import dataclass, replace
 from functools import partial
@@ -33,8 +32,8 @@ from dpmic_dask.causal.quadrant import (
     sign_partition,
     tetrachoric,
 )
-from dpmic_dask.causal.result import CausalGraph, CausalReport, flat_note
-from dpmic_dask.errors import BoundsWarning, InvalidParameterError
+from dpmic_dask.causal.result import CausalGraph, CausalReport, said_flat
+from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.privacy.mechanisms.base import MAX_NOISE_UNITS
 from dpmic_dask.privacy.statement import privacy_statement
@@ -114,11 +113,8 @@ def sign_result(request, tests, report, released, cuts) -> CausalGraph:
     with (nearly) every row on one side of the cut are said in the report and a
     warning (after the charge: shown, never raised)."""
     cut_of = {name: int(c) for name, c in zip(request.names, np.asarray(cuts))}
-    sided = one_sided(released, len(request.names), report.rows)
-    flat = tuple(name for name, one in zip(request.names, sided) if one)
-    if flat:
-        report = replace(report, flat=flat)
-        warnings.warn(flat_note(flat, "copula"), BoundsWarning, stacklevel=2)
+    report = replace(report, flat=said_flat(
+        request.names, one_sided(released, len(request.names), report.rows), "copula"))
     return correlation_result(request, tests, None, report,
                               released={"signs": released, "cuts": cut_of})
 

@@ -27,7 +27,6 @@ Levels compose (adaptively): the whole is ``(eps, delta)`` as charged once.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,10 +39,10 @@ from dpmic_dask.causal.noisychisq import (
     smallest_visible_effect,
 )
 from dpmic_dask.causal.orient import cpdag
-from dpmic_dask.causal.result import CausalGraph, CausalReport, flat_note
+from dpmic_dask.causal.result import CausalGraph, CausalReport, said_flat
 from dpmic_dask.causal.skeleton import exact_decision, pc_skeleton
 from dpmic_dask.causal.tables import LevelTables, TableKey
-from dpmic_dask.errors import InvalidParameterError, NoiseWarning
+from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.costs import PrivacyCost, measure_for
 from dpmic_dask.privacy.mechanisms.base import MAX_NOISE_UNITS
 from dpmic_dask.privacy.statement import privacy_statement
@@ -254,10 +253,8 @@ def released_tables_graph(frame, request, eps, delta, level_shares, backend, spl
         unit_fields = {"unit": unit_label(units[0]), "max_rows_per_unit": units[1],
                        "rows_noisy": n}
     level0 = released.levels[0]
-    flat = tuple(request.names[c] for c in sorted(flat_columns(
-        {s: level0.joint(s) for s in level0.sets}, level0.variance)))
-    if flat:  # after the charge: shown, never raised
-        warnings.warn(flat_note(flat, "chisq"), NoiseWarning, stacklevel=2)
+    shown = flat_columns({s: level0.joint(s) for s in level0.sets}, level0.variance)
+    flat = said_flat(request.names, [c in shown for c in range(p)], "chisq")
     report = CausalReport(
         True, "chisq", request.alpha, n, request.bins, request.max_condition_size,
         epsilon=budget.total.epsilon, delta=budget.total.delta, statement=statement,
