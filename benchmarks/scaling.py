@@ -19,6 +19,12 @@ time (wall time not covered by any task). Targets (issue: scale-out) are printed
 for the largest N at 16 workers: tall and wide efficiency >= 0.6, wide <= 1.5x
 ``corr``; at every N: tall <= 2x the I/O floor; at 2 workers: per customer <= 2x per row.
 
+``--lean`` runs each contender only at the worker counts where a target reads
+it (tall: the I/O floor at every count, ``corr`` never; wide: ``corr`` at the
+largest count of 16 or more; per unit: per row at 2 workers), for a machine
+lent for minutes. Each line also gives the peak resident memory of the
+largest worker since its cluster started.
+
 Run: ``python benchmarks/scaling.py [--workers 1,2] [--cases tall,wide,unit]``;
 on a 16-core machine ``--workers 1,2,4,8,16``.
 """
@@ -37,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_pairwise import io_floor  # noqa: E402
 from per_person import build_frame  # noqa: E402
+from workers import peak_rss_bytes  # noqa: E402
 
 FLOAT_BOUNDS = (-4.0, 4.0)
 
@@ -146,6 +153,22 @@ def contenders(case: str, args, paths: dict) -> dict:
                                                     progress=False, bounds_check=check)}
 
 
+def contenders_names(case: str) -> tuple[str, ...]:
+    """The contenders of a case, in :func:`contenders`' order."""
+    return {"tall": ("pairwise", "corr", "I/O floor"), "wide": ("pairwise", "corr"),
+            "unit": ("per customer", "per row")}[case]
+
+
+def wanted(case: str, name: str, w: int, top: int) -> bool:
+    """Whether a target reads contender ``name`` of ``case`` at ``w`` workers
+    (``--lean``; the first contender of a case is always run)."""
+    if case == "tall":
+        return name == "I/O floor"
+    if case == "wide":
+        return w == top and top >= 16
+    return w == 2
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", default="1,2", help="worker counts, e.g. 1,2,4,8,16")
@@ -162,6 +185,8 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/dpmic-bench"))
     parser.add_argument("--timeline", type=Path, default=None,
                         help="a folder for each measured run's task stream, as CSV")
+    parser.add_argument("--lean", action="store_true",
+                        help="each contender only where a target reads it")
     args = parser.parse_args()
     from distributed import Client, LocalCluster
 
@@ -179,7 +204,9 @@ def main() -> None:
         with LocalCluster(n_workers=w, threads_per_worker=1, processes=True,
                           dashboard_address=None) as cluster, Client(cluster) as client:
             for case in cases:
-                for name, fn in contenders(case, args, paths).items():
+                for k, (name, fn) in enumerate(contenders(case, args, paths).items()):
+                    if args.lean and k and not wanted(case, name, w, workers[-1]):
+                        continue
                     where = None
                     if args.timeline is not None:
                         args.timeline.mkdir(parents=True, exist_ok=True)
@@ -187,32 +214,37 @@ def main() -> None:
                     seconds, figures = timed(client, fn, args.repeat, where)
                     results[(case, name, w)] = (seconds, *figures)
                     work, longest, driver = figures
+                    peak = max(client.run(peak_rss_bytes).values()) / 2**20
                     print(f"{case:5s} {name:13s} {w:3d} workers {seconds:8.2f} s  work "
                           f"{work:8.1f} task-s  longest {longest:6.2f} s  driver-only "
-                          f"{driver:6.2f} s", flush=True)
+                          f"{driver:6.2f} s  peak worker {peak:6.0f} MiB", flush=True)
     print()
     base_w = workers[0]
     checks = []
     for case in cases:
-        names = sorted({n for (c, n, _) in results if c == case},
-                       key=lambda n: list(results).index((case, n, base_w)))
+        order = list(contenders_names(case))
+        names = [n for n in order if any((case, n, w) in results for w in workers)]
+        if not names:
+            continue
         print(f"{case}: " + ", ".join(names))
+        other = names[1] if len(names) > 1 else names[0]
         print(f"  {'workers':>7} " + " ".join(f"{n[:13]:>13}" for n in names)
-              + f" {'speed-up':>9} {'efficiency':>10} {'vs ' + names[1][:10]:>13}")
+              + f" {'speed-up':>9} {'efficiency':>10} {'vs ' + other[:10]:>13}")
         first = names[0]
         for w in workers:
-            t = {n: results[(case, n, w)][0] for n in names}
+            t = {n: results.get((case, n, w), (float("nan"),))[0] for n in names}
             speed = results[(case, first, base_w)][0] / t[first]
             eff = speed * base_w / w
             print(f"  {w:>7} " + " ".join(f"{t[n]:>13.2f}" for n in names)
-                  + f" {speed:>9.2f} {eff:>10.2f} {t[first] / t[names[1]]:>12.2f}x")
+                  + f" {speed:>9.2f} {eff:>10.2f} {t[first] / t[other]:>12.2f}x")
         top = workers[-1]
         if case in ("tall", "wide") and top >= 16:
             speed = results[(case, first, base_w)][0] / results[(case, first, top)][0]
             eff = speed * base_w / top
             checks.append((f"{case} efficiency at {top} workers >= 0.6", eff, eff >= 0.6))
         # the scale-out issue's ratio targets, at the worker counts they name
-        at = {w: {n: results[(case, n, w)][0] for n in names} for w in workers}
+        at = {w: {n: results.get((case, n, w), (float("nan"),))[0] for n in names}
+              for w in workers}
         if case == "wide" and top >= 16:
             ratio = at[top][first] / at[top]["corr"]
             checks.append((f"wide pairwise <= 1.5x corr at {top} workers", ratio, ratio <= 1.5))

@@ -152,7 +152,7 @@ class Backend(ABC):
         """Exact counts of ``frame`` for ``spec`` (partition-invariant).
 
         ``rows`` (the public row count, when known) and ``task_memory`` size the
-        counting tasks only (:func:`~dpmic_dask.stats.limits.partitions_per_task`); the
+        counting tasks only (:func:`~dpmic_dask.stats.limits.task_spans`); the
         counts do not depend on them."""
 
     @abstractmethod

@@ -56,7 +56,7 @@ from dpmic_dask.stats.counting import (
     shared_binning,
 )
 from dpmic_dask.stats.countspec import CountSpec, PartialCounts
-from dpmic_dask.stats.limits import DEFAULT_TASK_MEMORY, partitions_per_task
+from dpmic_dask.stats.limits import DEFAULT_TASK_MEMORY, task_spans, tasks_per_block
 
 DEFAULT_SPLIT_EVERY = 8
 #: Binned columns shared by the blocks of an evaluation may take up to this many
@@ -120,18 +120,20 @@ def _worker_threads() -> int:
     return max(1, os.cpu_count() or 1)
 
 
-def _group(rows, parts: int, columns: int, task_memory: int, blocks: int,
-           threads: int | None = None) -> int:
-    """Partitions per counting task: within ``task_memory``, with at least one
-    counting task per worker thread over all blocks.
+def _spans(rows, parts: int, columns: int, task_memory: int, tasks: int):
+    """The partitions of each counting task of a block (:func:`task_spans`): the
+    block's share of the worker threads (:func:`tasks_per_block`), within
+    ``task_memory``.
 
-    More, smaller tasks cost more than they gain on many workers: each reads its
+    Tasks are about one per thread in all, of about equal work: each reads its
     pairs' histograms off and sends on their partial counts (1.3 MB a pair at
-    B = 200). Two tasks per thread, of equal work across uneven blocks, took
-    2.05 s for 1.58 s on 16 workers (10^7 x 10 rows in 20 files: 14.6
-    task-seconds for 10.7), though 2.7 s for 2.8-3.3 s on 2."""
-    return partitions_per_task(rows, parts, columns, task_memory, blocks=blocks,
-                               min_tasks=_worker_threads() if threads is None else threads)
+    B = 200), so more, smaller tasks cost more than they gain on many workers.
+    Two tasks per thread took 2.05 s for 1.58 s on 16 workers (10^7 x 10 rows in
+    20 files: 14.6 task-seconds for 10.7). One task per thread for every block,
+    whatever its pairs, left the tasks of the largest of three blocks (24 of 45
+    pairs) running a second after the others had finished (2.4 x 10^7 rows in 48
+    files: 3.56 s on 16 workers, 22 task-seconds)."""
+    return task_spans(rows, parts, columns, task_memory, tasks=tasks)
 
 
 def _binned(frame, spec: CountSpec) -> list:
@@ -151,9 +153,9 @@ def _bin_groups(frame: pd.DataFrame, specs: tuple[CountSpec, ...]) -> tuple:
     return tuple(bin_partition(frame, s) for s in specs)
 
 
-def _binned_groups(frame, specs: tuple[CountSpec, ...]) -> list[list]:
-    """For each of ``specs``, one delayed binned chunk per partition, all from one
-    map over the union of their columns.
+def _binned_groups(frame, specs: tuple[CountSpec, ...]) -> list:
+    """One delayed tuple per partition: its binned chunk for each of ``specs``, all
+    from one map over the union of their columns.
 
     Each group cannot be binned from its own projection of ``frame``: Dask may
     fuse a projection's partitions by how many columns it reads (Parquet reading
@@ -165,9 +167,13 @@ def _binned_groups(frame, specs: tuple[CountSpec, ...]) -> list[list]:
     meta = pd.Series([], dtype=object)
     binned = frame[columns].map_partitions(functools.partial(_bin_groups, specs=specs),
                                            meta=meta, enforce_metadata=False)
-    parts = binned.to_delayed()
+    return binned.to_delayed()
+
+
+def _picked(parts: list, k: int) -> list:
+    """Group ``k``'s binned chunk of each of ``parts`` (:func:`_binned_groups`)."""
     pick = dask.delayed(operator.getitem, pure=True)
-    return [[pick(part, k) for part in parts] for k in range(len(specs))]
+    return [pick(part, k) for part in parts]
 
 
 def _summary(partial: PartialCounts):
@@ -208,8 +214,8 @@ class DaskBackend(Backend):
         if not parts:
             partial = empty_partial(spec)
             return LocalAggregate(spec, 0, partial.missing, partial)
-        group = _group(rows, len(parts), len(spec.columns), task_memory, 1)
-        root = counted([(p,) for p in parts], spec, group, split_every)
+        spans = _spans(rows, len(parts), len(spec.columns), task_memory, _worker_threads())
+        root = counted([(p,) for p in parts], spec, spans, split_every)
         (root,) = guarded(spec.columns, _persist, root)
         rows, missing = run(dask.delayed(_summary, pure=True)(root), progress=progress,
                             columns=spec.columns)
@@ -238,6 +244,7 @@ class DaskBackend(Backend):
         # asked 121 times, 75 ms of driver time on 2 local workers)
         threads = _worker_threads()
         piece = -(-len(spec.pairs) // threads)  # pairs per task computing values
+        shares = tasks_per_block([len(b.indices) for b in blocks], threads)
         tasks, pieces = [], []
         # Each group of columns is read and binned once, for every block that
         # reads it (not once per block), when all binned columns fit in a few
@@ -245,26 +252,32 @@ class DaskBackend(Backend):
         shared = shared_binning(spec, blocks, rows, SHARED_BINNING_TASKS * task_memory)
         grouped = (None if shared is None else
                    guarded(spec.columns, _binned_groups, frame, shared.specs))
+        picked: dict[int, list] = {}
         for b, block in enumerate(blocks):
             take = None
             if shared is None or grouped is None:
                 parts = [(p,) for p in guarded(spec.columns, _binned, frame, block.spec)]
+            elif shared.whole():
+                parts = [(p,) for p in grouped]
+                take = (*shared.takes[b], shared.groups[b])
             else:
-                parts = list(zip(*(grouped[k] for k in shared.groups[b])))
+                for k in shared.groups[b]:
+                    if k not in picked:
+                        picked[k] = _picked(grouped, k)
+                parts = list(zip(*(picked[k] for k in shared.groups[b])))
                 take = shared.takes[b]
             if not parts:
                 return Evaluation(0, np.zeros(len(spec.columns), bool),
                                   np.full(len(spec.pairs), np.nan),
                                   {k: np.zeros(cells, np.int64) for k in wanted})
-            group = _group(rows, len(parts), len(block.spec.columns), task_memory,
-                           len(blocks), threads)
+            spans = _spans(rows, len(parts), len(block.spec.columns), task_memory, shares[b])
             mine = [k for k in block.column_indices() if k in wanted]
             if mine:
                 wanted = [k for k in wanted if k not in mine]
                 local = tuple(block.column_indices().index(k) for k in mine)
-                sides.append(marginal_root(parts, take, local, cells, group, split_every))
+                sides.append(marginal_root(parts, take, local, cells, spans, split_every))
                 side_columns.append(mine)
-            if group >= len(parts):
+            if len(spans) == 1:
                 # One counting task: it evaluates the pairs as they are counted,
                 # a few at a time (the same values; the block's counts never held).
                 task = dask.delayed(functools.partial(
@@ -273,7 +286,7 @@ class DaskBackend(Backend):
                 tasks.append(task(*[c for part in parts for c in part]))
                 pieces.append(1)
                 continue
-            root = counted(parts, block.spec, group, split_every, take)
+            root = counted(parts, block.spec, spans, split_every, take)
             values = block_values(root, spec.fill, fn, pair_names(block.spec), piece)
             tasks += values
             pieces.append(len(values))

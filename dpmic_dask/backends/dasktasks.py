@@ -30,17 +30,17 @@ def tree_sum(nodes, split_every: int):
     return nodes[0]
 
 
-def counted(binned, spec: CountSpec, group: int, split_every: int, take=None):
+def counted(binned, spec: CountSpec, spans, split_every: int, take=None):
     """The root of a tree summing the counts of ``binned`` (for each partition, a
     tuple of delayed binned chunks: the partition's, or its column groups' with
-    ``take``): ``group`` consecutive partitions counted per task, ``split_every``
-    partials summed per node."""
+    ``take``): the partitions of each ``[lo, hi)`` of ``spans`` counted in one task
+    (:func:`~dpmic_dask.stats.limits.task_spans`), ``split_every`` partials summed
+    per node."""
     # The spec rides in the function, not the arguments: Dask walks a dataclass
     # argument field by field (the grid family's 198 grids) for every task.
     count = dask.delayed(functools.partial(count_binned_partitions, spec=spec, take=take),
                          pure=True)
-    leaves = [count(*[c for part in binned[i:i + group] for c in part])
-              for i in range(0, len(binned), group)]
+    leaves = [count(*[c for part in binned[lo:hi] for c in part]) for lo, hi in spans]
     return tree_sum(leaves, max(2, split_every))
 
 
@@ -82,18 +82,19 @@ def marginals_of(*chunks, take, positions, cells):
     ``positions`` of their block (:func:`marginal_counts`). With column groups
     (``take``), only those columns are gathered."""
     if take is not None:
-        per, where = take
-        take, positions = (per, tuple(where[p] for p in positions)), range(len(positions))
+        per, where, *whole = take
+        take = (per, tuple(where[p] for p in positions), *whole)
+        positions = range(len(positions))
     return marginal_counts(gather_chunks(chunks, take), positions, cells)
 
 
-def marginal_root(parts, take, positions, cells: int, group: int, split_every: int):
-    """The root of a tree summing :func:`marginals_of` of ``group`` partitions
-    per task (as many as a counting task takes)."""
+def marginal_root(parts, take, positions, cells: int, spans, split_every: int):
+    """The root of a tree summing :func:`marginals_of` of the partitions of each
+    ``[lo, hi)`` of ``spans`` per task (those of the counting tasks)."""
     count = dask.delayed(functools.partial(marginals_of, take=take, positions=positions,
                                            cells=cells), pure=True)
-    return merged([count(*[c for part in parts[i:i + group] for c in part])
-                   for i in range(0, len(parts), group)], operator.add, split_every)
+    return merged([count(*[c for part in parts[lo:hi] for c in part]) for lo, hi in spans],
+                  operator.add, split_every)
 
 
 def merged(nodes, add, split_every: int):

@@ -101,29 +101,49 @@ def pairs_per_block(cells_per_pair: int, split_every: int = DEFAULT_SPLIT_EVERY,
 BYTES_PER_INPUT_VALUE = 2
 
 
-def partitions_per_task(rows: int | None, partitions: int, columns: int,
-                        task_memory: int = DEFAULT_TASK_MEMORY, *, blocks: int = 1,
-                        min_tasks: int = 1) -> int:
-    """How many consecutive partitions one counting task bins together.
+def task_spans(rows: int | None, partitions: int, columns: int,
+               task_memory: int = DEFAULT_TASK_MEMORY, *, tasks: int = 1
+               ) -> tuple[tuple[int, int], ...]:
+    """The consecutive partitions ``[lo, hi)`` each counting task of a block bins
+    together.
 
     Each pair's refinement histograms are read off once per task, a fixed cost
     (about as much as counting a quarter of a million rows), so tasks of a few
-    small partitions are much cheaper per row. Partitions are grouped while their
-    average input (``rows / partitions`` rows of ``columns`` values,
-    :data:`BYTES_PER_INPUT_VALUE` each) stays within ``task_memory``; one partition
-    per task when the row count is not known. Groups also stay small enough that
-    the ``blocks`` blocks together still have ``min_tasks`` counting tasks (one
-    per worker thread), so that grouping never idles a worker; and the tasks of
-    a block take about as many partitions each. The grouping changes the work
-    per task, never a count.
+    small partitions are much cheaper per row. A block gets ``tasks`` tasks (its
+    share of the worker threads, :func:`tasks_per_block`), more where one task's
+    input (``rows / partitions`` rows of ``columns`` values per partition,
+    :data:`BYTES_PER_INPUT_VALUE` each) would pass ``task_memory``, and one per
+    partition when the row count is not known. The partitions are shared out
+    evenly (task sizes differ by at most one partition). The spans change the
+    work per task, never a count.
     """
-    if not rows or partitions <= 1 or columns <= 0:
-        return 1
-    per_partition = BYTES_PER_INPUT_VALUE * columns * -(-int(rows) // partitions)
-    by_memory = int(task_memory) // per_partition
-    by_parallelism = (partitions * max(1, blocks)) // max(1, min_tasks)
-    group = max(1, min(partitions, by_memory, by_parallelism))
-    return -(-partitions // -(-partitions // group))  # as many tasks, evened out
+    if partitions <= 0:
+        return ()
+    if not rows or columns <= 0:
+        n = partitions
+    else:
+        per_partition = BYTES_PER_INPUT_VALUE * columns * -(-int(rows) // partitions)
+        by_memory = max(1, int(task_memory) // per_partition)
+        n = min(partitions, max(1, int(tasks), -(-partitions // by_memory)))
+    cuts = [(k * partitions) // n for k in range(n + 1)]
+    return tuple(zip(cuts[:-1], cuts[1:]))
+
+
+def tasks_per_block(pairs: list[int], threads: int) -> tuple[int, ...]:
+    """The worker threads shared out over blocks of ``pairs`` pairs each, as their
+    numbers of counting tasks: in proportion to the pairs (the work of a task is
+    its pairs times its rows), largest remainders first, at least one a block.
+    All the tasks together are about one per thread, each of about the same work,
+    so no worker waits on another's second task."""
+    total = sum(pairs)
+    if total <= 0:
+        return tuple(1 for _ in pairs)
+    shares = [max(1, int(threads)) * p / total for p in pairs]
+    out = [max(1, int(s)) for s in shares]
+    left = max(1, int(threads)) - sum(out)
+    for b in sorted(range(len(pairs)), key=lambda b: out[b] - shares[b])[:max(0, left)]:
+        out[b] += 1
+    return tuple(out)
 
 
 def mice_steps(B: float, c: int) -> float:

@@ -15,7 +15,12 @@ from dpmic_dask.backends import backend_for
 from dpmic_dask.stats.counting import bin_chunk, count_binned, count_chunks
 from dpmic_dask.stats.countspec import BinnedChunk, CountSpec
 from dpmic_dask.stats.grids import master_grid_family
-from dpmic_dask.stats.limits import micr_grid_cost, pairs_per_block, partitions_per_task
+from dpmic_dask.stats.limits import (
+    micr_grid_cost,
+    pairs_per_block,
+    task_spans,
+    tasks_per_block,
+)
 
 COLUMNS = [f"c{k:02d}" for k in range(12)]
 BOUNDS = {name: (-3.0, 3.0) for name in COLUMNS}
@@ -73,26 +78,55 @@ def test_partitions_counted_together_give_the_same_counts(wide, task_memory):
     _, whole = digests(wide, 2**30)
     ddf = dd.from_pandas(wide, npartitions=7).repartition(
         divisions=[0, 1, 40, 41, 2000, 2001, 4998, 4999])
-    group = partitions_per_task(len(wide), ddf.npartitions, 8, task_memory)
-    assert 1 <= group <= 7
+    spans = task_spans(len(wide), ddf.npartitions, 8, task_memory)
+    assert 1 <= len(spans) <= 7
     with dask.config.set(scheduler="threads"):
         _, grouped = digests(ddf, task_memory, rows=len(wide))
     np.testing.assert_array_equal(grouped.values, whole.values)
     assert grouped.rows == len(wide)
 
 
-def test_partitions_per_task_follows_public_sizes_only():
+def sizes(spans):
+    return [hi - lo for lo, hi in spans]
+
+
+def test_task_spans_follow_public_sizes_only():
     # 4 binned partitions of 250,000 rows x 12 columns: 6 MB each
-    assert partitions_per_task(10**6, 4, 12, 256 * 2**20) == 4
-    assert partitions_per_task(10**6, 4, 12, 15 * 2**20) == 2
-    assert partitions_per_task(10**6, 4, 12, 1) == 1
-    assert partitions_per_task(None, 4, 12) == 1  # row count unknown
-    assert partitions_per_task(10**6, 1, 12) == 1
-    assert partitions_per_task(10**8, 1000, 100) == 13  # 100,000-row partitions
-    # never so few tasks that workers idle: 40 small partitions, one block, 4 threads
-    assert partitions_per_task(10**6, 40, 4, 2**30, blocks=1, min_tasks=8) == 5
-    assert partitions_per_task(10**6, 40, 4, 2**30, blocks=10, min_tasks=8) == 40
-    assert partitions_per_task(10**6, 4, 4, 2**30, blocks=1, min_tasks=8) == 1
+    assert task_spans(10**6, 4, 12, 256 * 2**20) == ((0, 4),)
+    assert sizes(task_spans(10**6, 4, 12, 15 * 2**20)) == [2, 2]
+    assert sizes(task_spans(10**6, 4, 12, 1)) == [1, 1, 1, 1]
+    assert sizes(task_spans(None, 4, 12)) == [1, 1, 1, 1]  # row count unknown
+    assert task_spans(10**6, 1, 12) == ((0, 1),)
+    assert task_spans(10**6, 0, 12) == ()
+    # 100,000-row partitions of 100 columns: 13 fit 256 MiB, so 77 tasks of 12-13
+    spans = task_spans(10**8, 1000, 100)
+    assert len(spans) == 77 and set(sizes(spans)) == {12, 13}
+    # asked for 8 tasks (a block's share of the threads): 8 of 5 partitions
+    assert sizes(task_spans(10**6, 40, 4, 2**30, tasks=8)) == [5] * 8
+    assert sizes(task_spans(10**6, 4, 4, 2**30, tasks=8)) == [1] * 4  # no empty task
+    # the spans cover every partition once, in order
+    for parts, tasks in [(48, 5), (48, 9), (20, 7), (3, 2), (1000, 16)]:
+        spans = task_spans(10**7, parts, 6, 2**30, tasks=tasks)
+        assert spans[0][0] == 0 and spans[-1][1] == parts
+        assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+        assert len(spans) == tasks and max(sizes(spans)) - min(sizes(spans)) <= 1
+
+
+def test_threads_are_shared_over_blocks_by_their_pairs():
+    # 45 pairs in blocks of 15, 24 and 6 on 16 threads: 5.3, 8.5 and 2.1 shares
+    assert tasks_per_block([15, 24, 6], 16) == (5, 9, 2)
+    # every block one task at least, and no more than its share rounded up
+    assert tasks_per_block([15, 24, 6], 2) == (1, 1, 1)
+    assert tasks_per_block([1, 100], 8) == (1, 7)
+    assert tasks_per_block([36] * 120, 16) == (1,) * 120
+    assert tasks_per_block([10], 16) == (16,)
+    assert tasks_per_block([], 16) == ()
+    for pairs, threads in [([15, 24, 6], 16), ([3, 3, 3, 1], 10), ([7, 1, 1], 4)]:
+        out = tasks_per_block(pairs, threads)
+        assert sum(out) == max(threads, len(pairs)) or min(out) == 1
+        # the work per task (pairs / tasks) is within a factor of 2 across blocks
+        work = [p / n for p, n in zip(pairs, out)]
+        assert max(work) <= 2 * min(work) or min(out) == 1
 
 
 def test_chunks_are_binned_then_counted_exactly():
@@ -174,11 +208,58 @@ def test_values_do_not_depend_on_how_many_threads_share_the_tasks(wide, monkeypa
 
 
 def test_the_tasks_of_a_block_take_about_as_many_partitions_each():
-    # 20 partitions, 3 blocks, 16 threads: 7 tasks a block, of 3 partitions (and 2)
-    assert partitions_per_task(10**7, 20, 6, 2**30, blocks=3, min_tasks=16) == 3
-    assert partitions_per_task(10**7, 20, 6, 2**30, blocks=1, min_tasks=2) == 10
-    # memory for 9 partitions of 6 MB binned: three tasks of 7, 7 and 6, not 9, 9 and 2
-    assert partitions_per_task(10**7, 20, 6, 9 * 6_000_000) == 7
+    # 20 partitions, a block's 7 tasks: 3 partitions each (and 2), not 3, 3, ..., 2
+    assert sizes(task_spans(10**7, 20, 6, 2**30, tasks=7)) == [2, 3, 3, 3, 3, 3, 3]
+    assert sizes(task_spans(10**7, 20, 6, 2**30, tasks=2)) == [10, 10]
+    # memory for 9 partitions of 6 MB binned: three tasks of 6-7, not 9, 9 and 2
+    assert sizes(task_spans(10**7, 20, 6, 9 * 6_000_000)) == [6, 7, 7]
+
+
+@pytest.mark.parametrize("whole", [True, False])
+def test_uneven_blocks_get_counting_tasks_by_their_pairs(wide, monkeypatch, whole):
+    """12 columns in blocks of 6 and 16 pairs on 16 threads: each block's counting
+    tasks follow its pairs, about 16 in all, and the values are those of one
+    pass, whether the blocks take every group's binned chunks of a partition or
+    only their own groups'."""
+    from dpmic_dask.backends import dask as dask_backend
+    from dpmic_dask.stats.counting import SharedBinning
+
+    monkeypatch.setattr(SharedBinning, "whole", lambda self: whole)
+
+    tasks = []
+    real = dask_backend.counted
+
+    def probe(parts, spec, spans, split_every, take=None):
+        tasks.append((len(spec.pairs), len(spans)))
+        return real(parts, spec, spans, split_every, take)
+
+    monkeypatch.setattr(dask_backend, "counted", probe)
+    monkeypatch.setattr(dask_backend, "_worker_threads", lambda: 16)
+    _, whole = digests(wide, 2**30)
+    ddf = dd.from_pandas(wide, npartitions=48)
+    with dask.config.set(scheduler="threads"):
+        block, split = digests(ddf, 5 * 2**20, rows=len(wide))
+    assert block < 66 and len(tasks) >= 3
+    assert sum(n for _, n in tasks) <= 16 + len(tasks)
+    work = [p / n for p, n in tasks]
+    assert max(work) <= 2 * min(work), tasks
+    np.testing.assert_array_equal(split.values, whole.values)
+
+
+def test_blocks_take_whole_partitions_when_that_moves_at_most_twice_the_bytes():
+    from dpmic_dask.stats.counting import shared_binning
+
+    def shared(columns, per_block):
+        spec = CountSpec(tuple(f"c{k}" for k in range(columns)), ((0.0, 1.0),) * columns,
+                         None, master_grid_family(8, 2))
+        return shared_binning(spec, spec.blocks(per_block), 10**6, 2**40)
+
+    # 10 columns, 41 pairs a block: 2 groups (6 and 4 columns), 3 blocks
+    tall = shared(10, 41)
+    assert len(tall.specs) == 2 and len(tall.groups) == 3 and tall.whole()
+    # 150 columns, 36 pairs a block: 25 groups of 6, 325 blocks of 1 or 2 groups
+    wide = shared(150, 36)
+    assert len(wide.specs) == 25 and not wide.whole()
 
 
 def test_values_in_pieces_with_a_categorical_column_and_two_statistics(wide, monkeypatch):

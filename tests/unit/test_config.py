@@ -120,13 +120,13 @@ def test_a_per_call_argument_overrides_the_config(frame, sizing):
 
 def test_the_dask_backend_groups_partitions_by_the_configured_task_memory(frame, monkeypatch):
     seen = []
-    original = dask_backend._group
+    original = dask_backend._spans
 
-    def recorded(rows, parts, columns, task_memory, blocks, threads=None):
+    def recorded(rows, parts, columns, task_memory, tasks):
         seen.append(task_memory)
-        return original(rows, parts, columns, task_memory, blocks, threads)
+        return original(rows, parts, columns, task_memory, tasks)
 
-    monkeypatch.setattr(dask_backend, "_group", recorded)
+    monkeypatch.setattr(dask_backend, "_spans", recorded)
     lazy = dd.from_pandas(frame, npartitions=3)
     with dask.config.set(scheduler="synchronous"), config.set(task_memory="4 MiB"):
         lazy.dpmic.pairwise_nonprivate(bounds=BOUNDS, B=20, c=2)
