@@ -62,7 +62,12 @@ from dpmic_dask.batch.journal import (
     record_delivery,
 )
 from dpmic_dask.batch.pageledger import history_section, redacted
-from dpmic_dask.batch.runpage import rows_page_path, write_result_page, write_rows_page
+from dpmic_dask.batch.runpage import (
+    rows_page_path,
+    write_report_text,
+    write_result_page,
+    write_rows_page,
+)
 from dpmic_dask.causal.discover import causal_graph
 from dpmic_dask.errors import DPMICError, InvalidParameterError, LedgerError, RunClaimedError
 from dpmic_dask.privacy.accounting import ledger_from_url
@@ -130,8 +135,9 @@ def _write_page(job, ledger: SQLLedger, entry: JournalEntry, result, where: str,
     """The HTML page beside a pairwise run's file: from the result at the run that
     released it, else (a delivery from the journal) from the journaled rows unless
     the page is there already; with the dataset's ledger history up to the run's
-    charge. A page that cannot be written is a warning, never a failed delivery
-    (the values are delivered)."""
+    charge, and the release's report text beside it (for ``dpmic report``). A page
+    that cannot be written is a warning, never a failed delivery (the values are
+    delivered)."""
     path = rows_page_path(Path(where))
     title = f"Run {entry.run_id} of job {job.name}"
     if result is None and path.is_file():
@@ -144,6 +150,9 @@ def _write_page(job, ledger: SQLLedger, entry: JournalEntry, result, where: str,
         else:
             write_rows_page(entry.rows(), path, title=title, ledger=history,
                             report=entry.report())
+        text = entry.report()
+        if text is not None:
+            write_report_text(path, text)
     except OSError as exc:
         echo(f"warning: the run's page {path.name} could not be written: "
              f"{exc.strerror or type(exc).__name__}", err=True)

@@ -8,7 +8,9 @@ Where the page goes:
 * a ``[causal]`` run: ``report.html`` in the run's folder, beside
   ``edges.csv``, ``separating_sets.json``, ``graph.dot`` and ``report.txt``;
 * a pairwise run to an output folder: ``_pages/run-<run id>--<job>.html`` in the
-  output folder (a run to a SQL table writes no page). The folder's name starts
+  output folder, and the release's report text beside it (``.txt``), so that a
+  page rebuilt from the run's file has the release's notes (a run to a SQL
+  table writes no page). The folder's name starts
   with ``_``, which Parquet and Dask readers skip, so the output folder stays a
   dataset of the runs' files only.
 
@@ -43,7 +45,13 @@ import pyarrow as pa
 from dpmic_dask.batch.pageledger import history_at, recorded
 from dpmic_dask.causal.result import CausalGraph, CausalReport
 from dpmic_dask.errors import DPMICError, InvalidParameterError
-from dpmic_dask.release.htmlreport import causal_view, pairwise_view, rows_view, write_page
+from dpmic_dask.release.htmlreport import (
+    causal_view,
+    pairwise_view,
+    rows_view,
+    write_page,
+    write_whole,
+)
 
 #: The page's name in a run's folder.
 PAGE = "report.html"
@@ -62,6 +70,16 @@ def rows_page_path(rows_file: Path) -> Path:
         if name.endswith(suffix):
             name = name[: -len(suffix)]
     return rows_file.parent / PAGES / (name + ".html")
+
+
+def report_text_path(page: Path) -> Path:
+    """Where a pairwise run's report text is kept: beside its page, ending ``.txt``."""
+    return page.with_suffix(".txt")
+
+
+def write_report_text(page: Path, text: str) -> Path:
+    """Keep a pairwise run's report text beside its ``page`` (written whole)."""
+    return write_whole(report_text_path(page), text + "\n")
 
 
 def write_rows_page(rows: pd.DataFrame, path: Path, *, report: str | None = None,
@@ -91,7 +109,7 @@ def _read_rows(path: Path) -> pd.DataFrame:
 
 
 def _text(path: Path) -> str | None:
-    return path.read_text().rstrip("\n") if path.is_file() else None
+    return path.read_text(encoding="utf-8").rstrip("\n") if path.is_file() else None
 
 
 _HEADER = re.compile(r"causal graph \((?P<private>private|NOT PRIVATE: exact)\), test "
@@ -195,8 +213,9 @@ def rebuild_causal_page(folder: Path, ledger_url: str | None = None) -> Path:
 
 
 def rebuild_rows_page(path: Path, ledger_url: str | None = None) -> Path:
-    """The page of a run's file, with its dataset's ledger history from
-    ``ledger_url``, else from the ledger the page recorded before."""
+    """The page of a run's file, with the release's report text kept beside its
+    page (when there) and its dataset's ledger history from ``ledger_url``, else
+    from the ledger the page recorded before."""
     rows = _read_rows(path)
     page = rows_page_path(path)
     before = recorded(page)
@@ -206,7 +225,7 @@ def rebuild_rows_page(path: Path, ledger_url: str | None = None) -> Path:
                          charge_id=_first(rows, "charge_id"),
                          run_id=_first(rows, "run_id") or run_id, job=_first(rows, "job") or job)
     return write_rows_page(rows, page, title=f"Private MIC release: {path.name}",
-                           ledger=history)
+                           ledger=history, report=_text(report_text_path(page)))
 
 
 def _readable(path: Path, build, *args) -> Path:
@@ -258,5 +277,5 @@ def rebuild(path, ledger_url: str | None = None) -> list[Path]:
 
 
 __all__ = ["PAGE", "causal_from_files", "rebuild", "rebuild_causal_page", "rebuild_rows_page",
-           "rows_page_path",
+           "report_text_path", "rows_page_path", "write_report_text",
            "write_result_page", "write_rows_page"]

@@ -131,7 +131,7 @@ def test_a_real_full_file_system_keeps_the_release(env, small_file_system):
     again = invoke("run", path, "--run-id", "night")
     assert again.exit_code == 0, again.output
     assert every_file(out) == ["_pages", "run-night--nightly.parquet"]
-    assert every_file(out / "_pages") == ["run-night--nightly.html"]
+    assert every_file(out / "_pages") == ["run-night--nightly.html", "run-night--nightly.txt"]
     assert [r["release"] for r in history(ledger)] == ["delivered"]
 
 
@@ -193,7 +193,7 @@ def test_a_rerun_delivers_a_lost_output_again_from_the_journal(env, monkeypatch,
     pd.testing.assert_frame_equal(read(written), released)
     page = out / "_pages" / "run-night--nightly.html"  # the run's page: kept, or rebuilt from the rows
     assert every_file(out) == ["_pages", written.name]
-    assert every_file(out / "_pages") == [page.name]
+    assert every_file(out / "_pages") == [page.name, page.with_suffix(".txt").name]
     assert "Run night of job nightly" in page.read_text()
     (row,) = history(ledger)
     assert row["release"] == "delivered" and row["charge_id"] == released.charge_id[0]
@@ -283,8 +283,8 @@ def test_two_jobs_with_one_run_id_both_run(env):
         assert "released 3 pairs" in result.output
     assert every_file(tmp_path / "out") == ["_pages", "run-2026-11-22--first.parquet",
                                             "run-2026-11-22--second.parquet"]
-    assert every_file(tmp_path / "out" / "_pages") == ["run-2026-11-22--first.html",
-                                                       "run-2026-11-22--second.html"]
+    assert every_file(tmp_path / "out" / "_pages") == [
+        f"run-2026-11-22--{n}.{e}" for n in ("first", "second") for e in ("html", "txt")]
     rows = history(ledger)
     assert [r["job_name"] for r in rows] == ["first", "second"]
     # each page: the dataset's ledger history up to its own run's charge
@@ -311,7 +311,8 @@ def test_without_a_name_the_job_is_named_after_its_file(env):
     result = invoke("run", path, "--run-id", "r")
     assert result.exit_code == 0, result.output
     assert every_file(tmp_path / "out") == ["_pages", "run-r--nightly-export.parquet"]
-    assert every_file(tmp_path / "out" / "_pages") == ["run-r--nightly-export.html"]
+    assert every_file(tmp_path / "out" / "_pages") == ["run-r--nightly-export.html",
+                                                       "run-r--nightly-export.txt"]
 
 
 # ---------------------------------------------------------------- 5. read-only ledgers

@@ -452,12 +452,35 @@ def test_the_failure_table_documents_these_outcomes():
     assert documented_exit("concurrent deliveries") == Exit.OK
 
 
+def test_dpmic_report_rebuilds_a_run_page_with_the_release_notes(env):
+    """The release's report text is kept beside its page, so a page rebuilt from
+    the run's file alone (``dpmic report``) has its notes, not only its rows'."""
+    tmp_path, ledger, job = env
+    done = invoke("run", job("a.toml"), "--run-id", "night")
+    assert done.exit_code == Exit.OK, done.output
+    pages = tmp_path / "out" / "_pages"
+    (page,) = pages.glob("*.html")
+    (kept,) = pages.glob("*.txt")
+    report = find_run(SQLLedger(ledger), "d", "nightly", "night").report()
+    assert report and kept.read_text(encoding="utf-8") == report + "\n"
+    page.unlink()
+    rebuilt = invoke("report", str(tmp_path / "out"))
+    assert rebuilt.exit_code == Exit.OK, rebuilt.output
+    text = html.unescape(page.read_text())
+    assert report.splitlines()[0] in text and report.splitlines()[-1] in text
+    assert "Rebuilt from the delivered rows alone" not in text
+    kept.unlink()  # without it: the rows' own account, saying what it lacks
+    assert invoke("report", str(tmp_path / "out")).exit_code == Exit.OK
+    assert "Rebuilt from the delivered rows alone" in page.read_text()
+    assert len(SQLLedger(ledger).history("d")) == 1
+
+
 def test_a_rerun_writes_a_missing_page_again_and_charges_nothing(env):
     tmp_path, ledger, job = env
     path = job("a.toml")
     done = invoke("run", path, "--run-id", "night")
     assert done.exit_code == Exit.OK, done.output
-    (page,) = (tmp_path / "out" / "_pages").iterdir()
+    (page,) = (tmp_path / "out" / "_pages").glob("*.html")
     first = page.read_text()
     page.unlink()
     again = invoke("run", path, "--run-id", "night")

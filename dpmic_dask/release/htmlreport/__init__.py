@@ -14,8 +14,8 @@ from dpmic_dask.release.htmlreport.pages import (
     causal_view,
     rows_view,
 )
-from dpmic_dask.release.htmlreport.render import render_page, write_page
+from dpmic_dask.release.htmlreport.render import render_page, write_page, write_whole
 from dpmic_dask.release.htmlreport.views import local_view, pairwise_view
 
 __all__ = ["bounds_view", "categories_view", "causal_view", "local_view", "pairwise_view",
-           "render_page", "rows_view", "write_page"]
+           "render_page", "rows_view", "write_page", "write_whole"]

@@ -23,8 +23,11 @@ def render_page(view: dict) -> str:
 def write_page(view: dict, path) -> Path:
     """Write the page of ``view`` to ``path`` (replaced whole, never half-written);
     returns the path."""
-    path = Path(path)
-    text = render_page(view)
+    return write_whole(Path(path), render_page(view))
+
+
+def write_whole(path: Path, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path``, replaced whole, never half-written."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
     try:
@@ -35,4 +38,4 @@ def write_page(view: dict, path) -> Path:
     return path
 
 
-__all__ = ["render_page", "write_page"]
+__all__ = ["render_page", "write_page", "write_whole"]
