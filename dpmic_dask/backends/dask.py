@@ -254,12 +254,12 @@ class DaskBackend(Backend):
                    guarded(spec.columns, _binned_groups, frame, shared.specs))
         picked: dict[int, list] = {}
         for b, block in enumerate(blocks):
-            take = None
+            take, width = None, len(block.spec.columns)  # width: binned columns read
             if shared is None or grouped is None:
                 parts = [(p,) for p in guarded(spec.columns, _binned, frame, block.spec)]
             elif shared.whole():
                 parts = [(p,) for p in grouped]
-                take = (*shared.takes[b], shared.groups[b])
+                take, width = (*shared.takes[b], shared.groups[b]), len(spec.columns)
             else:
                 for k in shared.groups[b]:
                     if k not in picked:
@@ -270,7 +270,7 @@ class DaskBackend(Backend):
                 return Evaluation(0, np.zeros(len(spec.columns), bool),
                                   np.full(len(spec.pairs), np.nan),
                                   {k: np.zeros(cells, np.int64) for k in wanted})
-            spans = _spans(rows, len(parts), len(block.spec.columns), task_memory, shares[b])
+            spans = _spans(rows, len(parts), width, task_memory, shares[b])
             mine = [k for k in block.column_indices() if k in wanted]
             if mine:
                 wanted = [k for k in wanted if k not in mine]

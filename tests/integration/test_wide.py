@@ -233,9 +233,18 @@ def test_uneven_blocks_get_counting_tasks_by_their_pairs(wide, monkeypatch, whol
         tasks.append((len(spec.pairs), len(spans)))
         return real(parts, spec, spans, split_every, take)
 
+    widths = []
+    real_spans = dask_backend._spans
+
+    def sized(rows, parts, columns, task_memory, tasks):
+        widths.append(columns)
+        return real_spans(rows, parts, columns, task_memory, tasks)
+
     monkeypatch.setattr(dask_backend, "counted", probe)
+    monkeypatch.setattr(dask_backend, "_spans", sized)
     monkeypatch.setattr(dask_backend, "_worker_threads", lambda: 16)
-    _, whole = digests(wide, 2**30)
+    _, one_pass = digests(wide, 2**30)
+    widths.clear()
     ddf = dd.from_pandas(wide, npartitions=48)
     with dask.config.set(scheduler="threads"):
         block, split = digests(ddf, 5 * 2**20, rows=len(wide))
@@ -243,7 +252,10 @@ def test_uneven_blocks_get_counting_tasks_by_their_pairs(wide, monkeypatch, whol
     assert sum(n for _, n in tasks) <= 16 + len(tasks)
     work = [p / n for p, n in tasks]
     assert max(work) <= 2 * min(work), tasks
-    np.testing.assert_array_equal(split.values, whole.values)
+    # a task's memory is sized by the binned columns it receives: every column
+    # when the blocks take whole partitions, else the block's own
+    assert set(widths) == ({12} if whole else {4, 8}), widths
+    np.testing.assert_array_equal(split.values, one_pass.values)
 
 
 def test_blocks_take_whole_partitions_when_that_moves_at_most_twice_the_bytes():
