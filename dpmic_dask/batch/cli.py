@@ -132,7 +132,7 @@ def demo(rows, partitions, eps, workers, out_dir, debug):
         result = ddf.dpmic.pairwise(eps, bounds=DEMO_BOUNDS, dataset="demo")
     table = result.to_pandas().sort_values("mic", ascending=False)
     table.to_csv(out_dir / "results.csv", index=False)
-    (out_dir / "report.txt").write_text(result.report() + "\n")
+    (out_dir / "report.txt").write_text(result.report() + "\n", encoding="utf-8")
     page = result.to_html(out_dir / "report.html")
     click.echo("")
     click.echo(table[["x", "y", "mic", "ci95"]].to_string(index=False, float_format="%.3f"))

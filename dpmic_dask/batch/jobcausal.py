@@ -216,9 +216,10 @@ def _write_files(folder: Path, graph, report: str, ledger: dict | None = None) -
     removed = graph.separation_statistic
     sets = [{"pair": [a, b], "separating_set": list(s), "statistic": _finite(removed.get((a, b)))}
             for (a, b), s in graph.separating_sets.items()]
-    (folder / "separating_sets.json").write_text(json.dumps(sets, indent=2) + "\n")
-    (folder / "graph.dot").write_text(graph.to_dot() + "\n")
-    (folder / "report.txt").write_text(report + "\n")
+    (folder / "separating_sets.json").write_text(json.dumps(sets, indent=2) + "\n",
+                                                 encoding="utf-8")
+    (folder / "graph.dot").write_text(graph.to_dot() + "\n", encoding="utf-8")
+    (folder / "report.txt").write_text(report + "\n", encoding="utf-8")
     view = causal_view(graph, report)
     view["ledger"] = ledger  # the dataset's ledger history up to this run's charge
     write_page(view, folder / "report.html")

@@ -108,8 +108,20 @@ def _read_rows(path: Path) -> pd.DataFrame:
     return pd.read_parquet(path) if path.name.endswith(".parquet") else pd.read_csv(path)
 
 
+def _own(path: Path) -> Path:
+    """``path``, a file of the run's own: a symbolic link there is refused, since
+    its target's text would be shown on the page (a link planted in an output
+    folder could show a file the folder's writer cannot read to whoever runs
+    ``dpmic report``)."""
+    if path.is_symlink():
+        raise InvalidParameterError(
+            f"{path}: a symbolic link; dpmic report reads only a run's own files, so "
+            "that no other file is shown on its page (replace the link with the file)")
+    return path
+
+
 def _text(path: Path) -> str | None:
-    return path.read_text(encoding="utf-8").rstrip("\n") if path.is_file() else None
+    return _own(path).read_text(encoding="utf-8").rstrip("\n") if path.is_file() else None
 
 
 _HEADER = re.compile(r"causal graph \((?P<private>private|NOT PRIVATE: exact)\), test "
@@ -141,9 +153,9 @@ def _dot_nodes(text: str) -> list[str]:
 def causal_from_files(folder: Path) -> tuple[CausalGraph, str]:
     """A causal run's graph and report text, from its delivered files."""
     report = _text(folder / "report.txt") or ""
-    nodes = _dot_nodes((folder / "graph.dot").read_text())
-    edges = pd.read_csv(folder / "edges.csv")
-    sets = json.loads((folder / "separating_sets.json").read_text())
+    nodes = _dot_nodes(_own(folder / "graph.dot").read_text(encoding="utf-8"))
+    edges = pd.read_csv(_own(folder / "edges.csv"))
+    sets = json.loads(_own(folder / "separating_sets.json").read_text(encoding="utf-8"))
     where = {name: k for k, name in enumerate(nodes)}
     for name in list(edges["source"]) + list(edges["target"]):
         where.setdefault(str(name), len(where))
@@ -262,9 +274,11 @@ def rebuild(path, ledger_url: str | None = None) -> list[Path]:
         return [_readable(path, rebuild_causal_page, path, ledger_url)]
     if (path / "results.csv").is_file():
         return [_readable(path, lambda: write_rows_page(
-            pd.read_csv(path / "results.csv"), path / PAGE, report=_text(path / "report.txt")))]
+            pd.read_csv(_own(path / "results.csv")), path / PAGE,
+            report=_text(path / "report.txt")))]
     written = []
     for item in sorted(path.glob("run-*")):
+        _own(item)
         if item.is_dir() and (item / "edges.csv").is_file():
             written += rebuild(item, ledger_url)
         elif item.is_file() and item.name.endswith((".parquet", ".csv")):
