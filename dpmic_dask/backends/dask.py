@@ -254,7 +254,8 @@ class DaskBackend(Backend):
                    guarded(spec.columns, _binned_groups, frame, shared.specs))
         picked: dict[int, list] = {}
         for b, block in enumerate(blocks):
-            take, width = None, len(block.spec.columns)  # width: binned columns read
+            take: tuple | None = None
+            width = len(block.spec.columns)  # the binned columns its tasks receive
             if shared is None or grouped is None:
                 parts = [(p,) for p in guarded(spec.columns, _binned, frame, block.spec)]
             elif shared.whole():
