@@ -21,6 +21,7 @@ from dpmic_dask.stats.limits import (
     task_spans,
     tasks_per_block,
 )
+from tests.probes import recorded
 
 COLUMNS = [f"c{k:02d}" for k in range(12)]
 BOUNDS = {name: (-3.0, 3.0) for name in COLUMNS}
@@ -226,22 +227,10 @@ def test_uneven_blocks_get_counting_tasks_by_their_pairs(wide, monkeypatch, whol
 
     monkeypatch.setattr(SharedBinning, "whole", lambda self: whole)
 
-    tasks = []
-    real = dask_backend.counted
-
-    def probe(parts, spec, spans, split_every, take=None):
-        tasks.append((len(spec.pairs), len(spans)))
-        return real(parts, spec, spans, split_every, take)
-
-    widths = []
-    real_spans = dask_backend._spans
-
-    def sized(rows, parts, columns, task_memory, tasks):
-        widths.append(columns)
-        return real_spans(rows, parts, columns, task_memory, tasks)
-
-    monkeypatch.setattr(dask_backend, "counted", probe)
-    monkeypatch.setattr(dask_backend, "_spans", sized)
+    tasks = recorded(monkeypatch, dask_backend, "counted",
+                     lambda parts, spec, spans, *rest: (len(spec.pairs), len(spans)))
+    widths = recorded(monkeypatch, dask_backend, "_spans",
+                      lambda rows, parts, columns, *rest: columns)
     monkeypatch.setattr(dask_backend, "_worker_threads", lambda: 16)
     _, one_pass = digests(wide, 2**30)
     widths.clear()

@@ -22,6 +22,7 @@ from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.release import stages
 from dpmic_dask.stats.limits import DEFAULT_SPLIT_EVERY, DEFAULT_TASK_MEMORY
 from tests.jobfiles import write_job
+from tests.probes import recorded
 
 BOUNDS = {name: (0.0, 1.0) for name in "abcd"}
 
@@ -119,14 +120,8 @@ def test_a_per_call_argument_overrides_the_config(frame, sizing):
 
 
 def test_the_dask_backend_groups_partitions_by_the_configured_task_memory(frame, monkeypatch):
-    seen = []
-    original = dask_backend._spans
-
-    def recorded(rows, parts, columns, task_memory, tasks):
-        seen.append(task_memory)
-        return original(rows, parts, columns, task_memory, tasks)
-
-    monkeypatch.setattr(dask_backend, "_spans", recorded)
+    seen = recorded(monkeypatch, dask_backend, "_spans",
+                    lambda rows, parts, columns, task_memory, tasks: task_memory)
     lazy = dd.from_pandas(frame, npartitions=3)
     with dask.config.set(scheduler="synchronous"), config.set(task_memory="4 MiB"):
         lazy.dpmic.pairwise_nonprivate(bounds=BOUNDS, B=20, c=2)
