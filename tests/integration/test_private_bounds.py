@@ -85,14 +85,24 @@ def test_private_bounds_cover_the_data_and_charge_once():
     ledger.set_budget("d", dm.Budget(1.0))
     result = dm.private_bounds(dd.from_pandas(frame, npartitions=4), 0.5,
                                columns=list(frame.columns), ledger=ledger, dataset="d")
-    for name, (lo, hi) in result.bounds.items():
+    # A noise-only bin passing a widening test (the reading rule's 1 in 1,000 per
+    # reading) makes one column 4x to 5e6x too wide in about 1 release in 145 (110
+    # of 15,865 replayed, never two columns): the width is read on the median of
+    # three releases (a chance failure about 1 in 27,000); coverage on each.
+    again = [dm.private_bounds(frame, 0.5, columns=list(frame.columns),
+                               ledger=dm.InMemoryLedger(uncapped=True)) for _ in range(2)]
+    for name in frame.columns:
         values = frame[name].to_numpy()
-        assert lo < hi
-        assert np.mean((values >= lo) & (values <= hi)) >= 0.97, name
         q = np.quantile(values, [0.005, 0.995])
-        # one run: the median is <= 2x (benchmarks/bounds.py); a rare noise draw can
-        # widen one side by a further half-octave
-        assert hi - lo <= 3.5 * max(q[1] - q[0], 1.0), name
+        widths = []
+        for found in (result, *again):
+            lo, hi = found.bounds[name]
+            assert lo < hi
+            assert np.mean((values >= lo) & (values <= hi)) >= 0.97, name
+            widths.append(hi - lo)
+        # the median is <= 2x (benchmarks/bounds.py); a rare noise draw can widen
+        # one side by a further half-octave
+        assert np.median(widths) <= 3.5 * max(q[1] - q[0], 1.0), (name, widths)
     (charge,) = ledger.charges("d")
     assert charge.cost == PrivacyCost(0.5) and charge.mechanism == "bounds-hist"
     assert result.epsilon_per_column == pytest.approx(0.1)
@@ -146,18 +156,26 @@ def test_a_domain_grid_gives_bounds_inside_it():
     """Each release's bounds lie in the domain and hold the data; their width is
     about 15 (the data's 10 plus margins). A thin-tail widening step that noise
     passed makes about 1 release in 200 wider than 20 (2 of 400 replayed: 20.9
-    and 20.4), so the width is checked on the median of five."""
+    and 20.4), so the width is checked on the median of five. About 1 release in
+    1,000 (11 of 11,857 replayed) uses a quarter of the domain or more, and then
+    rightly does not warn that the domain is far wider than the data: 4 of 5
+    releases must use less, and each that does must say so."""
     gen = np.random.default_rng(4)
     frame = pd.DataFrame({"a": gen.uniform(20, 30, 20_000), "b": gen.normal(50, 5, 20_000)})
-    widths = []
+    widths, narrow = [], 0
     for _ in range(5):
-        with pytest.warns(dm.BoundsWarning, match="far wider than the data"):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
             result = dm.private_bounds(frame, 1.0, columns=["a", "b"], domain=(0, 100),
                                        ledger=dm.InMemoryLedger(uncapped=True))
-        assert result.domain_use["a"] < 0.25
+        said = any(issubclass(w.category, dm.BoundsWarning)
+                   and "far wider than the data" in str(w.message) for w in seen)
+        assert said or result.domain_use["a"] >= 0.25
+        narrow += result.domain_use["a"] < 0.25
         lo, hi = result.bounds["a"]
         assert 0 <= lo <= 21 and 29 <= hi <= 100
         widths.append(hi - lo)
+    assert narrow >= 4, widths
     assert np.median(widths) <= 2 * 10, widths
 
 
@@ -441,14 +459,16 @@ def new_shapes(n, gen):
 
 @pytest.mark.slow
 def test_coverage_and_width_on_offset_and_discrete_shapes():
-    """Secure noise through private_bounds at eps 0.1 per column, n = 2*10^4, 7
+    """Secure noise through private_bounds at eps 0.1 per column, n = 2*10^4, 15
     runs: median coverage >= 0.97 and width <= 2x the central-99% interval for
-    every shape (the benchmark's targets, fewer runs)."""
+    every shape (the benchmark's targets, fewer runs). The offset column is wider
+    than 2x in about 11.5% of releases, so the median of 7 failed about 1 run in
+    210; of 15, about 1 in 10,000."""
     frame = pd.DataFrame(new_shapes(20_000, np.random.default_rng(30)))
     ledger = dm.InMemoryLedger(uncapped=True)
     cover = {c: [] for c in frame}
     width = {c: [] for c in frame}
-    for _ in range(7):
+    for _ in range(15):
         found = dm.private_bounds(frame, 0.1 * frame.shape[1], columns=list(frame),
                                   ledger=ledger)
         assert not found.unresolved
