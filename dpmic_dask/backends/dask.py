@@ -242,7 +242,7 @@ class DaskBackend(Backend):
         fn = TokenizedOnce(fn)
         # asked of the scheduler once per release (a round trip each: 121 blocks
         # asked 121 times, 75 ms of driver time on 2 local workers)
-        threads = _worker_threads()
+        threads = max(1, _worker_threads())
         piece = -(-len(spec.pairs) // threads)  # pairs per task computing values
         shares = tasks_per_block([len(b.indices) for b in blocks], threads)
         tasks, pieces = [], []

@@ -134,7 +134,9 @@ def tasks_per_block(pairs: list[int], threads: int) -> tuple[int, ...]:
     numbers of counting tasks: in proportion to the pairs (the work of a task is
     its pairs times its rows), largest remainders first, at least one a block.
     All the tasks together are about one per thread, each of about the same work,
-    so no worker waits on another's second task."""
+    so no worker waits on another's second task. Blocks whose share is under one
+    task still get one (short ones), so very uneven blocks can have more tasks than
+    threads: ``[100] + [1] * 15`` pairs on 16 threads give 13 and fifteen 1s."""
     total = sum(pairs)
     if total <= 0:
         return tuple(1 for _ in pairs)

@@ -119,6 +119,8 @@ def test_threads_are_shared_over_blocks_by_their_pairs():
     # every block one task at least, and no more than its share rounded up
     assert tasks_per_block([15, 24, 6], 2) == (1, 1, 1)
     assert tasks_per_block([1, 100], 8) == (1, 7)
+    # shares under one task still get one: more tasks than threads, the extra short
+    assert tasks_per_block([100] + [1] * 15, 16) == (13,) + (1,) * 15
     assert tasks_per_block([36] * 120, 16) == (1,) * 120
     assert tasks_per_block([10], 16) == (16,)
     assert tasks_per_block([], 16) == ()
