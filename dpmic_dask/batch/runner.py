@@ -63,6 +63,8 @@ from dpmic_dask.batch.journal import (
 )
 from dpmic_dask.batch.pageledger import history_section, redacted
 from dpmic_dask.batch.runpage import (
+    missing_parts,
+    report_text_path,
     rows_page_path,
     write_report_text,
     write_result_page,
@@ -138,8 +140,14 @@ def _write_page(job, ledger: SQLLedger, entry: JournalEntry, result, where: str,
     charge, and the release's report text beside it (for ``dpmic report``). A page
     that cannot be written is a warning, never a failed delivery (the values are
     delivered)."""
-    path = rows_page_path(Path(where))
+    path, text = rows_page_path(Path(where)), entry.report()
     title = f"Run {entry.run_id} of job {job.name}"
+    try:
+        if text is not None and (result is not None or not report_text_path(path).is_file()):
+            write_report_text(path, text)
+    except OSError as exc:
+        echo(f"warning: the run's report text beside {path.name} could not be written: "
+             f"{exc.strerror or type(exc).__name__}", err=True)
     if result is None and path.is_file():
         return
     history = history_section(ledger, job.dataset, source=redacted(ledger.url),
@@ -148,11 +156,7 @@ def _write_page(job, ledger: SQLLedger, entry: JournalEntry, result, where: str,
         if result is not None:
             write_result_page(result, path, title=title, ledger=history)
         else:
-            write_rows_page(entry.rows(), path, title=title, ledger=history,
-                            report=entry.report())
-        text = entry.report()
-        if text is not None:
-            write_report_text(path, text)
+            write_rows_page(entry.rows(), path, title=title, ledger=history, report=text)
     except OSError as exc:
         echo(f"warning: the run's page {path.name} could not be written: "
              f"{exc.strerror or type(exc).__name__}", err=True)
@@ -201,12 +205,13 @@ def _redeliver_missing(job, ledger: SQLLedger, entry: JournalEntry, here: str,
     full = destination(job, entry.run_id)
     if gap is None:
         page = rows_page_path(Path(full)) if job.output_path and job.causal is None else None
-        if page is not None and not page.is_file():
+        gone = [] if page is None else missing_parts(page, entry.report())
+        if page is not None and gone:
             _write_page(job, ledger, entry, None, full, echo)
-            if page.is_file():
+            if not missing_parts(page, entry.report()):
                 echo(f"run {entry.run_id} already released and delivered to {here}, but its "
-                     f"page was missing: wrote it again from the journaled values ({page.name}); "
-                     "nothing was charged")
+                     f"{' and '.join(gone)} {'were' if len(gone) > 1 else 'was'} missing: wrote "
+                     f"it again from the journaled values ({page.name}); nothing was charged")
                 return
         echo(f"run {entry.run_id} already released and delivered to {here}; nothing to do")
         return

@@ -82,6 +82,15 @@ def write_report_text(page: Path, text: str) -> Path:
     return write_whole(report_text_path(page), text + "\n")
 
 
+def missing_parts(page: Path, report: str | None) -> list[str]:
+    """What of a pairwise run's page is gone: ``"page"``, and ``"report text"``
+    where there is a report to keep."""
+    gone = [] if page.is_file() else ["page"]
+    if report is not None and not report_text_path(page).is_file():
+        gone.append("report text")
+    return gone
+
+
 def write_rows_page(rows: pd.DataFrame, path: Path, *, report: str | None = None,
                     title: str | None = None, ledger: dict | None = None) -> Path:
     """The page of a run's released rows (and its report text, when kept);
@@ -109,10 +118,10 @@ def _read_rows(path: Path) -> pd.DataFrame:
 
 
 def _own(path: Path) -> Path:
-    """``path``, a file of the run's own: a symbolic link there is refused, since
-    its target's text would be shown on the page (a link planted in an output
-    folder could show a file the folder's writer cannot read to whoever runs
-    ``dpmic report``)."""
+    """``path``, a file (or the folder of pages) of the run's own: a symbolic link
+    there is refused, since its target's text would be shown on the page (a link
+    planted in an output folder could show a file the folder's writer cannot read
+    to whoever runs ``dpmic report``), or an old page's recorded ledger read."""
     if path.is_symlink():
         raise InvalidParameterError(
             f"{path}: a symbolic link; dpmic report reads only a run's own files, so "
@@ -214,7 +223,7 @@ def rebuild_causal_page(folder: Path, ledger_url: str | None = None) -> Path:
     and dataset its page recorded before; a folder a job did not write gets a
     page without one."""
     graph, report = causal_from_files(folder)
-    page = folder / PAGE
+    page = _own(folder / PAGE)
     before = recorded(page)
     run_id, job = _run_of(folder.name)
     view = causal_view(graph, report)
@@ -230,7 +239,8 @@ def rebuild_rows_page(path: Path, ledger_url: str | None = None) -> Path:
     from the ledger the page recorded before."""
     rows = _read_rows(path)
     page = rows_page_path(path)
-    before = recorded(page)
+    _own(page.parent)  # the folder of pages: read from, and written to
+    before = recorded(_own(page))
     run_id, job = _run_of(path.name)
     dataset = _first(rows, "dataset") or before.get("dataset")
     history = history_at(ledger_url or before.get("ledger"), dataset,
@@ -291,5 +301,5 @@ def rebuild(path, ledger_url: str | None = None) -> list[Path]:
 
 
 __all__ = ["PAGE", "causal_from_files", "rebuild", "rebuild_causal_page", "rebuild_rows_page",
-           "report_text_path", "rows_page_path", "write_report_text",
+           "missing_parts", "report_text_path", "rows_page_path", "write_report_text",
            "write_result_page", "write_rows_page"]

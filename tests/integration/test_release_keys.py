@@ -472,6 +472,12 @@ def test_dpmic_report_rebuilds_a_run_page_with_the_release_notes(env):
     kept.unlink()  # without it: the rows' own account, saying what it lacks
     assert invoke("report", str(tmp_path / "out")).exit_code == Exit.OK
     assert "Rebuilt from the delivered rows alone" in page.read_text()
+    # a rerun writes the lost text again from the journal, and nothing else
+    shown = page.read_text()
+    again = invoke("run", job("a.toml"), "--run-id", "night")
+    assert again.exit_code == Exit.OK, again.output
+    assert "report text was missing: wrote it again" in again.output
+    assert kept.read_text(encoding="utf-8") == report + "\n" and page.read_text() == shown
     assert len(SQLLedger(ledger).history("d")) == 1
 
 

@@ -124,12 +124,11 @@ def test_threads_are_shared_over_blocks_by_their_pairs():
     assert tasks_per_block([36] * 120, 16) == (1,) * 120
     assert tasks_per_block([10], 16) == (16,)
     assert tasks_per_block([], 16) == ()
-    for pairs, threads in [([15, 24, 6], 16), ([3, 3, 3, 1], 10), ([7, 1, 1], 4)]:
-        out = tasks_per_block(pairs, threads)
-        assert sum(out) == max(threads, len(pairs)) or min(out) == 1
-        # the work per task (pairs / tasks) is within a factor of 2 across blocks
-        work = [p / n for p, n in zip(pairs, out)]
-        assert max(work) <= 2 * min(work) or min(out) == 1
+    assert tasks_per_block([3, 3, 3, 1], 10) == (3, 3, 3, 1)
+    assert tasks_per_block([7, 1, 1], 4) == (3, 1, 1)  # 7 / 3 pairs a task against 1
+    # as many tasks as threads whenever every share is a task or more
+    for pairs, threads in [([15, 24, 6], 16), ([20, 5, 9, 2], 12), ([1, 1], 2), ([9], 4)]:
+        assert sum(tasks_per_block(pairs, threads)) == threads
 
 
 def test_chunks_are_binned_then_counted_exactly():

@@ -179,23 +179,32 @@ def test_dpmic_report_on_damaged_files_is_one_line_naming_the_folder(tmp_path, d
 
 
 @pytest.mark.parametrize("link", ["report.txt", "graph.dot", "edges.csv",
-                                  "separating_sets.json", "pages-txt", "run-file"])
+                                  "separating_sets.json", "report.html", "pages-txt",
+                                  "pages-dir", "page-html", "run-file"])
 def test_dpmic_report_reads_no_symbolic_link_inside_the_folder(tmp_path, link):
     """A link planted among a run's files would show its target on the page: refused
     in one line (exit 2), and the target's text is on no page."""
     secret = tmp_path / "secret.txt"
     secret.write_text("not for the page 7f3a\n")
     out = tmp_path / "out"
-    if link in ("pages-txt", "run-file"):
+    if link in ("pages-txt", "pages-dir", "page-html", "run-file"):
         rows = pd.DataFrame({"x": ["a"], "y": ["b"], "mic": [0.5], "ci95": [0.1],
                              "within_noise": [0]})
         real = out / "run-r1--job.csv"
         out.mkdir()
         rows.to_csv(real, index=False)
+        page = rows_page_path(real)
         if link == "pages-txt":
-            text = rows_page_path(real).with_suffix(".txt")
-            text.parent.mkdir()
-            text.symlink_to(secret)
+            page.parent.mkdir()
+            page.with_suffix(".txt").symlink_to(secret)
+        elif link == "pages-dir":  # the folder of pages itself, holding the text
+            elsewhere = tmp_path / "pages"
+            elsewhere.mkdir()
+            (elsewhere / page.with_suffix(".txt").name).write_text("not for the page 7f3a\n")
+            page.parent.symlink_to(elsewhere)
+        elif link == "page-html":  # another page's recorded ledger would be read
+            page.parent.mkdir()
+            page.symlink_to(secret)
         else:
             moved = tmp_path / "elsewhere.csv"
             real.rename(moved)
@@ -208,6 +217,9 @@ def test_dpmic_report_reads_no_symbolic_link_inside_the_folder(tmp_path, link):
         if link == "report.txt":
             (folder / link).unlink()
             (folder / link).symlink_to(secret)
+        elif link == "report.html":
+            (folder / link).unlink()
+            (folder / link).symlink_to(secret)
         else:
             moved = tmp_path / link
             (folder / link).rename(moved)
@@ -216,7 +228,7 @@ def test_dpmic_report_reads_no_symbolic_link_inside_the_folder(tmp_path, link):
     assert refused.exit_code == 2 and "symbolic link" in refused.output, refused.output
     assert len(refused.output.strip().splitlines()) == 1
     for page in out.rglob("*.html"):
-        assert "7f3a" not in page.read_text()
+        assert page.is_symlink() or "7f3a" not in page.read_text()
 
 
 def test_the_page_shows_no_field_the_rows_do_not_hold():
