@@ -153,12 +153,6 @@ def contenders(case: str, args, paths: dict) -> dict:
                                                     progress=False, bounds_check=check)}
 
 
-def contenders_names(case: str) -> tuple[str, ...]:
-    """The contenders of a case, in :func:`contenders`' order."""
-    return {"tall": ("pairwise", "corr", "I/O floor"), "wide": ("pairwise", "corr"),
-            "unit": ("per customer", "per row")}[case]
-
-
 def wanted(case: str, name: str, w: int, top: int) -> bool:
     """Whether a target reads contender ``name`` of ``case`` at ``w`` workers
     (``--lean``; the first contender of a case is always run)."""
@@ -222,8 +216,8 @@ def main() -> None:
     base_w = workers[0]
     checks = []
     for case in cases:
-        order = list(contenders_names(case))
-        names = [n for n in order if any((case, n, w) in results for w in workers)]
+        # in the order first run (the release whose scaling is the target first)
+        names = list(dict.fromkeys(n for (c, n, _) in results if c == case))
         if not names:
             continue
         print(f"{case}: " + ", ".join(names))
