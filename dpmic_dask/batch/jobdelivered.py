@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 
-import pandas as pd
-import pyarrow.parquet as pq
 from sqlalchemy.exc import SQLAlchemyError
 
 from dpmic_dask.batch.jobcausal import graph_gap
@@ -18,6 +16,7 @@ from dpmic_dask.batch.joboutput import (  # Gap: re-exported
     Gap,
     count_run_rows,
     describe_output,
+    held_charges,
     run_file,
     shown,
 )
@@ -43,11 +42,8 @@ def _file_gap(job, run_id: str, released: int, charge_id: str) -> Gap | None:
     name = shown(os.path.abspath(path))
     if not path.is_file():
         return Gap(f"its file {name} is missing")
-    try:  # the charge column only: which release the file holds (no data value)
-        if job.output_format == "csv":
-            charges = pd.read_csv(path, usecols=["charge_id"], dtype=str)["charge_id"]
-        else:
-            charges = pq.read_table(path, columns=["charge_id"]).column(0).to_pandas()
+    try:
+        charges = held_charges(job, path)
     except Exception:  # noqa: BLE001 - any unreadable file (truncated, not this format)
         return Gap(f"its file {name} cannot be read")
     if len(charges) and not (charges == charge_id).all():

@@ -31,6 +31,7 @@ import uuid
 from typing import Any
 
 import pandas as pd
+import pyarrow.parquet as pq
 from sqlalchemy import BigInteger, Float, Text, column, func, insert, inspect, select, table, text
 from sqlalchemy import table as sql_table
 from sqlalchemy.engine import make_url
@@ -248,8 +249,34 @@ def deliver(job, rows: pd.DataFrame, run_id: str) -> str:
     return _write_table(job, rows, run_id)
 
 
+def held_charges(job, path) -> pd.Series:
+    """The charge ids of the rows of a run's file: which release it holds (the
+    charge column only, no data value). Raises for a file that does not read."""
+    if job.output_format == "csv":
+        return pd.read_csv(path, usecols=["charge_id"], dtype=str)["charge_id"]
+    return pq.read_table(path, columns=["charge_id"]).column(0).to_pandas()
+
+
+def _holds_another(job, path, rows: pd.DataFrame) -> bool:
+    """Whether the file at ``path`` holds rows of another charge than ``rows``'."""
+    if not path.is_file() or not len(rows) or "charge_id" not in rows:
+        return False
+    try:
+        charges = held_charges(job, path)
+    except Exception:  # noqa: BLE001 - unreadable (truncated, not this format): ours to replace
+        return False
+    return bool(len(charges)) and not (charges == str(rows["charge_id"].iloc[0])).all()
+
+
 def _write_file(job, rows: pd.DataFrame, run_id: str) -> str:
     final = run_file(job, run_id)
+    if _holds_another(job, final, rows):
+        raise undeliverable(job, run_id, f"its file {shown(os.path.abspath(final))} holds "
+                            "another release, which writing this run's values would replace, "
+                            "so nothing was written", advice=(
+                                "move that file aside (it is another job's), then run 'dpmic "
+                                f"deliver {job.source} --run-id {run_id}' (nothing more is "
+                                "charged), or deliver with --to another folder"))
     # one temporary name per writer: concurrent deliveries never share a file
     tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex[:12]}.tmp")
     rows = declared(rows, job)

@@ -20,6 +20,7 @@ from dpmic_dask.batch import runner as batch
 from dpmic_dask.batch.cli import Exit
 from dpmic_dask.batch.jobs import load_job
 from dpmic_dask.batch.journal import find_run
+from dpmic_dask.batch.outputnames import DeliveryError
 from dpmic_dask.privacy.accounting import Budget
 from dpmic_dask.privacy.ledger import SQLLedger
 from dpmic_dask.privacy.ledgerdb import SQLiteDB
@@ -541,6 +542,27 @@ def test_a_causal_run_is_delivered_to_a_folder_only(env):
         batch.retarget(graph_job, sql_url="sqlite://", sql_table="t")
     moved = batch.retarget(graph_job, folder="/tmp/x")
     assert moved.output_path == "/tmp/x" and moved.causal == graph_job.causal
+
+
+@pytest.mark.parametrize("form", ["parquet", "csv"])
+def test_a_delivery_never_writes_over_another_release_of_the_same_name(env, form):
+    """A file of this run's name written by another release between the check
+    before the charge and the delivery (a concurrent job of the same name on
+    another dataset): the delivery is refused where the file is written, and the
+    other release's file is left as it was; this run's own file is replaced."""
+    tmp_path, ledger, job = env
+    loaded = load_job(job(output={"path": str(tmp_path / "out"), "format": form}))
+    assert invoke("run", loaded.source, "--run-id", "r").exit_code == Exit.OK
+    entry = find_run(SQLLedger(ledger), "d", "nightly", "r")
+    (written,) = run_files(tmp_path / "out")
+    file = tmp_path / "out" / written
+    assert joboutput.deliver(loaded, entry.rows(), "r") == str(file)  # its own: fine
+    theirs = entry.rows().assign(charge_id="12e3")  # the other release's file
+    theirs.to_csv(file, index=False) if form == "csv" else theirs.to_parquet(file, index=False)
+    before = file.read_bytes()
+    with pytest.raises(DeliveryError, match="holds another release"):
+        joboutput.deliver(loaded, entry.rows(), "r")
+    assert file.read_bytes() == before
 
 
 def test_deliver_to_a_folder_never_replaces_another_release_and_reruns_then_settle(env):
