@@ -15,6 +15,7 @@ to this job's output.
 
 from __future__ import annotations
 
+import functools
 import json
 import warnings
 from dataclasses import dataclass, field
@@ -39,10 +40,10 @@ def encode_rows(rows: pd.DataFrame, report: str | None = None) -> str:
     return json.dumps({"columns": columns, **({"report": report} if report else {})})
 
 
-def decode_rows(text: str) -> pd.DataFrame:
-    """The rows :func:`encode_rows` stored, with their dtypes."""
+def decode_rows(found) -> pd.DataFrame:
+    """The rows :func:`encode_rows` stored (its JSON, parsed), with their dtypes."""
     try:
-        columns = json.loads(text)["columns"]
+        columns = found["columns"]
         return pd.DataFrame({c["name"]: pd.Series(c["values"], dtype=c["dtype"])
                              for c in columns})
     except Exception:  # noqa: BLE001 - any unparsable journal entry
@@ -84,19 +85,25 @@ class JournalEntry:
         accepted = (fingerprint,) if isinstance(fingerprint, str) else fingerprint
         return self.fingerprint is None or self.fingerprint in accepted
 
+    @functools.cached_property
+    def _parsed(self):
+        """The payload's JSON, parsed once for every read of it (``None``: no
+        payload, or not JSON)."""
+        try:
+            return json.loads(self.payload) if self.payload is not None else None
+        except ValueError:
+            return None
+
     def rows(self) -> pd.DataFrame:
         """The journaled rows (only when :attr:`kept`)."""
         if self.payload is None:
             raise LedgerError(f"run {self.run_id!r} has no journaled values")
-        return decode_rows(self.payload)
+        return decode_rows(self._parsed)
 
     def report(self) -> str | None:
         """The release's report text kept with its rows (``None``: a run kept
         before reports were, a causal run's payload, or no payload)."""
-        try:
-            found = json.loads(self.payload or "null")
-        except ValueError:
-            return None
+        found = self._parsed
         text = found.get("report") if isinstance(found, dict) else None
         return text if isinstance(text, str) else None
 
