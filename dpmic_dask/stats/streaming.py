@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dpmic_dask.stats.countspec import BinnedChunk, CountSpec, PartialCounts, count_dtype
-from dpmic_dask.stats.kernels.readoff import add_cells, column_cells, read_off_orientation
+from dpmic_dask.stats.kernels.readoff import add_joint_cells, add_mapped_cells, read_off_orientation
 
 if TYPE_CHECKING:
     from dpmic_dask.stats.grids import GridFamily
@@ -62,14 +62,13 @@ class StreamedCounts:
         prefix = np.empty(n_fixed + 1, dtype=self.dtype)
         colsum = np.empty(n_fixed, dtype=self.dtype)
         store = np.empty(layout.store_size, dtype=self.dtype)
-        used = sorted({c for pair in pairs for c in pair})
-        cells = [_chunk_cells(chunk, used, family) for chunk in self.chunks]
+        add = _adder(family)
         for first in range(0, len(pairs), batch.shape[0]):
             group = pairs[first:first + batch.shape[0]]
             for k, (a, b) in enumerate(group):
                 for o, (row_col, fixed_col) in enumerate(((b, a), (a, b))):
-                    for offsets, fixed in cells:
-                        add_cells(offsets[row_col], fixed[fixed_col], flat)
+                    for chunk in self.chunks:
+                        add(chunk.index[row_col], chunk.index[fixed_col], flat)
                     read_off_orientation(hist, prefix, colsum, store,  # type: ignore[call-arg]
                                          *layout.orientations[o], batch[k])
             yield from batch[:len(group)]
@@ -96,20 +95,20 @@ def streamed_binned_partitions(*chunks: BinnedChunk, spec: CountSpec) -> Partial
     return streamed_counts(chunks, spec)
 
 
-def _chunk_cells(chunk: BinnedChunk, used, family: GridFamily):
-    """Each used column's row-cell offsets (``to_row * Rf``, int32) and fixed cells
-    (uint16) in a chunk, computed once per task and shared by every pair."""
+def _adder(family: GridFamily):
+    """The increment of one orientation's histogram straight from two columns'
+    joint indices: ``add(row_index, fixed_index, flat)``. Through a look-up of
+    each joint cell's row offset (and fixed cell, where the joint refinement is
+    finer than the fixed one), so a task holds no per-value cells beside its
+    binned input (they were 6 bytes per value and used column, three times the
+    input the task's memory budget counts)."""
     joint = family.joint
     n_fixed = family.refinement_shape[1]
-    size = chunk.size
-    fixed_dtype = np.uint16 if n_fixed <= 2**16 else np.int32
-    offsets: dict[int, np.ndarray] = {}
-    fixed: dict[int, np.ndarray] = {}
-    for k in used:
-        offsets[k] = np.empty(size, dtype=np.int32)
-        fixed[k] = np.empty(size, dtype=fixed_dtype)
-        column_cells(chunk.index[k], joint.to_row, joint.to_fixed, n_fixed, offsets[k], fixed[k])
-    return offsets, fixed
+    row_offsets = np.ascontiguousarray(joint.to_row * n_fixed, dtype=np.int64)
+    if np.array_equal(joint.to_fixed, np.arange(joint.cells)):
+        return lambda rows, fixed, flat: add_joint_cells(rows, fixed, row_offsets, flat)
+    to_fixed = np.ascontiguousarray(joint.to_fixed, dtype=np.int64)
+    return lambda rows, fixed, flat: add_mapped_cells(rows, fixed, row_offsets, to_fixed, flat)
 
 
 @dataclass(frozen=True, eq=False)

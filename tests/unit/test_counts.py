@@ -21,6 +21,17 @@ def test_every_grid_read_off_the_refinement_equals_direct_binning(B, c):
                                       direct_grid_counts(x, y, xb, yb, grid))
 
 
+
+def test_the_read_off_checks_cover_both_increment_kernels():
+    """The families above include one whose joint refinement is its fixed
+    refinement (the increment adds the joint index) and one where it is finer
+    (the increment maps it to a fixed cell first)."""
+    def mapped(B, c):
+        joint = master_grid_family(B, c).joint
+        return not np.array_equal(joint.to_fixed, np.arange(joint.cells))
+
+    assert [mapped(40, 5), mapped(150, 5)] == [True, False]
+
 def direct_grid_counts(x, y, xb, yb, grid) -> np.ndarray:
     fixed, other = (x, y) if grid.orientation == "x" else (y, x)
     fb, ob = (xb, yb) if grid.orientation == "x" else (yb, xb)
@@ -191,3 +202,28 @@ def test_column_groups_binned_once_give_each_block_its_own_chunks(pair_list):
                                          spec=block.spec)
         via = count_binned_partitions(*chunks, spec=block.spec, take=shared.takes[b])
         np.testing.assert_array_equal(via.counts, direct.counts)
+
+
+def test_counting_holds_nothing_per_value_beside_its_binned_input():
+    """A counting task's memory budget counts two bytes per binned value; the
+    increments read the joint indices straight, so counting 4 x 10**6 binned
+    values (8 MB) allocates well under a megabyte (each column's cells, made
+    per task, were 24 MB more)."""
+    import tracemalloc
+
+    from dpmic_dask.stats.countspec import CountSpec
+
+    family = master_grid_family(12, 2)
+    rng = np.random.default_rng(5)
+    spec = CountSpec(("a", "b", "c", "d"), ((-3.0, 3.0),) * 4, None, family)
+    chunk = counting.bin_chunk([rng.normal(size=10**6) for _ in range(4)], spec)
+    streamed = streaming.streamed_counts([chunk], spec)
+    next(iter(streaming.streamed_counts([chunk], spec).counts))  # kernels compiled
+    tracemalloc.start()
+    try:
+        got = [row.copy() for row in streamed.counts]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**20, peak
+    assert len(got) == 6 and all(row.sum() == 10**6 * len(family.grids) for row in got)

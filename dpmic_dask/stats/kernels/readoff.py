@@ -28,26 +28,27 @@ DENSE_SEGMENT = 16
 
 
 @njit(nogil=True, cache=True)
-def column_cells(index, to_row, to_fixed, row_cells, row_offsets, fixed_cells):
-    """One column's refinement cells from its joint indices.
+def add_joint_cells(row_index, fixed_index, row_offsets, flat_hist):
+    """One increment per row at ``flat_hist[row_offsets[row_index[i]] + fixed_index[i]]``
+    (a row-major ``Rr x Rf`` refinement histogram, flat), for a family whose
+    joint refinement is its fixed refinement (``to_fixed`` is the identity, as at
+    every default ``B`` and ``c``).
 
-    ``index``: uint16 or int32 [n]; ``to_row``, ``to_fixed``: int64 look-ups of
-    the joint refinement; ``row_cells``: the number of fixed cells per
-    histogram row (``Rf``). Fills ``row_offsets`` (int32[n], ``to_row[j] * Rf``)
-    and ``fixed_cells`` (uint16 or int32 [n], ``to_fixed[j]``).
+    ``row_index``, ``fixed_index``: two columns' joint refinement indices
+    (uint16 or int32 [n]); ``row_offsets``: int64 look-up ``to_row[j] * Rf``
+    (``Rj`` entries, a few KB: it stays in L1). A column's cells are never
+    materialised: a task holds its binned input and nothing per value besides.
     """
-    for i in range(index.shape[0]):
-        j = index[i]
-        row_offsets[i] = to_row[j] * row_cells
-        fixed_cells[i] = to_fixed[j]
+    for i in range(row_index.shape[0]):
+        flat_hist[row_offsets[row_index[i]] + fixed_index[i]] += 1
 
 
 @njit(nogil=True, cache=True)
-def add_cells(row_offsets, fixed_cells, flat_hist):
-    """One increment per row at ``flat_hist[row_offsets[i] + fixed_cells[i]]``
-    (a row-major ``Rr x Rf`` refinement histogram, flat)."""
-    for i in range(row_offsets.shape[0]):
-        flat_hist[row_offsets[i] + fixed_cells[i]] += 1
+def add_mapped_cells(row_index, fixed_index, row_offsets, to_fixed, flat_hist):
+    """:func:`add_joint_cells` for a family whose joint refinement is finer than its
+    fixed refinement: the fixed cell is ``to_fixed[fixed_index[i]]``."""
+    for i in range(row_index.shape[0]):
+        flat_hist[row_offsets[row_index[i]] + to_fixed[fixed_index[i]]] += 1
 
 
 @njit(nogil=True, cache=True)
