@@ -56,7 +56,12 @@ from dpmic_dask.stats.counting import (
     shared_binning,
 )
 from dpmic_dask.stats.countspec import CountSpec, PartialCounts
-from dpmic_dask.stats.limits import DEFAULT_TASK_MEMORY, task_spans, tasks_per_block
+from dpmic_dask.stats.limits import (
+    DEFAULT_TASK_MEMORY,
+    even_blocks,
+    task_spans,
+    tasks_per_block,
+)
 
 DEFAULT_SPLIT_EVERY = 8
 #: Binned columns shared by the blocks of an evaluation may take up to this many
@@ -244,12 +249,16 @@ class DaskBackend(Backend):
         # asked 121 times, 75 ms of driver time on 2 local workers)
         threads = max(1, _worker_threads())
         piece = -(-len(spec.pairs) // threads)  # pairs per task computing values
-        shares = tasks_per_block([len(b.indices) for b in blocks], threads)
         tasks, pieces = [], []
         # Each group of columns is read and binned once, for every block that
         # reads it (not once per block), when all binned columns fit in a few
-        # tasks' memory.
+        # tasks' memory. Where every block takes every group, blocks of equal
+        # pairs share the threads evenly.
         shared = shared_binning(spec, blocks, rows, SHARED_BINNING_TASKS * task_memory)
+        if shared is not None and shared.whole():
+            blocks, shared = shared.even(
+                spec, even_blocks(len(spec.pairs), pairs_per_block, threads))
+        shares = tasks_per_block([len(b.indices) for b in blocks], threads)
         grouped = (None if shared is None else
                    guarded(spec.columns, _binned_groups, frame, shared.specs))
         picked: dict[int, list] = {}

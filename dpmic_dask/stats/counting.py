@@ -70,6 +70,26 @@ class SharedBinning:
         return len(self.groups) * sum(sizes) <= 2 * read
 
 
+    def even(self, spec: CountSpec, count: int) -> tuple[list[Block], SharedBinning]:
+        """``count`` blocks of ``spec``'s pairs in order, their sizes differing by at
+        most one, each reading every group: for when the blocks take a
+        partition's chunks of every group (:meth:`whole`), so which pairs a block
+        has changes none of its input. Blocks cut by column groups are uneven
+        (15, 24 and 6 of 45 pairs): on 2 threads their three tasks left one
+        worker with 30 pairs' work and the other with 15. ``count`` comes from
+        the public budget and thread count (:func:`~dpmic_dask.stats.limits.even_blocks`)."""
+        names = {name: k for k, name in enumerate(spec.columns)}
+        order = [names[name] for s in self.specs for name in s.columns]
+        group = {c: k for k, s in enumerate(self.specs) for c in (names[n] for n in s.columns)}
+        where = {c: k for k, c in enumerate(order)}
+        every = tuple(range(len(self.specs)))
+        total = len(spec.pairs)
+        cuts = [(k * total) // count for k in range(count + 1)]
+        blocks = [spec.block(range(lo, hi), group) for lo, hi in zip(cuts[:-1], cuts[1:])
+                  if hi > lo]
+        takes = tuple((len(every), tuple(where[c] for c in b.columns or ())) for b in blocks)
+        return blocks, SharedBinning(self.specs, tuple(every for _ in blocks), takes)
+
 def shared_binning(spec: CountSpec, blocks: list[Block], rows: int | None,
                    limit: int) -> SharedBinning | None:
     """How to bin the column groups of ``blocks`` once each: ``None`` for a single

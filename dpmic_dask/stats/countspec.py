@@ -63,17 +63,19 @@ class CountSpec:
         by_groups: dict[tuple[int, int], list[int]] = {}
         for index, (i, j) in enumerate(pairs):
             by_groups.setdefault((group[i], group[j]), []).append(index)
-        out = []
-        for key in sorted(by_groups):
-            indices = by_groups[key]
-            cols = sorted({c for p in indices for c in pairs[p]})
-            local = {c: k for k, c in enumerate(cols)}
-            spec = CountSpec(
-                tuple(self.columns[c] for c in cols), tuple(self.bounds[c] for c in cols),
-                None if self.fill is None else tuple(self.fill[c] for c in cols), self.family,
-                tuple((local[pairs[p][0]], local[pairs[p][1]]) for p in indices))
-            out.append(Block(spec, tuple(indices), tuple(cols), tuple(group[c] for c in cols)))
-        return out
+        return [self.block(by_groups[key], group) for key in sorted(by_groups)]
+
+    def block(self, indices, group) -> Block:
+        """The block of the pairs at ``indices`` (in this spec's pair order), its
+        columns in this spec's order; ``group`` maps a column index to its group."""
+        pairs = self.pairs
+        cols = sorted({c for p in indices for c in pairs[p]})
+        local = {c: k for k, c in enumerate(cols)}
+        spec = CountSpec(
+            tuple(self.columns[c] for c in cols), tuple(self.bounds[c] for c in cols),
+            None if self.fill is None else tuple(self.fill[c] for c in cols), self.family,
+            tuple((local[pairs[p][0]], local[pairs[p][1]]) for p in indices))
+        return Block(spec, tuple(indices), tuple(cols), tuple(group[c] for c in cols))
 
     def subset(self, cols) -> CountSpec:
         """The spec of some of the columns (by index), without pairs (for binning)."""

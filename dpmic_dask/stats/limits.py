@@ -148,6 +148,21 @@ def tasks_per_block(pairs: list[int], threads: int) -> tuple[int, ...]:
     return tuple(out)
 
 
+def even_blocks(pairs: int, per_block: int, threads: int) -> int:
+    """How many blocks of about equal size to cut ``pairs`` pairs into, when any
+    pairs may share a block (:meth:`~dpmic_dask.stats.counting.SharedBinning.even`):
+    the fewest that fit ``per_block`` pairs each and whose number divides the
+    threads or is a multiple of them, so that every block gets the same share of
+    the threads (:func:`tasks_per_block`) and every task about the same work
+    (on 3 threads, 45 pairs at 41 a block are 3 blocks of 15, not 23 and 22;
+    never more blocks than pairs)."""
+    threads = max(1, int(threads))
+    least = max(1, -(-int(pairs) // max(1, int(per_block))))
+    n = least
+    while threads % n and n % threads:
+        n += 1
+    return max(1, min(n, int(pairs)))
+
 def mice_steps(B: float, c: int) -> float:
     """Estimated OptimizeAxis steps of one MICe with ``B`` cells and clump factor ``c``."""
     qs = np.arange(2, max(int(B // 2), 2) + 1, dtype=np.float64)

@@ -16,6 +16,7 @@ from dpmic_dask.stats.counting import bin_chunk, count_binned, count_chunks
 from dpmic_dask.stats.countspec import BinnedChunk, CountSpec
 from dpmic_dask.stats.grids import master_grid_family
 from dpmic_dask.stats.limits import (
+    even_blocks,
     micr_grid_cost,
     pairs_per_block,
     task_spans,
@@ -130,6 +131,22 @@ def test_threads_are_shared_over_blocks_by_their_pairs():
     for pairs, threads in [([15, 24, 6], 16), ([20, 5, 9, 2], 12), ([1, 1], 2), ([9], 4)]:
         assert sum(tasks_per_block(pairs, threads)) == threads
 
+
+
+def test_even_blocks_fit_the_budget_and_share_the_threads_evenly():
+    # 45 pairs at 41 a block: 2 blocks on 2, 4 or 16 threads; 3 on 3 threads
+    assert [even_blocks(45, 41, t) for t in (1, 2, 3, 4, 5, 16)] == [2, 2, 3, 2, 5, 2]
+    assert even_blocks(45, 100, 7) == 1  # all fit one block: 1 divides any thread count
+    assert even_blocks(3, 1, 8) == 3  # never more blocks than pairs (4 would be)
+    assert even_blocks(0, 41, 4) == 1 and even_blocks(10, 41, 0) == 1
+    for pairs, per_block, threads in [(45, 41, 2), (66, 9, 16), (4950, 36, 16),
+                                      (1000, 7, 3), (100, 30, 6), (17, 2, 5)]:
+        n = even_blocks(pairs, per_block, threads)
+        assert -(-pairs // n) <= per_block  # every block fits the budget
+        assert threads % n == 0 or n % threads == 0
+        # the fewest such: one fewer block would not fit or not share evenly
+        m = n - 1
+        assert m < 1 or -(-pairs // m) > per_block or (threads % m and m % threads)
 
 def test_chunks_are_binned_then_counted_exactly():
     spec = CountSpec(("a", "b"), ((0.0, 1.0), (0.0, 1.0)), None, master_grid_family(8, 2))
@@ -247,6 +264,25 @@ def test_uneven_blocks_get_counting_tasks_by_their_pairs(wide, monkeypatch, whol
     assert set(widths) == ({12} if whole else {4, 8}), widths
     np.testing.assert_array_equal(split.values, one_pass.values)
 
+
+
+def test_blocks_that_take_whole_partitions_are_cut_even_for_the_threads(wide, monkeypatch):
+    """12 columns at 41 pairs a block make blocks of 15, 36 and 15 pairs by column
+    groups; every block takes every group's binned chunks, so on 2 threads the
+    pairs are cut into two blocks of 33 instead (one counting task each, of
+    equal work), with the values of one pass."""
+    from dpmic_dask.backends import dask as dask_backend
+
+    budget = micr_grid_cost(40, 5).cells_per_pair * 40 * 41
+    _, one_pass = digests(wide, 2**30)
+    monkeypatch.setattr(dask_backend, "_worker_threads", lambda: 2)
+    pairs = recorded(monkeypatch, dask_backend, "count_and_evaluate",
+                     lambda *chunks, spec, **kw: len(spec.pairs))
+    ddf = dd.from_pandas(wide, npartitions=6)
+    with dask.config.set(scheduler="threads"):
+        block, split = digests(ddf, budget, rows=len(wide))
+    assert block == 41 and sorted(pairs) == [33, 33]
+    np.testing.assert_array_equal(split.values, one_pass.values)
 
 def test_blocks_take_whole_partitions_when_that_moves_at_most_twice_the_bytes():
     from dpmic_dask.stats.counting import shared_binning

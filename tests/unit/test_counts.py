@@ -202,6 +202,28 @@ def test_column_groups_binned_once_give_each_block_its_own_chunks(pair_list):
                                          spec=block.spec)
         via = count_binned_partitions(*chunks, spec=block.spec, take=shared.takes[b])
         np.testing.assert_array_equal(via.counts, direct.counts)
+    # blocks of even size, each taking a partition's chunks of every group
+    whole = [tuple(grouped[k][p] for k in range(len(shared.specs))) for p in range(2)]
+    for count in (1, 2, 3, 7):
+        even, cut = shared.even(spec, count)
+        sizes = [len(b.indices) for b in even]
+        assert len(even) == min(count, len(spec.pairs)) and max(sizes) - min(sizes) <= 1
+        assert [i for b in even for i in b.indices] == list(range(len(spec.pairs)))
+        assert cut.whole()
+        for b, block in enumerate(even):
+            assert [(block.spec.columns[i], block.spec.columns[j])
+                    for i, j in block.spec.pairs] == \
+                [(spec.columns[spec.pairs[p][0]], spec.columns[spec.pairs[p][1]])
+                 for p in block.indices]
+            take = (*cut.takes[b], cut.groups[b])
+            for f, got in zip(frames, gather_chunks(whole, take)):
+                want = bin_partition(f, block.spec)
+                np.testing.assert_array_equal(got.index, want.index)
+                np.testing.assert_array_equal(got.missing, want.missing)
+            direct = count_binned_partitions(*[bin_partition(f, block.spec) for f in frames],
+                                             spec=block.spec)
+            via = count_binned_partitions(*whole, spec=block.spec, take=take)
+            np.testing.assert_array_equal(via.counts, direct.counts)
 
 
 def test_counting_holds_nothing_per_value_beside_its_binned_input():
