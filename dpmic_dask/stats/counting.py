@@ -29,6 +29,7 @@ from dpmic_dask.stats.countspec import (
     BinnedChunk,
     Block,
     CountSpec,
+    GatheredChunk,
     PartialCounts,
     bin_dtype,
 )
@@ -121,27 +122,28 @@ def shared_binning(spec: CountSpec, blocks: list[Block], rows: int | None,
                          tuple(takes))
 
 
-def gather_chunks(chunks, take: tuple | None) -> list[BinnedChunk]:
+def gather_chunks(chunks, take: tuple | None) -> list[BinnedChunk | GatheredChunk]:
     """A block's binned chunks from its groups' (``chunks``: for each partition in
     turn, one chunk per group the block reads; ``take`` from
     :class:`SharedBinning`); ``chunks`` as they are when ``take`` is ``None``.
 
     A ``take`` of three, ``(per, positions, groups)``, reads each of ``chunks`` as
     one partition's chunks of every group (a tuple), of which the block reads
-    those at ``groups``."""
+    those at ``groups``. With a ``take``, each partition's columns are views
+    (:class:`~dpmic_dask.stats.countspec.GatheredChunk`), not copies."""
     chunks = list(chunks)
     if take is None:
         return chunks
     per, positions, *whole = take
     if whole:
         chunks = [part[g] for part in chunks for g in whole[0]]
-    cols = np.asarray(positions, dtype=np.intp)
-    out = []
+    out: list[BinnedChunk | GatheredChunk] = []
     for i in range(0, len(chunks), per):
         parts = chunks[i:i + per]
-        index = parts[0].index if per == 1 else np.concatenate([c.index for c in parts])
+        columns = [column for c in parts for column in c.index]
         missing = np.concatenate([c.missing for c in parts])
-        out.append(BinnedChunk(np.ascontiguousarray(index[cols]), missing[cols]))
+        out.append(GatheredChunk(tuple(columns[k] for k in positions),
+                                 missing[np.asarray(positions, dtype=np.intp)], parts[0].size))
     return out
 
 

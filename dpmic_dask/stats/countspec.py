@@ -116,6 +116,20 @@ class PartialCounts:
         return object.__sizeof__(self) + self.counts.nbytes + self.missing.nbytes
 
 
+
+@dataclass(frozen=True)
+class GatheredChunk:
+    """A block's columns of one partition's binned chunks, without copying them:
+    ``index[k]`` is a view of column ``k``'s joint indices in the chunk that holds
+    it (a tuple of 1-D arrays where a :class:`BinnedChunk` has one 2-D array),
+    ``missing`` and ``size`` as there. Made inside a counting task and never sent:
+    copying the block's columns out was a copy of the task's whole input
+    (0.07 task-s and 200 MB at 10^7 x 10)."""
+
+    index: tuple[np.ndarray, ...]
+    missing: np.ndarray
+    size: int
+
 def bin_dtype(family: GridFamily) -> np.dtype:
     """Joint refinement indices fit 16 bits at every practical ``B`` (3,044 fixed
     and 3,045 joint cells at ``B = 200, c = 5``): half the memory and traffic of

@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpmic_dask.stats.countspec import BinnedChunk, CountSpec, PartialCounts, count_dtype
+from dpmic_dask.stats.countspec import (
+    BinnedChunk,
+    CountSpec,
+    GatheredChunk,
+    PartialCounts,
+    count_dtype,
+)
 from dpmic_dask.stats.kernels.readoff import add_joint_cells, add_mapped_cells, read_off_orientation
 
 if TYPE_CHECKING:
@@ -35,7 +41,8 @@ class StreamedCounts:
     counts instead of the block's (26 MB for 41 pairs at ``B = 200``).
     ``shape`` is ``(pairs, cells)`` as for an array."""
 
-    def __init__(self, chunks: list[BinnedChunk], spec: CountSpec, rows: int, count: bool):
+    def __init__(self, chunks: list[BinnedChunk | GatheredChunk], spec: CountSpec, rows: int,
+                 count: bool):
         self.spec = spec
         self.chunks = chunks
         self.dtype = count_dtype(rows)
@@ -82,7 +89,7 @@ def streamed_counts(chunks, spec: CountSpec) -> PartialCounts:
     rows = sum(chunk.size for chunk in chunks)
     missing = np.zeros(n_cols, dtype=bool)
     for chunk in chunks:
-        if chunk.index.shape[0] != n_cols:
+        if len(chunk.index) != n_cols:
             raise ValueError("a binned chunk has the wrong number of columns")
         missing |= chunk.missing
     count = bool(rows and spec.pairs) and not (missing.any() and spec.fill is None)

@@ -216,8 +216,11 @@ def test_column_groups_binned_once_give_each_block_its_own_chunks(pair_list):
                 [(spec.columns[spec.pairs[p][0]], spec.columns[spec.pairs[p][1]])
                  for p in block.indices]
             take = (*cut.takes[b], cut.groups[b])
-            for f, got in zip(frames, gather_chunks(whole, take)):
+            for f, part, got in zip(frames, whole, gather_chunks(whole, take)):
                 want = bin_partition(f, block.spec)
+                # views of the binned chunks, not copies
+                assert all(any(np.shares_memory(column, c.index) for c in part)
+                           for column in got.index)
                 np.testing.assert_array_equal(got.index, want.index)
                 np.testing.assert_array_equal(got.missing, want.missing)
             direct = count_binned_partitions(*[bin_partition(f, block.spec) for f in frames],
