@@ -173,7 +173,7 @@ def _settle(job, ledger: SQLLedger, entry: JournalEntry, echo: Echo) -> None:
         raise _lost(job, entry)
     here = destination(job, entry.run_id)
     if entry.delivered_to(here):
-        _redeliver_missing(job, ledger, entry, shown(here), echo)
+        _redeliver_missing(job, ledger, entry, here, echo)
         return
     try:
         where = _deliver(job, ledger, entry, echo)
@@ -196,13 +196,14 @@ def _settled_elsewhere(entry: JournalEntry, here: str, echo: Echo) -> bool:
     return bool(elsewhere)
 
 
-def _redeliver_missing(job, ledger: SQLLedger, entry: JournalEntry, here: str,
+def _redeliver_missing(job, ledger: SQLLedger, entry: JournalEntry, full: str,
                        echo: Echo) -> None:
-    """A run delivered to this job's output before: nothing to do if the output
-    still holds it, else write the journaled values again (no charge). Output
-    that cannot be written again is one line naming ``dpmic deliver`` (exit 7)."""
+    """A run delivered to this job's output (``full``, its destination) before:
+    nothing to do if the output still holds it, else write the journaled values
+    again (no charge). Output that cannot be written again is one line naming
+    ``dpmic deliver`` (exit 7)."""
     gap = delivery_gap(job, entry)
-    full = destination(job, entry.run_id)
+    here = shown(full)
     if gap is None:
         page = rows_page_path(Path(full)) if job.output_path and job.causal is None else None
         gone = [] if page is None else missing_parts(page, entry.report())
