@@ -257,7 +257,7 @@ class DaskBackend(Backend):
         shared = shared_binning(spec, blocks, rows, SHARED_BINNING_TASKS * task_memory)
         if shared is not None and shared.whole():
             blocks, shared = shared.even(
-                spec, even_blocks(len(spec.pairs), pairs_per_block, threads))
+                spec, even_blocks(len(spec.pairs), pairs_per_block, threads, len(blocks)))
         shares = tasks_per_block([len(b.indices) for b in blocks], threads)
         grouped = (None if shared is None else
                    guarded(spec.columns, _binned_groups, frame, shared.specs))

@@ -131,9 +131,9 @@ class GatheredChunk:
     size: int
 
 def bin_dtype(family: GridFamily) -> np.dtype:
-    """Joint refinement indices fit 16 bits at every practical ``B`` (3,044 fixed
-    and 3,045 joint cells at ``B = 200, c = 5``): half the memory and traffic of
-    int32."""
+    """Joint refinement indices fit 16 bits at every practical ``B`` (3,044 joint
+    cells, the fixed refinement's, at ``B = 200, c = 5``): half the memory and
+    traffic of int32."""
     return np.dtype(np.uint16 if family.joint.cells <= 2**16 else np.int32)
 
 

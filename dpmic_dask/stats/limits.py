@@ -148,20 +148,26 @@ def tasks_per_block(pairs: list[int], threads: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def even_blocks(pairs: int, per_block: int, threads: int) -> int:
+def even_blocks(pairs: int, per_block: int, threads: int, most: int | None = None) -> int:
     """How many blocks of about equal size to cut ``pairs`` pairs into, when any
-    pairs may share a block (:meth:`~dpmic_dask.stats.counting.SharedBinning.even`):
-    the fewest that fit ``per_block`` pairs each and whose number divides the
-    threads or is a multiple of them, so that every block gets the same share of
-    the threads (:func:`tasks_per_block`) and every task about the same work
-    (on 3 threads, 45 pairs at 41 a block are 3 blocks of 15, not 23 and 22;
-    never more blocks than pairs)."""
+    pairs may share a block (:meth:`~dpmic_dask.stats.counting.SharedBinning.even`).
+    Each such block receives every column, so the blocks move that many times the
+    binned table: the fewest that fit ``per_block`` pairs each, or more -- up to
+    twice as many, and at most ``most`` (the blocks cut by column groups, whose
+    bytes :meth:`~dpmic_dask.stats.counting.SharedBinning.whole` weighed) -- where
+    that number divides the threads or is a multiple of them, so that every block
+    gets the same share of the threads (:func:`tasks_per_block`) and every task
+    about the same work. 45 pairs at 41 a block (3 blocks by column groups) are 2
+    blocks on 2, 4 or 16 threads and 3 on 3 threads, but 2 on 7 threads (shares of
+    4 and 3), not 7 that would move the table 7 times. Never more blocks than pairs."""
     threads = max(1, int(threads))
     least = max(1, -(-int(pairs) // max(1, int(per_block))))
-    n = least
-    while threads % n and n % threads:
-        n += 1
-    return max(1, min(n, int(pairs)))
+    top = 2 * least if most is None else max(least, min(2 * least, int(most)))
+    for n in range(least, top + 1):
+        if threads % n == 0 or n % threads == 0:
+            return max(1, min(n, int(pairs)))
+    return max(1, min(least, int(pairs)))
+
 
 def mice_steps(B: float, c: int) -> float:
     """Estimated OptimizeAxis steps of one MICe with ``B`` cells and clump factor ``c``."""

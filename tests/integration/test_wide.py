@@ -134,19 +134,27 @@ def test_threads_are_shared_over_blocks_by_their_pairs():
 
 
 def test_even_blocks_fit_the_budget_and_share_the_threads_evenly():
-    # 45 pairs at 41 a block: 2 blocks on 2, 4 or 16 threads; 3 on 3 threads
-    assert [even_blocks(45, 41, t) for t in (1, 2, 3, 4, 5, 16)] == [2, 2, 3, 2, 5, 2]
+    # 45 pairs at 41 a block: 2 blocks on 2, 4 or 16 threads, 3 on 3 threads; on
+    # 5 or 7 threads 2 (3 or 4 would not share them evenly, 5 or 7 would move
+    # the binned table 5 or 7 times)
+    assert [even_blocks(45, 41, t) for t in (1, 2, 3, 4, 5, 7, 16)] == [2, 2, 3, 2, 2, 2, 2]
     assert even_blocks(45, 100, 7) == 1  # all fit one block: 1 divides any thread count
     assert even_blocks(3, 1, 8) == 3  # never more blocks than pairs (4 would be)
     assert even_blocks(0, 41, 4) == 1 and even_blocks(10, 41, 0) == 1
+    # never more than the blocks by column groups (whose bytes were weighed)
+    assert even_blocks(45, 41, 3, most=3) == 3 and even_blocks(45, 41, 4, most=3) == 2
+    assert even_blocks(100, 30, 8, most=5) == 4 and even_blocks(100, 30, 8, most=4) == 4
+    assert even_blocks(100, 30, 5, most=4) == 4 and even_blocks(100, 30, 5, most=20) == 5
     for pairs, per_block, threads in [(45, 41, 2), (66, 9, 16), (4950, 36, 16),
-                                      (1000, 7, 3), (100, 30, 6), (17, 2, 5)]:
+                                      (1000, 7, 3), (100, 30, 6), (17, 2, 5), (45, 41, 11)]:
         n = even_blocks(pairs, per_block, threads)
-        assert -(-pairs // n) <= per_block  # every block fits the budget
-        assert threads % n == 0 or n % threads == 0
-        # the fewest such: one fewer block would not fit or not share evenly
-        m = n - 1
-        assert m < 1 or -(-pairs // m) > per_block or (threads % m and m % threads)
+        least = -(-pairs // per_block)
+        assert -(-pairs // n) <= per_block and least <= n <= 2 * least  # fits, moves <= 2x
+        even = threads % n == 0 or n % threads == 0
+        # the fewest that share the threads evenly, else the fewest that fit
+        assert all(threads % m and m % threads for m in range(least, n))
+        assert even or n == least
+
 
 def test_chunks_are_binned_then_counted_exactly():
     spec = CountSpec(("a", "b"), ((0.0, 1.0), (0.0, 1.0)), None, master_grid_family(8, 2))
