@@ -19,7 +19,7 @@ from dpmic_dask.stats.countspec import (
     PartialCounts,
     count_dtype,
 )
-from dpmic_dask.stats.kernels.readoff import add_joint_cells, add_mapped_cells, read_off_orientation
+from dpmic_dask.stats.kernels.readoff import add_pair_cells, add_pair_mapped, read_off_orientation
 
 if TYPE_CHECKING:
     from dpmic_dask.stats.grids import GridFamily
@@ -64,8 +64,9 @@ class StreamedCounts:
         batch = np.zeros((min(STREAM_BATCH, len(pairs)), self.shape[1]), dtype=self.dtype)
         layout = read_off_layout(family)
         n_rows, n_fixed = family.refinement_shape
-        hist = np.zeros((n_rows, n_fixed), dtype=self.dtype)  # the read-off leaves it at zero
-        flat = hist.reshape(-1)
+        # both orientations' histograms (the read-off leaves them at zero)
+        hist = np.zeros((2, n_rows, n_fixed), dtype=self.dtype)
+        flat_x, flat_y = hist[0].reshape(-1), hist[1].reshape(-1)
         prefix = np.empty(n_fixed + 1, dtype=self.dtype)
         colsum = np.empty(n_fixed, dtype=self.dtype)
         store = np.empty(layout.store_size, dtype=self.dtype)
@@ -73,10 +74,10 @@ class StreamedCounts:
         for first in range(0, len(pairs), batch.shape[0]):
             group = pairs[first:first + batch.shape[0]]
             for k, (a, b) in enumerate(group):
-                for o, (row_col, fixed_col) in enumerate(((b, a), (a, b))):
-                    for chunk in self.chunks:
-                        add(chunk.index[row_col], chunk.index[fixed_col], flat)
-                    read_off_orientation(hist, prefix, colsum, store,  # type: ignore[call-arg]
+                for chunk in self.chunks:
+                    add(chunk.index[a], chunk.index[b], flat_x, flat_y)
+                for o in range(2):
+                    read_off_orientation(hist[o], prefix, colsum, store,  # type: ignore[call-arg]
                                          *layout.orientations[o], batch[k])
             yield from batch[:len(group)]
 
@@ -103,19 +104,19 @@ def streamed_binned_partitions(*chunks: BinnedChunk, spec: CountSpec) -> Partial
 
 
 def _adder(family: GridFamily):
-    """The increment of one orientation's histogram straight from two columns'
-    joint indices: ``add(row_index, fixed_index, flat)``. Through a look-up of
-    each joint cell's row offset (and fixed cell, where the joint refinement is
-    finer than the fixed one), so a task holds no per-value cells beside its
+    """The increments of one pair's two orientations straight from its columns'
+    joint indices: ``add(a_index, b_index, flat_x, flat_y)``. Through a look-up
+    of each joint cell's row offset (and fixed cell, where the joint refinement
+    is finer than the fixed one), so a task holds no per-value cells beside its
     binned input (they were 6 bytes per value and used column, three times the
     input the task's memory budget counts)."""
     joint = family.joint
     n_fixed = family.refinement_shape[1]
     row_offsets = np.ascontiguousarray(joint.to_row * n_fixed, dtype=np.int64)
     if np.array_equal(joint.to_fixed, np.arange(joint.cells)):
-        return lambda rows, fixed, flat: add_joint_cells(rows, fixed, row_offsets, flat)
+        return lambda a, b, x, y: add_pair_cells(a, b, row_offsets, x, y)
     to_fixed = np.ascontiguousarray(joint.to_fixed, dtype=np.int64)
-    return lambda rows, fixed, flat: add_mapped_cells(rows, fixed, row_offsets, to_fixed, flat)
+    return lambda a, b, x, y: add_pair_mapped(a, b, row_offsets, to_fixed, x, y)
 
 
 @dataclass(frozen=True, eq=False)

