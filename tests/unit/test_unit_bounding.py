@@ -130,3 +130,24 @@ def test_a_unit_typed_differently_in_some_partitions_is_one_unit():
     with pytest.raises(InvalidDataError, match="unit column 'u' has type float64") as err:
         bound_contributions(ddf, ("u",), 2, ("x", "y"), key).compute(scheduler="sync")
     assert ".5" not in str(err.value)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_unit_codes_are_equal_exactly_for_equal_units(seed):
+    """Rows get one code per unit, one or several unit columns, a missing value a
+    code of its own (one column's codes are its factorisation, not hashed again)."""
+    gen = np.random.default_rng(seed)  # test data only
+    n = 300
+    table = pd.DataFrame({"a": gen.integers(0, 5, n).astype(float),
+                          "b": gen.choice(["p", "q", None], n),
+                          "c": gen.integers(0, 3, n)})
+    table.loc[gen.random(n) < 0.1, "a"] = np.nan
+    for unit in (("a",), ("b",), ("a", "b"), ("c", "a", "b")):
+        codes = bounding._unit_codes(table, unit)
+        keys = [tuple("<missing>" if pd.isna(v) else v for v in row)
+                for row in table[list(unit)].itertuples(index=False)]
+        first = {}
+        for key, code in zip(keys, codes.tolist()):
+            assert first.setdefault(key, code) == code  # equal units, equal codes
+        assert len(set(first.values())) == len(first)  # different units, different codes
+        assert codes.min() >= 0 and codes.max() < n
