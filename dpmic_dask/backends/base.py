@@ -189,6 +189,12 @@ class Backend(ABC):
         reads those rows, not the graph that made them)."""
         raise NotImplementedError
 
+    def persist_with(self, frame, extra):
+        """:meth:`persist` of ``frame``, and the value of ``extra`` (a :meth:`task`'s
+        result, or ``None``) computed in the same pass: partitions that both read
+        are read once."""
+        return self.persist(frame), extra
+
     def empty(self, frame):
         """An empty pandas frame (or Series) with ``frame``'s columns and dtypes;
         nothing is read."""

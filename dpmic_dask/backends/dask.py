@@ -332,6 +332,19 @@ class DaskBackend(Backend):
         # pandas's failure (which may quote a cell) is withheld like any other
         return guarded(list(frame.columns), frame.persist)
 
+    def persist_with(self, frame, extra):
+        if extra is None:
+            return self.persist(frame), None
+        _active_client()  # its workers' logs redacted before they run our tasks
+        columns = list(frame.columns)
+        # the partitions as delayed objects, persisted with ``extra`` in one graph
+        # (a frame persisted beside a delayed object makes Dask warn and
+        # materialise the frame's expression anyway)
+        parts = guarded(columns, frame.to_delayed)
+        *kept, extra = guarded(columns, dask.persist, *parts, extra)
+        kept_frame = dd.from_delayed(kept, meta=frame._meta, verify_meta=False)
+        return kept_frame, run(extra, progress=False, columns=columns)
+
     def empty(self, frame):
         return frame._meta
 

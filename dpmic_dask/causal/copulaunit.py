@@ -8,12 +8,12 @@ Staged (:func:`unit_copula_graph`), before the charge:
 
 1. a unit column mixing value types, and missing values in the search's columns,
    are refused from the whole table (never from the kept rows, whose choice
-   depends on the fresh key);
+   depends on the fresh key; the missing values in the first pass of step 3);
 2. the budget is split between the row count (``count_share``, 5% by default),
    the medians' picks (10% of the rest) and the sign sums, and every noise is
    checked (public quantities only);
 3. at most ``k`` rows per unit are kept once
-   (:func:`~dpmic_dask.release.bounding.bound_contributions`, persisted: both
+   (:func:`~dpmic_dask.release.bounding.bound_refusing_missing`, persisted: both
    passes read the same rows), and the first pass reads their fine histograms.
 
 After it: the noisy bounded row count; each column's cut near its median by
@@ -41,8 +41,7 @@ from dpmic_dask.privacy.costs import measure_for, split_front
 from dpmic_dask.privacy.selection import check_share
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.bounding import (
-    bound_contributions,
-    refuse_missing_in_table,
+    bound_refusing_missing,
     refuse_mixed_units,
     unit_arguments,
     unit_label,
@@ -96,13 +95,11 @@ def unit_copula_graph(frame, request, eps, delta, units: tuple, backend, split_e
     total, rowcount, plan = plan_unit_signs(eps, delta, p, k, share)
     names = list(request.names)
     refuse_mixed_units(frame, unit, split_every=split_every, progress=progress)
-    _refuse_missing(frame, names, split_every, progress)
-    # the missing values' pass, the bounding (kept rows persisted), the margins' and
-    # the signs' (and an object unit's types)
+    # the bounding (missing values refused from the whole table in its first pass;
+    # kept rows persisted), the margins' and the signs' (and an object unit's types)
     schema = backend.schema(frame)
-    passes = 4 + any(is_object_dtype(schema[u]) or is_string_dtype(schema[u]) for u in unit)
-    bounded = bound_contributions(frame, unit, k, names)
-    bounded = backend_for(bounded).persist(bounded)  # both passes read the same kept rows
+    passes = 3 + any(is_object_dtype(schema[u]) or is_string_dtype(schema[u]) for u in unit)
+    bounded = _bounded(frame, unit, k, names, split_every)  # both passes read the kept rows
     backend = backend_for(bounded)
     margins = margins_pass(bounded, request, backend, progress)
     yield Bill(total, label or f"causal graph of {p} columns per {unit_label(unit)}",
@@ -139,20 +136,19 @@ def unit_table_graph(frame, request, eps, delta, units: tuple, level_shares, bac
     names = list(request.names)
     raw = [c.name for c in request.codings if c.categories is not None]  # not numbers
     refuse_mixed_units(frame, unit, split_every=split_every, progress=progress)
-    _refuse_missing(frame, names, split_every, progress, raw)
-    bounded = bound_contributions(frame, unit, k, names)
-    bounded = backend_for(bounded).persist(bounded)
+    bounded = _bounded(frame, unit, k, names, split_every, raw)
     return (yield from released_tables_graph(bounded, request, eps, delta, level_shares,
                                              backend_for(bounded), split_every, progress,
                                              label, units=(unit, k)))
 
 
-def _refuse_missing(frame, names, split_every, progress, raw=()) -> None:
-    """Missing values in the graph's columns, refused from the whole table (never
-    from the kept rows, whose choice depends on the fresh key)."""
-    refuse_missing_in_table(frame, names, split_every=split_every, progress=progress,
-                            raw=raw, hint="fill them with public values or drop the rows "
-                            "first")
+def _bounded(frame, unit, k: int, names, split_every, raw=()):
+    """The kept rows, persisted, with missing values in the graph's columns refused
+    from the whole table (never from the kept rows, whose choice depends on the
+    fresh key) in the bounding's first pass."""
+    return bound_refusing_missing(frame, unit, k, names, missing=names, split_every=split_every,
+                                  raw=raw, hint="fill them with public values or drop the "
+                                  "rows first")
 
 
 def _count_part(rowcount: RowCountPlan, noisy: int) -> tuple:

@@ -90,6 +90,12 @@ def bound_contributions_shuffled(frame, unit, k: int, columns,
 
 
 def bound_contributions(frame, unit, k: int, columns, key: tuple[int, int] | None = None):
+    """See :func:`bound_and_check` (this is it without a check)."""
+    return bound_and_check(frame, unit, k, columns, key=key)[0]
+
+
+def bound_and_check(frame, unit, k: int, columns, key: tuple[int, int] | None = None,
+                    check=None, combine=None, split_every: int = 8):
     """At most ``k`` rows per unit of ``frame`` (pandas or Dask): the unit's rows with
     the smallest keyed hash of their content (ties: the smallest content). Returns a
     frame of ``columns`` only (the unit columns are never passed on). ``key``: fresh
@@ -105,20 +111,29 @@ def bound_contributions(frame, unit, k: int, columns, key: tuple[int, int] | Non
     by content (:func:`first_by_content`). The same rows as
     :func:`bound_contributions_shuffled` for the same key. The input partitions are
     read once: the cluster holds them from the first step to the filter (as a
-    shuffle holds its rows), every worker one copy of the thresholds."""
+    shuffle holds its rows), every worker one copy of the thresholds.
+
+    Returns ``(bounded, checked)``: with ``check`` (a function of one whole
+    partition, every row, before any is dropped) and ``combine`` (exact,
+    associative), ``checked`` is the combined check of every partition, a task of
+    the backend computed in the same pass as the priorities, so a check of the
+    whole table (missing values) reads no partition again; else ``None``."""
     unit = tuple(unit)
     columns = tuple(c for c in columns if c not in unit)
     content = (*unit, *columns)
     key = new_key() if key is None else key
     backend = backend_for(frame)
-    if backend.npartitions(frame) == 1:
-        return bound_contributions_shuffled(frame, unit, k, columns, key)
-    parts = backend.partitions(frame)
     task = backend.task
+    if backend.npartitions(frame) == 1:
+        checked = None if check is None else task(check, backend.partitions(frame)[0])
+        return bound_contributions_shuffled(frame, unit, k, columns, key), checked
+    parts = backend.partitions(frame)
     buckets = min(-(-len(parts) // PARTITIONS_PER_BUCKET), MAX_BUCKETS)
     types = tuple(backend.empty(frame)[list(unit)].dtypes)
-    small = [task(smallest_priorities, part, unit, k, content, key, buckets, types,
-                  nout=buckets) for part in parts]
+    small = [task(smallest_and_check, part, unit, k, content, key, buckets, types, check,
+                  nout=buckets + 1) for part in parts]
+    checked = None if check is None else _combined(task, [s[buckets] for s in small],
+                                                  combine, split_every)
     tables = [task(thresholds_of, [s[b] for s in small], unit, k) for b in range(buckets)]
     lookup = task(threshold_lookup, tables, unit)
     kept = [task(keep_below, part, unit, content, key, lookup, columns, buckets, types,
@@ -126,7 +141,31 @@ def bound_contributions(frame, unit, k: int, columns, key: tuple[int, int] | Non
     chosen = [task(first_by_content, [f[1 + b] for f in kept], unit, content, columns)
               for b in range(buckets)]
     meta = backend.empty(frame)[list(columns)].iloc[:0]
-    return backend.from_partitions([f[0] for f in kept] + chosen, meta)
+    return backend.from_partitions([f[0] for f in kept] + chosen, meta), checked
+
+
+def smallest_and_check(frame: pd.DataFrame, unit, k: int, content, key, buckets: int, types,
+                       check) -> list:
+    """:func:`smallest_priorities` by bucket, then ``check(frame)`` of the whole
+    partition (``None`` without a check)."""
+    return [*smallest_priorities(frame, unit, k, content, key, buckets, types),
+            None if check is None else check(frame)]
+
+
+def _combined(task, values: list, combine, split_every: int):
+    """``values`` (tasks' results) combined by ``combine`` in a tree of
+    ``split_every`` where they are: one task's result."""
+    step = max(2, int(split_every))
+    while len(values) > 1:
+        values = [task(_fold, combine, values[i:i + step]) for i in range(0, len(values), step)]
+    return values[0]
+
+
+def _fold(combine, values):
+    out = values[0]
+    for value in values[1:]:
+        out = combine(out, value)
+    return out
 
 
 #: Input partitions per bucket of the thresholds (a bucket's task holds its

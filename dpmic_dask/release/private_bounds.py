@@ -18,8 +18,7 @@ from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.conversion import check_epsilon
 from dpmic_dask.release.axisframe import axis_frame
 from dpmic_dask.release.bounding import (
-    bound_contributions,
-    refuse_missing_in_table,
+    bound_refusing_missing,
     refuse_mixed_units,
     unit_arguments,
     unit_label,
@@ -100,12 +99,12 @@ def _bounds_alone(frame, eps, *, columns, coverage, domain, refine, nulls, fill,
     # them: a per-row map, so the kept set is still the unit's rows and the key's)
     frame = axis_frame(frame, axis.kinds)
     if unit is not None:  # every check passed: bound, then read only the bounded rows
-        if plan.fill is None:  # refused from the whole table, not the rows the key keeps
-            refuse_missing_in_table(frame, plan.columns, split_every=split_every,
-                                    progress=progress)
-        frame = bound_contributions(frame, unit[0], unit[1], plan.columns)
+        # missing values refused from the whole table, not the rows the key keeps
+        # (in the bounding's first pass); both later passes read the same bounded rows
+        frame = bound_refusing_missing(frame, unit[0], unit[1], plan.columns,
+                                       missing=plan.columns if plan.fill is None else None,
+                                       split_every=split_every)
         backend = backend_for(frame)
-        frame = backend.persist(frame)  # both passes read the same bounded rows
     counts, rows = bounds_counts(frame, backend, plan, plan.columns, plan.fill, split_every,
                                  progress, min_rows=unit is None)
     if unit is not None:

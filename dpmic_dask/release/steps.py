@@ -34,8 +34,7 @@ from dpmic_dask.privacy.partition_selection import (
 )
 from dpmic_dask.release.bounding import (
     add_rows_and_missing,
-    bound_contributions,
-    refuse_missing_in_table,
+    bound_refusing_missing,
     refuse_mixed_units,
     rows_and_missing,
 )
@@ -80,15 +79,14 @@ class UnitStep:
         refuse_mixed_units(run.frame, units.unit, split_every=run.split_every,
                            progress=run.progress)
         read = run.read()
-        if not self.fills:  # raw columns with a null category may hold nulls
-            refuse_missing_in_table(run.frame, [c for c in read if c not in self.nullable],
-                                    split_every=run.split_every, progress=run.progress,
-                                    raw=run.raw)
-        bounded = bound_contributions(run.frame, units.unit, units.k, read)
-        # the bounded rows stay where they were computed for every later pass:
-        # one bounding (a pass over the table and the thresholds), not one per
-        # pass (10^7 rows, 2 workers: 16-20 s per release persisted, 30 s not)
-        run.frame = backend_for(bounded).persist(bounded)
+        # missing values refused from the whole table (raw columns with a null
+        # category may hold nulls), in the bounding's first pass; the bounded
+        # rows stay where they were computed for every later pass: one bounding
+        # (a pass over the table and the thresholds), not one per pass (10^7 rows,
+        # 2 workers: 16-20 s per release persisted, 30 s not)
+        run.frame = bound_refusing_missing(
+            run.frame, units.unit, units.k, read, split_every=run.split_every, raw=run.raw,
+            missing=None if self.fills else [c for c in read if c not in self.nullable])
         run.unit_k = units.k
 
     def count(self, run: Run) -> None:

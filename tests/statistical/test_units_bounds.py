@@ -163,13 +163,13 @@ def test_one_bounded_frame_serves_the_bounds_and_the_values(monkeypatch):
     """One bounding (one key) per release: the bounds' passes and the values read
     the same rows of each unit."""
     calls = []
-    real = units_module.bound_contributions
+    real = units_module.bound_refusing_missing
 
     def counting(*args, **kw):
         calls.append(args[2])
         return real(*args, **kw)
 
-    monkeypatch.setattr(units_module, "bound_contributions", counting)
+    monkeypatch.setattr(units_module, "bound_refusing_missing", counting)
     ledger = dm.InMemoryLedger(uncapped=True)
     result = unit_table(n_units=800).dpmic.pairwise(
         eps=4.0, bounds="private", columns=["x", "y"], privacy_unit="cid",

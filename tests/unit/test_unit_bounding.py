@@ -151,3 +151,52 @@ def test_unit_codes_are_equal_exactly_for_equal_units(seed):
             assert first.setdefault(key, code) == code  # equal units, equal codes
         assert len(set(first.values())) == len(first)  # different units, different codes
         assert codes.min() >= 0 and codes.max() < n
+
+
+def _counted_source(frame: pd.DataFrame, parts: int, calls: Counter):
+    """``frame`` in ``parts`` partitions, each computation of a partition counted."""
+    cuts = np.linspace(0, len(frame), parts + 1).astype(int)
+
+    def make(i):
+        calls[i] += 1
+        return frame.iloc[cuts[i]:cuts[i + 1]]
+
+    return dd.from_delayed([dask.delayed(make, pure=False)(i) for i in range(parts)],
+                           meta=frame.iloc[:0], verify_meta=False)
+
+
+def test_a_per_unit_release_reads_the_table_once():
+    """The whole table's missing-value check rides on the bounding's first pass:
+    every partition of the source is computed once in a per-unit release (a check
+    of its own read every partition a second time)."""
+    import dpmic_dask as dm
+
+    gen = np.random.default_rng(3)  # test data only
+    frame = pd.DataFrame({"u": gen.integers(0, 300, 4000), "x": gen.normal(size=4000),
+                          "y": gen.normal(size=4000)})
+    calls: Counter = Counter()
+    with dask.config.set(scheduler="threads"):
+        _counted_source(frame, 4, calls).dpmic.pairwise(
+            eps=2.0, bounds={"x": (-4.0, 4.0), "y": (-4.0, 4.0)}, columns=["x", "y"],
+            privacy_unit="u", max_rows_per_unit=3, bounds_check=None, progress=False,
+            ledger=dm.InMemoryLedger(uncapped=True))
+    assert sorted(calls) == [0, 1, 2, 3] and set(calls.values()) == {1}, calls
+
+
+def test_missing_values_are_refused_from_the_whole_table_in_the_bounding_pass():
+    """A missing value in any partition is refused before the charge, whichever rows
+    the key would keep (the row with it is one of many of its unit)."""
+    import dpmic_dask as dm
+
+    gen = np.random.default_rng(4)  # test data only
+    frame = pd.DataFrame({"u": np.zeros(400, dtype=int), "x": gen.normal(size=400),
+                          "y": gen.normal(size=400)})
+    frame.loc[397, "y"] = np.nan  # one unit of 400 rows, 3 kept: almost never this one
+    ledger = dm.InMemoryLedger(uncapped=True)
+    calls: Counter = Counter()
+    with dask.config.set(scheduler="threads"), pytest.raises(dm.MissingValuesError):
+        _counted_source(frame, 4, calls).dpmic.pairwise(
+            eps=2.0, bounds={"x": (-4.0, 4.0), "y": (-4.0, 4.0)}, columns=["x", "y"],
+            privacy_unit="u", max_rows_per_unit=3, bounds_check=None, progress=False,
+            ledger=ledger)
+    assert ledger.charges() == [] and set(calls.values()) == {1}
