@@ -270,7 +270,6 @@ def refuse_missing_in_table(frame, columns, *, split_every: int, progress=None,
     refuse_missing(columns, missing, hint)
 
 
-
 def bound_refusing_missing(frame, unit, k: int, columns, *, missing, split_every: int,
                            raw=(), hint: str = FILL_HINT):
     """The frame bounded to ``k`` rows per unit (:func:`bound_and_check`), persisted,
@@ -290,6 +289,7 @@ def bound_refusing_missing(frame, unit, k: int, columns, *, missing, split_every
     if missing is not None:
         refuse_missing(missing, found[1], hint)
     return bounded
+
 
 class BoundedFrame:
     """A bounded frame seen by the row-level release code with ``n0`` rows: every
