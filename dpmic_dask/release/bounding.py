@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from dpmic_dask.backends import backend_for, register
-from dpmic_dask.backends.base import Backend
+from dpmic_dask.backends.base import Backend, guarded
 from dpmic_dask.checks import FILL_HINT, refuse_missing
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError
 from dpmic_dask.release.keeprows import (  # noqa: F401 (re-exported)
@@ -256,37 +256,29 @@ def add_rows_and_missing(a, b):
     return a[0] + b[0], a[1] | b[1]
 
 
-def refuse_missing_in_table(frame, columns, *, split_every: int, progress=None,
-                            raw=(), hint: str = FILL_HINT) -> None:
-    """Refuse missing values in ``columns`` (axis numbers; the ``raw`` ones as they
-    are) of the whole table, before bounding. Checked on the bounded rows only,
-    the refusal would depend on which rows the fresh key keeps: the same call would
-    refuse or go through at random, and a caller retrying until it passes would
-    condition the key on the data."""
-    columns = list(columns)
-    _, missing = backend_for(frame).reduce(
-        frame, columns, partial(rows_and_missing, columns=columns, raw=tuple(raw)),
-        add_rows_and_missing, split_every=split_every, progress=progress)
-    refuse_missing(columns, missing, hint)
-
-
 def bound_refusing_missing(frame, unit, k: int, columns, *, missing, split_every: int,
                            raw=(), hint: str = FILL_HINT):
     """The frame bounded to ``k`` rows per unit (:func:`bound_and_check`), persisted,
-    with missing values in the ``missing`` columns (``None``: none checked) of the
-    whole table refused as :func:`refuse_missing_in_table` refuses them, from the
-    pass that finds the units' priorities: every partition's rows before any is
-    dropped, and no read of the table of its own (10^7 rows on 2 workers: that
-    read was a third of the per-unit release). Before any charge, as the caller
-    charges after it."""
+    with missing values in the ``missing`` columns (axis numbers; the ``raw`` ones
+    as they are; ``None``: none checked) of the whole table refused: every
+    partition's rows before any is dropped, checked in the pass that finds the
+    units' priorities, not a read of the table of its own (10^7 rows on 2
+    workers: that read was a third of the per-unit release). Before any charge,
+    as the caller charges after it. Checked on the bounded rows only, the refusal
+    would depend on which rows the fresh key keeps: the same call would refuse or
+    go through at random, and a caller retrying until it passes would condition
+    the key on the data. A failure inside the check is reported as
+    :func:`~dpmic_dask.backends.base.guarded` reports it (columns and type only)."""
     check = None
     if missing is not None:
         missing = list(missing)
-        check = partial(rows_and_missing, columns=missing, raw=tuple(raw))
+        check = partial(guarded, missing, partial(rows_and_missing, columns=missing,
+                                                  raw=tuple(raw)))
     bounded, checked = bound_and_check(frame, unit, k, columns, check=check,
                                        combine=add_rows_and_missing, split_every=split_every)
     bounded, found = backend_for(bounded).persist_with(bounded, checked)
-    if missing is not None:
+    if missing is not None and found[1].any():
+        del bounded  # a refusal's traceback holds none of the kept rows
         refuse_missing(missing, found[1], hint)
     return bounded
 

@@ -200,3 +200,28 @@ def test_missing_values_are_refused_from_the_whole_table_in_the_bounding_pass():
             privacy_unit="u", max_rows_per_unit=3, bounds_check=None, progress=False,
             ledger=ledger)
     assert ledger.charges() == [] and set(calls.values()) == {1}
+
+
+@pytest.mark.parametrize("partitions", [None, 1, 4])
+def test_a_failure_in_the_whole_table_check_quotes_no_value(monkeypatch, partitions):
+    """The missing-value check runs inside the bounding's tasks: a failure there is
+    reported by columns and type only, on pandas and on Dask (one partition or
+    several), and nothing is charged."""
+    import dpmic_dask as dm
+    from dpmic_dask.release import bounding as bounding_module
+
+    def leaky(frame, name):
+        raise RuntimeError("cell value secret-4111")
+
+    monkeypatch.setattr(bounding_module, "column_values", leaky)
+    gen = np.random.default_rng(5)  # test data only
+    frame = pd.DataFrame({"u": gen.integers(0, 50, 400), "x": gen.normal(size=400),
+                          "y": gen.normal(size=400)})
+    data = frame if partitions is None else dd.from_pandas(frame, npartitions=partitions)
+    ledger = dm.InMemoryLedger(uncapped=True)
+    with dask.config.set(scheduler="threads"), pytest.raises(dm.DataReadError) as caught:
+        data.dpmic.pairwise(eps=2.0, bounds={"x": (-4.0, 4.0), "y": (-4.0, 4.0)},
+                            columns=["x", "y"], privacy_unit="u", max_rows_per_unit=3,
+                            bounds_check=None, progress=False, ledger=ledger)
+    assert "secret" not in str(caught.value) and "RuntimeError" in str(caught.value)
+    assert ledger.charges() == []
