@@ -225,3 +225,30 @@ def test_a_failure_in_the_whole_table_check_quotes_no_value(monkeypatch, partiti
                             bounds_check=None, progress=False, ledger=ledger)
     assert "secret" not in str(caught.value) and "RuntimeError" in str(caught.value)
     assert ledger.charges() == []
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_ties_at_a_rank_may_come_in_any_order(monkeypatch, k):
+    """Ranks within a unit are read only as a priority at a rank or as ranks below
+    one, so rows of equal priority may rank in any order: with ties broken at
+    random (identical rows tie, and colliding priorities are forced), the filter
+    keeps the rows the shuffle keeps."""
+    real_priority, real_ranks = bounding.row_priority, bounding._ranks
+    gen = np.random.default_rng(k)  # test data only
+
+    def shuffled_ranks(codes, priority):
+        order = gen.permutation(len(codes))
+        rank = np.empty(len(codes), dtype=np.int64)
+        rank[order] = real_ranks(codes[order], priority[order])
+        return rank
+
+    monkeypatch.setattr(bounding, "_ranks", shuffled_ranks)
+    monkeypatch.setattr(bounding, "row_priority",
+                        lambda frame, content, key: real_priority(frame, content, key)
+                        % np.uint64(5))
+    for seed in range(6):
+        frame = random_table(seed)
+        expected = rows_of(bound_contributions_shuffled(frame, ("u",), k, ("x", "y"), (seed, 3)))
+        for parts in (2, 7):
+            ddf = dd.from_pandas(frame, npartitions=parts, sort=False)
+            assert rows_of(bound_contributions(ddf, ("u",), k, ("x", "y"), (seed, 3))) == expected
