@@ -106,12 +106,14 @@ def test_validate_refuses_more_local_workers_than_this_machine_can_start(tmp_pat
 
 
 def test_a_local_cluster_that_does_not_start_in_time_fails_with_exit_5(tmp_path):
-    job = make_job(tmp_path, timeout=3)
+    # 10 s: a worker process must reach its preload's hold within the timeout
+    # (on 2 cores loaded by the test suite, it once took more than 3 s to start)
+    job = make_job(tmp_path, timeout=10)
     proc = start_run(tmp_path, job, "start")
     out, err = finish(proc)
     assert proc.returncode == Exit.UNAVAILABLE, err[-3000:]
     assert err.strip().splitlines() == [
-        "error: the local Dask cluster did not start its 1 worker process(es) within 3 s "
+        "error: the local Dask cluster did not start its 1 worker process(es) within 10 s "
         "(cluster.timeout); nothing was charged"]
     assert (tmp_path / "held").exists()  # the worker was held, not refused for another reason
     assert SQLLedger(f"sqlite:///{tmp_path}/ledger.db").history("d") == []
