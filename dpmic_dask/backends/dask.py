@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-import operator
 import os
 import sys
 from dataclasses import dataclass
@@ -25,7 +24,6 @@ from dataclasses import dataclass
 import dask
 import dask.dataframe as dd
 import numpy as np
-import pandas as pd
 from dask.diagnostics import ProgressBar
 from distributed import default_client
 from distributed import progress as distributed_progress
@@ -39,6 +37,12 @@ from dpmic_dask.backends.base import (
     guarded,
     pair_names,
 )
+from dpmic_dask.backends.daskinputs import (
+    binned_frame,
+    block_inputs,
+    delayed_partitions,
+    spans_of,
+)
 from dpmic_dask.backends.dasktasks import (
     TokenizedOnce,
     block_values,
@@ -48,10 +52,10 @@ from dpmic_dask.backends.dasktasks import (
     marginal_root,
     merged,
 )
+from dpmic_dask.backends.placement import pinned, worker_slots
 from dpmic_dask.backends.redaction import attach
 from dpmic_dask.backends.registry import register
 from dpmic_dask.stats.counting import (
-    bin_partition,
     empty_partial,
     shared_binning,
 )
@@ -59,7 +63,6 @@ from dpmic_dask.stats.countspec import CountSpec, PartialCounts
 from dpmic_dask.stats.limits import (
     DEFAULT_TASK_MEMORY,
     even_blocks,
-    task_spans,
     tasks_per_block,
 )
 
@@ -125,62 +128,6 @@ def _worker_threads() -> int:
     return max(1, os.cpu_count() or 1)
 
 
-def _spans(rows, parts: int, columns: int, task_memory: int, tasks: int):
-    """The partitions of each counting task of a block (:func:`task_spans`): the
-    block's share of the worker threads (:func:`tasks_per_block`), within
-    ``task_memory``.
-
-    Tasks are about one per thread in all, of about equal work: each reads its
-    pairs' histograms off and sends on their partial counts (1.3 MB a pair at
-    B = 200), so more, smaller tasks cost more than they gain on many workers.
-    Two tasks per thread took 2.05 s for 1.58 s on 16 workers (10^7 x 10 rows in
-    20 files: 14.6 task-seconds for 10.7). One task per thread for every block,
-    whatever its pairs, left the tasks of the largest of three blocks (24 of 45
-    pairs) running a second after the others had finished (2.4 x 10^7 rows in 48
-    files: 3.56 s on 16 workers, 22 task-seconds)."""
-    return task_spans(rows, parts, columns, task_memory, tasks=tasks)
-
-
-def _binned(frame, spec: CountSpec) -> list:
-    """One delayed :class:`~dpmic_dask.stats.countspec.BinnedChunk` per partition of
-    ``frame``'s ``spec.columns``. Binning is a per-partition map, which Dask fuses
-    into the task that reads (or computes) the partition: its float64 values are
-    freed as soon as they are binned, and only two bytes per value wait for the
-    counting task."""
-    meta = pd.Series([], dtype=object)
-    binned = frame[list(spec.columns)].map_partitions(bin_partition, spec, meta=meta,
-                                                       enforce_metadata=False)
-    return binned.to_delayed()
-
-
-def _bin_groups(frame: pd.DataFrame, specs: tuple[CountSpec, ...]) -> tuple:
-    """One partition binned for each of ``specs`` (column groups of one request)."""
-    return tuple(bin_partition(frame, s) for s in specs)
-
-
-def _binned_groups(frame, specs: tuple[CountSpec, ...]) -> list:
-    """One delayed tuple per partition: its binned chunk for each of ``specs``, all
-    from one map over the union of their columns.
-
-    Each group cannot be binned from its own projection of ``frame``: Dask may
-    fuse a projection's partitions by how many columns it reads (Parquet reading
-    a few columns joins files into one task), so two projections of one table can
-    split its rows differently, and a partition of one group would meet rows of
-    another. One map over all the columns gives every group the same partitions.
-    """
-    columns = list(dict.fromkeys(c for s in specs for c in s.columns))
-    meta = pd.Series([], dtype=object)
-    binned = frame[columns].map_partitions(functools.partial(_bin_groups, specs=specs),
-                                           meta=meta, enforce_metadata=False)
-    return binned.to_delayed()
-
-
-def _picked(parts: list, k: int) -> list:
-    """Group ``k``'s binned chunk of each of ``parts`` (:func:`_binned_groups`)."""
-    pick = dask.delayed(operator.getitem, pure=True)
-    return [pick(part, k) for part in parts]
-
-
 def _summary(partial: PartialCounts):
     return partial.rows, partial.missing
 
@@ -215,11 +162,11 @@ class DaskBackend(Backend):
 
     def count(self, frame, spec, *, split_every, progress, rows=None,
               task_memory=DEFAULT_TASK_MEMORY) -> Aggregate:
-        parts = guarded(spec.columns, _binned, frame, spec)
+        parts = guarded(spec.columns, lambda: delayed_partitions(binned_frame(frame, spec)))
         if not parts:
             partial = empty_partial(spec)
             return LocalAggregate(spec, 0, partial.missing, partial)
-        spans = _spans(rows, len(parts), len(spec.columns), task_memory, _worker_threads())
+        spans = spans_of(rows, len(parts), len(spec.columns), task_memory, _worker_threads())
         root = counted([(p,) for p in parts], spec, spans, split_every)
         (root,) = guarded(spec.columns, _persist, root)
         rows, missing = run(dask.delayed(_summary, pure=True)(root), progress=progress,
@@ -239,7 +186,8 @@ class DaskBackend(Backend):
         ``marginals`` is counted on the joint refinement from the binned
         partitions of the first block that reads it: small tasks over as many
         partitions as a counting task takes, summed in a tree; nothing is read
-        again."""
+        again. On a cluster, a counting task per thread is placed on its own
+        thread, with the reads beside it (:func:`block_inputs`)."""
         blocks = spec.blocks(pairs_per_block)
         cells = spec.family.joint.boundaries.size + 1
         wanted = list(dict.fromkeys(marginals))
@@ -259,28 +207,14 @@ class DaskBackend(Backend):
             blocks, shared = shared.even(
                 spec, even_blocks(len(spec.pairs), pairs_per_block, threads, len(blocks)))
         shares = tasks_per_block([len(b.indices) for b in blocks], threads)
-        grouped = (None if shared is None else
-                   guarded(spec.columns, _binned_groups, frame, shared.specs))
-        picked: dict[int, list] = {}
-        for b, block in enumerate(blocks):
-            take: tuple | None = None
-            width = len(block.spec.columns)  # the binned columns its tasks receive
-            if shared is None or grouped is None:
-                parts = [(p,) for p in guarded(spec.columns, _binned, frame, block.spec)]
-            elif shared.whole():
-                parts = [(p,) for p in grouped]
-                take, width = (*shared.takes[b], shared.groups[b]), len(spec.columns)
-            else:
-                for k in shared.groups[b]:
-                    if k not in picked:
-                        picked[k] = _picked(grouped, k)
-                parts = list(zip(*(picked[k] for k in shared.groups[b])))
-                take = shared.takes[b]
+        inputs, placement = block_inputs(frame, spec, blocks, shared, shares, rows, task_memory,
+                                         worker_slots(_active_client()))
+        for block, given in zip(blocks, inputs):
+            parts, take, spans, workers = given.parts, given.take, given.spans, given.workers
             if not parts:
                 return Evaluation(0, np.zeros(len(spec.columns), bool),
                                   np.full(len(spec.pairs), np.nan),
                                   {k: np.zeros(cells, np.int64) for k in wanted})
-            spans = _spans(rows, len(parts), width, task_memory, shares[b])
             mine = [k for k in block.column_indices() if k in wanted]
             if mine:
                 wanted = [k for k in wanted if k not in mine]
@@ -293,11 +227,14 @@ class DaskBackend(Backend):
                 task = dask.delayed(functools.partial(
                     count_and_evaluate, spec=block.spec, fill=spec.fill, fn=fn,
                     names=pair_names(block.spec), take=take), pure=True)
-                tasks.append(task(*[c for part in parts for c in part]))
+                with pinned(None if workers is None else workers[0]):
+                    tasks.append(task(*[c for part in parts for c in part]))
                 pieces.append(1)
                 continue
-            root = counted(parts, block.spec, spans, split_every, take)
-            values = block_values(root, spec.fill, fn, pair_names(block.spec), piece)
+            root = counted(parts, block.spec, spans, split_every, take, workers)
+            values = block_values(root, spec.fill, fn, pair_names(block.spec), piece,
+                                  None if placement is None else
+                                  placement.value_workers(len(tasks), len(block.indices)))
             tasks += values
             pieces.append(len(values))
         results = run([*tasks, *sides], progress=progress, columns=spec.columns)

@@ -13,6 +13,7 @@ import dask
 import numpy as np
 
 from dpmic_dask.backends.base import evaluate_partial, marginal_counts
+from dpmic_dask.backends.placement import pinned
 from dpmic_dask.stats.counting import (
     combine_partials,
     count_binned_partitions,
@@ -30,17 +31,21 @@ def tree_sum(nodes, split_every: int):
     return nodes[0]
 
 
-def counted(binned, spec: CountSpec, spans, split_every: int, take=None):
+def counted(binned, spec: CountSpec, spans, split_every: int, take=None, workers=None):
     """The root of a tree summing the counts of ``binned`` (for each partition, a
     tuple of delayed binned chunks: the partition's, or its column groups' with
     ``take``): the partitions of each ``[lo, hi)`` of ``spans`` counted in one task
-    (:func:`~dpmic_dask.stats.limits.task_spans`), ``split_every`` partials summed
-    per node."""
+    (:func:`~dpmic_dask.stats.limits.task_spans`), on ``workers[i]`` where given
+    (:func:`~dpmic_dask.backends.placement.pinned`), ``split_every`` partials
+    summed per node."""
     # The spec rides in the function, not the arguments: Dask walks a dataclass
     # argument field by field (the grid family's 198 grids) for every task.
     count = dask.delayed(functools.partial(count_binned_partitions, spec=spec, take=take),
                          pure=True)
-    leaves = [count(*[c for part in binned[lo:hi] for c in part]) for lo, hi in spans]
+    leaves = []
+    for i, (lo, hi) in enumerate(spans):
+        with pinned(None if workers is None else workers[i]):
+            leaves.append(count(*[c for part in binned[lo:hi] for c in part]))
     return tree_sum(leaves, max(2, split_every))
 
 
@@ -113,17 +118,23 @@ def pairs_of(partial: PartialCounts, lo: int, hi: int) -> PartialCounts:
     return PartialCounts(partial.counts[lo:hi], partial.rows, partial.missing)
 
 
-def block_values(root, fill, fn, names, piece: int) -> list:
+def block_values(root, fill, fn, names, piece: int, workers=None) -> list:
     """Tasks computing a block's values from its summed counts ``root``, ``piece``
     pairs each: each piece is cut where the counts are, so an idle worker takes
-    a few pairs' counts rather than the whole block's. The results join with
-    :func:`joined`."""
+    a few pairs' counts rather than the whole block's; piece ``k`` is computed
+    on ``workers[k]`` where given (left to the scheduler, the pieces stayed on
+    the worker holding the counts). The results join with :func:`joined`."""
     finish = dask.delayed(evaluate_partial, pure=True)
     if piece >= len(names):
-        return [finish(root, fill, fn, names)]
+        with pinned(None if workers is None else workers[0]):
+            return [finish(root, fill, fn, names)]
     cut = dask.delayed(pairs_of, pure=True)
-    return [finish(cut(root, lo, lo + piece), fill, fn, names[lo:lo + piece])
-            for lo in range(0, len(names), piece)]
+    out = []
+    for k, lo in enumerate(range(0, len(names), piece)):
+        part = cut(root, lo, lo + piece)
+        with pinned(None if workers is None else workers[k]):
+            out.append(finish(part, fill, fn, names[lo:lo + piece]))
+    return out
 
 
 def joined(pieces) -> tuple:

@@ -8,9 +8,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 from distributed import Client, LocalCluster
+from distributed.diagnostics.plugin import SchedulerPlugin
 
 from dpmic_dask.backends import count_frame
 from dpmic_dask.stats.countspec import CountSpec
@@ -119,3 +121,42 @@ def test_a_users_own_local_cluster_never_logs_a_cell_value(tmp_path):
     assert "Compute Failed" in output and "withheld" in output  # the failure was logged
     assert PLANTED not in output and "alice" not in output
     assert output.count("dpmic-redact-task-errors") >= 1
+
+
+class _Restrictions(SchedulerPlugin):
+    """A scheduler plugin keeping the worker restrictions each new graph brings."""
+
+    name = "test-restrictions"
+
+    def __init__(self):
+        self.workers = {}
+
+    def update_graph(self, scheduler, *, annotations=None, **kwargs):
+        self.workers.update((annotations or {}).get("workers", {}))
+
+
+def test_a_release_places_one_counting_task_on_each_worker(tmp_path):
+    """On 4 worker processes of one thread: the release's 4 counting tasks are
+    restricted to the 4 workers, each of its 8 Parquet files is read on the
+    worker that counts it, and the values are those of one process."""
+    gen = np.random.default_rng(5)  # test data only
+    for f in range(8):
+        part = pd.DataFrame(gen.normal(size=(2000, 6)), columns=list("abcdef"))
+        part["b"] = np.cos(part["a"] * (f + 2))
+        part.to_parquet(tmp_path / f"p{f}.parquet")
+    bounds = {k: (-4.0, 4.0) for k in "abcdef"}
+    whole = pd.concat([pd.read_parquet(tmp_path / f"p{f}.parquet") for f in range(8)],
+                      ignore_index=True)
+    exact = whole.dpmic.pairwise_nonprivate(bounds=bounds, B=60, c=5)
+    seen = _Restrictions()
+    with LocalCluster(n_workers=4, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster):
+        cluster.scheduler.add_plugin(seen)  # the scheduler runs in this process
+        workers = sorted(cluster.scheduler.workers)
+        got = dd.read_parquet(tmp_path).dpmic.pairwise_nonprivate(bounds=bounds, B=60, c=5,
+                                                                   progress=False)
+    pd.testing.assert_frame_equal(got, exact)
+    counting = [w for k, w in seen.workers.items() if "count_binned_partitions" in str(k)]
+    assert sorted(w for (w,) in counting) == workers
+    reads = [w for k, w in seen.workers.items() if isinstance(k, tuple)]
+    assert sorted(w for (w,) in reads) == sorted(workers * 2)

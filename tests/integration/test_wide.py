@@ -249,13 +249,14 @@ def test_uneven_blocks_get_counting_tasks_by_their_pairs(wide, monkeypatch, whol
     pass, whether the blocks take every group's binned chunks of a partition or
     only their own groups'."""
     from dpmic_dask.backends import dask as dask_backend
+    from dpmic_dask.backends import daskinputs
     from dpmic_dask.stats.counting import SharedBinning
 
     monkeypatch.setattr(SharedBinning, "whole", lambda self: whole)
 
     tasks = recorded(monkeypatch, dask_backend, "counted",
                      lambda parts, spec, spans, *rest: (len(spec.pairs), len(spans)))
-    widths = recorded(monkeypatch, dask_backend, "_spans",
+    widths = recorded(monkeypatch, daskinputs, "spans_of",
                       lambda rows, parts, columns, *rest: columns)
     monkeypatch.setattr(dask_backend, "_worker_threads", lambda: 16)
     _, one_pass = digests(wide, 2**30)
@@ -317,8 +318,8 @@ def test_values_in_pieces_with_a_categorical_column_and_two_statistics(wide, mon
     calls = []
     real = dask_backend.block_values
 
-    def probe(root, fill, fn, names, piece):
-        out = real(root, fill, fn, names, piece)
+    def probe(root, fill, fn, names, piece, workers=None):
+        out = real(root, fill, fn, names, piece, workers)
         calls.append(len(out))
         return out
 

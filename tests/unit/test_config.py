@@ -15,7 +15,7 @@ import pytest
 
 import dpmic_dask
 from dpmic_dask import config
-from dpmic_dask.backends import dask as dask_backend
+from dpmic_dask.backends import daskinputs
 from dpmic_dask.batch import runner
 from dpmic_dask.batch.jobs import load_job
 from dpmic_dask.errors import InvalidParameterError
@@ -120,7 +120,7 @@ def test_a_per_call_argument_overrides_the_config(frame, sizing):
 
 
 def test_the_dask_backend_groups_partitions_by_the_configured_task_memory(frame, monkeypatch):
-    seen = recorded(monkeypatch, dask_backend, "_spans",
+    seen = recorded(monkeypatch, daskinputs, "spans_of",
                     lambda rows, parts, columns, task_memory, tasks: task_memory)
     lazy = dd.from_pandas(frame, npartitions=3)
     with dask.config.set(scheduler="synchronous"), config.set(task_memory="4 MiB"):

@@ -1,0 +1,194 @@
+"""Placement of a release's tasks on a cluster: one counting task per worker
+thread, reads beside the counting that takes them, values spread out; never a
+different value."""
+
+import collections
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+from dask.core import get_dependencies
+
+from dpmic_dask.backends import backend_for
+from dpmic_dask.backends import dask as dask_backend
+from dpmic_dask.backends.placement import plan, worker_slots
+from dpmic_dask.stats.countspec import CountSpec
+from dpmic_dask.stats.grids import master_grid_family
+from dpmic_dask.stats.limits import task_spans
+from tests.probes import recorded
+
+SLOTS16 = tuple(f"tcp://10.0.0.{k}:9000" for k in range(10, 26))
+
+
+def test_two_blocks_of_eight_tasks_on_sixteen_threads():
+    """2.4 x 10^7 rows in 48 files, two blocks of 8 counting tasks each: every
+    task its own worker, every worker 3 reads, and half of each task's 6
+    partitions read where it counts."""
+    spans = [task_spans(24 * 10**6, 48, 10, 2**30, tasks=8)] * 2
+    placed = plan(SLOTS16, spans, 48)
+    counting = [w for block in placed.counting for w in block]
+    assert sorted(counting) == sorted(SLOTS16)
+    assert collections.Counter(placed.reads) == {w: 3 for w in SLOTS16}
+    for b, block in enumerate(spans):
+        for i, (lo, hi) in enumerate(block):
+            local = sum(placed.reads[p] == placed.counting[b][i] for p in range(lo, hi))
+            assert local == 3
+    # every read is on a worker that counts that partition
+    for p, w in enumerate(placed.reads):
+        readers = {placed.counting[b][i] for b, block in enumerate(spans)
+                   for i, (lo, hi) in enumerate(block) if lo <= p < hi}
+        assert w in readers
+
+
+def test_workers_of_several_threads_take_a_counting_task_per_thread():
+    slots = worker_slots(_Client({"tcp://b:1": 2, "tcp://a:1": 2}))
+    assert slots == ("tcp://a:1", "tcp://a:1", "tcp://b:1", "tcp://b:1")
+    placed = plan(slots, [((0, 3), (3, 6)), ((0, 3), (3, 6))], 6)
+    assert placed.counting == (("tcp://a:1", "tcp://a:1"), ("tcp://b:1", "tcp://b:1"))
+    assert collections.Counter(placed.reads) == {"tcp://a:1": 3, "tcp://b:1": 3}
+    assert placed.value_workers(3, 3) == ["tcp://b:1", "tcp://a:1", "tcp://a:1"]
+
+
+def test_nothing_is_placed_where_it_gains_nothing():
+    assert plan(SLOTS16[:1], [((0, 4),)], 4) is None  # one thread
+    assert plan(SLOTS16[:4], [((0, 1), (1, 2), (2, 3))] * 2, 3) is None  # 6 tasks > 4
+    assert plan(SLOTS16[:4], [()], 0) is None
+    assert plan(SLOTS16[:4], [((0, 2),)], 3) is None  # a partition no task takes
+    assert worker_slots(None) == ()
+    assert worker_slots(_Client(None)) == ()  # a scheduler that cannot answer
+
+
+class _Client:
+    def __init__(self, threads):
+        self.threads = threads
+
+    def nthreads(self):
+        if self.threads is None:
+            raise OSError("scheduler gone")
+        return self.threads
+
+
+def _annotations(graphs) -> dict:
+    """The resolved annotations of the delayed objects in ``graphs``, by type."""
+    out: dict = collections.defaultdict(dict)
+    for d in graphs:
+        for layer in d.dask.layers.values():
+            for kind, value in (layer.annotations or {}).items():
+                for key in layer:
+                    v = value(key) if callable(value) else value
+                    if v is not None:
+                        out[kind][key] = v
+    return out
+
+
+def _name(key) -> str:
+    return (key[0] if isinstance(key, tuple) else key).rsplit("-", 1)[0]
+
+
+@pytest.fixture
+def table(tmp_path):
+    gen = np.random.default_rng(3)  # test data only
+    columns = [f"c{k}" for k in range(8)]
+    for f in range(8):
+        part = pd.DataFrame(gen.normal(size=(3000, 8)), columns=columns)
+        part["c1"] = np.sin(part["c0"] * (f + 1))
+        part.to_parquet(tmp_path / f"part{f:02d}.parquet")
+    return tmp_path, {c: (-4.0, 4.0) for c in columns}
+
+
+def _placed(monkeypatch, work):
+    """``work()`` as on a cluster of 4 one-thread workers (placement on, the local
+    threaded scheduler computing); the last list of delayed objects it ran."""
+    slots = SLOTS16[:4]
+    monkeypatch.setattr(dask_backend, "worker_slots", lambda client: slots)
+    monkeypatch.setattr(dask_backend, "_worker_threads", lambda: len(slots))
+    graphs = recorded(monkeypatch, dask_backend, "run", lambda graph, **kw: graph)
+    with dask.config.set(scheduler="threads"):
+        out = work()
+    return out, [g for g in graphs if isinstance(g, list)][-1], slots
+
+
+def test_a_release_of_one_block_reads_each_partition_where_it_is_counted(monkeypatch,
+                                                                          table):
+    """A release on a cluster of 4 threads whose pairs fit one block: each of its 4
+    counting tasks on its own worker, reading there the 2 partitions it counts;
+    the values on 3 or more workers."""
+    folder, bounds = table
+    frame = dd.read_parquet(folder)
+    result, evaluation, slots = _placed(
+        monkeypatch, lambda: frame.dpmic.pairwise(1.0, bounds=bounds, B=200, progress=False))
+    assert result.n == 24_000 and len(result.values) == 28
+    counting, reads, values = _where(evaluation)
+    assert sorted(w for w, _ in counting.values()) == sorted(slots)
+    assert len(reads) == 8
+    for w, inputs in counting.values():
+        assert len(inputs) == 2 and all(reads[p] == w for p in inputs)
+    assert len(values) >= 3
+
+
+def test_two_blocks_sharing_partitions_read_each_beside_one_of_its_counting_tasks(
+        monkeypatch, table):
+    """Two blocks of 14 pairs sharing whole partitions, 4 threads: 4 counting tasks
+    on 4 workers, each worker reading 2 partitions, each counting task taking 4
+    partitions of which 2 are read on its own worker."""
+    folder, bounds = table
+    spec = CountSpec(tuple(bounds), tuple(bounds.values()), None, master_grid_family(200, 5))
+    frame = dd.read_parquet(folder)
+    _, evaluation, slots = _placed(monkeypatch, lambda: backend_for(frame).evaluate(
+        frame, spec, _fingerprint, pairs_per_block=14, split_every=3, progress=False,
+        rows=24_000))
+    counting, reads, values = _where(evaluation)
+    assert sorted(w for w, _ in counting.values()) == sorted(slots)
+    assert collections.Counter(reads.values()) == {w: 2 for w in slots}
+    for w, inputs in counting.values():
+        assert len(inputs) == 4 and sum(reads[p] == w for p in inputs) == 2
+    assert len(values) >= 3
+
+
+def _where(evaluation):
+    """The placed workers of an evaluation's graph: counting tasks' (with their
+    inputs), reads', and the set of the values' workers."""
+    workers = _annotations(evaluation)["workers"]
+    graph = dict(collections.ChainMap(*(dict(d.dask) for d in evaluation)))
+    counting = {k: (w, get_dependencies(graph, k)) for k, (w,) in workers.items()
+                if _name(k) == "count_binned_partitions"}
+    reads = {k: w for k, (w,) in workers.items() if isinstance(k, tuple)}
+    values = {w for k, (w,) in workers.items() if _name(k) == "evaluate_partial"}
+    return counting, reads, values
+
+
+def test_placed_tasks_compute_the_same_values(monkeypatch, table):
+    folder, bounds = table
+    whole = pd.concat([pd.read_parquet(p) for p in sorted(folder.glob("*.parquet"))],
+                      ignore_index=True)
+    spec = CountSpec(tuple(bounds), tuple(bounds.values()), None, master_grid_family(200, 5))
+    exact = backend_for(whole).evaluate(whole, spec, _fingerprint, pairs_per_block=28,
+                                        split_every=3, progress=False)
+    frame = dd.read_parquet(folder)
+    placed, evaluation, _ = _placed(monkeypatch, lambda: backend_for(frame).evaluate(
+        frame, spec, _fingerprint, pairs_per_block=14, split_every=3, progress=False,
+        rows=len(whole)))
+    assert _where(evaluation)[0]  # placed
+    np.testing.assert_array_equal(placed.values, exact.values)
+
+
+def _fingerprint(counts):
+    counts = np.asarray(counts, dtype=np.float64)
+    return float((counts * np.arange(1, counts.size + 1)).sum())
+
+
+def test_partitions_computed_from_other_tasks_are_not_moved(monkeypatch, table):
+    """A partition that is not read by its own task (here: from delayed
+    objects) stays where its input is; its counting is still placed."""
+    folder, bounds = table
+    files = sorted(folder.glob("*.parquet"))
+    frame = dd.from_delayed([dask.delayed(pd.read_parquet)(p) for p in files],
+                            meta=pd.read_parquet(files[0]).iloc[:0])
+    result, evaluation, slots = _placed(
+        monkeypatch, lambda: frame.dpmic.pairwise(1.0, bounds=bounds, B=200, progress=False))
+    counting, reads, _ = _where(evaluation)
+    assert not reads
+    assert sorted(w for w, _ in counting.values()) == sorted(slots)
+    assert result.n == 24_000
