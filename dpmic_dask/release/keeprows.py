@@ -50,12 +50,45 @@ def row_priority(frame: pd.DataFrame, content, key: tuple[int, int]) -> np.ndarr
 
 def keep_smallest(frame: pd.DataFrame, unit, k: int, content) -> pd.DataFrame:
     """The ``k`` rows of each unit with the smallest ``(priority, content)`` (a
-    frame that already has the priority column and no row without a unit)."""
+    frame that already has the priority column and no row without a unit); rows
+    of equal priority in content order (:func:`content_order`)."""
     if frame.empty:
         return frame
-    order = frame.sort_values([PRIORITY, *content], kind="stable", na_position="last")
+    order = frame.sort_values(PRIORITY, kind="stable")
+    priority = order[PRIORITY].to_numpy()
+    equal = priority[1:] == priority[:-1]
+    tied = np.flatnonzero(np.concatenate([[False], equal]) | np.concatenate([equal, [False]]))
+    if tied.size:  # runs of equal priority keep their place, each in content order
+        at = np.arange(len(order))
+        at[tied] = tied[content_order(order.iloc[tied], (PRIORITY, *content))]
+        order = order.iloc[at]
     rank = order.groupby(list(unit), sort=False, dropna=True).cumcount().to_numpy()
     return order[rank < k]
+
+
+def content_order(frame: pd.DataFrame, columns) -> np.ndarray:
+    """The positions of ``frame``'s rows sorted by ``columns`` (stable, missing
+    last) in a total order that never compares values of different Python types:
+    an object column's values are sorted as text naming their type and ``repr``
+    (text and bytes, numbers and dates in one column would otherwise fail the
+    sort, and only for the rows a key happens to tie). Rows of equal priority
+    are identical rows or a 64-bit collision: any fixed order of their content
+    serves, as long as every path uses this one."""
+    keys = pd.DataFrame({f"k{i}": _sortable(frame[c]).reset_index(drop=True)
+                         for i, c in enumerate(columns)})
+    return keys.sort_values(list(keys.columns), kind="stable",
+                            na_position="last").index.to_numpy()
+
+
+def _sortable(column: pd.Series) -> pd.Series:
+    if column.dtype != object:
+        return column
+    return column.map(_typed_text, na_action="ignore")
+
+
+def _typed_text(value) -> str:
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}:{value!r}"
 
 
 def _tag_and_keep(frame: pd.DataFrame, unit, k: int, content, key) -> pd.DataFrame:
@@ -331,7 +364,7 @@ def first_by_content(tables, unit, content, columns=None) -> pd.DataFrame:
     when given."""
     frame = pd.concat(tables)
     if not frame.empty:
-        order = frame.sort_values(list(content), kind="stable", na_position="last")
+        order = frame.iloc[content_order(frame, content)]
         rank = order.groupby(list(unit), sort=False, dropna=True).cumcount().to_numpy()
         frame = order[rank < order[NEED].to_numpy()]
     return frame if columns is None else frame[list(columns)]

@@ -4,6 +4,7 @@ pandas, for the same key; ties at a unit's threshold chosen by content."""
 
 from __future__ import annotations
 
+import datetime
 from collections import Counter
 
 import dask
@@ -252,3 +253,43 @@ def test_ties_at_a_rank_may_come_in_any_order(monkeypatch, k):
         for parts in (2, 7):
             ddf = dd.from_pandas(frame, npartitions=parts, sort=False)
             assert rows_of(bound_contributions(ddf, ("u",), k, ("x", "y"), (seed, 3))) == expected
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_ties_are_ordered_when_a_column_mixes_python_types(monkeypatch, k):
+    """Rows of equal priority are put in content order, and a column holding
+    values of several Python types (text, bytes, numbers, dates) has a fixed
+    order too: whichever rows a key makes tie, the bounding neither fails nor
+    depends on the partitions (the old sort by the values themselves raised
+    ``TypeError`` comparing a date with a number)."""
+    real = bounding.row_priority
+    monkeypatch.setattr(bounding, "row_priority",
+                        lambda frame, content, key: real(frame, content, key) % np.uint64(3))
+    kinds = np.array(["a", b"a", 7, 7.5, datetime.date(2020, 1, 2), None], dtype=object)
+    for seed in range(4):
+        frame = random_table(seed)
+        frame["y"] = kinds[np.random.default_rng(seed).integers(0, len(kinds), len(frame))]
+        expected = rows_of(bound_contributions(frame, ("u",), k, ("x", "y"), (seed, 5)))
+        assert sum(expected.values()) > 0
+        with dask.config.set({"dataframe.convert-string": False}):
+            for parts in (2, 9):
+                ddf = dd.from_pandas(frame, npartitions=parts, sort=False)
+                assert rows_of(bound_contributions(ddf, ("u",), k, ("x", "y"),
+                                                   (seed, 5))) == expected
+                assert rows_of(bound_contributions_shuffled(ddf, ("u",), k, ("x", "y"),
+                                                            (seed, 5))) == expected
+
+
+def test_content_order_is_a_total_order_over_python_types():
+    frame = pd.DataFrame({"u": [2, 1, 1, 1, 1, 1],
+                          "v": np.array([7, datetime.date(2020, 1, 2), b"a", "a", None, 7],
+                                        dtype=object)})
+    order = bounding.content_order(frame, ("u", "v"))
+    assert sorted(order) == list(range(6))
+    ordered = frame.iloc[order]
+    assert ordered["u"].tolist() == [1, 1, 1, 1, 1, 2]
+    assert ordered["v"].iloc[4] is None  # missing last within its unit
+    # the same rows in another order sort to the same sequence
+    again = frame.iloc[[5, 3, 1, 0, 4, 2]].reset_index(drop=True)
+    assert again.iloc[bounding.content_order(again, ("u", "v"))].astype(str).values.tolist() \
+        == ordered.astype(str).values.tolist()
