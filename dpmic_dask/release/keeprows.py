@@ -158,8 +158,13 @@ def bound_and_check(frame, unit, k: int, columns, key: tuple[int, int] | None = 
     backend = backend_for(frame)
     task = backend.task
     if backend.npartitions(frame) == 1:
-        checked = None if check is None else task(check, backend.partitions(frame)[0])
-        return bound_contributions_shuffled(frame, unit, k, columns, key), checked
+        if check is None:
+            return bound_contributions_shuffled(frame, unit, k, columns, key), None
+        # the check and the bounding take the one partition from one task, so a
+        # source that reads in its own task (Parquet, from_map) is read once
+        parts = backend.partitions(frame)
+        one = backend.from_partitions(parts, backend.empty(frame))
+        return bound_contributions_shuffled(one, unit, k, columns, key), task(check, parts[0])
     parts = backend.partitions(frame)
     buckets = min(-(-len(parts) // PARTITIONS_PER_BUCKET), MAX_BUCKETS)
     types = tuple(backend.empty(frame)[list(unit)].dtypes)

@@ -184,6 +184,33 @@ def test_a_per_unit_release_reads_the_table_once():
     assert sorted(calls) == [0, 1, 2, 3] and set(calls.values()) == {1}, calls
 
 
+@pytest.mark.parametrize("parts", [1, 3])
+def test_a_source_that_reads_in_its_own_task_is_read_once_per_unit(parts):
+    """A source read inside each task that takes it (as Parquet is, here
+    ``from_map``), in one partition or several: each partition is read once in a
+    per-unit release (one partition was read twice, by the whole table's check
+    and by the bounding)."""
+    import dpmic_dask as dm
+
+    gen = np.random.default_rng(4)  # test data only
+    frame = pd.DataFrame({"u": gen.integers(0, 300, 3000), "x": gen.normal(size=3000),
+                          "y": gen.normal(size=3000)})
+    cuts = np.linspace(0, len(frame), parts + 1).astype(int)
+    calls: Counter = Counter()
+
+    def read(i):
+        calls[i] += 1
+        return frame.iloc[cuts[i]:cuts[i + 1]]
+
+    source = dd.from_map(read, list(range(parts)), meta=frame.iloc[:0], enforce_metadata=False)
+    with dask.config.set(scheduler="threads"):
+        source.dpmic.pairwise(eps=2.0, bounds={"x": (-4.0, 4.0), "y": (-4.0, 4.0)},
+                              columns=["x", "y"], privacy_unit="u", max_rows_per_unit=3,
+                              bounds_check=None, progress=False,
+                              ledger=dm.InMemoryLedger(uncapped=True))
+    assert calls == Counter(range(parts)), calls
+
+
 def test_missing_values_are_refused_from_the_whole_table_in_the_bounding_pass():
     """A missing value in any partition is refused before the charge, whichever rows
     the key would keep (the row with it is one of many of its unit)."""
