@@ -195,7 +195,8 @@ class DaskBackend(Backend):
         fn = TokenizedOnce(fn)
         # asked of the scheduler once per release (a round trip each: 121 blocks
         # asked 121 times, 75 ms of driver time on 2 local workers)
-        threads = max(1, _worker_threads())
+        slots = worker_slots(_active_client())
+        threads = len(slots) or max(1, _worker_threads())
         piece = -(-len(spec.pairs) // threads)  # pairs per task computing values
         tasks, pieces = [], []
         # Each group of columns is read and binned once, for every block that
@@ -208,7 +209,7 @@ class DaskBackend(Backend):
                 spec, even_blocks(len(spec.pairs), pairs_per_block, threads, len(blocks)))
         shares = tasks_per_block([len(b.indices) for b in blocks], threads)
         inputs, placement = block_inputs(frame, spec, blocks, shared, shares, rows, task_memory,
-                                         worker_slots(_active_client()))
+                                         slots)
         for block, given in zip(blocks, inputs):
             parts, take, spans, workers = given.parts, given.take, given.spans, given.workers
             if not parts:

@@ -13,7 +13,7 @@ import dask
 import pandas as pd
 
 from dpmic_dask.backends.base import guarded
-from dpmic_dask.backends.placement import Placement, plan, reads_pinned
+from dpmic_dask.backends.placement import Placement, placed_partitions, plan
 from dpmic_dask.stats.counting import SharedBinning, bin_partition
 from dpmic_dask.stats.countspec import Block, CountSpec
 from dpmic_dask.stats.limits import task_spans
@@ -70,13 +70,9 @@ def groups_frame(frame, specs: tuple[CountSpec, ...]):
     return binned.optimize()
 
 
-def delayed_partitions(binned, reads: tuple[str, ...] | None = None) -> list:
-    """One delayed object per partition of an optimised ``binned`` frame, each
-    read on ``reads[p]`` where given (:func:`reads_pinned`)."""
-    if reads is None:
-        return binned.to_delayed(optimize_graph=False)
-    with reads_pinned(binned, reads):
-        return binned.to_delayed(optimize_graph=False)
+def delayed_partitions(binned) -> list:
+    """One delayed object per partition of an optimised ``binned`` frame."""
+    return binned.to_delayed(optimize_graph=False)
 
 
 def _picked(parts: list, k: int) -> list:
@@ -106,28 +102,36 @@ def block_inputs(frame, spec: CountSpec, blocks: list[Block], shared: SharedBinn
     tasks over the worker threads ``slots`` where there is one
     (:func:`~dpmic_dask.backends.placement.plan`): where the blocks read their
     own columns (each block's reads beside its own counting tasks) or share
-    whole partitions (each read beside one of the counting tasks that take it).
-    Blocks that pick column groups out of shared partitions are left to the
-    scheduler."""
+    whole partitions (each read beside one of the counting tasks that take it),
+    and where the partitions are read by their own tasks. Blocks that pick
+    column groups out of shared partitions, a frame whose partitions are
+    computed from other tasks (persisted, from delayed objects) and a caller's
+    own worker restrictions are left as they are."""
+    if dask.get_annotations().get("workers") is not None:
+        slots = ()  # the caller restricts the workers: theirs, not ours
     if shared is None:
         framed = [guarded(spec.columns, binned_frame, frame, block.spec) for block in blocks]
         spans = [spans_of(rows, f.npartitions, len(block.spec.columns), task_memory, s)
                  for f, block, s in zip(framed, blocks, shares)]
         placement = plan(slots, spans, None)
-        out = []
-        for b, f in enumerate(framed):
-            reads = None if placement is None else placement.own_reads(b, spans[b])
-            parts = guarded(spec.columns, delayed_partitions, f, reads)
-            out.append(BlockInputs([(p,) for p in parts], None, len(blocks[b].spec.columns),
-                                   spans[b], None if placement is None else placement.counting[b]))
-        return out, placement
+        placed = [] if placement is None else [
+            guarded(spec.columns, placed_partitions, f, placement.own_reads(b, spans[b]))
+            for b, f in enumerate(framed)]
+        if placement is None or any(p is None for p in placed):
+            placement, placed = None, [guarded(spec.columns, delayed_partitions, f)
+                                       for f in framed]
+        return [BlockInputs([(p,) for p in parts], None, len(block.spec.columns), spans[b],
+                            None if placement is None else placement.counting[b])
+                for b, (block, parts) in enumerate(zip(blocks, placed))], placement
     binned = guarded(spec.columns, groups_frame, frame, shared.specs)
     n, width = binned.npartitions, len(spec.columns)
     if shared.whole():
         spans = [spans_of(rows, n, width, task_memory, s) for s in shares]
         placement = plan(slots, spans, n)
-        grouped = guarded(spec.columns, delayed_partitions, binned,
-                          None if placement is None else placement.reads)
+        grouped = (None if placement is None else
+                   guarded(spec.columns, placed_partitions, binned, placement.reads))
+        if grouped is None:
+            placement, grouped = None, guarded(spec.columns, delayed_partitions, binned)
         return [BlockInputs([(p,) for p in grouped], (*shared.takes[b], shared.groups[b]), width,
                             spans[b], None if placement is None else placement.counting[b])
                 for b in range(len(blocks))], placement

@@ -50,16 +50,18 @@ class Placement:
 
 
 def worker_slots(client) -> tuple[str, ...]:
-    """Each of ``client``'s workers once per thread, in address order; none
-    without a client, or where the scheduler cannot answer (nothing is then
-    placed)."""
+    """Each of ``client``'s workers once per thread, dealt in turn (every worker's
+    first thread, in address order, then every second one, ...), so that fewer
+    tasks than threads still spread over all the workers; none without a client,
+    or where the scheduler cannot answer (nothing is then placed)."""
     if client is None:
         return ()
     try:
         threads = client.nthreads()
     except Exception:  # noqa: BLE001 - a scheduler that cannot answer: place nothing
         return ()
-    return tuple(w for w in sorted(threads) for _ in range(max(0, int(threads[w]))))
+    most = max((int(n) for n in threads.values()), default=0)
+    return tuple(w for t in range(most) for w in sorted(threads) if int(threads[w]) > t)
 
 
 def plan(slots: tuple[str, ...], spans: list[tuple[tuple[int, int], ...]],
@@ -100,14 +102,18 @@ def pinned(worker: str | None):
     return dask.annotate(workers=[worker], allow_other_workers=True)
 
 
-def reads_pinned(frame, reads: tuple[str, ...]):
-    """A context in which ``frame.to_delayed(optimize_graph=False)`` (of an
-    optimised frame) restricts partition ``p``'s task loosely to ``reads[p]``,
-    where that task reads its input itself (a root of the graph). A partition
-    computed from other tasks (a persisted frame's, say) is left where its input
-    lies: moving raw rows costs more than the counting's transfers it saves."""
+def placed_partitions(frame, reads: tuple[str, ...]) -> list | None:
+    """``frame.to_delayed(optimize_graph=False)`` (an optimised frame) with partition
+    ``p``'s task loosely restricted to ``reads[p]``; ``None`` where no partition's
+    task reads its own input (a root of the graph), as in a persisted frame or
+    one made from delayed objects: its rows are already somewhere, and moving
+    them to placed tasks costs more than the scheduler's own choice (it puts a
+    counting task beside most of its input), so nothing is placed."""
     keys = frame.__dask_keys__()
     graph = frame.__dask_graph__()
     where = {k: [w] for k, w in zip(keys, reads) if not get_dependencies(graph, k)}
-    return dask.annotate(workers=where.get,
-                         allow_other_workers=lambda k: True if k in where else None)
+    if not where:
+        return None
+    with dask.annotate(workers=where.get,
+                       allow_other_workers=lambda k: True if k in where else None):
+        return frame.to_delayed(optimize_graph=False)

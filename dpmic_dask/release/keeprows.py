@@ -43,9 +43,32 @@ def row_priority(frame: pd.DataFrame, content, key: tuple[int, int]) -> np.ndarr
     """Each row's keyed priority: a hash of the row's own ``content`` columns (the
     unit's and the released ones), keyed by ``key``. A function of the row and the
     key only; identical rows get the same priority (and are interchangeable)."""
-    h = pd.util.hash_pandas_object(frame[list(content)], index=False).to_numpy(np.uint64)
+    h = pd.util.hash_pandas_object(_hashable(frame[list(content)]),
+                                   index=False).to_numpy(np.uint64)
     with np.errstate(over="ignore"):
         return _mix(_mix(h ^ np.uint64(key[0])) + np.uint64(key[1]))
+
+
+def _hashable(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with each object column that holds a value other than text
+    replaced, value by value, by text naming the value's type (text stays as it
+    is). pandas hashes an object column through its distinct values, and values
+    equal in Python (``1``, ``1.0`` and ``True``; ``0.0`` and ``-0.0``) are one
+    value there, hashed as whichever came first in the partition: a row's
+    priority would then depend on other rows, other units' among them."""
+    out = frame
+    for name in frame.columns:
+        column = frame[name]
+        if column.dtype == object and pd.api.types.infer_dtype(
+                column, skipna=True) not in ("string", "empty"):
+            if out is frame:
+                out = frame.copy(deep=False)
+            out[name] = column.map(_hash_text, na_action="ignore")
+    return out
+
+
+def _hash_text(value) -> str:
+    return value if isinstance(value, str) else "\x00" + _typed_text(value)
 
 
 def keep_smallest(frame: pd.DataFrame, unit, k: int, content) -> pd.DataFrame:

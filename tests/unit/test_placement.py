@@ -42,13 +42,21 @@ def test_two_blocks_of_eight_tasks_on_sixteen_threads():
         assert w in readers
 
 
-def test_workers_of_several_threads_take_a_counting_task_per_thread():
-    slots = worker_slots(_Client({"tcp://b:1": 2, "tcp://a:1": 2}))
-    assert slots == ("tcp://a:1", "tcp://a:1", "tcp://b:1", "tcp://b:1")
-    placed = plan(slots, [((0, 3), (3, 6)), ((0, 3), (3, 6))], 6)
-    assert placed.counting == (("tcp://a:1", "tcp://a:1"), ("tcp://b:1", "tcp://b:1"))
-    assert collections.Counter(placed.reads) == {"tcp://a:1": 3, "tcp://b:1": 3}
-    assert placed.value_workers(3, 3) == ["tcp://b:1", "tcp://a:1", "tcp://a:1"]
+def test_threads_are_dealt_over_the_workers_in_turn():
+    """Workers of several threads: every worker's first thread, then every
+    second one, so fewer tasks than threads still go to different workers (taken
+    worker by worker, 8 tasks on 4 workers of 4 threads went to 2 of them)."""
+    slots = worker_slots(_Client({"tcp://b:1": 2, "tcp://a:1": 3, "tcp://c:1": 1}))
+    assert slots == ("tcp://a:1", "tcp://b:1", "tcp://c:1", "tcp://a:1", "tcp://b:1",
+                     "tcp://a:1")
+    four = worker_slots(_Client({f"tcp://w{k}:1": 4 for k in range(4)}))
+    placed = plan(four, [task_spans(8 * 10**6, 8, 10, 2**30, tasks=4)] * 2, 8)
+    assert collections.Counter(w for block in placed.counting for w in block) == \
+        {f"tcp://w{k}:1": 2 for k in range(4)}
+    assert collections.Counter(placed.reads) == {f"tcp://w{k}:1": 2 for k in range(4)}
+    two = plan(slots, [((0, 3), (3, 6)), ((0, 3), (3, 6))], 6)
+    assert two.counting == (("tcp://a:1", "tcp://b:1"), ("tcp://c:1", "tcp://a:1"))
+    assert placed.value_workers(3, 3) == [placed.values[3], placed.values[4], placed.values[5]]
 
 
 def test_nothing_is_placed_where_it_gains_nothing():
@@ -179,16 +187,31 @@ def _fingerprint(counts):
     return float((counts * np.arange(1, counts.size + 1)).sum())
 
 
-def test_partitions_computed_from_other_tasks_are_not_moved(monkeypatch, table):
-    """A partition that is not read by its own task (here: from delayed
-    objects) stays where its input is; its counting is still placed."""
+def test_partitions_computed_from_other_tasks_are_not_placed(monkeypatch, table):
+    """A frame whose partitions are not read by their own tasks (here: from
+    delayed objects; persisted frames alike) has its rows somewhere already:
+    nothing is placed, and the scheduler puts the counting beside its input."""
     folder, bounds = table
     files = sorted(folder.glob("*.parquet"))
     frame = dd.from_delayed([dask.delayed(pd.read_parquet)(p) for p in files],
                             meta=pd.read_parquet(files[0]).iloc[:0])
-    result, evaluation, slots = _placed(
+    result, evaluation, _ = _placed(
         monkeypatch, lambda: frame.dpmic.pairwise(1.0, bounds=bounds, B=200, progress=False))
-    counting, reads, _ = _where(evaluation)
-    assert not reads
-    assert sorted(w for w, _ in counting.values()) == sorted(slots)
+    assert not _annotations(evaluation)
     assert result.n == 24_000
+
+
+@pytest.mark.filterwarnings("ignore:Dask annotations")  # Dask's note on its frames' graphs
+def test_a_callers_own_worker_restrictions_are_kept(monkeypatch, table):
+    """Under a caller's ``dask.annotate(workers=...)`` nothing is placed: no task
+    of the release is sent to a worker outside the caller's choice."""
+    folder, bounds = table
+    frame = dd.read_parquet(folder)
+
+    def restricted():
+        with dask.annotate(workers=["tcp://10.0.0.99:9000"]):
+            return frame.dpmic.pairwise(1.0, bounds=bounds, B=200, progress=False)
+
+    _, evaluation, slots = _placed(monkeypatch, restricted)
+    placed = {w for (w,) in _annotations(evaluation).get("workers", {}).values()}
+    assert placed == {"tcp://10.0.0.99:9000"}

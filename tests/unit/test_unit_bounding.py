@@ -320,3 +320,27 @@ def test_content_order_is_a_total_order_over_python_types():
     again = frame.iloc[[5, 3, 1, 0, 4, 2]].reset_index(drop=True)
     assert again.iloc[bounding.content_order(again, ("u", "v"))].astype(str).values.tolist() \
         == ordered.astype(str).values.tolist()
+
+
+def test_a_rows_priority_is_a_function_of_that_row_alone():
+    """Values equal in Python (1, 1.0, True; 0.0, -0.0) in an object column: pandas
+    hashes such a column through its distinct values, so a row took the hash of
+    whichever equal value came first in its partition -- another unit's row
+    could change which of this unit's rows were kept."""
+    v = pd.DataFrame({"u": ["v", "v"], "x": [0.5, 0.7], "y": np.array([1.0, "c"], dtype=object)})
+    w = pd.DataFrame({"u": ["w"], "x": [0.1], "y": np.array([1], dtype=object)})
+    for key in [(4, 7), (11, 3), (2**62, 5)]:
+        alone = bounding.row_priority(v, ("u", "x", "y"), key)
+        after = bounding.row_priority(pd.concat([w, v], ignore_index=True), ("u", "x", "y"),
+                                      key)[1:]
+        np.testing.assert_array_equal(alone, after)
+        kept = rows_of(bound_contributions(v, ("u",), 1, ("x",), key))
+        with_w = rows_of(bound_contributions(pd.concat([w, v], ignore_index=True), ("u",), 1,
+                                             ("x",), key))
+        assert with_w - rows_of(w[["x"]]) == kept
+    column = pd.Series(np.array([True, 1, 1.0, 0.0, -0.0, "1", None], dtype=object))
+    parts = [bounding.row_priority(column.iloc[[i]].to_frame("y"), ("y",), (1, 2))[0]
+             for i in range(len(column))]
+    together = bounding.row_priority(column.to_frame("y"), ("y",), (1, 2))
+    np.testing.assert_array_equal(together, parts)
+    assert len(set(parts[:5])) == 5  # True, 1, 1.0, 0.0 and -0.0 are five values here
