@@ -39,36 +39,77 @@ def _mix(x: np.ndarray) -> np.ndarray:
         return x ^ (x >> np.uint64(31))
 
 
+#: The hash of every missing value (a float NaN's), whatever column holds it.
+_MISSING_HASH = pd.util.hash_array(np.array([np.nan]))[0]
+
+
 def row_priority(frame: pd.DataFrame, content, key: tuple[int, int]) -> np.ndarray:
     """Each row's keyed priority: a hash of the row's own ``content`` columns (the
     unit's and the released ones), keyed by ``key``. A function of the row and the
-    key only; identical rows get the same priority (and are interchangeable)."""
-    h = pd.util.hash_pandas_object(_hashable(frame[list(content)]),
-                                   index=False).to_numpy(np.uint64)
+    key only (:func:`value_hashes`); identical rows get the same priority (and are
+    interchangeable)."""
+    hashes = pd.DataFrame({f"c{i}": value_hashes(frame[c]) for i, c in enumerate(content)})
+    h = pd.util.hash_pandas_object(hashes, index=False).to_numpy(np.uint64)
     with np.errstate(over="ignore"):
         return _mix(_mix(h ^ np.uint64(key[0])) + np.uint64(key[1]))
 
 
-def _hashable(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with each object column that holds a value other than text
-    replaced, value by value, by text naming the value's type (text stays as it
-    is). pandas hashes an object column through its distinct values, and values
-    equal in Python (``1``, ``1.0`` and ``True``; ``0.0`` and ``-0.0``) are one
-    value there, hashed as whichever came first in the partition: a row's
-    priority would then depend on other rows, other units' among them."""
-    out = frame
-    for name in frame.columns:
-        column = frame[name]
-        if column.dtype == object and pd.api.types.infer_dtype(
-                column, skipna=True) not in ("string", "empty"):
-            if out is frame:
-                out = frame.copy(deep=False)
-            out[name] = column.map(_hash_text, na_action="ignore")
+def value_hashes(column: pd.Series) -> np.ndarray:
+    """A 64-bit hash of each value of ``column`` that depends on that value alone,
+    never on the other values of the partition (other units' among them), nor on
+    the dtype a partition happened to get:
+
+    - a number or boolean hashes as its float64 value, whatever holds it (numpy,
+      nullable or Arrow column, a categorical, an object column): an integer
+      column with a missing value becomes floats in some partitions, and a
+      categorical's values take the type of its partition's category list;
+    - text hashes as text; a missing value as a float NaN;
+    - any other value in an object column (bytes, dates, Decimal, ...) as text
+      naming its type. pandas hashes an object column through its distinct
+      values, so values equal in Python (``1``, ``1.0``, ``True``) would take the
+      hash of whichever came first.
+
+    Values made equal here (``1`` and ``1.0``, integers past 2**53) only tie,
+    and ties are broken by :func:`content_order`, a function of the rows alone."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        column = column.astype(object)
+    if column.dtype != object:
+        if pd.api.types.is_bool_dtype(column.dtype) or pd.api.types.is_numeric_dtype(
+                column.dtype):
+            return pd.util.hash_array(column.to_numpy(dtype="float64", na_value=np.nan))
+        out = pd.util.hash_pandas_object(column, index=False).to_numpy(np.uint64).copy()
+        out[column.isna().to_numpy()] = _MISSING_HASH
+        return out
+    values = column.to_numpy(dtype=object)
+    missing = pd.isna(values)
+    out = np.full(len(values), _MISSING_HASH, dtype=np.uint64)
+    if pd.api.types.infer_dtype(column, skipna=True) in ("string", "empty"):
+        if not missing.all():
+            out[~missing] = pd.util.hash_array(values[~missing])
+        return out
+    numbers = np.full(len(values), np.nan)
+    text = np.empty(len(values), dtype=object)
+    is_number = missing.copy()
+    for i in np.flatnonzero(~missing):
+        number = _as_number(values[i])
+        if number is not None:
+            numbers[i], is_number[i] = number, True
+        else:
+            text[i] = values[i] if isinstance(values[i], str) else "\x00" + _typed_text(values[i])
+    out[is_number & ~missing] = pd.util.hash_array(numbers[is_number & ~missing])
+    if not is_number.all():
+        out[~is_number] = pd.util.hash_array(text[~is_number])
     return out
 
 
-def _hash_text(value) -> str:
-    return value if isinstance(value, str) else "\x00" + _typed_text(value)
+def _as_number(value) -> float | None:
+    """A number's or boolean's float64 value, else ``None``."""
+    if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+        try:
+            return float(value)
+        except OverflowError:  # an integer past the float range: hashed as text
+            return None
+    return None
 
 
 def keep_smallest(frame: pd.DataFrame, unit, k: int, content) -> pd.DataFrame:

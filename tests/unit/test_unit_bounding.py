@@ -5,12 +5,14 @@ pandas, for the same key; ties at a unit's threshold chosen by content."""
 from __future__ import annotations
 
 import datetime
+import decimal
 from collections import Counter
 
 import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from dpmic_dask.errors import InvalidDataError
@@ -323,8 +325,8 @@ def test_content_order_is_a_total_order_over_python_types():
 
 
 def test_a_rows_priority_is_a_function_of_that_row_alone():
-    """Values equal in Python (1, 1.0, True; 0.0, -0.0) in an object column: pandas
-    hashes such a column through its distinct values, so a row took the hash of
+    """Values equal in Python (1, 1.0, True) in an object column: pandas hashes
+    such a column through its distinct values, so a row took the hash of
     whichever equal value came first in its partition -- another unit's row
     could change which of this unit's rows were kept."""
     v = pd.DataFrame({"u": ["v", "v"], "x": [0.5, 0.7], "y": np.array([1.0, "c"], dtype=object)})
@@ -338,9 +340,40 @@ def test_a_rows_priority_is_a_function_of_that_row_alone():
         with_w = rows_of(bound_contributions(pd.concat([w, v], ignore_index=True), ("u",), 1,
                                              ("x",), key))
         assert with_w - rows_of(w[["x"]]) == kept
-    column = pd.Series(np.array([True, 1, 1.0, 0.0, -0.0, "1", None], dtype=object))
-    parts = [bounding.row_priority(column.iloc[[i]].to_frame("y"), ("y",), (1, 2))[0]
-             for i in range(len(column))]
-    together = bounding.row_priority(column.to_frame("y"), ("y",), (1, 2))
-    np.testing.assert_array_equal(together, parts)
-    assert len(set(parts[:5])) == 5  # True, 1, 1.0, 0.0 and -0.0 are five values here
+
+
+@pytest.mark.parametrize("column", [
+    # object: numbers, text, bytes, dates, Decimal, missing values, a huge integer
+    pd.Series(np.array([True, 1, 1.0, np.int64(1), 0.0, -0.0, "1", b"1", None, np.nan,
+                        datetime.date(2020, 1, 2), decimal.Decimal("1.5"), 10**400, "x"],
+                       dtype=object)),
+    # an Arrow integer column: one null turned every value of its partition into a float
+    pd.Series(pd.array([1, 2, None, 4], dtype=pd.ArrowDtype(pa.int64()))),
+    pd.Series(pd.array([True, None, False], dtype=pd.ArrowDtype(pa.bool_()))),
+    pd.Series(pd.array([1, None, 3], dtype="Int64")),
+    # a categorical: its values took the type of the partition's category list
+    pd.Series(np.array([1, 2, 2.5, "z"], dtype=object)).astype("category"),
+    pd.Series(["a", None, "b"], dtype="string"),
+])
+def test_each_value_hashes_alone_whatever_shares_its_partition(column):
+    together = bounding.value_hashes(column)
+    alone = [bounding.value_hashes(column.iloc[[i]])[0] for i in range(len(column))]
+    np.testing.assert_array_equal(together, np.array(alone, dtype=np.uint64))
+
+
+def test_a_number_hashes_as_its_value_whatever_holds_it():
+    """1, 1.0, True and an Arrow or nullable 1 tie (broken by content order), as
+    do every column's missing values: a partition's dtype does not change a row's
+    priority."""
+    one = {int(bounding.value_hashes(c)[0]) for c in [
+        pd.Series(np.array([1], dtype=object)), pd.Series(np.array([1.0], dtype=object)),
+        pd.Series(np.array([True], dtype=object)), pd.Series([1]), pd.Series([1.0, np.nan]),
+        pd.Series(pd.array([1, None], dtype="Int64")),
+        pd.Series(pd.array([1], dtype=pd.ArrowDtype(pa.int32()))),
+        pd.Series([1, 2]).astype("category")]}
+    assert len(one) == 1
+    missing = {int(bounding.value_hashes(c)[-1]) for c in [
+        pd.Series([1.0, np.nan]), pd.Series(np.array(["a", None], dtype=object)),
+        pd.Series(pd.array([1, None], dtype="Int64"))]}
+    assert len(missing) == 1
+    assert bounding.value_hashes(pd.Series(["1"]))[0] not in one
