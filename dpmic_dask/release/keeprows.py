@@ -40,6 +40,7 @@ def _mix(x: np.ndarray) -> np.ndarray:
 
 
 #: The hash of every missing value (a float NaN's), whatever column holds it.
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MISSING_HASH = pd.util.hash_array(np.array([np.nan]))[0]
 
 
@@ -48,9 +49,10 @@ def row_priority(frame: pd.DataFrame, content, key: tuple[int, int]) -> np.ndarr
     unit's and the released ones), keyed by ``key``. A function of the row and the
     key only (:func:`value_hashes`); identical rows get the same priority (and are
     interchangeable)."""
-    hashes = pd.DataFrame({f"c{i}": value_hashes(frame[c]) for i, c in enumerate(content)})
-    h = pd.util.hash_pandas_object(hashes, index=False).to_numpy(np.uint64)
+    h = np.zeros(len(frame), dtype=np.uint64)
     with np.errstate(over="ignore"):
+        for name in content:  # the columns' hashes chained, in order
+            h = _mix(h + _GOLDEN) ^ value_hashes(frame[name])
         return _mix(_mix(h ^ np.uint64(key[0])) + np.uint64(key[1]))
 
 
