@@ -39,8 +39,9 @@ def _mix(x: np.ndarray) -> np.ndarray:
         return x ^ (x >> np.uint64(31))
 
 
-#: The hash of every missing value (a float NaN's), whatever column holds it.
+#: Added between the chained hashes of a row's columns (2**64 / golden ratio).
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+#: The hash of every missing value (a float NaN's), whatever column holds it.
 _MISSING_HASH = pd.util.hash_array(np.array([np.nan]))[0]
 
 
