@@ -17,6 +17,7 @@ import pytest
 
 from dpmic_dask.errors import InvalidDataError
 from dpmic_dask.release import keeprows as bounding
+from dpmic_dask.release import rowhash
 from dpmic_dask.release.keeprows import (
     NEED,
     bound_contributions,
@@ -313,14 +314,14 @@ def test_content_order_is_a_total_order_over_python_types():
     frame = pd.DataFrame({"u": [2, 1, 1, 1, 1, 1],
                           "v": np.array([7, datetime.date(2020, 1, 2), b"a", "a", None, 7],
                                         dtype=object)})
-    order = bounding.content_order(frame, ("u", "v"))
+    order = rowhash.content_order(frame, ("u", "v"))
     assert sorted(order) == list(range(6))
     ordered = frame.iloc[order]
     assert ordered["u"].tolist() == [1, 1, 1, 1, 1, 2]
     assert ordered["v"].iloc[4] is None  # missing last within its unit
     # the same rows in another order sort to the same sequence
     again = frame.iloc[[5, 3, 1, 0, 4, 2]].reset_index(drop=True)
-    assert again.iloc[bounding.content_order(again, ("u", "v"))].astype(str).values.tolist() \
+    assert again.iloc[rowhash.content_order(again, ("u", "v"))].astype(str).values.tolist() \
         == ordered.astype(str).values.tolist()
 
 
@@ -356,8 +357,8 @@ def test_a_rows_priority_is_a_function_of_that_row_alone():
     pd.Series(["a", None, "b"], dtype="string"),
 ])
 def test_each_value_hashes_alone_whatever_shares_its_partition(column):
-    together = bounding.value_hashes(column)
-    alone = [bounding.value_hashes(column.iloc[[i]])[0] for i in range(len(column))]
+    together = rowhash.value_hashes(column)
+    alone = [rowhash.value_hashes(column.iloc[[i]])[0] for i in range(len(column))]
     np.testing.assert_array_equal(together, np.array(alone, dtype=np.uint64))
 
 
@@ -365,15 +366,15 @@ def test_a_number_hashes_as_its_value_whatever_holds_it():
     """1, 1.0, True and an Arrow or nullable 1 tie (broken by content order), as
     do every column's missing values: a partition's dtype does not change a row's
     priority."""
-    one = {int(bounding.value_hashes(c)[0]) for c in [
+    one = {int(rowhash.value_hashes(c)[0]) for c in [
         pd.Series(np.array([1], dtype=object)), pd.Series(np.array([1.0], dtype=object)),
         pd.Series(np.array([True], dtype=object)), pd.Series([1]), pd.Series([1.0, np.nan]),
         pd.Series(pd.array([1, None], dtype="Int64")),
         pd.Series(pd.array([1], dtype=pd.ArrowDtype(pa.int32()))),
         pd.Series([1, 2]).astype("category")]}
     assert len(one) == 1
-    missing = {int(bounding.value_hashes(c)[-1]) for c in [
+    missing = {int(rowhash.value_hashes(c)[-1]) for c in [
         pd.Series([1.0, np.nan]), pd.Series(np.array(["a", None], dtype=object)),
         pd.Series(pd.array([1, None], dtype="Int64"))]}
     assert len(missing) == 1
-    assert bounding.value_hashes(pd.Series(["1"]))[0] not in one
+    assert rowhash.value_hashes(pd.Series(["1"]))[0] not in one
