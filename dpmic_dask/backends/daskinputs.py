@@ -114,10 +114,14 @@ def block_inputs(frame, spec: CountSpec, blocks: list[Block], shared: SharedBinn
         spans = [spans_of(rows, f.npartitions, len(block.spec.columns), task_memory, s)
                  for f, block, s in zip(framed, blocks, shares)]
         placement = plan(slots, spans, None)
-        placed = [] if placement is None else [
-            guarded(spec.columns, placed_partitions, f, placement.own_reads(b, spans[b]))
-            for b, f in enumerate(framed)]
-        if placement is None or any(p is None for p in placed):
+        placed: list = []
+        own = [] if placement is None else [placement.own_reads(b, s) for b, s in enumerate(spans)]
+        for f, reads in zip(framed, own):
+            parts = guarded(spec.columns, placed_partitions, f, reads)
+            if parts is None:  # one block's reads are not its own: place none
+                break
+            placed.append(parts)
+        if len(placed) < len(framed):
             placement, placed = None, [guarded(spec.columns, delayed_partitions, f)
                                        for f in framed]
         return [BlockInputs([(p,) for p in parts], None, len(block.spec.columns), spans[b],
