@@ -533,6 +533,9 @@ def test_time_columns_are_read_as_seconds_like_their_numbers():
         assert timed.skeleton == plain.skeleton and frozenset(("day", "when")) in timed.skeleton
     ledger = InMemoryLedger(uncapped=True)
     for data in (frame, dd.from_pandas(frame, npartitions=3)):
-        graph = causal_graph(data, 4.0, bounds=bounds, ledger=ledger)
+        # eps 10: at eps 4 the noisy sign tests removed day-when (both functions
+        # of x, as are took and y) in about 1 release in 20 (a test of power,
+        # not of reading times); 0 of 200 at eps 10
+        graph = causal_graph(data, 10.0, bounds=bounds, ledger=ledger)
         assert frozenset(("day", "when")) in graph.skeleton
     assert len(ledger.charges()) == 2
