@@ -322,6 +322,10 @@ def refinement_histograms(x: ColumnBins, y: ColumnBins, family: GridFamily) -> n
     return hist
 
 
+#: The wrap log of a histogram of int64 counts (none wrap).
+_NO_WRAPS = np.zeros(0, dtype=np.int64)
+
+
 def master_counts(hist: np.ndarray, family: GridFamily) -> np.ndarray:
     """Read every master grid off a pair's refinement histograms (flat int64 counts)."""
     layout = read_off_layout(family)
@@ -331,6 +335,6 @@ def master_counts(hist: np.ndarray, family: GridFamily) -> np.ndarray:
     store = np.empty(layout.store_size, dtype=np.int64)
     for o in range(2):
         scratch = np.array(hist[o], dtype=np.int64)  # the read-off clears its input
-        read_off_orientation(scratch, prefix, colsum, store,  # type: ignore[call-arg]
-                             *layout.orientations[o], out)
+        read_off_orientation(scratch, _NO_WRAPS, prefix, colsum,  # type: ignore[call-arg]
+                             store, *layout.orientations[o], out)
     return out

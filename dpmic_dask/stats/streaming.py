@@ -19,7 +19,12 @@ from dpmic_dask.stats.countspec import (
     PartialCounts,
     count_dtype,
 )
-from dpmic_dask.stats.kernels.readoff import add_pair_cells, add_pair_mapped, read_off_orientation
+from dpmic_dask.stats.kernels.readoff import (
+    add_pair_cells,
+    add_pair_mapped,
+    read_off_orientation,
+    wrap_capacity,
+)
 
 if TYPE_CHECKING:
     from dpmic_dask.stats.grids import GridFamily
@@ -64,9 +69,14 @@ class StreamedCounts:
         batch = np.zeros((min(STREAM_BATCH, len(pairs)), self.shape[1]), dtype=self.dtype)
         layout = read_off_layout(family)
         n_rows, n_fixed = family.refinement_shape
-        # both orientations' histograms (the read-off leaves them at zero)
-        hist = np.zeros((2, n_rows, n_fixed), dtype=self.dtype)
+        # both orientations' byte histograms (the read-off leaves them at zero)
+        # and their log of wrapped cells (x's from the front, y's from the back)
+        hist = np.zeros((2, n_rows, n_fixed), dtype=np.uint8)
         flat_x, flat_y = hist[0].reshape(-1), hist[1].reshape(-1)
+        # sized from the indices themselves: the kernels do not check bounds
+        wraps = np.empty(wrap_capacity(sum(max((len(c) for c in chunk.index), default=0)
+                                           for chunk in self.chunks)), dtype=np.int64)
+        ends = np.zeros(2, dtype=np.int64)
         prefix = np.empty(n_fixed + 1, dtype=self.dtype)
         colsum = np.empty(n_fixed, dtype=self.dtype)
         store = np.empty(layout.store_size, dtype=self.dtype)
@@ -74,11 +84,13 @@ class StreamedCounts:
         for first in range(0, len(pairs), batch.shape[0]):
             group = pairs[first:first + batch.shape[0]]
             for k, (a, b) in enumerate(group):
+                ends[:] = 0
                 for chunk in self.chunks:
-                    add(chunk.index[a], chunk.index[b], flat_x, flat_y)
+                    add(chunk.index[a], chunk.index[b], flat_x, flat_y, wraps, ends)
+                logs = (np.sort(wraps[:ends[0]]), np.sort(wraps[wraps.size - ends[1]:]))
                 for o in range(2):
-                    read_off_orientation(hist[o], prefix, colsum, store,  # type: ignore[call-arg]
-                                         *layout.orientations[o], batch[k])
+                    read_off_orientation(hist[o], logs[o], prefix,  # type: ignore[call-arg]
+                                         colsum, store, *layout.orientations[o], batch[k])
             yield from batch[:len(group)]
 
 
@@ -114,9 +126,9 @@ def _adder(family: GridFamily):
     n_fixed = family.refinement_shape[1]
     row_offsets = np.ascontiguousarray(joint.to_row * n_fixed, dtype=np.int64)
     if np.array_equal(joint.to_fixed, np.arange(joint.cells)):
-        return lambda a, b, x, y: add_pair_cells(a, b, row_offsets, x, y)
+        return lambda a, b, x, y, w, e: add_pair_cells(a, b, row_offsets, x, y, w, e)
     to_fixed = np.ascontiguousarray(joint.to_fixed, dtype=np.int64)
-    return lambda a, b, x, y: add_pair_mapped(a, b, row_offsets, to_fixed, x, y)
+    return lambda a, b, x, y, w, e: add_pair_mapped(a, b, row_offsets, to_fixed, x, y, w, e)
 
 
 @dataclass(frozen=True, eq=False)

@@ -121,7 +121,8 @@ def test_read_off_equals_plain_prefix_sums(B, c, extra):
         colsum = np.empty(shape[2], np.int32)
         store = np.empty(layout.store_size, np.int32)
         for o in range(2):
-            read_off_orientation(work[o], prefix, colsum, store, *layout.orientations[o], out)
+            read_off_orientation(work[o], np.zeros(0, np.int64), prefix, colsum, store,
+                                 *layout.orientations[o], out)
         np.testing.assert_array_equal(out, plain)
         assert not work.any()
 
@@ -252,3 +253,33 @@ def test_counting_holds_nothing_per_value_beside_its_binned_input():
         tracemalloc.stop()
     assert peak < 2**20, peak
     assert len(got) == 6 and all(row.sum() == 10**6 * len(family.grids) for row in got)
+
+
+@pytest.mark.parametrize("B,c", [(40, 5), (150, 5)])
+@pytest.mark.parametrize("heavy", [255, 256, 257, 512, 1799])
+def test_byte_histograms_count_cells_past_255_exactly(B, c, heavy):
+    """The refinement histograms count in bytes and log each wrap past 255: cells
+    holding 255, 256, 257, 512 and 1,799 rows, spread over chunks that split them
+    anywhere (a wrap in one chunk, the next in another), count like direct
+    binning, for both increment kernels (B = 40 maps joint cells to fixed cells,
+    B = 150 does not), with the rows of other cells around them."""
+    from dpmic_dask.stats.counting import count_chunks
+    from dpmic_dask.stats.countspec import CountSpec
+
+    family = master_grid_family(B, c)
+    rng = np.random.default_rng(heavy)
+    n = heavy + 900
+    x = rng.uniform(-1.0, 1.0, n)
+    y = rng.uniform(-1.0, 1.0, n)
+    x[:heavy], y[:heavy] = 0.3, -0.7  # one cell of both orientations holds `heavy` rows
+    x[heavy:heavy + 300] = 0.3  # and a column of cells with more
+    order = rng.permutation(n)  # test data only
+    x, y = x[order], y[order]
+    bounds = ((-1.0, 1.0), (-1.0, 1.0))
+    spec = CountSpec(("x", "y"), bounds, None, family)
+    cuts = np.sort(rng.choice(np.arange(1, n), size=6, replace=False))
+    chunks = [[x[lo:hi], y[lo:hi]] for lo, hi in zip([0, *cuts], [*cuts, n])]
+    counts = count_chunks(chunks, spec).counts[0]
+    for g, grid in enumerate(family.grids):
+        np.testing.assert_array_equal(grid_block(counts, family, g),
+                                      direct_grid_counts(x, y, *bounds, grid))
