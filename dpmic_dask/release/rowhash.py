@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -50,6 +51,10 @@ def value_hashes(column: pd.Series) -> np.ndarray:
       nullable or Arrow column, a categorical, an object column): an integer
       column with a missing value becomes floats in some partitions, and a
       categorical's values take the type of its partition's category list;
+    - a date, time stamp or duration hashes as its whole seconds and nanoseconds
+      since the epoch (UTC), whatever its unit, time zone or holder (numpy or
+      Arrow): partitions of one column can differ in unit (``from_delayed``
+      checks no meta), and 2020-01-02 in seconds is 2020-01-02 in nanoseconds;
     - text hashes as text; a missing value as a float NaN;
     - any other value in an object column (bytes, dates, Decimal, ...) as text
       naming its type. pandas hashes an object column through its distinct
@@ -64,6 +69,8 @@ def value_hashes(column: pd.Series) -> np.ndarray:
         if pd.api.types.is_bool_dtype(column.dtype) or pd.api.types.is_numeric_dtype(
                 column.dtype):
             return pd.util.hash_array(column.to_numpy(dtype="float64", na_value=np.nan))
+        if getattr(column.dtype, "kind", None) in ("M", "m"):
+            return _time_hashes(column)
         out = pd.util.hash_pandas_object(column, index=False).to_numpy(np.uint64).copy()
         out[column.isna().to_numpy()] = _MISSING_HASH
         return out
@@ -86,6 +93,32 @@ def value_hashes(column: pd.Series) -> np.ndarray:
     out[is_number & ~missing] = pd.util.hash_array(numbers[is_number & ~missing])
     if not is_number.all():
         out[~is_number] = pd.util.hash_array(text[~is_number])
+    return out
+
+
+#: Ticks of each time unit per second (``None``: days, 86,400 seconds a tick).
+_TICKS = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
+
+
+def _time_hashes(column: pd.Series) -> np.ndarray:
+    """:func:`value_hashes` of a column of dates, time stamps or durations: each
+    value as ``(seconds, nanoseconds)`` since the epoch in UTC (or of the
+    duration), exact in int64 for every unit."""
+    arr = pa.Array.from_pandas(column)
+    kind = arr.type
+    unit = "D" if pa.types.is_date32(kind) else "ms" if pa.types.is_date64(kind) else kind.unit
+    ticks = arr.cast(pa.int32() if unit == "D" else pa.int64()).to_numpy(zero_copy_only=False)
+    missing = np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    ticks = np.where(missing, 0, ticks).astype(np.int64)
+    if unit == "D":
+        seconds, nanos = ticks * 86_400, np.zeros_like(ticks)
+    else:
+        per = _TICKS[unit]
+        seconds, nanos = np.divmod(ticks, per)
+        nanos = nanos * (10**9 // per)
+    with np.errstate(over="ignore"):
+        out = _mix(pd.util.hash_array(seconds) + _GOLDEN) ^ pd.util.hash_array(nanos)
+    out[missing] = _MISSING_HASH
     return out
 
 

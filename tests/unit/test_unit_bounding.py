@@ -378,3 +378,34 @@ def test_a_number_hashes_as_its_value_whatever_holds_it():
         pd.Series(pd.array([1, None], dtype="Int64"))]}
     assert len(missing) == 1
     assert rowhash.value_hashes(pd.Series(["1"]))[0] not in one
+
+
+def test_a_time_hashes_as_its_instant_whatever_its_unit_zone_or_holder():
+    """Partitions of one column can differ in unit (``from_delayed`` checks no
+    meta): 2020-01-02 05:06:07 in seconds, milliseconds, microseconds or
+    nanoseconds, with a time zone, or in an Arrow column, is one instant and one
+    hash; a date is its midnight; durations likewise, and missing times hash as
+    every missing value. Before, a time hashed through its unit's integer."""
+    stamps = pd.Series(pd.to_datetime(["2020-01-02 05:06:07", "1969-12-31 23:59:59", None]))
+    holders = [stamps.astype(f"datetime64[{u}]") for u in ("s", "ms", "us", "ns")]
+    holders.append(stamps.dt.tz_localize("UTC").dt.tz_convert("Asia/Tokyo"))
+    holders.append(stamps.astype(pd.ArrowDtype(pa.timestamp("ms"))))
+    hashes = {tuple(int(h) for h in rowhash.value_hashes(c)) for c in holders}
+    assert len(hashes) == 1
+    (one,) = hashes
+    assert one[-1] == int(rowhash.value_hashes(pd.Series([np.nan]))[0])
+    assert one[0] != one[1]
+    midnight = pd.Series(pd.to_datetime(["2020-01-02"])).astype("datetime64[s]")
+    date = pd.Series(pd.array([datetime.date(2020, 1, 2)], dtype=pd.ArrowDtype(pa.date32())))
+    np.testing.assert_array_equal(rowhash.value_hashes(midnight), rowhash.value_hashes(date))
+    spans = pd.Series(pd.to_timedelta(["1s", "1500ms"]))
+    np.testing.assert_array_equal(rowhash.value_hashes(spans.astype("timedelta64[ms]")),
+                                  rowhash.value_hashes(spans.astype("timedelta64[ns]")))
+    # the rows a unit keeps do not depend on its partition's unit
+    frame = pd.DataFrame({"u": ["v"] * 6, "x": np.arange(6.0),
+                          "t": pd.to_datetime(["2020-01-0%d" % d for d in range(1, 7)])})
+    for key in [(4, 7), (11, 3)]:
+        kept = [rows_of(bound_contributions(frame.astype({"t": f"datetime64[{u}]"}), ("u",), 2,
+                                            ("x", "t"), key)) for u in ("s", "ns")]
+        assert sum(kept[0].values()) == 2
+        assert sorted(r[0] for r in kept[0].elements()) == sorted(r[0] for r in kept[1].elements())
