@@ -5,8 +5,9 @@ histogram.
 The histograms count in bytes, with a log of the cells that wrap past 255
 (:data:`WRAP`), which the read-off adds back. The read-off never materialises
 the 2-D prefix sums of the whole refinement histogram (``Rr x Rf`` cells, 3.9 MB
-of int32 at ``B = 200, c = 5``, more than a core's L2 cache). It walks the histogram's rows once, keeping the column sums
-of the rows walked so far (``Rf`` entries, in L1; one vectorised add per
+of int32 prefix sums at ``B = 200, c = 5``, more than a core's L2 cache). It
+walks the histogram's rows once, keeping the column sums of the rows walked so
+far (``Rf`` entries, in L1; one vectorised add per
 cell). When a row is a row cut of some master-row size ``m``, it sums those
 column sums up to each fixed cut that the grids with ``m`` master rows need
 (a median of 45 of the 3,045 cuts per row at ``B = 200``, so a row costs
