@@ -51,10 +51,11 @@ def value_hashes(column: pd.Series) -> np.ndarray:
       nullable or Arrow column, a categorical, an object column): an integer
       column with a missing value becomes floats in some partitions, and a
       categorical's values take the type of its partition's category list;
-    - a date, time stamp or duration hashes as its whole seconds and nanoseconds
-      since the epoch (UTC), whatever its unit, time zone or holder (numpy or
-      Arrow): partitions of one column can differ in unit (``from_delayed``
-      checks no meta), and 2020-01-02 in seconds is 2020-01-02 in nanoseconds;
+    - a date or time stamp hashes as its whole seconds and nanoseconds since the
+      epoch (UTC), a duration as its own, whatever its unit, time zone or holder
+      (numpy, Arrow, categorical, sparse): partitions of one column can differ
+      in unit (``from_delayed`` checks no meta), and 2020-01-02 in seconds is
+      2020-01-02 in nanoseconds;
     - text hashes as text; a missing value as a float NaN;
     - any other value in an object column (bytes, dates, Decimal, ...) as text
       naming its type. pandas hashes an object column through its distinct
@@ -63,8 +64,13 @@ def value_hashes(column: pd.Series) -> np.ndarray:
 
     Values made equal here (``1`` and ``1.0``, integers past 2**53) only tie,
     and ties are broken by :func:`content_order`, a function of the rows alone."""
+    sparse = column.dtype
+    if isinstance(sparse, pd.SparseDtype):
+        column = column.astype(sparse.subtype)
     if isinstance(column.dtype, pd.CategoricalDtype):
-        column = column.astype(object)
+        # times keep their kind (a categorical of times hashes as the times do)
+        kind = getattr(column.cat.categories.dtype, "kind", None)
+        column = column.astype(column.cat.categories.dtype if kind in ("M", "m") else object)
     if column.dtype != object:
         if pd.api.types.is_bool_dtype(column.dtype) or pd.api.types.is_numeric_dtype(
                 column.dtype):
@@ -96,7 +102,7 @@ def value_hashes(column: pd.Series) -> np.ndarray:
     return out
 
 
-#: Ticks of each time unit per second (``None``: days, 86,400 seconds a tick).
+#: Ticks of each time unit per second (dates, Arrow's ``date32``, tick in days).
 _TICKS = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
 
 
@@ -107,9 +113,12 @@ def _time_hashes(column: pd.Series) -> np.ndarray:
     arr = pa.Array.from_pandas(column)
     kind = arr.type
     unit = "D" if pa.types.is_date32(kind) else "ms" if pa.types.is_date64(kind) else kind.unit
-    ticks = arr.cast(pa.int32() if unit == "D" else pa.int64()).to_numpy(zero_copy_only=False)
     missing = np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-    ticks = np.where(missing, 0, ticks).astype(np.int64)
+    # nulls filled in Arrow first: with a null, ``to_numpy`` gives float64, which
+    # rounds tick counts past 2**53 (nanoseconds since 1970), so a row's hash
+    # would depend on whether its partition held a missing time
+    ticks = (arr.cast(pa.int32() if unit == "D" else pa.int64()).fill_null(0)
+             .to_numpy(zero_copy_only=False).astype(np.int64))
     if unit == "D":
         seconds, nanos = ticks * 86_400, np.zeros_like(ticks)
     else:

@@ -7,8 +7,9 @@ here use ``B``, ``c`` and the number of pairs only -- public quantities -- and
 match the real family (``tests/unit/test_limits.py`` compares them):
 
 * refinement histograms of one task: ``3 x row cells x fixed cells x 8`` bytes
-  (two orientations plus the prefix-sum scratch, in int64 at worst; tasks of
-  fewer than ``2**31`` rows use int32, half that); the fixed refinement of sizes
+  (two orientations plus the prefix-sum scratch, in int64 at worst: an upper
+  bound, the histograms themselves being bytes with a log of wrapped cells,
+  :mod:`~dpmic_dask.stats.kernels.readoff`); the fixed refinement of sizes
   ``2 .. B/2`` has one cell per distinct fraction ``j / l`` (a Farey count), the
   row refinement at most ``sum(s - 1) + 1`` cells over the master-row sizes ``s``;
 * master counts held by one reduction task: ``pairs x cells x (4 split_every + 8)``

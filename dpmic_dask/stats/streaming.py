@@ -117,11 +117,13 @@ def streamed_binned_partitions(*chunks: BinnedChunk, spec: CountSpec) -> Partial
 
 def _adder(family: GridFamily):
     """The increments of one pair's two orientations straight from its columns'
-    joint indices: ``add(a_index, b_index, flat_x, flat_y)``. Through a look-up
+    joint indices: ``add(a_index, b_index, flat_x, flat_y, wraps, ends)`` (byte
+    histograms and their wrap log,
+    :func:`~dpmic_dask.stats.kernels.readoff.add_pair_cells`). Through a look-up
     of each joint cell's row offset (and fixed cell, where the joint refinement
     is finer than the fixed one), so a task holds no per-value cells beside its
     binned input (they were 6 bytes per value and used column, three times the
-    input the task's memory budget counts)."""
+    input the task's memory budget counts); the wrap log is at most 16 bytes per 256 rows."""
     joint = family.joint
     n_fixed = family.refinement_shape[1]
     row_offsets = np.ascontiguousarray(joint.to_row * n_fixed, dtype=np.int64)
@@ -135,7 +137,7 @@ def _adder(family: GridFamily):
 class ReadOffLayout:
     """What :func:`~dpmic_dask.stats.kernels.readoff.read_off_orientation` takes for
     each orientation (``orientations[o]``, its arguments after ``out``'s
-    predecessors ``hist, prefix, colsum, store``), and the size of the shared store."""
+    predecessors ``hist, wraps, prefix, colsum, store``), and the size of the shared store."""
 
     store_size: int
     orientations: tuple[tuple[np.ndarray, ...], ...]

@@ -401,6 +401,19 @@ def test_a_time_hashes_as_its_instant_whatever_its_unit_zone_or_holder():
     spans = pd.Series(pd.to_timedelta(["1s", "1500ms"]))
     np.testing.assert_array_equal(rowhash.value_hashes(spans.astype("timedelta64[ms]")),
                                   rowhash.value_hashes(spans.astype("timedelta64[ns]")))
+    # nanoseconds past 2**53 beside a missing time (pyarrow gives floats there)
+    exact = pd.Timestamp("2020-01-02 05:06:07.123456789")
+    long = pd.Timedelta(days=3000, nanoseconds=1)
+    for value, kind in ((exact, "datetime64[ns]"), (long, "timedelta64[ns]")):
+        alone = rowhash.value_hashes(pd.Series([value]))[0]
+        beside = rowhash.value_hashes(pd.Series([value, None], dtype=kind))
+        assert beside[0] == alone and beside[1] == one[-1]
+        arrow = pd.Series([value, None], dtype=kind).astype(
+            pd.ArrowDtype(pa.timestamp("ns") if kind.startswith("datetime") else pa.duration("ns")))
+        assert rowhash.value_hashes(arrow)[0] == alone
+    # categorical and sparse holders hash as the times they hold
+    for held in (holders[0].astype("category"), holders[2].astype(pd.SparseDtype(holders[2].dtype))):
+        assert tuple(int(h) for h in rowhash.value_hashes(held)) == one
     # the rows a unit keeps do not depend on its partition's unit
     frame = pd.DataFrame({"u": ["v"] * 6, "x": np.arange(6.0),
                           "t": pd.to_datetime(["2020-01-0%d" % d for d in range(1, 7)])})

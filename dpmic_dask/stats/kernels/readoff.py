@@ -32,7 +32,8 @@ DENSE_SEGMENT = 16
 
 
 #: The refinement histograms count in bytes (a fourth of int32's cache and memory
-#: traffic: 2.8 against 3.6 ns per pair and row at ``B = 200``, 5 x 10**5 rows): a
+#: traffic: 3.2 against 3.5-3.9 ns per pair and row at ``B = 200``, 5 x 10**6
+#: rows): a
 #: cell whose count passes a multiple of :data:`WRAP` wraps to zero and its flat
 #: index is logged, once per wrap; the read-off adds :data:`WRAP` for each entry.
 WRAP = 256
