@@ -19,12 +19,7 @@ from dpmic_dask.stats.countspec import (
     PartialCounts,
     count_dtype,
 )
-from dpmic_dask.stats.kernels.readoff import (
-    add_pair_cells,
-    add_pair_mapped,
-    read_off_orientation,
-    wrap_capacity,
-)
+from dpmic_dask.stats.kernels.readoff import add_pair, read_off_orientation, wrap_capacity
 
 if TYPE_CHECKING:
     from dpmic_dask.stats.grids import GridFamily
@@ -119,7 +114,7 @@ def _adder(family: GridFamily):
     """The increments of one pair's two orientations straight from its columns'
     joint indices: ``add(a_index, b_index, flat_x, flat_y, wraps, ends)`` (byte
     histograms and their wrap log,
-    :func:`~dpmic_dask.stats.kernels.readoff.add_pair_cells`). Through a look-up
+    :func:`~dpmic_dask.stats.kernels.readoff.add_pair`). Through a look-up
     of each joint cell's row offset (and fixed cell, where the joint refinement
     is finer than the fixed one), so a task holds no per-value cells beside its
     binned input (they were 6 bytes per value and used column, three times the
@@ -127,10 +122,9 @@ def _adder(family: GridFamily):
     joint = family.joint
     n_fixed = family.refinement_shape[1]
     row_offsets = np.ascontiguousarray(joint.to_row * n_fixed, dtype=np.int64)
-    if np.array_equal(joint.to_fixed, np.arange(joint.cells)):
-        return lambda a, b, x, y, w, e: add_pair_cells(a, b, row_offsets, x, y, w, e)
-    to_fixed = np.ascontiguousarray(joint.to_fixed, dtype=np.int64)
-    return lambda a, b, x, y, w, e: add_pair_mapped(a, b, row_offsets, to_fixed, x, y, w, e)
+    to_fixed = (None if np.array_equal(joint.to_fixed, np.arange(joint.cells))
+                else np.ascontiguousarray(joint.to_fixed, dtype=np.int64))
+    return lambda a, b, x, y, w, e: add_pair(a, b, row_offsets, to_fixed, x, y, w, e)
 
 
 @dataclass(frozen=True, eq=False)

@@ -7,11 +7,11 @@ The histograms count in bytes, with a log of the cells that wrap past 255
 the 2-D prefix sums of the whole refinement histogram (``Rr x Rf`` cells, 3.9 MB
 of int32 prefix sums at ``B = 200, c = 5``, more than a core's L2 cache). It
 walks the histogram's rows once, keeping the column sums of the rows walked so
-far (``Rf`` entries, in L1; one vectorised add per
-cell). When a row is a row cut of some master-row size ``m``, it sums those
-column sums up to each fixed cut that the grids with ``m`` master rows need
-(a median of 45 of the 3,045 cuts per row at ``B = 200``, so a row costs
-short vectorised reductions, not ``Rf`` dependent adds) and copies the 2-D
+far (``Rf`` entries, in L1; one vectorised add per cell). When a row is a row
+cut of some master-row size ``m``, it sums those column sums up to each fixed
+cut that the grids with ``m`` master rows need (a median of 45 of the 3,045
+cuts per row at ``B = 200``, so a row costs short vectorised reductions, not
+``Rf`` dependent adds) and copies the 2-D
 prefix sums at those cuts into a small store (``m + 1`` rows per size; about
 70 k entries in all at ``B = 200``). Each grid's counts are then four look-ups
 in the store per cell. The same pass sets the histogram back to zero, so the
@@ -33,9 +33,9 @@ DENSE_SEGMENT = 16
 
 #: The refinement histograms count in bytes (a fourth of int32's cache and memory
 #: traffic: 3.2 against 3.5-3.9 ns per pair and row at ``B = 200``, 5 x 10**6
-#: rows): a
-#: cell whose count passes a multiple of :data:`WRAP` wraps to zero and its flat
-#: index is logged, once per wrap; the read-off adds :data:`WRAP` for each entry.
+#: rows): a cell whose count passes a multiple of :data:`WRAP` wraps to zero and
+#: its flat index is logged, once per wrap; the read-off adds :data:`WRAP` for
+#: each entry.
 WRAP = 256
 
 
@@ -46,15 +46,25 @@ def wrap_capacity(rows: int) -> int:
     return 2 * (rows // WRAP) + 2
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _bump(flat, p):
+    """Add one to byte cell ``flat[p]``; whether it wrapped to zero. In bytes: an
+    int64 sum compared with 256 took 12% longer."""
+    v = np.uint8(flat[p] + np.uint8(1))
+    flat[p] = v
+    return v == 0
+
+
 @njit(nogil=True, cache=True)
-def add_pair_cells(a_index, b_index, row_offsets, flat_x, flat_y, wraps, ends):
+def add_pair(a_index, b_index, row_offsets, to_fixed, flat_x, flat_y, wraps, ends):
     """One pair's increments of both orientations, in one pass over its rows:
-    ``flat_x[row_offsets[b] + a] += 1`` (``b``'s row cell by ``a``'s fixed cell)
-    and ``flat_y[row_offsets[a] + b] += 1`` (the mirror image), two row-major
-    ``Rr x Rf`` refinement histograms of bytes, flat; for a family whose joint
-    refinement is its fixed refinement (``to_fixed`` is the identity, as at the
-    default ``B`` and ``c`` from a few thousand rows on; the defaults of smaller
-    tables can have a finer joint refinement, :func:`add_pair_mapped`).
+    ``flat_x[row_offsets[b] + fixed(a)] += 1`` (``b``'s row cell by ``a``'s fixed
+    cell) and ``flat_y[row_offsets[a] + fixed(b)] += 1`` (the mirror image), two
+    row-major ``Rr x Rf`` refinement histograms of bytes, flat. ``fixed(j)`` is
+    ``to_fixed[j]`` where the family's joint refinement is finer than its fixed
+    one, and ``j`` itself where ``to_fixed`` is ``None`` (the identity, as at the
+    default ``B`` and ``c`` from a few thousand rows on): numba compiles each case
+    on its own (an identity look-up took 40% longer).
 
     ``a_index``, ``b_index``: the two columns' joint refinement indices (uint16
     or int32 [n]); ``row_offsets``: int64 look-up ``to_row[j] * Rf`` (one entry
@@ -64,8 +74,7 @@ def add_pair_cells(a_index, b_index, row_offsets, flat_x, flat_y, wraps, ends):
     once (7% less time than a pass each, in one process at ``B = 200``).
 
     ``flat_x`` and ``flat_y`` are uint8: a cell that wraps to zero (:data:`WRAP`,
-    computed in bytes: an int64 sum compared with 256 took 12% longer) logs its
-    flat index in ``wraps`` (int64,
+    :func:`_bump`) logs its flat index in ``wraps`` (int64,
     :func:`wrap_capacity` of the pair's rows in all calls): orientation x's from
     the front, ``ends[0]`` of them, y's from the back, ``ends[1]``; ``ends`` is
     carried from call to call (chunks of one pair).
@@ -76,52 +85,28 @@ def add_pair_cells(a_index, b_index, row_offsets, flat_x, flat_y, wraps, ends):
     for i in range(a_index.shape[0]):
         ja = a_index[i]
         jb = b_index[i]
-        p = row_offsets[jb] + ja
-        v = np.uint8(flat_x[p] + np.uint8(1))
-        flat_x[p] = v
-        if v == 0:
+        if to_fixed is None:
+            fa = np.int64(ja)
+            fb = np.int64(jb)
+        else:
+            fa = to_fixed[ja]
+            fb = to_fixed[jb]
+        p = row_offsets[jb] + fa
+        if _bump(flat_x, p):
             wraps[kx] = p
             kx += 1
-        p = row_offsets[ja] + jb
-        v = np.uint8(flat_y[p] + np.uint8(1))
-        flat_y[p] = v
-        if v == 0:
+        q = row_offsets[ja] + fb
+        if _bump(flat_y, q):
             ky += 1
-            wraps[top - ky] = p
-    ends[0] = kx
-    ends[1] = ky
-
-
-@njit(nogil=True, cache=True)
-def add_pair_mapped(a_index, b_index, row_offsets, to_fixed, flat_x, flat_y, wraps, ends):
-    """:func:`add_pair_cells` for a family whose joint refinement is finer than its
-    fixed refinement: a fixed cell is ``to_fixed[j]`` of the joint cell ``j``."""
-    kx = ends[0]
-    ky = ends[1]
-    top = wraps.shape[0]
-    for i in range(a_index.shape[0]):
-        ja = a_index[i]
-        jb = b_index[i]
-        p = row_offsets[jb] + to_fixed[ja]
-        v = np.uint8(flat_x[p] + np.uint8(1))
-        flat_x[p] = v
-        if v == 0:
-            wraps[kx] = p
-            kx += 1
-        p = row_offsets[ja] + to_fixed[jb]
-        v = np.uint8(flat_y[p] + np.uint8(1))
-        flat_y[p] = v
-        if v == 0:
-            ky += 1
-            wraps[top - ky] = p
+            wraps[top - ky] = q
     ends[0] = kx
     ends[1] = ky
 
 
 @njit(nogil=True, cache=True)
 def read_off_orientation(hist, wraps, prefix, colsum, store, row_cut_ptr, row_cuts,
-                         row_task_ptr,
-                         task_dest, task_start, task_length, store_cuts, store_zero,
+                         row_task_ptr, task_dest, task_start, task_length, store_cuts,
+                         store_zero,
                          grid_offsets, grid_rows, grid_fixed, grid_base, grid_width,
                          grid_cut_start, grid_cuts, out):
     """Read the master grids of one orientation off its refinement histogram and
