@@ -64,10 +64,18 @@ def _mixed_message(name: str, kinds) -> str:
 
 def check_unit_dtypes(schema, unit) -> None:
     """Refuse, before anything is read, a unit column whose dtype already says it mixes
-    value types (a categorical whose categories are ints and strings). Object columns
-    are checked while reading (:func:`refuse_mixed_units`)."""
+    value types (a categorical whose categories are ints and strings), or one that
+    pandas cannot even name a type for (an Arrow interval, where pandas raised
+    ``NotImplementedError`` from its own checks). Object columns are checked while
+    reading (:func:`refuse_mixed_units`)."""
     for name in unit:
         dtype = schema[name]
+        try:
+            dtype.type  # noqa: B018 - pandas knows no Python type for some Arrow types
+        except NotImplementedError:
+            raise InvalidDataError(
+                f"privacy_unit column {name!r} has a type pandas cannot compare or hash "
+                f"({dtype}): convert it to integers or text (nothing was charged)") from None
         if isinstance(dtype, pd.CategoricalDtype) and dtype.categories is not None:
             kinds = {_kind_of_type(t) for t in set(map(type, dtype.categories))}
             if "str" in kinds:

@@ -300,6 +300,33 @@ def test_a_unit_column_mixing_ints_and_strings_is_refused_before_the_charge(how)
     assert ledger.charges() == []
 
 
+@pytest.mark.parametrize("how", ["pandas", "dask"])
+def test_a_unit_column_of_a_type_pandas_cannot_name_is_refused_before_the_charge(how):
+    """An Arrow interval unit column: pandas's own dtype checks raised
+    ``NotImplementedError``; now every per-unit entry refuses it, naming the
+    column and its type, before the charge."""
+    import pyarrow as pa
+
+    from dpmic_dask.errors import InvalidDataError
+
+    frame = events()
+    kind = pa.month_day_nano_interval()
+    frame["cid"] = pd.array([pa.scalar((int(c), 0, 0), type=kind).as_py()
+                             for c in frame["cid"]], dtype=pd.ArrowDtype(kind))
+    data = frame if how == "pandas" else dd.from_pandas(frame, npartitions=2)
+    ledger = InMemoryLedger(uncapped=True)
+    for run in (lambda: dpmic_dask.contribution_bound(data, "cid", 1.0, ledger=ledger),
+                lambda: data.dpmic.pairwise(1.0, bounds=BOUNDS, privacy_unit="cid",
+                                            max_rows_per_unit=4, ledger=ledger),
+                lambda: dpmic_dask.private_bounds(data, 1.0, columns=["x"], privacy_unit="cid",
+                                                  max_rows_per_unit=4, ledger=ledger)):
+        with pytest.raises(InvalidDataError, match=r"'cid' has a type pandas cannot compare"
+                           ) as refused:
+            run()
+        assert "nothing was charged" in str(refused.value)
+    assert ledger.charges() == []
+
+
 def test_a_categorical_unit_mixing_ints_and_strings_is_refused_from_its_dtype():
     from dpmic_dask.errors import InvalidDataError
 
