@@ -33,10 +33,25 @@ def _is_object_dtype(dtype) -> bool:
 def column_kind(dtype) -> str:
     """``"category"`` (a pandas ``category`` dtype), ``"string"`` (str, pyarrow or
     Python strings, ``object``), ``"integer"``, or ``"other"`` (floats, pyarrow
-    decimals, times...) -- from the dtype only."""
+    decimals, times...) -- from the dtype only.
+
+    pandas gives kind ``"O"`` to Arrow types that hold no text (bytes, times of
+    day, lists, structs, intervals, nulls) and to periods and intervals; none of
+    their values can equal a listed string, so a category list would put every
+    row in the "other" bin: they are ``"other"``."""
     if isinstance(dtype, pd.CategoricalDtype):
         return "category"
     if is_decimal(dtype):  # kind "O", like strings, but numbers
+        return "other"
+    if isinstance(dtype, pd.ArrowDtype):
+        held = dtype.pyarrow_dtype
+        if pa.types.is_dictionary(held):
+            held = held.value_type
+        if pa.types.is_string(held) or pa.types.is_large_string(held) or (
+                hasattr(pa.types, "is_string_view") and pa.types.is_string_view(held)):
+            return "string"
+        return "integer" if pa.types.is_integer(held) else "other"
+    if isinstance(dtype, (pd.PeriodDtype, pd.IntervalDtype)):
         return "other"
     kind = getattr(dtype, "kind", "O")
     if kind == "O" or _is_string_dtype(dtype):

@@ -106,6 +106,44 @@ def test_a_categorical_column_without_a_list_is_refused_before_anything_is_read(
     assert not ledger.charges()
 
 
+def _no_text_columns():
+    import pyarrow as pa
+
+    def arrow(values, kind):
+        return pd.array(values, dtype=pd.ArrowDtype(kind))
+
+    n = 60
+    return {
+        "bytes": arrow([bytes([i % 3]) for i in range(n)], pa.binary()),
+        "time of day": arrow([dt.time(i % 24) for i in range(n)], pa.time64("us")),
+        "list": arrow([[i % 3] for i in range(n)], pa.list_(pa.int64())),
+        "struct": arrow([{"a": i % 3} for i in range(n)], pa.struct([("a", pa.int64())])),
+        "nulls": arrow([None] * n, pa.null()),
+        "period": pd.array([pd.Period("2020-01", "M") + i % 3 for i in range(n)]),
+        "interval": pd.arrays.IntervalArray.from_breaks(np.arange(n + 1)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_no_text_columns()))
+def test_a_column_whose_values_are_never_text_takes_no_category_list(name):
+    """pandas gives these dtypes kind "O", as it gives text, but no listed string
+    can equal their values: a list put every row in the 'other' bin and the
+    release was charged and read as no dependence (0.0). Now they are refused
+    before the charge as categorical columns (with a list) and as columns no kind
+    reads (without one)."""
+    values = _no_text_columns()[name]
+    frame = pd.DataFrame({"x": np.linspace(-1, 1, len(values)), "c": values})
+    ledger = InMemoryLedger(uncapped=True)
+    for data in (frame, dd.from_pandas(frame, npartitions=2)):
+        with pytest.raises(InvalidDataError, match=r"'c' \(dtype .*\) cannot be categorical"):
+            data.dpmic.pairwise(1.0, bounds={"x": (-1, 1)}, categories={"c": ["a", "b"]},
+                                columns=["x", "c"], ledger=ledger, progress=False)
+        with pytest.raises(InvalidDataError, match=r"'c' has dtype .*, which no column kind"):
+            data.dpmic.pairwise(1.0, bounds={"x": (-1, 1), "c": (0, 1)}, columns=["x", "c"],
+                                ledger=ledger, progress=False)
+    assert ledger.charges() == []
+
+
 def test_a_text_column_of_dates_or_decimals_on_dask_is_refused_with_the_way_out():
     # Dask turns an object column of datetime.date or Decimal values into text
     frame = pd.DataFrame({"day": [dt.date(2024, 1, d) for d in range(1, 9)],
