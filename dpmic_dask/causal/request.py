@@ -21,6 +21,7 @@ from dpmic_dask.causal.tables import ColumnCoding
 from dpmic_dask.checks import check_bounds, check_column_list, finite_real
 from dpmic_dask.errors import DPMICError, InvalidDataError, InvalidParameterError
 from dpmic_dask.release.axisframe import axis_frame
+from dpmic_dask.stats.categorycodes import column_kind as category_column_kind
 from dpmic_dask.stats.kindbase import reads_as_number
 from dpmic_dask.stats.kinds import column_kind
 from dpmic_dask.stats.timekind import TimeKind
@@ -75,14 +76,21 @@ def _categories(values, name, dtype) -> tuple:
     if not 1 <= len(cats) <= MAX_CATEGORIES:
         raise InvalidParameterError(
             f"categories[{name!r}] must list 1 to {MAX_CATEGORIES} public values")
-    if any(c != c for c in cats) or len(set(cats)) != len(cats):
+    try:
+        distinct = len(set(cats)) == len(cats)
+    except TypeError:  # a list or a dict as a category
+        raise InvalidParameterError(
+            f"categories[{name!r}] must list single values (numbers, text, dates), "
+            "not lists or mappings") from None
+    if any(c != c for c in cats) or not distinct:
         raise InvalidParameterError(f"categories[{name!r}] must list distinct values, no NaN")
     # a list no value of the column can match puts every row in "other": refused,
-    # from the dtype alone (an object column may hold anything)
+    # from the dtype alone (an object column may hold anything; numbers, times,
+    # bytes, periods and the like never hold text, nor does a type pandas cannot name)
     text = [isinstance(c, str) for c in cats]
-    if (pd.api.types.is_numeric_dtype(dtype) and any(text)) or (
-            pd.api.types.is_string_dtype(dtype) and not pd.api.types.is_object_dtype(dtype)
-            and not all(text)):
+    kind = category_column_kind(dtype)
+    if (kind in ("integer", "other") and any(text)) or (
+            kind == "string" and not pd.api.types.is_object_dtype(dtype) and not all(text)):
         raise InvalidParameterError(
             f"categories[{name!r}] lists {'text' if any(text) else 'values that are not text'}"
             f" for a column of dtype {dtype}, which no value of the column can match")

@@ -309,6 +309,35 @@ def test_refusals_charge_nothing(kwargs, error):
     assert ledger.charges("d") == []
 
 
+@pytest.mark.parametrize("kind", ["bytes", "time of day", "period", "interval"])
+def test_text_categories_for_a_column_that_never_holds_text_are_refused(kind):
+    """Arrow bytes and times of day, pandas periods and Arrow intervals have kind
+    "O" like text: a list of strings for them was accepted, every row fell in
+    "other" and the column read as independent of every other (charged). An
+    Arrow interval raised pandas's NotImplementedError; lists as categories
+    raised TypeError. All are refused before the charge now."""
+    import pyarrow as pa
+
+    frame = chain_frame(200)
+    n = len(frame)
+    column = {
+        "bytes": pd.array([bytes([i % 2]) for i in range(n)], dtype=pd.ArrowDtype(pa.binary())),
+        "time of day": pd.array([dt.time(i % 2) for i in range(n)],
+                                dtype=pd.ArrowDtype(pa.time64("us"))),
+        "period": pd.array([pd.Period("2020-01", "M") + i % 2 for i in range(n)]),
+        "interval": pd.array(
+            [pa.scalar((i % 2, 0, 0), type=pa.month_day_nano_interval()).as_py()
+             for i in range(n)], dtype=pd.ArrowDtype(pa.month_day_nano_interval())),
+    }[kind]
+    frame = frame.assign(e=column)
+    ledger = capped()
+    for categories in (["0", "1"], [[0], [1]]):
+        with pytest.raises(InvalidParameterError, match="categories\\['e'\\]"):
+            causal_graph(frame, 1.0, bounds=BOUNDS4, categories={"e": categories},
+                         ledger=ledger, dataset="d")
+    assert ledger.charges("d") == []
+
+
 def test_data_refusals_before_the_charge():
     ledger = capped()
     frame = chain_frame(200)
