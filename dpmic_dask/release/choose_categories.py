@@ -89,12 +89,11 @@ def _columns(schema, columns, nulls: str) -> dict:
     for name, listed in private.items():
         if name not in dtypes:
             raise InvalidParameterError(f"column {name!r} is not in the frame")
-        if listed is UNKNOWN:
-            if column_kind(dtypes[name]) == "other":
-                raise InvalidParameterError(
-                    f"column {name!r} (dtype {dtypes[name]}) cannot have its categories chosen "
-                    "from the values that occur: only string, category and integer columns can")
-        else:
+        if column_kind(dtypes[name]) == "other":  # no candidate could ever be counted
+            raise InvalidParameterError(
+                f"column {name!r} (dtype {dtypes[name]}) cannot have its categories chosen: "
+                "only string, category and integer columns can")
+        if listed is not UNKNOWN:
             private[name] = _check_list(name, dtypes[name], listed)
     if nulls not in ("raise", "category"):
         raise InvalidParameterError("nulls must be 'raise' or 'category'")

@@ -119,10 +119,16 @@ def test_one_charge_of_what_was_asked_and_lists_to_reuse():
     ({"g": "guess"}, {}, "'private' or a list"),
     ({}, {}, "columns must be a dict"),
     ({"g": ["a", "b"]}, {"nulls": "drop"}, "nulls must be"),
+    # candidates no value of the column can ever be (a charge for nothing before)
+    ({"x": ["a", "b"]}, {}, r"'x' \(dtype float64\) cannot have its categories chosen"),
+    ({"b": ["a", "b"]}, {}, r"'b' \(dtype binary\[pyarrow\]\) cannot have"),
 ])
 def test_refusals_before_anything_is_read(columns, options, words):
+    import pyarrow as pa
+
     frame = pd.DataFrame({"g": pd.Series(["a", "b"] * 10, dtype=object),
-                          "x": np.linspace(0, 1, 20)})
+                          "x": np.linspace(0, 1, 20),
+                          "b": pd.array([b"a", b"b"] * 10, dtype=pd.ArrowDtype(pa.binary()))})
     ledger = dm.InMemoryLedger(uncapped=True)
     with pytest.raises(dm.InvalidParameterError, match=words):
         dm.private_categories(frame, 1.0, columns=columns, ledger=ledger, **options)
