@@ -180,6 +180,13 @@ def randomize_with(frame: pd.DataFrame, design: dict, source: ByteSource, *,
     """Reports of ``frame``'s rows under ``design`` with randomness from ``source``."""
     proto = design_protocol(design)
     m = design["bins"]
+    for name, value in (fill or {}).items():  # whether or not this frame needs it
+        if name in design["bounds"]:
+            lo, hi = design["bounds"][name]
+            if not lo <= finite_real(value, f"fill[{name!r}]") <= hi:
+                raise InvalidParameterError(
+                    f"fill[{name!r}] must lie inside bounds[{name!r}] (a fill outside "
+                    "would be clamped, not reported as given)")
     binned = {name: equal_width_bins(_column(frame, name, fill), tuple(design["bounds"][name]),
                                      m) for name in design["columns"]}
     n = len(frame)

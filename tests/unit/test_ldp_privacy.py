@@ -239,6 +239,10 @@ def test_missing_values_refused_without_quoting_data():
     assert "0.123" not in str(err.value) and "0.987" not in str(err.value)
     out = randomize(df, 1.0, bounds={"a": (0, 1), "b": (0, 1)}, fill={"a": 0.5})
     assert len(out) == 2
+    # a fill outside the bounds is refused (as in the central model), needed or not
+    for frame in (df, df.fillna(0.5)):
+        with pytest.raises(InvalidParameterError, match=r"fill\['a'\] must lie inside"):
+            randomize(frame, 1.0, bounds={"a": (0, 1), "b": (0, 1)}, fill={"a": 2.0})
 
 
 @pytest.mark.parametrize("times", [
