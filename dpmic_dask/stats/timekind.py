@@ -244,9 +244,16 @@ class TimeKind(ColumnKind):
             if self.duration:
                 converted = pd.to_timedelta(series)
             else:
-                converted = pd.to_datetime(series, utc=True, format="mixed")
+                # ISO 8601 text only: other layouts are read by guessing, value by
+                # value ("01/02/2020" month first, "13/02/2020" day first)
+                converted = pd.to_datetime(series, utc=True, format="ISO8601")
         except (TypeError, ValueError, OverflowError):
             what = f"holds values that are not {self._plural()}"
+            if not self.duration:
+                what += (" in ISO 8601 (2024-01-31, 2024-01-31 08:00:00+02:00); other "
+                         "layouts of text are ambiguous (01/02/2024: January or "
+                         "February?) and are not guessed: convert the column with its "
+                         "format first (pandas.to_datetime(..., format='%d/%m/%Y'))")
             if _text_of_numbers(series):
                 what = (f"holds numbers as text; a cast to {self.name} needs their unit: "
                         f"{unit_hint(series.name, self.name)}")
@@ -277,11 +284,14 @@ class TimeKind(ColumnKind):
                 return delta.value / 1e9  # Timedelta.value is in nanoseconds
             if not isinstance(value, (str, _dt.date, np.datetime64)):
                 raise TypeError
-            stamp = pd.Timestamp(value)
+            # text in ISO 8601 only, as the column's own text (never guessed)
+            stamp = (pd.to_datetime(value, format="ISO8601") if isinstance(value, str)
+                     else pd.Timestamp(value))
         except (TypeError, ValueError, OverflowError):
+            iso = "" if self.duration else " (text in ISO 8601: 2024-01-31)"
             raise InvalidParameterError(
-                f"{what} must be a pair of {self._plural()} (or numbers of seconds) for "
-                f"a {self.name} column") from None
+                f"{what} must be a pair of {self._plural()}{iso} (or numbers of seconds) "
+                f"for a {self.name} column") from None
         if stamp is pd.NaT:
             raise InvalidParameterError(f"{what} must not be missing")
         if stamp.tzinfo is None:

@@ -240,6 +240,34 @@ def test_casts_read_strings_and_epoch_numbers_as_times():
         column_kind("ms", millis.dtype, kind={"kind": "timestamp", "zone": "UTC"})
 
 
+@pytest.mark.parametrize("layout", ["%d/%m/%Y", "%m/%d/%Y", "%d %B %Y", "mixed"])
+def test_text_times_are_read_in_iso_8601_only_never_guessed(layout):
+    """Casts never guess (SPEC section 9): day-first text such as 13/02/2024 and
+    01/02/2024 was read value by value, the first day-first and the second
+    month-first, and a planted relation released 0.69 where it is 0.97, charged.
+    Text in any layout but ISO 8601 is refused before the charge with the way out;
+    ISO text (with a time, an offset, or none) still reads, and so do bounds."""
+    days = pd.Timestamp("2024-01-01") + pd.to_timedelta(np.arange(400) % 360, unit="D")
+    text = (np.where(np.arange(400) % 2 == 0, days.strftime("%Y-%m-%d"),
+                     days.strftime("%m/%d/%Y")) if layout == "mixed" else days.strftime(layout))
+    frame = pd.DataFrame({"t": pd.Series(text, dtype=object), "x": np.linspace(0, 1, 400)})
+    ledger = dm.InMemoryLedger(uncapped=True)
+    for data in (frame, dd.from_pandas(frame, npartitions=2)):
+        with pytest.raises(dm.InvalidDataError, match="ISO 8601.*not guessed") as info:
+            data.dpmic.pairwise(1.0, bounds={"t": ("2024-01-01", "2025-01-01"), "x": (0, 1)},
+                                kinds={"t": "timestamp"}, ledger=ledger)
+        assert "2024" not in str(info.value).split("(", 1)[0]  # no value of the column
+    assert ledger.charges() == []
+    iso = pd.Series(["2024-01-31", "2024-01-31 08:00:00+02:00", "2024-01-31T06:00:00Z"],
+                    name="t")
+    kind = column_kind("t", iso.dtype, kind="timestamp")
+    midnight = kind.bound("2024-01-31", "bounds['t']")
+    np.testing.assert_array_equal(kind.axis(iso), [midnight, midnight + 6 * 3600,
+                                                   midnight + 6 * 3600])
+    with pytest.raises(dm.InvalidParameterError, match="must be a pair of dates or times"):
+        kind.bound("01/02/2024", "bounds['t']")
+
+
 SECRET = "4111-1111-1111-1111"
 
 
