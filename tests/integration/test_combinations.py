@@ -33,6 +33,7 @@ import pytest
 
 import dpmic_dask
 import dpmic_dask.release.steps as steps
+from tests.statistical.helpers import rerun_once
 from dpmic_dask.backends import backend_for
 from dpmic_dask.release.unitplan import plan_unit_release
 
@@ -306,6 +307,7 @@ def test_the_covering_array_covers_every_pair_of_values():
 
 
 @pytest.mark.parametrize("combo", COVERING, ids=combo_id)
+@rerun_once
 def test_a_covering_array_of_combinations_releases_right(combo):
     check_combination(table(), combo)
 
@@ -317,6 +319,7 @@ SLOW = [c for c in FULL if c not in COVERING][SLOW_OFFSET::2]
 
 @pytest.mark.slow
 @pytest.mark.parametrize("combo", SLOW, ids=combo_id)
+@rerun_once
 def test_half_of_the_other_combinations_release_right(combo):
     check_combination(table(), combo)
 
@@ -324,6 +327,7 @@ def test_half_of_the_other_combinations_release_right(combo):
 @pytest.mark.slow
 @pytest.mark.parametrize("combo", [dict(row, selection="above") for row in COVERING],
                          ids=combo_id)
+@rerun_once
 def test_pairs_above_over_the_covering_array(combo):
     check_combination(table(), combo)
 
