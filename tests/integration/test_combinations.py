@@ -33,9 +33,9 @@ import pytest
 
 import dpmic_dask
 import dpmic_dask.release.steps as steps
-from tests.statistical.helpers import rerun_once
 from dpmic_dask.backends import backend_for
 from dpmic_dask.release.unitplan import plan_unit_release
+from tests.statistical.helpers import rerun_once
 
 ROWS, UNITS, K, EPS, DELTA, MIN_ROWS = 20_000, 3_000, 8, 4.0, 1e-6, 15_000
 TOP = 3
