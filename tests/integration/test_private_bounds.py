@@ -336,7 +336,12 @@ def test_offset_and_binary_columns_get_tight_bounds_through_the_public_function(
     assert "columns.epoch.bounds = [" in found.pin()
 
 
+@rerun_once
 def test_every_bounds_knob_is_set_per_column():
+    """Which columns the second pass refines is itself noisy (the first pass must
+    find the epoch column narrow enough): one CI run saw it unrefined, with first-
+    pass bounds (2**30, 3.04e9); 0 of 100 runs of the same code did. Rerun once
+    on fresh draws, as the noise tests are."""
     frame = offset_frame()
     ledger = dm.InMemoryLedger(uncapped=True)
     found = dm.private_bounds(frame, 0.6, columns=list(frame), ledger=ledger,
