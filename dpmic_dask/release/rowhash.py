@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from dpmic_dask.stats.timekind import arrow_ticks, exact_seconds
+
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 
@@ -102,29 +104,13 @@ def value_hashes(column: pd.Series) -> np.ndarray:
     return out
 
 
-#: Ticks of each time unit per second (dates, Arrow's ``date32``, tick in days).
-_TICKS = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
-
-
 def _time_hashes(column: pd.Series) -> np.ndarray:
     """:func:`value_hashes` of a column of dates, time stamps or durations: each
-    value as ``(seconds, nanoseconds)`` since the epoch in UTC (or of the
-    duration), exact in int64 for every unit."""
-    arr = pa.Array.from_pandas(column)
-    kind = arr.type
-    unit = "D" if pa.types.is_date32(kind) else "ms" if pa.types.is_date64(kind) else kind.unit
-    missing = np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-    # nulls filled in Arrow first: with a null, ``to_numpy`` gives float64, which
-    # rounds tick counts past 2**53 (nanoseconds since 1970), so a row's hash
-    # would depend on whether its partition held a missing time
-    ticks = (arr.cast(pa.int32() if unit == "D" else pa.int64()).fill_null(0)
-             .to_numpy(zero_copy_only=False).astype(np.int64))
-    if unit == "D":
-        seconds, nanos = ticks * 86_400, np.zeros_like(ticks)
-    else:
-        per = _TICKS[unit]
-        seconds, nanos = np.divmod(ticks, per)
-        nanos = nanos * (10**9 // per)
+    value as its whole seconds and nanoseconds since the epoch in UTC (or of the
+    duration), exact in int64 for every unit
+    (:func:`~dpmic_dask.stats.timekind.exact_seconds`)."""
+    ticks, unit, missing = arrow_ticks(pa.Array.from_pandas(column))
+    seconds, nanos = exact_seconds(ticks, unit)
     with np.errstate(over="ignore"):
         out = _mix(pd.util.hash_array(seconds) + _GOLDEN) ^ pd.util.hash_array(nanos)
     out[missing] = _MISSING_HASH

@@ -117,6 +117,35 @@ def seconds_of_ticks(ticks: np.ndarray, unit: str, count: int = 1,
     return out
 
 
+def exact_seconds(ticks: np.ndarray, unit: str) -> tuple[np.ndarray, np.ndarray]:
+    """int64 ``ticks`` of ``unit`` as int64 whole seconds and nanoseconds beyond
+    them (floored), exact for every unit: an instant's own numbers, whatever
+    unit holds it."""
+    multiply, divide = _per_second(unit)
+    ticks = np.asarray(ticks, dtype=np.int64)
+    if divide == 1:
+        return ticks * multiply, np.zeros_like(ticks)
+    whole, rest = np.divmod(ticks, divide)
+    return whole, rest * (10**9 // divide)
+
+
+def arrow_ticks(arr) -> tuple[np.ndarray, str, np.ndarray]:
+    """An Arrow array (or chunked array) of dates, time stamps or durations as
+    int64 ticks, their unit (``"D"`` for ``date32``) and where values are
+    missing. Nulls are filled in Arrow before the NumPy view: with a null,
+    pyarrow gives float64, which rounds tick counts past 2**53."""
+    kind = arr.type
+    null = np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    if pa.types.is_date32(kind):
+        ticks, unit = pc.cast(pc.cast(arr, pa.int32()), pa.int64()), "D"
+    elif pa.types.is_date64(kind):
+        ticks, unit = pc.cast(arr, pa.int64()), "ms"
+    else:
+        ticks, unit = pc.cast(arr, pa.int64()), kind.unit
+    ints = np.asarray(pc.fill_null(ticks, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    return ints, unit, null
+
+
 @dataclass(frozen=True)
 class TimeKind(ColumnKind):
     """Times as seconds since the epoch (UTC), or durations as seconds.
@@ -216,16 +245,8 @@ class TimeKind(ColumnKind):
         arr = pa.chunked_array([pa.Array.from_pandas(series)]) if not isinstance(
             series.array, pd.arrays.ArrowExtensionArray) else pa.chunked_array(
                 series.array.__arrow_array__())
-        kind = arr.type
-        null = np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-        if pa.types.is_date32(kind):
-            ticks, unit = pc.cast(arr, pa.int32()).cast(pa.int64()), "D"
-        elif pa.types.is_date64(kind):
-            ticks, unit = pc.cast(arr, pa.int64()), "ms"
-        else:
-            ticks, unit = pc.cast(arr, pa.int64()), kind.unit
-        ints = pc.fill_null(ticks, 0).to_numpy()
-        return seconds_of_ticks(ints, unit, 1, null)
+        ticks, unit, null = arrow_ticks(arr)
+        return seconds_of_ticks(ticks, unit, null=null)
 
     def _cast_axis(self, series):
         """A column that is not of a time dtype, read as times (or durations)."""
