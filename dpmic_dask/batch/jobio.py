@@ -12,6 +12,7 @@ import datetime as dt
 import decimal
 import glob
 import math
+import numbers
 import os
 from pathlib import Path
 from typing import Any
@@ -250,6 +251,36 @@ def sql_dtype(declared):
     return "object"
 
 
+#: Declared SQL types read as times (dates, timestamps, intervals): a number is
+#: never read as one (no unit is declared for it).
+TIME_TARGETS = ("datetime64", "date32", "timedelta64")
+
+#: :func:`pandas.api.types.infer_dtype` kinds of numbers.
+_NUMBER_KINDS = {"integer", "floating", "decimal", "mixed-integer", "mixed-integer-float",
+                 "boolean", "complex"}
+
+
+def _refuse_numbers_as_times(name: str, column: pd.Series, target) -> None:
+    """Refuse a column declared as a time (``target``) whose values arrived as
+    numbers (SQLite keeps whatever it is given): read as a time, a number would
+    need a unit no declaration gives (pandas would take nanoseconds, Arrow
+    days), and SPEC 9 casts numbers to times only with an explicit unit."""
+    if pd.api.types.is_numeric_dtype(column.dtype) or pd.api.types.is_bool_dtype(column.dtype):
+        held = True
+    elif column.dtype == object:
+        kind = pd.api.types.infer_dtype(column, skipna=True)
+        held = kind in _NUMBER_KINDS or (kind == "mixed" and any(
+            isinstance(v, (numbers.Number, decimal.Decimal)) for v in column.dropna()))
+    else:
+        held = False
+    if held:
+        raise JobIOError(
+            f"the SQL column {name!r} is declared as {target} but holds numbers: a number "
+            "becomes a time only with an explicit unit, which a declared type does not "
+            "give. Store times (ISO 8601 text or the database's time type), or select the "
+            "column through sql_query with a cast to a time (nothing was charged)")
+
+
 def conform(frame: pd.DataFrame, dtypes) -> pd.DataFrame:
     """``frame`` (rows as the driver returned them: ``Decimal``, ``date`` and
     ``None`` in object columns) in ``dtypes``. A column that does not convert is
@@ -261,18 +292,26 @@ def conform(frame: pd.DataFrame, dtypes) -> pd.DataFrame:
         if str(target) == "object" or str(column.dtype) == str(target):
             out[name] = column
             continue
+        if str(target).startswith(TIME_TARGETS):
+            _refuse_numbers_as_times(name, column, target)
         try:
             if str(target).startswith("datetime64"):
-                converted = pd.to_datetime(column, utc=str(target).endswith("UTC]"))
+                # ISO 8601 text only (with or without a time and an offset): another
+                # layout is refused, never read by guessing day and month
+                converted = pd.to_datetime(column, utc=str(target).endswith("UTC]"),
+                                           format="ISO8601")
                 out[name] = converted.astype(target)
             elif str(target) == "float64":
                 out[name] = column.astype("float64")
             else:
                 out[name] = column.astype(target)
-        except (TypeError, ValueError, ArithmeticError, OverflowError):
+        except (TypeError, ValueError, ArithmeticError, OverflowError, NotImplementedError):
             kind = type(column.dtype).__name__
+            hint = (": times are read from ISO 8601 text only (e.g. 2024-02-01 or "
+                    "2024-02-01T09:30:00+01:00), never by guessing the order of day and month"
+                    if str(target).startswith(TIME_TARGETS) else "")
             raise JobIOError(f"the SQL column {name!r} does not read as {target} "
-                             f"(its values arrived as {column.dtype}, {kind})") from None
+                             f"(its values arrived as {column.dtype}, {kind}){hint}") from None
     return pd.DataFrame(out, index=frame.index)
 
 
