@@ -45,9 +45,11 @@ class PrivateBoundsPlan:
 
     def parts(self) -> str:
         """The two parts in words, for the ledger and the report."""
-        inner = (self.request.mechanism.label if self.selection is None
-                 else f"{self.selection.selection.description} and the chosen values")
-        return f"{self.bounds.describe()}; release: {inner} with {self.part.describe()}"
+        if self.selection is None:
+            return (f"{self.bounds.describe()}; release: {self.request.mechanism.label} "
+                    f"with {self.part.describe()}")
+        return (f"{self.bounds.describe()}; release: {self.selection.selection.description} "
+                f"and the chosen values, together {self.part.describe()}")
 
 
 def plan_private_bounds(schema, eps, *, bounds, columns=None, delta=0.0, bounds_share=None,

@@ -242,9 +242,12 @@ def _report(result: PairwiseResult, plan, steps, run: Run) -> PairwiseResult:
         statement = unit_privacy_statement(statement, plan.units)
         extra = dict(privacy_unit=unit_label(plan.units.unit), max_rows_per_unit=plan.units.k,
                      rows_lower_bound=run.n0, rows_noisy=run.found.get("rows_noisy"))
+    # What the values cost: after a selection, the chosen values' own part (the
+    # selection's result already holds it), not the selection and values together
+    values = plan.values_part if plan.selection is None else result.privacy.release_cost
     privacy = dataclasses.replace(
         result.privacy, epsilon=total.epsilon, delta=total.delta, rho=total.rho, parts=parts,
-        release_cost=plan.values_part, statement=statement, **extra)
+        release_cost=values or plan.values_part, statement=statement, **extra)
     found = {name: run.found[name] for name in ("private_categories", "bounds_check",
                                                 "private_bounds") if name in run.found}
     return dataclasses.replace(result, privacy=privacy, **found)

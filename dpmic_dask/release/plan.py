@@ -122,7 +122,7 @@ class ReleasePlan:
         if self.selection is None:
             return f"{self.request.mechanism.label} with {self.values_part.describe()}"
         inner = f"{self.selection.selection.description} and the chosen values"
-        label = f"{inner} with {self.values_part.describe()}"
+        label = f"{inner}, together {self.values_part.describe()}"
         if chosen is None:
             return label
         return f"{label} ({self.selection.parts(chosen=chosen)})"

@@ -62,6 +62,25 @@ def test_top_pairs_finds_the_planted_pairs_with_one_charge(table, delta):
     assert table_out.value_cost.iloc[0] == pytest.approx(unit_cost)
 
 
+@pytest.mark.parametrize("front", [None, "private bounds", "bounds check"])
+def test_each_value_cost_is_what_its_noise_was_calibrated_to_after_any_front_step(table, front):
+    """With a selection and a step in front of it, ``value_cost`` is the chosen
+    values' own part over the pairs released (it was the selection and values
+    together), and the report says the two parts' sum is a sum."""
+    bounds = dict(BOUNDS, c0="private") if front == "private bounds" else BOUNDS
+    check = 0.05 if front == "bounds check" else None
+    ledger = dm.InMemoryLedger()
+    ledger.set_budget("t", dm.Budget(2.0))
+    result = table.dpmic.top_pairs(2, 1.0, bounds=bounds, B=40, c=5, ledger=ledger,
+                                   dataset="t", bounds_check=check)
+    p = result.privacy
+    assert result.mechanism == "micr-lap"  # Laplace: epsilon per value = sensitivity / scale
+    per_value = result.to_pandas().value_cost
+    assert per_value.tolist() == pytest.approx([p.sensitivity / p.noise_scale] * 2, rel=1e-9)
+    if front == "private bounds":
+        assert "and the chosen values, together epsilon" in result.report()
+
+
 def test_parts_never_exceed_the_charged_total():
     from dpmic_dask.privacy.selection import plan_selection
     from dpmic_dask.stats.statistics import get_statistic

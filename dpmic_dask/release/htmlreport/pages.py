@@ -10,6 +10,7 @@ import pandas as pd
 
 import dpmic_dask.release.htmlreport.svg as svg
 from dpmic_dask.errors import NOISY_CI95
+from dpmic_dask.privacy.conversion import rho_from_eps_delta
 from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.htmlreport.views import (
@@ -239,11 +240,12 @@ def rows_view(table, report: str | None = None, title: str | None = None) -> dic
 
 def _rows_statement(first, epsilon: float, delta: float, pairs: int) -> str:
     """The guarantee of a run's rows in words (the privacy statement of its cost)."""
-    rho = None
-    if str(first.get("cost_unit", "epsilon")) != "epsilon":
-        rho = float(first.get("value_cost", math.nan)) * max(pairs, 1)
     try:
-        cost = PrivacyCost(epsilon, delta, rho if rho and rho == rho else None)
+        # the whole release's rho: value_cost is the values' own part (a selection
+        # or a step in front of them spent the rest), so not value_cost x pairs
+        rho = (rho_from_eps_delta(epsilon, delta)
+               if str(first.get("cost_unit", "epsilon")) != "epsilon" else None)
+        cost = PrivacyCost(epsilon, delta, rho)
     except Exception:  # noqa: BLE001 - rows that do not describe a valid cost
         return ""
     return privacy_statement(cost, max(pairs, 1))
