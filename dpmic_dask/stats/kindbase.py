@@ -156,6 +156,14 @@ def is_decimal(dtype) -> bool:
     return bool(pa.types.is_decimal(arrow))
 
 
+def holds_times(dtype) -> bool:
+    """Whether ``dtype`` is a time, date or duration (NumPy or pyarrow)."""
+    if getattr(dtype, "kind", None) in ("M", "m"):
+        return True
+    arrow = arrow_type(dtype)
+    return arrow is not None and bool(pa.types.is_temporal(arrow))
+
+
 class BooleanKind(ColumnKind):
     """Booleans: False -> 0, True -> 1, bounds ``(0, 1)`` implied by the type."""
 
@@ -167,6 +175,23 @@ class BooleanKind(ColumnKind):
 
     def axis(self, series):
         return float_axis(series)
+
+    def check_bounds(self, lo, hi, what):
+        """Refuse bounds that put False (0) and True (1) on one side of their middle:
+        every grid's coarsest cut, so the two values would share every cell the
+        coarsest grids have ((2, 10) clamps both to 2; (0, 10**9) bins both at 0)
+        and a related pair would read as unrelated. Bounds whose midpoint lies in
+        ``(0, 1]`` keep them apart; none need be given."""
+        try:
+            middle = (float(lo) + float(hi)) / 2.0
+        except (TypeError, ValueError):
+            return  # refused by the request's checks, with their wording
+        if not 0.0 < middle <= 1.0:
+            raise InvalidParameterError(
+                f"{what}: a boolean column is read as 0 (False) and 1 (True), and these "
+                "bounds put both on one side of their middle, so the two would share "
+                "every cell of the coarsest grids; give none (its (0, 1) are implied) "
+                "or bounds whose midpoint lies in (0, 1]")
 
     def format(self, number):
         return bool(number >= 0.5)
@@ -183,6 +208,17 @@ class NumberKind(ColumnKind):
     def claims(self, dtype, bounds) -> bool:
         # a plain object column (Decimal from SQL numeric), never a string column
         return dtype == np.dtype(object) and all_bounds(bounds, is_number)
+
+    def resolve(self, dtype, options):
+        """Refuse a column of times or durations named a number: read as one, a
+        time is its storage ticks, whose unit is the dtype's accident (microseconds
+        from one reader, nanoseconds from another), not one documented rule."""
+        if holds_times(dtype):
+            raise InvalidParameterError(
+                f"the column holds times or durations (dtype {dtype}), which kind "
+                "'number' would read as their storage ticks; read them as 'timestamp' "
+                "(seconds since the epoch, UTC) or 'timedelta' (seconds), the default")
+        return super().resolve(dtype, options)
 
     def axis(self, series):
         return number_axis(series)

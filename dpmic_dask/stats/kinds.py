@@ -11,7 +11,8 @@ Built-in kinds (tried in this order; a later :func:`register_kind` goes first):
 
 ``boolean``
     ``bool``, ``boolean``, ``bool[pyarrow]``: False -> 0, True -> 1. Bounds
-    ``(0, 1)`` are implied (public by type); none need be given or paid for.
+    ``(0, 1)`` are implied (public by type); none need be given or paid for
+    (bounds given must have their midpoint in ``(0, 1]``, keeping 0 and 1 apart).
 ``number``
     every integer, unsigned and float dtype (NumPy, pandas nullable ``Int64`` /
     ``Float64``, pyarrow-backed), pyarrow decimals (``decimal128`` /
@@ -19,7 +20,8 @@ Built-in kinds (tried in this order; a later :func:`register_kind` goes first):
     ``object`` columns of numbers (``Decimal`` from SQL ``numeric`` or pandas)
     when their bounds are numbers: the value itself, as an IEEE double (a
     decimal as the double nearest its exact value, as ``float(Decimal)``). An
-    ``object`` column holding anything else, a numeric string too, is refused.
+    ``object`` column holding anything else, a numeric string too, is refused;
+    so is a column of times or durations named ``"number"`` (its storage ticks).
 ``timestamp`` (also named ``date``)
     ``datetime64`` of any unit, naive or tz-aware, pyarrow timestamps and dates,
     ``object`` columns of ``date`` / ``datetime`` (or, cast explicitly, strings:
@@ -38,7 +40,8 @@ A cast of numbers to a time kind needs their unit (``W``, ``D``, ``h``, ``m``,
 ``s``, ``ms``, ``us``, ``ns``): a numeric column cast without one is refused from
 its dtype, before anything is read or charged (epoch seconds read as
 nanoseconds would all fall in one bin). With a unit, an integer column is
-refused when its bounds lie outside every time its dtype can hold in that unit.
+refused when its bounds lie outside every time its dtype can hold in that unit,
+or hold no whole unit (numeric bounds are seconds).
 
 Nulls (None, NaN, NaT, NA) become NaN, which the null policy handles.
 

@@ -15,7 +15,9 @@ charge); neither message quotes a value.
 from __future__ import annotations
 
 import datetime as _dt
+import math
 from dataclasses import dataclass, replace
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -84,6 +86,16 @@ class UnitNeededError(InvalidParameterError):
         kind = kind or self.kind
         return (f"column {column!r} holds {self.dtype} numbers; a cast to {kind} needs "
                 f"their unit: {unit_hint(column, kind)}")
+
+
+def _whole_units_within(lo: float, hi: float, unit: str) -> bool:
+    """Whether some whole multiple of ``unit`` lies in ``[lo, hi]`` (seconds;
+    exact arithmetic, so a bound on a multiple counts)."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return True  # refused by the request's checks, with their wording
+    multiply, divide = _per_second(unit)
+    step = Fraction(multiply, divide)
+    return math.floor(Fraction(hi) / step) >= math.ceil(Fraction(lo) / step)
 
 
 def _integer_span(dtype, unit: str) -> tuple[float, float] | None:
@@ -217,6 +229,14 @@ class TimeKind(ColumnKind):
                 f"{what}: the column's {self.source} values in unit {self.unit!r} can only "
                 f"be {self._plural()} from {self._shown(low)} to {self._shown(high)}, none "
                 "inside these bounds (is the unit right?)")
+        if not _whole_units_within(float(lo), float(hi), self.unit or "s"):
+            # integers in unit D are whole days: bounds of (19700, 20100) read as
+            # seconds hold none, and every value would be clamped to one end
+            raise InvalidParameterError(
+                f"{what}: the column's {self.source} values are whole {self.unit!r} "
+                f"(numbers cast in unit {self.unit!r}), and none lies inside these bounds, "
+                "which are read in seconds since the epoch as numbers: give them as "
+                f"{'durations' if self.duration else 'dates or times'}, or in seconds")
 
     def _shown(self, number: float) -> str:
         value = self.format(number)
