@@ -14,6 +14,7 @@ here; neither picks between the steps itself.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -327,8 +328,16 @@ def _plan(schema, eps, *, bounds, columns, delta, mechanism, select, bounds_shar
             bounds_share=bounds_share, coverage=coverage, domain=domain, refine=refine,
             mechanism=mechanism, nulls=nulls, fill=fill, label=label, select=select, **inner)
         return ReleasePlan(planned.request, planned.selection, planned)
-    if bounds_share is not None:
-        raise InvalidParameterError('bounds_share applies to bounds="private" only')
+    # the knobs of private bounds, given where no column's bounds are private,
+    # would be ignored without a word: refused, as bounds_share is
+    ignored = [name for name, given in (("bounds_share", bounds_share is not None),
+                                        ("domain", domain is not None),
+                                        ("coverage", not _default_coverage(coverage)),
+                                        ("refine", refine is not True)) if given]
+    if ignored:
+        raise InvalidParameterError(
+            f"{', '.join(ignored)} appl{'ies' if len(ignored) == 1 else 'y'} to "
+            'bounds="private" only, and no column\'s bounds are private here')
     if select is None:
         return ReleasePlan(pairwise_request(
             schema, eps=eps, bounds=bounds, columns=columns, delta=delta, mechanism=mechanism,
@@ -340,6 +349,15 @@ def _plan(schema, eps, *, bounds, columns, delta, mechanism, select, bounds_shar
         B=B, c=c, nulls=nulls, fill=fill, label=label, statistics=statistics, names=names,
         **options, **sizing)
     return ReleasePlan(request, selection)
+
+
+#: The coverage of private bounds that every release function defaults to.
+DEFAULT_COVERAGE = 0.99
+
+
+def _default_coverage(coverage) -> bool:
+    """Whether ``coverage`` is the default of every release function (0.99)."""
+    return not isinstance(coverage, Mapping) and coverage == DEFAULT_COVERAGE
 
 
 __all__ = ["FrontSplit", "ReleasePlan", "has_private_bounds", "plan_release"]

@@ -249,11 +249,21 @@ def test_missing_values_are_refused_before_any_charge():
     ({"bounds": "private"}, "needs columns"),
     ({"bounds": "private", "columns": ["a", "b"], "bounds_share": 1.5}, "bounds_share"),
     ({"bounds": {"a": (0, 1), "b": (0, 1)}, "bounds_share": 0.2}, "bounds_share"),
+    # the knobs of private bounds where no column's bounds are private: refused,
+    # not ignored without a word
+    ({"bounds": {"a": (0, 1), "b": (0, 1)}, "domain": {"b": (0, 10)}}, "^domain applies"),
+    ({"bounds": {"a": (0, 1), "b": (0, 1)}, "coverage": 0.5}, "^coverage applies"),
+    ({"bounds": {"a": (0, 1), "b": (0, 1)}, "coverage": {"a": 0.9}}, "^coverage applies"),
+    ({"bounds": {"a": (0, 1), "b": (0, 1)}, "refine": False}, "^refine applies"),
+    ({"bounds": {"a": (0, 1), "b": (0, 1)}, "refine": False, "domain": {"a": (0, 1)}},
+     "^domain, refine apply"),
 ])
 def test_bad_private_bound_arguments(kwargs, message):
     frame = pd.DataFrame({"a": np.linspace(0, 1, 40), "b": np.linspace(1, 0, 40)})
+    ledger = dm.InMemoryLedger(uncapped=True)
     with pytest.raises(dm.InvalidParameterError, match=message):
-        frame.dpmic.pairwise(1.0, ledger=dm.InMemoryLedger(uncapped=True), **kwargs)
+        frame.dpmic.pairwise(1.0, ledger=ledger, **kwargs)
+    assert ledger.charges() == []
 
 
 @rerun_once
