@@ -90,8 +90,9 @@ class LargeEpsilonWarning(PrivacyLeakWarning):
 
 class BoundsWarning(UserWarning):
     """Bounds that waste the grid or could not be found: private bounds left
-    unresolved by the noise, or public bounds far wider than the data (stated from
-    released quantities only). The privacy guarantee is intact."""
+    unresolved by the noise, public bounds far wider than the data (stated from
+    released quantities only), or categories chosen privately of which none was
+    kept (the column is one bin). The privacy guarantee is intact."""
 
 
 #: A release whose values' ``ci95`` exceeds this warns (:class:`NoiseWarning`) before

@@ -284,6 +284,13 @@ class PairwiseResult(ReportFields):
                                for c, kept in self.private_categories.items())
             lines.append(f"Categories chosen privately (public from now on; other values in "
                          f"'other'): {chosen}.")
+            none = [c for c, kept in self.private_categories.items() if not kept]
+            if none:
+                lines.append(f"Categories chosen privately, none kept for {none}: no "
+                             "category passed its threshold, every value fell in 'other' "
+                             "(or the nulls' own category), so a pair with such a column "
+                             "without nulls was released as for a constant column (noise "
+                             "around 0).")
 
         lines += report_lines(self)
         for item in self.companions:

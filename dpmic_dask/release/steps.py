@@ -42,6 +42,7 @@ from dpmic_dask.release.boundsteps import BoundsStep, CheckStep
 from dpmic_dask.release.category_counts import add_passes
 from dpmic_dask.release.category_counts import first_pass as categories_pass
 from dpmic_dask.release.category_counts import occurring as count_occurring
+from dpmic_dask.release.histograms import show_warning
 from dpmic_dask.release.private_categories import (
     PrivateCategoriesPlan,
     chosen_axis,
@@ -186,6 +187,14 @@ class CategoriesStep:
                 final, remaps[name] = chosen_axis(axis, kept)
             chosen[name] = final
             report[name] = final.categories
+        one_bin = [name for name, final in chosen.items()
+                   if not final.categories and not final.null_category]
+        if one_bin:  # after the charge: said, never refused
+            show_warning(
+                f"no category of column(s) {one_bin} passed its threshold: every row of "
+                "each is in the one 'other' bin, so its pairs were released as those of a "
+                "constant column (noise around 0); a larger eps, more rows or public "
+                "categories would keep some")
         run.frame = recode(run.frame, remaps, coded)
         run.raw = ()
         axes = {**dict(run.request.categories), **chosen}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -206,6 +207,36 @@ def test_the_choice_draws_its_noise_at_the_stated_scale():
 def test_the_check_fails_without_noise():
     kept, trials, scale, threshold, _ = keep_frequencies(20, sampler_zero=True)
     assert not fits(kept, trials, scale, threshold)
+
+
+def test_candidates_of_which_none_is_kept_are_said_in_a_warning_and_the_report():
+    """No candidate occurs: none is kept (an empty candidate passes with probability
+    at most FALSE_KEEP), the column is one 'other' bin, and the release says so
+    after its one charge instead of releasing a constant column's noise silently."""
+    from dpmic_dask.errors import BoundsWarning
+
+    gen = np.random.default_rng(21)  # test data only
+    x = gen.uniform(0, 100, 5000)
+    frame = pd.DataFrame({"x": x, "s": np.where(x < 50, "north", "south")})
+    # an empty candidate is kept with probability up to FALSE_KEEP (5%): whatever
+    # is kept, the warning and the report line come exactly when nothing is, and
+    # five releases all keeping something has probability below 1e-6
+    for _ in range(5):
+        ledger = InMemoryLedger(uncapped=True)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            res = frame.dpmic.pairwise(1.0, bounds={"x": (0, 100)}, columns=["x", "s"],
+                                       categories={"s": {"private": ["east", "west"]}},
+                                       ledger=ledger)
+        said = [w for w in seen if issubclass(w.category, BoundsWarning)
+                and "no category of column(s) ['s']" in str(w.message)]
+        empty = res.private_categories["s"] == ()
+        assert len(ledger.charges()) == 1
+        assert bool(said) == empty
+        assert ("Categories chosen privately, none kept for ['s']" in res.report()) == empty
+        if empty:
+            return
+    pytest.fail("five releases each kept an empty candidate")
 
 
 @pytest.mark.parametrize("delta", [0.0, 1e-6])
