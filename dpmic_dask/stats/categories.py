@@ -124,6 +124,8 @@ class CategoryAxis:
         series = values if isinstance(values, pd.Series) else pd.Series(values)
         try:
             found = listed_codes(series, self.categories)
+        except InvalidDataError:
+            raise  # its own line: the column and what it holds, never a value
         except Exception as exc:  # noqa: BLE001 - a value's own failure may quote it
             raise InvalidDataError(
                 f"column {self.name or series.name!r} holds a value that cannot be matched "
@@ -206,6 +208,20 @@ def with_coding(axis: CategoryAxis) -> CategoryKind:
     return CategoryKind(coding=axis, implied_bounds=axis.bounds)
 
 
+def _categories_kind(dtype: pd.CategoricalDtype) -> str:
+    """``"integer"``, ``"string"`` or ``"other"``: what a ``category`` dtype's
+    categories are (``"string"`` when unknown, as a Dask frame's may be)."""
+    categories = dtype.categories
+    if categories is None:
+        return "string"
+    inner = categories.dtype
+    if pd.api.types.is_integer_dtype(inner) and not pd.api.types.is_bool_dtype(inner):
+        return "integer"
+    if getattr(inner, "kind", "") == "O" or pd.api.types.is_string_dtype(inner):
+        return "string"
+    return "other"
+
+
 def _check_list(name, dtype, listed) -> tuple:
     what = f"categories[{name!r}]"
     if isinstance(listed, (str, bytes)) or not hasattr(listed, "__iter__") or isinstance(
@@ -219,6 +235,15 @@ def _check_list(name, dtype, listed) -> tuple:
         raise InvalidParameterError(f"{what} lists more than {MAX_CATEGORIES} categories")
     kind = column_kind(dtype)
     is_int = lambda v: isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))  # noqa: E731
+    if kind == "category":
+        # a category dtype's categories are data, but their dtype is schema: a list
+        # must be of values that can equal them (text equals no integer category)
+        kind = _categories_kind(dtype)
+        if kind == "other":
+            raise InvalidParameterError(
+                f"{what}: the column's categories are of dtype "
+                f"{dtype.categories.dtype}, which no listed text or integer can equal; "
+                "convert the column to text or integers first")
     if kind == "integer":
         ok, expected = all(is_int(v) for v in values), "integers"
     elif _is_object_dtype(dtype):

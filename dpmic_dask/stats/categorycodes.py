@@ -13,6 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dpmic_dask.errors import InvalidDataError
 from dpmic_dask.stats.kindbase import is_decimal
 
 
@@ -67,6 +68,10 @@ def needs_categories(dtype) -> bool:
     return column_kind(dtype) in ("category", "string")
 
 
+#: What :func:`pandas.api.types.infer_dtype` may say of an ``object`` column's
+#: distinct values for a category list to be able to equal them: text, integers.
+LISTABLE = {"string", "integer", "mixed-integer", "empty"}
+
 #: :func:`listed_codes` of a value that is not listed, and of a missing value.
 NOT_LISTED, MISSING = -1, -2
 
@@ -99,6 +104,13 @@ def listed_codes(series: pd.Series, categories: tuple) -> np.ndarray:
             return codes
     if _is_object_dtype(dtype):
         codes, uniques = pd.factorize(series, use_na_sentinel=True)  # -1: missing
+        if pd.api.types.infer_dtype(uniques, skipna=True) not in LISTABLE:
+            # dates, floats, bytes... can never equal a listed text or integer: every
+            # row would fall in "other" (a Dask frame would have turned them into text)
+            raise InvalidDataError(
+                f"column {series.name!r} (dtype object) holds values that are neither text "
+                "nor integers, which no listed category can equal; convert it to text "
+                "first (dates as ISO text: s.map(lambda d: d.isoformat()))")
         per_value = index.get_indexer(uniques)
         return np.where(codes >= 0, per_value[np.maximum(codes, 0)], MISSING).astype(np.int64)
     codes = index.get_indexer(series).astype(np.int64)  # type: ignore[arg-type]

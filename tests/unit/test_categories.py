@@ -84,6 +84,54 @@ def test_lists_are_checked_against_the_dtype():
     assert check_categories(s, {"o": ["a", 2]})["o"].categories == ("a", 2)
 
 
+def test_a_category_column_takes_a_list_of_what_its_categories_are():
+    """A ``category`` dtype whose categories are integers takes an integer list
+    (a text list could equal none of them: every row in "other"); one whose
+    categories are neither text nor integers takes none."""
+    gen = np.random.default_rng(19)  # test data only
+    x = gen.uniform(0, 100, 5000)
+    frame = pd.DataFrame({"x": x, "ci": pd.Categorical((x // 34).astype(int)),
+                          "cf": pd.Categorical(x // 34)})
+    ledger = InMemoryLedger(uncapped=True)
+
+    def release(column, listed):
+        return frame.dpmic.pairwise(4.0, bounds={"x": (0, 100)}, columns=["x", column],
+                                    categories={column: listed}, ledger=ledger)
+
+    # ci is a step function of x (MIC 1); at eps = 4 the noise's ci95 is about 0.05
+    assert release("ci", [0, 1, 2]).values[0] > 0.8
+    assert len(ledger.charges()) == 1
+    with pytest.raises(InvalidParameterError, match=r"categories\['ci'\] must list integers"):
+        release("ci", ["0", "1", "2"])
+    with pytest.raises(InvalidParameterError, match=r"categories are of dtype float64"):
+        release("cf", ["0.0", "1.0"])
+    assert len(ledger.charges()) == 1
+
+
+def test_an_object_column_of_other_values_is_refused_before_the_charge_never_all_other():
+    """An ``object`` column of dates with a list of ISO text: no date equals a text,
+    so every row would fall in "other"; refused in the pass before the charge,
+    naming the column only."""
+    gen = np.random.default_rng(19)  # test data only
+    x = gen.uniform(0, 100, 3000)
+    days = [dt.date(2024, 1, 1 + int(v)) for v in x // 34]
+    frame = pd.DataFrame({"x": x, "d": pd.Series(days, dtype=object)})
+    ledger = InMemoryLedger(uncapped=True)
+    with pytest.raises(InvalidDataError, match="'d' \\(dtype object\\) holds values that are "
+                                               "neither text nor integers") as info:
+        frame.dpmic.pairwise(1.0, bounds={"x": (0, 100)}, columns=["x", "d"],
+                             categories={"d": ["2024-01-01", "2024-01-02", "2024-01-03"]},
+                             ledger=ledger)
+    assert "2024-01-0" not in str(info.value).split("ISO text")[0]
+    assert ledger.charges() == []
+    # as text, the same column is released (MIC 1 up to noise)
+    text = frame.assign(d=frame.d.map(lambda d: d.isoformat()))
+    released = text.dpmic.pairwise(4.0, bounds={"x": (0, 100)}, columns=["x", "d"],
+                                   categories={"d": ["2024-01-01", "2024-01-02", "2024-01-03"]},
+                                   ledger=ledger)
+    assert released.values[0] > 0.8
+
+
 def _exploding_frame(dtype):
     def boom(part):
         raise AssertionError("data was read")
