@@ -38,32 +38,21 @@ from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.costs import column_epsilon
 from dpmic_dask.privacy.histnoise import histogram_scale
 from dpmic_dask.privacy.selection import check_share
+from dpmic_dask.release.bounds_reading import (
+    CHECK_BINS,
+    COVERAGE,
+    MIN_TOTAL_SCALES,
+    NARROW,
+    PILED,
+    PILED_NOISE,
+    PILED_OTHER,
+    ColumnCheck,
+    read_check,
+    shortest_run,
+)
 from dpmic_dask.stats.counting import bins, column_values
 from dpmic_dask.stats.grids import refinement_cuts
 from dpmic_dask.stats.kinds import BooleanKind, format_value
-
-#: Equal-width bins of each checked column's public range.
-CHECK_BINS = 16
-#: The run of bins reported holds this share of the clipped noisy mass.
-COVERAGE = 0.99
-#: A run spanning at most this share of the range makes the bounds "far wider".
-NARROW = 0.25
-#: ... and only when the noisy total is at least this many noise scales (then 1%
-#: of the rows is at least two noise scales, and the clipped noise of an empty bin,
-#: about half a scale on average, cannot pass for the data's tail).
-MIN_TOTAL_SCALES = 200
-#: An end bin holding at least this share of the noisy total, while the other end
-#: bin holds under ``PILED_OTHER`` of it, is said (the values there may lie beyond
-#: the bound, clamped), whether or not the bounds look wide: the clipped mass of
-#: the other bins can hide such a pile from the run's reading. A 0/1 column, or a
-#: zero-inflated one with most values elsewhere, is not a pile.
-PILED = 0.9
-PILED_OTHER = 0.01
-#: ... plus this many noise scales: an empty end bin's noise alone passes 1% of
-#: the rows in about 1 release in 20 at 233 scales of rows (then a pile went
-#: unsaid); past 6 scales, in about 1 in 800 (discrete Laplace). A 0/1 column with
-#: 5% or more of either value stays apart from 400 noise scales of rows.
-PILED_NOISE = 6.0
 
 #: ``bounds_check="auto"`` (the default): the share the check takes where it can
 #: speak (2% of the budget: the values' noise grows by about 2%), and nothing
@@ -218,77 +207,6 @@ class CheckFromCounts:
             return None
 
 
-# ------------------------------------------------------------------ reading off
-
-
-@dataclass(frozen=True)
-class ColumnCheck:
-    """What the noisy histogram of one column says (post-processing only): the
-    shortest run of bins ``first..last`` holding ``COVERAGE`` of the clipped noisy
-    mass (``None`` if the clipped mass is 0), the run's edges in axis numbers,
-    and whether the bounds look far wider than the values (``wide``)."""
-
-    run: tuple | None
-    edges: tuple | None
-    ratio: float | None
-    confident: bool
-    wide: bool
-    #: ``"lower"`` or ``"upper"``: the end bin at that bound holds at least
-    #: :data:`PILED` of the noisy total (values beyond the bound are clamped into
-    #: it and look the same as values just inside); its share is ``piled_share``
-    piled: str | None = None
-    piled_share: float | None = None
-
-
-def shortest_run(noisy, coverage: float = COVERAGE) -> tuple[int, int] | None:
-    """The shortest run of consecutive bins holding ``coverage`` of the clipped-at-0
-    mass of ``noisy`` (ties: the run with more mass, then the leftmost); ``None``
-    when nothing is left after clipping. Exact integer arithmetic."""
-    mass = np.maximum(np.asarray(noisy, dtype=np.int64), 0)
-    whole = int(mass.sum())
-    if whole <= 0:
-        return None
-    # coverage as a fraction p/q, compared in integers: q * run >= p * whole
-    p, q = (coverage).as_integer_ratio()
-    prefix = np.concatenate(([0], np.cumsum(mass)))
-    for length in range(1, mass.size + 1):
-        sums = prefix[length:] - prefix[:-length]
-        ok = [i for i, s in enumerate(sums.tolist()) if q * s >= p * whole]
-        if ok:
-            start = max(ok, key=lambda i: (int(sums[i]), -i))
-            return start, start + length - 1
-    return 0, mass.size - 1  # pragma: no cover - the whole range always holds it
-
-
-def read_check(noisy, bounds, scale: float) -> ColumnCheck:
-    """The rule, on released values only: the shortest run holding ``COVERAGE`` of
-    the clipped noisy mass; the bounds are far wider than the values when the run
-    spans at most ``NARROW`` of the range and the noisy total (before clipping) is
-    at least ``MIN_TOTAL_SCALES`` noise scales."""
-    noisy = np.asarray(noisy, dtype=np.int64)
-    confident = bool(int(noisy.sum()) >= MIN_TOTAL_SCALES * scale)
-    run = shortest_run(noisy)
-    if run is None:
-        return ColumnCheck(None, None, None, confident, False)
-    first, last = run
-    lo, hi = bounds
-    width = hi - lo
-    edges = (lo + width * first / CHECK_BINS,
-             hi if last == CHECK_BINS - 1 else lo + width * (last + 1) / CHECK_BINS)
-    span = last - first + 1
-    ratio = CHECK_BINS / span
-    piled, share = None, None
-    if confident:  # the end bins' shares of the noisy total (unbiased, unclipped)
-        total = float(noisy.sum())
-        for side, count, other in (("lower", noisy[0], noisy[-1]),
-                                   ("upper", noisy[-1], noisy[0])):
-            # the other end nearly empty: not a 0/1 column, nor one spanning its bounds
-            if count >= PILED * total and other < PILED_OTHER * total + PILED_NOISE * scale:
-                piled, share = side, float(count) / total
-    return ColumnCheck(run, edges, ratio, confident,
-                       confident and span <= NARROW * CHECK_BINS, piled, share)
-
-
 @dataclass(frozen=True)
 class BoundsCheck:
     """The released check of public bounds (plain numbers; ``docs/privacy.md``,
@@ -374,9 +292,22 @@ class BoundsCheck:
             lines.append(f"Bounds check inconclusive for {unsure}: the noisy row count is "
                          f"below {MIN_TOTAL_SCALES} noise scales (more rows or a larger "
                          "bounds_check share make it conclusive).")
-        if not self.wide and len(unsure) < len(self.checks):
-            lines.append("No checked column's public bounds look far wider than its values.")
+        untold = self.untold
+        if untold:
+            lines.append(f"Bounds check cannot tell for {untold}: the noise of the empty "
+                         f"bins could hide values that all lie within {NARROW:.0%} of the "
+                         "bounds (more rows or a larger bounds_check share tell).")
+        if not self.wide and len(unsure) + len(untold) < len(self.checks):
+            others = "other " if unsure or untold else ""
+            lines.append(f"No {others}checked column's public bounds look far wider than "
+                         "its values.")
         return lines
+
+    @property
+    def untold(self) -> list:
+        """Columns read with enough rows whose reading settles nothing (not wide,
+        and not shown to spread beyond a quarter of the range)."""
+        return [c for c, f in self.checks.items() if f.confident and not f.settled]
 
 
 def _show(messages) -> None:

@@ -13,10 +13,12 @@ from dpmic_dask.privacy.costs import ZCDP, PrivacyCost, column_epsilon
 from dpmic_dask.release.bounds_check import (
     CHECK_BINS,
     MIN_TOTAL_SCALES,
+    BoundsCheck,
     check_partition,
     read_check,
     shortest_run,
 )
+from dpmic_dask.release.bounds_reading import NOISE_SDS, clipped_noise_moments, rules_out_narrow
 from dpmic_dask.release.plan import plan_release
 from dpmic_dask.release.units import plan_unit_release
 
@@ -57,6 +59,36 @@ def test_read_check_states_the_rule():
     # the last edge is the public upper bound itself
     top = read_check([0] * 15 + [big], (-3.0, 5.0), scale)
     assert top.edges == (-3.0 + 8.0 * 15 / 16, 5.0)
+
+
+def test_a_reading_the_empty_bins_noise_could_explain_settles_nothing():
+    """At 200 noise scales of rows every row in one bin, and the 15 empty bins each
+    at about half a scale after clipping (7.5 scales, above 1% of the rows): the
+    run is long, but that is the noise's doing, so the reading neither says
+    "wide" nor "not wide". Spread rows settle it; so does a narrow reading."""
+    scale = 200.0
+    big = MIN_TOTAL_SCALES * scale
+    mean, variance = clipped_noise_moments(scale)
+    assert mean == pytest.approx(scale / 2, rel=0.01)
+    assert variance == pytest.approx(0.75 * scale ** 2, rel=0.01)
+    point = read_check([big] + [int(scale / 2)] * 15, (0.0, 16.0), scale)
+    assert point.confident and not point.wide and not point.settled
+    spread = read_check([big / 16] * 16, (0.0, 16.0), scale)
+    assert spread.confident and not spread.wide and spread.settled
+    narrow = read_check([big] + [0] * 15, (0.0, 16.0), scale)
+    assert narrow.wide and narrow.settled
+    # the allowance: mean plus NOISE_SDS standard deviations of the 12 bins outside
+    # the best window of 4; rows beyond it and 1% of the total settle the question
+    allowance = 12 * mean + NOISE_SDS * math.sqrt(12 * variance)
+    for extra, settled in ((-60, False), (60, True)):  # counts are whole: 12 bins round
+        outside = allowance + 0.01 * (big + allowance) + extra
+        counts = [big] + [0] * 3 + [outside / 12] * 12
+        assert rules_out_narrow(counts, scale) is settled
+    found = BoundsCheck({"p": (0.0, 16.0), "s": (0.0, 16.0)}, {}, {"p": point, "s": spread},
+                        scale, 0.01, PrivacyCost(0.02))
+    lines = found.lines()
+    assert any(line.startswith("Bounds check cannot tell for ['p']") for line in lines)
+    assert lines[-1] == "No other checked column's public bounds look far wider than its values."
 
 
 def _hist(values, *, fill):
