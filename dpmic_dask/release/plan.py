@@ -225,6 +225,13 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
         if unknown:
             bad_event_threshold(eps_column, bad_event, sensitivity=sensitivity,
                                 held=1 if unit_k is None else unit_k)
+        if unknown and nulls == "fill":
+            # a value chosen among those that occur cannot be named in advance
+            raise InvalidParameterError(
+                f"column(s) {list(unknown)} have their categories chosen from the values "
+                "that occur (categories='private'), so no fill value can be a category "
+                "known in advance: pass nulls='category' (nulls as a category of their "
+                "own) or nulls='drop', or give candidates")
         categories = {**(categories or {}), **worst_case_lists(schema, private)}
     eps, mechanism = fronts.eps, fronts.mechanism
     # categorical columns: their public lists become their kinds (codes, bounds (0, K))

@@ -407,3 +407,18 @@ def test_the_exact_non_private_version_through_the_accessor(customers):
                                             ledger=InMemoryLedger(uncapped=True))
     assert list(zip(exact.x, exact.y)) == list(released.pairs)
     np.testing.assert_allclose(exact.micr, released.values, atol=1e-9)
+
+
+@pytest.mark.parametrize("fill", ["a", 0])
+def test_categories_chosen_from_the_values_take_no_fill_value(fill):
+    """No value chosen after the charge can be named before it: nulls='fill' on a
+    column whose categories come from the values that occur is refused before
+    anything is read, with the ways out (it said "must be one of the listed
+    categories" of a list there was none of)."""
+    frame = pd.DataFrame({"x": np.linspace(0, 1, 100), "c": ["a", "b", None, "a"] * 25})
+    ledger = InMemoryLedger(uncapped=True)
+    with pytest.raises(InvalidParameterError, match=r"\['c'\].*nulls='category'.*nulls='drop'"):
+        frame.dpmic.pairwise(1.0, delta=1e-6, bounds={"x": (0, 1)}, columns=["x", "c"],
+                             categories={"c": "private"}, nulls="fill",
+                             fill={"x": 0.5, "c": fill}, ledger=ledger)
+    assert ledger.charges() == []
