@@ -369,6 +369,7 @@ def test_every_bounds_knob_is_set_per_column():
     assert len(ledger.charges()) == 1  # refusals charged nothing
 
 
+@rerun_once  # at eps 0.01 a noise-only bin became the bounds in about 1 release in 600
 def test_unresolved_columns_warn_and_say_so():
     frame = pd.DataFrame({"a": np.random.default_rng(22).normal(size=200)})
     ledger = dm.InMemoryLedger(uncapped=True)

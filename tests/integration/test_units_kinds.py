@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 import dpmic_dask  # noqa: F401  (the accessor)
+from tests.statistical.helpers import rerun_once
 
 BOUNDS = {"x": (0.0, 1.0), "y": (-0.3, 1.3), "signup": ("2020-01-01", "2021-01-02")}
 CATEGORIES = {"region": ["a", "b", "c"]}
@@ -38,13 +39,16 @@ def test_categories_and_timestamps_per_unit_release_their_values(dask_frame):
     frame = dd.from_pandas(df, npartitions=4) if dask_frame else df
     result = frame.dpmic.pairwise(8.0, bounds=BOUNDS, categories=CATEGORIES, B=40, c=3,
                                   privacy_unit="cust", max_rows_per_unit=20)
-    tolerance = 3 * result.privacy.ci95
-    assert tolerance < 0.15
+    # 5 x ci95 (15 Laplace scales): with 6 pairs at 3 x ci95 a correct release
+    # missed in about 1 run in 1,000; a column read wrongly is off by 0.7 or more
+    tolerance = 5 * result.privacy.ci95
+    assert tolerance < 0.25
     for pair, value in zip(result.pairs, result.values):
         assert exact[pair] > 0.7  # every pair is planted
         assert abs(value - exact[pair]) <= tolerance, (pair, value, exact[pair])
 
 
+@rerun_once  # a noise-only bin far from the data passes the first pass about 1 in 1,000
 def test_private_time_bounds_per_unit_are_dates_around_the_data():
     df = customers()
     result = df.dpmic.pairwise(8.0, bounds={"x": (0.0, 1.0), "signup": "private"}, B=40, c=3,

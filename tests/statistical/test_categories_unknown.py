@@ -29,6 +29,7 @@ from dpmic_dask.release.private_categories import (
     plan_private_categories,
 )
 from dpmic_dask.stats.sensitivity import safe_up
+from tests.statistical.helpers import rerun_once
 from tests.statistical.test_categories_selection import (
     delta_needed,
     fits,
@@ -159,6 +160,7 @@ def keep_frequencies(runs: int, sampler_zero: bool = False, columns: int = 1):
     return kept, trials, scale, threshold
 
 
+@rerun_once
 def test_the_choice_draws_its_noise_at_the_stated_scale():
     kept, trials, scale, threshold = keep_frequencies(300)
     assert fits(kept, trials, scale, threshold)
@@ -166,6 +168,7 @@ def test_the_choice_draws_its_noise_at_the_stated_scale():
     assert not fits(kept, trials, 1.3 * scale, threshold)
 
 
+@rerun_once
 def test_two_columns_share_the_choice_at_the_stated_scale():
     kept, trials, scale, threshold = keep_frequencies(1500, columns=2)
     assert fits(kept, trials, scale, threshold)

@@ -126,6 +126,7 @@ def test_median_picks_follow_report_noisy_max_at_true_scale(delta):
 
 
 @pytest.mark.slow
+@rerun_once  # mean z^2 over 800 noisy runs: sd about 0.07 around 1, band 0.75..1.3
 def test_noisy_null_is_calibrated():
     """x and z given y (a chain, z transformed), signs at released medians: the
     noisy test's |z| has about unit variance when the noise is as large as the

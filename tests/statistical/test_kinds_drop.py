@@ -19,6 +19,7 @@ import pytest
 
 import dpmic_dask as dm
 from dpmic_dask.stats.sensitivity import f_gain, micr_sensitivity
+from tests.statistical.helpers import rerun_once
 from tests.statistical.test_release_noise_paths import (
     assert_noise_at_stated_scale,
     residuals,
@@ -112,6 +113,7 @@ def drop_release(frame, **kw):
 
 
 @pytest.mark.slow
+@rerun_once  # a check at ALPHA on fresh draws
 def test_a_release_that_drops_rows_carries_noise_at_the_scale_of_min_rows(table_with_nulls):
     kept = len(table_with_nulls.dropna())
     assert MIN_ROWS < kept < N

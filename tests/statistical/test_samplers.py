@@ -29,11 +29,13 @@ def _check_scale(pmf_family, samples, scale):
 
 
 @pytest.mark.parametrize("scale", [0.8, 3.5, 12.0])
+@rerun_once
 def test_opendp_discrete_laplace(scale):
     _check_scale(discrete_laplace_pmf, OpenDPSampler().discrete_laplace(scale, SAMPLES), scale)
 
 
 @pytest.mark.parametrize("sigma", [1.5, 6.0])
+@rerun_once
 def test_opendp_discrete_gaussian(sigma):
     _check_scale(discrete_gaussian_pmf, OpenDPSampler().discrete_gaussian(sigma, SAMPLES), sigma)
 
@@ -111,6 +113,7 @@ def test_rerun_once_forgives_one_failure_and_never_two():
     assert len(calls) == 2
 
 
+@rerun_once
 def test_a_thread_that_cannot_start_draws_the_vector_in_this_thread(monkeypatch):
     """The sampler runs after the charge: a thread limit must not refuse it."""
     class NoThreads:

@@ -41,7 +41,10 @@ def test_categorical_bounds_survive_private_bounds(monkeypatch, unit):
                     "plan": {"private": ["basic", "plus", "pro", "legacy"]}},
         **({"min_rows": n // 2} if not unit else unit))
     assert list(result.private_categories["region"]) == REGIONS
-    assert list(result.private_categories["plan"]) == ["basic", "plus", "pro"]
+    # legacy holds no row: it is kept with probability up to FALSE_KEEP / 8 whatever
+    # eps is (the threshold's design)
+    kept = list(result.private_categories["plan"])
+    assert kept in (["basic", "plus", "pro"], ["basic", "plus", "pro", "legacy"])
     for column in ("region", "plan"):
         axis = seen["axes"][column]
         assert tuple(seen[column]) == tuple(map(float, axis.bounds))

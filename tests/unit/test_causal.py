@@ -29,6 +29,7 @@ from dpmic_dask.errors import (
     MissingValuesError,
 )
 from dpmic_dask.privacy.accounting import Budget, InMemoryLedger
+from tests.statistical.helpers import rerun_once
 
 
 def chain_frame(n=20000, seed=0):
@@ -530,6 +531,7 @@ def test_missing_values_in_nullable_columns_are_refused_as_missing_before_the_ch
     assert ledger.charges("d") == []
 
 
+@rerun_once  # a release at eps 10 misses the day-when edge about 1 time in 3,000
 def test_time_columns_are_read_as_seconds_like_their_numbers():
     # SPEC 8: times are usable; a causal graph reads them as seconds since the epoch
     # (durations as seconds), bounds converted by the same rule

@@ -31,6 +31,7 @@ from dpmic_dask.ldp.bits import WORD, ByteSource
 from dpmic_dask.ldp.client import randomize_with
 from dpmic_dask.ldp.protocols import Protocol, make_protocol, value_digits
 from dpmic_dask.testing import ENV_FLAG
+from tests.statistical.helpers import rerun_once
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 4.0, 8.0)
 
@@ -141,6 +142,7 @@ def test_auto_picks_grr_on_small_domains():
 
 
 @pytest.mark.parametrize("name,k", [("grr", 5), ("olh", 5), ("oue", 3)])
+@rerun_once  # chi-square checks at ALPHA on fresh draws
 def test_encode_draws_follow_the_exact_probabilities(name, k):
     proto = make_protocol(name, 1.0, k)
     src = ByteSource()  # the secure source
@@ -162,6 +164,7 @@ def test_encode_draws_follow_the_exact_probabilities(name, k):
         assert stats.chisquare(observed, expected).pvalue > 1e-4
 
 
+@rerun_once  # chi-square checks at ALPHA on fresh draws
 def test_bits_bernoulli_and_uniform_are_exact_in_law():
     src = ByteSource()
     n = 400_000
