@@ -24,6 +24,7 @@ from dpmic_dask.causal.quadrant import (
 from dpmic_dask.causal.tables import ColumnCoding
 from dpmic_dask.errors import InvalidParameterError, MissingValuesError, UnitMismatchError
 from dpmic_dask.privacy.accounting import Budget, InMemoryLedger
+from tests.statistical.helpers import rerun_once
 
 VALUES = (-3.0, 0.2, 0.5, 9.0)  # beyond the bounds, below and at the cut, beyond
 
@@ -105,6 +106,7 @@ def unit_frame(units=1500, per_unit=3, seed=0):
 BOUNDS = {c: (-6.0, 6.0) for c in "xyz"}
 
 
+@rerun_once  # 39 of 500 releases missed the chain: fewer than 5 of 10, about 1e-4
 def test_per_unit_keeps_k_rows_per_unit_and_charges_once():
     frame = unit_frame()
     ledger = InMemoryLedger()
