@@ -277,8 +277,9 @@ def _refuse_numbers_as_times(name: str, column: pd.Series, target) -> None:
         raise JobIOError(
             f"the SQL column {name!r} is declared as {target} but holds numbers: a number "
             "becomes a time only with an explicit unit, which a declared type does not "
-            "give. Store times (ISO 8601 text or the database's time type), or select the "
-            "column through sql_query with a cast to a time (nothing was charged)")
+            "give (a job's unit applies to columns declared as numbers). Store times "
+            "(ISO 8601 text or the database's time type), or select the column through "
+            "sql_query with a cast to a time (nothing was charged)")
 
 
 def conform(frame: pd.DataFrame, dtypes) -> pd.DataFrame:

@@ -344,7 +344,8 @@ def _plan(schema, eps, *, bounds, columns, delta, mechanism, select, bounds_shar
     if ignored:
         raise InvalidParameterError(
             f"{', '.join(ignored)} appl{'ies' if len(ignored) == 1 else 'y'} to "
-            'bounds="private" only, and no column\'s bounds are private here')
+            'bounds="private" only, and no column\'s bounds are private here (booleans '
+            "and categorical columns take none)")
     if select is None:
         return ReleasePlan(pairwise_request(
             schema, eps=eps, bounds=bounds, columns=columns, delta=delta, mechanism=mechanism,

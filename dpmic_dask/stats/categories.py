@@ -208,12 +208,20 @@ def with_coding(axis: CategoryAxis) -> CategoryKind:
     return CategoryKind(coding=axis, implied_bounds=axis.bounds)
 
 
+#: What Dask's schema holds for the categories of a ``category`` column it has
+#: not read (``dask.dataframe.utils.UNKNOWN_CATEGORIES``).
+UNKNOWN_CATEGORIES = "__UNKNOWN_CATEGORIES__"
+
+
 def _categories_kind(dtype: pd.CategoricalDtype) -> str:
-    """``"integer"``, ``"string"`` or ``"other"``: what a ``category`` dtype's
-    categories are (``"string"`` when unknown, as a Dask frame's may be)."""
+    """``"integer"``, ``"string"``, ``"other"``, or ``"unknown"`` (a Dask schema's
+    categories: their type is checked when each partition is coded): what a
+    ``category`` dtype's categories are."""
     categories = dtype.categories
     if categories is None:
         return "string"
+    if len(categories) == 1 and categories[0] == UNKNOWN_CATEGORIES:
+        return "unknown"  # a Dask schema's: integers or text, checked when coded
     inner = categories.dtype
     if pd.api.types.is_integer_dtype(inner) and not pd.api.types.is_bool_dtype(inner):
         return "integer"
@@ -246,6 +254,9 @@ def _check_list(name, dtype, listed) -> tuple:
                 "convert the column to text or integers first")
     if kind == "integer":
         ok, expected = all(is_int(v) for v in values), "integers"
+    elif kind == "unknown":
+        ok = all(isinstance(v, str) for v in values) or all(is_int(v) for v in values)
+        expected = "strings or integers (all of one type)"
     elif _is_object_dtype(dtype):
         ok, expected = all(isinstance(v, str) or is_int(v) for v in values), "strings or integers"
     else:

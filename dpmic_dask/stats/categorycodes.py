@@ -89,6 +89,13 @@ def listed_codes(series: pd.Series, categories: tuple) -> np.ndarray:
     index = _index(categories)
     dtype = series.dtype
     if isinstance(dtype, pd.CategoricalDtype):
+        if len(dtype.categories) and not _can_equal(dtype.categories, categories):
+            # a Dask column's categories are known only here (its schema says
+            # "unknown"): integer categories against a text list, or the reverse
+            raise InvalidDataError(
+                f"column {series.name!r} (dtype category) has categories of another type "
+                "than its list (integers against text, or text against integers), so no "
+                "listed category can equal them; list them as they are")
         per_category = index.get_indexer(dtype.categories)
         codes = series.cat.codes.to_numpy().astype(np.int64)  # -1: missing
         return np.where(codes >= 0, per_category[np.maximum(codes, 0)], MISSING)
@@ -104,9 +111,10 @@ def listed_codes(series: pd.Series, categories: tuple) -> np.ndarray:
             return codes
     if _is_object_dtype(dtype):
         codes, uniques = pd.factorize(series, use_na_sentinel=True)  # -1: missing
-        if pd.api.types.infer_dtype(uniques, skipna=True) not in LISTABLE:
+        if not _any_listable(uniques):
             # dates, floats, bytes... can never equal a listed text or integer: every
-            # row would fall in "other" (a Dask frame would have turned them into text)
+            # row would fall in "other" (a Dask frame would have turned them into text);
+            # a text column with a few stray values is not refused (those are "other")
             raise InvalidDataError(
                 f"column {series.name!r} (dtype object) holds values that are neither text "
                 "nor integers, which no listed category can equal; convert it to text "
@@ -116,6 +124,27 @@ def listed_codes(series: pd.Series, categories: tuple) -> np.ndarray:
     codes = index.get_indexer(series).astype(np.int64)  # type: ignore[arg-type]
     codes[series.isna().to_numpy(dtype=bool)] = MISSING
     return codes
+
+
+def _any_listable(uniques) -> bool:
+    """Whether some of ``uniques`` (an object column's distinct values) is text or
+    an integer, which a listed category can equal (none: an empty column)."""
+    if len(uniques) == 0 or pd.api.types.infer_dtype(uniques, skipna=True) in LISTABLE:
+        return True
+    return any(isinstance(v, str) or (isinstance(v, (int, np.integer))
+                                      and not isinstance(v, (bool, np.bool_)))
+               for v in uniques)
+
+
+def _can_equal(present: pd.Index, listed: tuple) -> bool:
+    """Whether a category dtype's ``present`` categories can equal a ``listed``
+    one: text with text, integers with integers (from the types alone)."""
+    kind = pd.api.types.infer_dtype(present, skipna=True)
+    if all(isinstance(c, str) for c in listed):
+        return kind in ("string", "mixed", "mixed-integer")
+    if all(isinstance(c, (int, np.integer)) for c in listed):
+        return kind in ("integer", "mixed-integer", "mixed", "mixed-integer-float")
+    return True
 
 
 @lru_cache(maxsize=256)

@@ -216,8 +216,10 @@ class NumberKind(ColumnKind):
         if holds_times(dtype):
             raise InvalidParameterError(
                 f"the column holds times or durations (dtype {dtype}), which kind "
-                "'number' would read as their storage ticks; read them as 'timestamp' "
-                "(seconds since the epoch, UTC) or 'timedelta' (seconds), the default")
+                "'number' would read as their storage ticks; dates and times are read "
+                "as 'timestamp' (seconds since the epoch, UTC) and durations as "
+                "'timedelta' (seconds) without naming a kind; convert other temporal "
+                "types (times of day, calendar intervals) to numbers first")
         return super().resolve(dtype, options)
 
     def axis(self, series):

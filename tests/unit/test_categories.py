@@ -8,6 +8,7 @@ import itertools
 import math
 from decimal import Decimal
 
+import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
@@ -106,6 +107,18 @@ def test_a_category_column_takes_a_list_of_what_its_categories_are():
     with pytest.raises(InvalidParameterError, match=r"categories are of dtype float64"):
         release("cf", ["0.0", "1.0"])
     assert len(ledger.charges()) == 1
+    # on Dask the schema's categories are unknown until a partition is read: the
+    # integer list is taken, and a text list is refused in the pass before the charge
+    lazy = dd.from_pandas(frame[["x"]].assign(ci=(x // 34).astype(int)), npartitions=3)
+    lazy["ci"] = lazy["ci"].astype("category")
+    with dask.config.set(scheduler="sync"):
+        assert lazy.dpmic.pairwise(4.0, bounds={"x": (0, 100)}, columns=["x", "ci"],
+                                   categories={"ci": [0, 1, 2]}, ledger=ledger).values[0] > 0.8
+        with pytest.raises(InvalidDataError, match="'ci' \\(dtype category\\) has categories "
+                                                   "of another type"):
+            lazy.dpmic.pairwise(4.0, bounds={"x": (0, 100)}, columns=["x", "ci"],
+                                categories={"ci": ["0", "1", "2"]}, ledger=ledger)
+    assert len(ledger.charges()) == 2
 
 
 def test_an_object_column_of_other_values_is_refused_before_the_charge_never_all_other():
@@ -124,6 +137,15 @@ def test_an_object_column_of_other_values_is_refused_before_the_charge_never_all
                              ledger=ledger)
     assert "2024-01-0" not in str(info.value).split("ISO text")[0]
     assert ledger.charges() == []
+    # a text column with a few stray values of other types is not refused: those are
+    # "other", as any unlisted value
+    stray = frame.assign(d=pd.Series([d.isoformat() for d in frame.d], dtype=object))
+    stray.loc[:4, "d"] = [1.5, True, dt.date(2024, 1, 1), b"x", 2.0]
+    stray.dpmic.pairwise(1.0, bounds={"x": (0, 100)}, columns=["x", "d"],
+                         categories={"d": ["2024-01-01", "2024-01-02", "2024-01-03"]},
+                         ledger=ledger)
+    assert len(ledger.charges()) == 1
+    ledger = InMemoryLedger(uncapped=True)
     # as text, the same column is released (MIC 1 up to noise)
     text = frame.assign(d=frame.d.map(lambda d: d.isoformat()))
     released = text.dpmic.pairwise(4.0, bounds={"x": (0, 100)}, columns=["x", "d"],
