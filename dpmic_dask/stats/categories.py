@@ -44,6 +44,7 @@ from dpmic_dask.stats.categorycodes import (
     NOT_LISTED,
     _is_object_dtype,
     _is_string_dtype,
+    categories_kind,
     column_kind,
     listed_codes,
     needs_categories,
@@ -208,28 +209,6 @@ def with_coding(axis: CategoryAxis) -> CategoryKind:
     return CategoryKind(coding=axis, implied_bounds=axis.bounds)
 
 
-#: What Dask's schema holds for the categories of a ``category`` column it has
-#: not read (``dask.dataframe.utils.UNKNOWN_CATEGORIES``).
-UNKNOWN_CATEGORIES = "__UNKNOWN_CATEGORIES__"
-
-
-def _categories_kind(dtype: pd.CategoricalDtype) -> str:
-    """``"integer"``, ``"string"``, ``"other"``, or ``"unknown"`` (a Dask schema's
-    categories: their type is checked when each partition is coded): what a
-    ``category`` dtype's categories are."""
-    categories = dtype.categories
-    if categories is None:
-        return "string"
-    if len(categories) == 1 and categories[0] == UNKNOWN_CATEGORIES:
-        return "unknown"  # a Dask schema's: integers or text, checked when coded
-    inner = categories.dtype
-    if pd.api.types.is_integer_dtype(inner) and not pd.api.types.is_bool_dtype(inner):
-        return "integer"
-    if getattr(inner, "kind", "") == "O" or pd.api.types.is_string_dtype(inner):
-        return "string"
-    return "other"
-
-
 def _check_list(name, dtype, listed) -> tuple:
     what = f"categories[{name!r}]"
     if isinstance(listed, (str, bytes)) or not hasattr(listed, "__iter__") or isinstance(
@@ -246,7 +225,7 @@ def _check_list(name, dtype, listed) -> tuple:
     if kind == "category":
         # a category dtype's categories are data, but their dtype is schema: a list
         # must be of values that can equal them (text equals no integer category)
-        kind = _categories_kind(dtype)
+        kind = categories_kind(dtype)
         if kind == "other":
             raise InvalidParameterError(
                 f"{what}: the column's categories are of dtype "

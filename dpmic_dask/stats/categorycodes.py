@@ -62,6 +62,28 @@ def column_kind(dtype) -> str:
     return "other"
 
 
+#: What Dask's schema holds for the categories of a ``category`` column it has
+#: not read (``dask.dataframe.utils.UNKNOWN_CATEGORIES``).
+UNKNOWN_CATEGORIES = "__UNKNOWN_CATEGORIES__"
+
+
+def categories_kind(dtype: pd.CategoricalDtype) -> str:
+    """``"integer"``, ``"string"``, ``"other"``, or ``"unknown"`` (a Dask schema's
+    categories: their type is checked when each partition is coded): what a
+    ``category`` dtype's categories are."""
+    categories = dtype.categories
+    if categories is None:
+        return "string"
+    if len(categories) == 1 and categories[0] == UNKNOWN_CATEGORIES:
+        return "unknown"  # a Dask schema's: integers or text, checked when coded
+    inner = categories.dtype
+    if pd.api.types.is_integer_dtype(inner) and not pd.api.types.is_bool_dtype(inner):
+        return "integer"
+    if getattr(inner, "kind", "") == "O" or pd.api.types.is_string_dtype(inner):
+        return "string"
+    return "other"
+
+
 def needs_categories(dtype) -> bool:
     """Whether a column of this dtype can only be used with a category list
     (strings, objects and pandas ``category`` columns)."""
