@@ -101,30 +101,31 @@ def _resolve_test(test: str, codings, per_unit: bool = False) -> str:
     """``test``, with ``"auto"`` chosen from the column kinds: ``"copula"`` when
     every column has bounds (continuous or ordinal); ``"chisq"`` (released tables,
     :mod:`dpmic_dask.causal.tablerelease`) when every column has categories;
-    mixed: ``"tau"`` on binned tables when every categorical column lists at most
-    2 categories (a binary column's order is a sign, which a two-sided test
+    mixed: ``"tau"`` on binned tables when every categorical column is binary (one
+    listed category and "other": its order is a sign, which a two-sided test
     ignores) and the privacy unit is a row (the per-test decisions have no
-    per-unit form), else ``"chisq"`` (no rank statistic on unordered categories).
-    A correlation test needs every column bounded."""
+    per-unit form), else ``"chisq"`` (no rank statistic on unordered categories:
+    two listed categories and "other" are three unordered levels, whatever the
+    data hold). A correlation test needs every column bounded."""
     bounded = all(c.categories is None for c in codings)
     if test == "auto":
         if bounded:
             return "copula"
         categorical = [c for c in codings if c.categories is not None]
         if not per_unit and len(categorical) < len(codings) and all(
-                len(c.categories) <= 2 for c in categorical):
+                c.size <= 2 for c in categorical):
             return "tau"
         return "chisq"
     if test in CORRELATION_TESTS and not bounded:
         raise InvalidParameterError(
             f'test="{test}" needs public bounds for every column (it reads correlations of '
             'the values); columns with categories take test="g"')
-    unordered = [c.name for c in codings
-                 if c.categories is not None and len(c.categories) > 2]
+    unordered = [c.name for c in codings if c.categories is not None and c.size > 2]
     if test == "tau" and unordered:
         raise InvalidParameterError(
-            f'test="tau" ranks values, and column(s) {unordered} list more than two '
-            'categories, which have no order: use test="chisq" or "g" (or "auto")')
+            f'test="tau" ranks values, and column(s) {unordered} have more than two '
+            'levels (their listed categories and "other"), which have no order: use '
+            'test="chisq" or "g" (or "auto"), or give a column of numbers bounds')
     return test
 
 

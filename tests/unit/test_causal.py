@@ -240,7 +240,7 @@ def test_categories_columns():
     cough = (rng.random(n) < 0.2 + 0.5 * smoker).astype(int)
     sex = np.where(rng.random(n) < 0.5, "f", "m")
     frame = pd.DataFrame({"smoker": smoker, "age": age, "cough": cough == 1, "sex": sex})
-    g = causal_graph_exact(frame, test="tau", bounds={"age": (-3, 3)},
+    g = causal_graph_exact(frame, test="g", bounds={"age": (-3, 3)},
                            categories={"smoker": [0, 1], "cough": [False, True],
                                        "sex": ["f", "m"]})
     assert g.skeleton == {frozenset(("smoker", "cough"))}

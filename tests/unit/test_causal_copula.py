@@ -223,9 +223,17 @@ def test_test_chosen_from_kinds():
     bounded = check_request(dtypes, bounds={"x": (0, 1), "y": (0, 1)}, categories=None,
                             test="auto", **common)
     assert bounded.test == "copula"
-    binary = check_request(dtypes, bounds={"x": (0, 1)}, categories={"k": ["a", "b"]},
+    binary = check_request(dtypes, bounds={"x": (0, 1)}, categories={"k": ["a"]},
                            test="auto", **common)
-    assert binary.test == "tau"  # a binary column's order is only a sign
+    assert binary.test == "tau"  # "a" or "other": a binary column's order is only a sign
+    # two listed categories and "other" are three unordered levels, whatever the data
+    # hold: never ranked (tau ranked a < b < other and lost a strong edge)
+    two = check_request(dtypes, bounds={"x": (0, 1)}, categories={"k": ["a", "b"]},
+                        test="auto", **common)
+    assert two.test == "chisq"
+    with pytest.raises(InvalidParameterError, match=r"\['k'\] have more than two levels"):
+        check_request(dtypes, bounds={"x": (0, 1)}, categories={"k": ["a", "b"]},
+                      test="tau", **common)
     mixed = check_request(dtypes, bounds={"x": (0, 1)}, categories={"k": ["a", "b", "c"]},
                           test="auto", **common)
     assert mixed.test == "chisq"  # released tables, never a rank statistic

@@ -269,7 +269,7 @@ def test_per_unit_the_mixed_rule_takes_the_released_tables():
     tables: the auto choice is never refused per unit."""
     frame = unit_frame(units=800, per_unit=2)
     frame["s"] = (frame["x"] > 0).astype(int)
-    arguments = dict(bounds=BOUNDS, categories={"s": [0, 1]}, columns=["x", "y", "s"])
+    arguments = dict(bounds=BOUNDS, categories={"s": [1]}, columns=["x", "y", "s"])
     assert causal_graph(frame, 1.0, **arguments).report().test == "tau"
     ledger = InMemoryLedger()
     ledger.set_budget("d", Budget(1.0, privacy_unit="who"))
