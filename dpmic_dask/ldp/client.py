@@ -131,6 +131,33 @@ def make_design(eps, *, bounds, rows, columns=None, bins=None, B=None, c=2, prot
     }
 
 
+def check_design(design) -> dict:
+    """A design from outside (a device's copy, a file's metadata), checked to be one
+    :func:`make_design` makes: the same checks (finite bounds with ``lo < hi``,
+    ``eps`` in range, the grid, the pairs) and the protocol it would choose, so a
+    damaged or edited design (a NaN bound bins every value at one end; an ``eps``
+    past the range) is refused, never read. One line, no value from the design."""
+    if not isinstance(design, dict):
+        raise InvalidParameterError("a report design must be a dict (see make_design)")
+    try:
+        remade = make_design(design["epsilon"], bounds=design["bounds"], rows=1,
+                             columns=design["columns"], bins=design["bins"], B=design["B"],
+                             c=design["c"], protocol=design["protocol"]["name"],
+                             pairs=design["pairs"])
+    except InvalidParameterError as exc:  # its own line: a parameter, never a value
+        raise InvalidParameterError(f"the report design is refused: {exc}") from None
+    except (KeyError, TypeError, ValueError, OverflowError, ZeroDivisionError) as exc:
+        raise InvalidParameterError(
+            f"the report design is not one make_design makes ({type(exc).__name__})") from None
+    same = {key: remade[key] for key in remade if key != "seeded"}
+    given = {key: design.get(key) for key in same}
+    if json.loads(json.dumps(given)) != json.loads(json.dumps(same)):
+        raise InvalidParameterError(
+            "the report design differs from the one make_design makes with its own "
+            "parameters (an edited or damaged design): refused")
+    return dict(design)
+
+
 def design_protocol(design: dict) -> Protocol:
     """The protocol a design names, checked to be eps-LDP as stated."""
     proto = Protocol.from_dict(design["protocol"])
@@ -247,7 +274,7 @@ def randomize(df, eps=None, *, bounds=None, columns=None, B=None, bins=None, c=2
     elif eps is not None or bounds is not None or bins is not None or B is not None:
         raise InvalidParameterError("pass either a design or eps/bounds/bins/B, not both")
     else:
-        design = dict(design)
+        design = check_design(design)
         design_protocol(design)
     for name in design["columns"]:
         if name not in df.columns:

@@ -44,10 +44,13 @@ class LocalReport:
 
     def protocol_line(self) -> str:
         extra = f", g = {self.g} hash buckets" if self.protocol == "olh" else ""
+        corrected = (f"bias-corrected by a parametric bootstrap ({self.replicates} "
+                     "replicates, two levels)" if self.replicates else
+                     "not bias-corrected, and no ci95 (replicates=0): mic is the raw "
+                     "estimate")
         return (f"Protocol: {self.protocol.upper()} on the {self.bins} x {self.bins} grid of "
                 f"each pair (k = {self.k} joint cells{extra}); MICr with B = {self.B}, "
-                f"c = {self.c} on that grid; bias-corrected by a parametric bootstrap "
-                f"({self.replicates} replicates, two levels).")
+                f"c = {self.c} on that grid; {corrected}.")
 
 
 @dataclass(frozen=True)
@@ -124,9 +127,10 @@ class LocalPairwiseResult:
             f"n = {p.n} reports.",
             f"Budget: epsilon = {p.epsilon:g} per person (local DP), spent on the device.",
             p.protocol_line(),
-            "ci95: half-width of each estimate's 95% interval from a two-level parametric "
-            "bootstrap of the reports' noise and of which people reported the pair "
-            "(spread of the bias-corrected estimator, plus its bias and the bias's change).",
+            *(["ci95: half-width of each estimate's 95% interval from a two-level "
+               "parametric bootstrap of the reports' noise and of which people reported "
+               "the pair (spread of the bias-corrected estimator, plus its bias and the "
+               "bias's change)."] if p.replicates else []),
             p.statement(),
         ]
         if self.unreported():

@@ -133,7 +133,7 @@ def test_devices_share_one_design():
     rows = [pd.DataFrame({"a": [v], "b": [1 - v]}) for v in np.linspace(0, 1, 300)]
     reports = pd.concat([randomize(r, design=design) for r in rows], ignore_index=True)
     reports.attrs = {"dpmic_ldp": design}
-    result = pairwise(reports, replicates=10)
+    result = pairwise(reports, replicates=20)
     assert result.n == 300 and result.privacy.bins == design["bins"]
     with pytest.raises(InvalidParameterError):
         randomize(rows[0], 1.0, design=design)

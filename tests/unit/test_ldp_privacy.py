@@ -328,7 +328,7 @@ def test_pairs_without_a_report_are_said_in_a_warning_and_the_report():
     reports = randomize(pd.DataFrame(gen.uniform(0, 1, (20, 10)), columns=cols), 1.0,
                         bounds={c: (0, 1) for c in cols})
     with pytest.warns(NoiseWarning, match="pairs got no report") as caught:
-        result = pairwise(reports, replicates=2)
+        result = pairwise(reports, replicates=20)
     table = result.to_pandas()
     empty = int((table.reports == 0).sum())
     assert empty >= 25 and table.mic.isna().sum() == empty

@@ -1,0 +1,74 @@
+"""A local-model design from outside (a device's copy, a file's metadata) is
+checked to be one make_design makes, on the client and on the server; the
+server's bootstrap takes 0 replicates (and says it made no ci95) or enough for
+one."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.ldp import make_design, pairwise, randomize, read_reports, write_reports
+
+BOUNDS = {"x": (0.0, 1.0), "y": (-0.5, 1.5)}
+
+
+def frame(n=2000):
+    gen = np.random.default_rng(0)  # test data only
+    x = gen.uniform(0, 1, n)
+    return pd.DataFrame({"x": x, "y": x + gen.normal(0, 0.05, n)})
+
+
+def edited(design, change):
+    out = json.loads(json.dumps(design))
+    change(out)
+    return out
+
+
+EDITS = {
+    "nan bound": lambda d: d["bounds"].__setitem__("x", [float("nan"), 1.0]),
+    "zero width": lambda d: d["bounds"].__setitem__("x", [0.5, 0.5]),
+    "eps past the range": lambda d: (d.__setitem__("epsilon", 500.0),
+                                     d["protocol"].__setitem__("eps", 500.0)),
+    "eps of 1000": lambda d: (d.__setitem__("epsilon", 1000.0),
+                              d["protocol"].__setitem__("eps", 1000.0)),
+    "a protocol field": lambda d: d["protocol"].__setitem__("keep", d["protocol"]["keep"] + 1),
+    "bins": lambda d: d.__setitem__("bins", 3),
+    "no pairs": lambda d: d.__setitem__("pairs", []),
+    "missing key": lambda d: d.pop("B"),
+}
+
+
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_an_edited_design_is_refused_by_the_client_and_the_server(edit, tmp_path):
+    design = make_design(4.0, bounds=BOUNDS, rows=2000, bins=4, protocol="grr")
+    bad = edited(design, EDITS[edit])
+    with pytest.raises(InvalidParameterError, match="report design"):
+        randomize(frame(), design=bad)
+    # reports made under the good design, stored with the edited one beside them
+    path = tmp_path / "reports.parquet"
+    write_reports(randomize(frame(), design=design), path, design=bad)
+    with pytest.raises(InvalidParameterError, match="report design"):
+        pairwise(read_reports(path), replicates=0)
+    assert pairwise(read_reports(path), design=design, replicates=0).estimates
+
+
+@pytest.mark.parametrize("replicates", [1, 2, 19])
+def test_too_few_bootstrap_replicates_for_a_ci95_are_refused(replicates):
+    design = make_design(4.0, bounds=BOUNDS, rows=2000, bins=4, protocol="grr")
+    reports = randomize(frame(), design=design)
+    with pytest.raises(InvalidParameterError, match="replicates must be 0"):
+        pairwise(reports, replicates=replicates)
+
+
+def test_no_replicates_says_there_is_no_correction_and_no_ci95():
+    design = make_design(4.0, bounds=BOUNDS, rows=2000, bins=4, protocol="grr")
+    result = pairwise(randomize(frame(), design=design), replicates=0)
+    text = result.report()
+    assert "not bias-corrected, and no ci95" in text and "95% interval" not in text
+    assert "bias-corrected by a parametric bootstrap" in pairwise(
+        randomize(frame(), design=design), replicates=20).report()
