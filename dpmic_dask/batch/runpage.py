@@ -138,6 +138,9 @@ _HEADER = re.compile(r"causal graph \((?P<private>private|NOT PRIVATE: exact)\),
                      r"(?P<bins>\d+) bins per bounded column, conditioning on at most "
                      r"(?P<size>\d+) columns")
 _PURE = re.compile(r"This release is (?P<eps>[0-9.eE+-]+)-differentially private")
+#: The report's line of a per-unit run (:meth:`CausalReport.lines`).
+_UNIT = re.compile(r"^per (?P<unit>.+?): at most (?P<k>\d+) rows each; ", re.MULTILINE)
+_NOISY_ROWS = re.compile(r"the bounded row count is private \(noisy (?P<rows>\d+)\)")
 _APPROX = re.compile(r"This release is \((?P<eps>[0-9.eE+-]+), (?P<delta>[0-9.eE+-]+)\)-"
                      r"differentially private")
 
@@ -191,13 +194,19 @@ def causal_from_files(folder: Path) -> tuple[CausalGraph, str]:
     stated = approx or _PURE.search(report)
     epsilon = float(stated.group("eps")) if stated else math.nan
     delta = float(approx.group("delta")) if approx else 0.0
+    # per unit: the page states the guarantee per unit (as the report does), never
+    # a row's (replacing a row costs twice a unit's epsilon)
+    unit, noisy = _UNIT.search(report), _NOISY_ROWS.search(report)
     privacy = CausalReport(
         private=head is None or head.group("private") == "private",
         test=head.group("test") if head else "?", alpha=float(head.group("alpha")) if head
         else math.nan, rows=int(head.group("rows")) if head else 0,
         bins=int(head.group("bins")) if head else 0,
         max_condition_size=int(head.group("size")) if head else 0,
-        epsilon=epsilon, delta=delta)
+        epsilon=epsilon, delta=delta,
+        unit=unit.group("unit") if unit else None,
+        max_rows_per_unit=int(unit.group("k")) if unit else None,
+        rows_noisy=int(noisy.group("rows")) if noisy else None)
     return (CausalGraph(tuple(nodes), graph, separating, statistic, privacy,
                         {"removed": removed}), report)
 

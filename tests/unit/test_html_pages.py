@@ -289,3 +289,26 @@ def test_a_page_of_columns_labelled_by_numbers_maps_every_pair_to_its_own_cells(
     check_page(text)
     cells = re.findall(r'<g class="cell[^"]*" tabindex="0" data-pair="(\d+)"', text)
     assert sorted(cells) == sorted(str(k) for k in range(3) for _ in range(2))
+
+
+def test_a_per_unit_causal_run_is_rebuilt_per_unit_never_per_row(tmp_path):
+    """The page rebuilt from a per-unit run's files states the guarantee per unit
+    (replacing a unit's rows costs twice its epsilon), as the page it replaces did;
+    it was rebuilt as row level ("one row ... e^eps"), a stronger claim."""
+    from dpmic_dask.causal import causal_graph as release_graph
+    from dpmic_dask.privacy.accounting import Budget
+    from tests.unit.test_causal_units import BOUNDS, unit_frame
+
+    ledger = InMemoryLedger()
+    ledger.set_budget("d", Budget(1.0, privacy_unit="who"))
+    graph = release_graph(unit_frame(units=600), 1.0, bounds=BOUNDS, privacy_unit="who",
+                          max_rows_per_unit=3, ledger=ledger, dataset="d")
+    _write_files(tmp_path, graph, str(graph.report()))
+    back, _ = causal_from_files(tmp_path)
+    assert back.privacy.unit == graph.report().unit == "who"
+    assert back.privacy.max_rows_per_unit == 3
+    assert back.privacy.rows_noisy == graph.report().rows_noisy
+    (page,) = rebuild(tmp_path)
+    shown = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page.read_text())).split())
+    assert "per who, at most 3 rows each" in shown
+    assert "by at most e^2 = 7.389" in shown and "privacy unit one row" not in shown
