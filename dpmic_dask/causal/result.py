@@ -103,7 +103,8 @@ class CausalReport:
             lines.append(self.statement)
             lines.append("budget split from public quantities, charged once before any noise:")
             for name, amount, scale in self.parts:
-                lines.append(f"  {name}: {amount}, noise scale {scale:.4g}")
+                noise = f", noise scale {scale:.4g}" if scale == scale else ""
+                lines.append(f"  {name}: {amount}{noise}")
             if self.test in ("copula", "fisherz"):
                 lines.append(f"the search reads only the released {self._released}: every "
                              "test is post-processing, whatever the number of tests and levels")

@@ -241,6 +241,11 @@ def released_tables_graph(frame, request, eps, delta, level_shares, backend, spl
                    f"table{'' if len(r.sets) == 1 else 's'}, noise on every count)",
                    budget.parts[level].describe(), r.scale)
                   for level, r in enumerate(released.levels))
+    # every level is paid before the search starts, whether or not it runs: the
+    # parts add up to the charge (a search that ends early spends the rest on nothing)
+    parts += tuple((f"level {level} tables (not run: the search ended before it; paid "
+                    "with the rest, before any noise)", budget.parts[level].describe(),
+                    math.nan) for level in range(len(released.levels), len(budget.parts)))
     detail = (f"per level one release of the joint tables its tests read, "
               f"{len(budget.parts)} levels; every test is post-processing")
     statement = privacy_statement(budget.total, request.pairs, detail)

@@ -157,7 +157,10 @@ def test_categorical_columns_default_to_released_tables_charged_once():
     first = g.released_tables[0]
     assert set(first) == {tuple(p) for p in itertools.combinations("abcd", 2)}
     assert first[("a", "b")].shape == (4, 4)
-    assert len(report.parts) == len(g.released_tables) == len(report.levels)
+    assert len(g.released_tables) == len(report.levels)
+    # every level paid is listed, the ones the search did not reach as not run
+    assert len(report.parts) == report.max_condition_size + 1
+    assert all("not run" in name for name, _, _ in report.parts[len(report.levels):])
 
 
 @pytest.mark.parametrize("delta", [0.0, 1e-6])
@@ -293,3 +296,32 @@ def test_the_report_says_the_smallest_dependence_the_noise_lets_a_test_see():
     assert exact == pytest.approx(math.sqrt((stats.chi2.ppf(0.95, 4) - 4) / 20_000))
     assert seen[1] > exact
     assert smallest_visible_effect(codings, 20_000, 1e12, 0.05) == math.inf
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+def test_the_parts_add_up_to_the_charge_when_the_search_ends_early(delta):
+    """Independent columns: level 0 removes every edge and PC stops on its own. The
+    levels it never ran were paid before the noise all the same; the report lists
+    every level's part (those not run, as such), so the parts add up to the charge
+    (it listed level 0's third alone)."""
+    gen = np.random.default_rng(0)  # test data only
+    n = 20000
+    frame = pd.DataFrame({c: gen.choice(["a", "b", "c"], n) for c in "pqrs"})
+    ledger = InMemoryLedger()
+    ledger.set_budget("d", Budget(10.0, delta))
+    # alpha 1e-3: a false edge in about 1 test in 1,000, so level 2 (three connected
+    # false edges) is never reached
+    graph = causal_graph(frame, 1.0, delta=delta, categories={c: ["a", "b", "c"] for c in "pqrs"},
+                         max_condition_size=2, alpha=1e-3, ledger=ledger, dataset="d")
+    report = graph.report()
+    ran = len(report.levels)
+    assert ran < 3
+    names = [name for name, _, _ in report.parts]
+    assert len(names) == 3 and all("not run" in name for name in names[ran:])
+    assert not any("not run" in name for name in names[:ran])
+    key = "rho" if delta else "epsilon"
+    amounts = [float(amount.split(key + " ")[1]) for _, amount, _ in report.parts]
+    (charge,) = ledger.charges("d")
+    spent = charge.cost.rho if delta else charge.cost.epsilon
+    assert sum(amounts) == pytest.approx(spent, rel=1e-3)
+    assert "level 2 tables (not run" in str(report)

@@ -138,15 +138,16 @@ def causal_view(graph, report: str | None = None) -> dict:
                      ("privacy unit", "one row" if p.unit is None else
                       f"per {p.unit}, at most {p.max_rows_per_unit} rows each"),
                      ("mechanism", f"PC with noisy {p.test!r} tests (alpha {p.alpha:g})"),
-                     ("noise scale", ", ".join(f"{scale:.4g}" for *_, scale in p.parts) or
-                      "see the report"),
+                     ("noise scale", ", ".join(f"{scale:.4g}" for *_, scale in p.parts
+                                               if scale == scale) or "see the report"),
                      ("rows (n)", str(p.rows)), ("bins", str(p.bins)),
                      ("conditioning on at most", f"{p.max_condition_size} columns")]
     statement = p.statement or next((line for line in text.splitlines()
                                      if line.startswith("This release is")), "")
     view["guarantee"] = [g for g in (statement, _one_person(p.epsilon, p.delta, p.unit)
                                      if p.private else "") if g]
-    view["steps"] = [{"name": name, "part": f"{amount}, noise scale {scale:.4g}"}
+    view["steps"] = [{"name": name, "part": amount + (f", noise scale {scale:.4g}"
+                                                      if scale == scale else "")}
                      for name, amount, scale in p.parts]
     if not view["steps"]:  # a graph from a journal: the parts are in its report text
         for line in text.splitlines():
