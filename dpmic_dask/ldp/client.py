@@ -19,10 +19,12 @@ divides the reports by ``P`` (linear).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import numbers
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -158,6 +160,23 @@ def check_design(design) -> dict:
     return dict(design)
 
 
+#: Each report's design fingerprint (:func:`design_fingerprint`): reports made
+#: under another design (a folder holding two runs' files) are refused, not read
+#: under the wrong one.
+DESIGN_COLUMN = "design"
+
+#: The design's own fields (what :func:`make_design` makes; not ``seeded``/``rows``).
+_DESIGN_FIELDS = ("version", "model", "epsilon", "columns", "bounds", "bins", "B", "c",
+                  "pairs", "protocol")
+
+
+def design_fingerprint(design: dict) -> int:
+    """32 bits of SHA-256 of the design's own fields, as canonical JSON (public:
+    the design is)."""
+    text = json.dumps({key: design.get(key) for key in _DESIGN_FIELDS}, sort_keys=True)
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
+
+
 def design_protocol(design: dict) -> Protocol:
     """The protocol a design names, checked to be eps-LDP as stated."""
     proto = Protocol.from_dict(design["protocol"])
@@ -225,7 +244,8 @@ def randomize_with(frame: pd.DataFrame, design: dict, source: ByteSource, *,
         cell[sel] = binned[a][sel] * m + binned[b][sel]
     fields = proto.encode(cell, source)
     out = pd.DataFrame({"pair": pair.astype(np.int16 if n_pairs < 2**15 else np.int32),
-                        **fields})
+                        **fields,
+                        DESIGN_COLUMN: np.full(n, design_fingerprint(design), dtype=np.uint32)})
     design = dict(design, seeded=not source.secure, rows=n)
     out.attrs[ATTR] = design
     return out
@@ -317,12 +337,23 @@ def write_reports(reports: pd.DataFrame, path, design: dict | None = None) -> No
 
 
 def read_design(path) -> dict:
-    """The design stored in a reports Parquet file (or a directory of them)."""
-    meta = pq.read_schema(path).metadata or {}
-    raw = meta.get(ATTR.encode())
-    if raw is None:
-        raise InvalidParameterError("this Parquet file carries no report design")
-    return json.loads(raw)
+    """The design stored in a reports Parquet file, or in every file of a directory
+    of them (one design: files of two designs are refused, never read as one)."""
+    files = (sorted(str(f) for f in Path(path).glob("*.parquet")) if Path(path).is_dir()
+             else [path])
+    if not files:
+        raise InvalidParameterError("the directory holds no Parquet file of reports")
+    designs = []
+    for one in files:
+        raw = (pq.read_schema(one).metadata or {}).get(ATTR.encode())
+        if raw is None:
+            raise InvalidParameterError("a Parquet file of the reports carries no report design")
+        designs.append(json.loads(raw))
+    if any(design_fingerprint(d) != design_fingerprint(designs[0]) for d in designs[1:]):
+        raise InvalidParameterError(
+            "the directory holds reports of more than one design: read each design's "
+            "files apart")
+    return designs[0]
 
 
 def read_reports(path) -> pd.DataFrame:

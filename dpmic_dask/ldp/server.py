@@ -16,7 +16,13 @@ import pandas as pd
 
 from dpmic_dask.backends import backend_for
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError, NoiseWarning
-from dpmic_dask.ldp.client import check_design, design_of, design_protocol
+from dpmic_dask.ldp.client import (
+    DESIGN_COLUMN,
+    check_design,
+    design_fingerprint,
+    design_of,
+    design_protocol,
+)
 from dpmic_dask.ldp.estimate import estimate_pair
 from dpmic_dask.ldp.protocols import Protocol
 from dpmic_dask.ldp.result import LocalPairwiseResult, LocalReport
@@ -39,16 +45,22 @@ def partition_supports(frame: pd.DataFrame, design: dict) -> tuple[np.ndarray, n
     counts = np.zeros(n_pairs, dtype=np.int64)
     for start in range(0, len(frame), CHUNK):
         part = frame.iloc[start:start + CHUNK]
-        pair, fields = _checked_fields(part, proto, n_pairs)
+        pair, fields = _checked_fields(part, proto, n_pairs, design_fingerprint(design))
         supports += proto.supports(fields, pair, n_pairs)
         counts += np.bincount(pair, minlength=n_pairs)
     return supports, counts
 
 
-def _checked_fields(frame: pd.DataFrame, proto: Protocol, n_pairs: int):
+def _checked_fields(frame: pd.DataFrame, proto: Protocol, n_pairs: int, fingerprint: int):
     missing = [f for f in ("pair",) + proto.fields() if f not in frame.columns]
     if missing:
         raise InvalidDataError(f"the reports lack the design's fields {missing}")
+    # reports written before the fingerprint was kept have no such column
+    if DESIGN_COLUMN in frame.columns and (
+            frame[DESIGN_COLUMN].to_numpy(dtype=np.int64) != fingerprint).any():
+        raise InvalidDataError(
+            "some reports were made under another design than the one they are read "
+            "with (their design fingerprint differs): read each design's reports apart")
     pair = frame["pair"].to_numpy(dtype=np.int64)
     fields = {f: frame[f].to_numpy() for f in proto.fields()}
     bad = (pair < 0) | (pair >= n_pairs)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.errors import InvalidDataError, InvalidParameterError
 from dpmic_dask.ldp import make_design, pairwise, randomize, read_reports, write_reports
 
 BOUNDS = {"x": (0.0, 1.0), "y": (-0.5, 1.5)}
@@ -72,3 +72,36 @@ def test_no_replicates_says_there_is_no_correction_and_no_ci95():
     assert "not bias-corrected, and no ci95" in text and "95% interval" not in text
     assert "bias-corrected by a parametric bootstrap" in pairwise(
         randomize(frame(), design=design), replicates=20).report()
+
+
+def test_reports_of_two_designs_in_one_folder_are_refused_on_every_path(tmp_path):
+    """Two runs' files in one folder (eps 4 and 0.5): read as one, the second's
+    reports were counted under the first's design without a word."""
+    import dask
+    import dask.dataframe as dd
+
+    from dpmic_dask.ldp import read_design
+
+    first = make_design(4.0, bounds=BOUNDS, rows=2000, bins=4, protocol="grr")
+    second = make_design(0.5, bounds=BOUNDS, rows=2000, bins=4, protocol="grr")
+    one = tmp_path / "one"
+    one.mkdir()
+    write_reports(randomize(frame(), design=first), one / "a.parquet")
+    write_reports(randomize(frame(), design=first), one / "b.parquet")
+    assert read_design(one) == read_design(one / "a.parquet")
+    with dask.config.set(scheduler="sync"):
+        whole = pairwise(dd.read_parquet(one), design=read_design(one), replicates=0)
+    assert whole.privacy.n == 4000
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    write_reports(randomize(frame(), design=first), mixed / "a.parquet")
+    write_reports(randomize(frame(), design=second), mixed / "b.parquet")
+    for read in (read_design, read_reports):
+        with pytest.raises(InvalidParameterError, match="more than one design"):
+            read(mixed)
+    with dask.config.set(scheduler="sync"), pytest.raises(
+            InvalidDataError, match="made under another design"):
+        pairwise(dd.read_parquet(mixed), design=read_design(mixed / "a.parquet"), replicates=0)
+    # reports written before the fingerprint was kept are read as before
+    old = randomize(frame(), design=first).drop(columns="design")
+    assert pairwise(old, replicates=0).privacy.n == 2000
