@@ -312,3 +312,20 @@ def test_a_per_unit_causal_run_is_rebuilt_per_unit_never_per_row(tmp_path):
     shown = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page.read_text())).split())
     assert "per who, at most 3 rows each" in shown
     assert "by at most e^2 = 7.389" in shown and "privacy unit one row" not in shown
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+def test_a_causal_page_from_report_text_lists_every_part_of_every_test(delta):
+    """A page built from a journaled run has only the report's text: its plan is read
+    from the parts listed there, for the copula test's medians and sign sums and
+    under zCDP too (only pure 'level' lines were read, so those pages had none)."""
+    from dpmic_dask.causal import causal_graph as release_graph
+    from dpmic_dask.release.htmlreport.pages import _text_parts
+    from tests.unit.test_causal_units import BOUNDS, unit_frame
+
+    graph = release_graph(unit_frame(units=600), 1.0, delta=delta, bounds=BOUNDS,
+                          columns=["x", "y", "z"], ledger=InMemoryLedger(uncapped=True))
+    parts = graph.report().parts
+    steps = _text_parts(str(graph.report()))
+    assert len(parts) >= 2 and [s["name"] for s in steps] == [name for name, _, _ in parts]
+    assert all(s["part"].startswith(amount) for s, (_, amount, _) in zip(steps, parts))

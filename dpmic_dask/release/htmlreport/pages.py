@@ -150,10 +150,7 @@ def causal_view(graph, report: str | None = None) -> dict:
                                                       if scale == scale else "")}
                      for name, amount, scale in p.parts]
     if not view["steps"]:  # a graph from a journal: the parts are in its report text
-        for line in text.splitlines():
-            if line.startswith("  level") and ": epsilon" in line:
-                name, _, part = line.strip().partition(": ")
-                view["steps"].append({"name": name, "part": part})
+        view["steps"] = _text_parts(text)
     view["sources"] = ["Bounds and categories of every column are public (given)."]
     view["tables"] = [
         {"id": "edges", "caption": "edges (statistic: the noisy value of the last decision)",
@@ -237,6 +234,25 @@ def rows_view(table, report: str | None = None, title: str | None = None) -> dic
     view["pairs"] = pairs
     view["tables"] = [pair_table(pairs, tau=any("tau_a" in x for x in pairs))]
     return view
+
+
+#: The line of a causal report after which its parts are listed, one a line.
+_PARTS_HEAD = "budget split from public quantities, charged once before any noise:"
+
+
+def _text_parts(text: str) -> list[dict]:
+    """The parts a causal report's text lists under :data:`_PARTS_HEAD` (every
+    test: levels, medians, sign sums, a row count; epsilon or rho)."""
+    steps: list[dict] = []
+    lines = text.splitlines()
+    if _PARTS_HEAD not in lines:
+        return steps
+    for line in lines[lines.index(_PARTS_HEAD) + 1:]:
+        if not line.startswith("  ") or not (": epsilon" in line or ": rho" in line):
+            break
+        name, _, part = line.strip().partition(": ")
+        steps.append({"name": name, "part": part})
+    return steps
 
 
 def _rows_statement(first, epsilon: float, delta: float, pairs: int) -> str:
