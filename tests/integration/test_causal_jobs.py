@@ -20,7 +20,7 @@ from dpmic_dask.privacy.ledger import SQLLedger
 from tests.cli import invoke
 from tests.jobfiles import write_job
 
-COLUMNS = {"a": [-3, 3], "b": [-3, 3], "c": [-5, 5], "s": {"categories": [0, 1]}}
+COLUMNS = {"a": [-3, 3], "b": [-3, 3], "c": [-5, 5], "s": {"categories": [1]}}  # binary: 1 or "other"
 CAUSAL = {"alpha": 0.05, "max_condition_size": 1, "bins": 4, "test": "tau",
           "select_share": 0.25}
 
@@ -252,7 +252,7 @@ def test_the_journaled_graph_is_the_released_graph(tmp_path, test, delta):
     frame = pd.concat([pd.read_parquet(p) for p in sorted(tmp_path.glob("*.parquet"))])
     graph = causal_graph(frame, 2.0, delta=delta, test=test, max_condition_size=1,
                          bounds={"a": (-3, 3), "b": (-3, 3), "c": (-5, 5)},
-                         categories={"s": [0, 1]}, ledger=InMemoryLedger(uncapped=True))
+                         categories={"s": [1]}, ledger=InMemoryLedger(uncapped=True))
     text = encode_graph(graph, run_id="r1", job=SimpleNamespace(name="j", dataset="d"))
     kept, report = decode_graph(text)
     pd.testing.assert_frame_equal(kept.edges, graph.edges)
