@@ -294,8 +294,7 @@ def randomize(df, eps=None, *, bounds=None, columns=None, B=None, bins=None, c=2
     elif eps is not None or bounds is not None or bins is not None or B is not None:
         raise InvalidParameterError("pass either a design or eps/bounds/bins/B, not both")
     else:
-        design = check_design(design)
-        design_protocol(design)
+        design = check_design(design)  # its protocol too: remade and compared
     for name in design["columns"]:
         if name not in df.columns:
             raise InvalidDataError(f"the frame has no column {name!r}")

@@ -43,9 +43,10 @@ def partition_supports(frame: pd.DataFrame, design: dict) -> tuple[np.ndarray, n
     n_pairs = len(design["pairs"])
     supports = np.zeros((n_pairs, proto.k), dtype=np.int64)
     counts = np.zeros(n_pairs, dtype=np.int64)
+    fingerprint = design_fingerprint(design)
     for start in range(0, len(frame), CHUNK):
         part = frame.iloc[start:start + CHUNK]
-        pair, fields = _checked_fields(part, proto, n_pairs, design_fingerprint(design))
+        pair, fields = _checked_fields(part, proto, n_pairs, fingerprint)
         supports += proto.supports(fields, pair, n_pairs)
         counts += np.bincount(pair, minlength=n_pairs)
     return supports, counts
