@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import warnings
 from dataclasses import dataclass, field
 
@@ -276,17 +277,29 @@ class JournaledRun:
         return True
 
 class HeldWarnings:
-    """The warnings of one run's release, said in step with its charge: those raised
-    before the charge (public facts: sizes, budgets) are shown as they come; those
-    raised after it (they read released noise) are held until the charge commits,
-    with the released rows or without them (:meth:`flush`), and dropped when an
-    interruption rolls the charge back (:meth:`drop`): nothing about noise that was
-    never charged leaves the process."""
+    """The warnings and log lines of one run's release, said in step with its
+    charge: those raised before the charge (public facts: sizes, budgets) are
+    shown as they come; those raised after it (they read released noise: the
+    noisy row count of a release per unit, how many pairs a selection kept) are
+    held until the charge commits, with the released rows or without them
+    (:meth:`flush`), and dropped when an interruption rolls the charge back
+    (:meth:`drop`): nothing about noise that was never charged leaves the
+    process. Log lines are those of the package's logger (``dpmic_dask``, which
+    ``-v`` shows), held by a filter on it while the charge is open."""
 
     def __init__(self, run: JournaledRun):
         self.run = run
         self.held: list[tuple] = []
+        self.held_logs: list[logging.LogRecord] = []
         self._saved = warnings.catch_warnings()
+        self._logger = logging.getLogger("dpmic_dask")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Whether a log line of the package goes out now (else it is held)."""
+        if self.run.charged:  # charged and not committed yet
+            self.held_logs.append(record)
+            return False
+        return True
 
     def __enter__(self) -> HeldWarnings:
         self._saved.__enter__()
@@ -299,20 +312,27 @@ class HeldWarnings:
                 show(message, category, filename, lineno, file, line)
 
         warnings.showwarning = hold_after_the_charge
+        self._logger.addFilter(self)
         return self
 
     def __exit__(self, *exc) -> None:
+        self._logger.removeFilter(self)
         self._saved.__exit__(*exc)
 
     def flush(self) -> None:
-        """Show the held warnings if the charge committed; forget them if it did not
-        (a commit that failed charged nothing: what read its noise stays here)."""
+        """Show the held warnings and log lines if the charge committed; forget
+        them if it did not (a commit that failed charged nothing: what read its
+        noise stays here)."""
         held, self.held = self.held, []
+        logs, self.held_logs = self.held_logs, []
         if not self.run.committed:
             return
         for args in held:
             warnings.showwarning(*args)
+        for record in logs:
+            self._logger.handle(record)
 
     def drop(self) -> None:
-        """Forget the held warnings (the charge was rolled back)."""
+        """Forget the held warnings and log lines (the charge was rolled back)."""
         self.held = []
+        self.held_logs = []

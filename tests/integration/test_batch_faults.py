@@ -365,6 +365,45 @@ def test_an_interruption_while_the_values_are_journaled_charges_nothing(env, mon
     assert len(SQLLedger(ledger).history("d")) == 1
 
 
+def test_an_interruption_before_the_commit_logs_nothing_that_read_the_noise(
+        env, monkeypatch, caplog):
+    """A log line (``-v``) written after the charge reads the noise (here how many
+    pairs a selection kept): with the charge rolled back by SIGINT it must not
+    have left the process, else reruns would give fresh noisy draws for free. It
+    is held, like a warning, and shown once a charge commits."""
+    import logging
+    import signal
+
+    from dpmic_dask.batch.interrupts import Interrupted
+    from dpmic_dask.privacy.ledgerrun import OpenCharge
+
+    tmp_path, ledger, job = env
+    real = OpenCharge.sql
+
+    def interrupted(self, text):
+        if "dpmic_release_journal" in text:
+            raise Interrupted(signal.SIGINT)
+        return real(self, text)
+
+    path = job(select={"top_k": 1, "share": 0.6})
+    monkeypatch.setattr(OpenCharge, "sql", interrupted)
+    with caplog.at_level(logging.INFO, logger="dpmic_dask"):
+        stopped = invoke("run", path, "--run-id", "r")
+    assert stopped.exit_code == Exit.INTERRUPTED, stopped.output
+    assert "nothing was charged" in stopped.output
+    lines = [r.getMessage() for r in caplog.records if r.name == "dpmic_dask"]
+    assert not [line for line in lines if line.startswith(("selected", "charged"))], lines
+    assert SQLLedger(ledger).history("d") == []
+    monkeypatch.undo()
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="dpmic_dask"):
+        again = invoke("run", path, "--run-id", "r")
+    assert again.exit_code == Exit.OK, again.output
+    # committed: the held lines are shown, in order
+    lines = [r.getMessage() for r in caplog.records if r.name == "dpmic_dask"]
+    assert [line.split()[0] for line in lines] == ["charged", "selected"], lines
+
+
 def test_a_signal_inside_the_commit_is_held_until_the_commit_is_noted(env, monkeypatch):
     """SIGINT arriving while the charge and its values COMMIT: the signal waits for
     the commit to be noted, so the run ends interrupted with its release kept (its

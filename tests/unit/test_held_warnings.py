@@ -35,3 +35,29 @@ def test_warnings_after_the_charge_wait_for_its_commit_or_go_with_its_rollback(e
             held.drop()
         held.flush()
     assert shown == (["before", "after noise"] if end == "commit" else ["before"])
+
+
+@pytest.mark.parametrize("end", ["commit", "rollback", "failed commit"])
+def test_log_lines_after_the_charge_wait_for_its_commit_or_go_with_its_rollback(end, caplog):
+    """The package's log lines (``-v``) after the charge read noise (the noisy row
+    count of a release per unit, how many pairs a selection kept): held like
+    warnings, shown once the charge commits, never when it is rolled back."""
+    import logging
+
+    log = logging.getLogger("dpmic_dask")
+    run = Run()
+    held = HeldWarnings(run)
+    with caplog.at_level(logging.INFO, logger="dpmic_dask"):
+        with held:
+            log.info("validated")
+            run.charged = True
+            log.info("counted 10720 rows")
+        assert [r.getMessage() for r in caplog.records] == ["validated"]
+        run.charged = False
+        run.committed = end == "commit"
+        if end == "rollback":
+            held.drop()
+        held.flush()
+        log.info("after the run")  # the filter is gone with the run
+    want = ["validated"] + (["counted 10720 rows"] if end == "commit" else []) + ["after the run"]
+    assert [r.getMessage() for r in caplog.records] == want
