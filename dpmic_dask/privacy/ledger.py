@@ -71,6 +71,10 @@ from dpmic_dask.privacy.ledgerrows import (
 )
 from dpmic_dask.privacy.ledgerrun import OpenCharge, RunLedger
 
+#: A charge row's fields, in the order :func:`_record_from_row` reads them.
+_CHARGE_COLUMNS = ("charge_id, created_at, amount, epsilon, delta, rho, description, "
+                   "mechanism, columns, run_id, job, approx_delta")
+
 
 @register_ledger_scheme("sqlite", "postgresql", "postgres")
 class SQLLedger:
@@ -210,13 +214,15 @@ class SQLLedger:
     def _spent_parts(self, cur, dataset: str) -> tuple[Decimal, Decimal]:
         """What ``dataset`` spent (in its budget's unit) and the bad-event deltas of
         its approximate parts, each added up exactly."""
-        cur.execute(self._sql("SELECT amount, approx_delta FROM dpmic_charges "
+        cur.execute(self._sql(f"SELECT {_CHARGE_COLUMNS} FROM dpmic_charges "
                               "WHERE dataset = ?"), (dataset,))
         spent, approx = Decimal(0), Decimal(0)
-        for amount, part in cur.fetchall():
-            spent += _amount(amount, dataset)
-            if part is not None:
-                approx += _amount(part, dataset)
+        for row in cur.fetchall():
+            # every field parsed, as for the history: a row that does not is a
+            # corrupt ledger here too, refused before the run reads any data
+            spent += _record_from_row(row).amount
+            if row[11] is not None:
+                approx += _amount(row[11], dataset)
         return spent, approx
 
     def approx_spent(self, dataset: str) -> Decimal:
@@ -279,11 +285,9 @@ class SQLLedger:
     def history(self, dataset: str) -> list[ChargeRecord]:
         def work(cur):
             self._require_budget(cur, dataset)
-            cur.execute(self._sql(
-                "SELECT charge_id, created_at, amount, epsilon, delta, rho, description, "
-                "mechanism, columns, run_id, job, approx_delta FROM dpmic_charges "
-                "WHERE dataset = ? "
-                "ORDER BY created_at, charge_id"), (dataset,))
+            cur.execute(self._sql(f"SELECT {_CHARGE_COLUMNS} FROM dpmic_charges "
+                                  "WHERE dataset = ? ORDER BY created_at, charge_id"),
+                        (dataset,))
             return [_record_from_row(r) for r in cur.fetchall()]
         return self._run(work)
 

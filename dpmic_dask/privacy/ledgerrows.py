@@ -8,6 +8,7 @@ ledger itself is :class:`~dpmic_dask.privacy.ledger.SQLLedger`.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
@@ -76,7 +77,15 @@ def _record_from_row(r) -> ChargeRecord:
         raise _corrupt(f"charge {str(r[0])[:64]!r}") from None
 
 
+#: How the ledger writes an amount (``str`` of a ``Decimal``, ``repr`` of a
+#: float): digits, a point, an exponent. ``Decimal`` alone would also read
+#: ``"1_0"`` as 10, ``" 1"`` or ``"-0"``: a hand-edited amount, not the ledger's.
+_AMOUNT = re.compile(r"[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?")
+
+
 def _amount(text, dataset: str) -> Decimal:
+    if not isinstance(text, str) or not _AMOUNT.fullmatch(text):
+        raise _corrupt(f"a charge amount of dataset {dataset!r}")
     try:
         value = Decimal(text)
     except Exception:  # noqa: BLE001

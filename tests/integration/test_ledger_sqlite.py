@@ -231,3 +231,31 @@ def test_init_upgrades_a_version_two_ledger(tmp_path):
     ledger.init("e", Budget(1.0))
     assert ledger.for_run("r", "job").charge("e", PrivacyCost(0.5)).charge_id
     assert [h.job for h in ledger.history("e")] == ["job"]
+
+
+@pytest.mark.parametrize("column,value", [
+    ("columns", "{{"),     # a field the history cannot parse
+    ("epsilon", "many"),
+    ("amount", "1_0"),     # Decimal alone reads 10
+    ("amount", " 0.5"),
+    ("amount", "-0"),
+])
+def test_a_hand_edited_charge_row_is_a_corrupt_ledger_for_a_charge_too(url, tmp_path, column,
+                                                                       value):
+    """A charge row that does not parse is refused as a corrupt ledger by the
+    charge and the budget's sums as by the history (before, a run charged on past
+    a row the history called corrupt, and an amount '1_0' counted as 10)."""
+    import sqlite3
+
+    ledger = SQLLedger(url)
+    ledger.init("d", Budget(5.0))
+    ledger.charge("d", PrivacyCost(0.5))
+    path = url.removeprefix("sqlite:///")
+    with sqlite3.connect(path) as db:
+        db.execute(f"UPDATE dpmic_charges SET {column} = ?", (value,))
+    for read in (lambda: ledger.history("d"), lambda: ledger.remaining("d"),
+                 lambda: ledger.charge("d", PrivacyCost(0.1))):
+        with pytest.raises(LedgerError, match="corrupt"):
+            read()
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT COUNT(*) FROM dpmic_charges").fetchone()[0] == 1
