@@ -163,24 +163,23 @@ def bin_chunk(columns, spec: CountSpec) -> BinnedChunk:
     of both axes (:class:`~dpmic_dask.stats.grids.JointRefinement`).
 
     A missing value is replaced by the column's public fill value; without one
-    the column is flagged and not binned (the release will be refused).
+    the column is flagged (the release will be refused). Missing values are
+    found by the binning kernel itself, in the same pass.
     """
     joint = spec.family.joint
     n_cols = len(spec.columns)
     size = len(columns[0]) if n_cols else 0
-    index = np.zeros((n_cols, size), dtype=bin_dtype(spec.family))
+    index = np.empty((n_cols, size), dtype=bin_dtype(spec.family))
     missing = np.zeros(n_cols, dtype=bool)
     for k, values in enumerate(columns):
         if len(values) != size:
             raise ValueError("the columns of a chunk differ in length")
-        nan = np.isnan(values)
-        if nan.any():
-            missing[k] = True
-            if spec.fill is None:
-                continue  # the release will be refused; nothing to count
-            values = np.where(nan, spec.fill[k], values)
         lo, hi = spec.bounds[k]
-        bin_column(_kernel_input(values), lo, hi - lo, joint.boundaries, joint.table, index[k])
+        # without a fill value a missing value is binned as the lower bound: the
+        # column is flagged and the release refused, nothing counted
+        fill = np.nan if spec.fill is None else float(spec.fill[k])
+        missing[k] = bin_column(_kernel_input(values), lo, hi - lo, joint.boundaries,
+                                joint.table, fill, index[k]) > 0
     return BinnedChunk(index, missing)
 
 
@@ -309,7 +308,7 @@ def bin_values(values: np.ndarray, bounds: tuple[float, float], family: GridFami
     lo, hi = bounds
     joint = family.joint
     index = np.empty(values.shape[0], dtype=bin_dtype(family))
-    bin_column(_kernel_input(values), lo, hi - lo, joint.boundaries, joint.table, index)
+    bin_column(_kernel_input(values), lo, hi - lo, joint.boundaries, joint.table, np.nan, index)
     return ColumnBins(joint.to_fixed[index], joint.to_row[index])
 
 

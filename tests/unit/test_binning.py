@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from dpmic_dask.stats import counting, grids
 from dpmic_dask.stats.counting import bin_values
+from dpmic_dask.stats.countspec import CountSpec
 from dpmic_dask.stats.grids import master_grid_family
 from tests import reference
 
@@ -82,3 +83,37 @@ def test_position_is_bit_exact_double_arithmetic():
     want = [reference.position(float(v), lo, hi) for v in xs]
     assert got.tolist() == want
     assert math.isclose(got[-1], 2**32 - 1)
+
+
+@settings(max_examples=150, deadline=None)
+@given(values=st.lists(st.one_of(finite, st.just(float("nan"))), min_size=1, max_size=1200),
+       lo=st.floats(-1e6, 1e6), width=st.floats(1e-6, 1e6),
+       fill=st.one_of(st.none(), st.floats(-2e6, 2e6)))
+def test_binned_chunk_matches_the_reference_with_missing_values(values, lo, width, fill):
+    # the kernel positions a block at a time in a branch-free form and finds the
+    # missing values itself: the cells must be the scalar reference's, across
+    # more than one block, with a fill value or none
+    family = master_grid_family(40, 5)
+    spec = CountSpec(("v",), ((lo, lo + width),),
+                              None if fill is None else (fill,), family)
+    arr = np.array(values, dtype=np.float64)
+    chunk = counting.bin_chunk([arr], spec)
+    nan = np.isnan(arr)
+    assert bool(chunk.missing[0]) == bool(nan.any())
+    filled = np.where(nan, lo if fill is None else fill, arr)
+    pos = [reference.position(float(v), lo, lo + width) for v in filled]
+    want = np.searchsorted(family.joint.boundaries, pos, side="right")
+    np.testing.assert_array_equal(chunk.index[0], want)
+
+
+def test_binning_positions_edges_like_the_scalar_kernel():
+    family = master_grid_family(200, 5)
+    edge = family.joint.boundaries
+    lo, width = -4.0, 8.0
+    values = np.concatenate([lo + width * (edge / 2.0**32), lo + width * ((edge - 1) / 2.0**32),
+                             [np.inf, -np.inf, lo, lo + width, -0.0, 0.0, 1e308, -1e308, 5e-324,
+                              np.nextafter(lo + width, 0.0), np.nextafter(lo, 0.0)]])
+    cb = bin_values(values, (lo, lo + width), family)
+    pos = counting.positions(values, (lo, lo + width))  # the scalar kernel
+    np.testing.assert_array_equal(cb.fixed, np.searchsorted(family.fixed_boundaries, pos, side="right"))
+    np.testing.assert_array_equal(cb.rows, np.searchsorted(family.row_boundaries, pos, side="right"))
