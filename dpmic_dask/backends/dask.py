@@ -48,6 +48,7 @@ from dpmic_dask.backends.dasktasks import (
     block_values,
     count_and_evaluate,
     counted,
+    counted_nodes,
     joined,
     marginal_root,
     merged,
@@ -59,10 +60,11 @@ from dpmic_dask.stats.counting import (
     empty_partial,
     shared_binning,
 )
-from dpmic_dask.stats.countspec import CountSpec, PartialCounts
+from dpmic_dask.stats.countspec import CountSpec, PartialCounts, bin_dtype
 from dpmic_dask.stats.limits import (
     DEFAULT_TASK_MEMORY,
     even_blocks,
+    rows_split_pays,
     tasks_per_block,
 )
 
@@ -205,8 +207,12 @@ class DaskBackend(Backend):
         # pairs share the threads evenly.
         shared = shared_binning(spec, blocks, rows, SHARED_BINNING_TASKS * task_memory)
         if shared is not None and shared.whole():
-            blocks, shared = shared.even(
-                spec, even_blocks(len(spec.pairs), pairs_per_block, threads, len(blocks)))
+            count = even_blocks(len(spec.pairs), pairs_per_block, threads, len(blocks))
+            if rows_split_pays(len(spec.pairs), spec.family.n_cells, rows, len(spec.columns),
+                               bin_dtype(spec.family).itemsize, count, threads, split_every,
+                               task_memory):
+                count = 1
+            blocks, shared = shared.even(spec, count)
         shares = tasks_per_block([len(b.indices) for b in blocks], threads)
         inputs, placement = block_inputs(frame, spec, blocks, shared, shares, rows, task_memory,
                                          slots)
@@ -232,8 +238,8 @@ class DaskBackend(Backend):
                     tasks.append(task(*[c for part in parts for c in part]))
                 pieces.append(1)
                 continue
-            root = counted(parts, block.spec, spans, split_every, take, workers)
-            values = block_values(root, spec.fill, fn, pair_names(block.spec), piece,
+            nodes = counted_nodes(parts, block.spec, spans, split_every, take, workers)
+            values = block_values(nodes, spec.fill, fn, pair_names(block.spec), piece,
                                   None if placement is None else
                                   placement.value_workers(len(tasks), len(block.indices)))
             tasks += values

@@ -254,7 +254,7 @@ def test_uneven_blocks_get_counting_tasks_by_their_pairs(wide, monkeypatch, whol
 
     monkeypatch.setattr(SharedBinning, "whole", lambda self: whole)
 
-    tasks = recorded(monkeypatch, dask_backend, "counted",
+    tasks = recorded(monkeypatch, dask_backend, "counted_nodes",
                      lambda parts, spec, spans, *rest: (len(spec.pairs), len(spans)))
     widths = recorded(monkeypatch, daskinputs, "spans_of",
                       lambda rows, parts, columns, *rest: columns)

@@ -163,7 +163,7 @@ def _where(evaluation):
     counting = {k: (w, get_dependencies(graph, k)) for k, (w,) in workers.items()
                 if _name(k) == "count_binned_partitions"}
     reads = {k: w for k, (w,) in workers.items() if isinstance(k, tuple)}
-    values = {w for k, (w,) in workers.items() if _name(k) == "evaluate_partial"}
+    values = {w for k, (w,) in workers.items() if _name(k) == "summed_values"}
     return counting, reads, values
 
 
@@ -215,3 +215,54 @@ def test_a_callers_own_worker_restrictions_are_kept(monkeypatch, table):
     _, evaluation, slots = _placed(monkeypatch, restricted)
     placed = {w for (w,) in _annotations(evaluation).get("workers", {}).values()}
     assert placed == {"tcp://10.0.0.99:9000"}
+
+
+def test_rows_split_only_where_the_binned_bytes_moved_outweigh_the_counts():
+    """Ten columns of 10**7 rows, 45 pairs at B = 200 in two blocks: on 2 threads
+    one block whose rows are split (29 MB of counts moved, not 200 MB of binned
+    values); not on 4 or 16 threads, not for few or unknown rows, not where a
+    task's counts would pass its memory."""
+    from dpmic_dask.stats.limits import rows_split_pays
+
+    cells = master_grid_family(200, 5).n_cells
+    tall = dict(pairs=45, cells=cells, rows=10**7, columns=10, index_bytes=2, blocks=2)
+    assert rows_split_pays(**tall, threads=2)
+    assert not rows_split_pays(**tall, threads=4)
+    assert not rows_split_pays(**tall, threads=16)  # more tasks than one sum takes
+    assert not rows_split_pays(**tall, threads=1)
+    assert not rows_split_pays(**{**tall, "rows": 24_000}, threads=2)
+    assert not rows_split_pays(**{**tall, "rows": None}, threads=2)
+    assert not rows_split_pays(**{**tall, "blocks": 1}, threads=2)
+    assert not rows_split_pays(**tall, threads=2, task_memory=16 * 2**20)
+
+
+def test_a_block_whose_rows_are_split_reads_where_it_counts_and_exchanges_pieces(
+        monkeypatch, table):
+    """Where splitting the rows pays (forced here), the pairs that two blocks
+    would share are one block: each of its 4 counting tasks reads its own 2
+    partitions, every value piece sums its pairs' parts of all 4 partial counts,
+    and the values are those of one pass."""
+    folder, bounds = table
+    whole = pd.concat([pd.read_parquet(p) for p in sorted(folder.glob("*.parquet"))],
+                      ignore_index=True)
+    spec = CountSpec(tuple(bounds), tuple(bounds.values()), None, master_grid_family(200, 5))
+    exact = backend_for(whole).evaluate(whole, spec, _fingerprint, pairs_per_block=28,
+                                        split_every=3, progress=False)
+    split = []
+    monkeypatch.setattr(dask_backend, "rows_split_pays", lambda *a: split.append(a) or True)
+    frame = dd.read_parquet(folder)
+    placed, evaluation, slots = _placed(monkeypatch, lambda: backend_for(frame).evaluate(
+        frame, spec, _fingerprint, pairs_per_block=14, split_every=8, progress=False,
+        rows=len(whole)))
+    assert split
+    counting, reads, values = _where(evaluation)
+    assert sorted(w for w, _ in counting.values()) == sorted(slots)
+    for w, inputs in counting.values():
+        assert len(inputs) == 2 and all(reads[p] == w for p in inputs)
+    graph = dict(collections.ChainMap(*(dict(d.dask) for d in evaluation)))
+    pieces = [k for k in graph if _name(k) == "summed_values"]
+    assert len(pieces) == 4 and len(values) == 4
+    for k in pieces:  # each piece: its pairs' part of every counting task's counts
+        cuts = get_dependencies(graph, k)
+        assert len(cuts) == 4 and {_name(c) for c in cuts} == {"pairs_of"}
+    np.testing.assert_array_equal(placed.values, exact.values)
