@@ -51,6 +51,11 @@ def read_only(where: str, why: str) -> LedgerError:
         "writable for this user (do not restore it)")
 
 
+def _is_read_only(exc) -> bool:
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    return name.startswith("SQLITE_READONLY") or name in ("SQLITE_PERM", "SQLITE_CANTOPEN")
+
+
 def full_or_failing(where: str) -> LedgerError:
     """The error of a ledger whose file system is full or failing (not corrupt)."""
     return LedgerError(
@@ -60,7 +65,8 @@ def full_or_failing(where: str) -> LedgerError:
 
 
 class SQLiteDB:
-    """A ledger in one SQLite file (WAL mode: it and its folder must be writable)."""
+    """A ledger in one SQLite file (WAL mode: to charge, it and its folder must be
+    writable; one that cannot be written is still read, :meth:`_reader`)."""
 
     placeholder = "?"
     errors = (sqlite3.Error,)
@@ -80,8 +86,32 @@ class SQLiteDB:
             conn.execute("PRAGMA journal_mode = WAL")
         except sqlite3.Error as exc:
             problem = self.classify(exc)
+            if not create and self.path.is_file() and _is_read_only(exc):
+                reader = self._reader()
+                if reader is not None:
+                    return reader
             raise problem or LedgerError(f"cannot open ledger {str(self.path)!r}: {exc}") from None
         return conn
+
+    def _reader(self):
+        """A read-only connection to a ledger that cannot be opened for writing (a
+        backup on read-only media, a file this user may only read): ``budget
+        show`` and ``history`` read it; a charge on it fails as read-only before
+        any data is read (:meth:`probe_write`). Immutable (no locks, no WAL index)
+        only where the folder cannot be written, as on read-only media; ``None``
+        where even that cannot read it."""
+        where = Path(os.path.abspath(self.path)).as_uri()
+        modes = ("mode=ro",) if os.access(self.path.parent, os.W_OK) else ("mode=ro",
+                                                                            "immutable=1")
+        for mode in modes:
+            try:
+                conn = sqlite3.connect(f"{where}?{mode}", uri=True, timeout=60,
+                                       isolation_level=None)
+                conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+                return conn
+            except sqlite3.Error:
+                continue
+        return None
 
     def begin_write(self, cur, dataset: str | None):
         cur.execute("BEGIN IMMEDIATE")

@@ -259,3 +259,38 @@ def test_a_hand_edited_charge_row_is_a_corrupt_ledger_for_a_charge_too(url, tmp_
             read()
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT COUNT(*) FROM dpmic_charges").fetchone()[0] == 1
+
+
+@pytest.fixture
+def read_only_media(tmp_path):
+    """A ledger on a tmpfs remounted read-only (root only), as a backup on
+    read-only media."""
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)],
+                          capture_output=True)
+    if made.returncode != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    try:
+        url = f"sqlite:///{mount / 'ledger.db'}"
+        ledger = SQLLedger(url)
+        ledger.init("d", Budget(5.0))
+        ledger.charge("d", PrivacyCost(0.5), description="before the backup")
+        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+        yield url
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=True)  # open connections: lazily
+
+
+def test_a_ledger_on_read_only_media_can_be_read_but_not_charged(read_only_media):
+    """``budget show`` and ``history`` read a ledger that cannot be written (before,
+    opening it in WAL mode failed and they said a release was refused); a
+    charge is refused as read-only, nothing written."""
+    url = read_only_media
+    shown = invoke("budget", "show", "--ledger", url, "--dataset", "d")
+    assert shown.exit_code == 0 and "remaining: 4.5" in shown.output, shown.output
+    history = invoke("budget", "history", "--ledger", url, "--dataset", "d")
+    assert history.exit_code == 0 and "before the backup" in history.output, history.output
+    with pytest.raises(LedgerError, match="read-only"):
+        SQLLedger(url).charge("d", PrivacyCost(0.1))
+    assert SQLLedger(url).remaining("d") == Decimal("4.5")
