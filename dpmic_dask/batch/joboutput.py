@@ -25,8 +25,10 @@ themselves (their columns and kinds) are :mod:`dpmic_dask.batch.outputrows`.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
+import socket
 import uuid
 from typing import Any
 
@@ -278,7 +280,7 @@ def _write_file(job, rows: pd.DataFrame, run_id: str) -> str:
                                 f"deliver {job.source} --run-id {run_id}' (nothing more is "
                                 "charged), or deliver with --to another folder"))
     # one temporary name per writer: concurrent deliveries never share a file
-    tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex[:12]}.tmp")
+    tmp = final.with_name(f".{final.name}.{_WRITER}.{uuid.uuid4().hex[:12]}.tmp")
     rows = declared(rows, job)
     try:
         if job.output_format == "csv":
@@ -288,13 +290,44 @@ def _write_file(job, rows: pd.DataFrame, run_id: str) -> str:
         with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, final)
-    except OSError as exc:
+    except BaseException as exc:  # an interruption too: no half-written copy stays
         try:
             tmp.unlink(missing_ok=True)
         except OSError:
             pass
-        raise undeliverable(job, run_id, exc.strerror or type(exc).__name__) from None
+        if isinstance(exc, OSError):
+            raise undeliverable(job, run_id, exc.strerror or type(exc).__name__) from None
+        raise
+    _remove_stale_copies(final)
     return str(final)
+
+
+#: This writer in a temporary file's name: its host and process.
+_WRITER = f"{socket.gethostname()}.{os.getpid()}".replace("/", "_")
+
+
+def _remove_stale_copies(final) -> None:
+    """Remove the temporary copies of ``final`` left by writers of this host that
+    were killed while writing (SIGKILL leaves no chance to clean up); a copy of
+    a writer still running, or of another host, is left to it."""
+    host = socket.gethostname().replace("/", "_")
+    for path in final.parent.glob(f".{glob.escape(final.name)}.*.tmp"):
+        parts = path.name[len(final.name) + 2:-len(".tmp")].rsplit(".", 2)
+        if len(parts) != 3 or parts[0] != host or not parts[1].isdigit():
+            continue
+        pid = int(parts[1])
+        try:
+            if pid != os.getpid():
+                os.kill(pid, 0)
+            continue  # a writer still running
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue  # not ours to tell
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:
+            pass
 
 
 def _lock_table(conn, name: str) -> None:
