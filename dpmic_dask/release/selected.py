@@ -47,6 +47,10 @@ def selection_request(schema, rule: str, *, eps, delta=0.0, share=0.5, bounds, c
     if unknown:
         raise InvalidParameterError(f"selection rule {rule!r} takes no {', '.join(unknown)}")
     checked = chosen.check(options, names)
+    # checked whether or not a selection runs: a bad argument is refused either way
+    share = check_share(share, names.share)
+    if screen_B is not None and screen_B != "auto":
+        screen_B = check_max_cells(screen_B, names.screen_B)
     asked = chosen.free(checked, request.n_pairs)
     if asked is not None:
         # every pair is published: choosing costs nothing, the values get it all
@@ -57,10 +61,8 @@ def selection_request(schema, rule: str, *, eps, delta=0.0, share=0.5, bounds, c
             statistics=statistics, names=names)
         return request, SelectionPlan(request.cost, EveryPairRanked(asked, request.n_pairs),
                                       request.mechanism, None, request.companions)
-    if screen_B is not None and screen_B != "auto":
-        screen_B = check_max_cells(screen_B, names.screen_B)
     plan = plan_selection(rule, eps=request.eps, delta=request.delta,
-                          share=check_share(share, names.share), statistic=request.statistic,
+                          share=share, statistic=request.statistic,
                           screen_B=screen_B, statistics=check_statistics(statistics), **checked)
     return request, plan
 
