@@ -27,6 +27,7 @@ from dpmic_dask.errors import (
     RunClaimedError,
     UnavailableError,
     UnitMismatchError,
+    UnusedParameterWarning,
 )
 from dpmic_dask.privacy.accounting import Budget, InMemoryLedger, using_ledger
 from dpmic_dask.privacy.ledger import SQLLedger
@@ -64,6 +65,7 @@ __all__ = [
     "LargeEpsilonWarning",
     "PairwiseResult",
     "PrivacyLeakWarning",
+    "UnusedParameterWarning",
     "PrivacyReport",
     "PrivateBounds",
     "ReleaseIncompleteError",

@@ -106,6 +106,11 @@ class NoiseWarning(UserWarning):
     :data:`NOISY_CI95`). The privacy guarantee is intact."""
 
 
+class UnusedParameterWarning(UserWarning):
+    """A parameter given that the release does not use as given (``delta`` for a
+    pure mechanism: the release is pure eps-DP). The privacy guarantee is intact."""
+
+
 # A privacy warning must never be swallowed by a "once per location" filter.
 warnings.simplefilter("always", PrivacyLeakWarning)
 

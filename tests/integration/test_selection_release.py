@@ -159,6 +159,10 @@ def test_screening_recounts_the_chosen_pairs_at_full_B(table, scheduler):
     (lambda f: f.dpmic.top_pairs(0, 1.0, bounds=BOUNDS), "k must be an integer"),
     (lambda f: f.dpmic.top_pairs(True, 1.0, bounds=BOUNDS), "k must be an integer"),
     (lambda f: f.dpmic.top_pairs(2, 1.0, bounds=BOUNDS, select_share=1.0), "select_share"),
+    # k at least the number of pairs: nothing is chosen, the arguments are still checked
+    (lambda f: f.dpmic.top_pairs(99, 1.0, bounds=BOUNDS, select_share=5.0), "select_share"),
+    (lambda f: f.dpmic.top_pairs(99, 1.0, bounds=BOUNDS, select_share="abc"), "select_share"),
+    (lambda f: f.dpmic.top_pairs(99, 1.0, bounds=BOUNDS, screen_B=1), "screen_B"),
     (lambda f: f.dpmic.top_pairs(2, -1.0, bounds=BOUNDS), "eps"),
     (lambda f: f.dpmic.pairs_above(1.5, 1.0, bounds=BOUNDS, max_pairs=3), "threshold"),
     (lambda f: f.dpmic.pairs_above(0.3, 1.0, bounds=BOUNDS, max_pairs=0), "max_pairs"),
@@ -251,3 +255,23 @@ def test_the_chosen_pairs_are_counted_again_from_their_own_columns_only():
     assert top.pairs == (("a", "c"),)
     exact = dm.micr(frame["a"], frame["c"], x_bounds=(0, 1), y_bounds=(-1, 1), B=60, c=3)
     assert abs(top.values[0] - exact) < 20 * top.privacy.noise_scale
+
+
+@pytest.mark.parametrize("mechanism, warned", [("micr-geom", True), ("micr-lap", True),
+                                                ("micr-gauss", False)])
+def test_a_delta_a_pure_mechanism_does_not_use_is_said(table, mechanism, warned):
+    """``delta`` given with a pure mechanism is not used (the release is pure
+    eps-DP): said with an UnusedParameterWarning, before the charge; the charge is
+    the pure eps on a pure budget."""
+    import warnings as _warnings
+
+    ledger = dm.InMemoryLedger(uncapped=True)
+    with _warnings.catch_warnings(record=True) as seen:
+        _warnings.simplefilter("always")
+        result = table.dpmic.pairwise(1.0, bounds=BOUNDS, delta=1e-6, mechanism=mechanism,
+                                      B=20, c=2, ledger=ledger, bounds_check=None)
+    unused = [w for w in seen if issubclass(w.category, dm.UnusedParameterWarning)]
+    assert bool(unused) == warned
+    if warned:
+        assert "delta" in str(unused[0].message) and unused[0].filename == __file__
+        assert result.privacy.delta == 0.0 and ledger.charges()[0].cost.delta == 0.0

@@ -3,12 +3,13 @@ mechanism's privacy map checked against the map of the OpenDP measurement that
 samples its noise."""
 
 import math
+import warnings
 
 import numpy as np
 import opendp.prelude as dp
 import pytest
 
-from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.errors import InvalidParameterError, UnusedParameterWarning
 from dpmic_dask.privacy.mechanisms import (
     LATTICE,
     GaussianMechanism,
@@ -28,7 +29,9 @@ I64 = dp.vector_domain(dp.atom_domain(T="i64"))
     ("mice-lap", LaplaceMechanism, "mice"), ("micr-geom", GeometricCountsMechanism, "micr"),
 ])
 def test_registry_pairs_a_statistic_with_a_noise(name, cls, statistic):
-    mech = build_mechanism(name, eps=1.0, delta=1e-6, pairs=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedParameterWarning)  # delta of a pure one
+        mech = build_mechanism(name, eps=1.0, delta=1e-6, pairs=3)
     assert type(mech) is cls and mech.statistic.name == statistic and mech.label == name
     assert name in mechanism_names() and mechanism_names()[0] == "auto"
 
@@ -38,8 +41,10 @@ def test_auto_resolves_from_the_measure_delta_chooses():
     assert build_mechanism("auto", eps=1.0, delta=0.0, pairs=500).cost.is_pure
     assert build_mechanism("auto", eps=1.0, delta=1e-6, pairs=2).label == "micr-gauss"
     assert not build_mechanism("auto", eps=1.0, delta=1e-6, pairs=2).cost.is_pure
-    # a pure mechanism asked for by name with delta > 0 is charged as pure eps-DP
-    assert build_mechanism("micr-lap", eps=1.0, delta=1e-6, pairs=2).cost.is_pure
+    # a pure mechanism asked for by name with delta > 0 is charged as pure eps-DP,
+    # and says that its delta is not used
+    with pytest.warns(UnusedParameterWarning, match="delta = 1e-06 is not used"):
+        assert build_mechanism("micr-lap", eps=1.0, delta=1e-6, pairs=2).cost.is_pure
 
 
 def test_constructors_are_keyword_only_and_validated():

@@ -7,7 +7,9 @@ The built-in mechanisms are registered in :mod:`dpmic_dask.privacy.mechanisms`
 
 from __future__ import annotations
 
-from dpmic_dask.errors import InvalidParameterError
+import warnings
+
+from dpmic_dask.errors import InvalidParameterError, UnusedParameterWarning, user_stacklevel
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon, require_delta
 from dpmic_dask.privacy.costs import Measure, measure_for
 from dpmic_dask.privacy.mechanisms.base import Mechanism, NoisePlan, check_law
@@ -89,7 +91,13 @@ def build_mechanism(mechanism: str, *, eps: float, delta: float, pairs: int) -> 
     delta = check_delta(delta)
     name = resolve_mechanism(mechanism, eps, delta, pairs)
     statistic, cls = _RELEASES[name]
-    # A pure mechanism ignores delta: the release is then pure eps-DP.
+    # A pure mechanism ignores delta: the release is then pure eps-DP (said, so
+    # that a delta given for it is not silently dropped).
+    if delta > 0 and not cls.needs_delta:
+        warnings.warn(f"mechanism {name!r} is pure eps-DP: delta = {delta:g} is not used "
+                      "(the release is (eps, 0)-DP, a stronger guarantee); leave delta at "
+                      "0, or use micr-gauss to spend it", UnusedParameterWarning,
+                      stacklevel=user_stacklevel())
     return cls(epsilon=eps, delta=delta if cls.needs_delta else 0.0,
                statistic=get_statistic(statistic), label=name)
 
@@ -181,5 +189,7 @@ def default_parameters(mechanism: str, n: int, eps: float) -> tuple[float, int]:
     ``(n, eps)`` per value. A release lowers this ``B`` further where its own
     noise on each value is wide (:func:`dpmic_dask.stats.defaults.noisy_grid_cap`;
     ``Plan.explain()`` shows the ``B`` a release will use)."""
-    built = build_mechanism(mechanism, eps=1.0, delta=1e-6, pairs=1)
+    name = resolve_mechanism(mechanism, 1.0, 1e-6, 1)
+    needs = _RELEASES[name][1].needs_delta  # a delta only for one that uses it
+    built = build_mechanism(name, eps=1.0, delta=1e-6 if needs else 0.0, pairs=1)
     return grid_defaults(built.grid_kind, n, eps)
