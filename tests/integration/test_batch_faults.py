@@ -337,16 +337,13 @@ def test_a_failure_after_the_charge_keeps_it_and_the_retry_says_so(env, monkeypa
     assert history.exit_code == Exit.OK and "run=r (lost)" in history.output
 
 
-def test_an_interruption_while_the_values_are_journaled_charges_nothing(env, monkeypatch):
-    """SIGINT or SIGTERM inside the commit, while the values' journal row is
-    written: the charge is undone with it, as a killed process's would be (before,
-    the charge committed without its values: budget lost, nothing deliverable)."""
+def _interrupted_while_journaling():
+    """``OpenCharge.sql`` as if SIGINT arrived when the values' journal row is written."""
     import signal
 
     from dpmic_dask.batch.interrupts import Interrupted
     from dpmic_dask.privacy.ledgerrun import OpenCharge
 
-    tmp_path, ledger, job = env
     real = OpenCharge.sql
 
     def interrupted(self, text):
@@ -354,6 +351,17 @@ def test_an_interruption_while_the_values_are_journaled_charges_nothing(env, mon
             raise Interrupted(signal.SIGINT)
         return real(self, text)
 
+    return interrupted
+
+
+def test_an_interruption_while_the_values_are_journaled_charges_nothing(env, monkeypatch):
+    """SIGINT or SIGTERM inside the commit, while the values' journal row is
+    written: the charge is undone with it, as a killed process's would be (before,
+    the charge committed without its values: budget lost, nothing deliverable)."""
+    from dpmic_dask.privacy.ledgerrun import OpenCharge
+
+    tmp_path, ledger, job = env
+    interrupted = _interrupted_while_journaling()
     monkeypatch.setattr(OpenCharge, "sql", interrupted)
     stopped = invoke("run", job(), "--run-id", "r")
     assert stopped.exit_code == Exit.INTERRUPTED, stopped.output
@@ -372,19 +380,11 @@ def test_an_interruption_before_the_commit_logs_nothing_that_read_the_noise(
     have left the process, else reruns would give fresh noisy draws for free. It
     is held, like a warning, and shown once a charge commits."""
     import logging
-    import signal
 
-    from dpmic_dask.batch.interrupts import Interrupted
     from dpmic_dask.privacy.ledgerrun import OpenCharge
 
     tmp_path, ledger, job = env
-    real = OpenCharge.sql
-
-    def interrupted(self, text):
-        if "dpmic_release_journal" in text:
-            raise Interrupted(signal.SIGINT)
-        return real(self, text)
-
+    interrupted = _interrupted_while_journaling()
     path = job(select={"top_k": 1, "share": 0.6})
     monkeypatch.setattr(OpenCharge, "sql", interrupted)
     with caplog.at_level(logging.INFO, logger="dpmic_dask"):

@@ -167,13 +167,20 @@ def _where(evaluation):
     return counting, reads, values
 
 
-def test_placed_tasks_compute_the_same_values(monkeypatch, table):
-    folder, bounds = table
+def _one_pass(folder, bounds):
+    """The table in one frame, the spec of its pairs at B = 200 and their values
+    computed in one pass (what every placement must compute)."""
     whole = pd.concat([pd.read_parquet(p) for p in sorted(folder.glob("*.parquet"))],
                       ignore_index=True)
     spec = CountSpec(tuple(bounds), tuple(bounds.values()), None, master_grid_family(200, 5))
     exact = backend_for(whole).evaluate(whole, spec, _fingerprint, pairs_per_block=28,
                                         split_every=3, progress=False)
+    return whole, spec, exact
+
+
+def test_placed_tasks_compute_the_same_values(monkeypatch, table):
+    folder, bounds = table
+    whole, spec, exact = _one_pass(folder, bounds)
     frame = dd.read_parquet(folder)
     placed, evaluation, _ = _placed(monkeypatch, lambda: backend_for(frame).evaluate(
         frame, spec, _fingerprint, pairs_per_block=14, split_every=3, progress=False,
@@ -243,11 +250,7 @@ def test_a_block_whose_rows_are_split_reads_where_it_counts_and_exchanges_pieces
     partitions, every value piece sums its pairs' parts of all 4 partial counts,
     and the values are those of one pass."""
     folder, bounds = table
-    whole = pd.concat([pd.read_parquet(p) for p in sorted(folder.glob("*.parquet"))],
-                      ignore_index=True)
-    spec = CountSpec(tuple(bounds), tuple(bounds.values()), None, master_grid_family(200, 5))
-    exact = backend_for(whole).evaluate(whole, spec, _fingerprint, pairs_per_block=28,
-                                        split_every=3, progress=False)
+    whole, spec, exact = _one_pass(folder, bounds)
     split = []
     monkeypatch.setattr(dask_backend, "rows_split_pays", lambda *a: split.append(a) or True)
     frame = dd.read_parquet(folder)
