@@ -197,7 +197,7 @@ def rows_split_pays(pairs: int, cells: int, rows: int | None, columns: int, inde
         return False
     width = 4 if rows < 2**31 else 8
     partial = pairs * cells * width
-    piece = -(-pairs // tasks)
+    piece = -(-pairs // int(threads))  # the pairs of a piece of values: one a thread
     if partial > task_memory or piece * cells * (tasks * width + 8) > task_memory:
         return False
     return 3 * (tasks - 1) * partial <= int(rows) * columns * index_bytes * (blocks - 1)

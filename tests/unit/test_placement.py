@@ -241,6 +241,10 @@ def test_rows_split_only_where_the_binned_bytes_moved_outweigh_the_counts():
     assert not rows_split_pays(**{**tall, "rows": None}, threads=2)
     assert not rows_split_pays(**{**tall, "blocks": 1}, threads=2)
     assert not rows_split_pays(**tall, threads=2, task_memory=16 * 2**20)
+    # a task's counts fit 70 MB (29 MB), but not a piece of values (one a thread):
+    # 23 pairs' parts of the 3 counting tasks the input then needs, and their sum
+    assert not rows_split_pays(**tall, threads=2, task_memory=70 * 2**20)
+    assert rows_split_pays(**tall, threads=2, task_memory=110 * 2**20)
 
 
 def test_a_block_whose_rows_are_split_reads_where_it_counts_and_exchanges_pieces(
