@@ -34,7 +34,7 @@ from dpmic_dask.batch.jobs import load_job
 from dpmic_dask.batch.pageledger import redacted
 from dpmic_dask.batch.runner import deliver_job, retarget, run_job
 from dpmic_dask.batch.runpage import rebuild
-from dpmic_dask.errors import InvalidDataError, InvalidParameterError
+from dpmic_dask.errors import InvalidDataError, InvalidParameterError, UnusedParameterWarning
 from dpmic_dask.release.public_plan import explain_lines
 
 #: Run ids name output files and ledger claims: letters, digits and ``._:+-``,
@@ -241,7 +241,11 @@ def run(job_file, run_id, progress, dry_run, debug):
             click.echo(f"{job_file}: a causal graph of {len(job.bounds)} columns at "
                        f"eps={job.eps:g}; nothing was read or charged")
         return
-    run_job(job, run_id or uuid.uuid4().hex, progress=progress, echo=stdout_echo)
+    with warnings.catch_warnings():
+        # said once, by load_job's check of the job's parameters: the run plans
+        # the same release again (its budget, then the release itself)
+        warnings.simplefilter("ignore", UnusedParameterWarning)
+        run_job(job, run_id or uuid.uuid4().hex, progress=progress, echo=stdout_echo)
 
 
 @main.command()

@@ -28,7 +28,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
-import socket
+import time
 import uuid
 from typing import Any
 
@@ -280,7 +280,7 @@ def _write_file(job, rows: pd.DataFrame, run_id: str) -> str:
                                 f"deliver {job.source} --run-id {run_id}' (nothing more is "
                                 "charged), or deliver with --to another folder"))
     # one temporary name per writer: concurrent deliveries never share a file
-    tmp = final.with_name(f".{final.name}.{_WRITER}.{uuid.uuid4().hex[:12]}.tmp")
+    tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex[:12]}.tmp")
     rows = declared(rows, job)
     try:
         if job.output_format == "csv":
@@ -302,30 +302,24 @@ def _write_file(job, rows: pd.DataFrame, run_id: str) -> str:
     return str(final)
 
 
-#: This writer in a temporary file's name: its host and process.
-_WRITER = f"{socket.gethostname()}.{os.getpid()}".replace("/", "_")
+#: A temporary copy of an output untouched for this long is a killed writer's
+#: (a delivery writes and renames it within seconds).
+STALE_COPY_SECONDS = 15 * 60
 
 
 def _remove_stale_copies(final) -> None:
-    """Remove the temporary copies of ``final`` left by writers of this host that
-    were killed while writing (SIGKILL leaves no chance to clean up); a copy of
-    a writer still running, or of another host, is left to it."""
-    host = socket.gethostname().replace("/", "_")
+    """Remove temporary copies of ``final`` left by writers that were killed while
+    writing (SIGKILL leaves no chance to clean up): those untouched for
+    :data:`STALE_COPY_SECONDS`. A copy being written is younger (a writer's
+    process id says nothing across hosts or containers sharing the folder)."""
+    now = time.time()
     for path in final.parent.glob(f".{glob.escape(final.name)}.*.tmp"):
-        parts = path.name[len(final.name) + 2:-len(".tmp")].rsplit(".", 2)
-        if len(parts) != 3 or parts[0] != host or not parts[1].isdigit():
-            continue
-        pid = int(parts[1])
+        tag = path.name[len(final.name) + 2:-len(".tmp")]
+        if len(tag) != 12 or any(ch not in "0123456789abcdef" for ch in tag):
+            continue  # not a copy this module writes
         try:
-            if pid != os.getpid():
-                os.kill(pid, 0)
-            continue  # a writer still running
-        except ProcessLookupError:
-            pass
-        except OSError:
-            continue  # not ours to tell
-        try:
-            path.unlink(missing_ok=True)
+            if now - path.stat().st_mtime > STALE_COPY_SECONDS:
+                path.unlink(missing_ok=True)
         except OSError:
             pass
 

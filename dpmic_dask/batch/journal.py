@@ -293,6 +293,7 @@ class HeldWarnings:
         self.held_logs: list[logging.LogRecord] = []
         self._saved = warnings.catch_warnings()
         self._logger = logging.getLogger("dpmic_dask")
+        self._held_loggers: list[logging.Logger] = []
 
     def filter(self, record: logging.LogRecord) -> bool:
         """Whether a log line of the package goes out now (else it is held)."""
@@ -312,11 +313,17 @@ class HeldWarnings:
                 show(message, category, filename, lineno, file, line)
 
         warnings.showwarning = hold_after_the_charge
-        self._logger.addFilter(self)
+        # a logger's filter sees only the records made on it, not its children's
+        names = [name for name in list(logging.root.manager.loggerDict)
+                 if name.startswith("dpmic_dask.")]
+        self._held_loggers = [self._logger, *(logging.getLogger(n) for n in names)]
+        for logger in self._held_loggers:
+            logger.addFilter(self)
         return self
 
     def __exit__(self, *exc) -> None:
-        self._logger.removeFilter(self)
+        for logger in self._held_loggers:
+            logger.removeFilter(self)
         self._saved.__exit__(*exc)
 
     def flush(self) -> None:
@@ -330,7 +337,7 @@ class HeldWarnings:
         for args in held:
             warnings.showwarning(*args)
         for record in logs:
-            self._logger.handle(record)
+            logging.getLogger(record.name).handle(record)
 
     def drop(self) -> None:
         """Forget the held warnings and log lines (the charge was rolled back)."""

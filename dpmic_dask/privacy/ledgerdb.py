@@ -101,8 +101,12 @@ class SQLiteDB:
         only where the folder cannot be written, as on read-only media; ``None``
         where even that cannot read it."""
         where = Path(os.path.abspath(self.path)).as_uri()
-        modes = ("mode=ro",) if os.access(self.path.parent, os.W_OK) else ("mode=ro",
-                                                                            "immutable=1")
+        wal = Path(f"{self.path}-wal")
+        # immutable reads the file alone: charges still in a write-ahead log beside
+        # it would be missed (a budget shown as less spent than it is)
+        pending = wal.exists() and wal.stat().st_size > 0
+        modes = (("mode=ro",) if pending or os.access(self.path.parent, os.W_OK)
+                 else ("mode=ro", "immutable=1"))
         for mode in modes:
             try:
                 conn = sqlite3.connect(f"{where}?{mode}", uri=True, timeout=60,

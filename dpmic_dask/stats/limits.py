@@ -187,13 +187,18 @@ def rows_split_pays(pairs: int, cells: int, rows: int | None, columns: int, inde
     block is chosen where the counts moved, weighed three times (for the extra
     read-off), are at most the binned bytes, and only where its partial counts
     are summed without a tree (at most ``split_every`` tasks) and fit
-    ``task_memory``: the counting task's and a piece's (``split_every`` parts and
-    their int64 sum). Public quantities only: the choice changes which tasks
-    count what, never a count."""
-    if rows is None or blocks < 2 or threads < 2:
+    ``task_memory``: the counting task's and a piece's (a part from each task and
+    their int64 sum). The binned input must fit half of the threads' task
+    memory: however it is partitioned, :func:`task_spans` then gives the block
+    at most one counting task a thread (a partition of more than half a task's
+    memory is a task of its own, and there are fewer of those than threads; one
+    of less takes at least half of a task's memory with it), so the tasks
+    weighed here are the tasks there will be. Public quantities only: the
+    choice changes which tasks count what, never a count."""
+    if rows is None or blocks < 2 or not 2 <= threads <= split_every:
         return False
-    tasks = max(int(threads), -(-int(rows) * columns * index_bytes // int(task_memory)))
-    if tasks > split_every:
+    tasks = int(threads)
+    if 2 * int(rows) * columns * index_bytes > tasks * int(task_memory):
         return False
     width = 4 if rows < 2**31 else 8
     partial = pairs * cells * width

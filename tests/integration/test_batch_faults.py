@@ -701,3 +701,19 @@ def test_validate_and_the_journal_never_show_a_password(env):
                                               "&sslmode=prefer", "sql_table": "t"}))
     where = destination(target, "r1")
     assert "s3cret" not in where and "sslmode=prefer" in where
+
+
+def test_a_delta_the_mechanism_does_not_use_is_said_once_per_run(env):
+    """A job's delta with a pure mechanism: one UnusedParameterWarning for the run
+    (the run plans the release three times: the job's check, its budget, the
+    release), and the run is charged pure eps."""
+    tmp_path, ledger, job = env
+    path = job(privacy={"delta": 1e-6, "mechanism": "micr-lap"})
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        done = invoke("run", path, "--run-id", "r")
+    assert done.exit_code == Exit.OK, done.output
+    unused = [w for w in seen if issubclass(w.category, dm.UnusedParameterWarning)]
+    assert len(unused) == 1, [str(w.message) for w in unused]
+    (charge,) = SQLLedger(ledger).history("d")
+    assert charge.cost.delta == 0.0

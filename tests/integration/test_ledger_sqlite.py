@@ -262,9 +262,8 @@ def test_a_hand_edited_charge_row_is_a_corrupt_ledger_for_a_charge_too(url, tmp_
 
 
 @pytest.fixture
-def read_only_media(tmp_path):
-    """A ledger on a tmpfs remounted read-only (root only), as a backup on
-    read-only media."""
+def read_only_mount(tmp_path):
+    """An empty tmpfs (root only) and a function that remounts it read-only."""
     mount = tmp_path / "ro"
     mount.mkdir()
     made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)],
@@ -272,14 +271,56 @@ def read_only_media(tmp_path):
     if made.returncode != 0:
         pytest.skip("mounting a tmpfs needs root")
     try:
-        url = f"sqlite:///{mount / 'ledger.db'}"
-        ledger = SQLLedger(url)
-        ledger.init("d", Budget(5.0))
-        ledger.charge("d", PrivacyCost(0.5), description="before the backup")
-        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
-        yield url
+        yield mount, lambda: subprocess.run(["mount", "-o", "remount,ro", str(mount)],
+                                            check=True)
     finally:
-        subprocess.run(["umount", "-l", str(mount)], check=True)  # open connections: lazily
+        subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def test_a_read_only_copy_with_charges_still_in_its_log_is_never_shown_short(
+        tmp_path, read_only_mount):
+    """A ledger copied onto read-only media with its write-ahead log but without
+    the log's index (a backup of a writer's files): reading the file alone would
+    miss the charges still in the log; ``budget show`` refuses it as read-only
+    rather than show a budget less spent than it is."""
+    import shutil
+    import sqlite3
+
+    mount, make_read_only = read_only_mount
+    source = tmp_path / "src"
+    source.mkdir()
+    ledger = SQLLedger(f"sqlite:///{source / 'ledger.db'}")
+    ledger.init("d", Budget(10.0))
+    keep = sqlite3.connect(source / "ledger.db", isolation_level=None)  # no checkpoint
+    keep.execute("PRAGMA wal_autocheckpoint = 0")
+    keep.execute("SELECT COUNT(*) FROM dpmic_charges").fetchone()
+    for amount in (1.0, 2.0, 3.0):
+        ledger.charge("d", PrivacyCost(amount))
+    wal = source / "ledger.db-wal"
+    assert wal.stat().st_size > 0
+    shutil.copy(source / "ledger.db", mount / "ledger.db")
+    shutil.copy(wal, mount / "ledger.db-wal")
+    keep.close()
+    make_read_only()
+    shown = invoke("budget", "show", "--ledger", f"sqlite:///{mount / 'ledger.db'}",
+                   "--dataset", "d")
+    if shown.exit_code == 0:
+        assert "spent:     6" in shown.output, shown.output
+    else:
+        assert shown.exit_code == 4 and "read-only" in shown.output, shown.output
+
+
+@pytest.fixture
+def read_only_media(read_only_mount):
+    """A ledger with one charge on a tmpfs remounted read-only (root only), as a
+    backup on read-only media."""
+    mount, make_read_only = read_only_mount
+    url = f"sqlite:///{mount / 'ledger.db'}"
+    ledger = SQLLedger(url)
+    ledger.init("d", Budget(5.0))
+    ledger.charge("d", PrivacyCost(0.5), description="before the backup")
+    make_read_only()
+    return url
 
 
 def test_a_ledger_on_read_only_media_can_be_read_but_not_charged(read_only_media):

@@ -45,6 +45,7 @@ def test_log_lines_after_the_charge_wait_for_its_commit_or_go_with_its_rollback(
     import logging
 
     log = logging.getLogger("dpmic_dask")
+    child = logging.getLogger("dpmic_dask.release.stages")  # a module's own logger
     run = Run()
     held = HeldWarnings(run)
     with caplog.at_level(logging.INFO, logger="dpmic_dask"):
@@ -52,6 +53,7 @@ def test_log_lines_after_the_charge_wait_for_its_commit_or_go_with_its_rollback(
             log.info("validated")
             run.charged = True
             log.info("counted 10720 rows")
+            child.info("selected 2 of 10 pairs")
         assert [r.getMessage() for r in caplog.records] == ["validated"]
         run.charged = False
         run.committed = end == "commit"
@@ -59,5 +61,6 @@ def test_log_lines_after_the_charge_wait_for_its_commit_or_go_with_its_rollback(
             held.drop()
         held.flush()
         log.info("after the run")  # the filter is gone with the run
-    want = ["validated"] + (["counted 10720 rows"] if end == "commit" else []) + ["after the run"]
+    want = (["validated"] + (["counted 10720 rows", "selected 2 of 10 pairs"]
+                             if end == "commit" else []) + ["after the run"])
     assert [r.getMessage() for r in caplog.records] == want

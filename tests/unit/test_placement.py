@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from dask.core import get_dependencies
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpmic_dask.backends import backend_for
 from dpmic_dask.backends import dask as dask_backend
@@ -241,10 +243,10 @@ def test_rows_split_only_where_the_binned_bytes_moved_outweigh_the_counts():
     assert not rows_split_pays(**{**tall, "rows": None}, threads=2)
     assert not rows_split_pays(**{**tall, "blocks": 1}, threads=2)
     assert not rows_split_pays(**tall, threads=2, task_memory=16 * 2**20)
-    # a task's counts fit 70 MB (29 MB), but not a piece of values (one a thread):
-    # 23 pairs' parts of the 3 counting tasks the input then needs, and their sum
-    assert not rows_split_pays(**tall, threads=2, task_memory=70 * 2**20)
-    assert rows_split_pays(**tall, threads=2, task_memory=110 * 2**20)
+    # the binned input (200 MB) must fit half the threads' task memory, whatever
+    # its partitions: else a task per thread is not certain
+    assert not rows_split_pays(**tall, threads=2, task_memory=190 * 2**20)
+    assert rows_split_pays(**tall, threads=2, task_memory=192 * 2**20)
 
 
 def test_a_block_whose_rows_are_split_reads_where_it_counts_and_exchanges_pieces(
@@ -273,3 +275,20 @@ def test_a_block_whose_rows_are_split_reads_where_it_counts_and_exchanges_pieces
         cuts = get_dependencies(graph, k)
         assert len(cuts) == 4 and {_name(c) for c in cuts} == {"pairs_of"}
     np.testing.assert_array_equal(placed.values, exact.values)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows=st.integers(10**5, 10**9), partitions=st.integers(1, 500),
+       task_memory=st.integers(2**20, 2**31), threads=st.integers(2, 8),
+       columns=st.integers(2, 12))
+def test_a_rows_split_gets_a_counting_task_a_thread_however_the_input_is_partitioned(
+        rows, partitions, task_memory, threads, columns):
+    """Where the split is chosen, the block's counting tasks (whole partitions
+    each, within ``task_memory``) are at most one a thread, the tasks its choice
+    weighed."""
+    from dpmic_dask.stats.limits import rows_split_pays
+
+    pairs = columns * (columns - 1) // 2
+    cells = 1000
+    if rows_split_pays(pairs, cells, rows, columns, 2, 2, threads, 8, task_memory):
+        assert len(task_spans(rows, partitions, columns, task_memory, tasks=threads)) <= threads
