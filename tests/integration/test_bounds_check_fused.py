@@ -79,6 +79,29 @@ def test_the_check_reads_the_values_pass_on_dask(table, seen, how, partitions):
     assert result.bounds_check is not None
 
 
+def test_the_check_reads_the_values_pass_of_a_block_whose_rows_are_split(
+        table, seen, monkeypatch):
+    """Where one block's rows are split over its counting tasks (forced here, as on
+    2 threads with many rows), the check's histograms are summed from each task's
+    partitions: the same counts, no pass of its own."""
+    from dpmic_dask.backends import dask as dask_backend
+
+    wide = table.assign(e=table["a"] * 0.5, f=table["c"] - 1.0, g=table["b"] * 0.1)
+    bounds = {**BOUNDS, "e": (-2.0, 5.0), "f": (-1.0, 8.0), "g": (-0.1, 0.1)}
+    fill = {**FILL, "e": 1.0, "f": 3.0, "g": 0.0}
+    split = []
+    monkeypatch.setattr(dask_backend, "rows_split_pays", lambda *a: split.append(a) or True)
+    monkeypatch.setattr(dask_backend, "_worker_threads", lambda: 2)
+    monkeypatch.setattr(stages, "block_size", lambda request, B, c: 12)  # 21 pairs: blocks
+    frame = dd.from_pandas(wide, npartitions=6)
+    release(frame, B=40, bounds=bounds, fill=fill)
+    assert split and seen["passes"] == 0
+    want = np.stack([np.bincount(bounds_check.bins(wide.fillna(fill)[c].to_numpy(), bounds[c],
+                                                   bounds_check.CHECK_BINS),
+                                 minlength=bounds_check.CHECK_BINS) for c in wide.columns])
+    np.testing.assert_array_equal(seen["hists"], want)
+
+
 def test_the_check_reads_the_values_pass_on_pandas(table, seen):
     release(table, B=60)
     assert seen["passes"] == 0
