@@ -284,8 +284,9 @@ class HeldWarnings:
     held until the charge commits, with the released rows or without them
     (:meth:`flush`), and dropped when an interruption rolls the charge back
     (:meth:`drop`): nothing about noise that was never charged leaves the
-    process. Log lines are those of the package's logger (``dpmic_dask``, which
-    ``-v`` shows), held by a filter on it while the charge is open."""
+    process. Log lines are those of the package's loggers (``dpmic_dask``, which
+    ``-v`` shows, and its children), held by a filter on each while the charge
+    is open."""
 
     def __init__(self, run: JournaledRun):
         self.run = run
