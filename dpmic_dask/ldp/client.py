@@ -36,6 +36,7 @@ from dpmic_dask.errors import InvalidDataError, InvalidParameterError, MissingVa
 from dpmic_dask.ldp.bits import ByteSource, active_source
 from dpmic_dask.ldp.protocols import Protocol, make_protocol
 from dpmic_dask.stats.counting import bins as equal_width_bins
+from dpmic_dask.stats.limits import check_micr_grid
 from dpmic_dask.testing import seeded_noise
 
 ATTR = "dpmic_ldp"
@@ -117,6 +118,7 @@ def make_design(eps, *, bounds, rows, columns=None, bins=None, B=None, c=2, prot
     grid_b = check_max_cells(m * m if B is None else B)
     if isinstance(c, bool) or not isinstance(c, numbers.Integral) or c < 1:
         raise InvalidParameterError("c must be an integer >= 1")
+    check_micr_grid(grid_b, int(c), len(chosen))  # what the server's MICr will need
     proto = make_protocol(protocol, eps, m * m)
     return {
         "version": DESIGN_VERSION,
@@ -352,6 +354,17 @@ def read_design(path) -> dict:
         raise InvalidParameterError(
             "the directory holds reports of more than one design: read each design's "
             "files apart")
+    digests: dict[str, str] = {}
+    for one in files:  # a file copied twice would count every report in it twice
+        with open(one, "rb") as handle:
+            digest = hashlib.file_digest(handle, "sha256").hexdigest()
+        if digest in digests:
+            first = Path(digests[digest]).name
+            raise InvalidDataError(
+                f"two files of the reports hold the same bytes ({first!r} and "
+                f"{Path(one).name!r}): every report in them would be counted twice; "
+                "remove the copy")
+        digests[digest] = one
     return designs[0]
 
 

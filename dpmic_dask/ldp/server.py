@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from dpmic_dask.backends import backend_for
+from dpmic_dask.checks import check_clump_factor, check_max_cells
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError, NoiseWarning
 from dpmic_dask.ldp.client import (
     DESIGN_COLUMN,
@@ -27,6 +28,7 @@ from dpmic_dask.ldp.estimate import estimate_pair
 from dpmic_dask.ldp.protocols import Protocol
 from dpmic_dask.ldp.result import LocalPairwiseResult, LocalReport
 from dpmic_dask.stats.grids import master_grid_family
+from dpmic_dask.stats.limits import check_micr_grid
 
 #: bootstrap replicates per pair when not given
 DEFAULT_REPLICATES = 200
@@ -62,6 +64,13 @@ def _checked_fields(frame: pd.DataFrame, proto: Protocol, n_pairs: int, fingerpr
         raise InvalidDataError(
             "some reports were made under another design than the one they are read "
             "with (their design fingerprint differs): read each design's reports apart")
+    for name in ("pair",) + proto.fields():
+        column = frame[name]
+        if not pd.api.types.is_integer_dtype(column.dtype) and not (
+                pd.api.types.is_float_dtype(column.dtype)
+                and np.array_equal(column.to_numpy(), np.floor(column.to_numpy()))):
+            raise InvalidDataError(f"the reports' field {name!r} holds values that are not "
+                                   "whole numbers: reports are made of integers")
     pair = frame["pair"].to_numpy(dtype=np.int64)
     fields = {f: frame[f].to_numpy() for f in proto.fields()}
     bad = (pair < 0) | (pair >= n_pairs)
@@ -118,8 +127,15 @@ def pairwise(reports, *, design: dict | None = None, replicates: int = DEFAULT_R
         raise InvalidParameterError(
             f"replicates must be 0 (no bias correction and no ci95) or an integer >= "
             f"{MIN_REPLICATES} (a 95% interval from fewer bootstrap draws is not one)")
-    family = master_grid_family(int(design["B"] if B is None else B),
-                                int(design["c"] if c is None else c))
+    grid_b = check_max_cells(design["B"] if B is None else B)
+    grid_c = check_clump_factor(design["c"] if c is None else c)
+    check_micr_grid(grid_b, grid_c, len(design["pairs"]))
+    family = master_grid_family(grid_b, grid_c)
+    if DESIGN_COLUMN not in reports.columns:
+        warnings.warn(
+            "the reports carry no design fingerprint (written before it was kept): that "
+            "they were made under this design cannot be checked, only that each field "
+            "lies in its range", UserWarning, stacklevel=2)
     supports, counts = count_reports(reports, design)
     population = int(counts.sum())
     m = int(design["bins"])

@@ -102,6 +102,41 @@ def test_reports_of_two_designs_in_one_folder_are_refused_on_every_path(tmp_path
     with dask.config.set(scheduler="sync"), pytest.raises(
             InvalidDataError, match="made under another design"):
         pairwise(dd.read_parquet(mixed), design=read_design(mixed / "a.parquet"), replicates=0)
-    # reports written before the fingerprint was kept are read as before
+    # reports written before the fingerprint was kept are read as before, with a
+    # word that their design cannot be checked (reports of a 3 x 3 design fit the
+    # ranges of a 4 x 4 one: read under it, they were accepted without one)
     old = randomize(frame(), design=first).drop(columns="design")
-    assert pairwise(old, replicates=0).privacy.n == 2000
+    with pytest.warns(UserWarning, match="no design fingerprint"):
+        assert pairwise(old, replicates=0).privacy.n == 2000
+
+
+
+def test_duplicated_files_fractional_fields_and_huge_grids_are_refused(tmp_path):
+    """A folder holding a copy of a reports file (every report counted twice: the
+    n doubled and the interval narrowed), fields edited to fractions (silently
+    truncated) and a grid no machine can hold (B = 10**6: the process was killed)
+    are refused."""
+    import shutil
+
+    from dpmic_dask.ldp import read_design
+
+    design = make_design(2.0, bounds=BOUNDS, rows=2000, bins=4, protocol="grr")
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    write_reports(randomize(frame(), design=design), folder / "a.parquet")
+    shutil.copy(folder / "a.parquet", folder / "b.parquet")
+    for read in (read_design, read_reports):
+        with pytest.raises(InvalidDataError, match="same bytes"):
+            read(folder)
+    reports = randomize(frame(), design=design)
+    for name, shift in (("y", 0.7), ("pair", 0.5)):
+        edited = reports.astype({name: float})
+        edited[name] = edited[name] + shift
+        with pytest.raises(InvalidDataError, match="not whole numbers"):
+            pairwise(edited, design=design, replicates=0)
+    whole = reports.astype({"y": float})  # floats holding whole numbers are reports
+    assert pairwise(whole, design=design, replicates=0).privacy.n == 2000
+    with pytest.raises(InvalidParameterError, match="B = 1000000"):
+        pairwise(reports, design=design, replicates=0, B=10**6)
+    with pytest.raises(InvalidParameterError, match="B = 1000000"):
+        make_design(2.0, bounds=BOUNDS, rows=2000, bins=4, protocol="grr", B=10**6)
