@@ -192,6 +192,11 @@ def causal_from_files(folder: Path) -> tuple[CausalGraph, str]:
     head = _HEADER.search(report)
     approx = _APPROX.search(report)
     stated = approx or _PURE.search(report)
+    if head is None or stated is None:
+        raise InvalidParameterError(
+            f"{folder}: the run's report.txt is missing or does not state its test and "
+            "guarantee, so a page could not say what was released; 'dpmic deliver JOB "
+            "--run-id ID --to FOLDER' writes the run's files again from its journal")
     epsilon = float(stated.group("eps")) if stated else math.nan
     delta = float(approx.group("delta")) if approx else 0.0
     # per unit: the page states the guarantee per unit (as the report does), never
@@ -239,7 +244,24 @@ def rebuild_causal_page(folder: Path, ledger_url: str | None = None) -> Path:
     if run_id or ledger_url or before:
         view["ledger"] = history_at(ledger_url or before.get("ledger"), before.get("dataset"),
                                     run_id=run_id, job=job)
+        _matches_charge(folder, graph.privacy, view["ledger"].get("own_cost"))
     return write_page(view, page)
+
+
+def _matches_charge(folder: Path, privacy, charged) -> None:
+    """Refuse a page whose report text states another guarantee than the ledger's
+    charge of the run (an edited report.txt: the page would say one epsilon in
+    its guarantee and another in its ledger section)."""
+    if charged is None:
+        return
+    close = (math.isclose(privacy.epsilon, charged.epsilon, rel_tol=1e-4)
+             and math.isclose(privacy.delta, charged.delta, rel_tol=1e-4, abs_tol=1e-15))
+    if not close:
+        raise InvalidParameterError(
+            f"{folder}: the run's report.txt states epsilon {privacy.epsilon:g}, delta "
+            f"{privacy.delta:g}, but the ledger charged the run epsilon "
+            f"{charged.epsilon:g}, delta {charged.delta:g}: the report text was changed; "
+            "'dpmic deliver JOB --run-id ID --to FOLDER' writes the run's files again")
 
 
 def rebuild_rows_page(path: Path, ledger_url: str | None = None) -> Path:

@@ -272,7 +272,36 @@ def test_a_zcdp_causal_job(setup):
     assert out.exit_code == Exit.OK, out.output
     (charge,) = history(ledger)
     assert "causal-pc-g" in json.dumps(charge)
-    assert (tmp_path / "out" / "run-z1--cpdag" / "edges.csv").is_file()
+    folder = tmp_path / "out" / "run-z1--cpdag"
+    assert (folder / "edges.csv").is_file()
+    # the page is rebuilt: its stated (eps, delta) are the ledger's charge
+    rebuilt = invoke("report", str(folder))
+    assert rebuilt.exit_code == Exit.OK, rebuilt.output
+
+
+def test_a_causal_page_is_not_rebuilt_from_a_changed_or_missing_report(setup):
+    """A run folder whose report.txt states another epsilon than the ledger charged
+    (edited), or has none: the page would state a guarantee the ledger
+    contradicts, or NaN; it is refused, and the page is rebuilt once the run's
+    files are delivered again."""
+    tmp_path, ledger, job = setup
+    path = job()
+    assert invoke("run", path, "--run-id", "r1").exit_code == Exit.OK
+    folder = tmp_path / "out" / "run-r1--cpdag"
+    report = folder / "report.txt"
+    text = report.read_text()
+    assert "This release is 2-differentially" in text
+    report.write_text(text.replace("This release is 2-differentially",
+                                   "This release is 0.01-differentially"))
+    edited = invoke("report", str(folder))
+    assert edited.exit_code != Exit.OK
+    assert "states epsilon 0.01" in edited.output and "charged the run epsilon 2" in edited.output
+    report.unlink()
+    missing = invoke("report", str(folder))
+    assert missing.exit_code != Exit.OK and "report.txt is missing" in missing.output
+    again = invoke("run", path, "--run-id", "r1")  # delivers the journaled files again
+    assert again.exit_code == Exit.OK, again.output
+    assert invoke("report", str(folder)).exit_code == Exit.OK
 
 
 def test_a_causal_job_per_unit(setup):
@@ -295,6 +324,8 @@ def test_a_causal_job_per_unit(setup):
     assert out.exit_code == Exit.OK, out.output
     (charge,) = history(ledger)
     assert "causal-pc-chisq" in json.dumps(charge)
+    # its page states the guarantee per unit, as the ledger charged it
+    assert invoke("report", str(tmp_path / "out" / "run-u2--cpdag")).exit_code == Exit.OK
     path = job(privacy=unit, ledger=ledger, columns={"s": None}, causal={"test": "auto"})
     assert invoke("validate", path).exit_code == Exit.OK
     out = invoke("run", path, "--run-id", "u1")

@@ -149,7 +149,9 @@ def ledger_view(dataset: str, budget: Budget | None, records, *, charge_id=None,
             "spent": f"{_num(spent)} {unit} in {len(entries)} charge(s)",
             "left": _left_words(budget, entries),
             "chart": chart, "rows": rows, "total": len(entries), "later": later,
-            "found": own is not None, "reason": ""}
+            "found": own is not None, "reason": "",
+            # the run's own charge, for a page to hold its stated guarantee against
+            "own_cost": None if own is None else entries[own].cost}
 
 
 def _left_words(budget: Budget | None, entries: list[HistoryEntry]) -> str:
