@@ -283,14 +283,17 @@ class CorrelationTests:
     concordance ``beta`` (``C / n``), and the sampling variance is the delta
     method's over the concordances' covariance
     (:func:`~dpmic_dask.causal.quadrant.concordance_variance`); ``sampling`` (``n``
-    times each pair's variance at independence) only sets the report's figure.
+    times each pair's variance at independence) only sets the report's figure,
+    with ``flat`` (columns with nearly every row on one side of the cut, whose
+    pairs no test sees) left out of it.
     ``kind="fisherz"``: causal-learn's Fisher z on Pearson ``r`` (no noise).
     """
 
     def __init__(self, r: np.ndarray, n: int, alpha: float, kind: str,
                  tau: np.ndarray | None = None, noise_var: float = 0.0,
                  slope: np.ndarray | None = None, sampling: np.ndarray | None = None,
-                 beta: np.ndarray | None = None, cuts: np.ndarray | None = None):
+                 beta: np.ndarray | None = None, cuts: np.ndarray | None = None,
+                 flat: np.ndarray | None = None):
         self.r = r
         self.n = n
         self.alpha = alpha
@@ -302,12 +305,15 @@ class CorrelationTests:
         # a typical pair's sampling variance (times n) and slope at independence,
         # for the report's smallest visible correlation
         self.sampling0, self.slope0 = KENDALL_VARIANCE, 0.5 * math.pi
+        self._pairs: tuple[np.ndarray, np.ndarray] | None = None
         if kind == "copula" and slope is not None:  # signs at released medians
             self.slope = slope
             iu = np.triu_indices(r.shape[0], 1)
+            if flat is not None:
+                keep = ~(np.asarray(flat)[iu[0]] | np.asarray(flat)[iu[1]])
+                iu = (iu[0][keep], iu[1][keep])
             if sampling is not None and iu[0].size:
-                self.sampling0 = float(np.median(sampling[iu]))
-                self.slope0 = float(np.median(slope[iu]))
+                self._pairs = (np.asarray(sampling)[iu], np.asarray(slope)[iu])
         elif kind == "copula":
             assert tau is not None, "the copula test needs the tau matrix"
             t = np.clip(tau, -1.0, 1.0)
@@ -357,8 +363,19 @@ class CorrelationTests:
         """The smallest |correlation| a level-0 test detects (at ``r = 0``)."""
         if self.n <= 3:  # no degrees of freedom: no test can see anything
             return 1.0
-        variance = self.sampling0 / (self.n - 3) + self.slope0**2 * self.noise_var
-        if not variance >= 0:
+        if self._pairs is None:
+            return self._visible(self.sampling0, self.slope0)
+        # each pair's own figure, their median (a constant column's pairs, whose
+        # signs are all on one side, were left out: with them in the median a
+        # correlation of 0.83 was said to be the smallest seen, for 0.05)
+        seen = [self._visible(float(a), float(b)) for a, b in zip(*self._pairs)]
+        return float(np.median(seen))
+
+    def _visible(self, sampling: float, slope: float) -> float:
+        """The smallest |correlation| a level-0 test of a pair with this sampling
+        variance (times ``n``) and slope at independence detects."""
+        variance = sampling / (self.n - 3) + slope**2 * self.noise_var
+        if not variance >= 0 or not math.isfinite(variance):
             return 1.0
         return math.tanh(self.threshold * math.sqrt(variance))
 

@@ -212,12 +212,12 @@ def orthant(h, k, r):
     return half * inner
 
 
-def one_sided(released: np.ndarray, p: int, n: int) -> np.ndarray:
-    """Which columns' released share of sign ``+1`` is within ``_EDGE`` of 0 or 1:
+def one_sided(released: np.ndarray, p: int, n: int, edge: float = _EDGE) -> np.ndarray:
+    """Which columns' released share of sign ``+1`` is within ``edge`` of 0 or 1:
     (nearly) every row on one side of the cut, as for values piled at a bound or
     a constant column. Their correlations are read as 0 (:func:`tetrachoric`)."""
     raw = 0.5 * (1.0 + np.asarray(released[:p], dtype=np.float64) / n)
-    return ~((raw > _EDGE) & (raw < 1.0 - _EDGE))
+    return ~((raw > edge) & (raw < 1.0 - edge))
 
 
 def tetrachoric(released: np.ndarray, p: int, n: int):

@@ -104,7 +104,10 @@ def release_signs(plan: SignsPlan, frame, request, backend, progress, margins, n
     r, slope, sampling, latent = tetrachoric(released, p, n)
     tests = CorrelationTests(nearest_correlation(r), n, request.alpha, "copula",
                              noise_var=budget.variance, slope=slope, sampling=sampling,
-                             beta=concordances(released, p, n), cuts=latent)
+                             beta=concordances(released, p, n), cuts=latent,
+                             # a cut that leaves under 1% on one side (a noisy
+                             # share of a constant column): out of the figure
+                             flat=one_sided(released, p, n, edge=0.01))
     return budget, released, cuts, tests
 
 

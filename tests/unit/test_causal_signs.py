@@ -201,3 +201,26 @@ def test_per_unit_tiny_tables_never_fail_after_the_charge():
     empty = causal_graph(frame.iloc[:0], 8.0, columns=list("abc"), bounds=bounds,
                          privacy_unit="u", max_rows_per_unit=1)
     assert empty.report().rows >= 4
+
+
+def test_a_constant_column_leaves_the_smallest_visible_correlation_as_it_was():
+    """The report's smallest |correlation| a level-0 test detects is a typical
+    pair's: a constant column, whose pairs no test sees (all its signs on one
+    side), is left out of it (with its pairs in the median, 0.83 was reported
+    where the other pairs see 0.05)."""
+    import warnings
+
+    gen = np.random.default_rng(2)  # test data only
+    n = 4000
+    a = gen.normal(size=n)
+    frame = pd.DataFrame({"a": a, "b": a + gen.normal(size=n), "k": gen.normal(size=n)})
+    bounds = {"a": (-5.0, 5.0), "b": (-8.0, 8.0), "k": (-5.0, 5.0)}
+    figures = {}
+    for name, third in (("varying", frame["k"]), ("constant", np.full(n, 0.5))):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the constant column's BoundsWarning
+            g = causal_graph(frame.assign(k=third), 1.0, bounds=bounds,
+                             ledger=InMemoryLedger(uncapped=True))
+        figures[name] = g.report().smallest_visible
+    assert 0.02 < figures["varying"] < 0.1
+    assert figures["constant"] == pytest.approx(figures["varying"], rel=0.3)
