@@ -33,10 +33,10 @@ def table():
     return frame
 
 
-def exact(frame) -> np.ndarray:
+def exact(frame, bounds=BOUNDS, fill=FILL) -> np.ndarray:
     """Each column's histogram on the check's bins, counted directly."""
-    filled = frame.fillna(FILL)
-    return np.stack([np.bincount(bounds_check.bins(filled[c].to_numpy(), BOUNDS[c],
+    filled = frame.fillna(fill)
+    return np.stack([np.bincount(bounds_check.bins(filled[c].to_numpy(), bounds[c],
                                                    bounds_check.CHECK_BINS),
                                  minlength=bounds_check.CHECK_BINS) for c in frame.columns])
 
@@ -96,10 +96,7 @@ def test_the_check_reads_the_values_pass_of_a_block_whose_rows_are_split(
     frame = dd.from_pandas(wide, npartitions=6)
     release(frame, B=40, bounds=bounds, fill=fill)
     assert split and seen["passes"] == 0
-    want = np.stack([np.bincount(bounds_check.bins(wide.fillna(fill)[c].to_numpy(), bounds[c],
-                                                   bounds_check.CHECK_BINS),
-                                 minlength=bounds_check.CHECK_BINS) for c in wide.columns])
-    np.testing.assert_array_equal(seen["hists"], want)
+    np.testing.assert_array_equal(seen["hists"], exact(wide, bounds, fill))
 
 
 def test_the_check_reads_the_values_pass_on_pandas(table, seen):
@@ -124,10 +121,7 @@ def test_each_column_is_counted_once_when_pairs_are_counted_in_many_blocks(
     frame = dd.from_pandas(wide, npartitions=4)
     release(frame, B=40, bounds=bounds, fill=fill)
     assert blocks and seen["passes"] == 0
-    want = np.stack([np.bincount(bounds_check.bins(wide.fillna(fill)[c].to_numpy(), bounds[c],
-                                                   bounds_check.CHECK_BINS),
-                                 minlength=bounds_check.CHECK_BINS) for c in wide.columns])
-    np.testing.assert_array_equal(seen["hists"], want)
+    np.testing.assert_array_equal(seen["hists"], exact(wide, bounds, fill))
 
 
 @pytest.mark.parametrize("kw", [dict(B=20), dict(B=40, mechanism="micr-geom")],
