@@ -26,6 +26,7 @@ precheck) are :mod:`dpmic_dask.causal.request`.
 from __future__ import annotations
 
 import math
+import warnings
 from functools import partial
 
 from dpmic_dask.backends import backend_for
@@ -72,7 +73,7 @@ from dpmic_dask.causal.result import CausalGraph, CausalReport
 from dpmic_dask.causal.skeleton import Margins, exact_decision, pc_skeleton
 from dpmic_dask.causal.tablerelease import released_tables_graph
 from dpmic_dask.config import engine
-from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.errors import InvalidParameterError, UnusedParameterWarning, user_stacklevel
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon
 from dpmic_dask.privacy.costs import measure_for
 from dpmic_dask.privacy.statement import privacy_statement
@@ -200,6 +201,20 @@ def causal_graph(frame, eps, *, delta=0.0, columns=None, alpha=0.05, max_conditi
                        ledger=ledger, dataset=dataset)
 
 
+def _warn_unused(test: str, per_unit: bool, level_shares, count_share) -> None:
+    """Say which given arguments the chosen test does not use (before the charge)."""
+    unused = []
+    if level_shares is not None and test == "copula":
+        unused.append("level_shares (the copula test releases every level's statistics "
+                      "at once)")
+    if count_share is not None and per_unit and test == "chisq":
+        unused.append("count_share (the released tables per unit hold their row count; "
+                      "none is released apart)")
+    if unused:
+        warnings.warn(f"test {test!r} does not use {' or '.join(unused)}",
+                      UnusedParameterWarning, stacklevel=user_stacklevel())
+
+
 def _causal(frame, eps, delta, columns, alpha, max_condition_size, bounds, categories, bins,
             test, select_share, level_shares, ledger, dataset, label, split_every,
             progress, units=(None, None, None)) -> Staged[CausalGraph]:
@@ -219,6 +234,7 @@ def _causal(frame, eps, delta, columns, alpha, max_condition_size, bounds, categ
             'test="fisherz" is the exact reference (causal_graph_exact) only; the private '
             'test of continuous columns is "copula"')
     per_unit = check_unit_arguments(backend.schema(frame), request, *units)
+    _warn_unused(request.test, per_unit is not None, level_shares, units[2])
     precheck_budget(ledger, dataset, measure_for(delta).total(eps, delta),
                     privacy_unit=per_unit[0] if per_unit else None)
     if per_unit is not None and request.test == "chisq":

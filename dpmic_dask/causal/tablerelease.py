@@ -194,7 +194,8 @@ def released_tables_graph(frame, request, eps, delta, level_shares, backend, spl
     if units is None:
         warn_if_delta_large(delta, n)
         _warn_if_noisy(request, n, budget)  # public quantities only, before the charge
-    yield Bill(budget.total, label or f"causal graph of {p} columns", "causal-pc-chisq",
+    per = "" if units is None else f" per {unit_label(units[0])}"  # as the copula's
+    yield Bill(budget.total, label or f"causal graph of {p} columns{per}", "causal-pc-chisq",
                request.names)
     count = counter(frame, request, backend, split_every, progress, passes)
 

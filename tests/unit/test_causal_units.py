@@ -22,7 +22,12 @@ from dpmic_dask.causal.quadrant import (
     sign_partition,
 )
 from dpmic_dask.causal.tables import ColumnCoding
-from dpmic_dask.errors import InvalidParameterError, MissingValuesError, UnitMismatchError
+from dpmic_dask.errors import (
+    InvalidParameterError,
+    MissingValuesError,
+    UnitMismatchError,
+    UnusedParameterWarning,
+)
 from dpmic_dask.privacy.accounting import Budget, InMemoryLedger
 from tests.statistical.helpers import rerun_once
 
@@ -241,6 +246,15 @@ def test_released_tables_per_unit_bound_the_rows_and_charge_once():
     text = str(report)
     assert "adding or removing all rows of any one who" in text
     assert "read off the released tables" in text
+    # its ledger entry names the unit, as the copula test's does
+    (charge,) = ledger.charges("d")
+    assert charge.description == "causal graph of 3 columns per who"
+    # count_share has no use here (no row count is released apart): said, not dropped
+    with pytest.warns(UnusedParameterWarning, match="count_share"):
+        causal_graph(frame, 2.0, delta=1e-6, categories=categories, privacy_unit="who",
+                     max_rows_per_unit=1, count_share=0.1,
+                     ledger=InMemoryLedger({"d": Budget(2.0, 1e-6, privacy_unit="who")}),
+                     dataset="d")
 
 
 def test_released_tables_per_unit_take_text_categories_and_refuse_their_nulls():
@@ -314,3 +328,12 @@ def test_a_large_delta_per_unit_is_shown_after_the_charge_never_raised(categoric
         with pytest.raises(PrivacyLeakWarning, match="1/N"):
             causal_graph(frame, 1.0, delta=0.01, ledger=row_ledger, dataset="d", **arguments)
     assert row_ledger.charges("d") == []
+
+
+def test_level_shares_the_copula_test_does_not_use_are_said():
+    """The copula test releases every level's statistics at once: level shares
+    given to it have no use, and a warning says so (they were dropped silently)."""
+    frame = unit_frame()
+    with pytest.warns(UnusedParameterWarning, match="level_shares"):
+        causal_graph(frame.drop(columns="who"), 1.0, bounds=BOUNDS, level_shares=[1, 100],
+                     max_condition_size=1, ledger=InMemoryLedger(uncapped=True))
