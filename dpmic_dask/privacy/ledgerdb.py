@@ -52,6 +52,7 @@ def read_only(where: str, why: str) -> LedgerError:
 
 
 def _is_read_only(exc) -> bool:
+    """Whether a SQLite error says the ledger cannot be written (not that it is damaged)."""
     name = getattr(exc, "sqlite_errorname", "") or ""
     return name.startswith("SQLITE_READONLY") or name in ("SQLITE_PERM", "SQLITE_CANTOPEN")
 
@@ -133,7 +134,7 @@ class SQLiteDB:
         where = repr(str(self.path))
         if name == "SQLITE_CANTOPEN" and not self.path.parent.is_dir():
             return LedgerError(f"cannot open ledger {where}: its folder does not exist")
-        if name.startswith("SQLITE_READONLY") or name in ("SQLITE_PERM", "SQLITE_CANTOPEN"):
+        if _is_read_only(exc):
             return read_only(where, "the file, its folder or its file system cannot be "
                                     "written")
         if self.is_full(exc):
