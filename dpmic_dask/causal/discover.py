@@ -347,14 +347,20 @@ def causal_graph_exact(frame, *, columns=None, alpha=0.05, max_condition_size=2,
 
 def _private_report(request, n, budget: CausalBudget, skeleton, passes) -> CausalReport:
     parts = []
+    ran = len(skeleton.levels)
     for level, part in enumerate(budget.decision_parts):
         law = budget.total.law.scale_words
-        parts.append((f"level {level} decisions ({request.pairs} noisy margins, {law})",
-                      part.describe(), budget.decision_scale(level)))
+        # every level is paid before the search starts: one the search ended before
+        # still adds to the charge, and says it never ran
+        idle = level >= ran
+        after = " (not run: the search ended before it; paid with the rest)" * idle
+        parts.append((f"level {level} decisions ({request.pairs} noisy margins, {law}){after}",
+                      part.describe(), math.nan if idle else budget.decision_scale(level)))
         chooser = budget.select_parts[level]
         if chooser is not None:
             parts.append((f"level {level} separating sets ({request.pairs} noisy "
-                          "max choices)", chooser.describe(), budget.select_scale(level)))
+                          f"max choices){after}", chooser.describe(),
+                          math.nan if idle else budget.select_scale(level)))
     detail = (f"{len(budget.decision_parts)} levels of {request.pairs} noisy edge "
               "decisions and separating-set choices")
     statement = privacy_statement(budget.total, request.pairs, detail)

@@ -398,6 +398,34 @@ def test_budget_split_is_public_and_adds_up():
     assert plan.select_budget(1) == pytest.approx(0.05 / 45)
 
 
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+def test_levels_the_decisions_never_reached_are_listed_as_not_run(delta):
+    """Independent columns: level 0 removes every edge and the search ends. The levels
+    after it were paid before any noise; the report lists their decisions and
+    separating sets as not run, without a noise scale, and the parts still add up to
+    the charge (they were listed as if they had run)."""
+    gen = np.random.default_rng(1)  # test data only
+    frame = pd.DataFrame({c: gen.integers(0, 4, 20000).astype(float) for c in "abcd"})
+    ledger = capped(10.0, delta)
+    graph = causal_graph(frame, 5.0, delta=delta, test="tau", bounds=BOUNDS4, bins=4,
+                         alpha=1e-3, max_condition_size=2, ledger=ledger, dataset="d")
+    report = graph.report()
+    assert len(report.levels) == 1 and report.levels[0].removed == 6
+    names = [name for name, _, _ in report.parts]
+    idle = [name for name in names if "not run" in name]
+    assert [name.split(" (")[0] for name in idle] == [
+        "level 1 decisions", "level 1 separating sets", "level 2 decisions",
+        "level 2 separating sets"]
+    assert not any("not run" in name for name in names if name.startswith("level 0"))
+    assert all(math.isnan(scale) == ("not run" in name) for name, _, scale in report.parts)
+    key = "rho" if delta else "epsilon"
+    amounts = [float(amount.split(key + " ")[1]) for _, amount, _ in report.parts]
+    (charge,) = ledger.charges("d")
+    assert sum(amounts) == pytest.approx(charge.cost.rho if delta else charge.cost.epsilon,
+                                         rel=1e-3)
+    assert "level 2 decisions (" in str(report) and str(report).count("not run") == 4
+
+
 def test_accessor_method():
     import dpmic_dask.causal  # noqa: F401  (adds frame.dpmic.causal_graph)
 

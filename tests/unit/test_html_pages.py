@@ -329,3 +329,24 @@ def test_a_causal_page_from_report_text_lists_every_part_of_every_test(delta):
     steps = _text_parts(str(graph.report()))
     assert len(parts) >= 2 and [s["name"] for s in steps] == [name for name, _, _ in parts]
     assert all(s["part"].startswith(amount) for s, (_, amount, _) in zip(steps, parts))
+
+
+@pytest.mark.parametrize("test", ["tau", "chisq"])
+def test_a_causal_page_from_report_text_keeps_the_parts_of_levels_not_run(test):
+    """A search that ended before its last level lists that level's parts as "not
+    run: ..."; read back from the report's text they keep their names and amounts
+    (the name was cut at that colon and the amount became the rest of the name)."""
+    from dpmic_dask.causal import causal_graph as release_graph
+    from dpmic_dask.release.htmlreport.pages import _text_parts
+
+    gen = np.random.default_rng(1)  # test data only
+    frame = pd.DataFrame({c: gen.integers(0, 3, 20000) for c in "abcd"})
+    kinds = ({"bounds": {c: (0.0, 3.0) for c in "abcd"}, "bins": 3} if test == "tau" else
+             {"categories": {c: [0, 1, 2] for c in "abcd"}})
+    graph = release_graph(frame.astype(float) if test == "tau" else frame, 5.0, test=test,
+                          alpha=1e-3, ledger=InMemoryLedger(uncapped=True), **kinds)
+    parts = graph.report().parts
+    assert any("not run" in name for name, _, _ in parts)
+    steps = _text_parts(str(graph.report()))
+    assert [s["name"] for s in steps] == [name for name, _, _ in parts]
+    assert [s["part"].split(",")[0] for s in steps] == [amount for _, amount, _ in parts]

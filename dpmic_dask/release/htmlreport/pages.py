@@ -250,7 +250,8 @@ def _text_parts(text: str) -> list[dict]:
     for line in lines[lines.index(_PARTS_HEAD) + 1:]:
         if not line.startswith("  ") or not (": epsilon" in line or ": rho" in line):
             break
-        name, _, part = line.strip().partition(": ")
+        # the amount is after the last ": " (a part's name may say "not run: ...")
+        name, _, part = line.strip().rpartition(": ")
         steps.append({"name": name, "part": part})
     return steps
 
