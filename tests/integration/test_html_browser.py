@@ -55,6 +55,7 @@ class Dom(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.body, self.errors, self.tables, self.texts = {}, "", {}, []
         self.charges = []  # the ledger chart's marks: (class, data-left)
+        self.canvas = None  # a large heatmap's canvas: its attributes
         self._table = self._row = self._cell = None
         self._in_errors = False
         self.feed(text)
@@ -65,6 +66,8 @@ class Dom(HTMLParser):
             self.body = attrs
         elif tag == "g" and "charge" in (attrs.get("class") or "").split():
             self.charges.append((attrs["class"], float(attrs["data-left"])))
+        elif tag == "canvas":
+            self.canvas = attrs
         elif tag == "pre" and attrs.get("id") == "page-errors":
             self._in_errors = True
         elif tag == "table":
@@ -111,6 +114,7 @@ def not_blank(tmp_path, page):
     with Image.open(shot) as image:
         colours = image.convert("RGB").getcolors(maxcolors=1 << 20)
     assert colours is not None and len(colours) > 50  # text, cells and lines, not one colour
+    return {rgb for _, rgb in colours}
 
 
 def test_a_pairwise_page_in_the_browser(tmp_path):
@@ -183,3 +187,37 @@ def test_a_job_runs_page_without_its_ledger_in_the_browser(tmp_path):
     text = html.unescape(" ".join(dom.texts))
     assert "The ledger's history is not available" in text and dom.charges == []
     assert "ledger-charges" not in dom.tables
+
+
+def test_a_wide_page_draws_its_cells_and_its_first_rows_from_data(tmp_path):
+    """70 columns, 2,415 pairs: the heatmap is drawn on a canvas and the table draws
+    the first 1,000 rows of its order and filter; sorting and filtering see every
+    pair."""
+    from dpmic_dask.release.htmlreport.svg import colour, legend
+
+    columns = tuple(f"c{k:03d}" for k in range(70))
+    result = pairwise_result(columns=columns, tau=False)
+    page = result.to_html(tmp_path / "wide.html")
+    dom = opened(tmp_path, page)
+    assert dom.canvas is not None and dom.canvas["data-cells"] == str(len(result.pairs))
+    rows = dom.tables["pairs"]["rows"]
+    assert len(rows) == 1000 and not any(r["hidden"] for r in rows)
+    assert "2415 of 2415 pairs (the first 1000 drawn" in " ".join(dom.texts)
+    # the canvas's cells: every colour of a value outside its noise is on the screen
+    # (the legend's own steps left out)
+    seen = not_blank(tmp_path, page)
+    fills = {colour(v) for v in result.values if abs(v) > result.privacy.ci95}
+    fills -= {step["fill"] for step in legend()}
+    assert len(fills) >= 5
+    assert {tuple(int(f[k:k + 2], 16) for k in (1, 3, 5)) for f in fills} <= seen
+
+    dom = opened(tmp_path, page, "#sort=mic&dir=desc")
+    mic = [float(r["cells"][2][0]) for r in dom.tables["pairs"]["rows"]]
+    assert mic == sorted(result.values, reverse=True)[:1000]
+    dom = opened(tmp_path, page, "#sort=x&dir=desc&filter=c007")
+    table = dom.tables["pairs"]
+    shown = {(r["cells"][0][1], r["cells"][1][1]) for r in table["rows"]}
+    assert shown == {p for p in result.pairs if "c007" in p} and len(shown) == 69
+    assert table["attrs"]["data-shown"] == "69" and "69 of 2415 pairs" in " ".join(dom.texts)
+    x = [r["cells"][0][1] for r in table["rows"]]
+    assert x == sorted(x, reverse=True)

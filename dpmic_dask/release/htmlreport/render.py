@@ -9,6 +9,8 @@ from pathlib import Path
 
 import jinja2
 
+from dpmic_dask.release.htmlreport.compact import compact
+
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("dpmic_dask.release.htmlreport", "templates"),
     autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
@@ -16,8 +18,9 @@ _ENV = jinja2.Environment(
 
 
 def render_page(view: dict) -> str:
-    """The HTML text of one page (one self-contained document)."""
-    return _ENV.get_template("page.html.j2").render(**view)
+    """The HTML text of one page (one self-contained document; a large table or
+    heatmap as data its script draws, :mod:`.compact`)."""
+    return _ENV.get_template("page.html.j2").render(**compact(view))
 
 
 def write_page(view: dict, path) -> Path:

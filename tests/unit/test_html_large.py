@@ -1,0 +1,96 @@
+"""Large pages: past 60 columns the heatmap is data drawn on a canvas, past 2,000
+rows a table's rows are data; every pair's value and words are still on the page,
+the same as a small page's elements would hold (300 columns made a 64 MB page that
+took a browser more than half a minute to open)."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from dpmic_dask.causal.result import CausalGraph
+from dpmic_dask.release.htmlreport import causal_view, pairwise_view, render_page
+from dpmic_dask.release.htmlreport.compact import (
+    MAP_SVG_COLUMNS,
+    TABLE_DRAWN,
+    TABLE_STATIC_ROWS,
+)
+from tests.htmlpages import causal_graph, check_page, pairwise_result
+
+HOSTILE = '</script><script>alert("x")</script><!--'
+
+
+def data_block(page: str, name: str):
+    found = re.findall(rf'<script type="application/json" id="{name}">(.*?)</script>', page,
+                       re.S)
+    assert len(found) == 1
+    return json.loads(found[0])
+
+
+def wide(p: int, hostile: bool = True):
+    columns = tuple(f"c{k:03d}" for k in range(p - 1)) + ((HOSTILE,) if hostile else ("last",))
+    return pairwise_result(columns=columns)
+
+
+def test_a_wide_release_page_holds_every_pair_as_data_with_the_words_of_its_cells():
+    result = wide(MAP_SVG_COLUMNS + 10)
+    view = pairwise_view(result)
+    page = render_page(view)
+    check_page(page)
+    # the hostile name ends no block and opens no element: only the page's own scripts
+    assert page.count("<script") == 4 and page.count("</script>") == 4
+    assert HOSTILE not in page and '<g class="cell' not in page and "<canvas" in page
+
+    cells = data_block(page, "map-data")
+    assert cells["p"] == len(result.columns) and cells["size"] == view["map"]["size"]
+    # one entry a pair: its place (both orders drawn from it), colour, flag and words,
+    # as the small page's two cells of that pair carry them
+    small = {(c["y"], c["x"]): c for c in view["map"]["cells"] if not c.get("diagonal")}
+    room, size = view["map"]["room"], view["map"]["size"]
+    assert len(cells["cells"]) == len(result.pairs) == len(small) // 2
+    for i, j, fill, within, words in cells["cells"]:
+        for a, b in ((i, j), (j, i)):
+            cell = small[(room + a * size, room + b * size)]
+            assert (cell["fill"], int(cell["within"]), cell["title"]) == (fill, within, words)
+    assert {words.split(":")[0] for *_, words in cells["cells"]} == {
+        f"{x} × {y}" for x, y in result.pairs}
+
+    rows = data_block(page, "pairs-data")["rows"]
+    table = view["tables"][0]["rows"]
+    assert len(rows) == len(table) == len(result.pairs) > TABLE_STATIC_ROWS
+    assert [[[c["v"], c["text"]] for c in r["cells"]] for r in table] == [r[0] for r in rows]
+    assert [r["pair"] for r in table] == [r[2] for r in rows]
+    assert [int(r["within"]) for r in table] == [r[3] for r in rows]
+    assert f'data-limit="{TABLE_DRAWN}"' in page
+    assert f"{len(result.pairs)} of {len(result.pairs)} pairs" in page
+
+
+@pytest.mark.parametrize("p", [MAP_SVG_COLUMNS, 20])
+def test_a_page_up_to_the_limits_keeps_its_cells_and_rows_as_elements(p):
+    result = wide(p, hostile=False)
+    page = render_page(pairwise_view(result))
+    check_page(page)
+    assert "application/json" not in page and "<canvas" not in page
+    assert page.count('<g class="cell') == 2 * len(result.pairs)
+    assert page.count("<tr data-text=") == len(result.pairs) <= TABLE_STATIC_ROWS
+
+
+def test_a_wide_causal_page_lists_its_separated_pairs_without_drawing_them():
+    small = causal_graph()
+    p = MAP_SVG_COLUMNS + 5
+    columns = tuple(f"v{k}" for k in range(p))
+    graph = np.zeros((p, p), dtype=bool)
+    graph[0, 1] = graph[1, 0] = True
+    separated = {(a, b): (0,) for a in range(p) for b in range(a + 1, p) if (a, b) != (0, 1)}
+    big = CausalGraph(columns, graph, separated, {(0, 1): 3.5}, small.report(),
+                      {"removed": {k: 1.0 for k in separated}})
+    page = render_page(causal_view(big))
+    check_page(page)
+    assert 'class="sep"' not in page and f"The {len(separated)} pairs separated" in page
+    rows = data_block(page, "sepsets-data")["rows"]
+    assert len(rows) == len(separated) > TABLE_STATIC_ROWS
+    assert {(r[0][0][1], r[0][1][1]) for r in rows} == {
+        (columns[a], columns[b]) for a, b in separated}
+    # the small page still draws its separated pairs
+    assert render_page(causal_view(small)).count('class="sep"') == 3
