@@ -21,6 +21,7 @@ from dpmic_dask.causal.tables import ColumnCoding
 from dpmic_dask.checks import check_bounds, check_column_list, finite_real
 from dpmic_dask.errors import DPMICError, InvalidDataError, InvalidParameterError
 from dpmic_dask.release.axisframe import axis_frame
+from dpmic_dask.stats.categorycodes import categories_kind
 from dpmic_dask.stats.categorycodes import column_kind as category_column_kind
 from dpmic_dask.stats.kindbase import reads_as_number
 from dpmic_dask.stats.kinds import column_kind
@@ -89,8 +90,12 @@ def _categories(values, name, dtype) -> tuple:
     # bytes, periods and the like never hold text, nor does a type pandas cannot name)
     text = [isinstance(c, str) for c in cats]
     kind = category_column_kind(dtype)
+    held = dtype
+    if kind == "category":  # what its categories are: their dtype is schema
+        kind = categories_kind(dtype)
+        held = dtype.categories.dtype if dtype.categories is not None else np.dtype(object)
     if (kind in ("integer", "other") and any(text)) or (
-            kind == "string" and not pd.api.types.is_object_dtype(dtype) and not all(text)):
+            kind == "string" and not pd.api.types.is_object_dtype(held) and not all(text)):
         raise InvalidParameterError(
             f"categories[{name!r}] lists {'text' if any(text) else 'values that are not text'}"
             f" for a column of dtype {dtype}, which no value of the column can match")

@@ -189,8 +189,9 @@ class CategoryKind(ColumnKind):
         if self.coding is None or isinstance(value, float):
             return value
         listed = self.coding.categories
-        if any(type(value) is type(c) and value == c for c in listed):
-            return listed.index(value) + 0.5
+        found = listed_value(value, listed)
+        if found is not None:
+            return listed.index(found) + 0.5
         raise InvalidParameterError(f"{what} must be one of the listed categories")
 
     def format(self, number):
@@ -209,6 +210,22 @@ def with_coding(axis: CategoryAxis) -> CategoryKind:
     return CategoryKind(coding=axis, implied_bounds=axis.bounds)
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def listed_value(value, listed):
+    """The category of ``listed`` that ``value`` names, or ``None``: text equals
+    text, an integer (Python or NumPy) equals an integer; a float, a bool or any
+    other type names no category, even where ``==`` would say equal."""
+    for category in listed:
+        if isinstance(value, str) and isinstance(category, str) and value == category:
+            return category
+        if _is_int(value) and _is_int(category) and int(value) == int(category):
+            return category
+    return None
+
+
 def _check_list(name, dtype, listed) -> tuple:
     what = f"categories[{name!r}]"
     if isinstance(listed, (str, bytes)) or not hasattr(listed, "__iter__") or isinstance(
@@ -221,7 +238,7 @@ def _check_list(name, dtype, listed) -> tuple:
     if len(values) > MAX_CATEGORIES:
         raise InvalidParameterError(f"{what} lists more than {MAX_CATEGORIES} categories")
     kind = column_kind(dtype)
-    is_int = lambda v: isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))  # noqa: E731
+    is_int = _is_int
     if kind == "category":
         # a category dtype's categories are data, but their dtype is schema: a list
         # must be of values that can equal them (text equals no integer category)
@@ -297,10 +314,13 @@ def check_categories(schema, categories, *, nulls="raise", fill=None,
                 fill = dict.fromkeys(categories, fill)
             if not isinstance(fill, Mapping) or column not in fill:
                 raise InvalidParameterError(missing_fill_message([column]))
-            if fill[column] not in values:
+            fill_value = listed_value(fill[column], values)
+            if fill_value is None:
+                # 2.0 equals the integer 2 but would be read as an axis number, not
+                # as category 2: a fill is a listed category of the list's own type
                 raise InvalidParameterError(
-                    f"fill[{column!r}] must be one of the listed categories")
-            fill_value = fill[column]
+                    f"fill[{column!r}] must be one of the listed categories, of their type "
+                    "(text for a list of text, an integer for a list of integers)")
         axes[column] = CategoryAxis(column, values, nulls == "category", fill_value)
     return axes
 

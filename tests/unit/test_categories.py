@@ -255,6 +255,31 @@ def test_refusals_of_the_request_before_anything_is_read():
     assert not ledger.charges()
 
 
+@pytest.mark.parametrize("fill", [2.0, np.float64(2.0), True, "2"])
+def test_a_fill_of_another_type_than_the_list_is_refused_before_the_charge(fill):
+    """``2.0 == 2``, but a float fill was read as an axis number (the middle of
+    category 1's bin, not category 2's): accepted, charged and wrong. A fill is a
+    listed category of the list's own type; an integer of NumPy's is one."""
+    gen = np.random.default_rng(3)  # test data only
+    c = pd.array(gen.integers(1, 4, 4000), dtype="Int64")
+    y = np.asarray(c, dtype=float) + gen.normal(0, 0.3, c.size)
+    c[:1000] = pd.NA
+    frame = pd.DataFrame({"c": c, "y": y})
+    ledger = InMemoryLedger(uncapped=True)
+    kwargs = dict(bounds={"y": (-1, 5)}, categories={"c": [1, 2, 3]}, columns=["c", "y"],
+                  nulls="fill", ledger=ledger, B=40, c=5)
+    with pytest.raises(InvalidParameterError, match="of their type"):
+        frame.dpmic.pairwise(1.0, fill={"c": fill, "y": 0.0}, **kwargs)
+    assert ledger.charges() == []
+    from tests.statistical.test_release_noise_paths import zero_noise
+
+    with zero_noise():
+        numpy_int = frame.dpmic.pairwise(1.0, fill={"c": np.int64(2), "y": 0.0}, **kwargs)
+        by_hand = frame.assign(c=frame.c.fillna(2)).dpmic.pairwise(
+            1.0, **{**kwargs, "nulls": "raise"})
+    assert numpy_int.values == pytest.approx(by_hand.values, abs=1e-12)
+
+
 # ------------------------------------------------------------- the statistic
 
 

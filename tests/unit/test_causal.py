@@ -339,6 +339,28 @@ def test_text_categories_for_a_column_that_never_holds_text_are_refused(kind):
     assert ledger.charges("d") == []
 
 
+def test_a_category_column_takes_a_list_of_what_its_categories_are():
+    """A ``category`` column of integers with a list of text (or of text with a list
+    of integers): no value can match, every row fell in "other" and the graph had
+    edges of statistic 0, charged. Refused before the charge, as pairwise does; the
+    matching lists are released."""
+    frame = chain_frame(3000)
+    codes = frame.a.astype(int)
+    THREE = {k: BOUNDS4[k] for k in "bcd"}  # noqa: N806
+    cases = [(pd.Categorical(codes), ["0", "1", "2"], [0, 1, 2]),
+             (pd.Categorical(codes.astype(str)), [0, 1, 2], ["0", "1", "2"])]
+    for column, wrong, right in cases:
+        ledger = capped()
+        with pytest.raises(InvalidParameterError, match="which no value of the column can match"):
+            causal_graph(frame.assign(a=column), 1.0, bounds=THREE, categories={"a": wrong},
+                         ledger=ledger, dataset="d", max_condition_size=1)
+        assert ledger.charges("d") == []
+        graph = causal_graph(frame.assign(a=column), 8.0, bounds=THREE,
+                             categories={"a": right}, ledger=ledger, dataset="d",
+                             max_condition_size=1)
+        assert len(ledger.charges("d")) == 1 and frozenset("ac") in graph.skeleton
+
+
 def test_data_refusals_before_the_charge():
     ledger = capped()
     frame = chain_frame(200)
