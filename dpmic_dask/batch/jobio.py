@@ -29,6 +29,7 @@ from sqlalchemy.pool import NullPool
 
 from dpmic_dask.errors import DPMICError, UnavailableError
 from dpmic_dask.privacy.ledgerdb import connect_reason
+from dpmic_dask.stats.timekind import CLOCK_WORDS
 
 SQL_TIMEOUT = 30.0
 
@@ -298,7 +299,10 @@ def conform(frame: pd.DataFrame, dtypes) -> pd.DataFrame:
         try:
             if str(target).startswith("datetime64"):
                 # ISO 8601 text only (with or without a time and an offset): another
-                # layout is refused, never read by guessing day and month
+                # layout is refused, never read by guessing day and month; nor is
+                # "now" or "today", which pandas reads as the clock
+                if column.isin(CLOCK_WORDS).any():
+                    raise ValueError
                 converted = pd.to_datetime(column, utc=str(target).endswith("UTC]"),
                                            format="ISO8601")
                 out[name] = converted.astype(target)

@@ -141,6 +141,13 @@ def listed_codes(series: pd.Series, categories: tuple) -> np.ndarray:
                 f"column {series.name!r} (dtype object) holds values that are neither text "
                 "nor integers, which no listed category can equal; convert it to text "
                 "first (dates as ISO text: s.map(lambda d: d.isoformat()))")
+        if not _any_of_the_lists_type(uniques, categories):
+            # integers only against a list of text (or text against integers): the
+            # same: every row would fall in "other" (released as independent)
+            raise InvalidDataError(
+                f"column {series.name!r} (dtype object) holds no value of its list's type "
+                "(integers against a list of text, or text against a list of integers), "
+                "so no listed category can equal one; list the values as they are")
         per_value = index.get_indexer(uniques)
         return np.where(codes >= 0, per_value[np.maximum(codes, 0)], MISSING).astype(np.int64)
     codes = index.get_indexer(series).astype(np.int64)  # type: ignore[arg-type]
@@ -156,6 +163,24 @@ def _any_listable(uniques) -> bool:
     return any(isinstance(v, str) or (isinstance(v, (int, np.integer))
                                       and not isinstance(v, (bool, np.bool_)))
                for v in uniques)
+
+
+def _any_of_the_lists_type(uniques, listed: tuple) -> bool:
+    """Whether some of ``uniques`` (an object column's distinct values) is of a type
+    a ``listed`` category has: text for text, an integer for an integer."""
+    kind = pd.api.types.infer_dtype(uniques, skipna=True)
+    text = any(isinstance(c, str) for c in listed)
+    whole = any(isinstance(c, (int, np.integer)) and not isinstance(c, (bool, np.bool_))
+                for c in listed)
+    if len(uniques) == 0 or kind == "empty":
+        return True
+    if kind == "string":
+        return text
+    if kind == "integer":
+        return whole
+    return any((text and isinstance(v, str)) or (
+        whole and isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)))
+        for v in uniques)
 
 
 def _can_equal(present: pd.Index, listed: tuple) -> bool:

@@ -50,6 +50,9 @@ UNITS = tuple(_SECONDS) + tuple(_TICKS)
 MAX_SECONDS = 1e11
 
 
+#: Text pandas reads as the clock when it converts it, not as a date.
+CLOCK_WORDS = ("now", "today")
+
 def _per_second(unit: str) -> tuple[int, int]:
     """``(multiply, divide)``: seconds = ticks * multiply / divide."""
     if unit in _SECONDS:
@@ -286,7 +289,10 @@ class TimeKind(ColumnKind):
                 converted = pd.to_timedelta(series)
             else:
                 # ISO 8601 text only: other layouts are read by guessing, value by
-                # value ("01/02/2020" month first, "13/02/2020" day first)
+                # value ("01/02/2020" month first, "13/02/2020" day first); pandas
+                # reads "now" and "today" as the clock at conversion: not dates either
+                if series.isin(CLOCK_WORDS).any():
+                    raise ValueError
                 converted = pd.to_datetime(series, utc=True, format="ISO8601")
         except (TypeError, ValueError, OverflowError):
             what = f"holds values that are not {self._plural()}"
@@ -323,7 +329,8 @@ class TimeKind(ColumnKind):
                 if delta is pd.NaT:
                     raise ValueError
                 return delta.value / 1e9  # Timedelta.value is in nanoseconds
-            if not isinstance(value, (str, _dt.date, np.datetime64)):
+            if not isinstance(value, (str, _dt.date, np.datetime64)) or (
+                    isinstance(value, str) and value in CLOCK_WORDS):
                 raise TypeError
             # text in ISO 8601 only, as the column's own text (never guessed)
             stamp = (pd.to_datetime(value, format="ISO8601") if isinstance(value, str)

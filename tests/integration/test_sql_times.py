@@ -95,3 +95,8 @@ def test_conform_reads_times_and_iso_text_and_refuses_numbers():
     with pytest.raises(JobIOError, match="ISO 8601") as info:
         conform(pd.DataFrame({"ts": ["02/01/2024"]}), {"ts": "datetime64[us]"})
     assert "02/01" not in str(info.value)
+    # pandas reads "now" and "today" as the clock when it converts them: refused
+    for word in ("now", "today"):
+        with pytest.raises(JobIOError, match="ISO 8601") as info:
+            conform(pd.DataFrame({"ts": ["2024-02-01", word]}), {"ts": "datetime64[us]"})
+        assert word not in str(info.value).lower().replace("know", "")

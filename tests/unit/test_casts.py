@@ -151,3 +151,25 @@ def test_bounds_that_no_value_of_the_dtype_can_reach_are_refused():
     got = axis_arguments(schema, bounds={"ts": ("2024-01-01", "2040-01-01"), "month": (0, 12)},
                          kinds={"ts": ("timestamp", "s")})
     assert got.bounds["ts"][0] == JAN_2024
+
+
+@pytest.mark.parametrize("word", ["now", "today"])
+def test_the_words_for_the_clock_are_not_dates_in_bounds_or_in_cells(word):
+    """pandas reads "now" and "today" as the clock at conversion: as a bound, every
+    value was clamped to this moment (MIC 0, charged); in a column cast to times,
+    the same column gave other numbers at each conversion. Refused before the
+    charge, as any text that is not ISO 8601."""
+    gen = np.random.default_rng(5)  # test data only
+    days = pd.Timestamp("2024-01-01") + pd.to_timedelta(gen.integers(0, 300, 2000), unit="D")
+    frame = pd.DataFrame({"t": days, "x": gen.normal(size=2000)})
+    ledger = InMemoryLedger(uncapped=True)
+    bounds = {"x": (-5, 5)}
+    with pytest.raises(dm.InvalidParameterError, match="ISO 8601"):
+        frame.dpmic.pairwise(1.0, bounds={**bounds, "t": ("2023-01-01", word)}, ledger=ledger)
+    text = frame.assign(t=frame.t.dt.strftime("%Y-%m-%d").astype(object))
+    text.loc[7, "t"] = word
+    with pytest.raises(dm.InvalidDataError, match="ISO 8601") as info:
+        text.dpmic.pairwise(1.0, bounds={**bounds, "t": ("2023-01-01", "2025-01-01")},
+                            kinds={"t": "timestamp"}, ledger=ledger)
+    assert f"'{word}'" not in str(info.value)
+    assert ledger.charges() == []

@@ -154,6 +154,29 @@ def test_an_object_column_of_other_values_is_refused_before_the_charge_never_all
     assert released.values[0] > 0.8
 
 
+@pytest.mark.parametrize("values, wrong, right", [
+    (lambda k: int(k), ["0", "1", "2"], [0, 1, 2]),
+    (lambda k: str(k), [0, 1, 2], ["0", "1", "2"]),
+])
+def test_an_object_column_of_integers_with_a_list_of_text_is_refused_before_the_charge(
+        values, wrong, right):
+    """An ``object`` column of integers only with a list of text (or of text with a
+    list of integers): every row fell in "other" and MIC 0 was released without a
+    word. Refused before the charge; the list of the values' own type is released."""
+    gen = np.random.default_rng(23)  # test data only
+    k = gen.integers(0, 3, 3000)
+    frame = pd.DataFrame({"x": k + gen.normal(0, 0.2, k.size),
+                          "c": pd.Series([values(v) for v in k], dtype=object)})
+    ledger = InMemoryLedger(uncapped=True)
+    with pytest.raises(InvalidDataError, match="holds no value of its list's type"):
+        frame.dpmic.pairwise(1.0, bounds={"x": (-1, 3)}, columns=["x", "c"],
+                             categories={"c": wrong}, ledger=ledger)
+    assert ledger.charges() == []
+    released = frame.dpmic.pairwise(4.0, bounds={"x": (-1, 3)}, columns=["x", "c"],
+                                    categories={"c": right}, ledger=ledger)
+    assert released.values[0] > 0.8 and len(ledger.charges()) == 1
+
+
 def _exploding_frame(dtype):
     def boom(part):
         raise AssertionError("data was read")
