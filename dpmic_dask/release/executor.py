@@ -244,7 +244,7 @@ def _report(result: PairwiseResult, plan, steps, run: Run) -> PairwiseResult:
                      rows_lower_bound=run.n0, rows_noisy=run.found.get("rows_noisy"))
     # What the values cost: after a selection, the chosen values' own part (the
     # selection's result already holds it), not the selection and values together
-    values = plan.values_part if plan.selection is None else result.privacy.release_cost
+    values = result.privacy.release_cost
     privacy = dataclasses.replace(
         result.privacy, epsilon=total.epsilon, delta=total.delta, rho=total.rho, parts=parts,
         release_cost=values or plan.values_part, statement=statement, **extra)

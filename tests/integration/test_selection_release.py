@@ -81,6 +81,28 @@ def test_each_value_cost_is_what_its_noise_was_calibrated_to_after_any_front_ste
         assert "and the chosen values, together epsilon" in result.report()
 
 
+@pytest.mark.parametrize("front", [None, "private bounds", "bounds check", "per unit"])
+@pytest.mark.parametrize("statistics", [("mic",), ("mic", "tau_a")])
+def test_each_value_cost_of_every_pair_is_mics_own_share_after_any_front_step(
+        table, front, statistics):
+    """Every pair released with Kendall's tau beside MIC: ``value_cost`` is MIC's own
+    share over the pairs (it was MIC's and tau's together, twice the noise's, after
+    a bounds check, private bounds or a per-unit step); without tau it is the whole
+    values part."""
+    bounds = dict(BOUNDS, c0="private") if front == "private bounds" else BOUNDS
+    frame = table.assign(who=np.arange(len(table)) // 2)
+    unit = dict(privacy_unit="who", max_rows_per_unit=2) if front == "per unit" else {}
+    result = frame.dpmic.pairwise(1.0, bounds=bounds, B=40, c=5, statistics=statistics,
+                                  bounds_check=0.05 if front == "bounds check" else None,
+                                  ledger=dm.InMemoryLedger(uncapped=True),
+                                  columns=list(table.columns), **unit)
+    p = result.privacy
+    assert result.mechanism == "micr-lap"
+    per_value = result.to_pandas().value_cost
+    assert per_value.tolist() == pytest.approx([p.sensitivity / p.noise_scale] * len(per_value),
+                                               rel=1e-9)
+
+
 def test_parts_never_exceed_the_charged_total():
     from dpmic_dask.privacy.selection import plan_selection
     from dpmic_dask.stats.statistics import get_statistic
