@@ -111,9 +111,16 @@ def _step_lines(planned) -> list[tuple[str, str]]:
         out.append(("bounds check", planned.bounds_check.describe()))
     if planned.bounds is not None:
         out.append(("private bounds", planned.bounds.bounds.describe()))
-    if planned.selection is not None:
-        out.append(("selection", planned.selection.selection.description))
-    out.append(("values", planned.values_label()))
+    if planned.selection is None:
+        out.append(("values", planned.values_label()))
+        return out
+    # the selection and the chosen values each with their own part, so that the
+    # steps' parts add up to the one charge (the values' line said both together)
+    selected = planned.selection
+    out.append(("selection", selected.selection.description))
+    out.append(("values", "the chosen pairs' values: " + ", ".join(
+        f"{m.label} with {m.cost.describe()}" for m in (selected.release,
+                                                         *selected.companions))))
     return out
 
 

@@ -69,6 +69,24 @@ def test_release_charges_exactly_the_planned_cost_for_every_kind_of_plan():
         assert result.epsilon == plan.cost.epsilon
 
 
+@pytest.mark.parametrize("selection", [{"top_k": 2}, {"threshold": 0.3, "max_pairs": 2}])
+def test_the_explained_steps_parts_add_up_to_the_charge_with_a_selection(selection):
+    """Each step's line ends with its own part: the selection's, then the chosen
+    values' (the values' line repeated the selection's part inside "together", so
+    the parts listed added up to more than the charge)."""
+    frame = table().assign(z=lambda t: t.x + t.y)
+    plan = frame.dpmic.plan(1.0, bounds={**BOUNDS, "z": "private"}, bounds_check=0.05,
+                            columns=["x", "y", "z"], **selection)
+    lines = [line for line in plan.explain(show=False).splitlines()
+             if re.match(r"\s+\d\. ", line)]
+    assert [line.split(".")[1].split(":")[0].strip() for line in lines] == [
+        "bounds check", "private bounds", "selection", "values"]
+    # each line's first epsilon is its step's part (the bounds check's per column after it)
+    parts = [float(re.search(r"epsilon ([0-9.e-]+)", line).group(1)) for line in lines]
+    assert sum(parts) == pytest.approx(plan.cost.epsilon, rel=1e-9)
+    assert "together" not in lines[-1]
+
+
 def test_the_explained_noise_is_the_noise_the_release_gets():
     frame = table()
     plan = frame.dpmic.plan(1.0, bounds=BOUNDS, B=40, c=5)
