@@ -28,7 +28,7 @@ from dpmic_dask.privacy.bounds import (
     sum_threshold,
 )
 from dpmic_dask.privacy.noise import active_sampler
-from dpmic_dask.release.boundsresult import WIDE_DOMAIN, BoundsRelease
+from dpmic_dask.release.boundsresult import PILED_DOMAIN, WIDE_DOMAIN, BoundsRelease
 from dpmic_dask.release.histograms import BoundsPlan, show_warning
 
 #: A column's released bounds are said to be unable to vouch for their coverage
@@ -69,6 +69,23 @@ def _held(noisy: np.ndarray, grid: BoundsGrid, found, coverage: float, scale: fl
     return holds_the_mass(noisy, lo_bin, hi_bin, coverage, scale)
 
 
+def piled_end(noisy: np.ndarray, grid: BoundsGrid, scale: float) -> tuple[str, float] | None:
+    """``("lower" | "upper", share)`` when an end bin of the domain grid holds at
+    least :data:`PILED_DOMAIN` of the noisy total and more than the noise alone
+    puts in any bin of the grid (post-processing of released counts); the larger
+    end if both do, else ``None``."""
+    total = float(np.sum(noisy))
+    if total <= 0:
+        return None
+    floor = noise_threshold(scale, grid.size)
+    ends = [(float(noisy[k]), side) for k, side in ((0, "lower"), (-1, "upper"))
+            if noisy[k] >= PILED_DOMAIN * total and noisy[k] > floor]
+    if not ends:
+        return None
+    count, side = max(ends)
+    return side, count / total
+
+
 def _valid_bounds(found, name) -> tuple[float, float] | None:
     """``found`` if it is valid public bounds (finite, ``lo < hi``, finite width)
     that reach beyond the log grid's zero bin and its subnormal neighbours.
@@ -105,6 +122,7 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
     first_noisy: dict[str, tuple[np.ndarray, float]] = {}
     limit: dict[str, float] = {}  # rows a bin beyond the bounds may hold unseen
     infinite: dict[str, float] = {}  # noisy rows at +-inf: no bound is read there
+    piled: dict[str, tuple[str, float]] = {}  # an end of the domain holding a pile
     # every column's first histogram, drawn at once per share (one long vector
     # draws on every core); each column's noise is independent of the others'
     drawn: dict[int, tuple[np.ndarray, float]] = {}
@@ -122,6 +140,10 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
             beyond = outer_rows(noisy, scale_c)
             if beyond:
                 infinite[c] = beyond
+        else:  # rows piled at an end of the domain: it may be too narrow
+            end = piled_end(noisy, grid, scale_c)
+            if end is not None:
+                piled[c] = end
         limit[c] = tail_limit(scale_c, grid.size)
         if not twice:
             continue
@@ -197,7 +219,7 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
     # post-processing of released bounds: how much of a public domain they use
     use = {c: (bounds[c][1] - bounds[c][0]) / (d[1] - d[0]) for c, d in domains.items()
            if c not in unresolved}
-    wide = [c for c, u in use.items() if u < WIDE_DOMAIN]
+    wide = [c for c, u in use.items() if u < WIDE_DOMAIN and c not in piled]
     if wide:
         show_warning(f"the public domain of column(s) {wide} is far wider than the data "
               f"(the released bounds use less than {WIDE_DOMAIN:.0%} of it): bounds "
@@ -210,11 +232,13 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
                             seeded=not active_sampler().secure, refined=tuple(refined),
                             refine_noise_scale=scale2, first_pass_share=FIRST_PASS_SHARE,
                             domain_use=use, unseen=unseen,
-                            infinite=infinite,
+                            infinite=infinite, piled=piled,
                             privacy_unit=plan.unit[0] if plan.unit is not None else None,
                             max_rows_per_unit=plan.unit[1] if plan.unit is not None else None)
     if unseen:  # said after the charge, as the report says it
         show_warning(release.tail_note())
     if release.infinite:
         show_warning(release.infinite_note())
+    if release.piled:
+        show_warning(release.piled_note())
     return release

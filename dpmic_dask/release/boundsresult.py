@@ -10,11 +10,17 @@ from dataclasses import dataclass, field
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.release.boundsspec import DEFAULT_SETTINGS
 from dpmic_dask.release.htmlreport import bounds_view, write_page
-from dpmic_dask.stats.kinds import format_bounds
+from dpmic_dask.stats.kinds import format_bounds, format_value
 
 #: A public domain whose released bounds use less than this share of it is
 #: reported as far wider than the data.
 WIDE_DOMAIN = 0.25
+#: An end bin of a public domain's 1,024 (where every value beyond that end is
+#: counted) holding at least this share of the first pass's noisy total -- and
+#: more than the noise alone puts in any bin (``noise_threshold``) -- is said:
+#: the column may run past its domain (``BoundsRelease.piled``). A smooth
+#: column's end bin holds about 1/1,024 of it.
+PILED_DOMAIN = 0.1
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,41 @@ class BoundsRelease:
     #: No bound is read there; those values are clamped to the bounds (each with a
     #: warning and a line in the report).
     infinite: dict = field(default_factory=dict)
+    #: Columns with a public ``domain`` whose first pass put at least
+    #: :data:`PILED_DOMAIN` of its noisy total in an end bin of the domain, where
+    #: every value beyond that end is counted (and, in the release, clamped): the
+    #: side (``"lower"`` or ``"upper"``) and the share, each with a warning and a
+    #: line in the report.
+    piled: dict = field(default_factory=dict)
+
+    def wide_columns(self) -> list:
+        """Columns whose released bounds use less than :data:`WIDE_DOMAIN` of their
+        public domain (not unresolved, and not piled at an end of it: there the
+        domain is too narrow, not too wide)."""
+        return [c for c, u in self.domain_use.items()
+                if u < WIDE_DOMAIN and c not in self.unresolved and c not in self.piled]
+
+    def piled_note(self) -> str:
+        """The report's sentence about :attr:`piled` columns, or ``""``."""
+        if not self.piled:
+            return ""
+        said = []
+        for column, (side, share) in self.piled.items():
+            lo, hi = self.formatted_domain(column)
+            said.append(f"{column} {min(share, 1.0):.0%} at its {side} end "
+                        f"{lo if side == 'lower' else hi}")
+        return ("Rows piled at an end of a public domain (every value beyond the end is "
+                "counted there, and clamped to it in the release): " + ", ".join(said)
+                + ". If a column runs past its domain, the bounds stop at the domain's end and "
+                "its pairs' MIC is lower than bounds that hold it would give: widen the "
+                "domain.")
+
+    def formatted_domain(self, column) -> tuple:
+        """The public domain of ``column`` in its kind (dates, times, numbers)."""
+        domain = self.domain[column] if isinstance(self.domain, dict) else self.domain
+        assert domain is not None  # only columns with a domain pile at its end
+        kind = self.kinds.get(column)
+        return format_value(kind, domain[0]), format_value(kind, domain[1])
 
     def infinite_note(self) -> str:
         """The report's sentence about :attr:`infinite` columns, or ``""``."""
@@ -182,8 +223,7 @@ class BoundsRelease:
                      f"column; noisy histograms on a {grid}, noise scale "
                      f"{self.noise_scale:.4g} counts{passes}). Ledger charge: "
                      f"{self.charge_id}.")
-        wide = {c: u for c, u in self.domain_use.items()
-                if u < WIDE_DOMAIN and c not in self.unresolved}
+        wide = {c: self.domain_use[c] for c in self.wide_columns()}
         if wide:
             lines.append("Public domains far wider than the data (the released bounds use "
                          + ", ".join(f"{c} {u:.1%}" for c, u in wide.items())
@@ -193,6 +233,8 @@ class BoundsRelease:
             lines.append(self.tail_note())
         if self.infinite:
             lines.append(self.infinite_note())
+        if self.piled:
+            lines.append(self.piled_note())
         if self.unresolved:
             lines.append(f"Unresolved: no bin stood out of the noise for "
                          f"{list(self.unresolved)}; fallback bounds used: choose bounds for "

@@ -268,8 +268,7 @@ class PairwiseResult(ReportFields):
                              for c in self.private_bounds.bounds)
             lines.append(f"Private bounds used: {used}.")
             found = self.private_bounds
-            wide = [c for c, u in found.domain_use.items()
-                    if u < WIDE_DOMAIN and c not in found.unresolved]
+            wide = found.wide_columns()
             if wide:
                 lines.append(f"The public domain of {wide} is far wider than the data (the "
                              f"released bounds use less than {WIDE_DOMAIN:.0%} of it).")
@@ -277,6 +276,8 @@ class PairwiseResult(ReportFields):
                 lines.append(found.tail_note())
             if found.infinite:
                 lines.append(found.infinite_note())
+            if found.piled:
+                lines.append(found.piled_note())
             if found.unresolved:
                 lines.append(f"Unresolved bounds (fallback used): {list(found.unresolved)}.")
         if self.private_categories:

@@ -3,7 +3,9 @@ job outputs, the large-noise warning before the charge (public quantities) and
 after (released values), tau reported as tau_a, and a public domain far wider
 than the data reported from released bounds only."""
 
+import tempfile
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -123,6 +125,45 @@ def test_pairwise_says_a_public_range_is_far_wider_than_the_data():
     assert "far wider than the data" in checked.report()
     assert checked.private_bounds.bounds["amount"][1] < 2_000
     assert checked.values[0] > wide.values[0]
+
+
+@pytest.mark.parametrize("domain, beyond", [((0.0, 100.0), 0.6), ((0.0, 1e-300), 1.0)])
+def test_rows_piled_at_an_end_of_a_public_domain_are_said(domain, beyond):
+    """A domain narrower than the data: every value beyond its end is counted in
+    the end bin and clamped there in the release, so the bounds stopped at the
+    domain's end without a word (and with all rows beyond it, the domain was said
+    to be far wider than the data). Said now, in a warning, the bounds' report,
+    the release's report and its page; a domain that holds the data says nothing."""
+    gen = np.random.default_rng(6)  # test data only
+    n = 20_000
+    x = np.where(gen.random(n) < beyond, domain[1] + 1 + 50 * gen.random(n),
+                 domain[1] * gen.random(n))
+    frame = pd.DataFrame({"x": x, "y": x + gen.normal(0, 5, n)})
+    ledger = dm.InMemoryLedger(uncapped=True)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        found = dm.private_bounds(frame, 1.0, columns=["x"], domain=domain, ledger=ledger)
+    said = [str(w.message) for w in said if issubclass(w.category, dm.BoundsWarning)]
+    assert any("piled at an end of a public domain" in w for w in said)
+    assert not any("far wider" in w for w in said)
+    side, share = found.piled["x"]
+    assert side == "upper" and share == pytest.approx(beyond, abs=0.1)
+    assert "x " in found.piled_note() and "piled" in found.report()
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        released = frame.dpmic.pairwise(1.0, bounds={"x": "private", "y": (-10, 400)},
+                                        domain={"x": domain}, ledger=ledger)
+    assert any("piled at an end" in str(w.message) for w in said)
+    assert "piled at an end of a public domain" in released.report()
+    assert "far wider than the data" not in released.report()
+    assert released.private_bounds.piled["x"][0] == "upper"
+    page = released.to_html(Path(tempfile.mkdtemp()) / "page.html").read_text()
+    assert "piled at the upper end of its public domain" in page
+    # the same column inside a domain that holds it: nothing piled, nothing said
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dm.BoundsWarning)
+        held = dm.private_bounds(frame, 1.0, columns=["x"], domain=(0.0, 200.0), ledger=ledger)
+    assert held.piled == {} and "piled" not in held.report()
 
 
 def test_the_noise_warnings_are_never_raised():

@@ -239,6 +239,10 @@ def _bounds_sources(result) -> list[str]:
             if column in found.unseen:
                 how += (f" (may leave out a tail: a bin beyond them holding up to about "
                         f"{found.unseen[column]:,.0f} rows is not seen at this budget)")
+            if column in found.piled:
+                side, share = found.piled[column]
+                how += (f" ({min(share, 1.0):.0%} of the rows piled at the {side} end of its "
+                        "public domain: the column may run past it, clamped there)")
             if column in found.infinite:
                 how += (f" (about {found.infinite[column]:,.0f} infinite values, or beyond "
                         "+-3e307, clamped to them)")
