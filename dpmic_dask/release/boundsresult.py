@@ -81,6 +81,20 @@ class BoundsRelease:
     #: side (``"lower"`` or ``"upper"``) and the share, each with a warning and a
     #: line in the report.
     piled: dict = field(default_factory=dict)
+    #: In a release with ``nulls="fill"``: columns whose public fill value (an axis
+    #: number) lies outside their released bounds, so every filled row is clamped
+    #: to a bound (a warning and a line in the report).
+    clamped_fills: dict = field(default_factory=dict)
+
+    def fill_note(self) -> str:
+        """The report's sentence about :attr:`clamped_fills`, or ``""``."""
+        if not self.clamped_fills:
+            return ""
+        said = ", ".join(f"{c} {format_value(self.kinds.get(c), v)} outside {self.formatted(c)}"
+                         for c, v in self.clamped_fills.items())
+        return (f"Fill values outside their released bounds, so every filled row is clamped "
+                f"to the nearer bound: {said}. Give a fill inside the column's range, or "
+                "bounds or a domain that hold it.")
 
     def wide_columns(self) -> list:
         """Columns whose released bounds use less than :data:`WIDE_DOMAIN` of their

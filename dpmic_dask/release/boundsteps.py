@@ -23,6 +23,7 @@ from dpmic_dask.release.histograms import (
     bounds_counts,
     noisy_histograms,
     refine_counts,
+    show_warning,
 )
 from dpmic_dask.release.runstate import Run
 from dpmic_dask.release.stages import public_rows
@@ -99,12 +100,8 @@ class BoundsStep:
     def before(self, run: Run) -> None:
         plan, request = self.planned.bounds, run.request
         read = tuple(c for c in run.read() if c not in run.raw)
-        fills = None
-        if request.fill is not None:
-            given = dict(zip(request.columns, request.fill))
-            if plan.fill is not None:
-                given.update(zip(plan.columns, plan.fill))
-            fills = tuple(given[name] for name in read)
+        given = _given_fills(request, plan)
+        fills = None if given is None else tuple(given[name] for name in read)
         self.counts, rows = bounds_counts(run.frame, backend_for(run.frame), plan, read, fills,
                                           run.split_every, run.progress,
                                           min_rows=run.unit_k is None)
@@ -127,10 +124,30 @@ class BoundsStep:
         run.request = dataclasses.replace(run.request, bounds=tuple(
             tuple(map(float, final[c])) if c in final else b
             for c, b in zip(run.request.columns, run.request.bounds)))
+        # a public fill outside the released bounds: every filled row clamps to a
+        # bound (post-processing of released bounds and public fills; said)
+        fills = _given_fills(run.request, planned.bounds) or {}
+        outside = {c: float(fills[c]) for c in final
+                   if fills.get(c) is not None and not final[c][0] <= fills[c] <= final[c][1]}
+        if outside:
+            found = dataclasses.replace(found, clamped_fills=outside)
+            show_warning(found.fill_note())
         run.found["private_bounds"] = found
 
     def describe(self, run: Run) -> str:
         return self.planned.bounds.describe()
 
 
+def _given_fills(request, plan) -> dict | None:
+    """Each column's fill value (the bounds plan's for its own columns), or ``None``
+    without ``nulls="fill"``."""
+    if request.fill is None:
+        return None
+    given = dict(zip(request.columns, request.fill))
+    if plan.fill is not None:
+        given.update(zip(plan.columns, plan.fill))
+    return given
+
+
 __all__ = ["BoundsStep", "CheckStep"]
+

@@ -278,6 +278,8 @@ class PairwiseResult(ReportFields):
                 lines.append(found.infinite_note())
             if found.piled:
                 lines.append(found.piled_note())
+            if found.clamped_fills:
+                lines.append(found.fill_note())
             if found.unresolved:
                 lines.append(f"Unresolved bounds (fallback used): {list(found.unresolved)}.")
         if self.private_categories:

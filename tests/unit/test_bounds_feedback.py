@@ -166,6 +166,34 @@ def test_rows_piled_at_an_end_of_a_public_domain_are_said(domain, beyond):
     assert held.piled == {} and "piled" not in held.report()
 
 
+def test_a_fill_outside_its_released_private_bounds_is_said():
+    """Private bounds without a domain cannot check a fill before the charge (the
+    bounds are not known yet); a fill far outside them clamped every filled row to
+    a bound without a word. Said now: a warning, the report and the page; a fill
+    inside them says nothing."""
+    gen = np.random.default_rng(8)  # test data only
+    n = 20_000
+    x = 2 + 9 * gen.random(n)
+    frame = pd.DataFrame({"x": x, "y": x + gen.normal(0, 1, n)})
+    frame.loc[:99, "x"] = np.nan  # 0.5%: a tail the bounds (coverage 0.99) leave out
+    ledger = dm.InMemoryLedger(uncapped=True)
+    kwargs = dict(bounds={"x": "private", "y": (-5, 20)}, nulls="fill", ledger=ledger,
+                  bounds_check=None)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        far = frame.dpmic.pairwise(1.0, fill={"x": 1e6, "y": 0.0}, **kwargs)
+    lo, hi = far.private_bounds.bounds["x"]
+    assert hi < 1e6 and far.private_bounds.clamped_fills == {"x": 1e6}
+    assert any("Fill values outside their released bounds" in str(w.message) for w in said)
+    assert "x 1e+06 outside [" in far.report()
+    page = far.to_html(Path(tempfile.mkdtemp()) / "page.html").read_text()
+    assert "its fill value lies outside them" in page
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dm.BoundsWarning)
+        near = frame.dpmic.pairwise(1.0, fill={"x": 5.0, "y": 0.0}, **kwargs)
+    assert near.private_bounds.clamped_fills == {} and "Fill values" not in near.report()
+
+
 def test_the_noise_warnings_are_never_raised():
     """Under a warnings-as-errors filter the charged release is still returned (the
     plan check that warns also runs after the charge, inside a prepaid part)."""

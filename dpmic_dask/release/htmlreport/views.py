@@ -239,6 +239,8 @@ def _bounds_sources(result) -> list[str]:
             if column in found.unseen:
                 how += (f" (may leave out a tail: a bin beyond them holding up to about "
                         f"{found.unseen[column]:,.0f} rows is not seen at this budget)")
+            if column in found.clamped_fills:
+                how += " (its fill value lies outside them: every filled row is clamped)"
             if column in found.piled:
                 side, share = found.piled[column]
                 how += (f" ({min(share, 1.0):.0%} of the rows piled at the {side} end of its "
