@@ -52,6 +52,7 @@ from dpmic_dask.stats.categorycodes import (
 from dpmic_dask.stats.counting import bins as equipartition
 from dpmic_dask.stats.kindbase import ColumnKind
 from dpmic_dask.stats.kinds import read_as_ordered, register_kind
+from dpmic_dask.stats.timekind import parses_as_time
 
 #: How ``categories`` asks for a privately chosen list.
 PRIVATE = "private"
@@ -159,8 +160,12 @@ class CategoryKind(ColumnKind):
             _is_string_dtype(dtype) and not _is_object_dtype(dtype))
 
     def claims(self, dtype, bounds) -> bool:
+        # bounds of text that reads as dates or times are the time kind's (an object
+        # column of ISO text or of datetimes, read as times); other text is not
+        # a range, and a categorical column is pointed to its category list
         return _is_object_dtype(dtype) and (bounds is None or isinstance(
-            bounds, (list, tuple)) and all(isinstance(v, str) for v in bounds) and bool(bounds))
+            bounds, (list, tuple)) and all(isinstance(v, str) for v in bounds) and bool(bounds)
+            and not all(parses_as_time(v) for v in bounds))
 
     def resolve(self, dtype, options):
         if self.coding is not None and not options:

@@ -190,7 +190,7 @@ class TimeKind(ColumnKind):
                 bounds, lambda v: isinstance(v, (_dt.timedelta, np.timedelta64)))
         return is_object(dtype) and all_bounds(
             bounds, lambda v: isinstance(v, (_dt.date, np.datetime64)) or (
-                isinstance(v, str) and _parses_as_time(v)))
+                isinstance(v, str) and parses_as_time(v)))
 
     def resolve(self, dtype, options):
         options = dict(options)
@@ -399,7 +399,9 @@ def _text_of_numbers(series: pd.Series) -> bool:
     return True
 
 
-def _parses_as_time(text: str) -> bool:
+def parses_as_time(text: str) -> bool:
+    """Whether ``text`` reads as a date or time (as a bound: an ``object`` column
+    with such bounds is read as times, not as categories)."""
     try:
         return pd.Timestamp(text) is not pd.NaT
     except (TypeError, ValueError, OverflowError):

@@ -173,3 +173,31 @@ def test_the_words_for_the_clock_are_not_dates_in_bounds_or_in_cells(word):
                             kinds={"t": "timestamp"}, ledger=ledger)
     assert f"'{word}'" not in str(info.value)
     assert ledger.charges() == []
+
+
+def test_an_object_column_of_iso_text_or_datetimes_with_text_bounds_is_read_as_times():
+    """An ``object`` column of ISO text, or of ``datetime`` objects, with bounds as
+    ISO text was refused as categorical (the category kind claimed every object
+    column with text bounds); it is read as times, the same values as the
+    ``datetime64`` column."""
+    from tests.statistical.test_release_noise_paths import zero_noise
+
+    gen = np.random.default_rng(9)  # test data only
+    stamps = pd.to_datetime(np.round(1.6e9 + gen.uniform(0, 1e8, 3000)), unit="s")
+    y = (stamps - stamps.min()).total_seconds().to_numpy() / 1e8 + gen.normal(0, 0.1, 3000)
+    bounds = {"t": ("2020-09-01T00:00:00", "2023-12-01T00:00:00"), "y": (-1, 2)}
+    columns = {"datetime64": pd.Series(stamps),
+               "object ISO text": pd.Series(stamps.strftime("%Y-%m-%dT%H:%M:%S"), dtype=object),
+               "object datetimes": pd.Series(list(stamps.to_pydatetime()), dtype=object)}
+    values = {}
+    for name, column in columns.items():
+        with zero_noise():
+            released = pd.DataFrame({"t": column, "y": y}).dpmic.pairwise(
+                1.0, bounds=bounds, ledger=InMemoryLedger(uncapped=True), bounds_check=None)
+        values[name] = released.values[0]
+    assert values["datetime64"] > 0.5
+    assert values["object ISO text"] == values["object datetimes"] == values["datetime64"]
+    # text bounds that are not times still point a text column to its category list
+    with pytest.raises(dm.InvalidDataError, match="is categorical"):
+        pd.DataFrame({"t": columns["object ISO text"], "y": y}).dpmic.pairwise(
+            1.0, bounds={"t": ("a", "z"), "y": (-1, 2)}, ledger=InMemoryLedger(uncapped=True))
