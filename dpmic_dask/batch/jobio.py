@@ -29,7 +29,7 @@ from sqlalchemy.pool import NullPool
 
 from dpmic_dask.errors import DPMICError, UnavailableError
 from dpmic_dask.privacy.ledgerdb import connect_reason
-from dpmic_dask.stats.timekind import CLOCK_WORDS
+from dpmic_dask.stats.kindbase import CLOCK_WORDS
 
 SQL_TIMEOUT = 30.0
 

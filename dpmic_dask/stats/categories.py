@@ -29,7 +29,6 @@ How a dtype is classed and how values are looked up in a list
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -46,13 +45,14 @@ from dpmic_dask.stats.categorycodes import (
     _is_string_dtype,
     categories_kind,
     column_kind,
+    is_whole,
     listed_codes,
+    listed_value,
     needs_categories,
 )
 from dpmic_dask.stats.counting import bins as equipartition
-from dpmic_dask.stats.kindbase import ColumnKind
+from dpmic_dask.stats.kindbase import ColumnKind, parses_as_time
 from dpmic_dask.stats.kinds import read_as_ordered, register_kind
-from dpmic_dask.stats.timekind import parses_as_time
 
 #: How ``categories`` asks for a privately chosen list.
 PRIVATE = "private"
@@ -74,12 +74,16 @@ class CategoryAxis:
         (``nulls="category"``).
     fill : the listed category that missing values become (``nulls="fill"``),
         or ``None``.
+    strict : a public list, given before the charge and coded in the pass before
+        it: an ``object`` column holding no value of the list's type is refused
+        (a list chosen privately, after the charge, never refuses).
     """
 
     name: str
     categories: tuple
     null_category: bool = False
     fill: object = None
+    strict: bool = False
 
     @property
     def codes(self) -> int:
@@ -125,7 +129,7 @@ class CategoryAxis:
         refused naming the column and the failure's type, never its message."""
         series = values if isinstance(values, pd.Series) else pd.Series(values)
         try:
-            found = listed_codes(series, self.categories)
+            found = listed_codes(series, self.categories, strict=self.strict)
         except InvalidDataError:
             raise  # its own line: the column and what it holds, never a value
         except Exception as exc:  # noqa: BLE001 - a value's own failure may quote it
@@ -215,22 +219,6 @@ def with_coding(axis: CategoryAxis) -> CategoryKind:
     return CategoryKind(coding=axis, implied_bounds=axis.bounds)
 
 
-def _is_int(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
-
-
-def listed_value(value, listed):
-    """The category of ``listed`` that ``value`` names, or ``None``: text equals
-    text, an integer (Python or NumPy) equals an integer; a float, a bool or any
-    other type names no category, even where ``==`` would say equal."""
-    for category in listed:
-        if isinstance(value, str) and isinstance(category, str) and value == category:
-            return category
-        if _is_int(value) and _is_int(category) and int(value) == int(category):
-            return category
-    return None
-
-
 def _check_list(name, dtype, listed) -> tuple:
     what = f"categories[{name!r}]"
     if isinstance(listed, (str, bytes)) or not hasattr(listed, "__iter__") or isinstance(
@@ -243,7 +231,7 @@ def _check_list(name, dtype, listed) -> tuple:
     if len(values) > MAX_CATEGORIES:
         raise InvalidParameterError(f"{what} lists more than {MAX_CATEGORIES} categories")
     kind = column_kind(dtype)
-    is_int = _is_int
+    is_int = is_whole
     if kind == "category":
         # a category dtype's categories are data, but their dtype is schema: a list
         # must be of values that can equal them (text equals no integer category)
@@ -326,7 +314,8 @@ def check_categories(schema, categories, *, nulls="raise", fill=None,
                 raise InvalidParameterError(
                     f"fill[{column!r}] must be one of the listed categories, of their type "
                     "(text for a list of text, an integer for a list of integers)")
-        axes[column] = CategoryAxis(column, values, nulls == "category", fill_value)
+        axes[column] = CategoryAxis(column, values, nulls == "category", fill_value,
+                                    strict=True)
     return axes
 
 
@@ -400,7 +389,8 @@ def category_kinds(schema, categories, *, bounds, columns, kinds, nulls, fill=No
     clash = [c for c in axes if kinds and c in kinds]
     if clash:
         raise InvalidParameterError(f"column(s) {clash} are given both a kind and categories")
-    axes = {c: CategoryAxis(c, a.categories, a.null_category) for c, a in axes.items()}
+    axes = {c: CategoryAxis(c, a.categories, a.null_category, strict=a.strict)
+            for c, a in axes.items()}
     merged = {**(kinds or {}), **{c: with_coding(a) for c, a in axes.items()}}
     if nulls == "category":
         if fill is not None:

@@ -6,6 +6,7 @@ kind and the coding built on these are :mod:`dpmic_dask.stats.categories`.
 
 from __future__ import annotations
 
+import numbers
 from functools import lru_cache
 
 import numpy as np
@@ -98,7 +99,7 @@ LISTABLE = {"string", "integer", "mixed-integer", "empty"}
 NOT_LISTED, MISSING = -1, -2
 
 
-def listed_codes(series: pd.Series, categories: tuple) -> np.ndarray:
+def listed_codes(series: pd.Series, categories: tuple, *, strict: bool = False) -> np.ndarray:
     """int64 position of every value in ``categories``; :data:`NOT_LISTED` (-1) for
     a value that is not listed, :data:`MISSING` (-2) for a null (None, NaN, NA).
 
@@ -107,7 +108,8 @@ def listed_codes(series: pd.Series, categories: tuple) -> np.ndarray:
     dtype's categories up in the list once and maps its integer codes (the
     dtype's categories serve as a table, never as a list); pyarrow strings use
     Arrow's hash look-up; ``object`` columns factorize first, then look up the
-    distinct values."""
+    distinct values. ``strict`` (a public list, coded before the charge): an
+    ``object`` column holding no value of the list's type is refused."""
     index = _index(categories)
     dtype = series.dtype
     if isinstance(dtype, pd.CategoricalDtype):
@@ -141,7 +143,7 @@ def listed_codes(series: pd.Series, categories: tuple) -> np.ndarray:
                 f"column {series.name!r} (dtype object) holds values that are neither text "
                 "nor integers, which no listed category can equal; convert it to text "
                 "first (dates as ISO text: s.map(lambda d: d.isoformat()))")
-        if not _any_of_the_lists_type(uniques, categories):
+        if strict and not _any_of_the_lists_type(uniques, categories):
             # integers only against a list of text (or text against integers): the
             # same: every row would fall in "other" (released as independent)
             raise InvalidDataError(
@@ -165,22 +167,36 @@ def _any_listable(uniques) -> bool:
                for v in uniques)
 
 
+def is_whole(value) -> bool:
+    """An integer (Python or NumPy), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def listed_value(value, listed):
+    """The category of ``listed`` that ``value`` names, or ``None``: text equals
+    text, an integer (Python or NumPy) equals an integer; a float, a bool or any
+    other type names no category, even where ``==`` would say equal."""
+    for category in listed:
+        if isinstance(value, str) and isinstance(category, str) and value == category:
+            return category
+        if is_whole(value) and is_whole(category) and int(value) == int(category):
+            return category
+    return None
+
+
 def _any_of_the_lists_type(uniques, listed: tuple) -> bool:
     """Whether some of ``uniques`` (an object column's distinct values) is of a type
     a ``listed`` category has: text for text, an integer for an integer."""
     kind = pd.api.types.infer_dtype(uniques, skipna=True)
     text = any(isinstance(c, str) for c in listed)
-    whole = any(isinstance(c, (int, np.integer)) and not isinstance(c, (bool, np.bool_))
-                for c in listed)
+    whole = any(is_whole(c) for c in listed)
     if len(uniques) == 0 or kind == "empty":
         return True
     if kind == "string":
         return text
     if kind == "integer":
         return whole
-    return any((text and isinstance(v, str)) or (
-        whole and isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)))
-        for v in uniques)
+    return any((text and isinstance(v, str)) or (whole and is_whole(v)) for v in uniques)
 
 
 def _can_equal(present: pd.Index, listed: tuple) -> bool:

@@ -259,3 +259,31 @@ def all_bounds(bounds, test) -> bool:
     if isinstance(bounds, (list, tuple)) and len(bounds) == 2:
         return all(test(v) for v in bounds)
     return False
+
+
+#: Text pandas reads as the clock when it converts it, not as a date.
+CLOCK_WORDS = ("now", "today")
+
+
+def infers_numbers(series: pd.Series) -> bool:
+    """Whether an ``object`` column holds numbers (ints, floats, ``Decimal``)."""
+    inferred = pd.api.types.infer_dtype(series, skipna=True)
+    return inferred in ("integer", "floating", "decimal", "mixed-integer-float")
+
+
+def text_of_numbers(series: pd.Series) -> bool:
+    """Whether every non-null value of a text column reads as a number."""
+    try:
+        pd.to_numeric(series.dropna(), errors="raise")
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return True
+
+
+def parses_as_time(text: str) -> bool:
+    """Whether ``text`` reads as a date or time (as a bound: an ``object`` column
+    with such bounds is read as times, not as categories)."""
+    try:
+        return pd.Timestamp(text) is not pd.NaT
+    except (TypeError, ValueError, OverflowError):
+        return False

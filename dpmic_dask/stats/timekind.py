@@ -26,14 +26,18 @@ import pyarrow.compute as pc
 
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.stats.kindbase import (
+    CLOCK_WORDS,
     ColumnKind,
     NumberKind,
     all_bounds,
     arrow_type,
     column_error,
     float_axis,
+    infers_numbers,
     is_number,
     is_object,
+    parses_as_time,
+    text_of_numbers,
 )
 
 #: Seconds per tick of a time unit (calendar units such as months have no fixed length).
@@ -49,9 +53,6 @@ UNITS = tuple(_SECONDS) + tuple(_TICKS)
 #: Numbers given as time bounds are seconds; beyond this they are refused.
 MAX_SECONDS = 1e11
 
-
-#: Text pandas reads as the clock when it converts it, not as a date.
-CLOCK_WORDS = ("now", "today")
 
 def _per_second(unit: str) -> tuple[int, int]:
     """``(multiply, divide)``: seconds = ticks * multiply / divide."""
@@ -279,7 +280,7 @@ class TimeKind(ColumnKind):
             multiply, divide = _per_second(self.unit)
             return numbers_ * multiply / divide
         if self.unit is None and (holds_numbers(dtype) or (
-                is_object(dtype) and _infers_numbers(series))):
+                is_object(dtype) and infers_numbers(series))):
             # numbers without a unit (an object column's are seen only when read)
             raise column_error(series.name, dtype,
                                 f"holds numbers; a cast to {self.name} needs their unit: "
@@ -301,7 +302,7 @@ class TimeKind(ColumnKind):
                          "layouts of text are ambiguous (01/02/2024: January or "
                          "February?) and are not guessed: convert the column with its "
                          "format first (pandas.to_datetime(..., format='%d/%m/%Y'))")
-            if _text_of_numbers(series):
+            if text_of_numbers(series):
                 what = (f"holds numbers as text; a cast to {self.name} needs their unit: "
                         f"{unit_hint(series.name, self.name)}")
             raise column_error(series.name, dtype, what) from None
@@ -382,27 +383,3 @@ def _stamp(seconds: float) -> pd.Timestamp:
 def _stamp_seconds(stamp: pd.Timestamp) -> float:
     ticks = stamp.as_unit("us").asm8.astype("datetime64[us]").view(np.int64)
     return float(seconds_of_ticks(np.array([ticks]), "us")[0])
-
-
-def _infers_numbers(series: pd.Series) -> bool:
-    """Whether an ``object`` column holds numbers (ints, floats, ``Decimal``)."""
-    inferred = pd.api.types.infer_dtype(series, skipna=True)
-    return inferred in ("integer", "floating", "decimal", "mixed-integer-float")
-
-
-def _text_of_numbers(series: pd.Series) -> bool:
-    """Whether every non-null value of a text column reads as a number."""
-    try:
-        pd.to_numeric(series.dropna(), errors="raise")
-    except (TypeError, ValueError, OverflowError):
-        return False
-    return True
-
-
-def parses_as_time(text: str) -> bool:
-    """Whether ``text`` reads as a date or time (as a bound: an ``object`` column
-    with such bounds is read as times, not as categories)."""
-    try:
-        return pd.Timestamp(text) is not pd.NaT
-    except (TypeError, ValueError, OverflowError):
-        return False
