@@ -42,7 +42,10 @@ def expected_columns(job) -> dict:
     if any(b == "private" for b in job.bounds.values()):
         # the bounds each value was computed at: a run that estimated bounds writes
         # them, so that the next run can pin them as public (and stop paying)
-        columns.update({"x_lo": float, "x_hi": float, "y_lo": float, "y_hi": float})
+        columns.update({"x_lo": float, "x_hi": float, "y_lo": float, "y_hi": float,
+                        # "public", "private", or "private: " and what is wrong with
+                        # them ("unresolved, fallback bounds", ...): never pin those
+                        "x_bounds": str, "y_bounds": str})
     columns["charge_id"] = str
     return columns
 
@@ -75,6 +78,10 @@ def result_rows(result, *, run_id: str, job) -> pd.DataFrame:
         for side in ("x", "y"):
             table[f"{side}_lo"] = [float(used.get(c, _NO_BOUNDS)[0]) for c in table[side]]
             table[f"{side}_hi"] = [float(used.get(c, _NO_BOUNDS)[1]) for c in table[side]]
+        found = result.private_bounds
+        for side in ("x", "y"):
+            table[f"{side}_bounds"] = [found.note(c) if c in found.bounds else "public"
+                                       for c in table[side]]
     table["charge_id"] = result.charge_id
     return declared(table, job)
 

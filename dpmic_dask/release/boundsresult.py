@@ -171,14 +171,27 @@ class BoundsRelease:
                        value.isoformat() if hasattr(value, "isoformat") else str(value))
         return tuple(out)
 
+    def note(self, column) -> str:
+        """``column``'s bounds in a word or a few, for a row of output: ``"private"``,
+        or ``"private: "`` and what is wrong with them (unresolved, a tail that may
+        be left out, rows piled at an end of the domain, clamped values or fill)."""
+        said = [words for flagged, words in (
+            (column in self.unresolved, "unresolved, fallback bounds"),
+            (column in self.unseen, "may leave out a tail"),
+            (column in self.piled, "rows piled at an end of the domain"),
+            (column in self.infinite, "infinite values clamped"),
+            (column in self.clamped_fills, "fill outside them, clamped")) if flagged]
+        return "private" + (": " + "; ".join(said) if said else "")
+
     def pinnable(self) -> list:
         """The columns whose bounds are worth pinning as public: not unresolved,
-        not :attr:`unseen` (bounds that may cut a tail are not worth keeping), and
+        not :attr:`unseen` (bounds that may cut a tail are not worth keeping), not
+        :attr:`piled` (they stop at the domain's end, which may be too narrow), and
         given back in a form their kind accepts as a public bound (a time past
         year 9999, or a duration past +-1e11 s, has none)."""
         out = []
         for name in self.bounds:
-            if name in self.unresolved or name in self.unseen:
+            if name in self.unresolved or name in self.unseen or name in self.piled:
                 continue
             kind = self.kinds.get(name)
             try:

@@ -452,11 +452,37 @@ def test_a_job_that_estimates_bounds_writes_them_and_how_to_pin_them(tmp_path):
     assert {"x_lo", "x_hi", "y_lo", "y_hi"} <= set(out.columns) and len(out) == 3
     row = out[(out.x == "epoch") & (out.y == "flag")].iloc[0]
     assert row.y_lo == 0 and row.y_hi == 1 and row.x_lo < 1.7003e9 < 1.7297e9 < row.x_hi
+    assert (row.x_bounds, row.y_bounds) == ("private", "public")
     # pinned as public: the next run pays for no bounds
     refused = invoke("validate", job(flag={"bounds": [0, 1], "coverage": 0.9}))
     assert refused.exit_code == Exit.INVALID and 'applies to bounds = "private" only' in refused.output
     pinned = job(epoch=[float(row.x_lo), float(row.x_hi)])
     assert invoke("validate", pinned).exit_code == Exit.OK
+
+
+def test_a_jobs_rows_say_which_private_bounds_are_not_to_be_pinned(tmp_path):
+    """A column whose private bounds come back unresolved wrote its fallback as
+    ``x_lo``/``x_hi`` like any other, with nothing in the row to tell a reader
+    (or a script pinning them) not to use them; ``x_bounds`` says it."""
+    from dpmic_dask.privacy.accounting import Budget
+    from dpmic_dask.privacy.ledger import SQLLedger
+
+    gen = np.random.default_rng(3)  # test data only
+    n = 30_000
+    frame = pd.DataFrame({"a": gen.normal(size=n), "b": np.zeros(n), "c": gen.normal(size=n)})
+    (tmp_path / "in").mkdir()
+    frame.to_parquet(tmp_path / "in" / "part-0.parquet")
+    ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
+    SQLLedger(ledger).init("d", Budget(5.0))
+    path = write_job(tmp_path / "j.toml", name="j", eps=4.0, ledger=ledger,
+                     columns={"a": [-5, 5], "b": {"bounds": "private"}, "c": {"bounds": "private"}})
+    ran = invoke("run", path, "--run-id", "r1")
+    assert ran.exit_code == Exit.OK, ran.output
+    out = pd.read_parquet(tmp_path / "out").set_index(["x", "y"])
+    assert out.loc[("a", "b"), "x_bounds"] == "public"
+    assert out.loc[("a", "b"), "y_bounds"] == "private: unresolved, fallback bounds"
+    assert out.loc[("a", "c"), "y_bounds"].startswith("private")
+    assert "unresolved" not in out.loc[("a", "c"), "y_bounds"]
 
 
 def new_shapes(n, gen):

@@ -251,6 +251,19 @@ def test_a_page_rebuilt_from_rows_says_their_noise_and_what_they_do_not_hold():
     assert "above 0.25" not in quiet and "Rebuilt from the delivered rows alone" in quiet
 
 
+def test_a_page_rebuilt_from_rows_says_which_private_bounds_are_wrong():
+    """Rows without their report text: the page names the columns whose private
+    bounds the rows say are wrong (unresolved, piled ...), and only those."""
+    rows = pd.DataFrame({"x": ["a", "a"], "y": ["b", "c"], "mic": [0.9, 0.1],
+                         "ci95": [0.05, 0.05], "within_noise": [0, 0],
+                         "x_lo": [0.0, 0.0], "x_hi": [1.0, 1.0], "y_lo": [-1.0, 0.0],
+                         "y_hi": [1.0, 5.0], "x_bounds": ["public", "public"],
+                         "y_bounds": ["private: unresolved, fallback bounds", "private"]})
+    shown = html.unescape(render_page(rows_view(rows)))
+    assert "Bounds of b: private: unresolved, fallback bounds." in shown
+    assert "Bounds of c:" not in shown and "Bounds of a:" not in shown
+
+
 def test_report_refuses_a_folder_without_a_run(tmp_path):
     out = invoke(["report", str(tmp_path)])
     assert out.exit_code == 2 and "no delivered run found" in out.output

@@ -227,9 +227,14 @@ def rows_view(table, report: str | None = None, title: str | None = None) -> dic
                                                      f"whole budget (epsilon {epsilon:g})"}]
     view["sources"] = [line for line in lines if line.startswith(
         ("Selection:", "Private bounds used:", "Categories chosen privately",
-         "Public bounds", "Bounds check", "Unresolved bounds"))]
+         "Public bounds", "Bounds check", "Unresolved bounds", "Rows piled at an end",
+         "Fill values outside", "Bounds that may leave out", "Infinite values"))]
     if not view["sources"] and "x_lo" in table.columns:
         view["sources"] = ["Bounds of each pair: the output's x_lo, x_hi, y_lo, y_hi."]
+        if "x_bounds" in table.columns:  # what is wrong with private bounds, per column
+            notes = dict(zip(table.x, table.x_bounds)) | dict(zip(table.y, table.y_bounds))
+            view["sources"] += [f"Bounds of {c}: {note}." for c, note in notes.items()
+                                if str(note).startswith("private: ")]
     view["map"] = _pairs_map(columns, pairs)
     view["pairs"] = pairs
     view["tables"] = [pair_table(pairs, tau=any("tau_a" in x for x in pairs))]
