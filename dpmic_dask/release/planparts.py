@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+import warnings
 from collections.abc import Mapping
 
 from dpmic_dask.checks import MIN_ROWS
-from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.errors import InvalidParameterError, UnusedParameterWarning, user_stacklevel
 from dpmic_dask.privacy.mechanisms import mechanism_supports
 from dpmic_dask.release.stages import check_category_grids
 
@@ -50,6 +51,12 @@ def check_drop(nulls, fill, min_rows, mechanism, per_unit: bool = False) -> bool
         raise InvalidParameterError("fill is only used with nulls='fill'")
     if per_unit and min_rows is None:
         return True
+    if per_unit:
+        # checked, and said not to be used: the bounded row count is released
+        warnings.warn("min_rows is not used per privacy unit: the kept rows' count is "
+                      "released privately (the noise is calibrated to that noisy count's "
+                      "public lower bound); leave it out", UnusedParameterWarning,
+                      stacklevel=user_stacklevel())
     if isinstance(min_rows, bool) or not isinstance(min_rows, numbers.Integral) \
             or min_rows < MIN_ROWS:
         raise InvalidParameterError(

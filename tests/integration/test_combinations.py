@@ -120,7 +120,9 @@ def arguments(combo: dict) -> dict:
                                    "candidates": {"private": CANDIDATES}}[combo["categories"]]}
     if combo["nulls"] == "drop":
         columns.append("wn")
-        kw.update(nulls="drop", min_rows=MIN_ROWS)
+        kw.update(nulls="drop")
+        if combo["unit"] != "cust":  # per unit the kept rows' count is released
+            kw["min_rows"] = MIN_ROWS
     if combo["bounds"] == "private":
         kw["bounds"] = "private"
     else:

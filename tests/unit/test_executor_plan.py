@@ -50,6 +50,8 @@ def plan_of(unit, cats, bounds, nulls, select, delta, stats, eps=4.0):
     arguments = {**UNITS[unit], **BOUNDS[bounds], **NULLS[nulls], **SELECT[select]}
     if nulls == "fill" and cats != "public":
         arguments.pop("fill")
+    if nulls == "drop" and unit == "unit":  # per unit the kept rows' count is released
+        arguments.pop("min_rows")
     return plan_unit_release(SCHEMA, eps, columns=COLUMNS, categories=CATEGORIES[cats],
                              delta=delta, statistics=("mic", "tau_a") if stats != "mic"
                              else ("mic",), **arguments)

@@ -383,3 +383,21 @@ def test_a_unit_column_of_one_object_type_goes_through():
     frame["cid"] = frame["cid"].map(lambda c: f"c{c}").astype(object)
     result = frame.dpmic.pairwise(50.0, bounds=BOUNDS, privacy_unit="cid", max_rows_per_unit=4)
     assert result.privacy.privacy_unit == "cid"
+
+
+def test_min_rows_given_per_unit_is_said_not_to_be_used():
+    """Per unit the kept rows' count is released privately: a ``min_rows`` given
+    with ``nulls="drop"`` was checked and then dropped without a word."""
+    from dpmic_dask.errors import UnusedParameterWarning
+
+    gen = np.random.default_rng(2)  # test data only
+    frame = pd.DataFrame({"u": np.arange(4000) // 4, "x": gen.normal(size=4000),
+                          "y": gen.normal(size=4000)})
+    frame.loc[:20, "x"] = np.nan
+    kwargs = dict(bounds={"x": (-4, 4), "y": (-4, 4)}, columns=["x", "y"], nulls="drop",
+                  privacy_unit="u", max_rows_per_unit=4)
+    ledger = InMemoryLedger(uncapped=True)
+    with pytest.warns(UnusedParameterWarning, match="min_rows is not used per privacy unit"):
+        frame.dpmic.pairwise(1.0, min_rows=1000, ledger=ledger, **kwargs)
+    frame.dpmic.pairwise(1.0, ledger=ledger, **kwargs)  # no warning (an error under pytest)
+    assert len(ledger.charges()) == 2
