@@ -150,4 +150,3 @@ def _given_fills(request, plan) -> dict | None:
 
 
 __all__ = ["BoundsStep", "CheckStep"]
-
