@@ -107,13 +107,14 @@ def _valid_bounds(found, name) -> tuple[float, float] | None:
 
 
 def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
-                   recount) -> BoundsRelease:
+                   recount, kinds=None) -> BoundsRelease:
     """The released bounds (never refuses: a column whose bounds cannot be read
     off falls back and is marked unresolved). The first pass's noisy histograms
     and the bounds read off them; for the columns whose first bounds are far from
     zero relative to their width, a grid inside those bounds (a function of
     released values only), ``recount(grids)`` -- the refining pass over the data --
-    its noisy histograms and the bounds read off them."""
+    its noisy histograms and the bounds read off them. ``kinds``: each column's
+    kind, for printing its bounds and domain in it."""
     found: dict[str, tuple[float, float] | None] = {}
     fine: dict[str, BoundsGrid] = {}
     restart: set[str] = set()
@@ -233,6 +234,7 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
                             refine_noise_scale=scale2, first_pass_share=FIRST_PASS_SHARE,
                             domain_use=use, unseen=unseen,
                             infinite=infinite, piled=piled,
+                            kinds={c: k for c, k in (kinds or {}).items() if k},
                             privacy_unit=plan.unit[0] if plan.unit is not None else None,
                             max_rows_per_unit=plan.unit[1] if plan.unit is not None else None)
     if unseen:  # said after the charge, as the report says it

@@ -88,8 +88,9 @@ class BoundsStep:
     name = "private bounds"
     label = "bounds-hist"
 
-    def __init__(self, planned):
+    def __init__(self, planned, kinds=None):
         self.planned = planned
+        self.kinds = kinds or {}  # each column's kind, for the words of its bounds
         self.counts: Any = None
 
     @property
@@ -114,7 +115,7 @@ class BoundsStep:
         recount = partial(refine_counts, run.frame, backend_for(run.frame), planned.bounds,
                           run.split_every, run.progress)
         found = bounds_release(self.counts, run.public, planned.bounds, charge.charge_id,
-                               recount)
+                               recount, kinds=self.kinds)
         # only the columns whose bounds were asked private: every other column keeps
         # the bounds the steps before left it (a categorical column chosen privately
         # has its chosen list's, not the worst case's the plan's placeholder holds)

@@ -9,7 +9,6 @@ refining pass. A release with a private-bounds step in front is planned by
 
 from __future__ import annotations
 
-import dataclasses
 from functools import partial
 
 from dpmic_dask.backends import backend_for
@@ -114,5 +113,4 @@ def _bounds_alone(frame, eps, *, columns, coverage, domain, refine, nulls, fill,
     charge = yield Bill(PrivacyCost(plan.eps), label or "private bounds", "bounds-hist",
                         plan.columns)
     recount = partial(refine_counts, frame, backend, plan, split_every, progress)
-    found = bounds_release(counts, rows, plan, charge.charge_id, recount)
-    return dataclasses.replace(found, kinds={c: k for c, k in axis.kinds.items() if k})
+    return bounds_release(counts, rows, plan, charge.charge_id, recount, kinds=axis.kinds)

@@ -233,7 +233,7 @@ def front_steps(plan) -> list:
     if plan.bounds_check is not None:
         steps.append(CheckStep(plan.bounds_check))
     if plan.bounds is not None:
-        steps.append(BoundsStep(plan.bounds))
+        steps.append(BoundsStep(plan.bounds, kinds=plan.kinds))
     return steps
 
 

@@ -146,10 +146,14 @@ def listed_codes(series: pd.Series, categories: tuple, *, strict: bool = False) 
         if strict and not _any_of_the_lists_type(uniques, categories):
             # integers only against a list of text (or text against integers): the
             # same: every row would fall in "other" (released as independent)
+            # checked a part (partition) at a time, in the pass before the charge: a
+            # column mixing both types may be refused for a part holding only one
             raise InvalidDataError(
                 f"column {series.name!r} (dtype object) holds no value of its list's type "
-                "(integers against a list of text, or text against a list of integers), "
-                "so no listed category can equal one; list the values as they are")
+                "(integers against a list of text, or text against a list of integers) in "
+                "a part of the table, so no listed category can equal one there; list the "
+                "values as they are, or convert the column to one type (text: "
+                "s.astype(str))")
         per_value = index.get_indexer(uniques)
         return np.where(codes >= 0, per_value[np.maximum(codes, 0)], MISSING).astype(np.int64)
     codes = index.get_indexer(series).astype(np.int64)  # type: ignore[arg-type]

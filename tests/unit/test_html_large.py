@@ -49,12 +49,16 @@ def test_a_wide_release_page_holds_every_pair_as_data_with_the_words_of_its_cell
     small = {(c["y"], c["x"]): c for c in view["map"]["cells"] if not c.get("diagonal")}
     room, size = view["map"]["room"], view["map"]["size"]
     assert len(cells["cells"]) == len(result.pairs) == len(small) // 2
-    for i, j, fill, within, words in cells["cells"]:
+    for i, j, fill, within, words, pair in cells["cells"]:
         for a, b in ((i, j), (j, i)):
             cell = small[(room + a * size, room + b * size)]
             assert (cell["fill"], int(cell["within"]), cell["title"]) == (fill, within, words)
-    assert {words.split(":")[0] for *_, words in cells["cells"]} == {
-        f"{x} × {y}" for x, y in result.pairs}
+            assert cell["pair"] == pair
+        # the pair's index is the one the table's rows carry (data-pair): a hover
+        # marks that pair's row (the map's order put another's)
+        x, y = result.pairs[pair]
+        assert words.split(":")[0] == f"{x} × {y}"
+    assert sorted(entry[5] for entry in cells["cells"]) == list(range(len(result.pairs)))
 
     rows = data_block(page, "pairs-data")["rows"]
     table = view["tables"][0]["rows"]

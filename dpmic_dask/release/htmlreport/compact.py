@@ -40,7 +40,8 @@ def embedded(data) -> Markup:
 
 def _canvas(heat: dict) -> dict:
     """The heatmap's cells as data: one entry a pair (both triangles drawn from
-    it), its position, colour, within-noise flag and words."""
+    it), its position, colour, within-noise flag, words and the pair's index in
+    the page's pair list (which the table's rows carry as ``data-pair``)."""
     size = heat["size"]
     room = heat["room"]
     pairs: dict[int, list] = {}
@@ -52,7 +53,7 @@ def _canvas(heat: dict) -> dict:
         i, j = (cell["y"] - room) // size, (cell["x"] - room) // size
         if cell["pair"] not in pairs:
             pairs[cell["pair"]] = [int(i), int(j), cell["fill"], int(bool(cell["within"])),
-                                   cell["title"]]
+                                   cell["title"], int(cell["pair"])]
     return {"p": len(heat["labels"]), "size": size, "cells": list(pairs.values()),
             "diagonal": "#eeeeee" if diagonal else None}
 
