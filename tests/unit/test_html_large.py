@@ -98,3 +98,26 @@ def test_a_wide_causal_page_lists_its_separated_pairs_without_drawing_them():
         (columns[a], columns[b]) for a, b in separated}
     # the small page still draws its separated pairs
     assert render_page(causal_view(small)).count('class="sep"') == 3
+
+
+def test_a_very_wide_page_keeps_its_canvas_within_what_a_browser_draws():
+    """Past 500 columns the cells shrink (to 2 px) so the canvas stays under a
+    browser's limits (8 px cells at 4,000 columns were 32,000 px a side), and the
+    names, which need 6 px each, are left out (a cell's words name its pair)."""
+    from dpmic_dask.release.htmlreport import svg
+
+    for p, size in ((500, 8), (1000, 4), (2000, 2), (5000, 2)):
+        heat = svg.heatmap([f"c{k}" for k in range(p)], {(0, 1): (0, 0.5, False, "c0 × c1"),
+                                                           (1, 0): (0, 0.5, False, "c0 × c1")})
+        assert heat["size"] == size and heat["columns"] == p
+        assert heat["size"] * p <= 10_000
+        assert (len(heat["labels"]) == p) == (size >= 6)
+    # the page of such a map (its cells made by hand: a real one has 499,500)
+    view = pairwise_view(wide(5, hostile=False))
+    view["map"] = {**svg.heatmap([f"c{k}" for k in range(1000)], {
+        (0, 1): (0, 0.5, False, "c0 × c1"), (1, 0): (0, 0.5, False, "c0 × c1")}),
+        "legend": svg.legend()}
+    page = render_page(view)
+    check_page(page)
+    assert 'width="4000"' in page and "column names are left out" in page
+    assert data_block(page, "map-data")["cells"] == [[0, 1, svg.colour(0.5), 0, "c0 × c1", 0]]

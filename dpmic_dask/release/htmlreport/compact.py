@@ -54,7 +54,7 @@ def _canvas(heat: dict) -> dict:
         if cell["pair"] not in pairs:
             pairs[cell["pair"]] = [int(i), int(j), cell["fill"], int(bool(cell["within"])),
                                    cell["title"], int(cell["pair"])]
-    return {"p": len(heat["labels"]), "size": size, "cells": list(pairs.values()),
+    return {"p": heat["columns"], "size": size, "cells": list(pairs.values()),
             "diagonal": "#eeeeee" if diagonal else None}
 
 
@@ -75,7 +75,7 @@ def compact(view: dict) -> dict:
     heat = view.get("map")
     if heat:
         view["map"] = {**heat, "canvas": None}
-        if len(heat["labels"]) > MAP_SVG_COLUMNS:
+        if heat["columns"] > MAP_SVG_COLUMNS:
             view["map"].update(cells=[], canvas=embedded(_canvas(heat)))
     graph = view.get("graph")
     if graph:

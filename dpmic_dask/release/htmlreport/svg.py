@@ -46,8 +46,10 @@ def heatmap(columns, cells: dict) -> dict:
     diagonal is grey (not released). Returns the SVG's size, the labels and the
     cells with their geometry and colours."""
     p = len(columns)
-    size = max(8, min(44, 560 // max(p, 1)))
-    room = _label_room(columns)
+    # cells of 8 px up to 500 columns; past them smaller (to 2 px), so that a
+    # canvas of thousands of columns stays within what a browser draws
+    size = max(8, min(44, 560 // max(p, 1))) if p <= 500 else max(2, 4000 // p)
+    room = _label_room(columns) if size >= 6 else 8
     width = room + p * size + 8
     out = []
     text = p <= CELL_TEXT_LIMIT
@@ -67,10 +69,11 @@ def heatmap(columns, cells: dict) -> dict:
                 "ink": "#555555" if within else text_colour(value),
                 "title": tip,
             })
+    # labels need 6 px each; below that, a cell's columns show on hover only
     labels = [{"name": str(name), "pos": room + k * size + size / 2}
-              for k, name in enumerate(columns)]
+              for k, name in enumerate(columns)] if size >= 6 else []
     return {"width": width, "height": width, "size": size, "room": room, "cells": out,
-            "labels": labels, "font": max(6, min(12, size // 3))}
+            "labels": labels, "columns": p, "font": max(6, min(12, size // 3))}
 
 
 def legend(width: int = 200) -> list:
