@@ -126,3 +126,15 @@ def user_stacklevel(skip: int = 1) -> int:
         frame = frame.f_back
         level += 1
     return level
+
+
+def shown(message: str, category, stacklevel: int) -> None:
+    """Warn as the caller's filters say (an ignored warning stays ignored), except
+    that a warnings-as-errors filter only shows it: what runs after a charge must
+    never refuse."""
+    try:
+        warnings.warn(message, category, stacklevel=stacklevel + 1)
+    except category:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", category)
+            warnings.warn(message, category, stacklevel=stacklevel + 1)

@@ -24,7 +24,6 @@ are reported as far wider than the values, with the run's edges as a suggestion.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,6 +31,7 @@ import numpy as np
 from dpmic_dask.errors import (
     BoundsWarning,
     InvalidParameterError,
+    shown,
     user_stacklevel,
 )
 from dpmic_dask.privacy.accounting import PrivacyCost
@@ -316,12 +316,7 @@ def _show(messages) -> None:
     refuse, even under a warnings-as-errors filter."""
     level = user_stacklevel()
     for message in messages:
-        try:
-            warnings.warn(message, BoundsWarning, stacklevel=level)
-        except BoundsWarning:
-            with warnings.catch_warnings():
-                warnings.simplefilter("always", BoundsWarning)
-                warnings.warn(message, BoundsWarning, stacklevel=level)
+        shown(message, BoundsWarning, stacklevel=level)
 
 
 __all__ = ["CHECK_BINS", "COVERAGE", "MIN_TOTAL_SCALES", "NARROW", "PILED", "PILED_NOISE",

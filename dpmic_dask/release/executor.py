@@ -37,6 +37,7 @@ contribution bound, one pair in memory and causal discovery are others.
 from __future__ import annotations
 
 import dataclasses
+import re
 import warnings
 from collections.abc import Generator
 from typing import TYPE_CHECKING, TypeVar
@@ -88,9 +89,30 @@ def run_charged(release: Staged[T], *, ledger=None, dataset=None) -> T:
 def _after(release: Staged[T], charge) -> T:
     """A staged release's ``after``, paid by ``charge``."""
     with after_charge(charge), warnings.catch_warnings():
-        # nothing after the charge may refuse, even under a warnings-as-errors filter
-        warnings.simplefilter("default")
+        never_raised()
         return _finish(release, charge)
+
+
+def never_raised() -> None:
+    """The caller's warning filters, with every ``"error"`` action shown instead:
+    nothing after the charge may refuse, even under a warnings-as-errors filter,
+    and a warning the caller ignores stays ignored (call inside
+    ``warnings.catch_warnings()``, which puts the filters back)."""
+    kept: list = list(warnings.filters)
+    warnings.resetwarnings()
+    for action, message, category, module, lineno in kept:
+        warnings.filterwarnings("default" if action == "error" else action,
+                                message=_pattern(message), category=category,
+                                module=_pattern(module), lineno=lineno, append=True)
+
+
+def _pattern(held) -> str:
+    """A filter's message or module as the pattern ``filterwarnings`` takes (a
+    compiled pattern's own; a plain name, as Python's built-in filters hold them,
+    matched whole)."""
+    if held is None:
+        return ""
+    return held.pattern if hasattr(held, "pattern") else re.escape(held) + r"\Z"
 
 
 def _paid(release: Staged[T], charge) -> T:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 from dataclasses import dataclass
 from functools import partial
 
@@ -21,6 +20,8 @@ from dpmic_dask.errors import (
     BoundsWarning,
     InvalidDataError,
     InvalidParameterError,
+    shown,
+    user_stacklevel,
 )
 from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.bounds import (
@@ -257,8 +258,7 @@ def refine_counts(frame, backend, plan: BoundsPlan, split_every, progress, fine:
 
 
 def show_warning(message: str) -> None:
-    """A :class:`BoundsWarning` shown, never raised: it comes after the charge, where
-    nothing may refuse, even under a warnings-as-errors filter."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("always", BoundsWarning)
-        warnings.warn(message, BoundsWarning, stacklevel=4)
+    """A :class:`BoundsWarning` as the caller's filters say, never raised: it comes
+    after the charge, where nothing may refuse, even under a warnings-as-errors
+    filter (an ignored one stays ignored)."""
+    shown(message, BoundsWarning, stacklevel=user_stacklevel())

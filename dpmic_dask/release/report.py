@@ -8,24 +8,23 @@ here can draw noise again.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from dpmic_dask.errors import NOISY_CI95, NoiseWarning  # noqa: F401  (NOISY_CI95 re-exported)
+from dpmic_dask.errors import (  # noqa: F401  (NOISY_CI95 re-exported)
+    NOISY_CI95,
+    NoiseWarning,
+    shown,
+    user_stacklevel,
+)
 from dpmic_dask.privacy.costs import PrivacyCost
 
 
 def _notice(message: str, category) -> None:
     """Warn as the filters say (an ignored notice stays ignored), except that a
     warnings-as-errors filter only shows it: it must never refuse a release."""
-    try:
-        warnings.warn(message, category, stacklevel=4)
-    except category:
-        with warnings.catch_warnings():
-            warnings.simplefilter("always", category)
-            warnings.warn(message, category, stacklevel=4)
+    shown(message, category, stacklevel=user_stacklevel())
 
 
 def warn_noise_before(ci95: float) -> None:

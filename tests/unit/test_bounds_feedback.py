@@ -194,6 +194,26 @@ def test_a_fill_outside_its_released_private_bounds_is_said():
     assert near.private_bounds.clamped_fills == {} and "Fill values" not in near.report()
 
 
+def test_a_warning_the_caller_ignores_stays_ignored_after_the_charge():
+    """After the charge every filter was reset to "default" (so that no warning
+    could be raised there): a BoundsWarning the caller had ignored was shown, and
+    so were other libraries' deprecation notices. Only "error" becomes "default"."""
+    gen = np.random.default_rng(4)
+    frame = pd.DataFrame({"amount": 700 * gen.random(20_000)})
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", category=dm.BoundsWarning)
+        found = dm.private_bounds(frame, 0.5, columns=["amount"], domain=(0.0, 10_000.0),
+                                  ledger=dm.InMemoryLedger(uncapped=True))
+    assert found.domain_use["amount"] < 0.25  # the case that warns
+    assert not [w for w in seen if issubclass(w.category, dm.BoundsWarning)]
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("error")  # shown after the charge, never raised
+        dm.private_bounds(frame, 0.5, columns=["amount"], domain=(0.0, 10_000.0),
+                          ledger=dm.InMemoryLedger(uncapped=True))
+    assert any(issubclass(w.category, dm.BoundsWarning) for w in seen)
+
+
 def test_the_noise_warnings_are_never_raised():
     """Under a warnings-as-errors filter the charged release is still returned (the
     plan check that warns also runs after the charge, inside a prepaid part)."""
