@@ -121,7 +121,12 @@ class ReleasePlan:
         with a selection and ``chosen`` pairs released, the selection's own parts (a
         threshold's charges the whole budget whatever passes, and says so)."""
         if self.selection is None:
-            return f"{self.request.mechanism.label} with {self.values_part.describe()}"
+            mechanisms = (self.request.mechanism, *self.request.companions)
+            if len(mechanisms) == 1:
+                return f"{self.request.mechanism.label} with {self.values_part.describe()}"
+            # every statistic an equal share of the values' part (split_mechanism)
+            return (f"{' and '.join(m.label for m in mechanisms)} with "
+                    f"{self.values_part.describe()}, an equal share each")
         inner = f"{self.selection.selection.description} and the chosen values"
         label = f"{inner}, together {self.values_part.describe()}"
         if chosen is None:

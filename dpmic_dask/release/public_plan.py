@@ -14,7 +14,7 @@ from __future__ import annotations
 from dpmic_dask.config import resolve
 from dpmic_dask.errors import DPMICError
 from dpmic_dask.privacy.costs import PrivacyCost
-from dpmic_dask.release.bounds_check import speaks_at
+from dpmic_dask.release.bounds_check import auto_lines, rows_to_speak, speaks_at
 from dpmic_dask.release.boundsspec import DEFAULT_SETTINGS
 from dpmic_dask.release.executor import run_release
 from dpmic_dask.release.unitbase import noise_at
@@ -87,17 +87,28 @@ def explain_lines(planned, rows: int | None) -> list[str]:
     else:
         lines.append("Privacy unit: one row.")
     lines.append("Steps, in order:")
-    for number, (name, said) in enumerate(_step_lines(planned), start=1):
+    for number, (name, said) in enumerate(_step_lines(planned, rows), start=1):
         lines.append(f"  {number}. {name}: {said}")
     lines.append("Columns:")
-    lines.extend("  " + line for line in _column_lines(planned))
+    auto = planned.auto_check
+    checked = auto if auto is not None and rows is not None and speaks_at(
+        auto.bounds_check, rows) else planned
+    lines.extend("  " + line for line in _column_lines(checked))
     lines.append("Noise of each released value:")
     lines.extend("  " + line for line in _noise_lines(planned, rows))
+    if auto is not None and rows is not None and checked is planned:
+        lines.append(auto_lines(rows, auto.bounds_check))
     lines.extend(planned.notes)
     return lines
 
 
-def _step_lines(planned) -> list[tuple[str, str]]:
+def _step_lines(planned, rows: int | None = None) -> list[tuple[str, str]]:
+    """Each step's name and its own part of the one charge (the parts add up to
+    it). ``bounds_check="auto"``: at a known row count the check is a step or is
+    said not to run; at an unknown one, both ways are given."""
+    auto = planned.auto_check
+    if auto is not None and rows is not None and speaks_at(auto.bounds_check, rows):
+        planned, auto = auto, None  # the release at this row count is the checked one
     out = []
     if planned.units is not None:
         out.append(("contribution bounding and row count",
@@ -109,19 +120,31 @@ def _step_lines(planned) -> list[tuple[str, str]]:
                                           "on each count)"))
     if planned.bounds_check is not None:
         out.append(("bounds check", planned.bounds_check.describe()))
+    if auto is not None and rows is None:  # bounds_check="auto": where it can speak
+        out.append(("bounds check (automatic)",
+                    f"{auto.bounds_check.describe()} -- only from "
+                    f"{rows_to_speak(auto.bounds_check):,} rows (the row count, read before "
+                    "the charge, decides; below it the values get this part too)"))
     if planned.bounds is not None:
         out.append(("private bounds", planned.bounds.bounds.describe()))
-    if planned.selection is None:
-        out.append(("values", planned.values_label()))
-        return out
-    # the selection and the chosen values each with their own part, so that the
-    # steps' parts add up to the one charge (the values' line said both together)
-    selected = planned.selection
-    out.append(("selection", selected.selection.description))
-    out.append(("values", "the chosen pairs' values: " + ", ".join(
-        f"{m.label} with {m.cost.describe()}" for m in (selected.release,
-                                                         *selected.companions))))
+    if planned.selection is not None:
+        out.append(("selection", planned.selection.selection.description))
+    said = _values_said(planned)
+    if auto is not None and rows is None:
+        said += f"; with the automatic check, {_values_said(auto)}"
+    out.append(("values", said))
     return out
+
+
+def _values_said(planned) -> str:
+    """The values step's own part: after a selection the chosen values' (the
+    selection has its own line), so that the steps' parts add up to the charge."""
+    if planned.selection is None:
+        return planned.values_label()
+    selected = planned.selection
+    return "the chosen pairs' values: " + ", ".join(
+        f"{m.label} with {m.cost.describe()}" for m in (selected.release,
+                                                         *selected.companions))
 
 
 def _column_lines(planned) -> list[str]:

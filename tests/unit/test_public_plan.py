@@ -87,6 +87,32 @@ def test_the_explained_steps_parts_add_up_to_the_charge_with_a_selection(selecti
     assert "together" not in lines[-1]
 
 
+@pytest.mark.parametrize("n", [2_000, 80_000])
+def test_the_explained_steps_say_the_automatic_check_and_every_statistic(n):
+    """The default bounds_check="auto" spends 2% where the table is large enough:
+    the steps said "values: epsilon 1" there, and named MIC's mechanism alone with
+    tau_a beside it. At a known row count the check is a step (or said not to
+    run), and the values' line names every statistic; the parts add up to the
+    charge the release makes."""
+    gen = np.random.default_rng(1)
+    x = gen.uniform(0, 1, n)
+    frame = pd.DataFrame({"x": x, "y": 2 * x + gen.normal(0, 0.1, n)})
+    plan = frame.dpmic.plan(1.0, bounds=BOUNDS, statistics=("mic", "tau_a"))
+    text = plan.explain(show=False)
+    lines = [line for line in text.splitlines() if re.match(r"\s+\d\. ", line)]
+    names = [line.split(".")[1].split(":")[0].strip() for line in lines]
+    big = n >= 60_000
+    assert names == (["bounds check", "values"] if big else ["values"])
+    assert "micr-lap and tau-lap with epsilon" in lines[-1]
+    parts = [float(re.search(r"epsilon ([0-9.e-]+)", line).group(1)) for line in lines]
+    ledger = dm.InMemoryLedger(uncapped=True)
+    result = plan.release(ledger=ledger)
+    (charge,) = ledger.charges()
+    assert sum(parts) == pytest.approx(charge.cost.epsilon, rel=1e-9)
+    assert (result.bounds_check is not None) == big
+    assert ("not checked (bounds_check='auto'" in text) == (not big)
+
+
 def test_the_explained_noise_is_the_noise_the_release_gets():
     frame = table()
     plan = frame.dpmic.plan(1.0, bounds=BOUNDS, B=40, c=5)
