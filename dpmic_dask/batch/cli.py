@@ -295,8 +295,9 @@ def report(run_dir, ledger_url, debug):
     RUN_DIR is a folder 'dpmic demo' wrote (results.csv and report.txt), a
     causal run's folder (edges.csv, separating_sets.json, graph.dot,
     report.txt), a pairwise run's file (run-*.parquet or run-*.csv: the page is
-    written beside it, ending .html), or an output folder (a page for each run
-    in it). Only the delivered files are read, and for a job's page (a
+    written to _pages/ beside it, as _pages/run-<id>--<job>.html), or an output
+    folder (a page for each run in it; a symbolic link among the files is
+    refused). Only the delivered files are read, and for a job's page (a
     pairwise run's file, a causal run's folder) its dataset's ledger history
     (from --ledger, else the ledger URL the page recorded; the section says so
     when neither can be read): no data, no charge.

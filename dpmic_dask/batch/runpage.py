@@ -305,6 +305,7 @@ def rebuild(path, ledger_url: str | None = None) -> list[Path]:
     history is not available)."""
     path = Path(path)
     if path.is_file():
+        _own(path)  # a run's file named directly: a link is refused as in its folder
         if not path.name.endswith((".parquet", ".csv")):
             raise InvalidParameterError(f"{path}: a run's page is built from its rows "
                                         "(a .parquet or .csv file) or a run's folder")

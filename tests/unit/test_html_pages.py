@@ -227,6 +227,9 @@ def test_dpmic_report_reads_no_symbolic_link_inside_the_folder(tmp_path, link):
     refused = invoke(["report", str(out)])
     assert refused.exit_code == 2 and "symbolic link" in refused.output, refused.output
     assert len(refused.output.strip().splitlines()) == 1
+    if link == "run-file":  # the same link named directly is refused too
+        named = invoke(["report", str(out / "run-r1--job.csv")])
+        assert named.exit_code == 2 and "symbolic link" in named.output, named.output
     for page in out.rglob("*.html"):
         assert page.is_symlink() or "7f3a" not in page.read_text()
 
