@@ -27,6 +27,7 @@ from dpmic_dask.batch.clibase import (  # noqa: F401  (Exit and exit_code: the c
 )
 from dpmic_dask.batch.clibudget import budget
 from dpmic_dask.batch.demo import DEMO_BOUNDS, demo_frame
+from dpmic_dask.batch.jobcausal import causal_plan_lines
 from dpmic_dask.batch.jobfile import JobError
 from dpmic_dask.batch.jobio import JobIOError, prepare_folder
 from dpmic_dask.batch.jobplan import job_release_plan
@@ -181,8 +182,16 @@ def validate(job_file, read_schema, debug):
     what = f"{pairs} pairs" if job.causal is None else "a causal graph"
     click.echo(f"{job_file}: ok ({len(job.bounds)} columns, {what}, eps={job.eps:g}, "
                f"dataset {job.dataset!r}, ledger {redacted(job.ledger_url)})")
-    if planned is not None and job.causal is None:  # the release plan, as plan.explain()
-        click.echo("\n".join(explain_lines(planned, None)))
+    if planned is not None:  # the release plan, as plan.explain() says it
+        click.echo("\n".join(_plan_lines(planned, job)))
+
+
+def _plan_lines(planned, job) -> list[str]:
+    """A job's plan in words: a release's as plan.explain() says it, a causal
+    graph's test, charge, release and columns."""
+    if job.causal is None:
+        return explain_lines(planned, None)
+    return causal_plan_lines(planned, job)
 
 
 def _check_input_schema(job):
@@ -235,11 +244,8 @@ def run(job_file, run_id, progress, dry_run, debug):
     job = load_job(job_file)
     if dry_run:  # the plan, as 'dpmic validate --schema' prints it; nothing charged
         planned = _check_input_schema(job)
-        if job.causal is None:
-            click.echo("\n".join(explain_lines(planned, None)))
-        else:
-            click.echo(f"{job_file}: a causal graph of {len(job.bounds)} columns at "
-                       f"eps={job.eps:g}; nothing was read or charged")
+        click.echo("\n".join(_plan_lines(planned, job)))
+        click.echo(f"{job_file}: nothing was read but the input's schema, nothing charged")
         return
     with warnings.catch_warnings():
         # said once, by load_job's check of the job's parameters: the run plans

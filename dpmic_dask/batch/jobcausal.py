@@ -153,6 +153,46 @@ def causal_plan(job, schema) -> CausalPlan:
     return CausalPlan(request, measure_for(delta).total(eps, delta))
 
 
+#: What each test releases, for a causal plan's lines.
+_RELEASED = {
+    "copula": "one noisy Kendall tau matrix of the columns (bins at released quantiles; "
+              "with too few rows, sums of signs at released medians); every test of the "
+              "search is post-processing",
+    "chisq": "each level's joint tables, once, with noise on every count; every test of "
+             "the search is post-processing",
+    "tau": "one noisy decision per possible edge at each level (each level paid for its "
+           "worst case) and noisy choices of separating sets",
+    "g": "one noisy decision per possible edge at each level (each level paid for its "
+         "worst case) and noisy choices of separating sets",
+}
+
+
+def causal_plan_lines(plan: CausalPlan, job) -> list[str]:
+    """What a ``[causal]`` job will release, in words (``--dry-run``, ``validate
+    --schema``): the test, its one charge, what is released, each column's public
+    bounds or categories. Nothing read but the schema, nothing charged."""
+    request = plan.request
+    lines = [f"Causal plan: {len(request.codings)} columns, test {request.test!r} (alpha "
+             f"{request.alpha:g}, conditioning on at most {request.max_condition_size} "
+             f"columns); one charge of epsilon {plan.cost.epsilon:g}"
+             + (f", delta {plan.cost.delta:g}" if plan.cost.delta else "")
+             + f" ({plan.cost.describe()})."]
+    unit = ", ".join(map(str, job.privacy_unit or ()))
+    lines.append(f"Privacy unit: per {unit}, at most {job.max_rows_per_unit} rows each."
+                 if unit else "Privacy unit: one row.")
+    lines.append(f"Released: {_RELEASED.get(request.test, 'noisy tests')}.")
+    lines.append("Columns:")
+    width = max(len(str(c.name)) for c in request.codings)
+    for coding in request.codings:
+        k = len(coding.categories or ())
+        said = (f"{k} public categor{'y' if k == 1 else 'ies'} (others: 'other')"
+                if coding.categories is not None else
+                f"public bounds [{coding.bounds[0]:g}, {coding.bounds[1]:g}], "
+                f"{request.bins} bins")
+        lines.append(f"  {str(coding.name):<{width}}  {said}")
+    return lines
+
+
 # ---------------------------------------------------------------- journal payload
 
 

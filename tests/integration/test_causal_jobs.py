@@ -162,6 +162,22 @@ def test_a_changed_causal_section_is_another_job(setup):
     assert len(history(ledger)) == 1
 
 
+def test_a_causal_dry_run_and_schema_check_print_its_plan(setup):
+    """A causal job's --dry-run said only "a causal graph of 4 columns" (and validate
+    --schema nothing): both print its plan, as a release's, and charge nothing."""
+    tmp_path, ledger, job = setup
+    path = job(privacy={"delta": 1e-6})
+    for command in (["run", str(path), "--dry-run"], ["validate", "--schema", str(path)]):
+        out = invoke(*command)
+        assert out.exit_code == Exit.OK, out.output
+        assert "Causal plan: 4 columns, test 'tau'" in out.output
+        assert "one charge of epsilon 2, delta 1e-06 (rho " in out.output
+        assert "Released: one noisy decision per possible edge" in out.output
+        assert "public bounds [-5, 5], 4 bins" in out.output
+        assert "1 public category (others: 'other')" in out.output
+    assert history(ledger) == [] and not (tmp_path / "out").exists()
+
+
 def test_over_budget_refused_before_reading(setup):
     tmp_path, ledger, job = setup
     out = invoke("run", job(eps=6.0), "--run-id", "r1")
