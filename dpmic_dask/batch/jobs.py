@@ -179,7 +179,9 @@ def load_job(path) -> Job:
         if "bounds" not in spec and kind.get("kind") == "boolean":
             spec = {**spec, "bounds": [0, 1]}  # public by type
         if "bounds" not in spec:
-            raise JobError(f"{src}: columns.{name} has no bounds (public bounds are required)")
+            raise JobError(f"{src}: columns.{name} has no bounds (public bounds are "
+                           'required; a boolean column takes kind = "boolean" instead, '
+                           "its bounds (0, 1) public by type)")
         options = _bounds_options(spec, name, src)
         if options:
             bounds_options[name] = options

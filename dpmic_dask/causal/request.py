@@ -209,6 +209,10 @@ def check_request(dtypes, *, columns, alpha, max_condition_size, bounds, categor
         selected = [c for c in names if c in bounds or c in categories]
     else:
         selected = check_column_list(columns, names)
+        # a boolean column's bounds (0, 1) are public by type, as pairwise reads them
+        bounds = {**{c: (0.0, 1.0) for c in selected if c not in bounds
+                     and c not in categories and pd.api.types.is_bool_dtype(dtypes[c])},
+                  **bounds}
         public = [c for c in selected if c not in bounds and c not in categories]
         if public:
             raise InvalidParameterError(

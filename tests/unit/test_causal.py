@@ -361,6 +361,20 @@ def test_a_category_column_takes_a_list_of_what_its_categories_are():
         assert len(ledger.charges("d")) == 1 and frozenset("ac") in graph.skeleton
 
 
+def test_a_boolean_column_named_in_columns_needs_no_bounds():
+    """pairwise reads a bool column as 0/1 without bounds; causal_graph refused it
+    ("public bounds or categories are missing"). Its bounds (0, 1) are public by
+    type; the search finds its edges."""
+    gen = np.random.default_rng(11)  # test data only
+    n = 20_000
+    a = gen.normal(size=n)
+    vip = (a + gen.normal(size=n)) > 0
+    frame = pd.DataFrame({"a": a, "vip": vip, "c": vip + gen.normal(size=n)})
+    graph = causal_graph(frame, 5.0, columns=["a", "vip", "c"], test="tau",
+                         bounds={"a": (-4, 4), "c": (-4, 5)}, ledger=capped(), dataset="d")
+    assert graph.skeleton == {frozenset(("a", "vip")), frozenset(("vip", "c"))}
+
+
 def test_data_refusals_before_the_charge():
     ledger = capped()
     frame = chain_frame(200)
