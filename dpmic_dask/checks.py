@@ -99,7 +99,9 @@ def require_no_missing(array: np.ndarray, name: str) -> None:
 
 
 #: What to do about missing values in a release's columns, by default.
-FILL_HINT = "pass nulls='fill' with public fill values"
+FILL_HINT = ('fill them with public values (nulls="fill" and fill={column: value}; in a '
+             'job file privacy.nulls = "fill" and columns.<name>.fill), or drop their rows '
+             '(nulls="drop" with a public min_rows)')
 
 
 def refuse_missing(columns, missing, hint: str = FILL_HINT) -> None:
@@ -139,8 +141,8 @@ def missing_fill_message(columns) -> str:
     """The refusal of ``nulls="fill"`` without a fill value for ``columns``."""
     return (f"nulls='fill' needs a public fill value for every column it reads; fill gives "
             f"none for column(s) {list(columns)} (a column without missing values needs one "
-            "too: which columns have missing values is not public). Add them to fill, or "
-            "pass one number for every column (fill=0.0)")
+            "too: which columns have missing values is not public). Add them to fill (in a "
+            "job file columns.<name>.fill), or pass one number for every column (fill=0.0)")
 
 
 def _dtype_is_numeric(dtype) -> bool:

@@ -337,6 +337,10 @@ class TimeKind(ColumnKind):
             stamp = (pd.to_datetime(value, format="ISO8601") if isinstance(value, str)
                      else pd.Timestamp(value))
         except (TypeError, ValueError, OverflowError):
+            if isinstance(value, str) and text_of_numbers(pd.Series([value])):
+                raise InvalidParameterError(
+                    f"{what} holds a number written as text: write numbers without quotes "
+                    f"(bounds = [0, 1]), or give {self._plural()} in ISO 8601") from None
             iso = "" if self.duration else " (text in ISO 8601: 2024-01-31)"
             raise InvalidParameterError(
                 f"{what} must be a pair of {self._plural()}{iso} (or numbers of seconds) "

@@ -149,6 +149,11 @@ def test_job_file_kind_keys_are_checked(tmp_path):
         privacy = {"nulls": "drop"} if "min_rows" in message else {}
         with pytest.raises(Exception, match=message):
             load_job(kinds_job(tmp_path, {"a": a, "b": [0, 1]}, eps=1.0, **privacy))
+    # numbers written as text were refused as "not dates or times for a timestamp
+    # column" (a kind the user never named)
+    with pytest.raises(Exception, match="holds a number written as text: write numbers "
+                                        "without quotes"):
+        load_job(kinds_job(tmp_path, {"a": ["0", "1"], "b": [0, 1]}, eps=1.0))
 
 
 def epoch(kind, unit=None):
