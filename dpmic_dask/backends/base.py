@@ -29,9 +29,13 @@ def guarded(columns, work, *args, **kwargs):
         raise
     except Exception as exc:  # noqa: BLE001 - any third-party failure, by design
         kind = type(exc).__name__
+    hint = (" (a value that does not convert to the column's kind, such as text in a "
+            "column of numbers; a CSV's types are guessed from its first rows, so such a "
+            "value further on fails only when it is read)"
+            if kind in ("ValueError", "TypeError") else "")
     raise DataReadError(
-        f"reading or counting column(s) {list(columns)} failed with {kind}; its message "
-        "is withheld because it may quote data values"
+        f"reading or counting column(s) {list(columns)} failed with {kind}{hint}; its "
+        "message is withheld because it may quote data values"
     )
 
 
