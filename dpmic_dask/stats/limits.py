@@ -235,12 +235,14 @@ def check_micr_grid(B: int, c: int, pairs: int,
     cost = micr_grid_cost(B, c, pairs, split_every)
     if cost.histogram_bytes > MAX_HISTOGRAM_BYTES:
         raise InvalidParameterError(
-            f"B = {B}, c = {c} needs about {_gib(cost.histogram_bytes)} of histograms per "
-            f"task, above the limit of {_gib(MAX_HISTOGRAM_BYTES)}; use a smaller B or c")
+            f"B = {B}, c = {c} (c: its default where not given) needs about "
+            f"{_gib(cost.histogram_bytes)} of histograms per task, above the limit of "
+            f"{_gib(MAX_HISTOGRAM_BYTES)}; use a smaller B or c")
     if cost.optimize_steps > MAX_OPTIMIZE_STEPS:
         raise InvalidParameterError(
-            f"B = {B}, c = {c} needs about {cost.optimize_steps:.2g} OptimizeAxis steps per "
-            f"pair, above the limit of {MAX_OPTIMIZE_STEPS:.2g}; use a smaller B or c")
+            f"B = {B}, c = {c} (c: its default where not given) needs about "
+            f"{cost.optimize_steps:.2g} OptimizeAxis steps per pair, above the limit of "
+            f"{MAX_OPTIMIZE_STEPS:.2g}; use a smaller B or c")
     if cost.count_bytes > MAX_COUNT_BYTES:
         raise InvalidParameterError(
             f"{pairs} pairs at B = {B}, c = {c} need about {_gib(cost.count_bytes)} of "
