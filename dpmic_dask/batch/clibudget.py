@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from dpmic_dask.batch.clibase import dataset_option, debug_option, handles_errors, ledger_option
-from dpmic_dask.batch.forecast import forecast
+from dpmic_dask.batch.forecast import forecast, remaining_words
 from dpmic_dask.batch.jobplan import job_cost
 from dpmic_dask.batch.jobs import load_job
 from dpmic_dask.batch.journal import release_status
@@ -81,7 +81,7 @@ def budget_show(ledger_url, dataset, debug):
     cap = ledger.budget_for(dataset)
     if cap is None:
         raise LedgerError(f"dataset {dataset!r} has no budget in this ledger")
-    spent, left = ledger.spent(dataset), ledger.remaining(dataset)
+    spent = ledger.spent(dataset)
     releases = len(ledger.history(dataset))
     tracks = getattr(ledger, "tracks_approx_parts", False) and cap.measure.holds_approx_parts
     parts = ledger.approx_spent(dataset) if tracks else 0  # type: ignore[attr-defined]
@@ -94,7 +94,7 @@ def budget_show(ledger_url, dataset, debug):
     if parts:
         click.echo(f"bad-event delta: {parts} (categories chosen from the values that occur; "
                    "it lowers the cap)")
-    click.echo(f"remaining: {words(left, cap.delta - float(parts))}")
+    click.echo(f"remaining: {remaining_words(ledger, dataset)}")
 
 
 

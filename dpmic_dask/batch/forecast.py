@@ -23,7 +23,20 @@ class Forecast:
         """One line for a report."""
         runs = f"{self.runs} more run{'s' if self.runs != 1 else ''}"
         return (f"the remaining budget pays for {runs}{' ' + what if what else ''} "
-                f"({self.per_run} {self.unit} each)")
+                f"({float(self.per_run):.4g} {self.unit} each)")
+
+
+def remaining_words(ledger, dataset: str) -> str:
+    """A dataset's remaining budget for people: its amount to 4 digits in its unit
+    and what it implies (``budget show``'s words; the bad-event deltas of
+    approximate parts, where kept, lower the delta it is stated at)."""
+    cap = ledger.budget_for(dataset)
+    if cap is None:
+        raise unknown_dataset(dataset)
+    left = ledger.remaining(dataset)
+    tracks = getattr(ledger, "tracks_approx_parts", False) and cap.measure.holds_approx_parts
+    parts = ledger.approx_spent(dataset) if tracks else 0
+    return cap.measure.words(left, cap.delta - float(parts))
 
 
 def forecast(ledger: PersistentLedger, dataset: str, cost) -> Forecast:

@@ -28,7 +28,11 @@ from typing import Callable
 from dpmic_dask import config
 from dpmic_dask.backends import backend_for
 from dpmic_dask.batch import cluster, jobio  # modules: their functions looked up when called
-from dpmic_dask.batch.forecast import Forecast, forecast  # noqa: F401  (re-exported)
+from dpmic_dask.batch.forecast import (  # noqa: F401  (Forecast re-exported)
+    Forecast,
+    forecast,
+    remaining_words,
+)
 from dpmic_dask.batch.interrupts import Interrupted, note_nothing_charged
 from dpmic_dask.batch.jobcausal import (
     causal_arguments,
@@ -297,7 +301,7 @@ def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, prog
     where = _deliver(job, ledger, entry, echo, result)
     if job.causal is not None:
         echo(released_sentence(result, run_id, where))
-        echo(f"remaining budget of {job.dataset!r}: {ledger.remaining(job.dataset)}")
+        echo(f"remaining budget of {job.dataset!r}: {remaining_words(ledger, job.dataset)}")
         echo(forecast(ledger, job.dataset, cost).sentence(f"of job {job.name!r}"))
         return
     echo(f"run {run_id}: released {len(result.pairs)} pairs "
@@ -317,7 +321,7 @@ def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, prog
     if result.bounds_check is not None:  # [bounds] check: what the noisy histograms say
         for line in result.bounds_check.lines():
             echo(line)
-    echo(f"remaining budget of {job.dataset!r}: {ledger.remaining(job.dataset)}")
+    echo(f"remaining budget of {job.dataset!r}: {remaining_words(ledger, job.dataset)}")
     echo(forecast(ledger, job.dataset, cost).sentence(f"of job {job.name!r}"))
 
 

@@ -5,6 +5,7 @@ import datetime as dt
 import html
 import json
 import math
+import re
 import shutil
 
 import numpy as np
@@ -288,6 +289,12 @@ def test_a_zcdp_causal_job(setup):
     assert out.exit_code == Exit.OK, out.output
     (charge,) = history(ledger)
     assert "causal-pc-g" in json.dumps(charge)
+    # the budget left in its unit, to 4 digits, with what it implies (it was a raw
+    # Decimal of 18 digits without a unit)
+    left = re.search(r"remaining budget of 'd': (\S+) rho \(zCDP\), implies \(eps=", out.output)
+    assert left is not None and len(left.group(1).replace(".", "").lstrip("0")) <= 4
+    assert re.search(r"pays for \d+ more runs? of job 'cpdag' \([0-9.e-]+ rho each\)",
+                     out.output)
     folder = tmp_path / "out" / "run-z1--cpdag"
     assert (folder / "edges.csv").is_file()
     # the page is rebuilt: its stated (eps, delta) are the ledger's charge
