@@ -282,6 +282,15 @@ def _in_kinds(result: PairwiseResult, plan, run: Run | None) -> PairwiseResult:
     if result.private_bounds is not None and plan.kinds:
         result = dataclasses.replace(result, private_bounds=dataclasses.replace(
             result.private_bounds, kinds={c: k for c, k in plan.kinds.items() if k}))
+    typed = {c for c, k in (plan.kinds or {}).items()
+             if getattr(k, "implied_bounds", None) is not None}
+    private = set(result.private_bounds.bounds) if result.private_bounds is not None else set()
+    given = set(result.columns) - typed - private - set(result.private_categories or {})
+    if typed and not given and result.bounds_check is None and result.bounds_note is None:
+        # no public bounds at all: the report said they were "used as given"
+        result = dataclasses.replace(result, bounds_note=(
+            "No public bounds given: every column's bounds are released privately or come "
+            "from its type (booleans: 0 and 1) or its category list."))
     note = ""
     if plan.drop and plan.units is None:
         note = (f" Rows with a missing value in any of the {len(plan.drop)} columns were "

@@ -225,3 +225,23 @@ def test_the_noise_warnings_are_never_raised():
                                                    "c": (0, 1)}, ledger=ledger)
     assert len(ledger.charges()) == 1 and len(result.values) == 3
     assert any(w.category is dm.NoiseWarning for w in shown)
+
+
+def test_a_release_without_public_bounds_does_not_say_they_were_used_as_given():
+    """Every bound private, a boolean and a listed category beside them: the report
+    said "Public bounds: used as given, not checked" of bounds nobody gave."""
+    gen = np.random.default_rng(12)
+    n = 20_000
+    frame = pd.DataFrame({"a": gen.normal(size=n), "vip": gen.random(n) < 0.3,
+                          "r": gen.choice(["x", "y"], n)})
+    ledger = dm.InMemoryLedger(uncapped=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dm.BoundsWarning)
+        released = frame.dpmic.pairwise(2.0, bounds={"a": "private"}, columns=["a", "vip", "r"],
+                                        categories={"r": ["x", "y"]}, ledger=ledger)
+        given = frame.dpmic.pairwise(2.0, bounds={"a": (-5, 5)}, columns=["a", "vip", "r"],
+                                     categories={"r": ["x", "y"]}, ledger=ledger,
+                                     bounds_check=None)
+    assert "used as given" not in released.report()
+    assert "No public bounds given" in released.report()
+    assert "used as given" in given.report() and "No public bounds given" not in given.report()
