@@ -30,12 +30,13 @@ from dpmic_dask.batch.demo import DEMO_BOUNDS, demo_frame
 from dpmic_dask.batch.jobcausal import causal_plan_lines
 from dpmic_dask.batch.jobfile import JobError
 from dpmic_dask.batch.jobio import JobIOError, prepare_folder
-from dpmic_dask.batch.jobplan import job_release_plan
+from dpmic_dask.batch.jobplan import job_cost, job_release_plan
 from dpmic_dask.batch.jobs import load_job
 from dpmic_dask.batch.pageledger import redacted
 from dpmic_dask.batch.runner import deliver_job, retarget, run_job
 from dpmic_dask.batch.runpage import rebuild
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError, UnusedParameterWarning
+from dpmic_dask.release.charge import warn_large_epsilon
 from dpmic_dask.release.public_plan import explain_lines
 
 #: Run ids name output files and ledger claims: letters, digits and ``._:+-``,
@@ -98,7 +99,8 @@ def main(verbose):
 @main.command()
 @click.option("--rows", default=1_000_000, show_default=True, type=click.IntRange(min=4),
               help="Rows of generated data.")
-@click.option("--partitions", default=8, show_default=True, type=click.IntRange(min=1))
+@click.option("--partitions", default=8, show_default=True, type=click.IntRange(min=1),
+              help="Dask partitions of the generated table.")
 @click.option("--eps", default=1.0, show_default=True,
               type=click.FloatRange(min=0, min_open=True, max=1e6),
               help="Total privacy budget of the release (> 0).")
@@ -177,9 +179,10 @@ def validate(job_file, read_schema, debug):
       dpmic validate --schema jobs/daily.toml
     """
     job = load_job(job_file)
+    warn_large_epsilon(job_cost(job))  # said, as 'run' says it before its charge
     planned = _check_input_schema(job) if read_schema else None
     pairs = len(job.bounds) * (len(job.bounds) - 1) // 2
-    what = f"{pairs} pairs" if job.causal is None else "a causal graph"
+    what = f"{pairs} pair{'s' if pairs != 1 else ''}" if job.causal is None else "a causal graph"
     click.echo(f"{job_file}: ok ({len(job.bounds)} columns, {what}, eps={job.eps:g}, "
                f"dataset {job.dataset!r}, ledger {redacted(job.ledger_url)})")
     if planned is not None:  # the release plan, as plan.explain() says it

@@ -33,7 +33,8 @@ def budget():
 @budget.command("init")
 @ledger_option
 @dataset_option
-@click.option("--eps", "epsilon", type=float, help="Total epsilon the dataset may spend.")
+@click.option("--eps", "epsilon", type=float,
+              help="Total epsilon the dataset may spend (required).")
 @click.option("--epsilon", "old_epsilon", type=float, hidden=True,
               help="Deprecated spelling of --eps.")
 @click.option("--delta", default=0.0, show_default=True, type=float,

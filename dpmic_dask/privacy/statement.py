@@ -34,8 +34,8 @@ def pure_statement(epsilon: float, pairs: int, detail: str | None = None) -> str
     return (
         f"This release is {epsilon:g}-differentially private with respect to "
         f"replacing any one row ({split}). This implies that it reveals at most {bound:.4g} "
-        "nats of mutual information about any one row beyond what the other rows already "
-        "reveal."
+        f"nat{'s' if bound != 1 else ''} of mutual information about any one row beyond what "
+        "the other rows already reveal."
     )
 
 

@@ -78,8 +78,9 @@ def release_pairs(frame, request: ReleaseRequest, *, progress=None,
             "selections that cost privacy budget are not supported by this release path")
     backend = backend_for(frame)
     mech, statistic = request.mechanism, request.statistic
-    log.info("validated: %d columns, %d pairs, %s, eps=%g", len(request.columns),
-             request.n_pairs, mech.label, request.eps)
+    log.info("validated: %d columns, %d pairs, %s, the values' part eps=%g (after any "
+             "step in front of them)", len(request.columns), request.n_pairs, mech.label,
+             request.eps)
     n_rows = backend.row_count(frame, request.columns)
     B, c = check_plan(request, public_rows(request, n_rows))
     layout = request.layout(B, c)

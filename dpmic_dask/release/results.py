@@ -81,7 +81,7 @@ class PairwiseResult(ReportFields):
     bounds_note: str | None = None
 
     def companion(self, statistic: str) -> Companion:
-        """The released companion statistic called ``statistic`` (e.g. ``"tau"``)."""
+        """The released companion statistic called ``statistic`` (e.g. ``"tau_a"``)."""
         statistic = public_statistics().get(statistic, statistic)
         for item in self.companions:
             if item.statistic == statistic:
@@ -156,7 +156,7 @@ class PairwiseResult(ReportFields):
 
     def matrix(self, statistic: str = "mic"):
         """Symmetric DataFrame of released values (NaN on the diagonal: not released);
-        ``statistic="tau"`` for the released Kendall's tau."""
+        ``statistic="tau_a"`` for the released Kendall's tau-a."""
         values = self.values if statistic == "mic" else self.companion(statistic).values
 
         where = {name: k for k, name in enumerate(self.columns)}
@@ -179,7 +179,7 @@ class PairwiseResult(ReportFields):
         alone, and cells whose value lies within it (indistinguishable from no
         relationship at this budget) are hatched and their text greyed. Returns the
         matplotlib Axes; with ``path``, also saves the figure there.
-        ``statistic="tau"`` draws the signed Kendall's tau (blue negative, red
+        ``statistic="tau_a"`` draws the signed Kendall's tau-a (blue negative, red
         positive, on ``[-1, 1]``; within the noise means ``|tau|`` below it).
         """
         try:

@@ -1,5 +1,6 @@
 
 import pandas as pd
+import pytest
 
 from dpmic_dask.batch.cli import main
 from dpmic_dask.batch.clibase import Exit
@@ -73,3 +74,18 @@ def test_module_entry_point_runs_as_a_process(tmp_path):
                   "--out", tmp_path / "o", subprocess=True)
     assert proc.exit_code == 0, proc.stderr[-2000:]
     assert (tmp_path / "o" / "results.csv").exists()
+
+
+def test_validate_says_a_large_eps_as_run_does(tmp_path):
+    """``dpmic validate`` accepted eps = 1e9 without a word; run says it before its
+    charge (a LargeEpsilonWarning); validate says it too."""
+    from tests.jobfiles import write_job
+
+    path = write_job(tmp_path / "big.toml", name="big", eps=1e9,
+                     columns={"a": [0, 1], "b": [0, 1]})
+    import dpmic_dask as dm
+
+    with pytest.warns(dm.LargeEpsilonWarning, match="above 10"):
+        out = invoke(["validate", str(path)])
+    assert out.exit_code == 0, out.output
+    assert "1 pair," in out.output

@@ -83,7 +83,7 @@ def test_pairwise_release_once_and_result_api(df, tmp_path):
     first.to_parquet(tmp_path / "r.parquet")
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "r.parquet"), tidy)
     text = first.report()
-    assert "6 pairs of 4 columns" in text and "per pair" in text and "nats" in text
+    assert "6 pairs of 4 columns" in text and "per pair" in text and " nat" in text
     # the exact values are close to the released ones at this n and eps
     exact = ddf.dpmic.pairwise_nonprivate(bounds=BOUNDS, B=first.B, c=first.c, progress=False)
     assert np.max(np.abs(exact.micr.to_numpy() - np.array(first.values))) < 20 * first.noise_scale

@@ -52,7 +52,7 @@ def test_release_fields(data):
     assert r.ci95 == pytest.approx(r.noise_scale * np.log(20))
     assert [c.charge_id for c in ledger.charges("t")] == [r.charge_id]
     text = r.report()
-    assert "1-differentially private" in text and "nats" in text and "NOT PRIVATE" not in text
+    assert "1-differentially private" in text and "at most 1 nat of" in text and "NOT PRIVATE" not in text
 
 
 @pytest.mark.parametrize("mechanism,delta", [("micr-gauss", 1e-6), ("mice-lap", 0.0), ("micr-geom", 0.0)])

@@ -159,3 +159,11 @@ def test_count_noise_that_swamps_the_cells_is_said_before_the_charge_and_in_the_
     assert (order == ["warned", "charge"]) if swamped else (order == ["charge"]), order
     if swamped:  # what it warns of: the independent pair reads high
         assert result.to_pandas()["mic"].iloc[0] > 0.3
+
+
+def test_the_companion_is_named_tau_a_as_the_docs_spell_it():
+    from tests.htmlpages import pairwise_result
+
+    result = pairwise_result()
+    assert result.matrix("tau_a").equals(result.matrix("tau"))
+    assert result.companion("tau_a").values == result.tau_a
