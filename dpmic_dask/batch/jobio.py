@@ -92,7 +92,7 @@ def load_input(job):
     columns = list(job.bounds) + list(job.privacy_unit or ())  # the unit is read, never released
     if job.input_paths:
         for pattern in job.input_paths:
-            if "://" not in pattern and not glob.glob(pattern):
+            if "://" not in pattern and not glob.glob(pattern, recursive=True):
                 raise JobIOError(f"cannot open input {pattern!r}: no such file")
         if job.input_format == "csv":
             _refuse_duplicated_headers(list(job.input_paths))

@@ -105,6 +105,21 @@ def test_run_failures_charge_nothing(setup):
     assert not list((tmp_path / "out").glob("run-*"))
 
 
+def test_a_recursive_glob_reads_a_hive_layout(setup):
+    """``in/**/*.parquet`` over a hive layout (``year=2024/month=01/...``) was
+    refused as "no such file": the check did not expand ``**``."""
+    tmp_path, ledger, job = setup
+    hive = tmp_path / "hive"
+    for k, part in enumerate(sorted((tmp_path / "in").glob("*.parquet"))):
+        folder = hive / "year=2024" / f"month=0{k + 1}"
+        folder.mkdir(parents=True)
+        part.rename(folder / "part-0.parquet")
+    path = job(replace={f"{tmp_path / 'in'}/*.parquet": f"{hive}/**/*.parquet"})
+    ran = invoke("run", path, "--run-id", "r1")
+    assert ran.exit_code == 0, ran.output
+    assert len(SQLLedger(ledger).history("d")) == 1 and len(pd.read_parquet(tmp_path / "out")) == 3
+
+
 def _run_and_die(job, run_id, module, owner, name):
     """``dpmic run`` in a process that dies (exit 9) when ``module.owner.name`` (or
     ``module.name`` when ``owner`` is empty) is called."""
