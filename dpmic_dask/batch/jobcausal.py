@@ -174,7 +174,8 @@ def causal_plan_lines(plan: CausalPlan, job) -> list[str]:
     request = plan.request
     lines = [f"Causal plan: {len(request.codings)} columns, test {request.test!r} (alpha "
              f"{request.alpha:g}, conditioning on at most {request.max_condition_size} "
-             f"columns); one charge of epsilon {plan.cost.epsilon:g}"
+             f"column{'s' if request.max_condition_size != 1 else ''}); one charge of "
+             f"epsilon {plan.cost.epsilon:g}"
              + (f", delta {plan.cost.delta:g}" if plan.cost.delta else "")
              + f" ({plan.cost.describe()})."]
     unit = ", ".join(map(str, job.privacy_unit or ()))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from decimal import ROUND_DOWN, Decimal
 from typing import TYPE_CHECKING
 
 from opendp import measures
@@ -144,13 +145,26 @@ class PureDP(Measure):
         return 2.0 * k * sensitivity / budget
 
     def short_words(self, amount) -> str:
-        return f"{amount} epsilon"
+        return f"{_digits(amount)} epsilon"
 
     def words(self, amount, delta: float, after: str = "") -> str:
-        return f"{amount} epsilon{after}"
+        return f"{_digits(amount)} epsilon{after}"
 
     def cap_words(self, amount, eps: float, delta: float) -> str:
-        return f"{amount} epsilon (epsilon={eps:g}, delta=0)"
+        return f"{_digits(amount)} epsilon (epsilon={eps:g}, delta=0)"
+
+
+def _digits(amount) -> str:
+    """An exact amount (a ledger's ``Decimal``) for people: as it is up to 6
+    significant digits, else cut (never rounded up) to 6 (5 - 1/3 left reads
+    4.66666, not 4.6666666666666667)."""
+    exact = Decimal(str(amount))
+    if not exact.is_finite():
+        return str(amount)
+    if len(exact.normalize().as_tuple().digits) > 6:
+        step = Decimal(1).scaleb(exact.adjusted() - 5)
+        exact = exact.quantize(step, rounding=ROUND_DOWN).normalize()
+    return format(exact, "f")
 
 
 class ZeroConcentratedDP(Measure):

@@ -86,29 +86,35 @@ def explain_lines(planned, rows: int | None) -> list[str]:
                      "rows of one unit.")
     else:
         lines.append("Privacy unit: one row.")
-    lines.append("Steps, in order:")
-    for number, (name, said) in enumerate(_step_lines(planned, rows), start=1):
-        lines.append(f"  {number}. {name}: {said}")
-    lines.append("Columns:")
+    # bounds_check="auto": the release runs the check where it can speak at the
+    # public row count (min_rows after dropping nulls), as the executor decides
     auto = planned.auto_check
-    checked = auto if auto is not None and rows is not None and speaks_at(
-        auto.bounds_check, rows) else planned
-    lines.extend("  " + line for line in _column_lines(checked))
+    public = request.min_rows if planned.drop and units is None else rows
+    runs = auto is not None and (public is None or speaks_at(auto.bounds_check, public))
+    shown = auto if runs else planned
+    lines.append("Steps, in order:")
+    for number, (name, said) in enumerate(_step_lines(shown), start=1):
+        if name == "bounds check" and auto is not None and public is None:
+            name = (f"bounds check (automatic: only from {rows_to_speak(auto.bounds_check):,} "
+                    "rows, which the row count read before the charge decides)")
+        lines.append(f"  {number}. {name}: {said}")
+    if auto is not None and public is None:  # both ways: each list adds up to the charge
+        lines.append(f"  Below {rows_to_speak(auto.bounds_check):,} rows the check is left "
+                     "out and its part goes to the other steps: " + "; ".join(
+                         f"{name}: {said}" for name, said in _step_lines(planned)) + ".")
+    lines.append("Columns:")
+    lines.extend("  " + line for line in _column_lines(shown))
     lines.append("Noise of each released value:")
     lines.extend("  " + line for line in _noise_lines(planned, rows))
-    if auto is not None and rows is not None and checked is planned:
-        lines.append(auto_lines(rows, auto.bounds_check))
+    if auto is not None and public is not None and not runs:
+        lines.append(auto_lines(public, auto.bounds_check))
     lines.extend(planned.notes)
     return lines
 
 
-def _step_lines(planned, rows: int | None = None) -> list[tuple[str, str]]:
+def _step_lines(planned) -> list[tuple[str, str]]:
     """Each step's name and its own part of the one charge (the parts add up to
-    it). ``bounds_check="auto"``: at a known row count the check is a step or is
-    said not to run; at an unknown one, both ways are given."""
-    auto = planned.auto_check
-    if auto is not None and rows is not None and speaks_at(auto.bounds_check, rows):
-        planned, auto = auto, None  # the release at this row count is the checked one
+    it)."""
     out = []
     if planned.units is not None:
         out.append(("contribution bounding and row count",
@@ -120,19 +126,11 @@ def _step_lines(planned, rows: int | None = None) -> list[tuple[str, str]]:
                                           "on each count)"))
     if planned.bounds_check is not None:
         out.append(("bounds check", planned.bounds_check.describe()))
-    if auto is not None and rows is None:  # bounds_check="auto": where it can speak
-        out.append(("bounds check (automatic)",
-                    f"{auto.bounds_check.describe()} -- only from "
-                    f"{rows_to_speak(auto.bounds_check):,} rows (the row count, read before "
-                    "the charge, decides; below it the values get this part too)"))
     if planned.bounds is not None:
         out.append(("private bounds", planned.bounds.bounds.describe()))
     if planned.selection is not None:
         out.append(("selection", planned.selection.selection.description))
-    said = _values_said(planned)
-    if auto is not None and rows is None:
-        said += f"; with the automatic check, {_values_said(auto)}"
-    out.append(("values", said))
+    out.append(("values", _values_said(planned)))
     return out
 
 

@@ -77,3 +77,20 @@ def test_budget_as_a_real_process_with_env_ledger(tmp_path):
     shown = run("budget", "show", "--dataset", "d")
     assert shown.returncode == 0 and "rho" in shown.stdout
     assert run("budget", "show", "--dataset", "nope").returncode == Exit.LEDGER
+
+
+def test_budget_show_says_an_unending_remainder_in_six_digits_never_rounded_up(tmp_path):
+    """5 - 1/3 left printed as 4.6666666666666667 epsilon; it is cut (never rounded
+    up: that would show budget that is not there) to six significant digits."""
+    from dpmic_dask.batch.forecast import remaining_words
+    from dpmic_dask.privacy.accounting import Budget
+    from dpmic_dask.privacy.costs import PrivacyCost
+    from dpmic_dask.privacy.ledger import SQLLedger
+
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    ledger = SQLLedger(url)
+    ledger.init("d", Budget(5.0))
+    ledger.charge("d", PrivacyCost(1 / 3), description="x")
+    assert remaining_words(ledger, "d") == "4.66666 epsilon"
+    shown = invoke(["budget", "show", "--ledger", url, "--dataset", "d"])
+    assert shown.exit_code == 0 and "remaining: 4.66666 epsilon" in shown.output

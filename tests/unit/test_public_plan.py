@@ -113,6 +113,40 @@ def test_the_explained_steps_say_the_automatic_check_and_every_statistic(n):
     assert ("not checked (bounds_check='auto'" in text) == (not big)
 
 
+@pytest.mark.parametrize("case", ["unknown rows", "dropped nulls"])
+def test_the_explained_steps_follow_the_row_count_the_release_decides_by(case):
+    """A Dask frame's row count is not known to the plan: the steps are listed with
+    the automatic check (adding up to the charge where it runs) and once more
+    without it, every step's part (only the values' was given both ways, so the
+    parts listed added up to more than either charge). With nulls dropped the
+    release decides by min_rows, and so does the plan (it listed a check the
+    release did not run)."""
+    gen = np.random.default_rng(2)
+    n = 80_000
+    x = gen.uniform(0, 1, n)
+    frame = pd.DataFrame({"x": x, "y": 2 * x + gen.normal(0, 0.1, n), "z": gen.uniform(0, 1, n)})
+    bounds = {**BOUNDS, "z": "private"}
+    if case == "unknown rows":
+        plan = dd.from_pandas(frame, npartitions=2).dpmic.plan(1.0, bounds=bounds, top_k=2)
+    else:
+        plan = frame.dpmic.plan(1.0, bounds=bounds, top_k=2, nulls="drop", min_rows=1000)
+    text = plan.explain(show=False)
+    lines = [line for line in text.splitlines() if re.match(r"\s+\d\. ", line)]
+    parts = [float(re.search(r"epsilon ([0-9.e-]+)", line).group(1)) for line in lines]
+    ledger = dm.InMemoryLedger(uncapped=True)
+    result = plan.release(ledger=ledger)
+    (charge,) = ledger.charges()
+    assert sum(parts) == pytest.approx(charge.cost.epsilon, rel=1e-9)
+    if case == "unknown rows":
+        assert result.bounds_check is not None and "bounds check (automatic" in lines[0]
+        below = next(line for line in text.splitlines() if "the check is left out" in line)
+        others = [float(v) for v in re.findall(r"epsilon (\d*\.?\d+(?:e-?\d+)?)", below)]
+        assert sum(others) == pytest.approx(1.0, rel=1e-9)  # private bounds, selection, values
+    else:
+        assert result.bounds_check is None and not any("bounds check" in x for x in lines)
+        assert "this release has 1,000" in text
+
+
 def test_the_explained_noise_is_the_noise_the_release_gets():
     frame = table()
     plan = frame.dpmic.plan(1.0, bounds=BOUNDS, B=40, c=5)
