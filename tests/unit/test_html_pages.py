@@ -114,6 +114,13 @@ def test_dpmic_report_rebuilds_a_demo_folder_and_a_run_file(tmp_path):
     shown = html.unescape(text)
     assert all(f"{x} × {y}: MIC {v:.3f}" in shown for (x, y), v in zip(result.pairs, result.values))
     assert result.privacy.statement in shown and "Privacy unit: one row" in shown
+    # the rebuilt page says what the release's own page says (its charge and where
+    # its bounds came from were left out)
+    def words(page):
+        page = re.sub(r"<(script|style).*?</\1>", "", page, flags=re.S)
+        return {w.strip() for w in html.unescape(re.sub(r"<[^>]+>", "\n", page)).splitlines()
+                if w.strip()}
+    assert words(result.to_html(tmp_path / "own.html").read_text()) == words(text)
     # a run's file alone: the guarantee from the rows' own columns
     rows = result.to_pandas().assign(within_noise=lambda t: t.within_noise.astype(int),
                                      charge_id="charge-1")

@@ -5,6 +5,7 @@ renders; shared pieces in :mod:`dpmic_dask.release.htmlreport.views`)."""
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 
@@ -209,9 +210,12 @@ def rows_view(table, report: str | None = None, title: str | None = None) -> dic
                                      "value"),
                      ("noise, 95%", f"+/-{float(first.get('ci95', math.nan)):.4g}"),
                      ("rows (n)", str(first.get("n", "-")))]
-    if "charge_id" in first:
-        view["facts"].append(("ledger charge", str(first["charge_id"])))
     lines = text.splitlines()
+    charged = (str(first["charge_id"]) if "charge_id" in first else
+               next((line.split(": ", 1)[1].rstrip(".") for line in lines
+                     if line.startswith("Ledger charge: ")), None))
+    if charged:
+        view["facts"].append(("ledger charge", charged))
     statement = next((line for line in lines if line.startswith("This release is")), None)
     if statement is None and epsilon == epsilon:
         statement = _rows_statement(first, epsilon, delta, len(pairs))
@@ -229,6 +233,11 @@ def rows_view(table, report: str | None = None, title: str | None = None) -> dic
         ("Selection:", "Private bounds used:", "Categories chosen privately",
          "Public bounds", "Bounds check", "Unresolved bounds", "Rows piled at an end",
          "Fill values outside", "Bounds that may leave out", "Infinite values"))]
+    private = any(line.startswith(("Private bounds used:", "Categories chosen privately"))
+                  for line in lines)
+    if text and not private and "x_lo" not in table.columns:  # the report says none private
+        view["sources"].append("Public bounds or categories (given, not released): "
+                               f"{', '.join(_released_order(lines, columns))}.")
     if not view["sources"] and "x_lo" in table.columns:
         view["sources"] = ["Bounds of each pair: the output's x_lo, x_hi, y_lo, y_hi."]
         if "x_bounds" in table.columns:  # what is wrong with private bounds, per column
@@ -239,6 +248,17 @@ def rows_view(table, report: str | None = None, title: str | None = None) -> dic
     view["pairs"] = pairs
     view["tables"] = [pair_table(pairs, tau=any("tau_a" in x for x in pairs))]
     return view
+
+
+def _released_order(lines, columns) -> list:
+    """``columns`` in the order the report's first line lists them (the release's
+    own), where it names the same columns; else as they are."""
+    for line in lines:
+        found = re.search(r" columns \((.*)\), n = ", line) if line.startswith("Released:") \
+            else None
+        if found and sorted(found.group(1).split(", ")) == sorted(columns):
+            return found.group(1).split(", ")
+    return list(columns)
 
 
 #: The line of a causal report after which its parts are listed, one a line.
