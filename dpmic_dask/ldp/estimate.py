@@ -144,6 +144,11 @@ def joint_covariance(proto: Protocol, f: np.ndarray, n: int, population: int) ->
     return cov
 
 
+#: When at least this share of a pair's bootstrap tables project onto one cell,
+#: the estimate is swamped by the randomization and its ci95 spans the whole range.
+SWAMPED = 0.5
+
+
 def estimate_pair(supports: np.ndarray, n: int, population: int, proto: Protocol, m: int,
                   family: GridFamily, replicates: int) -> PairEstimate:
     """The estimate of one pair from its support counts (see the module docstring)."""
@@ -173,4 +178,9 @@ def estimate_pair(supports: np.ndarray, n: int, population: int, proto: Protocol
     boot_sd = float(boot.std(ddof=1)) if replicates > 1 else 0.0
     spread = float((2 * boot - boot2).std(ddof=1)) if replicates > 1 else 0.0
     ci95 = 1.96 * spread + abs(bias) + abs(bias - bias2)
+    if (np.count_nonzero(draws > 0, axis=1) <= 1).mean() >= SWAMPED:
+        # the randomization swamps the counts: most redrawn tables project onto one
+        # cell, whose MIC is 0 whatever the data, so the draws agree on nothing the
+        # data say (their spread was 0: an interval of certainty around a guess)
+        ci95 = max(ci95, 1.0)
     return PairEstimate(mic, ci95, raw, bias, f_hat, cov, n, boot_sd, bias2)

@@ -71,6 +71,13 @@ def _checked_fields(frame: pd.DataFrame, proto: Protocol, n_pairs: int, fingerpr
                 and np.array_equal(column.to_numpy(), np.floor(column.to_numpy()))):
             raise InvalidDataError(f"the reports' field {name!r} holds values that are not "
                                    "whole numbers: reports are made of integers")
+        if pd.api.types.is_float_dtype(column.dtype) and (
+                np.abs(column.to_numpy(dtype=np.float64)) > 2.0 ** 53).any():
+            # a float holds integers exactly only up to 2**53: a wider word (OUE's bits
+            # past 53 cells) read from floats has lost its low bits
+            raise InvalidDataError(f"the reports' field {name!r} is held as floats, which "
+                                   "cannot hold its larger words exactly (beyond 2**53): "
+                                   "keep the reports' integer types (write_reports does)")
     pair = frame["pair"].to_numpy(dtype=np.int64)
     fields = {f: frame[f].to_numpy() for f in proto.fields()}
     bad = (pair < 0) | (pair >= n_pairs)
@@ -156,4 +163,10 @@ def pairwise(reports, *, design: dict | None = None, replicates: int = DEFAULT_R
     )
     if result.unreported():
         warnings.warn(result.unreported_note(), NoiseWarning, stacklevel=2)
+    swamped = sum(1 for e in estimates if e.ci95 >= 1.0)
+    if swamped:
+        warnings.warn(f"{swamped} of {len(estimates)} pairs' estimates are swamped by the "
+                      "reports' randomization (their ci95 spans the whole range [0, 1]): "
+                      "more people or a larger eps give them meaning", NoiseWarning,
+                      stacklevel=2)
     return result

@@ -168,3 +168,40 @@ def test_a_tampered_design_is_refused():
     design["epsilon"] = 0.5  # the protocol's parameters were made for eps = 1
     with pytest.raises(InvalidParameterError):
         pairwise(reports, design=design)
+
+
+def test_reports_of_wide_words_held_as_floats_are_refused():
+    """OUE words past 53 cells do not fit a float exactly: a bits column cast to
+    float64 (a CSV round trip) was accepted and 45% of reports read other bits,
+    moving the estimate without a word."""
+    gen = np.random.default_rng(0)  # test data only
+    x = gen.uniform(0, 1, 4000)
+    frame = pd.DataFrame({"x": x, "y": x + gen.normal(0, 0.1, x.size)})
+    reports = randomize(frame, 2.0, bounds={"x": (0, 1), "y": (-0.5, 1.5)}, protocol="oue",
+                        bins=8)
+    design = reports.attrs["dpmic_ldp"]
+    floats = reports.assign(bits0=reports["bits0"].astype(np.float64))
+    assert (floats["bits0"].to_numpy() > 2.0 ** 53).any()  # the case: words this wide
+    with pytest.raises(InvalidDataError, match="held as floats"):
+        pairwise(floats, design=design)
+    narrow = reports.assign(pair=reports["pair"].astype(np.float64))  # small words: exact
+    assert pairwise(narrow, design=design).to_pandas().mic.tolist() == \
+        pairwise(reports).to_pandas().mic.tolist()
+
+
+@pytest.mark.parametrize("eps", [1e-6, 1e-4])
+def test_an_estimate_the_randomization_swamps_spans_the_whole_range(eps):
+    """At eps = 1e-6 every bootstrap table projected onto one cell: MIC 0 with a
+    ci95 of 0 (certainty around a guess; the grid's exact MICr is 0.38). The ci95
+    spans [0, 1] and a NoiseWarning says so; at a useful eps it is narrow."""
+    from dpmic_dask.errors import NoiseWarning
+
+    gen = np.random.default_rng(2)  # test data only
+    x = gen.uniform(0, 1, 20_000)
+    frame = pd.DataFrame({"x": x, "y": x + gen.normal(0, 0.05, x.size)})
+    bounds = {"x": (0, 1), "y": (-0.5, 1.5)}
+    with pytest.warns(NoiseWarning, match="swamped by the reports' randomization"):
+        swamped = pairwise(randomize(frame, eps, bounds=bounds, bins=3)).to_pandas()
+    assert swamped.ci95.iloc[0] >= 1.0
+    useful = pairwise(randomize(frame, 4.0, bounds=bounds, bins=3)).to_pandas()
+    assert useful.ci95.iloc[0] < 0.5
