@@ -194,6 +194,7 @@ def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *,
     noise = release.calibrate(n=n_public, pairs=published, B=B, c=c)  # type: ignore[attr-defined]
     main = exact[:, 0] if plan.companions else exact
     values = release.randomise(main, noise) if chosen else np.zeros(0)  # type: ignore[attr-defined]
+    warn_noise_after(values, noise.ci95)  # post-processing of the released values
     companions = tuple(
         companion(m, exact[:, k + 1] if chosen else np.zeros(0), len(chosen),
                   m.calibrate(n=n_public, pairs=published, B=B, c=c))

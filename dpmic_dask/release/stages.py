@@ -147,7 +147,8 @@ def check_selected_plan(request: ReleaseRequest, plan: SelectionPlan,
         check_category_grids(request, grid_B, c)
     selection.prepare(release.statistic.sensitivity(n, screen))  # type: ignore[attr-defined]
     for part in (release, *plan.companions):
-        part.calibrate(n=n, pairs=most, B=B, c=c)
+        planned = part.calibrate(n=n, pairs=most, B=B, c=c)
+        warn_noise_before(planned.ci95)  # at the most pairs the rule can publish
     return B, c, screen
 
 

@@ -297,3 +297,20 @@ def test_a_delta_a_pure_mechanism_does_not_use_is_said(table, mechanism, warned)
     if warned:
         assert "delta" in str(unused[0].message) and unused[0].filename == __file__
         assert result.privacy.delta == 0.0 and ledger.charges()[0].cost.delta == 0.0
+
+
+@pytest.mark.parametrize("rule", ["top", "above"])
+def test_a_selection_whose_noise_is_large_warns_as_pairwise_does(rule):
+    """pairwise warned of noise above 0.25 (before the charge and after); top_pairs
+    (fewer pairs than there are) and pairs_above never did, at the same noise."""
+    gen = np.random.default_rng(4)  # test data only
+    frame = pd.DataFrame({c: gen.normal(size=60) for c in "abc"})
+    bounds = {c: (-4.0, 4.0) for c in "abc"}
+    ledger = dm.InMemoryLedger(uncapped=True)
+    with pytest.warns(dm.NoiseWarning, match="noise is large") as said:
+        if rule == "top":
+            frame.dpmic.top_pairs(1, 1.0, bounds=bounds, ledger=ledger)
+        else:
+            frame.dpmic.pairs_above(0.0, 1.0, bounds=bounds, max_pairs=1, ledger=ledger)
+    assert len(ledger.charges()) == 1
+    assert any("within their noise" in str(w.message) for w in said) or rule == "above"
