@@ -61,6 +61,11 @@ def selection_request(schema, rule: str, *, eps, delta=0.0, share=0.5, bounds, c
             statistics=statistics, names=names)
         return request, SelectionPlan(request.cost, EveryPairRanked(asked, request.n_pairs),
                                       request.mechanism, None, request.companions)
+    if checked.get("max_pairs") is not None:
+        # at most every pair can pass: a larger cap only spread the sparse vector's
+        # query noise over answers that cannot happen (at 10 pairs, max_pairs=1000
+        # drew noise 90 times wider than max_pairs=10)
+        checked = {**checked, "max_pairs": min(checked["max_pairs"], request.n_pairs)}
     plan = plan_selection(rule, eps=request.eps, delta=request.delta,
                           share=share, statistic=request.statistic,
                           screen_B=screen_B, statistics=check_statistics(statistics), **checked)

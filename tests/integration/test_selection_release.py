@@ -314,3 +314,14 @@ def test_a_selection_whose_noise_is_large_warns_as_pairwise_does(rule):
             frame.dpmic.pairs_above(0.0, 1.0, bounds=bounds, max_pairs=1, ledger=ledger)
     assert len(ledger.charges()) == 1
     assert any("within their noise" in str(w.message) for w in said) or rule == "above"
+
+
+def test_max_pairs_beyond_the_number_of_pairs_counts_as_every_pair(table):
+    """At most every pair can pass the threshold: max_pairs = 1000 over 21 pairs drew
+    the sparse vector's query noise for 1000 positive answers (50 times wider than
+    for 21), and chose noise. It plans as max_pairs = 21."""
+    bounds = BOUNDS
+    wide = table.dpmic.plan(1.0, bounds=bounds, threshold=0.3, max_pairs=1000)
+    exact = table.dpmic.plan(1.0, bounds=bounds, threshold=0.3, max_pairs=21)
+    assert wide.planned.selection.selection == exact.planned.selection.selection
+    assert "(at most 21)" in wide.explain(show=False)
