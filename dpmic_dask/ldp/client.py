@@ -174,8 +174,13 @@ _DESIGN_FIELDS = ("version", "model", "epsilon", "columns", "bounds", "bins", "B
 
 def design_fingerprint(design: dict) -> int:
     """32 bits of SHA-256 of the design's own fields, as canonical JSON (public:
-    the design is)."""
-    text = json.dumps({key: design.get(key) for key in _DESIGN_FIELDS}, sort_keys=True)
+    the design is). Seeded (NOT PRIVATE) test reports carry another fingerprint,
+    so that they are never read as a private design's (a private design's is as
+    it always was)."""
+    fields = {key: design.get(key) for key in _DESIGN_FIELDS}
+    if design.get("seeded"):
+        fields["seeded"] = True
+    text = json.dumps(fields, sort_keys=True)
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
 
 
@@ -245,10 +250,10 @@ def randomize_with(frame: pd.DataFrame, design: dict, source: ByteSource, *,
         sel = pair == j
         cell[sel] = binned[a][sel] * m + binned[b][sel]
     fields = proto.encode(cell, source)
+    design = dict(design, seeded=not source.secure, rows=n)
     out = pd.DataFrame({"pair": pair.astype(np.int16 if n_pairs < 2**15 else np.int32),
                         **fields,
                         DESIGN_COLUMN: np.full(n, design_fingerprint(design), dtype=np.uint32)})
-    design = dict(design, seeded=not source.secure, rows=n)
     out.attrs[ATTR] = design
     return out
 

@@ -26,7 +26,14 @@ from dpmic_dask.errors import (
     NoiseWarning,
     PrivacyLeakWarning,
 )
-from dpmic_dask.ldp import make_design, pairwise, randomize, randomize_not_private_seeded
+from dpmic_dask.ldp import (
+    make_design,
+    pairwise,
+    randomize,
+    randomize_not_private_seeded,
+    read_reports,
+    write_reports,
+)
 from dpmic_dask.ldp.bits import WORD, ByteSource
 from dpmic_dask.ldp.client import randomize_with
 from dpmic_dask.ldp.protocols import Protocol, make_protocol, value_digits
@@ -287,7 +294,7 @@ def test_parameters_are_checked():
             randomize(df, eps, **args)
 
 
-def test_seeded_mode_is_guarded_reproducible_and_marked(monkeypatch):
+def test_seeded_mode_is_guarded_reproducible_and_marked(monkeypatch, tmp_path):
     df = pd.DataFrame({"a": np.linspace(0, 1, 50), "b": np.linspace(1, 0, 50)})
     kwargs = dict(bounds={"a": (0, 1), "b": (0, 1)}, protocol="olh")
     monkeypatch.delenv(ENV_FLAG, raising=False)
@@ -302,6 +309,19 @@ def test_seeded_mode_is_guarded_reproducible_and_marked(monkeypatch):
     assert one.attrs["dpmic_ldp"]["seeded"] is True
     fresh = randomize(df, 1.0, **kwargs)  # outside the context: secure again
     assert fresh.attrs["dpmic_ldp"]["seeded"] is False
+    # seeded reports are never read as a private design's: mixed with secure ones
+    # (one frame, or one folder) they were released as private, without NOT PRIVATE
+    mixed = pd.concat([fresh, one])
+    with pytest.raises(InvalidDataError, match="another design"):
+        pairwise(mixed, design=fresh.attrs["dpmic_ldp"])
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    write_reports(fresh, folder / "a.parquet")
+    write_reports(one, folder / "b.parquet")
+    with pytest.raises(InvalidParameterError, match="more than one design"):
+        read_reports(folder)
+    alone = pairwise(one)
+    assert alone.privacy.seeded and "NOT PRIVATE" in alone.report()
 
 
 def test_secure_source_differs_between_calls():
