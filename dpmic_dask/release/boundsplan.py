@@ -113,11 +113,18 @@ def first_pass(frame, planned: PrivateBoundsPlan, *, progress=None, min_rows=Tru
                          min_rows=min_rows)
 
 
-def _fills_for(read, request, plan: BoundsPlan) -> tuple | None:
-    """Fill values of the columns read by the first pass (``None``: no fills)."""
+def given_fills(request, plan: BoundsPlan) -> dict | None:
+    """Each column's fill value (the bounds plan's for its own columns), or ``None``
+    without ``nulls="fill"``."""
     if request.fill is None:
         return None
     fills = dict(zip(request.columns, request.fill))
     if plan.fill is not None:
         fills.update(zip(plan.columns, plan.fill))
-    return tuple(fills[name] for name in read)
+    return fills
+
+
+def _fills_for(read, request, plan: BoundsPlan) -> tuple | None:
+    """Fill values of the columns read by the first pass (``None``: no fills)."""
+    fills = given_fills(request, plan)
+    return None if fills is None else tuple(fills[name] for name in read)

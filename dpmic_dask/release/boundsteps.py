@@ -18,6 +18,7 @@ from dpmic_dask.release.bounds_check import (
     check_partition,
     read_check,
 )
+from dpmic_dask.release.boundsplan import given_fills
 from dpmic_dask.release.boundsread import bounds_release
 from dpmic_dask.release.histograms import (
     bounds_counts,
@@ -101,7 +102,7 @@ class BoundsStep:
     def before(self, run: Run) -> None:
         plan, request = self.planned.bounds, run.request
         read = tuple(c for c in run.read() if c not in run.raw)
-        given = _given_fills(request, plan)
+        given = given_fills(request, plan)
         fills = None if given is None else tuple(given[name] for name in read)
         self.counts, rows = bounds_counts(run.frame, backend_for(run.frame), plan, read, fills,
                                           run.split_every, run.progress,
@@ -127,7 +128,7 @@ class BoundsStep:
             for c, b in zip(run.request.columns, run.request.bounds)))
         # a public fill outside the released bounds: every filled row clamps to a
         # bound (post-processing of released bounds and public fills; said)
-        fills = _given_fills(run.request, planned.bounds) or {}
+        fills = given_fills(run.request, planned.bounds) or {}
         outside = {c: float(fills[c]) for c in final
                    if fills.get(c) is not None and not final[c][0] <= fills[c] <= final[c][1]}
         if outside:
@@ -137,17 +138,6 @@ class BoundsStep:
 
     def describe(self, run: Run) -> str:
         return self.planned.bounds.describe()
-
-
-def _given_fills(request, plan) -> dict | None:
-    """Each column's fill value (the bounds plan's for its own columns), or ``None``
-    without ``nulls="fill"``."""
-    if request.fill is None:
-        return None
-    given = dict(zip(request.columns, request.fill))
-    if plan.fill is not None:
-        given.update(zip(plan.columns, plan.fill))
-    return given
 
 
 __all__ = ["BoundsStep", "CheckStep"]

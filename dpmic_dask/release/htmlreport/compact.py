@@ -45,17 +45,15 @@ def _canvas(heat: dict) -> dict:
     size = heat["size"]
     room = heat["room"]
     pairs: dict[int, list] = {}
-    diagonal = 0
     for cell in heat["cells"]:
         if cell.get("diagonal"):
-            diagonal += 1
             continue
         i, j = (cell["y"] - room) // size, (cell["x"] - room) // size
         if cell["pair"] not in pairs:
             pairs[cell["pair"]] = [int(i), int(j), cell["fill"], int(bool(cell["within"])),
                                    cell["title"], int(cell["pair"])]
     return {"p": heat["columns"], "size": size, "cells": list(pairs.values()),
-            "diagonal": "#eeeeee" if diagonal else None}
+            "diagonal": "#eeeeee"}  # not released, as the small map's grey cells
 
 
 def _table(table: dict) -> dict:
