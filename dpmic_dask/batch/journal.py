@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import time
 import warnings
 from dataclasses import dataclass, field
 
@@ -337,7 +338,12 @@ class HeldWarnings:
             return
         for args in held:
             warnings.showwarning(*args)
+        now = time.time()
         for record in logs:
+            # said now, after the commit's own lines: stamped now, so that a log's
+            # times run in the order its lines do
+            record.relativeCreated += (now - record.created) * 1000.0
+            record.created, record.msecs = now, (now % 1) * 1000.0
             logging.getLogger(record.name).handle(record)
 
     def drop(self) -> None:

@@ -64,3 +64,26 @@ def test_log_lines_after_the_charge_wait_for_its_commit_or_go_with_its_rollback(
     want = (["validated"] + (["counted 10720 rows", "selected 2 of 10 pairs"]
                              if end == "commit" else []) + ["after the run"])
     assert [r.getMessage() for r in caplog.records] == want
+
+
+def test_a_held_log_line_carries_the_time_it_is_said(caplog):
+    """A line held until the commit is printed after the commit's own lines: it
+    is stamped with the time it goes out, so a log's times never run backwards."""
+    import logging
+    import time
+
+    log = logging.getLogger("dpmic_dask")
+    run = Run()
+    held = HeldWarnings(run)
+    with caplog.at_level(logging.INFO, logger="dpmic_dask"):
+        with held:
+            run.charged = True
+            log.info("selected 2 of 10 pairs")
+        time.sleep(0.05)
+        run.charged, run.committed = False, True
+        log.info("charged")
+        held.flush()
+    charged, selected = caplog.records
+    assert selected.getMessage() == "selected 2 of 10 pairs"
+    assert selected.created >= charged.created
+    assert selected.msecs == pytest.approx((selected.created % 1) * 1000.0)
