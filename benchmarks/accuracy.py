@@ -78,7 +78,8 @@ def evaluate(task):
                     B, c = default_parameters(mech, n, eps)
                     plan = plan_noise(mechanism=mech, n=n, eps=eps, delta=0.0, pairs=1, B=B, c=c)
                     if mech == "mice-lap":
-                        exact = mice_on_distinct_ranks(x, y, B, c, active_sampler().random_keys(n))
+                        keys = active_sampler().random_keys(2 * n).reshape(2, n)
+                        exact = mice_on_distinct_ranks(x, y, B, c, keys)
                         released = float(noisy_values(np.array([exact]), plan)[0])
                     else:
                         family = master_grid_family(B, c)

@@ -26,6 +26,7 @@ Nothing after the charge refuses.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from pandas.api.types import is_object_dtype, is_string_dtype
@@ -109,8 +110,9 @@ def unit_copula_graph(frame, request, eps, delta, units: tuple, backend, split_e
     # after the charge (the count is released): shown, never raised
     warn_if_delta_large(delta, n)
     warn_noisy_signs(replace(plan.budget, n=n))
-    budget, released, cuts, tests = release_signs(plan, bounded, request, backend, progress,
-                                                  margins, n)
+    budget, released, cuts, tests, flat = release_signs(
+        plan, bounded, request, backend, progress, margins, n,
+        count_sd=math.sqrt(rowcount.law.variance(rowcount.scale)))
     detail = (f"noisy picks of each column's median, then one release of the {p} columns' "
               f"and {request.pairs} pairs' sums of signs, on at most {k} rows per unit, "
               "after a private row count; the search is post-processing")
@@ -123,7 +125,7 @@ def unit_copula_graph(frame, request, eps, delta, units: tuple, backend, split_e
         passes=passes, noise_scale=budget.scale, smallest_visible=tests.smallest_visible(),
         unit=unit_label(unit), max_rows_per_unit=k, rows_noisy=count.noisy,
         statistic="signs")
-    return sign_result(request, tests, report, released, cuts)
+    return sign_result(request, tests, report, released, cuts, flat)
 
 
 def unit_table_graph(frame, request, eps, delta, units: tuple, level_shares, backend,

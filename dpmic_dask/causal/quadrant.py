@@ -55,6 +55,11 @@ _NODES, _WEIGHTS = np.polynomial.legendre.leggauss(48)
 #: histogram with all but this share of the rows in one bin is read the same way.
 ONE_SIDE = 1e-3
 _EDGE = ONE_SIDE
+#: A released share is also one-sided within this many standard deviations of
+#: its noise of 0 or 1: a constant column's noisy share lands that far inside,
+#: and the few rows a share that close leaves on one side are the noise's, so
+#: the pair's 2 x 2 table -- and a tetrachoric correlation read off it -- is noise.
+FLAT_Z = 4.0
 #: Largest absolute tetrachoric correlation returned.
 _MOST = 0.999
 #: Quasi-random draws of the latent normals behind a test's covariance of sign
@@ -212,20 +217,34 @@ def orthant(h, k, r):
     return half * inner
 
 
-def one_sided(released: np.ndarray, p: int, n: int, edge: float = _EDGE) -> np.ndarray:
-    """Which columns' released share of sign ``+1`` is within ``edge`` of 0 or 1:
+def one_sided(released: np.ndarray, p: int, n: int, edge: float = _EDGE,
+              spread: float = 0.0) -> np.ndarray:
+    """Which columns' released share of sign ``+1`` is within ``edge + FLAT_Z
+    spread`` of 0 or 1 (``spread``: the standard deviation of one share's noise):
     (nearly) every row on one side of the cut, as for values piled at a bound or
-    a constant column. Their correlations are read as 0 (:func:`tetrachoric`)."""
+    a constant column, or no more rows on the other side than the noise could
+    show. Their correlations are read as 0 (:func:`tetrachoric`)."""
+    near = edge + FLAT_Z * spread
     raw = 0.5 * (1.0 + np.asarray(released[:p], dtype=np.float64) / n)
-    return ~((raw > edge) & (raw < 1.0 - edge))
+    return ~((raw > near) & (raw < 1.0 - near))
 
 
-def tetrachoric(released: np.ndarray, p: int, n: int):
+def share_spread(noise_var: float, count_sd: float = 0.0, n: int = 1) -> float:
+    """The standard deviation of a released share of sign ``+1``, ``(1 + M / n) /
+    2``, from the variance ``noise_var`` of one released sum divided by ``n`` and,
+    where ``n`` is itself a noisy count (per unit), that count's standard
+    deviation ``count_sd`` (a constant column's ``M`` is ``+-`` the true count)."""
+    return 0.5 * math.sqrt(noise_var + (count_sd / max(n, 1)) ** 2)
+
+
+def tetrachoric(released: np.ndarray, p: int, n: int, spread: float = 0.0):
     """Post-processing of the released sums: ``(r, slope, sampling, h)``.
 
     ``r``: each pair's tetrachoric correlation (its share of rows with both signs
     ``+1`` matched by the bivariate normal orthant at the released shares; 0 for a
-    column whose released share of ``+1`` is within 0.001 of 0 or 1);
+    column whose released share of ``+1`` is within 0.001 of 0 or 1, or within
+    ``FLAT_Z`` times its noise's standard deviation ``spread`` of them,
+    :func:`one_sided`);
     ``slope``: ``d r / d (C_ab / n) = 1 / (4 density)``; ``sampling``: ``n`` times
     the variance of ``r`` at independence, ``pi_a (1 - pi_a) pi_b (1 - pi_b) /
     (phi(h_a) phi(h_b))^2`` (``pi^2 / 4`` at the medians), each p x p; ``h``: each
@@ -234,7 +253,7 @@ def tetrachoric(released: np.ndarray, p: int, n: int):
     sums, cross = released[:p] / n, released[p:] / n
     share = np.clip(0.5 * (1.0 + sums), _EDGE, 1.0 - _EDGE)  # of rows with sign +1
     # a column with (nearly) every row on one side of its cut shows no dependence
-    degenerate = one_sided(released, p, n)
+    degenerate = one_sided(released, p, n, spread=spread)
     inv = np.vectorize(NormalDist().inv_cdf)
     h = inv(share)  # a sign +1 is "Z <= h" of a standard normal Z (orientation only)
     a, b = iu
@@ -330,7 +349,7 @@ def concordance_variance(grad: np.ndarray, beta: np.ndarray, r: np.ndarray,
     return total if total > 0 else float((g * g) @ np.diag(cov))
 
 
-__all__ = ["ONE_SIDE", "QuadrantBudget", "SignSums", "combine_signs", "concordance_variance",
-           "concordances", "median_cuts", "median_scores", "median_selector", "quadrant_l1",
-           "one_sided", "quadrant_l2", "quadrant_unit_l1", "quadrant_unit_l2",
-           "sign_partition", "tetrachoric"]
+__all__ = ["FLAT_Z", "ONE_SIDE", "QuadrantBudget", "SignSums", "combine_signs",
+           "concordance_variance", "concordances", "median_cuts", "median_scores",
+           "median_selector", "one_sided", "quadrant_l1", "quadrant_l2", "quadrant_unit_l1",
+           "quadrant_unit_l2", "share_spread", "sign_partition", "tetrachoric"]

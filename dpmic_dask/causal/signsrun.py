@@ -29,6 +29,7 @@ from dpmic_dask.causal.quadrant import (
     median_cuts,
     median_selector,
     one_sided,
+    share_spread,
     sign_partition,
     tetrachoric,
 )
@@ -85,11 +86,15 @@ def warn_noisy_signs(budget: QuadrantBudget) -> None:
                             pure=budget.total.is_pure)
 
 
-def release_signs(plan: SignsPlan, frame, request, backend, progress, margins, n: int):
+def release_signs(plan: SignsPlan, frame, request, backend, progress, margins, n: int,
+                  count_sd: float = 0.0):
     """After the charge: each column's cut from the exact ``margins``, the signs'
     pass over ``frame`` (the rows ``margins`` counted), one noisy vector of the
-    sums, and the tests on it with ``n`` rows. Returns ``(budget, released, cuts,
-    tests)``."""
+    sums, and the tests on it with ``n`` rows (a noisy count of standard deviation
+    ``count_sd`` per unit). Returns ``(budget, released, cuts, tests, flat)``;
+    ``flat``: the columns whose released share on one side of the cut is within
+    the noise of 0 or 1 (:func:`~dpmic_dask.causal.quadrant.one_sided`), their
+    correlations read as 0."""
     p = len(request.codings)
     rows = int(margins.rows)
     cuts = median_cuts(margins.counts, rows, plan.median_part, plan.pick_sensitivity)
@@ -101,23 +106,24 @@ def release_signs(plan: SignsPlan, frame, request, backend, progress, margins, n
     refuse_missing_values(sums, request)  # only data changed between the passes
     budget = replace(plan.budget, n=n)
     released = budget.release(sums.vector())
-    r, slope, sampling, latent = tetrachoric(released, p, n)
+    spread = share_spread(budget.variance, count_sd, n)
+    flat = one_sided(released, p, n, spread=spread)
+    r, slope, sampling, latent = tetrachoric(released, p, n, spread=spread)
     tests = CorrelationTests(nearest_correlation(r), n, request.alpha, "copula",
                              noise_var=budget.variance, slope=slope, sampling=sampling,
                              beta=concordances(released, p, n), cuts=latent,
                              # a cut that leaves under 1% on one side (a noisy
                              # share of a constant column): out of the figure
-                             flat=one_sided(released, p, n, edge=0.01))
-    return budget, released, cuts, tests
+                             flat=one_sided(released, p, n, edge=0.01, spread=spread))
+    return budget, released, cuts, tests, flat
 
 
-def sign_result(request, tests, report, released, cuts) -> CausalGraph:
+def sign_result(request, tests, report, released, cuts, flat) -> CausalGraph:
     """PC on the tests, with the released sums and cuts on the result; columns
     with (nearly) every row on one side of the cut are said in the report and a
     warning (after the charge: shown, never raised)."""
     cut_of = {name: int(c) for name, c in zip(request.names, np.asarray(cuts))}
-    report = replace(report, flat=said_flat(
-        request.names, one_sided(released, len(request.names), report.rows), "copula"))
+    report = replace(report, flat=said_flat(request.names, flat, "copula"))
     return correlation_result(request, tests, None, report,
                               released={"signs": released, "cuts": cut_of})
 
@@ -134,8 +140,8 @@ def sign_graph(frame, request, total, margins, backend, progress,
     warn_noisy_signs(plan.budget)
     yield Bill(total, label or f"causal graph of {p} columns", "causal-pc-copula",
                request.names)
-    budget, released, cuts, tests = release_signs(plan, frame, request, backend, progress,
-                                                  margins, n)
+    budget, released, cuts, tests, flat = release_signs(plan, frame, request, backend,
+                                                        progress, margins, n)
     detail = (f"noisy picks of each column's median, then one release of the {p} columns' "
               f"and {request.pairs} pairs' sums of signs; the search is post-processing")
     report = CausalReport(
@@ -144,7 +150,7 @@ def sign_graph(frame, request, total, margins, backend, progress,
         statement=privacy_statement(total, request.pairs, detail), parts=plan.parts(budget),
         passes=2, noise_scale=budget.scale, smallest_visible=tests.smallest_visible(),
         statistic="signs")
-    return sign_result(request, tests, report, released, cuts)
+    return sign_result(request, tests, report, released, cuts, flat)
 
 
 __all__ = ["SignsPlan", "plan_signs", "release_signs", "sign_graph", "sign_result",

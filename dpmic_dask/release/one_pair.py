@@ -102,9 +102,9 @@ def _one_pair(x, y, request, ledger, dataset) -> Staged[Release]:
             charge = yield bill
             value = mech.randomise(exact, plan)[0]
     else:
-        # Ties broken by secret per-row keys: the published MICe sensitivity holds
-        # only for distinct values (docs/privacy.md, "MICe-Lap").
-        keys = active_sampler().random_keys(n)
+        # Ties broken by secret per-row keys, one per row and axis: the published
+        # MICe sensitivity holds only for distinct values (docs/privacy.md, "MICe-Lap").
+        keys = active_sampler().random_keys(2 * n).reshape(2, n)
         exact = np.array([statistic.value_of_rows(xa, ya, B, c, keys)])
         charge = yield bill
         value = mech.randomise(exact, plan)[0]

@@ -4,8 +4,8 @@ MICe partitions by *mass* (ranks), so it depends on the whole dataset and cannot
 be merged across partitions; it is computed in memory only. :func:`mice_statistic`
 is non-private and keeps ties together, as minepy does.
 :func:`mice_on_distinct_ranks` is what the private ``mice-lap`` mechanism noises:
-MICe of the points after ties are broken by secret per-row keys, so that every
-value is distinct -- the setting in which the published sensitivity holds
+MICe of the points after ties are broken by secret per-row keys (one per row and
+axis, drawn independently), so that every value is distinct -- the setting in which the published sensitivity holds
 (``docs/privacy.md``).
 """
 
@@ -110,15 +110,19 @@ def distinct_ranks(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
 
 def mice_on_distinct_ranks(x: np.ndarray, y: np.ndarray, alpha: float, c,
                            keys: np.ndarray) -> float:
-    """MICe of checked arrays after breaking every tie by the per-row ``keys``.
+    """MICe of checked arrays after breaking every tie by per-row keys: ``keys`` is
+    ``(2, n)``, one key per row for ``x`` and an independent one for ``y``.
 
-    Each row ``r`` becomes the point ``((x_r, k_r), (y_r, k_r))`` in lexicographic
+    Each row ``r`` becomes the point ``((x_r, k_r), (y_r, k'_r))`` in lexicographic
     order on both axes. For keys drawn independently of the data, this is a per-row
     map: replacing one row of the data replaces one point of the tie-free dataset,
     whose MICe obeys the paper's Theorem 3.1. MICe depends on each axis only through
-    its order, so the ranks of those points give the same value.
+    its order, so the ranks of those points give the same value. The two axes'
+    keys are independent, so rows tied on both axes fall in independent orders:
+    one key for both would order them alike on each axis, a monotone run inside
+    every joint tie (two constant columns would read 1).
     """
     keys = np.asarray(keys)
-    if keys.shape != x.shape:
-        raise InvalidParameterError("keys must have one entry per row")
-    return mice_statistic(distinct_ranks(x, keys), distinct_ranks(y, keys), alpha, c)
+    if keys.shape != (2, *x.shape):
+        raise InvalidParameterError("keys must be two per row (one for each axis)")
+    return mice_statistic(distinct_ranks(x, keys[0]), distinct_ranks(y, keys[1]), alpha, c)

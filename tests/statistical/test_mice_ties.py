@@ -50,7 +50,7 @@ def test_distinct_rank_mice_stays_within_the_bound_for_every_key():
     sampler = OpenDPSampler()
     bound = mice_sensitivity(N, 4)
     for _ in range(100):
-        keys = sampler.random_keys(N)
+        keys = sampler.random_keys(2 * N).reshape(2, N)
         change = abs(mice_on_distinct_ranks(x, y, 4, 15, keys)
                      - mice_on_distinct_ranks(x2, y2, 4, 15, keys))
         assert change <= bound
@@ -60,7 +60,7 @@ def test_distinct_rank_mice_equals_mice_on_untied_data():
     gen = np.random.default_rng(5)  # test data only
     x = gen.random(700)
     y = np.sin(5 * x) + 0.3 * gen.random(700)
-    keys = OpenDPSampler().random_keys(700)
+    keys = OpenDPSampler().random_keys(1400).reshape(2, 700)
     assert mice_on_distinct_ranks(x, y, 4, 15, keys) == mice_statistic(x, y, 4, 15)
     assert mice_on_distinct_ranks(x, y, 0.6, 15, keys) == mice_statistic(x, y, 0.6, 15)
     ranks = distinct_ranks(np.array([2.0, 1.0, 2.0, 2.0]), np.array([9, 0, 3, 3], np.uint64))

@@ -10,8 +10,9 @@ from dpmic_dask.stats.statistics.base import PairStatistic
 
 
 class MICe(PairStatistic):
-    """MICe on distinct values (ties broken by secret per-row keys); sensitivity
-    ``B (2 log2 n + 4.8) / n`` (the paper's Theorem 3.1, which needs distinct values).
+    """MICe on distinct values (ties broken by secret keys, one per row and axis);
+    sensitivity ``B (2 log2 n + 4.8) / n`` (the paper's Theorem 3.1, which needs
+    distinct values).
 
     Not mergeable: ranks depend on the whole table, so the value comes from the
     rows (:meth:`value_of_rows`), never from partition counts.
