@@ -5,8 +5,8 @@ be merged across partitions; it is computed in memory only. :func:`mice_statisti
 is non-private and keeps ties together, as minepy does.
 :func:`mice_on_distinct_ranks` is what the private ``mice-lap`` mechanism noises:
 MICe of the points after ties are broken by secret per-row keys (one per row and
-axis, drawn independently), so that every value is distinct -- the setting in which the published sensitivity holds
-(``docs/privacy.md``).
+axis, drawn independently), so that every value is distinct -- the setting in
+which the published sensitivity holds (``docs/privacy.md``).
 """
 
 from __future__ import annotations
