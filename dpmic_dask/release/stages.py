@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dpmic_dask.checks import MIN_ROWS, refuse_missing
-from dpmic_dask.errors import InvalidDataError
+from dpmic_dask.errors import InvalidDataError, InvalidParameterError
 from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.report import PrivacyReport, warn_count_noise_before, warn_noise_before
@@ -65,12 +65,31 @@ def grid_parameters(request: ReleaseRequest, n: int, eps_per_value: float | None
     c = default_c if request.c is None else request.c
     if mech.statistic.mergeable:
         B = int(B)
+        if request.c is None and request.companions:
+            c = companion_c((request.statistic, *(m.statistic for m in request.companions)),
+                            (B,), c)
         check_micr_grid(B, c, min(request.n_pairs, block_size(request, B, c)),
                         request.split_every)
     else:
         check_mice_grid(B, c)
     return B, c
 
+
+
+def companion_c(statistics, grids_B, c: int) -> int:
+    """The default ``c``, or the largest below it whose grid families at every
+    ``B`` of ``grids_B`` hold every statistic's grid (Kendall's tau needs an
+    equipartition both refinements contain: none at ``c = 5`` below ``B = 20``,
+    the defaults under about 200 rows; ``c = 1`` always has one). A function of
+    public ``B`` and ``c`` only."""
+    for smaller in range(c, 1, -1):
+        try:
+            for B in grids_B:
+                union_layout(statistics, B, smaller)
+        except InvalidParameterError:
+            continue
+        return smaller
+    return 1
 
 
 def noisy_default_B(noise, n: int, B: float, c: int) -> float:
@@ -139,6 +158,9 @@ def check_selected_plan(request: ReleaseRequest, plan: SelectionPlan,
         screen = min(B, SCREEN_B_DEFAULT)
     else:
         screen = B if plan.screen_B is None else int(plan.screen_B)
+    if request.c is None and plan.companions:  # the default c, where tau needs it
+        c = companion_c((request.statistic, *(m.statistic for m in plan.companions)),
+                        (screen, B), c)
     if screen != B:
         check_micr_grid(screen, c, min(request.n_pairs, block_size(request, screen, c)),
                         request.split_every)

@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 import dpmic_dask as dm
+from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.stats.counting import bins, count_columns
 from dpmic_dask.stats.countspec import CountSpec
 from dpmic_dask.stats.grids import master_grid_family, tau_bins
@@ -170,3 +171,35 @@ def test_count_noise_cannot_carry_a_second_statistic():
     with pytest.raises(dm.InvalidParameterError, match="value noise"):
         frame.dpmic.pairwise(1.0, bounds={"a": (0, 1), "b": (0, 1)}, mechanism="micr-geom",
                              statistics=("mic", "tau_a"))
+
+
+def test_the_default_grid_holds_taus_grid_at_every_row_count():
+    """Under about 200 rows the default ``(B, c)`` (``c = 5``, ``B`` below 20) had
+    no equipartition for Kendall's tau, so the package's own defaults refused
+    ``statistics=("mic", "tau_a")`` (and its top_pairs). The default ``c`` steps
+    down to the largest that holds tau's grid; a given ``c`` is never changed;
+    the plan says the ``c`` the release uses."""
+    import warnings
+
+    from dpmic_dask.privacy.accounting import InMemoryLedger
+
+    gen = np.random.default_rng(4)  # test data only
+    for n in (10, 50, 100, 200):
+        x = gen.normal(size=n)
+        frame = pd.DataFrame({"a": x, "b": x + gen.normal(0, 0.3, n), "c": gen.normal(size=n)})
+        bounds = {k: (-4.0, 4.0) for k in "abc"}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the noise at these sizes is large
+            explained = frame.dpmic.plan(eps=1.0, bounds=bounds,
+                                         statistics=("mic", "tau_a")).explain()
+            table = frame.dpmic.pairwise(eps=1.0, bounds=bounds, statistics=("mic", "tau_a"),
+                                         ledger=InMemoryLedger(uncapped=True)).to_pandas()
+            top = frame.dpmic.top_pairs(1, eps=1.0, bounds=bounds, statistics=("mic", "tau_a"),
+                                        ledger=InMemoryLedger(uncapped=True)).to_pandas()
+        B, c = int(table["B"].iloc[0]), int(table["c"].iloc[0])
+        assert tau_bins(master_grid_family(B, c)) >= 2
+        assert c == 5 or tau_bins(master_grid_family(B, c + 1)) < 2  # the largest that holds it
+        assert f"B = {B}, c = {c})" in str(explained)
+        assert np.isfinite(table["tau_a"]).all() and np.isfinite(top["tau_a"]).all()
+    with pytest.raises(InvalidParameterError, match="no common equipartition"):
+        frame.dpmic.pairwise(eps=1.0, bounds=bounds, statistics=("mic", "tau_a"), B=10, c=5)
