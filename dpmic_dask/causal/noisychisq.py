@@ -83,6 +83,17 @@ def _threshold(alpha: float, df: int) -> float:
     return g_threshold(alpha, df)
 
 
+def support_is_exact(variance: float, size: int) -> bool:
+    """Whether the noise of ``variance`` per count is too small to hide one row of a
+    table whose axes have at most ``size`` categories or bins (every row, column
+    or stratum with a row in it passes :data:`VISIBLE` standard deviations of its
+    sum's noise): then the rows and columns a test sees are those the exact table
+    has, and a test without degrees of freedom is read as the exact one is
+    (independent: a column with one category, such as a constant one, separates
+    from every other). Public: the variance and the codings' sizes."""
+    return VISIBLE * math.sqrt(max(variance, 0.0)) * math.sqrt(max(size, 1)) < 1.0
+
+
 def can_see(df: int, reach: float, alpha: float) -> bool:
     """Whether a test of ``df`` degrees of freedom and ``reach`` (:func:`noisy_chisq`)
     detects a small dependence (Cohen's ``w =`` :data:`SMALL_EFFECT`) with
@@ -147,6 +158,8 @@ class NoisyChisqMargins:
         #: whether any test could see a small dependence through the noise, and how
         #: many could not
         self.saw, self.blind = False, 0
+        sizes = max((max(layout.shape(key)[1:]) for key in layout.keys), default=1)
+        exact_support = support_is_exact(variance, sizes)
         groups: dict[tuple[int, int, int], list[int]] = {}
         for t, key in enumerate(layout.keys):
             groups.setdefault(layout.shape(key), []).append(t)
@@ -159,6 +172,9 @@ class NoisyChisqMargins:
                 # independence: the edge stays (an exact table without degrees of
                 # freedom is read as independent by causal-learn; its emptiness is
                 # known, not noise)
+                if exact_support and int(df) == 0:  # as the exact test: independent
+                    self.margin[key] = alpha - 1.0
+                    continue
                 seen = can_see(int(df), float(reach), alpha)
                 self.saw |= seen
                 self.blind += not seen
@@ -166,4 +182,4 @@ class NoisyChisqMargins:
 
 
 __all__ = ["SMALL_EFFECT", "VISIBLE", "NoisyChisqMargins", "can_see", "flat_columns",
-           "noisy_chisq", "noisy_chisq_many", "smallest_visible_effect"]
+           "noisy_chisq", "noisy_chisq_many", "smallest_visible_effect", "support_is_exact"]

@@ -16,22 +16,29 @@ from dpmic_dask.errors import BoundsWarning, NoiseWarning
 from dpmic_dask.release.htmlreport import causal_view, write_page
 
 
-def flat_note(columns, test: str) -> str:
+def flat_note(columns, test: str, separated: bool = False) -> str:
     """What a release says of columns whose released statistics put (nearly) every
-    row in one category or on one side of the cut, and what the search did."""
+    row in one category or on one side of the cut, and what the search did
+    (``separated``: released tables whose noise hides no row, read as the exact
+    tables are)."""
     if test in ("copula", "fisherz"):
         return (f"columns {list(columns)}: (nearly) every row is in one released bin or "
                 "on one side of the released cut, so their correlations are read as about "
                 "0 and their edges go: values piled at a bound (public bounds that miss "
                 "the data?), bounds far wider than the data, or a column that is (almost) "
                 "constant")
+    if separated:
+        return (f"columns {list(columns)}: one category or bin in their level-0 tables "
+                "(the noise is too small to hide a row), so, as without noise, they are "
+                "independent of every column and their edges go: a column that is "
+                "constant, or whose listed categories do not occur")
     return (f"columns {list(columns)}: at most one category or bin above the noise in "
             "their level-0 tables, so no level-0 test can separate them and their edges "
             "stay (a later level rarely removes one): a column that is (almost) constant, "
             "or whose listed categories do not occur")
 
 
-def said_flat(names, flags, test: str) -> tuple:
+def said_flat(names, flags, test: str, separated: bool = False) -> tuple:
     """The ``names`` whose flag is set (columns whose released statistics show
     one category, bin or side of the cut), said in a warning when there are any
     (after the charge: shown, never raised): a ``BoundsWarning`` on the copula
@@ -39,7 +46,7 @@ def said_flat(names, flags, test: str) -> tuple:
     flat = tuple(name for name, flag in zip(names, flags) if flag)
     if flat:
         category = BoundsWarning if test in ("copula", "fisherz") else NoiseWarning
-        warnings.warn(flat_note(flat, test), category, stacklevel=3)
+        warnings.warn(flat_note(flat, test, separated), category, stacklevel=3)
     return flat
 
 
@@ -81,6 +88,8 @@ class CausalReport:
     #: columns whose released statistics show (nearly) every row in one category
     #: or on one side of the cut (:func:`flat_note`)
     flat: tuple = ()
+    #: released tables whose noise hides no row: the flat columns were separated
+    flat_separated: bool = False
 
     @property
     def tests(self) -> int:
@@ -142,7 +151,7 @@ class CausalReport:
             lines.append(f"  level {r.level}: {r.edges_tested} edges tested with {r.tests} "
                          f"tests, {r.removed} removed{blind}")
         if self.flat:
-            lines.append(f"  {flat_note(self.flat, self.test)}")
+            lines.append(f"  {flat_note(self.flat, self.test, self.flat_separated)}")
         if self.ended:
             lines.append(f"  {self.ended}")
         lines.append(f"{self.tests} tests in {self.passes} passes over the data")

@@ -37,6 +37,7 @@ from dpmic_dask.causal.noisychisq import (
     NoisyChisqMargins,
     flat_columns,
     smallest_visible_effect,
+    support_is_exact,
 )
 from dpmic_dask.causal.orient import cpdag
 from dpmic_dask.causal.result import CausalGraph, CausalReport, said_flat
@@ -260,7 +261,9 @@ def released_tables_graph(frame, request, eps, delta, level_shares, backend, spl
                        "rows_noisy": n}
     level0 = released.levels[0]
     shown = flat_columns({s: level0.joint(s) for s in level0.sets}, level0.variance)
-    flat = said_flat(request.names, [c in shown for c in range(p)], "chisq")
+    # noise too small to hide a row: a column with one category is separated
+    separated = support_is_exact(level0.variance, max(c.size for c in request.codings))
+    flat = said_flat(request.names, [c in shown for c in range(p)], "chisq", separated)
     report = CausalReport(
         True, "chisq", request.alpha, n, request.bins, request.max_condition_size,
         epsilon=budget.total.epsilon, delta=budget.total.delta, statement=statement,
@@ -268,7 +271,7 @@ def released_tables_graph(frame, request, eps, delta, level_shares, backend, spl
         smallest_visible=smallest_visible_effect(request.codings, n, level0.variance,
                                                  request.alpha),
         levels=tuple(skeleton.levels), passes=len(passes),
-        ended=ended[0] if ended else "", flat=flat)
+        ended=ended[0] if ended else "", flat=flat, flat_separated=separated)
     graph = cpdag(skeleton.adjacency, skeleton.separating_sets)
     tables = [{tuple(request.names[c] for c in s): r.joint(s) for s in r.sets}
               for r in released.levels]
@@ -286,7 +289,8 @@ def _warn_if_noisy(request, n: int, budget: TableBudget) -> None:
     scale = budget.scale(0, request.pairs)
     warn_noise_swamps_tests(scale * budget.total.law.ci95, n / (sizes[-1] * sizes[-2]),
                             "this causal graph's released tables are noisy",
-                            pure=budget.total.is_pure)
+                            pure=budget.total.is_pure, noisy="one released count",
+                            scale="the mean count of a cell of the largest pair table")
 
 
 __all__ = ["LevelRelease", "ReleasedTables", "TableBudget", "canonical", "joint_sets",

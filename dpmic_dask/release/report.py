@@ -64,13 +64,16 @@ def count_noise_words(scale: float, n: float, B: float) -> str:
             "narrow it")
 
 
-def warn_noise_swamps_tests(ci95: float, span: float, what: str, *, pure: bool = False) -> None:
+def warn_noise_swamps_tests(ci95: float, span: float, what: str, *, pure: bool = False,
+                            noisy: str = "one test's statistic",
+                            scale: str = "the statistic's range") -> None:
     """Before the charge (per unit, after it, from a released row count):
-    statistical tests whose noise's 95% half-width ``ci95``
-    exceeds :data:`NOISY_CI95` of their statistic's range ``span`` (the rule of a
-    pairwise release, whose values range over ``[0, 1]``). ``pure``: the release is
-    pure DP, and the notice says when ``delta > 0`` can narrow the noise too (with
-    many statistics; with few, zCDP's noise can be the wider). Never raised."""
+    statistical tests whose noise's 95% half-width ``ci95`` (the noise of
+    ``noisy``) exceeds :data:`NOISY_CI95` of ``span`` (what ``scale`` names: by
+    default their statistic's range, the rule of a pairwise release, whose values
+    range over ``[0, 1]``). ``pure``: the release is pure DP, and the notice says
+    when ``delta > 0`` can narrow the noise too (with many statistics; with few,
+    zCDP's noise can be the wider). Never raised."""
     if ci95 == ci95 and ci95 > NOISY_CI95 * span:
         remedy = ("More rows, a larger eps, fewer columns or a smaller max_condition_size "
                   "narrow it")
@@ -78,10 +81,9 @@ def warn_noise_swamps_tests(ci95: float, span: float, what: str, *, pure: bool =
             remedy += ("; with many columns so can delta > 0: under pure DP (delta = 0) the "
                        "noise grows with the number of statistics released, under zCDP with "
                        "its square root")
-        _notice(f"{what}: 95% of the noise of one test's statistic lies within "
-                f"+/-{ci95:.3g}, above {NOISY_CI95} of the statistic's range "
-                f"({NOISY_CI95 * span:.3g}); the tests' decisions are mostly noise. {remedy}",
-                NoiseWarning)
+        _notice(f"{what}: 95% of the noise of {noisy} lies within +/-{ci95:.3g}, above "
+                f"{NOISY_CI95:g} of {scale} ({span:.3g}); the tests' decisions are mostly "
+                f"noise. {remedy}", NoiseWarning)
 
 
 def warn_noise_after(values, ci95: float) -> None:

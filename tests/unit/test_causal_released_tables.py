@@ -325,3 +325,38 @@ def test_the_parts_add_up_to_the_charge_when_the_search_ends_early(delta):
     spent = charge.cost.rho if delta else charge.cost.epsilon
     assert sum(amounts) == pytest.approx(spent, rel=1e-3)
     assert "level 2 tables (not run" in str(report)
+
+
+def test_a_constant_column_separates_where_the_noise_hides_no_row():
+    """A column with one category has no degree of freedom in any table. Without
+    noise that reads as independent (causal-learn's chi-square, and
+    ``causal_graph_exact``); released tables whose noise could hide rows keep its
+    edges (a blind test is no evidence), but at an eps so large the noise hides no
+    row the released tables are the exact ones, and its edges stayed there too,
+    with a warning that blamed the noise. Now they go, and the note says why."""
+    import warnings
+
+    from dpmic_dask.errors import NoiseWarning
+
+    gen = np.random.default_rng(0)  # test data only
+    n = 5000
+    c = gen.normal(size=n)
+    frame = pd.DataFrame({"cat": np.where(c > 0, "hi", "lo"),
+                          "c3": np.where(c > 0.7, "x", np.where(c > -0.7, "y", "z")),
+                          "one": "only"})
+    cats = {"cat": ["hi", "lo"], "c3": ["x", "y", "z"], "one": ["only"]}
+    exact = causal_graph_exact(frame, categories=cats, test="chisq")
+    assert exact.skeleton == {frozenset({"cat", "c3"})}
+    for eps, separated in ((1e6, True), (0.05, False)):
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            g = causal_graph(frame, eps, categories=cats, test="chisq",
+                             ledger=InMemoryLedger(uncapped=True))
+        note = [str(w.message) for w in said
+                if issubclass(w.category, NoiseWarning) and "'one'" in str(w.message)]
+        assert g.report().flat[-1] == "one" and len(note) == 1
+        assert ("their edges go" in note[0]) is separated
+        assert ("their edges go" in str(g.report())) is separated
+        touching = {e for e in g.skeleton if "one" in e}
+        assert (not touching) if separated else touching
+    assert g.skeleton >= exact.skeleton
