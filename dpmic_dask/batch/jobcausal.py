@@ -181,15 +181,21 @@ def causal_plan_lines(plan: CausalPlan, job) -> list[str]:
     unit = ", ".join(map(str, job.privacy_unit or ()))
     lines.append(f"Privacy unit: per {unit}, at most {job.max_rows_per_unit} rows each."
                  if unit else "Privacy unit: one row.")
-    lines.append(f"Released: {_RELEASED.get(request.test, 'noisy tests')}.")
+    released = _RELEASED.get(request.test, "noisy tests")
+    if unit and request.test == "copula":  # per unit never bins (docs/causal.md)
+        released = ("a noisy row count, then one noisy vector of sums of signs at "
+                    "released medians (no bins) on the kept rows; every test of the "
+                    "search is post-processing")
+    lines.append(f"Released: {released}.")
     lines.append("Columns:")
     width = max(len(str(c.name)) for c in request.codings)
+    # the copula test places its own bins (at released quantiles) or none
+    binned = "" if request.test == "copula" else f", {request.bins} bins"
     for coding in request.codings:
         k = len(coding.categories or ())
         said = (f"{k} public categor{'y' if k == 1 else 'ies'} (others: 'other')"
                 if coding.categories is not None else
-                f"public bounds [{coding.bounds[0]:g}, {coding.bounds[1]:g}], "
-                f"{request.bins} bins")
+                f"public bounds [{coding.bounds[0]:g}, {coding.bounds[1]:g}]{binned}")
         lines.append(f"  {str(coding.name):<{width}}  {said}")
     return lines
 

@@ -274,7 +274,7 @@ def check_shares(level_shares, levels: int, select_share) -> tuple[tuple[float, 
             raise InvalidParameterError("level_shares must be positive numbers") from None
         if len(weights) != levels or not all(math.isfinite(w) and w > 0 for w in weights):
             raise InvalidParameterError(
-                f"level_shares must be {levels} positive numbers, one per level "
-                "0 .. max_condition_size")
+                f"level_shares must be {levels} positive number{'s' if levels != 1 else ''}, "
+                "one per level 0 .. max_condition_size")
     total = sum(weights)
     return tuple(w / total for w in weights), select

@@ -154,7 +154,8 @@ class CausalReport:
             lines.append(f"  {flat_note(self.flat, self.test, self.flat_separated)}")
         if self.ended:
             lines.append(f"  {self.ended}")
-        lines.append(f"{self.tests} tests in {self.passes} passes over the data")
+        lines.append(f"{self.tests} test{'s' if self.tests != 1 else ''} in {self.passes} "
+                     f"pass{'es' if self.passes != 1 else ''} over the data")
         return "\n".join(lines)
 
     @property

@@ -349,8 +349,15 @@ def test_a_causal_job_per_unit(setup):
     assert "causal-pc-chisq" in json.dumps(charge)
     # its page states the guarantee per unit, as the ledger charged it
     assert invoke("report", str(tmp_path / "out" / "run-u2--cpdag")).exit_code == Exit.OK
-    path = job(privacy=unit, ledger=ledger, columns={"s": None}, causal={"test": "auto"})
+    path = job(privacy=unit, ledger=ledger, columns={"s": None}, causal={"test": "copula"})
     assert invoke("validate", path).exit_code == Exit.OK
+    # its plan says what a run per unit releases: a noisy row count, then the signs
+    # (it named the tau matrix, never released per unit, and bins the test ignores)
+    planned = invoke("run", path, "--dry-run")
+    assert planned.exit_code == Exit.OK, planned.output
+    assert "Released: a noisy row count, then one noisy vector of sums of signs" in \
+        planned.output
+    assert "Kendall tau" not in planned.output and " bins\n" not in planned.output
     out = invoke("run", path, "--run-id", "u1")
     assert out.exit_code == Exit.OK, out.output
     _, charge = history(ledger)
