@@ -39,6 +39,7 @@ from dpmic_dask.release.boundsspec import typed_bounds
 from dpmic_dask.release.planparts import (
     check_drop,
     checkable_columns,
+    refuse_companions_without_pairs,
     with_categories,
     with_min_rows,
 )
@@ -261,6 +262,7 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
     if drop_rows and unit_k is None:
         planned = with_min_rows(planned, min_rows)
     if categorical:
+        refuse_companions_without_pairs(planned.request.columns, categorical, statistics)
         planned = with_categories(planned, categorical)
     if private:
         assert total is not None and fronts.rest is not None  # split off the total above

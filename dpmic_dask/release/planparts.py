@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.errors import InvalidParameterError, UnusedParameterWarning, user_stacklevel
 from dpmic_dask.privacy.mechanisms import mechanism_supports
+from dpmic_dask.privacy.mechanisms.registry import check_statistics
 from dpmic_dask.release.stages import check_category_grids
 
 
@@ -77,6 +78,21 @@ def with_min_rows(planned, min_rows: int):
     return dataclasses.replace(planned, request=request, bounds=bounds)
 
 
+def refuse_companions_without_pairs(columns, categorical, statistics) -> None:
+    """Kendall's tau is undefined where a pair has a categorical column (its
+    ``tau_a`` is NaN): when every pair has one (at most one column is not
+    categorical), its share of the budget would buy no value and double MIC's
+    noise. Refused before anything is read; public: the columns, their lists."""
+    if len(check_statistics(statistics)) < 2:
+        return
+    numeric = [c for c in columns if c not in categorical]
+    if len(numeric) < 2:
+        raise InvalidParameterError(
+            "statistics=('mic', 'tau_a'): every pair has a categorical column, where "
+            "Kendall's tau is undefined, so its half of the budget would buy nothing "
+            "(nothing was charged); release ('mic',) alone")
+
+
 def with_categories(planned, axes: dict):
     """``planned`` with every request knowing its categorical columns' codings
     (their pairs' statistic has a categorical axis, ``docs/statistics.md``)."""
@@ -89,4 +105,5 @@ def with_categories(planned, axes: dict):
     return dataclasses.replace(planned, request=request, bounds=bounds)
 
 
-__all__ = ["check_drop", "checkable_columns", "with_categories", "with_min_rows"]
+__all__ = ["check_drop", "checkable_columns", "refuse_companions_without_pairs",
+           "with_categories", "with_min_rows"]

@@ -203,3 +203,28 @@ def test_the_default_grid_holds_taus_grid_at_every_row_count():
         assert np.isfinite(table["tau_a"]).all() and np.isfinite(top["tau_a"]).all()
     with pytest.raises(InvalidParameterError, match="no common equipartition"):
         frame.dpmic.pairwise(eps=1.0, bounds=bounds, statistics=("mic", "tau_a"), B=10, c=5)
+
+
+def test_tau_is_refused_when_every_pair_has_a_categorical_column():
+    """Kendall's tau of a pair with a categorical column is NaN: with every pair
+    such, its half of the budget bought nothing and doubled MIC's noise, charged
+    without a word. Refused before the charge; a release with one pair of numbers
+    among others still takes it."""
+    from dpmic_dask.privacy.accounting import Budget, InMemoryLedger
+
+    gen = np.random.default_rng(0)  # test data only
+    a = gen.uniform(0, 1, 2000)
+    frame = dd.from_pandas(pd.DataFrame({
+        "a": a, "cat": np.where(a > 0.5, "x", np.where(a > 0.2, "y", "z")),
+        "b": a + gen.uniform(0, 1, a.size)}), npartitions=2)
+    ledger = InMemoryLedger({"d": Budget(10.0)})
+    common = dict(eps=1.0, bounds={"a": (0, 1), "b": (0, 2)},
+                  categories={"cat": ["x", "y", "z"]}, statistics=("mic", "tau_a"),
+                  bounds_check=None, ledger=ledger, dataset="d")
+    for release in (lambda: frame.dpmic.pairwise(columns=["a", "cat"], **common),
+                    lambda: frame.dpmic.top_pairs(1, columns=["cat", "a"], **common)):
+        with pytest.raises(InvalidParameterError, match="every pair has a categorical"):
+            release()
+    assert float(ledger.spent("d")) == 0.0
+    table = frame.dpmic.pairwise(columns=["a", "cat", "b"], **common).to_pandas()
+    assert table["tau_a"].notna().sum() == 1 and float(ledger.spent("d")) == 1.0
