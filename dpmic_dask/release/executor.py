@@ -212,16 +212,28 @@ def _checked_values(plan, step: CheckStep, run: Run, progress) -> Staged[Pairwis
     return _finish(values, charge)
 
 
+#: A charge's description names the release so, unless it has a label.
+_DEFAULT_LABEL = {True: "pairwise", False: "selected pairs"}
+
+
 def _bill(plan, steps, run: Run) -> Bill:
     """The bill of a plan's one cost, with the charge's description (made before
     the charge, from the plan and public facts)."""
     parts = "; ".join(step.describe(run) for step in steps)
     request = plan.request
+    values = plan.values_label()
+    if plan.selection is None:
+        mechanisms = [m.label for m in (request.mechanism, *request.companions)]
+    else:  # the selection's own parts, as a release without front steps records them
+        values += f" ({plan.selection.parts()})"
+        mechanisms = [type(plan.selection.selection).__name__,
+                      *(m.label for m in (plan.selection.release, *plan.selection.companions))]
     return Bill(
         plan.cost,
-        description=f"{request.label or 'pairwise'} ({_unit_said(plan)}{parts}; release: "
-                    f"{plan.values_label()})",
-        mechanism="+".join([*(step.label for step in steps), request.mechanism.label]),
+        description=f"{request.label or _DEFAULT_LABEL[plan.selection is None]} "
+                    f"({_unit_said(plan)}{parts}; release: "
+                    f"{values})",
+        mechanism="+".join([*(step.label for step in steps), *mechanisms]),
         columns=request.columns)
 
 

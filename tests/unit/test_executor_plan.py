@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import itertools
 
+import dask.dataframe as dd
 import numpy as np
+import pandas as pd
 import pytest
 
 from dpmic_dask.privacy.costs import measure_for
@@ -130,3 +132,42 @@ def test_a_check_with_nothing_to_check_costs_nothing_and_says_so():
     assert plan_checked.bounds_check is None and plan_checked.cost == plan.cost
     assert plan_checked.values_cost == plan.values_cost
     assert any("nothing to check" in note for note in plan_checked.notes)
+
+
+def test_a_charge_after_a_front_step_names_the_selection_and_every_statistic():
+    """With a step in front of the values (a bounds check here), the ledger's
+    mechanism and description named only MIC's mechanism: the selection and the
+    tau companion were missing (without a front step they were named). Now both
+    forms name the same values, and a selection is "selected pairs"."""
+    import warnings
+
+    from dpmic_dask.privacy.accounting import Budget, InMemoryLedger
+
+    gen = np.random.default_rng(0)  # test data only
+    a = gen.uniform(0, 1, 3000)
+    frame = dd.from_pandas(pd.DataFrame({"a": a, "b": np.clip(a + gen.normal(0, 0.3, a.size),
+                                                                0, 1),
+                                         "c": gen.uniform(0, 1, a.size)}), npartitions=2)
+    bounds = {k: (0, 1) for k in "abc"}
+    recorded = {}
+    for check in (None, 0.1):
+        for name, release in (
+                ("top", lambda **kw: frame.dpmic.top_pairs(1, 1.0, statistics=("mic", "tau_a"),
+                                                           **kw)),
+                ("above", lambda **kw: frame.dpmic.pairs_above(0.3, 1.0, max_pairs=2, **kw)),
+                ("all", lambda **kw: frame.dpmic.pairwise(1.0, statistics=("mic", "tau_a"),
+                                                          **kw))):
+            ledger = InMemoryLedger({"d": Budget(10.0)})
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                release(bounds=bounds, bounds_check=check, ledger=ledger, dataset="d")
+            (charge,) = ledger.charges("d")
+            recorded[name, check] = charge
+    for name, mechanism in (("top", "NoisyTopK+micr-lap+tau-lap"),
+                            ("above", "AboveThreshold+micr-lap"),
+                            ("all", "micr-lap+tau-lap")):
+        assert recorded[name, None].mechanism == mechanism
+        assert recorded[name, 0.1].mechanism == f"bounds-check+{mechanism}"
+    assert "tau-lap with epsilon 0.225" in recorded["top", 0.1].description
+    assert recorded["top", 0.1].description.startswith("selected pairs (bounds check")
+    assert "charged whatever passes the threshold" in recorded["above", 0.1].description
