@@ -169,8 +169,17 @@ class PairwiseResult(ReportFields):
         return pd.DataFrame(grid, index=list(self.columns), columns=list(self.columns))
 
     def to_parquet(self, path) -> None:
-        """Write the tidy table to a Parquet file."""
-        self.to_pandas().to_parquet(path, index=False)
+        """Write the tidy table to a Parquet file, its file metadata holding the
+        ledger's charge id (``dpmic.charge_id``) and the report (``dpmic.report``:
+        the budget, the bounds each value was computed at, the guarantee)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(self.to_pandas(), preserve_index=False)
+        extra = {b"dpmic.charge_id": str(self.privacy.charge_id).encode(),
+                 b"dpmic.report": self.report().encode()}
+        pq.write_table(table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                                      **extra}), path)
 
     def plot(self, ax=None, *, path=None, statistic: str = "mic"):
         """Heatmap of the released matrix (needs matplotlib: ``pip install dpmic_dask[plot]``).

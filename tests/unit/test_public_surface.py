@@ -93,3 +93,27 @@ def test_dir_lists_what_the_docs_teach_and_nothing_else():
     root = Path(dm.__file__).resolve().parent.parent
     taught = (root / "README.md").read_text() + (root / "docs" / "api.md").read_text()
     assert [name for name in dm.__all__ if name not in taught] == []
+
+
+def test_a_results_parquet_file_carries_its_charge_and_report(tmp_path):
+    """``to_parquet`` wrote the bare table: no charge id, and with private bounds
+    nothing of the bounds the values were computed at (a job's output has both).
+    The file's metadata holds the charge id and the report."""
+    import numpy as np
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from dpmic_dask.privacy.accounting import InMemoryLedger
+
+    gen = np.random.default_rng(1)  # test data only
+    a = gen.normal(size=50_000)
+    frame = pd.DataFrame({"a": a, "b": a + gen.normal(size=a.size)})
+    result = frame.dpmic.pairwise(eps=2.0, bounds="private", columns=["a", "b"],
+                                  ledger=InMemoryLedger(uncapped=True))
+    result.to_parquet(tmp_path / "r.parquet")
+    meta = pq.read_schema(tmp_path / "r.parquet").metadata
+    assert meta[b"dpmic.charge_id"].decode() == result.privacy.charge_id
+    assert meta[b"dpmic.report"].decode() == result.report()
+    assert "Private bounds used: a [" in result.report()
+    back = pd.read_parquet(tmp_path / "r.parquet")
+    pd.testing.assert_frame_equal(back, result.to_pandas())
