@@ -11,7 +11,7 @@ import numpy as np
 from dpmic_dask.causal.copula import CorrelationMargins, CorrelationTests
 from dpmic_dask.causal.orient import cpdag
 from dpmic_dask.causal.request import CausalRequest
-from dpmic_dask.causal.result import CausalGraph
+from dpmic_dask.causal.result import NEAR_COPY, CausalGraph
 from dpmic_dask.causal.skeleton import exact_decision, pc_skeleton
 from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.errors import InvalidDataError, MissingValuesError
@@ -55,7 +55,8 @@ def correlation_result(request, tests: CorrelationTests, tau, report,
     skeleton = pc_skeleton(len(request.codings), count_level=count_level,
                            decide=exact_decision, max_level=request.max_condition_size,
                            margins=margins)
-    report = replace(report, levels=tuple(skeleton.levels))
+    report = replace(report, levels=tuple(skeleton.levels),
+                     copies=near_copies(request.names, tests.r))
     graph = cpdag(skeleton.adjacency, skeleton.separating_union)
     extra = {"tau": tau, "correlation": tests.r, "removed": dict(skeleton.removed_statistic)}
     if codings is not None and codings[0].lookup is not None:  # released bins
@@ -65,4 +66,16 @@ def correlation_result(request, tests: CorrelationTests, tau, report,
                        dict(skeleton.last_statistic), report, extra)
 
 
-__all__ = ["check_rows", "correlation_result", "refuse_missing_values", "same_rows"]
+def near_copies(names, r) -> tuple:
+    """The pairs (by name) whose released correlation ``r`` is at least
+    :data:`NEAR_COPY` in absolute value (post-processing): near copies, through
+    either of which PC separates the other's neighbours, as it does without noise
+    (faithfulness fails), so the graph keeps one of them where the data hold both."""
+    r = np.asarray(r, dtype=np.float64)
+    i, j = np.triu_indices(r.shape[0], 1)
+    close = np.abs(r[i, j]) >= NEAR_COPY
+    return tuple((names[a], names[b]) for a, b in zip(i[close], j[close]))
+
+
+__all__ = ["check_rows", "correlation_result", "near_copies",
+           "refuse_missing_values", "same_rows"]

@@ -50,6 +50,11 @@ def said_flat(names, flags, test: str, separated: bool = False) -> tuple:
     return flat
 
 
+#: A pair whose released correlation is at least this in absolute value is said
+#: to be near copies (``CausalReport.copies``).
+NEAR_COPY = 0.99
+
+
 @dataclass(frozen=True)
 class CausalReport:
     """What a causal graph release spent and how (all public)."""
@@ -90,6 +95,8 @@ class CausalReport:
     flat: tuple = ()
     #: released tables whose noise hides no row: the flat columns were separated
     flat_separated: bool = False
+    #: pairs whose released correlation is about +-1 (near copies)
+    copies: tuple = ()
 
     @property
     def tests(self) -> int:
@@ -152,6 +159,11 @@ class CausalReport:
                          f"tests, {r.removed} removed{blind}")
         if self.flat:
             lines.append(f"  {flat_note(self.flat, self.test, self.flat_separated)}")
+        if self.copies:
+            said = ", ".join(f"{a} and {b}" for a, b in self.copies)
+            lines.append(f"  near copies (released |correlation| >= {NEAR_COPY:g}): {said}; PC "
+                         "separates the other columns' edges through either, as it does "
+                         "without noise, so one of each pair often stands alone for both")
         if self.ended:
             lines.append(f"  {self.ended}")
         lines.append(f"{self.tests} test{'s' if self.tests != 1 else ''} in {self.passes} "
