@@ -173,6 +173,18 @@ class BooleanKind(ColumnKind):
     def detects(self, dtype) -> bool:
         return getattr(dtype, "kind", None) == "b"
 
+    def resolve(self, dtype, options):
+        """Refuse a column that is not of a boolean dtype named one: its numbers
+        would be clamped to (0, 1) (every count above 1 read as True), its times
+        read as storage ticks, its text as numbers -- a cast that guesses."""
+        if not self.detects(dtype):
+            raise InvalidParameterError(
+                f"kind 'boolean' reads columns of a boolean dtype (bool, boolean, "
+                f"bool[pyarrow]); this one is {dtype}: convert it to booleans first "
+                "(e.g. s == 'yes', or s.astype('boolean') for 0/1), or give it its own "
+                "kind and bounds")
+        return super().resolve(dtype, options)
+
     def axis(self, series):
         return float_axis(series)
 

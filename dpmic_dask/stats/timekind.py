@@ -69,6 +69,17 @@ def holds_numbers(dtype) -> bool:
     return NumberKind().detects(dtype)
 
 
+def _bare_numbers(series: pd.Series) -> bool:
+    """Whether some value of a text (or ``object``) column is a number written as
+    text, or a number: a duration without a unit."""
+    if not (is_object(series.dtype) or pd.api.types.is_string_dtype(series.dtype)):
+        return False
+    values = series.dropna()
+    numeric = values.map(lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool))
+    return bool(pd.to_numeric(values[numeric.astype(bool)].astype(str), errors="coerce")
+                .notna().any()) if len(values) else False
+
+
 def unit_hint(column, kind: str) -> str:
     """How to give a cast its unit, in the Python API and in a job file."""
     return (f"kinds={{{column!r}: ({kind!r}, 's')}} (in a job file columns.{column}.unit = "
@@ -285,6 +296,15 @@ class TimeKind(ColumnKind):
             raise column_error(series.name, dtype,
                                 f"holds numbers; a cast to {self.name} needs their unit: "
                                 f"{unit_hint(series.name, self.name)}")
+        if self.duration and _bare_numbers(series):
+            # pandas reads a bare number of text as nanoseconds ("5" is 5 ns): a
+            # unit is never guessed
+            what = (f"holds numbers as text; a cast to {self.name} needs their unit: "
+                    f"{unit_hint(series.name, self.name)}" if text_of_numbers(series) else
+                    "holds durations written as bare numbers, without a unit (pandas "
+                    "would read them as nanoseconds); write each with its unit ('90 s', "
+                    "'2 days')")
+            raise column_error(series.name, dtype, what)
         try:
             if self.duration:
                 converted = pd.to_timedelta(series)

@@ -201,3 +201,27 @@ def test_an_object_column_of_iso_text_or_datetimes_with_text_bounds_is_read_as_t
     with pytest.raises(dm.InvalidDataError, match="is categorical"):
         pd.DataFrame({"t": columns["object ISO text"], "y": y}).dpmic.pairwise(
             1.0, bounds={"t": ("a", "z"), "y": (-1, 2)}, ledger=InMemoryLedger(uncapped=True))
+
+
+@pytest.mark.parametrize("cells", [["3600", "12", "7"], ["1 day", "5", "2 h"]],
+                         ids=["all numbers", "some numbers"])
+def test_durations_written_as_bare_numbers_are_refused_before_the_charge(cells):
+    """pandas reads "5" as 5 ns: a text column of seconds cast to timedelta was read
+    as nanoseconds (every row clamped to the lower bound, MIC 0, charged), and a
+    "5" among "1 day"s too. A unit is never guessed: refused before the charge;
+    text with units ("90 s") and timedelta objects are read as before."""
+    size = 600
+    text = pd.Series((cells * size)[:size], dtype="string")
+    frame = dd.from_pandas(pd.DataFrame({"d": text, "y": np.arange(size, dtype=float)}),
+                           npartitions=2)
+    ledger = InMemoryLedger(uncapped=True)
+    with pytest.raises(dm.InvalidDataError, match="unit") as refused:
+        frame.dpmic.pairwise(eps=1.0, bounds={"d": ("0 s", "1 day"), "y": (0, size)},
+                             kinds={"d": "timedelta"}, bounds_check=None, ledger=ledger)
+    assert ledger.charges() == [] and "3600" not in str(refused.value)
+    units = pd.Series([f"{v} s" for v in range(size)], dtype="string")
+    result = dd.from_pandas(pd.DataFrame({"d": units, "y": np.arange(size, dtype=float)}),
+                            npartitions=2).dpmic.pairwise(
+        eps=1e6, bounds={"d": ("0 s", "1 h"), "y": (0, size)}, kinds={"d": "timedelta"},
+        bounds_check=None, ledger=ledger)
+    assert result.to_pandas()["mic"].iloc[0] > 0.9

@@ -481,3 +481,30 @@ def test_dropping_rows_is_listwise_and_reads_only_the_release_columns():
     got = lazy.compute()
     pd.testing.assert_frame_equal(got, expected[["signup", "churn", "amount"]])
     assert (got.dtypes == np.float64).all()
+
+
+@pytest.mark.parametrize("column", [
+    pd.Series(pd.Timestamp("2024-01-01") + pd.to_timedelta(np.arange(400), unit="s")),
+    pd.Series(np.arange(400)),
+    pd.Series((np.arange(400) / 400).round(2).astype(str), dtype="string"),
+], ids=["times", "integers", "numbers as text"])
+def test_kind_boolean_refuses_a_column_that_is_not_boolean(column):
+    """``kinds={"d": "boolean"}`` gave any column implied bounds (0, 1): times were
+    read as storage ticks and integers above 1 clamped (MIC 0), text turned into
+    numbers -- charged. Refused before the charge; boolean dtypes are read."""
+    from dpmic_dask.privacy.accounting import InMemoryLedger
+
+    ledger = InMemoryLedger(uncapped=True)
+    y = np.arange(400, dtype=float)
+    frame = dd.from_pandas(pd.DataFrame({"d": column, "y": y}), npartitions=2)
+    with pytest.raises(dm.InvalidParameterError, match="kind 'boolean' reads columns of a"):
+        frame.dpmic.pairwise(eps=1.0, bounds={"y": (0, 400)}, columns=["d", "y"],
+                             kinds={"d": "boolean"}, bounds_check=None, ledger=ledger)
+    assert ledger.charges() == []
+    for dtype in ("bool", "boolean", "bool[pyarrow]"):
+        flags = dd.from_pandas(pd.DataFrame({"d": pd.Series(y > 200, dtype=dtype), "y": y}),
+                               npartitions=2)
+        result = flags.dpmic.pairwise(eps=1e6, bounds={"y": (0, 400)}, columns=["d", "y"],
+                                      kinds={"d": "boolean"}, bounds_check=None,
+                                      ledger=ledger)
+        assert result.to_pandas()["mic"].iloc[0] > 0.9
