@@ -29,9 +29,25 @@ _YAML_EXPONENT_FLOAT = re.compile(
 
 @functools.cache
 def _yaml_loader():
-    """PyYAML's safe loader, reading ``1e-1`` as the number YAML 1.2 says it is."""
+    """PyYAML's safe loader, reading ``1e-1`` as the number YAML 1.2 says it is,
+    and refusing a key repeated in one mapping (PyYAML keeps the last, so a
+    second ``privacy:`` section would silently replace the first; TOML refuses)."""
     class JobLoader(yaml.SafeLoader):
-        pass
+        def construct_mapping(self, node, deep=False):
+            if isinstance(node, yaml.MappingNode):
+                seen: set = set()
+                for key_node, _ in node.value:
+                    key = self.construct_object(key_node, deep=True)
+                    try:
+                        repeated = key in seen
+                        seen.add(key)
+                    except TypeError:  # an unhashable key: the base class refuses it
+                        continue
+                    if repeated:
+                        raise yaml.constructor.ConstructorError(
+                            "while reading a mapping", node.start_mark,
+                            f"the key {key!r} is given twice", key_node.start_mark)
+            return super().construct_mapping(node, deep=deep)
 
     JobLoader.add_implicit_resolver("tag:yaml.org,2002:float", _YAML_EXPONENT_FLOAT,
                                     list("-+0123456789."))

@@ -53,6 +53,26 @@ def test_yaml_strings_stay_strings(tmp_path):
         load_job(path)
 
 
+@pytest.mark.parametrize("repeat", ["privacy: {eps: 3.0}\n", "  a: [0, 100]\n"],
+                         ids=["section", "column"])
+def test_a_yaml_key_given_twice_is_refused(tmp_path, repeat):
+    """PyYAML keeps the last of a repeated key: a second ``privacy:`` section was
+    charged instead of the first, a column's second bounds used, without a word
+    (TOML refuses both). Refused, naming the key and its line."""
+    path = yaml_job(tmp_path / "job.yaml")
+    text = path.read_text()
+    if repeat.startswith("  "):  # a second entry for column a inside columns:
+        at = text.index("\n", text.index("columns:")) + 1
+        text = text[:at] + repeat + text[at:]
+    else:
+        text += repeat
+    path.write_text(text)
+    key = "privacy" if repeat.startswith("privacy") else "a"
+    with pytest.raises(JobError, match=f"the key '{key}' is given twice"):
+        load_job(path)
+    assert validate(path).exit_code == Exit.INVALID
+
+
 @pytest.mark.parametrize("name, write", [("job.toml", toml_job), ("job.yaml", yaml_job)])
 def test_a_byte_order_mark_is_accepted(tmp_path, name, write):
     path = write(tmp_path / name, encoding="utf-8-sig")
