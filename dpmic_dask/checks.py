@@ -53,7 +53,20 @@ def check_bounds(bounds, name: str) -> tuple[float, float]:
         raise InvalidParameterError(f"{name} must satisfy lo < hi")
     if not math.isfinite(hi - lo):
         raise InvalidParameterError(f"{name} is too wide: hi - lo overflows a double")
+    if hi - lo < RESOLVED_VALUES * math.ulp(max(abs(lo), abs(hi))):
+        # values are read as doubles: near 2**64 the spacing of doubles is 4096, so
+        # bounds 1000 apart there hold one or two of them and every value between
+        # them rounds together (a related pair read as unrelated)
+        raise InvalidParameterError(
+            f"{name} is too narrow for its magnitude: fewer than {RESOLVED_VALUES:,} "
+            "doubles lie between them, so the values they hold round together when "
+            "read as doubles (integers beyond 2**53); subtract a public offset from "
+            "the column first")
     return lo, hi
+
+
+#: Bounds must hold at least this many distinct doubles (:func:`check_bounds`).
+RESOLVED_VALUES = 2**16
 
 
 def check_max_cells(B, name: str = "B") -> int:
