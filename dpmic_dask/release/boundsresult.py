@@ -5,6 +5,7 @@ domain. Numbers only; nothing here can draw noise again.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from dpmic_dask.errors import InvalidParameterError
@@ -164,6 +165,8 @@ class BoundsRelease:
         """``column``'s bounds as public bounds in its own kind: numbers, or full-
         precision ISO texts for times and durations."""
         kind = self.kinds.get(column)
+        if getattr(kind, "date", False):  # not whole days: pinned, the grid is the same
+            kind = dataclasses.replace(kind, date=False)
         out = []
         for number in self.bounds[column]:
             value = kind.format(number) if kind is not None else float(number)

@@ -199,3 +199,25 @@ def test_a_job_files_private_column_plans_as_private_bounds_do(tmp_path):
         2.0, bounds={"x": PrivateBounds(domain=(0, 1e6), coverage=0.95), "z": (0, 1)})
     assert from_job.bounds.bounds == typed.planned.bounds.bounds
     assert from_job.cost == typed.cost
+
+
+def test_a_date_columns_private_bounds_pin_to_the_released_numbers():
+    """A date column's released private bounds were pinned as whole days: the upper
+    one up to a day inside the released one (the next release's grid not the one
+    released, the last day's rows clamped to its start). Pinned as full-precision
+    times, they read back as the released numbers."""
+    from dpmic_dask.privacy.accounting import InMemoryLedger
+    from dpmic_dask.stats.kinds import axis_arguments
+
+    gen = np.random.default_rng(0)  # test data only
+    n = 50_000
+    days = pd.Timestamp("2024-01-01") + pd.to_timedelta(gen.integers(0, 120, n), unit="D")
+    frame = pd.DataFrame({"d": pd.Series(days).astype("date32[pyarrow]"),
+                          "y": gen.normal(size=n)})
+    found = dm.private_bounds(dd.from_pandas(frame, npartitions=2), 2.0, columns=["d", "y"],
+                              ledger=InMemoryLedger(uncapped=True))
+    assert "d" in found.pinnable()
+    pinned = found.pinned("d")
+    read = axis_arguments(dict(frame.dtypes), bounds={"d": pinned}, columns=["d"]).bounds["d"]
+    assert read == pytest.approx(found.bounds["d"], abs=1e-6)
+    assert found.formatted("d").count("-") == 4  # the report still prints days
