@@ -253,15 +253,20 @@ class BoundsCheck:
         found = self.checks[column]
         a, b = self.formatted(column, found.edges)
         first, last = found.run
-        edge = ""
+        edge = advice = ""
         if first == 0 or last == self.bins - 1:  # the mass is at a bound
             lo, hi = self.formatted(column, self.bounds[column])
+            bound = lo if first == 0 else hi
             edge = (f", at its {'lower' if first == 0 else 'upper'} bound: values beyond "
-                    f"{lo if first == 0 else hi} would be clamped there and look the same")
+                    f"{bound} would be clamped there and look the same")
+            # the mass may be values clamped from beyond the bound (a wrong unit, a
+            # shifted column): then tighter bounds inside would clamp them all again
+            advice = (f" if the column does not run past {bound}; if it does, bounds that "
+                      "hold its values")
         return (f"column {column}: its public bounds look at least {found.ratio:.3g}x wider "
                 f"than its values (the private check puts {COVERAGE:.0%} of rows in "
                 f"{a}..{b}{edge}); MIC is lower than tighter bounds would give; consider "
-                f"bounds {a}..{b}")
+                f"bounds {a}..{b}{advice}")
 
     def piled_messages(self) -> list[str]:
         """One line per column (not read as wide) whose rows pile up in an end bin."""

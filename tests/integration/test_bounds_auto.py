@@ -77,6 +77,12 @@ def test_values_beyond_a_bound_are_said_to_pile_up_at_it():
     with pytest.warns(BoundsWarning, match="at its upper bound: values beyond 1 would be clamped there"):
         frame.dpmic.pairwise(20.0, bounds={"x": (0, 1), "y": (0, 3000)}, columns=["x", "y"],
                              ledger=ledger, bounds_check="auto")
+    # its advice of tighter bounds inside is only for a column that does not run
+    # past the bound (here it does: tighter bounds would clamp every value again)
+    with pytest.warns(BoundsWarning, match="if the column does not run past 1; if it does, "
+                                           "bounds that hold its values"):
+        frame.dpmic.pairwise(20.0, bounds={"x": (0, 1), "y": (0, 3000)}, columns=["x", "y"],
+                             ledger=ledger, bounds_check="auto")
 
 
 def test_at_the_stated_row_count_the_check_runs_and_one_row_less_it_does_not():
