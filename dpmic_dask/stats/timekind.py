@@ -69,6 +69,18 @@ def holds_numbers(dtype) -> bool:
     return NumberKind().detects(dtype)
 
 
+def _reads_as_duration(value) -> bool:
+    """Whether ``value`` is a duration, or text with a unit that reads as one."""
+    if isinstance(value, (_dt.timedelta, np.timedelta64)):
+        return True
+    if not isinstance(value, str) or text_of_numbers(pd.Series([value])):
+        return False
+    try:
+        return pd.Timedelta(value) is not pd.NaT
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
 def _bare_numbers(series: pd.Series) -> bool:
     """Whether some value of a text (or ``object``) column is a number written as
     text, or a number: a duration without a unit."""
@@ -286,6 +298,9 @@ class TimeKind(ColumnKind):
     def _cast_axis(self, series):
         """A column that is not of a time dtype, read as times (or durations)."""
         dtype = series.dtype
+        if getattr(dtype, "kind", "") == "b":
+            raise column_error(series.name, dtype, f"holds booleans, which are not "
+                                                   f"{self._plural()}")
         if self.unit is not None and (getattr(dtype, "kind", "") in "iuf" or is_object(dtype)):
             numbers_ = float_axis(series)
             multiply, divide = _per_second(self.unit)
@@ -362,9 +377,14 @@ class TimeKind(ColumnKind):
                     f"{what} holds a number written as text: write numbers without quotes "
                     f"(bounds = [0, 1]), or give {self._plural()} in ISO 8601") from None
             iso = "" if self.duration else " (text in ISO 8601: 2024-01-31)"
+            other = ""
+            if not self.duration and _reads_as_duration(value):
+                other = ("; these read as durations: for a column of durations name its "
+                         "kind (kinds={...: 'timedelta'}; in a job file kind = "
+                         "\"timedelta\")")
             raise InvalidParameterError(
                 f"{what} must be a pair of {self._plural()}{iso} (or numbers of seconds) "
-                f"for a {self.name} column") from None
+                f"for a {self.name} column{other}") from None
         if stamp is pd.NaT:
             raise InvalidParameterError(f"{what} must not be missing")
         if stamp.tzinfo is None:

@@ -225,3 +225,21 @@ def test_durations_written_as_bare_numbers_are_refused_before_the_charge(cells):
         eps=1e6, bounds={"d": ("0 s", "1 h"), "y": (0, size)}, kinds={"d": "timedelta"},
         bounds_check=None, ledger=ledger)
     assert result.to_pandas()["mic"].iloc[0] > 0.9
+
+
+def test_time_casts_say_what_the_column_or_its_bounds_are():
+    """Duration text as bounds of a time column said only "must be dates or times"
+    (a job file reads text bounds as times: its duration columns need their kind);
+    a boolean column cast to times was said to hold "numbers as text"."""
+    ledger = InMemoryLedger(uncapped=True)
+    frame = pd.DataFrame({"d": pd.to_datetime(np.arange(100), unit="D"),
+                          "b": np.arange(100) % 2 == 0, "y": np.arange(100.0)})
+    with pytest.raises(dm.InvalidParameterError, match="these read as durations: for a "
+                                                       "column of durations name its kind"):
+        frame.dpmic.pairwise(eps=1.0, bounds={"d": ("0 days", "100 days"), "y": (0, 100)},
+                             columns=["d", "y"], ledger=ledger)
+    with pytest.raises(dm.InvalidDataError, match="holds booleans, which are not dates"):
+        frame.dpmic.pairwise(eps=1.0, bounds={"b": ("2024-01-01", "2024-02-01"),
+                                              "y": (0, 100)}, columns=["b", "y"],
+                             kinds={"b": ("timestamp", "s")}, ledger=ledger)
+    assert ledger.charges() == []
