@@ -74,6 +74,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from dpmic_dask.checks import check_unique_labels, is_one_fill
@@ -180,6 +181,13 @@ def read_as_ordered(dtype, *, bounds=None, kind=None) -> bool:
     return any(k.claims(dtype, bounds) for k in _REGISTRY if k.name != "category")
 
 
+def _pair_of_other_than_numbers(pairs) -> bool:
+    """Whether ``pairs`` is a pair holding something other than numbers (text, dates)."""
+    if not isinstance(pairs, (list, tuple)) or len(pairs) != 2:
+        return False
+    return not all(isinstance(v, (int, float, np.integer, np.floating)) for v in pairs)
+
+
 @dataclass(frozen=True)
 class AxisArguments:
     """A request's arguments in axis numbers: ``schema`` (every kinded column
@@ -194,9 +202,12 @@ class AxisArguments:
     def in_axis(self, pairs, name: str = "domain"):
         """Per-column pairs in the columns' own kinds (``{"signup": ("2020-01-01",
         "2030-01-01")}``, e.g. a private-bounds ``domain``) as axis numbers; one pair
-        for every column, or anything else, is returned as it is."""
+        for every column is read in each column's kind when it is not two numbers
+        (dates for every column of dates), anything else is returned as it is."""
         if not isinstance(pairs, Mapping):
-            return pairs
+            if not _pair_of_other_than_numbers(pairs):
+                return pairs
+            pairs = dict.fromkeys(self.kinds, pairs)
         out = dict(pairs)
         for column, given in pairs.items():
             kind = self.kinds.get(column)

@@ -221,3 +221,28 @@ def test_a_date_columns_private_bounds_pin_to_the_released_numbers():
     read = axis_arguments(dict(frame.dtypes), bounds={"d": pinned}, columns=["d"]).bounds["d"]
     assert read == pytest.approx(found.bounds["d"], abs=1e-6)
     assert found.formatted("d").count("-") == 4  # the report still prints days
+
+
+@pytest.mark.filterwarnings("ignore::dpmic_dask.errors.BoundsWarning")  # u's wide domain
+def test_one_domain_of_dates_for_every_column_of_dates():
+    """``domain=("2023-01-01", "2025-01-01")`` for every column was refused ("two
+    finite numbers") where the same pair per column was read as dates; one pair is
+    read in each column's kind, and a number column still refuses dates."""
+    from dpmic_dask.privacy.accounting import InMemoryLedger
+
+    gen = np.random.default_rng(0)  # test data only
+    n = 40_000
+    frame = pd.DataFrame({
+        "t": pd.Timestamp("2024-01-01") + pd.to_timedelta(gen.uniform(0, 200, n), unit="D"),
+        "u": pd.Timestamp("2024-03-01") + pd.to_timedelta(gen.uniform(0, 100, n), unit="D"),
+        "x": gen.normal(size=n)})
+    pair = ("2023-01-01", "2025-01-01")
+    each = dm.private_bounds(dd.from_pandas(frame, npartitions=2), 2.0, columns=["t", "u"],
+                             domain=pair, ledger=InMemoryLedger(uncapped=True))
+    assert each.domain == {c: (1672531200.0, 1735689600.0) for c in ("t", "u")}
+    assert "public domain [2023-01-01, 2025-01-01]" in frame.dpmic.pairwise(
+        eps=2.0, bounds="private", columns=["t", "u"], domain=pair,
+        ledger=InMemoryLedger(uncapped=True)).report()
+    with pytest.raises(dm.InvalidParameterError, match="domain must be"):
+        frame.dpmic.pairwise(eps=2.0, bounds="private", columns=["t", "x"], domain=pair,
+                             ledger=InMemoryLedger(uncapped=True))
