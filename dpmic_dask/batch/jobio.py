@@ -303,8 +303,11 @@ def conform(frame: pd.DataFrame, dtypes) -> pd.DataFrame:
                 # "now" or "today", which pandas reads as the clock
                 if column.isin(CLOCK_WORDS).any():
                     raise ValueError
-                converted = pd.to_datetime(column, utc=str(target).endswith("UTC]"),
-                                           format="ISO8601")
+                # text with offsets (SQLite keeps what was written) is read as the
+                # instant it names; a column typed without a zone holds UTC
+                converted = pd.to_datetime(column, utc=True, format="ISO8601")
+                if not str(target).endswith("UTC]"):
+                    converted = converted.dt.tz_localize(None)
                 out[name] = converted.astype(target)
             elif str(target) == "float64":
                 out[name] = column.astype("float64")
