@@ -165,8 +165,8 @@ class BoundsRelease:
         """``column``'s bounds as public bounds in its own kind: numbers, or full-
         precision ISO texts for times and durations."""
         kind = self.kinds.get(column)
-        if getattr(kind, "date", False):  # not whole days: pinned, the grid is the same
-            kind = dataclasses.replace(kind, date=False)
+        if kind is not None and getattr(kind, "date", False):
+            kind = dataclasses.replace(kind, date=False)  # not whole days: the same grid
         out = []
         for number in self.bounds[column]:
             value = kind.format(number) if kind is not None else float(number)

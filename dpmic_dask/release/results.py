@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.privacy.statement import value_cost
@@ -172,9 +174,6 @@ class PairwiseResult(ReportFields):
         """Write the tidy table to a Parquet file, its file metadata holding the
         ledger's charge id (``dpmic.charge_id``) and the report (``dpmic.report``:
         the budget, the bounds each value was computed at, the guarantee)."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         table = pa.Table.from_pandas(self.to_pandas(), preserve_index=False)
         extra = {b"dpmic.charge_id": str(self.privacy.charge_id).encode(),
                  b"dpmic.report": self.report().encode()}

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from dpmic_dask.stats.timekind import arrow_ticks, exact_seconds
+from dpmic_dask.stats.timeticks import arrow_ticks, exact_seconds
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -108,7 +108,7 @@ def _time_hashes(column: pd.Series) -> np.ndarray:
     """:func:`value_hashes` of a column of dates, time stamps or durations: each
     value as its whole seconds and nanoseconds since the epoch in UTC (or of the
     duration), exact in int64 for every unit
-    (:func:`~dpmic_dask.stats.timekind.exact_seconds`)."""
+    (:func:`~dpmic_dask.stats.timeticks.exact_seconds`)."""
     ticks, unit, missing = arrow_ticks(pa.Array.from_pandas(column))
     seconds, nanos = exact_seconds(ticks, unit)
     with np.errstate(over="ignore"):

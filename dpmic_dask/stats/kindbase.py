@@ -7,6 +7,7 @@ conversion of a request's arguments and frames are :mod:`dpmic_dask.stats.kinds`
 
 from __future__ import annotations
 
+import datetime as _dt
 import decimal
 import numbers
 import sys
@@ -290,6 +291,29 @@ def text_of_numbers(series: pd.Series) -> bool:
     except (TypeError, ValueError, OverflowError):
         return False
     return True
+
+
+def reads_as_duration(value) -> bool:
+    """Whether ``value`` is a duration, or text with a unit that reads as one."""
+    if isinstance(value, (_dt.timedelta, np.timedelta64)):
+        return True
+    if not isinstance(value, str) or text_of_numbers(pd.Series([value])):
+        return False
+    try:
+        return pd.Timedelta(value) is not pd.NaT
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+def bare_numbers(series: pd.Series) -> bool:
+    """Whether some value of a text (or ``object``) column is a number written as
+    text, or a number: a duration without a unit."""
+    if not (is_object(series.dtype) or pd.api.types.is_string_dtype(series.dtype)):
+        return False
+    values = series.dropna()
+    numeric = values.map(lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool))
+    return bool(pd.to_numeric(values[numeric.astype(bool)].astype(str), errors="coerce")
+                .notna().any()) if len(values) else False
 
 
 def parses_as_time(text: str) -> bool:

@@ -22,7 +22,6 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.stats.kindbase import (
@@ -31,65 +30,29 @@ from dpmic_dask.stats.kindbase import (
     NumberKind,
     all_bounds,
     arrow_type,
+    bare_numbers,
     column_error,
     float_axis,
     infers_numbers,
     is_number,
     is_object,
     parses_as_time,
+    reads_as_duration,
     text_of_numbers,
 )
-
-#: Seconds per tick of a time unit (calendar units such as months have no fixed length).
-_SECONDS = {"W": 604800, "D": 86400, "h": 3600, "m": 60, "s": 1}
-
-
-_TICKS = {"ms": 10**3, "us": 10**6, "ns": 10**9}
-
-
-UNITS = tuple(_SECONDS) + tuple(_TICKS)
-
-
-#: Numbers given as time bounds are seconds; beyond this they are refused.
-MAX_SECONDS = 1e11
-
-
-def _per_second(unit: str) -> tuple[int, int]:
-    """``(multiply, divide)``: seconds = ticks * multiply / divide."""
-    if unit in _SECONDS:
-        return _SECONDS[unit], 1
-    if unit in _TICKS:
-        return 1, _TICKS[unit]
-    raise ValueError(unit)
+from dpmic_dask.stats.timeticks import (
+    MAX_SECONDS,
+    UNITS,
+    arrow_ticks,
+    per_second,
+    seconds_of_ticks,
+)
 
 
 def holds_numbers(dtype) -> bool:
     """Whether ``dtype`` is a numeric dtype (integers, unsigned, floats of every
     flavour, pyarrow decimals): values that are times only in a unit."""
     return NumberKind().detects(dtype)
-
-
-def _reads_as_duration(value) -> bool:
-    """Whether ``value`` is a duration, or text with a unit that reads as one."""
-    if isinstance(value, (_dt.timedelta, np.timedelta64)):
-        return True
-    if not isinstance(value, str) or text_of_numbers(pd.Series([value])):
-        return False
-    try:
-        return pd.Timedelta(value) is not pd.NaT
-    except (TypeError, ValueError, OverflowError):
-        return False
-
-
-def _bare_numbers(series: pd.Series) -> bool:
-    """Whether some value of a text (or ``object``) column is a number written as
-    text, or a number: a duration without a unit."""
-    if not (is_object(series.dtype) or pd.api.types.is_string_dtype(series.dtype)):
-        return False
-    values = series.dropna()
-    numeric = values.map(lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool))
-    return bool(pd.to_numeric(values[numeric.astype(bool)].astype(str), errors="coerce")
-                .notna().any()) if len(values) else False
 
 
 def unit_hint(column, kind: str) -> str:
@@ -120,7 +83,7 @@ def _whole_units_within(lo: float, hi: float, unit: str) -> bool:
     exact arithmetic, so a bound on a multiple counts)."""
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return True  # refused by the request's checks, with their wording
-    multiply, divide = _per_second(unit)
+    multiply, divide = per_second(unit)
     step = Fraction(multiply, divide)
     return math.floor(Fraction(hi) / step) >= math.ceil(Fraction(lo) / step)
 
@@ -132,57 +95,8 @@ def _integer_span(dtype, unit: str) -> tuple[float, float] | None:
         info = np.iinfo(base)
     except (TypeError, ValueError):
         return None
-    multiply, divide = _per_second(unit)
+    multiply, divide = per_second(unit)
     return (float(info.min) * multiply / divide, float(info.max) * multiply / divide)
-
-
-def seconds_of_ticks(ticks: np.ndarray, unit: str, count: int = 1,
-                     null: np.ndarray | None = None) -> np.ndarray:
-    """int64 ``ticks`` of ``count * unit`` as float64 seconds (NaN where ``null``).
-
-    Whole seconds and the remainder are converted apart, so a nanosecond time
-    stamp keeps the precision a double has at its magnitude (about 2e-7 s now)."""
-    multiply, divide = _per_second(unit)
-    ticks = np.asarray(ticks, dtype=np.int64)
-    if null is not None and null.any():
-        ticks = np.where(null, 0, ticks)
-    if divide == 1:
-        out = ticks.astype(np.float64) * float(multiply * count)
-    else:
-        whole, rest = np.divmod(ticks, divide)
-        out = (whole.astype(np.float64) + rest.astype(np.float64) / divide) * count
-    if null is not None and null.any():
-        out[null] = np.nan
-    return out
-
-
-def exact_seconds(ticks: np.ndarray, unit: str) -> tuple[np.ndarray, np.ndarray]:
-    """int64 ``ticks`` of ``unit`` as int64 whole seconds and nanoseconds beyond
-    them (floored), exact for every unit: an instant's own numbers, whatever
-    unit holds it."""
-    multiply, divide = _per_second(unit)
-    ticks = np.asarray(ticks, dtype=np.int64)
-    if divide == 1:
-        return ticks * multiply, np.zeros_like(ticks)
-    whole, rest = np.divmod(ticks, divide)
-    return whole, rest * (10**9 // divide)
-
-
-def arrow_ticks(arr) -> tuple[np.ndarray, str, np.ndarray]:
-    """An Arrow array (or chunked array) of dates, time stamps or durations as
-    int64 ticks, their unit (``"D"`` for ``date32``) and where values are
-    missing. Nulls are filled in Arrow before the NumPy view: with a null,
-    pyarrow gives float64, which rounds tick counts past 2**53."""
-    kind = arr.type
-    null = np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-    if pa.types.is_date32(kind):
-        ticks, unit = pc.cast(pc.cast(arr, pa.int32()), pa.int64()), "D"
-    elif pa.types.is_date64(kind):
-        ticks, unit = pc.cast(arr, pa.int64()), "ms"
-    else:
-        ticks, unit = pc.cast(arr, pa.int64()), kind.unit
-    ints = np.asarray(pc.fill_null(ticks, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
-    return ints, unit, null
 
 
 @dataclass(frozen=True)
@@ -303,7 +217,7 @@ class TimeKind(ColumnKind):
                                                    f"{self._plural()}")
         if self.unit is not None and (getattr(dtype, "kind", "") in "iuf" or is_object(dtype)):
             numbers_ = float_axis(series)
-            multiply, divide = _per_second(self.unit)
+            multiply, divide = per_second(self.unit)
             return numbers_ * multiply / divide
         if self.unit is None and (holds_numbers(dtype) or (
                 is_object(dtype) and infers_numbers(series))):
@@ -311,7 +225,7 @@ class TimeKind(ColumnKind):
             raise column_error(series.name, dtype,
                                 f"holds numbers; a cast to {self.name} needs their unit: "
                                 f"{unit_hint(series.name, self.name)}")
-        if self.duration and _bare_numbers(series):
+        if self.duration and bare_numbers(series):
             # pandas reads a bare number of text as nanoseconds ("5" is 5 ns): a
             # unit is never guessed
             what = (f"holds numbers as text; a cast to {self.name} needs their unit: "
@@ -378,7 +292,7 @@ class TimeKind(ColumnKind):
                     f"(bounds = [0, 1]), or give {self._plural()} in ISO 8601") from None
             iso = "" if self.duration else " (text in ISO 8601: 2024-01-31)"
             other = ""
-            if not self.duration and _reads_as_duration(value):
+            if not self.duration and reads_as_duration(value):
                 other = ("; these read as durations: for a column of durations name its "
                          "kind (kinds={...: 'timedelta'}; in a job file kind = "
                          "\"timedelta\")")

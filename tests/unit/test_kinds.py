@@ -23,7 +23,7 @@ from dpmic_dask.stats.kinds import (
     format_bounds,
     register_kind,
 )
-from dpmic_dask.stats.timekind import seconds_of_ticks
+from dpmic_dask.stats.timeticks import seconds_of_ticks
 
 JAN_2024 = 1_704_067_200.0  # 2024-01-01 00:00:00 UTC in seconds since the epoch
 
