@@ -113,7 +113,11 @@ def listed_codes(series: pd.Series, categories: tuple, *, strict: bool = False) 
     index = _index(categories)
     dtype = series.dtype
     if isinstance(dtype, pd.CategoricalDtype):
-        if len(dtype.categories) and not _can_equal(dtype.categories, categories):
+        # a part without values (empty, or nulls only) codes every row as missing
+        # whatever its dtype's categories: only parts with values can be refused (a
+        # list chosen after the charge is checked, before it, on those parts alone)
+        if len(dtype.categories) and series.notna().any() \
+                and not _can_equal(dtype.categories, categories):
             # a Dask column's categories are known only here (its schema says
             # "unknown"): integer categories against a text list, or the reverse
             raise InvalidDataError(
@@ -155,7 +159,15 @@ def listed_codes(series: pd.Series, categories: tuple, *, strict: bool = False) 
                 "values as they are, or convert the column to one type (text: "
                 "s.astype(str))")
         per_value = index.get_indexer(uniques)
-        return np.where(codes >= 0, per_value[np.maximum(codes, 0)], MISSING).astype(np.int64)
+        found = np.where(codes >= 0, per_value[np.maximum(codes, 0)], MISSING).astype(np.int64)
+        if pd.api.types.infer_dtype(uniques, skipna=True) not in ("string", "integer"):
+            # a value equals a listed category only if it is of its type: True (== 1,
+            # and factorized with it) and 2.0 are not the integers 1 and 2, nor is any
+            # of them a text; looked at row by row in columns of mixed types only
+            other = ~np.fromiter((_of_a_listed_type(v, categories) for v in series),
+                                 dtype=bool, count=len(series))
+            found[other & (found >= 0)] = NOT_LISTED
+        return found
     codes = index.get_indexer(series).astype(np.int64)  # type: ignore[arg-type]
     codes[series.isna().to_numpy(dtype=bool)] = MISSING
     return codes
@@ -201,6 +213,14 @@ def _any_of_the_lists_type(uniques, listed: tuple) -> bool:
     if kind == "integer":
         return whole
     return any((text and isinstance(v, str)) or (whole and is_whole(v)) for v in uniques)
+
+
+def _of_a_listed_type(value, listed: tuple) -> bool:
+    """Whether ``value`` is of a type a listed category has (text for text; an
+    integer, not a bool, for an integer)."""
+    if isinstance(value, str):
+        return any(isinstance(c, str) for c in listed)
+    return is_whole(value) and any(is_whole(c) for c in listed)
 
 
 def _can_equal(present: pd.Index, listed: tuple) -> bool:

@@ -492,3 +492,38 @@ def test_categories_chosen_from_the_values_take_no_fill_value(fill):
                              categories={"c": "private"}, nulls="fill",
                              fill={"x": 0.5, "c": fill}, ledger=ledger)
     assert ledger.charges() == []
+
+
+def test_an_object_columns_values_equal_a_listed_category_only_of_its_type():
+    """Coded by Python equality, True was category 1 and 2.0 category 2 of a list
+    of integers (the docs, and fills, say values of another type are "other")."""
+    from dpmic_dask.stats.categorycodes import MISSING, NOT_LISTED, listed_codes
+
+    column = pd.Series([0, 1, 2, True, 2.0, "1", None, np.int64(1)], dtype=object)
+    assert list(listed_codes(column, (0, 1, 2))) == [0, 1, 2, NOT_LISTED, NOT_LISTED,
+                                                     NOT_LISTED, MISSING, 1]
+    text = pd.Series(["a", "b", 1, None], dtype=object)
+    assert list(listed_codes(text, ("a", "b"))) == [0, 1, NOT_LISTED, MISSING]
+
+
+def test_a_part_without_values_never_refuses_a_category_list_after_the_charge():
+    """A Dask category column of unknown categories with a part of nulls only whose
+    dtype lists text: the values that occur (integers, chosen before the charge)
+    were refused in that part after the charge ("categories of another type")."""
+    from dpmic_dask.privacy.accounting import Budget, InMemoryLedger
+
+    gen = np.random.default_rng(0)  # test data only
+    full = pd.DataFrame({"c": pd.Categorical(gen.integers(0, 3, 4000)),
+                         "amount": gen.normal(0, 1, 4000)})
+    nulls = pd.DataFrame({"c": pd.Categorical([None] * 50, categories=["x", "y"]),
+                          "amount": gen.normal(0, 1, 50)})
+
+    def unknown(frame):
+        part = dd.from_pandas(frame, npartitions=1)
+        return part.assign(c=part.c.cat.as_unknown())
+
+    ledger = InMemoryLedger({"d": Budget(10.0, 1e-5)})
+    result = dd.concat([unknown(full), unknown(nulls)]).dpmic.pairwise(
+        4.0, delta=1e-6, bounds={"amount": (-5, 5)}, columns=["c", "amount"],
+        categories={"c": "private"}, nulls="category", ledger=ledger, dataset="d")
+    assert len(ledger.charges("d")) == 1 and len(result.pairs) == 1
