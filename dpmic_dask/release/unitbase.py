@@ -104,7 +104,9 @@ def unit_privacy_statement(statement: str, units: UnitsPlan | tuple) -> str:
         f"with respect to adding or removing all rows of any one {who} "
         f"({unit_statement(unit, k)})",
     ).replace("about any one row beyond what the other rows already reveal",
-              f"about any one {who} beyond what the other units' rows already reveal")
+              f"about any one {who} beyond what the other units' rows already reveal"
+              ).replace("a category held by a single row is published",
+                        f"a category held by a single {who} is published")
     if said == statement:  # pragma: no cover - the row-level wording changed
         said = f"{statement} Neighbouring tables differ by all rows of one {who}."
     return said

@@ -401,3 +401,27 @@ def test_min_rows_given_per_unit_is_said_not_to_be_used():
         frame.dpmic.pairwise(1.0, min_rows=1000, ledger=ledger, **kwargs)
     frame.dpmic.pairwise(1.0, ledger=ledger, **kwargs)  # no warning (an error under pytest)
     assert len(ledger.charges()) == 2
+
+
+def test_a_per_unit_statement_says_the_bad_event_of_one_unit():
+    """Per unit, categories chosen from the values that occur publish one held by
+    a single unit (up to k rows) with the small probability in delta: the
+    statement said "a single row"."""
+    import warnings
+
+    from dpmic_dask.privacy.accounting import Budget
+
+    gen = np.random.default_rng(0)  # test data only
+    cid = np.repeat(np.arange(3000), 3)
+    frame = pd.DataFrame({"cid": cid, "region": gen.choice(["north", "south"], cid.size),
+                          "amount": gen.normal(0, 1, cid.size)})
+    ledger = InMemoryLedger({"d": Budget(10.0, 1e-5, privacy_unit="cid")})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = dd.from_pandas(frame, npartitions=2).dpmic.pairwise(
+            4.0, delta=1e-6, bounds={"amount": (-5, 5)}, columns=["region", "amount"],
+            categories={"region": "private"}, privacy_unit="cid", max_rows_per_unit=3,
+            ledger=ledger, dataset="d")
+    statement = result.privacy.statement
+    assert "a category held by a single cid is published" in statement
+    assert "held by a single row" not in statement
