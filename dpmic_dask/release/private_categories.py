@@ -146,6 +146,10 @@ def worst_case_lists(schema, private: dict, size: int = 2) -> dict:
             raise InvalidParameterError(
                 f"column {column!r} (dtype {dtypes[column]}) cannot have its categories chosen "
                 "from the values that occur: only string, category and integer columns can")
+        categories = getattr(dtypes[column], "categories", None)
+        if kind == "category" and categories is not None and len(categories) and \
+                pd.api.types.infer_dtype(categories, skipna=True) == "integer":
+            kind = "integer"  # a category dtype of integers: integer stand-ins
         lists[column] = placeholders(kind, size)
     return lists
 

@@ -527,3 +527,20 @@ def test_a_part_without_values_never_refuses_a_category_list_after_the_charge():
         4.0, delta=1e-6, bounds={"amount": (-5, 5)}, columns=["c", "amount"],
         categories={"c": "private"}, nulls="category", ledger=ledger, dataset="d")
     assert len(ledger.charges("d")) == 1 and len(result.pairs) == 1
+
+
+def test_a_category_dtype_of_integers_can_have_its_categories_chosen():
+    """``categories={"c": "private"}`` on a ``category`` column of integers was
+    refused ("must list integers": its stand-in list before the charge was
+    text), where an int64 column and ``private_categories`` took it."""
+    from dpmic_dask.privacy.accounting import Budget, InMemoryLedger
+
+    gen = np.random.default_rng(0)  # test data only
+    frame = pd.DataFrame({"c": pd.Categorical(gen.integers(0, 3, 4000)),
+                          "amount": gen.normal(0, 1, 4000)})
+    for data in (frame, dd.from_pandas(frame, npartitions=2)):
+        ledger = InMemoryLedger({"d": Budget(10.0, 1e-5)})
+        result = data.dpmic.pairwise(4.0, delta=1e-6, bounds={"amount": (-5, 5)},
+                                     columns=["c", "amount"], categories={"c": "private"},
+                                     ledger=ledger, dataset="d")
+        assert set(result.private_categories["c"]) <= {0, 1, 2}
