@@ -286,7 +286,7 @@ class DaskBackend(Backend):
         # materialise the frame's expression anyway)
         parts = guarded(columns, frame.to_delayed)
         *kept, extra = guarded(columns, dask.persist, *parts, extra)
-        kept_frame = dd.from_delayed(kept, meta=frame._meta, verify_meta=False)
+        kept_frame = self.from_partitions(kept, frame._meta)
         return kept_frame, run(extra, progress=False, columns=columns)
 
     def empty(self, frame):
@@ -302,7 +302,10 @@ class DaskBackend(Backend):
         return dask.delayed(fn, nout=nout, pure=True)(*args)
 
     def from_partitions(self, parts, meta):
-        return dd.from_delayed(parts, meta=meta, verify_meta=False)
+        with dask.config.set({"dataframe.convert-string": False}):
+            # the frame's own dtypes: an object column stays one (Dask would turn
+            # it into text: integers and booleans read as "1" and "True")
+            return dd.from_delayed(parts, meta=meta, verify_meta=False)
 
     def map_counts(self, counts: np.ndarray, fn) -> np.ndarray:
         if counts.shape[0] < 2:

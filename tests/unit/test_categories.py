@@ -544,3 +544,34 @@ def test_a_category_dtype_of_integers_can_have_its_categories_chosen():
                                      columns=["c", "amount"], categories={"c": "private"},
                                      ledger=ledger, dataset="d")
         assert set(result.private_categories["c"]) <= {0, 1, 2}
+
+
+def test_per_unit_the_values_that_occur_keep_an_object_columns_types():
+    """The kept rows of a release per unit were rebuilt by Dask with its text
+    conversion: an object column of integers chose ("0", "1", "2") where the row
+    level chose (0, 1, 2) (and the list could not be reused on the column), and
+    stray booleans, refused at row level, became the category "True". Per unit
+    reads the types the row level reads."""
+    import dask
+
+    from dpmic_dask.errors import InvalidDataError
+    from dpmic_dask.privacy.accounting import Budget, InMemoryLedger
+
+    gen = np.random.default_rng(0)  # test data only
+    n = 6000
+    codes = gen.integers(0, 3, n).astype(object)
+    frame = pd.DataFrame({"c": codes, "amount": gen.normal(0, 1, n), "u": np.arange(n)})
+    with dask.config.set({"dataframe.convert-string": False}):
+        ints = dd.from_pandas(frame, npartitions=2)
+        strays = dd.from_pandas(frame.assign(c=np.where(np.arange(n) < 600, True, codes)),
+                                npartitions=2)
+    args = dict(delta=1e-6, bounds={"amount": (-5, 5)}, columns=["c", "amount"],
+                categories={"c": "private"}, privacy_unit="u", max_rows_per_unit=1,
+                dataset="d")
+    ledger = InMemoryLedger({"d": Budget(10.0, 1e-5, privacy_unit="u")})
+    chosen = ints.dpmic.pairwise(4.0, ledger=ledger, **args).private_categories["c"]
+    assert chosen and all(isinstance(v, (int, np.integer)) for v in chosen)
+    spent = float(ledger.spent("d"))
+    with pytest.raises(InvalidDataError, match="holds a value of type bool"):
+        strays.dpmic.pairwise(4.0, ledger=ledger, **args)
+    assert float(ledger.spent("d")) == spent
