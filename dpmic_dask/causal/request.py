@@ -8,6 +8,7 @@ table a level may count. The release itself is
 
 from __future__ import annotations
 
+import datetime as _dt
 import math
 import numbers
 from collections.abc import Mapping
@@ -143,7 +144,16 @@ def time_kinds(dtypes, bounds) -> dict:
     names = list(dtypes.index) if hasattr(dtypes, "index") else list(dtypes)
     found = {}
     for name, pair in (bounds or {}).items() if isinstance(bounds, Mapping) else ():
-        if name not in names or reads_as_number(dtypes[name], pair):
+        if name not in names:
+            continue
+        if reads_as_number(dtypes[name], pair):
+            if isinstance(pair, (list, tuple)) and any(
+                    isinstance(v, (str, _dt.date, np.datetime64)) for v in pair):
+                raise InvalidParameterError(
+                    f"bounds[{name!r}] are dates or text, and column {name!r} holds "
+                    f"numbers (dtype {dtypes[name]}): the causal search reads times from "
+                    "columns of times only; convert epoch numbers first "
+                    "(pd.to_datetime(column, unit='s')), or give numbers as bounds")
             continue
         try:
             kind = column_kind(name, dtypes[name], bounds=pair)

@@ -634,3 +634,20 @@ def test_time_columns_are_read_as_seconds_like_their_numbers():
         graph = causal_graph(data, 10.0, bounds=bounds, ledger=ledger)
         assert frozenset(("day", "when")) in graph.skeleton
     assert len(ledger.charges()) == 2
+
+
+def test_dates_as_bounds_of_a_column_of_numbers_say_what_the_search_reads():
+    """Epoch numbers given dates as bounds were refused as "bounds must be a pair of
+    two finite real numbers", which did not say why (causal_graph casts no
+    numbers to times). The refusal says it, before the charge."""
+    from dpmic_dask.errors import InvalidParameterError
+    from dpmic_dask.privacy.accounting import InMemoryLedger
+
+    gen = np.random.default_rng(0)  # test data only
+    frame = pd.DataFrame({"t": (1.7e9 + gen.uniform(0, 1e7, 3000)).astype(int),
+                          "y": gen.normal(size=3000), "z": gen.normal(size=3000)})
+    ledger = InMemoryLedger(uncapped=True)
+    with pytest.raises(InvalidParameterError, match="reads times from columns of times only"):
+        frame.dpmic.causal_graph(1.0, bounds={"t": ("2023-01-01", "2025-01-01"),
+                                              "y": (-4, 4), "z": (-4, 4)}, ledger=ledger)
+    assert ledger.charges() == []
