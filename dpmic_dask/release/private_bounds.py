@@ -38,7 +38,8 @@ from dpmic_dask.stats.kinds import axis_arguments
 def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, refine=True,
                    nulls="raise", fill=None, ledger=None, dataset=None,
                    split_every=None, progress=None,
-                   label=None, privacy_unit=None, max_rows_per_unit=None) -> BoundsRelease:
+                   label=None, privacy_unit=None, max_rows_per_unit=None,
+                   kinds=None) -> BoundsRelease:
     """Estimate public-to-be bounds of ``columns`` with ``eps`` (pure DP), one charge.
 
     See :mod:`dpmic_dask.privacy.bounds` for the mechanism; ``docs/privacy.md`` for the proof.
@@ -53,6 +54,8 @@ def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, refine=Tr
     with different values is refused before anything is read).
     Columns of every kind (:mod:`dpmic_dask.stats.kinds`) are estimated on their axis
     (times: seconds since the epoch, UTC); the report prints them in their kind.
+    ``kinds`` names a column's kind where its dtype does not say it, as in
+    ``pairwise`` (``{"ts": ("timestamp", "s")}`` for epoch seconds).
 
     ``privacy_unit`` (a column or columns) with ``max_rows_per_unit = k``: privacy
     per unit -- at most ``k`` rows per unit are kept (a keyed hash, fresh key) and
@@ -68,12 +71,12 @@ def private_bounds(frame, eps, *, columns, coverage=0.99, domain=None, refine=Tr
         frame, eps, columns=columns, coverage=coverage, domain=domain, refine=refine,
         nulls=nulls, fill=fill, ledger=ledger, dataset=dataset, split_every=split_every,
         progress=progress, label=label, privacy_unit=privacy_unit,
-        max_rows_per_unit=max_rows_per_unit), ledger=ledger, dataset=dataset)
+        max_rows_per_unit=max_rows_per_unit, kinds=kinds), ledger=ledger, dataset=dataset)
 
 
 def _bounds_alone(frame, eps, *, columns, coverage, domain, refine, nulls, fill, ledger,
                   dataset, split_every, progress, label, privacy_unit,
-                  max_rows_per_unit) -> Staged[BoundsRelease]:
+                  max_rows_per_unit, kinds=None) -> Staged[BoundsRelease]:
     """:func:`private_bounds`, staged: the checks, the precheck and the first pass,
     the bill, then the noise and the refining pass."""
     backend = backend_for(frame)
@@ -83,7 +86,7 @@ def _bounds_alone(frame, eps, *, columns, coverage, domain, refine, nulls, fill,
     names = [columns] if isinstance(columns, str) else list(columns or ())
     unit = unit_arguments(backend.schema(frame), names, privacy_unit, max_rows_per_unit)
     axis = axis_arguments(backend.schema(frame), bounds=dict.fromkeys(names, (0.0, 1.0)),
-                          columns=names, fill=fill)
+                          columns=names, fill=fill, kinds=kinds)
     fill = axis.fill
     domain = axis.in_axis(domain)  # per-column domains given in each column's kind
     plan = plan_bounds(axis.schema, columns, coverage, domain, nulls, fill,

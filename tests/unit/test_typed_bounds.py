@@ -246,3 +246,18 @@ def test_one_domain_of_dates_for_every_column_of_dates():
     with pytest.raises(dm.InvalidParameterError, match="domain must be"):
         frame.dpmic.pairwise(eps=2.0, bounds="private", columns=["t", "x"], domain=pair,
                              ledger=InMemoryLedger(uncapped=True))
+
+
+def test_private_bounds_take_kinds_as_pairwise_does():
+    """``private_bounds`` had no ``kinds=``: epoch seconds could not be estimated as
+    times there, though ``pairwise(bounds="private", kinds=...)`` could."""
+    from dpmic_dask.privacy.accounting import InMemoryLedger
+
+    gen = np.random.default_rng(0)  # test data only
+    seconds = (1.7e9 + gen.uniform(0, 1e7, 40_000)).astype(int)
+    found = dm.private_bounds(dd.from_pandas(pd.DataFrame({"t": seconds}), npartitions=2),
+                              2.0, columns=["t"], kinds={"t": ("timestamp", "s")},
+                              ledger=InMemoryLedger(uncapped=True))
+    lo, hi = found.bounds["t"]
+    assert lo <= seconds.min() + 1e5 and hi >= seconds.max() - 1e5
+    assert found.formatted("t").endswith("UTC]")
