@@ -87,6 +87,21 @@ def prepare_folder(folder, name: str) -> Path:
     return folder
 
 
+def _csv_numbers(job) -> dict:
+    """The CSV columns read as float64 whatever their first rows hold: those with
+    public bounds of numbers and no other kind. Dask infers a column's type from
+    the first block, so integers there and an empty cell in a later file
+    ("int64 found float64") failed the run, said as a value that does not convert;
+    the release reads them as doubles in any case."""
+    numbers = {}
+    for column, bounds in job.bounds.items():
+        kind = job.kinds.get(column, {}).get("kind")
+        if kind in (None, "number") and isinstance(bounds, (list, tuple)) and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds):
+            numbers[column] = "float64"
+    return numbers
+
+
 def load_input(job):
     """The job's table as a Dask DataFrame (schema only until computed)."""
     columns = list(job.bounds) + list(job.privacy_unit or ())  # the unit is read, never released
@@ -99,7 +114,8 @@ def load_input(job):
         failure = None
         try:
             if job.input_format == "csv":
-                frame = dd.read_csv(list(job.input_paths), blocksize="64MB")
+                frame = dd.read_csv(list(job.input_paths), blocksize="64MB",
+                                    dtype=_csv_numbers(job))
             else:
                 frame = dd.read_parquet(list(job.input_paths))
         except Exception as exc:  # noqa: BLE001 - readers raise many types; report the kind only
