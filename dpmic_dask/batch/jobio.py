@@ -94,11 +94,11 @@ def _csv_numbers(job) -> dict:
     ("int64 found float64") failed the run, said as a value that does not convert;
     the release reads them as doubles in any case."""
     numbers = {}
-    for column, bounds in job.bounds.items():
-        kind = job.kinds.get(column, {}).get("kind")
+    for name, bounds in job.bounds.items():
+        kind = job.kinds.get(name, {}).get("kind")
         if kind in (None, "number") and isinstance(bounds, (list, tuple)) and all(
                 isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds):
-            numbers[column] = "float64"
+            numbers[name] = "float64"
     return numbers
 
 
