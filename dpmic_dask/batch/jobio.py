@@ -27,6 +27,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError, S
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.pool import NullPool
 
+from dpmic_dask.batch.jobmodel import job_schema
 from dpmic_dask.errors import DPMICError, UnavailableError
 from dpmic_dask.privacy.ledgerdb import connect_reason
 from dpmic_dask.stats.kindbase import CLOCK_WORDS
@@ -128,7 +129,8 @@ def load_input(job):
 
     problem: DPMICError | None = None
     try:
-        meta = _sql_meta(job.sql_url, job.sql_table, job.sql_query, columns, job.input_timeout)
+        meta = _sql_meta(job.sql_url, job.sql_table, job.sql_query, columns, job.input_timeout,
+                         assumed=job_schema(job))
     except SQLAlchemyError as exc:
         problem = _sql_failure(exc, "input")
     except (ValueError, OSError) as exc:
@@ -214,7 +216,8 @@ def _require_columns(available, wanted) -> None:
         raise JobIOError(f"the input has no column(s) {missing} named in [columns]")
 
 
-def _sql_meta(url, table, query, columns, timeout=SQL_TIMEOUT) -> pd.DataFrame:
+def _sql_meta(url, table, query, columns, timeout=SQL_TIMEOUT,
+              assumed: dict | None = None) -> pd.DataFrame:
     """An empty frame with the input's columns and dtypes, from the schema only.
 
     Table columns take the dtype of their declared type (:func:`sql_dtype`:
@@ -223,8 +226,10 @@ def _sql_meta(url, table, query, columns, timeout=SQL_TIMEOUT) -> pd.DataFrame:
     ``interval`` -> timedelta64, anything else -> object); every partition is
     read in them. A query's columns take the types its driver reports for an
     empty result (PostgreSQL's type codes, :data:`PG_TYPES`); where it reports
-    none, they are assumed numeric, and a value that is not is reported by column
-    name when the data is counted.
+    none (SQLite), the type the job's own declarations give (``assumed``,
+    :func:`~dpmic_dask.batch.jobmodel.job_schema`: dates for date bounds, text
+    for categories, else numbers), and a value that is not of it is reported by
+    column name when the data is counted.
     """
     if table:
         with sql_engine(url, timeout).connect() as conn:
@@ -235,8 +240,22 @@ def _sql_meta(url, table, query, columns, timeout=SQL_TIMEOUT) -> pd.DataFrame:
     empty, codes = _read_sql(url, None, query, columns, limit=0, timeout=timeout,
                              type_codes=True)
     _require_columns(list(empty.columns), columns)
-    return pd.DataFrame({c: pd.Series(dtype=PG_TYPES.get(codes.get(c), "float64"))
+    guess = {name: _reported(dtype) for name, dtype in (assumed or {}).items()}
+    return pd.DataFrame({c: pd.Series(dtype=PG_TYPES.get(codes.get(c), guess.get(c, "float64")))
                          for c in columns})
+
+
+def _reported(dtype) -> str:
+    """A job's declared dtype as the dtype a query's column is read in (times in
+    microseconds, as :data:`PG_TYPES` reads them; text as text)."""
+    name = str(dtype)
+    if name.startswith("datetime64"):
+        return "datetime64[us]"
+    if name.startswith("timedelta64"):
+        return "timedelta64[us]"
+    if name == "bool":  # nullable: a NULL stays missing, never False
+        return "boolean"
+    return "object" if name == "object" else name
 
 
 #: PostgreSQL type codes (OIDs) of a query's columns -> the dtype they are read in.

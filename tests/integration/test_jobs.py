@@ -348,5 +348,5 @@ def test_private_bounds_in_a_job_file(setup):
     ran = invoke("run", both, "--run-id", "pb-2")
     assert ran.exit_code == 0, ran.output
     record = SQLLedger(ledger).history("d")[-1]
-    assert record.mechanism == "bounds-hist+micr-lap" and "top 1 by MICr" in record.description
+    assert record.mechanism == "bounds-hist+NoisyTopK+micr-lap" and "top 1 by MICr" in record.description
     assert len(pd.read_parquet(tmp_path / "out" / "run-pb-2--nightly.parquet")) == 1

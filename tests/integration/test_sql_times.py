@@ -120,3 +120,17 @@ def test_conform_reads_times_and_iso_text_and_refuses_numbers():
         with pytest.raises(JobIOError, match="ISO 8601") as info:
             conform(pd.DataFrame({"ts": ["2024-02-01", word]}), {"ts": "datetime64[us]"})
         assert word not in str(info.value).lower().replace("know", "")
+
+
+def test_a_query_column_without_a_reported_type_takes_the_jobs_declared_kind(tmp_path):
+    """SQLite reports no type for a query's columns: they were assumed numeric, so
+    a column of dates with date bounds was refused as "bounds must be two finite
+    real numbers". The job's own declarations give the type (dates here)."""
+    job, ledger = _warehouse(tmp_path, _iso)
+    text = job.read_text()
+    job.write_text(text.replace('sql_table = "t"', 'sql_query = "SELECT x, ts FROM t"'))
+    assert "sql_query" in job.read_text()
+    result = invoke("run", job, "--run-id", "r1")
+    assert result.exit_code == 0, result.output
+    out = pd.concat(pd.read_parquet(f) for f in sorted((tmp_path / "out").rglob("*.parquet")))
+    assert float(out.mic.iloc[0]) > 0.6
