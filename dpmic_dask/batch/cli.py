@@ -211,7 +211,8 @@ def _check_input_schema(job):
 run_id_help = ("Idempotency key (e.g. the schedule's logical date), per dataset and job: "
                "a run id that already charged is never charged again; its journaled "
                "values are delivered if they were not, or if the output lost them. "
-               "1-128 letters, digits and ._:+-")
+               "Without it every call is a new release under a fresh id, charged again: "
+               "a scheduler should pass one. 1-128 letters, digits and ._:+-")
 
 
 @main.command()

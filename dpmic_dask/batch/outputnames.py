@@ -87,7 +87,10 @@ def undeliverable(job, run_id: str, reason: str, *, missing: str | None = None,
         failed = (f"run {run_id!r} was released and delivered to {describe_output(job)}, "
                   f"but {missing}, and it cannot be written again: {reason}")
     if advice is None:
-        advice = (f"once the output can be written, run the same 'dpmic run' again or "
-                  f"'dpmic deliver {job.source} --run-id {run_id}' (nothing more is charged)")
+        # the run id named: a run without --run-id had a fresh one, and the same
+        # command again would be a new release, charged again
+        advice = (f"once the output can be written, run 'dpmic run {job.source} --run-id "
+                  f"{run_id}' or 'dpmic deliver {job.source} --run-id {run_id}' (with this "
+                  "run id nothing more is charged)")
     return DeliveryError(f"{failed}. The released values are kept in the ledger's journal; "
                          f"{advice}", reason)

@@ -96,6 +96,28 @@ def test_a_full_disk_keeps_the_release_and_a_retry_writes_it(env, monkeypatch):
     assert len(history(ledger)) == 1
 
 
+def test_a_full_disk_without_a_run_id_names_the_run_id_its_retry_needs(env, monkeypatch):
+    """Without --run-id a run has a fresh id: its advice "run the same 'dpmic run'
+    again (nothing more is charged)" charged a second release when followed. The
+    advice names the run id; following it delivers without a charge."""
+    tmp_path, ledger, job = env
+    real = pd.DataFrame.to_parquet
+
+    def disk_full(self, path, *args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", disk_full)
+    failed = invoke("run", job())
+    assert failed.exit_code == Exit.OUTPUT, failed.output
+    (row,) = history(ledger)
+    said = re.search(r"run 'dpmic run (\S+) --run-id ([^' ]+)'", failed.output)
+    assert said is not None and said.group(2) == row["run_id"], failed.output
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", real)
+    again = invoke("run", said.group(1), "--run-id", said.group(2))
+    assert again.exit_code == 0, again.output
+    assert [r["release"] for r in history(ledger)] == ["delivered"]
+
+
 def test_no_copy_of_the_values_stays_behind_an_interrupted_or_killed_write(env, monkeypatch):
     """SIGINT while the output is written removes the half-written temporary copy
     (before, only an OSError did); a copy left by a writer that was killed
