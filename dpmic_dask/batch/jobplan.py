@@ -105,22 +105,39 @@ def job_selection(job: Job, legacy: bool = False) -> dict | None:
 
 
 def job_fingerprints(job: Job) -> tuple[str, ...]:
-    """The fingerprints a journaled run of ``job`` may hold: today's, and for a
-    ``[select]`` job the one that held the task memory in force (runs charged
-    before it was left out)."""
-    if job.select_rule is None:
-        return (job_fingerprint(job),)
-    return job_fingerprint(job), job_fingerprint(job, legacy=True)
+    """The fingerprints a journaled run of ``job`` may hold: today's; the older
+    form, of the values as written and the output (runs charged before numbers
+    were read by value and the output left out); and for a ``[select]`` job both
+    with the task memory in force (runs charged before it was left out)."""
+    found = [job_fingerprint(job), job_fingerprint(job, older=True)]
+    if job.select_rule is not None:
+        found += [job_fingerprint(job, legacy=True),
+                  job_fingerprint(job, legacy=True, older=True)]
+    return tuple(dict.fromkeys(found))
 
 
-def job_fingerprint(job: Job, legacy: bool = False) -> str:
-    """A hash of what one run of ``job`` releases and where it goes: the dataset,
-    the input, the columns with their bounds and fills, the privacy parameters,
-    the statistics, the selection and the output. Two job files that share a
-    run key ``(dataset, name, run id)`` but differ in any of these have different
-    fingerprints. The job's name, cluster and ledger are not part of it. Paths
-    are made absolute (the same relative path from another folder is another
-    input or output)."""
+def _by_value(content):
+    """``content`` with every integer (not a bool) as the float it equals: ``eps =
+    1`` and ``eps = 1.0`` in a job file are one release."""
+    if isinstance(content, dict):
+        return {key: _by_value(value) for key, value in content.items()}
+    if isinstance(content, (list, tuple)):
+        return [_by_value(value) for value in content]
+    if isinstance(content, int) and not isinstance(content, bool):
+        return float(content)
+    return content
+
+
+def job_fingerprint(job: Job, legacy: bool = False, older: bool = False) -> str:
+    """A hash of what one run of ``job`` releases: the dataset, the input, the
+    columns with their bounds and fills, the privacy parameters, the statistics
+    and the selection, numbers by value (``1`` and ``1.0`` alike). Two job files
+    that share a run key ``(dataset, name, run id)`` but differ in any of these
+    have different fingerprints. The job's name, cluster, ledger and output are
+    not part of it (an output moved after a lost disk still delivers the run's
+    kept values). Paths are made absolute (the same relative path from another
+    folder is another input). ``older``: the form runs were charged with before
+    (numbers as written, and the output)."""
     def local(path):
         return path if path is None or "://" in path else os.path.abspath(path)
 
@@ -141,9 +158,10 @@ def job_fingerprint(job: Job, legacy: bool = False) -> str:
                        if job.privacy_unit is not None else {})},
         "statistics": list(job.statistics),
         "select": job_selection(job, legacy),
-        "output": {"path": local(job.output_path), "format": job.output_format,
-                   "sql_url": job.output_sql_url, "sql_table": job.output_sql_table},
     }
+    if older:
+        content["output"] = {"path": local(job.output_path), "format": job.output_format,
+                             "sql_url": job.output_sql_url, "sql_table": job.output_sql_table}
     if job.causal is not None:  # absent: fingerprints of older jobs unchanged
         content["causal"] = job.causal
     if job.bounds_options:  # absent: fingerprints of older jobs unchanged
@@ -152,5 +170,5 @@ def job_fingerprint(job: Job, legacy: bool = False) -> str:
         content["bounds"] = {"check": job.bounds_check}
     if job.kinds or job.min_rows is not None:  # absent: fingerprints of older jobs unchanged
         content["kinds"] = {"columns": job.kinds, "min_rows": job.min_rows}
-    text = json.dumps(content, sort_keys=True, default=repr)
+    text = json.dumps(content if older else _by_value(content), sort_keys=True, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()

@@ -135,6 +135,36 @@ def test_another_job_with_the_same_key_is_refused_not_settled(env):
     assert again.exit_code == 0 and "already released and delivered" in again.output
 
 
+def test_the_same_release_written_otherwise_or_moved_elsewhere_settles(env):
+    """``eps = 1`` for ``eps = 1.0`` (or an output moved after a lost disk) made a
+    paid run "a different job", whose advice was a new run id: a second charge for
+    a release kept in the journal. Numbers are read by value and the output is not
+    part of the job: the rerun delivers the kept values to the new output, nothing
+    charged. A run charged with the older fingerprint settles too."""
+    from dpmic_dask.batch.jobplan import job_fingerprint
+
+    tmp_path, ledger, job = env
+    path = job()
+    assert invoke("run", path, "--run-id", "r").exit_code == 0
+    (tmp_path / "out" / "run-r--nightly.parquet").unlink()
+    text = path.read_text()
+    assert "eps = 1.0" in text
+    path.write_text(text.replace("eps = 1.0", "eps = 1").replace(
+        f'"{tmp_path / "out"}"', f'"{tmp_path / "moved"}"'))
+    again = invoke("run", path, "--run-id", "r")
+    assert again.exit_code == 0, again.output
+    assert run_files(tmp_path / "moved") == ["run-r--nightly.parquet"]
+    assert len(history(ledger)) == 1
+    assert invoke("run", path, "--run-id", "s").exit_code == 0
+    with sqlite3.connect(tmp_path / "ledger.db") as conn:  # as an older version kept it
+        conn.execute("UPDATE dpmic_release_journal SET fingerprint = ? WHERE run_id = 's'",
+                     (job_fingerprint(load_job(path), older=True),))
+    (tmp_path / "moved" / "run-s--nightly.parquet").unlink()
+    settled = invoke("run", path, "--run-id", "s")
+    assert settled.exit_code == 0 and "delivered its journaled values" in settled.output
+    assert len(history(ledger)) == 2
+
+
 def test_another_job_never_writes_an_undelivered_release(env, monkeypatch):
     tmp_path, ledger, job = env
     a, b = two_teams(tmp_path, job)
