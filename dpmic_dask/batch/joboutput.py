@@ -55,6 +55,8 @@ from dpmic_dask.batch.outputrows import (
     _sql_types,
     declared,
     expected_columns,
+    missing_columns,
+    probe_row,
     result_rows,  # noqa: F401  (re-exported)
 )
 from dpmic_dask.batch.pageledger import harmless
@@ -137,21 +139,6 @@ def _fits(kind, declared) -> bool:
     return declared is float or (kind is int and declared is int)
 
 
-def probe_row(job, run_id: str | None = None) -> dict:
-    """A row as wide as this job's rows can be: its longest column name as ``x``
-    and ``y``, its names and run id, and the extreme values of each numeric kind
-    (no data value)."""
-    longest = max(job.bounds, key=len) if job.bounds else "x"
-    texts = {"run_id": run_id or uuid.uuid4().hex, "released_at": "2026-01-01T00:00:00+00:00",
-             "job": job.name, "dataset": job.dataset, "x": longest, "y": longest,
-             "mechanism": max((job.mechanism, "micr-gauss"), key=len),
-             "statistic": max(job.statistics, key=len), "cost_unit": "epsilon",
-             "charge_id": uuid.uuid4().hex}
-    extreme = {int: 2**63 - 1, float: 1.7976931348623157e308}
-    return {name: texts.get(name, "") if kind is str else extreme[kind]
-            for name, kind in expected_columns(job).items()}
-
-
 def _probe_insert(conn, table: str, job, run_id: str | None) -> None:
     """Insert :func:`probe_row` into the existing ``table`` and roll it back; refuse
     naming the first column that cannot take its value (width, precision, range)."""
@@ -168,8 +155,18 @@ def _probe_insert(conn, table: str, job, run_id: str | None) -> None:
             savepoint.rollback()
         return True
 
+    empty = missing_columns(job)
     if fits(row):
-        return
+        if not empty or fits({**row, **dict.fromkeys(empty)}):
+            return
+        for name in empty:  # NOT NULL on a column this job may leave empty
+            if not fits({**row, name: None}):
+                raise JobIOError(
+                    f"SQL table {table!r}: column {name!r} cannot be empty (NOT NULL), and "
+                    "this job leaves it empty on some rows (Kendall's tau of a pair with a "
+                    "categorical column, ci95 of micr-geom, bounds given as dates); "
+                    "nothing was charged")
+        raise JobIOError(f"SQL table {table!r} cannot take this job's rows; nothing was charged")
     plain = {name: "a" if isinstance(value, str) else 0 for name, value in row.items()}
     for name in row:
         if not fits({**plain, name: row[name]}):

@@ -7,6 +7,7 @@ takes. Where the rows go is :mod:`dpmic_dask.batch.joboutput`.
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +49,48 @@ def expected_columns(job) -> dict:
                         "x_bounds": str, "y_bounds": str})
     columns["charge_id"] = str
     return columns
+
+
+def probe_row(job, run_id: str | None = None) -> dict:
+    """A row as wide as this job's rows can be: its longest column name as ``x``
+    and ``y``, its names and run id, and the extreme values of each numeric kind
+    (no data value)."""
+    longest = max(job.bounds, key=len) if job.bounds else "x"
+    texts = {"run_id": run_id or uuid.uuid4().hex, "released_at": "2026-01-01T00:00:00+00:00",
+             "job": job.name, "dataset": job.dataset, "x": longest, "y": longest,
+             "mechanism": max((job.mechanism, "micr-gauss"), key=len),
+             "statistic": max(job.statistics, key=len), "cost_unit": "epsilon",
+             "charge_id": uuid.uuid4().hex}
+    extreme = {int: 2**63 - 1, float: 1.7976931348623157e308}
+    return {name: texts.get(name, "") if kind is str else RANGES.get(name, extreme[kind])
+            for name, kind in expected_columns(job).items()}
+
+
+#: Released values whose range is known, probed at an end of it (``mic`` is clamped
+#: to [0, 1], ``tau_a`` to [-1, 1]: a table may rightly check that).
+RANGES = {"mic": 1.0, "tau_a": -1.0}
+
+
+def missing_columns(job) -> list:
+    """The columns this job's rows may leave empty (NULL in a table): Kendall's tau
+    of a pair with a categorical column, ``ci95`` of ``micr-geom``, the bounds of
+    columns whose bounds are not numbers (dates: written in the job file)."""
+    columns = expected_columns(job)
+    out = []
+    if any(isinstance(b, dict) for b in job.bounds.values()):  # a categorical column
+        out += [name for name in columns
+                if name.startswith("tau_a") and name != "tau_a_within_noise"]
+        out += ["nonlinearity"] if "nonlinearity" in columns else []
+    if job.mechanism == "micr-geom":
+        out.append("ci95")
+    if "x_lo" in columns and any(not _numbers_or_private(b) for b in job.bounds.values()):
+        out += ["x_lo", "x_hi", "y_lo", "y_hi"]
+    return out
+
+
+def _numbers_or_private(bounds) -> bool:
+    return bounds == "private" or (isinstance(bounds, (list, tuple)) and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds))
 
 
 #: pandas dtypes of the column kinds (an empty column would otherwise be float64).

@@ -619,3 +619,34 @@ def test_deliver_to_a_folder_never_replaces_another_release_and_reruns_then_sett
     assert retry.exit_code == Exit.OK, retry.output
     assert "already released and delivered to" in retry.output and "elsewhere" in retry.output
     assert len(SQLLedger(ledger).history("d")) == 1
+
+
+@pytest.mark.parametrize("constraint, refused", [("tau_a REAL NOT NULL", True),
+                                                 ("tau_a REAL", False)])
+def test_an_output_table_that_cannot_take_an_empty_tau_is_refused_before_the_charge(
+        env, constraint, refused):
+    """Kendall's tau of a pair with a categorical column is empty (NULL): a table
+    declaring it NOT NULL passed the probe (a value in every column) and the run
+    failed after its charge, again at every retry. Refused before the charge; a
+    CHECK that mic lies in [0, 1] (it is clamped there) is not refused."""
+    from dpmic_dask.batch.outputrows import expected_columns
+
+    tmp_path, ledger, job = env
+    sql = f"sqlite:///{tmp_path / 'out.db'}"
+    path = job(replace={'c = { bounds = [0, 1] }': 'note = { categories = ["x", "y"] }',
+                        f'path = "{tmp_path / "out"}"': f'sql_url = "{sql}"\nsql_table = "rel"',
+                        "eps = 1.0": 'eps = 1.0\nstatistics = ["mic", "tau_a"]'})
+    kinds = {str: "TEXT", int: "INTEGER", float: "REAL"}
+    declared = [f"{name} {kinds[kind]}" for name, kind in
+                expected_columns(load_job(path)).items() if name != "tau_a"]
+    with sqlite3.connect(tmp_path / "out.db") as conn:
+        conn.execute(f"CREATE TABLE rel ({', '.join(declared)}, {constraint}, "
+                     "CHECK (mic BETWEEN 0 AND 1))")
+    result = invoke("run", path, "--run-id", "r")
+    if refused:
+        assert result.exit_code == Exit.INVALID, result.output
+        assert "column 'tau_a' cannot be empty (NOT NULL)" in result.output
+        assert history(ledger) == []
+    else:
+        assert result.exit_code == 0, result.output
+        assert len(pd.read_sql_table("rel", create_engine(sql))) == 3
