@@ -111,7 +111,7 @@ def load_input(job):
             if "://" not in pattern and not glob.glob(pattern, recursive=True):
                 raise JobIOError(f"cannot open input {pattern!r}: no such file")
         if job.input_format == "csv":
-            _refuse_duplicated_headers(list(job.input_paths))
+            _refuse_duplicated_headers(list(job.input_paths), set(map(str, columns)))
         failure = None
         try:
             if job.input_format == "csv":
@@ -186,10 +186,12 @@ def sql_ranges(column, bounds, partitions):
     return [(column, edges[k], edges[k + 1]) for k in range(partitions)]
 
 
-def _refuse_duplicated_headers(paths) -> None:
+def _refuse_duplicated_headers(paths, named=()) -> None:
     """Refuse CSV files whose header names a column twice: the reader would rename
     the second one (``a.1``) and a job naming ``a`` would silently read the first.
-    Only the header line is read (a header is schema, not data)."""
+    Only the first line is read. It is quoted only where it repeats one of the
+    job's own column names (``named``): a file without a header has a row of data
+    there."""
     try:
         files = fsspec.open_files(paths, mode="rt", compression="infer", newline="")
     except Exception:  # noqa: BLE001 - the reader below reports an unopenable input
@@ -203,9 +205,11 @@ def _refuse_duplicated_headers(paths) -> None:
         seen: set[str] = set()
         for name in header:  # empty names are read as distinct "Unnamed: i" columns
             if name and name in seen:
-                raise JobIOError(f"the CSV input {opened.path!r} names column {name!r} more "
-                                 "than once in its header: rename or drop one (nothing was "
-                                 "charged)")
+                which = (f"names column {name!r}" if name in named else
+                         "names one column (not one of the job's)")
+                raise JobIOError(f"the CSV input {opened.path!r} {which} more than once in "
+                                 "its header (its first line: a file needs one): rename or "
+                                 "drop one (nothing was charged)")
             seen.add(name)
 
 

@@ -213,6 +213,22 @@ def test_csv_input_with_a_duplicated_header_name_is_refused(setup, tmp_path):
     assert SQLLedger(ledger).history("d") == []
 
 
+def test_a_csv_without_a_header_never_has_its_first_row_quoted(setup, tmp_path):
+    """A CSV file without a header has data on its first line: a value repeated
+    there was quoted as "names column 'SECRET123' more than once". Only the job's
+    own column names are quoted."""
+    _, ledger, job = setup
+    (tmp_path / "csvin").mkdir()
+    (tmp_path / "csvin" / "data.csv").write_text("SECRET123,SECRET123,1.5\n1,2,3\n")
+    path = job(replace={f"{tmp_path / 'in'}/*.parquet": f"{tmp_path}/csvin/*.csv"})
+    for command in (["run", path, "--run-id", "r1"], ["validate", "--schema", path]):
+        result = invoke(*command)
+        assert result.exit_code == Exit.INVALID, result.output
+        assert "more than once in its header" in result.output
+        assert "SECRET123" not in result.output
+    assert SQLLedger(ledger).history("d") == []
+
+
 def test_verbose_logs_the_charge_after_it_is_committed(setup, monkeypatch):
     import logging
 
