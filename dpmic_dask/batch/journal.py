@@ -223,7 +223,16 @@ class JournaledRun:
                 self._undone = True
                 raise
             # the charge stays even if its values cannot be kept (never refunded)
-            cur.execute("ROLLBACK TO SAVEPOINT dpmic_journal")
+            try:
+                cur.execute("ROLLBACK TO SAVEPOINT dpmic_journal")
+            except opened.ledger._db.errors as lost:
+                # the connection itself is gone, before any COMMIT: the database rolls
+                # the open transaction back, charge and all
+                self._undone = True
+                raise LedgerError(
+                    f"the ledger connection was lost before the charge was committed "
+                    f"({type(lost).__name__}): nothing was charged and nothing released; "
+                    "run again with the same run id once the ledger is reachable") from None
             self._commit_open(opened)
             if isinstance(exc, opened.ledger._db.errors):
                 if opened.ledger._db.is_full(exc):

@@ -469,6 +469,34 @@ def test_a_commit_that_fails_shows_nothing_read_off_the_noise(env, monkeypatch):
     assert notices
 
 
+def test_a_ledger_lost_while_the_charge_is_open_charged_nothing_and_says_so(env, monkeypatch):
+    """The ledger's connection lost between the charge and its commit (a database
+    restarted): "unexpected OperationalError", exit 1, which the failure table
+    reads as "the charge stays". The database rolls the open transaction back:
+    exit 4, nothing charged, and the same run id releases once it is back."""
+    from dpmic_dask.privacy.ledgerrun import OpenCharge
+
+    _, ledger, job = env
+    path = job()
+    real = OpenCharge.sql
+
+    def lost(self, text):
+        if "dpmic_release_journal" in text:
+            self.cur.connection.close()  # the server went away
+        return real(self, text)
+
+    monkeypatch.setattr(OpenCharge, "sql", lost)
+    failed = invoke("run", path, "--run-id", "r")
+    assert failed.exit_code == Exit.LEDGER, failed.output
+    assert "lost before the charge was committed" in failed.output
+    assert "nothing was charged" in failed.output
+    assert SQLLedger(ledger).history("d") == []
+    monkeypatch.undo()
+    again = invoke("run", path, "--run-id", "r")
+    assert again.exit_code == Exit.OK, again.output
+    assert len(SQLLedger(ledger).history("d")) == 1
+
+
 # ---------------------------------------------------------------- tampered ledgers
 
 
