@@ -32,8 +32,9 @@ from dpmic_dask.batch.jobfile import JobError
 from dpmic_dask.batch.jobio import JobIOError, prepare_folder
 from dpmic_dask.batch.jobplan import job_cost, job_release_plan
 from dpmic_dask.batch.jobs import load_job
+from dpmic_dask.batch.outputnames import retarget
 from dpmic_dask.batch.pageledger import redacted
-from dpmic_dask.batch.runner import deliver_job, retarget, run_job
+from dpmic_dask.batch.runner import deliver_job, run_job
 from dpmic_dask.batch.runpage import rebuild
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError, UnusedParameterWarning
 from dpmic_dask.release.charge import warn_large_epsilon

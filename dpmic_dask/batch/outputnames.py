@@ -4,6 +4,7 @@ release that could not be written. No data value is named."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dpmic_dask.batch.jobio import JobIOError
-from dpmic_dask.errors import DPMICError
+from dpmic_dask.errors import DPMICError, InvalidParameterError
 
 
 class DeliveryError(DPMICError):
@@ -94,3 +95,28 @@ def undeliverable(job, run_id: str, reason: str, *, missing: str | None = None,
                   "run id nothing more is charged)")
     return DeliveryError(f"{failed}. The released values are kept in the ledger's journal; "
                          f"{advice}", reason)
+
+
+def retarget(job, *, folder=None, sql_url=None, sql_table=None):
+    """``job`` with another output (``dpmic deliver --to``/``--to-sql``): a folder
+    (in the job's file format), or a SQL URL and table; ``job`` itself when none
+    is given (a run is identified by what it releases, never by its output)."""
+    if folder is None and sql_url is None:
+        if sql_table is not None:
+            raise InvalidParameterError("--table goes with --to-sql")
+        return job
+    if folder is not None and sql_url is not None:
+        raise InvalidParameterError("give --to (a folder) or --to-sql (a table), not both")
+    if folder is not None:
+        if sql_table is not None:
+            raise InvalidParameterError("--table goes with --to-sql, not with --to")
+        fmt = job.output_format if job.output_path else "parquet"
+        return dataclasses.replace(job, output_path=str(folder), output_format=fmt,
+                                   output_sql_url=None, output_sql_table=None)
+    if job.causal is not None:
+        raise InvalidParameterError("a [causal] run writes files: deliver it with --to "
+                                    "(a folder), not to a SQL table")
+    if not sql_table or not sql_table.strip():
+        raise InvalidParameterError("--to-sql needs --table (the table to write)")
+    return dataclasses.replace(job, output_path=None, output_sql_url=sql_url,
+                               output_sql_table=sql_table)

@@ -21,7 +21,6 @@ A failure in 6 keeps the release in the journal (:class:`DeliveryError`).
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Callable
 
@@ -303,8 +302,7 @@ def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, prog
     where = _deliver(job, ledger, entry, echo, result)
     if job.causal is not None:
         echo(released_sentence(result, run_id, where))
-        echo(f"remaining budget of {job.dataset!r}: {remaining_words(ledger, job.dataset)}")
-        echo(forecast(ledger, job.dataset, cost).sentence(f"of job {job.name!r}"))
+        _budget_lines(job, ledger, cost, echo)
         return
     echo(f"run {run_id}: released {len(result.pairs)} pairs "
          f"({result.mechanism}, eps={result.epsilon:g}) to {where}")
@@ -323,38 +321,28 @@ def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, prog
     if result.bounds_check is not None:  # [bounds] check: what the noisy histograms say
         for line in result.bounds_check.lines():
             echo(line)
-    echo(f"remaining budget of {job.dataset!r}: {remaining_words(ledger, job.dataset)}")
-    echo(forecast(ledger, job.dataset, cost).sentence(f"of job {job.name!r}"))
+    _budget_lines(job, ledger, cost, echo)
 
 
-def retarget(job, *, folder=None, sql_url=None, sql_table=None):
-    """``job`` with another output (``dpmic deliver --to``/``--to-sql``): a folder
-    (in the job's file format), or a SQL URL and table; ``job`` itself when none
-    is given. The job file's own output stays what identifies its runs."""
-    if folder is None and sql_url is None:
-        if sql_table is not None:
-            raise InvalidParameterError("--table goes with --to-sql")
-        return job
-    if folder is not None and sql_url is not None:
-        raise InvalidParameterError("give --to (a folder) or --to-sql (a table), not both")
-    if folder is not None:
-        if sql_table is not None:
-            raise InvalidParameterError("--table goes with --to-sql, not with --to")
-        fmt = job.output_format if job.output_path else "parquet"
-        return dataclasses.replace(job, output_path=str(folder), output_format=fmt,
-                                   output_sql_url=None, output_sql_table=None)
-    if job.causal is not None:
-        raise InvalidParameterError("a [causal] run writes files: deliver it with --to "
-                                    "(a folder), not to a SQL table")
-    if not sql_table or not sql_table.strip():
-        raise InvalidParameterError("--to-sql needs --table (the table to write)")
-    return dataclasses.replace(job, output_path=None, output_sql_url=sql_url,
-                               output_sql_table=sql_table)
+def _budget_lines(job, ledger: SQLLedger, cost, echo: Echo) -> None:
+    """The budget left and the runs it pays for, after a delivered run; a ledger
+    that cannot be read by then is a warning (the run was released and delivered:
+    its exit says so, not the ledger's)."""
+    try:
+        left = remaining_words(ledger, job.dataset)
+        runs = forecast(ledger, job.dataset, cost).sentence(f"of job {job.name!r}")
+    except LedgerError as exc:
+        echo(f"warning: released and delivered, but the remaining budget could not be "
+             f"read: {exc}", err=True)
+        return
+    echo(f"remaining budget of {job.dataset!r}: {left}")
+    echo(runs)
 
 
 def deliver_job(job, run_id: str, *, echo: Echo, target=None) -> None:
     """``dpmic deliver``: write a charged run's journaled values (again), to the
-    job's output or to ``target`` (the job with another output, :func:`retarget`;
+    job's output or to ``target`` (the job with another output,
+    :func:`~dpmic_dask.batch.outputnames.retarget`;
     the job file itself must still be the one that released the run)."""
     ledger = open_ledger(job.ledger_url)
     entry = find_run(ledger, job.dataset, job.name, run_id)

@@ -497,6 +497,25 @@ def test_a_ledger_lost_while_the_charge_is_open_charged_nothing_and_says_so(env,
     assert len(SQLLedger(ledger).history("d")) == 1
 
 
+def test_a_ledger_lost_after_the_delivery_leaves_a_released_run_a_success(env, monkeypatch):
+    """The ledger lost once a run was released and delivered: the budget lines read
+    it again and the run ended with exit 4 ("nothing charged") though it was
+    charged and delivered. A warning; the run's own exit."""
+    from dpmic_dask.batch import runner
+    from dpmic_dask.errors import LedgerError
+
+    tmp_path, ledger, job = env
+
+    def unreachable(*args, **kwargs):
+        raise LedgerError("cannot reach the ledger")
+
+    monkeypatch.setattr(runner, "remaining_words", unreachable)
+    done = invoke("run", job(), "--run-id", "r")
+    assert done.exit_code == Exit.OK, done.output
+    assert "released and delivered, but the remaining budget could not be read" in done.output
+    assert len(SQLLedger(ledger).history("d")) == 1
+
+
 # ---------------------------------------------------------------- tampered ledgers
 
 

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import create_engine, inspect
 
 import dpmic_dask as dm
-from dpmic_dask.batch import joboutput
+from dpmic_dask.batch import joboutput, outputnames
 from dpmic_dask.batch import runner as batch
 from dpmic_dask.batch.cli import Exit
 from dpmic_dask.batch.jobs import load_job
@@ -569,8 +569,8 @@ def test_a_causal_run_is_delivered_to_a_folder_only(env):
     _, _, job = env
     graph_job = dataclasses.replace(load_job(job("a.toml")), causal={"alpha": 0.05})
     with pytest.raises(dm.InvalidParameterError, match="writes files"):
-        batch.retarget(graph_job, sql_url="sqlite://", sql_table="t")
-    moved = batch.retarget(graph_job, folder="/tmp/x")
+        outputnames.retarget(graph_job, sql_url="sqlite://", sql_table="t")
+    moved = outputnames.retarget(graph_job, folder="/tmp/x")
     assert moved.output_path == "/tmp/x" and moved.causal == graph_job.causal
 
 
