@@ -164,10 +164,12 @@ def demo(rows, partitions, eps, workers, out_dir, debug):
 def validate(job_file, read_schema, debug):
     """Check JOB_FILE without reading data, connecting or touching the budget.
 
-    It runs every check 'dpmic run' makes before reading data: keys and types,
-    bounds and fill values (in each column's kind: numbers, dates and times,
-    durations, booleans), the mechanism and its budget kind, grid-size limits,
-    addresses and URLs, on the schema the job declares. With --schema it opens
+    It runs the checks of the job file 'dpmic run' makes before reading data:
+    keys and types, bounds and fill values (in each column's kind: numbers,
+    dates and times, durations, booleans), the mechanism and its budget kind,
+    grid-size limits, addresses and URLs, on the schema the job declares; the
+    ledger, the budget and the output (a probe file or row) are checked by
+    'dpmic run', before its charge. With --schema it opens
     the input's schema and checks the columns' real types too: every column
     'run' would refuse from the schema is refused here, one line naming it and
     its type, and the release plan is printed as plan.explain() prints it: the
