@@ -107,9 +107,19 @@ def load_input(job):
     """The job's table as a Dask DataFrame (schema only until computed)."""
     columns = list(job.bounds) + list(job.privacy_unit or ())  # the unit is read, never released
     if job.input_paths:
+        out = os.path.realpath(job.output_path) if job.output_path else None
         for pattern in job.input_paths:
-            if "://" not in pattern and not glob.glob(pattern, recursive=True):
+            if "://" in pattern:
+                continue
+            found = glob.glob(pattern, recursive=True)
+            if not found:
                 raise JobIOError(f"cannot open input {pattern!r}: no such file")
+            if out is not None and any(os.path.realpath(f).startswith(out + os.sep)
+                                       for f in found):
+                raise JobIOError(
+                    f"input {pattern!r} matches files in the output folder {job.output_path!r}"
+                    ": a run's released rows would be read as input; keep the output "
+                    "outside the input's paths (nothing was charged)")
         if job.input_format == "csv":
             _refuse_duplicated_headers(list(job.input_paths), set(map(str, columns)))
         failure = None

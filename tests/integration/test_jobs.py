@@ -213,6 +213,20 @@ def test_csv_input_with_a_duplicated_header_name_is_refused(setup, tmp_path):
     assert SQLLedger(ledger).history("d") == []
 
 
+def test_an_output_folder_inside_the_inputs_paths_is_refused_before_the_charge(setup,
+                                                                              tmp_path):
+    """Input ``data/**/*.parquet`` and output ``data/releases``: the second night read
+    the first night's released rows as input ("the input has no column(s)")."""
+    _, ledger, job = setup
+    path = job(replace={f"{tmp_path / 'in'}/*.parquet": f"{tmp_path / 'in'}/**/*.parquet",
+                        f'path = "{tmp_path / "out"}"': f'path = "{tmp_path / "in" / "rel"}"'})
+    assert invoke("run", path, "--run-id", "r1").exit_code == 0
+    second = invoke("run", path, "--run-id", "r2")
+    assert second.exit_code == Exit.INVALID, second.output
+    assert "matches files in the output folder" in second.output
+    assert len(SQLLedger(ledger).history("d")) == 1
+
+
 def test_a_csv_without_a_header_never_has_its_first_row_quoted(setup, tmp_path):
     """A CSV file without a header has data on its first line: a value repeated
     there was quoted as "names column 'SECRET123' more than once". Only the job's
