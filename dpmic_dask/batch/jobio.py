@@ -7,7 +7,6 @@ rows go) are :mod:`dpmic_dask.batch.joboutput`.
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import decimal
 import glob
@@ -18,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import dask.dataframe as dd
-import fsspec
 import pandas as pd
 from sqlalchemy import column, create_engine, inspect, literal_column, or_, select, text
 from sqlalchemy import table as sql_table
@@ -27,6 +25,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError, S
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.pool import NullPool
 
+from dpmic_dask.batch.csvinput import csv_numbers, duplicated_header
 from dpmic_dask.batch.jobmodel import job_schema
 from dpmic_dask.errors import DPMICError, UnavailableError
 from dpmic_dask.privacy.ledgerdb import connect_reason
@@ -88,21 +87,6 @@ def prepare_folder(folder, name: str) -> Path:
     return folder
 
 
-def _csv_numbers(job) -> dict:
-    """The CSV columns read as float64 whatever their first rows hold: those with
-    public bounds of numbers and no other kind. Dask infers a column's type from
-    the first block, so integers there and an empty cell in a later file
-    ("int64 found float64") failed the run, said as a value that does not convert;
-    the release reads them as doubles in any case."""
-    numbers = {}
-    for name, bounds in job.bounds.items():
-        kind = job.kinds.get(name, {}).get("kind")
-        if kind in (None, "number") and isinstance(bounds, (list, tuple)) and all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds):
-            numbers[name] = "float64"
-    return numbers
-
-
 def load_input(job):
     """The job's table as a Dask DataFrame (schema only until computed)."""
     columns = list(job.bounds) + list(job.privacy_unit or ())  # the unit is read, never released
@@ -121,12 +105,14 @@ def load_input(job):
                     ": a run's released rows would be read as input; keep the output "
                     "outside the input's paths (nothing was charged)")
         if job.input_format == "csv":
-            _refuse_duplicated_headers(list(job.input_paths), set(map(str, columns)))
+            wrong = duplicated_header(list(job.input_paths), set(map(str, columns)))
+            if wrong is not None:
+                raise JobIOError(wrong)
         failure = None
         try:
             if job.input_format == "csv":
                 frame = dd.read_csv(list(job.input_paths), blocksize="64MB",
-                                    dtype=_csv_numbers(job))
+                                    dtype=csv_numbers(job))
             else:
                 frame = dd.read_parquet(list(job.input_paths))
         except Exception as exc:  # noqa: BLE001 - readers raise many types; report the kind only
@@ -194,33 +180,6 @@ def sql_ranges(column, bounds, partitions):
     cuts = [lo + (hi - lo) * k / partitions for k in range(1, partitions)]
     edges = [None, *cuts, None]
     return [(column, edges[k], edges[k + 1]) for k in range(partitions)]
-
-
-def _refuse_duplicated_headers(paths, named=()) -> None:
-    """Refuse CSV files whose header names a column twice: the reader would rename
-    the second one (``a.1``) and a job naming ``a`` would silently read the first.
-    Only the first line is read. It is quoted only where it repeats one of the
-    job's own column names (``named``): a file without a header has a row of data
-    there."""
-    try:
-        files = fsspec.open_files(paths, mode="rt", compression="infer", newline="")
-    except Exception:  # noqa: BLE001 - the reader below reports an unopenable input
-        return
-    for opened in files:
-        try:
-            with opened as handle:
-                header = next(csv.reader(handle), [])
-        except Exception:  # noqa: BLE001 - the reader below reports an unreadable file
-            continue
-        seen: set[str] = set()
-        for name in header:  # empty names are read as distinct "Unnamed: i" columns
-            if name and name in seen:
-                which = (f"names column {name!r}" if name in named else
-                         "names one column (not one of the job's)")
-                raise JobIOError(f"the CSV input {opened.path!r} {which} more than once in "
-                                 "its header (its first line: a file needs one): rename or "
-                                 "drop one (nothing was charged)")
-            seen.add(name)
 
 
 def _require_columns(available, wanted) -> None:
