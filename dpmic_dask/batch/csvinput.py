@@ -27,9 +27,9 @@ def csv_numbers(job) -> dict:
 def duplicated_header(paths, named=()) -> str | None:
     """What is wrong with CSV files whose header names a column twice (else
     ``None``): the reader would rename the second one (``a.1``) and a job naming
-    ``a`` would silently read the first. Only the first line is read. It is quoted only where it repeats one of the
-    job's own column names (``named``): a file without a header has a row of data
-    there."""
+    ``a`` would silently read the first. Only the first line is read. A name is
+    quoted only where it repeats one of the job's own column names (``named``): a
+    file without a header has a row of data there."""
     try:
         files = fsspec.open_files(paths, mode="rt", compression="infer", newline="")
     except Exception:  # noqa: BLE001 - the reader below reports an unopenable input
