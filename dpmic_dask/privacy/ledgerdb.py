@@ -77,9 +77,12 @@ class SQLiteDB:
 
     def connect(self, create: bool):
         if not create and not self.path.exists():
+            where = ("" if self.path.is_absolute() else
+                     f" (a relative path: {str(self.path.absolute())!r} from this folder)")
             raise LedgerError(
-                f"ledger file {str(self.path)!r} does not exist; create it with "
-                "'dpmic budget init'"
+                f"ledger file {str(self.path)!r} does not exist{where}; create it with "
+                "'dpmic budget init' (if it was created from another folder, run from "
+                "there or give its absolute path instead: a new ledger is a new budget)"
             )
         try:
             conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)

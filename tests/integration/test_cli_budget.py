@@ -56,6 +56,11 @@ def test_budget_errors_have_exit_codes(tmp_path):
     missing = f"sqlite:///{tmp_path / 'none.db'}"
     r = invoke("budget", "show", "--ledger", missing, "--dataset", "x")
     assert r.exit_code == Exit.LEDGER and "does not exist" in r.output
+    assert "a relative path" not in r.output
+    # a relative URL names the file it looked for: another folder's is another budget
+    r = invoke("budget", "show", "--ledger", "sqlite:///none.db", "--dataset", "x")
+    assert r.exit_code == Exit.LEDGER and "a relative path:" in r.output
+    assert "a new ledger is a new budget" in r.output
     r = invoke("budget", "init", "--ledger", missing, "--dataset", "x", "--epsilon", "-1")
     assert r.exit_code == Exit.INVALID and "epsilon" in r.output
     r = invoke("budget", "init", "--ledger", "ftp://x", "--dataset", "x", "--eps", "1")
