@@ -60,6 +60,10 @@ _EDGE = ONE_SIDE
 #: and the few rows a share that close leaves on one side are the noise's, so
 #: the pair's 2 x 2 table -- and a tetrachoric correlation read off it -- is noise.
 FLAT_Z = 4.0
+#: ... up to this share: where the noise is wider, every share is mostly noise
+#: (the release warns so) and reading them all as one-sided would name every
+#: column as piled at one side, an explanation the data need not bear.
+FLAT_MOST = 0.05
 #: Largest absolute tetrachoric correlation returned.
 _MOST = 0.999
 #: Quasi-random draws of the latent normals behind a test's covariance of sign
@@ -220,11 +224,12 @@ def orthant(h, k, r):
 def one_sided(released: np.ndarray, p: int, n: int, edge: float = _EDGE,
               spread: float = 0.0) -> np.ndarray:
     """Which columns' released share of sign ``+1`` is within ``edge + FLAT_Z
-    spread`` of 0 or 1 (``spread``: the standard deviation of one share's noise):
+    spread`` (at most ``edge + FLAT_MOST``) of 0 or 1 (``spread``: the standard
+    deviation of one share's noise):
     (nearly) every row on one side of the cut, as for values piled at a bound or
     a constant column, or no more rows on the other side than the noise could
     show. Their correlations are read as 0 (:func:`tetrachoric`)."""
-    near = edge + FLAT_Z * spread
+    near = edge + min(FLAT_Z * spread, FLAT_MOST)
     raw = 0.5 * (1.0 + np.asarray(released[:p], dtype=np.float64) / n)
     return ~((raw > near) & (raw < 1.0 - near))
 

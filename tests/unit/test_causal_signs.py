@@ -254,3 +254,27 @@ def test_a_constant_column_is_named_and_leaves_the_others_alone_under_every_draw
         assert any(issubclass(w.category, BoundsWarning) and "'k'" in str(w.message)
                    for w in said)
         assert not any("k" in edge for edge in g.skeleton)
+
+
+def test_wide_noise_does_not_read_every_column_as_one_sided():
+    """The one-sided margin grows with the noise of a share, up to FLAT_MOST: at an
+    eps where every share is mostly noise, a margin of four of its standard
+    deviations named every column as piled at one side and read every
+    correlation as 0."""
+    import warnings
+
+    from dpmic_dask.causal.quadrant import FLAT_MOST, one_sided
+
+    n, p = 1000, 4
+    released = np.concatenate([np.full(p, 0.0), np.zeros(p * (p - 1) // 2)])
+    assert not one_sided(released, p, n, spread=0.3).any()  # shares of 1/2
+    edge = np.concatenate([np.full(p, n * (1 - 2 * (FLAT_MOST - 0.01))),
+                           np.zeros(p * (p - 1) // 2)])  # shares 4% from one side
+    assert one_sided(edge, p, n, spread=0.3).all()
+    gen = np.random.default_rng(1)  # test data only
+    frame = pd.DataFrame(gen.normal(size=(5000, 6)), columns=list("abcdef"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the noise warnings at this eps
+        g = causal_graph(frame, 0.05, bounds={c: (-5.0, 5.0) for c in frame},
+                         ledger=InMemoryLedger(uncapped=True))
+    assert g.report().statistic == "signs" and len(g.report().flat) < 6
