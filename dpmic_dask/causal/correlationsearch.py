@@ -29,7 +29,9 @@ def refuse_missing_values(summed, request: CausalRequest) -> None:
     if summed.missing.any():
         cols = [request.names[j] for j in np.flatnonzero(summed.missing)]
         raise MissingValuesError(f"column(s) {cols} contain missing values; fill them with "
-                                 "public values or drop the rows first (nothing was charged)")
+                                 "public values first (dropping those rows would make the "
+                                 "row count, which the search reads as public, depend on "
+                                 "them: docs/causal.md); nothing was charged")
 
 
 def same_rows(grids, n: int) -> None:

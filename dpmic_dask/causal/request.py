@@ -125,7 +125,8 @@ def _resolve_test(test: str, codings, per_unit: bool = False) -> str:
     if test in CORRELATION_TESTS and not bounded:
         raise InvalidParameterError(
             f'test="{test}" needs public bounds for every column (it reads correlations of '
-            'the values); columns with categories take test="g"')
+            'the values); with categorical columns use test="auto" (released tables: '
+            '"chisq")')
     unordered = [c.name for c in codings if c.categories is not None and c.size > 2]
     if test == "tau" and unordered:
         raise InvalidParameterError(

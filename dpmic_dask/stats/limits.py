@@ -229,18 +229,18 @@ def _gib(x: float) -> str:
 
 
 def check_micr_grid(B: int, c: int, pairs: int,
-                    split_every: int = DEFAULT_SPLIT_EVERY) -> GridCost:
+                    split_every: int = DEFAULT_SPLIT_EVERY, said: str = "") -> GridCost:
     """Refuse ``(B, c, pairs)`` whose estimated cost exceeds a limit; the message
-    gives the estimate and the limit."""
+    gives the estimate and the limit (``said``: how ``B`` and ``c`` were taken)."""
     cost = micr_grid_cost(B, c, pairs, split_every)
     if cost.histogram_bytes > MAX_HISTOGRAM_BYTES:
         raise InvalidParameterError(
-            f"B = {B}, c = {c} (c: its default where not given) needs about "
+            f"B = {B}, c = {c}{said} needs about "
             f"{_gib(cost.histogram_bytes)} of histograms per task, above the limit of "
             f"{_gib(MAX_HISTOGRAM_BYTES)}; use a smaller B or c")
     if cost.optimize_steps > MAX_OPTIMIZE_STEPS:
         raise InvalidParameterError(
-            f"B = {B}, c = {c} (c: its default where not given) needs about "
+            f"B = {B}, c = {c}{said} needs about "
             f"{cost.optimize_steps:.2g} OptimizeAxis steps per pair, above the limit of "
             f"{MAX_OPTIMIZE_STEPS:.2g}; use a smaller B or c")
     if cost.count_bytes > MAX_COUNT_BYTES:
@@ -268,4 +268,9 @@ def check_grid_lower_bound(B: int | None, c: int | None, pairs: int,
     ``c = 1``), so that a refusal here is certain. The full check follows once
     the parameters are resolved."""
     if B is not None or c is not None:
-        check_micr_grid(4 if B is None else B, 1 if c is None else c, pairs, split_every)
+        unset = [name for name, value in (("B", B), ("c", c)) if value is None]
+        said = (f" ({' and '.join(unset)} not given: even at the smallest "
+                f"{'value' if len(unset) == 1 else 'values'} the default can take)"
+                if unset else "")
+        check_micr_grid(4 if B is None else B, 1 if c is None else c, pairs, split_every,
+                        said)
