@@ -278,10 +278,12 @@ class BoundsCheck:
             bound = lo if found.piled == "lower" else hi
             share = min(found.piled_share or 0.0, 1.0)  # the noise can take it past 1
             out.append(f"column {column}: the private check puts {share:.0%} of "
-                       f"its rows in the bin at its {found.piled} bound {bound}, and the "
-                       f"other end bin next to none: values beyond {bound} are clamped to it "
-                       "and look the same; if the column runs past it, MIC is lower than "
-                       "bounds that hold it would give")
+                       f"its rows in the bin at its {found.piled} bound {bound} (the "
+                       f"{'first' if found.piled == 'lower' else 'last'} {CHECK_BINS}th of "
+                       "its range), and the other end bin next to none: either the bounds "
+                       "are far wider than its values, or values beyond "
+                       f"{bound} are clamped to it and look the same; either way MIC is "
+                       "lower than bounds that fit the values would give")
         return out
 
     def lines(self) -> list[str]:
