@@ -60,13 +60,15 @@ def check_bounds(bounds, name: str) -> tuple[float, float]:
         raise InvalidParameterError(
             f"{name} is too narrow for its magnitude: fewer than {RESOLVED_VALUES:,} "
             "doubles lie between them, so the values they hold round together when "
-            "read as doubles (integers beyond 2**53); subtract a public offset from "
+            "read as doubles (integers beyond 2**53 do); subtract a public offset from "
             "the column first")
     return lo, hi
 
 
-#: Bounds must hold at least this many distinct doubles (:func:`check_bounds`).
-RESOLVED_VALUES = 2**16
+#: Bounds must hold at least this many distinct doubles (:func:`check_bounds`): as
+#: many as a grid's finest equipartition has bins at the default B. A 10 ms window
+#: of epoch seconds holds about 40,000; bounds 1000 wide near 2**64 hold none.
+RESOLVED_VALUES = 2**10
 
 
 def check_max_cells(B, name: str = "B") -> int:

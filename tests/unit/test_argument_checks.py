@@ -173,3 +173,24 @@ def test_bounds_too_narrow_for_their_magnitude_are_refused_before_the_charge():
         result = small.dpmic.pairwise(eps=1e6, bounds={"u": (0, 1000), "y": (-20, 120)},
                                       ledger=ledger)
     assert result.to_pandas()["mic"].iloc[0] > 0.8
+
+
+def test_narrow_bounds_that_doubles_resolve_are_accepted():
+    """The refusal of bounds too narrow for their magnitude is for bounds the
+    doubles cannot resolve (near 2**64): a 10 ms window of timestamps (about
+    40,000 doubles of epoch seconds) and width 1e-3 near 1e9 release their
+    relations."""
+    from dpmic_dask.privacy.accounting import InMemoryLedger
+
+    gen = np.random.default_rng(0)  # test data only
+    offsets = gen.uniform(0, 0.01, 5000)
+    stamps = pd.Timestamp("2024-01-02T09:30:00") + pd.to_timedelta(offsets, unit="s")
+    frame = pd.DataFrame({"t": stamps, "f": 1e9 + offsets / 10,
+                          "y": offsets * 1000 + gen.normal(0, 0.3, offsets.size)})
+    with pytest.warns(dm.LargeEpsilonWarning):
+        result = frame.dpmic.pairwise(
+            eps=1e6, bounds={"t": ("2024-01-02T09:30:00", "2024-01-02T09:30:00.010"),
+                             "f": (1e9, 1e9 + 1e-3), "y": (-5, 15)},
+            ledger=InMemoryLedger(uncapped=True))
+    table = result.to_pandas().set_index(["x", "y"])["mic"]
+    assert table[("t", "y")] > 0.8 and table[("f", "y")] > 0.8
