@@ -37,6 +37,8 @@ def _yaml_loader():
             if isinstance(node, yaml.MappingNode):
                 seen: set = set()
                 for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":
+                        continue  # "<<: *anchor": merged keys may be given again here
                     key = self.construct_object(key_node, deep=True)
                     try:
                         repeated = key in seen

@@ -98,8 +98,11 @@ def load_input(job):
             found = glob.glob(pattern, recursive=True)
             if not found:
                 raise JobIOError(f"cannot open input {pattern!r}: no such file")
-            if out is not None and any(os.path.realpath(f).startswith(out + os.sep)
-                                       for f in found):
+            if out is not None and any(
+                    os.path.realpath(f).startswith(out + os.sep) or (
+                        os.path.isdir(f) and (out + os.sep).startswith(
+                            os.path.realpath(f) + os.sep))
+                    for f in found):
                 raise JobIOError(
                     f"input {pattern!r} matches files in the output folder {job.output_path!r}"
                     ": a run's released rows would be read as input; keep the output "

@@ -117,13 +117,14 @@ def job_fingerprints(job: Job) -> tuple[str, ...]:
 
 
 def _by_value(content):
-    """``content`` with every integer (not a bool) as the float it equals: ``eps =
-    1`` and ``eps = 1.0`` in a job file are one release."""
+    """``content`` with every integer (not a bool) a double holds exactly as the
+    float it equals: ``eps = 1`` and ``eps = 1.0`` in a job file are one release
+    (a larger integer stays one: 2**53 + 1 is not 2**53)."""
     if isinstance(content, dict):
         return {key: _by_value(value) for key, value in content.items()}
     if isinstance(content, (list, tuple)):
         return [_by_value(value) for value in content]
-    if isinstance(content, int) and not isinstance(content, bool):
+    if isinstance(content, int) and not isinstance(content, bool) and abs(content) <= 2**53:
         return float(content)
     return content
 

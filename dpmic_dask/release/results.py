@@ -7,6 +7,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
+import fsspec
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -177,8 +178,12 @@ class PairwiseResult(ReportFields):
         table = pa.Table.from_pandas(self.to_pandas(), preserve_index=False)
         extra = {b"dpmic.charge_id": str(self.privacy.charge_id).encode(),
                  b"dpmic.report": self.report().encode()}
-        pq.write_table(table.replace_schema_metadata({**(table.schema.metadata or {}),
-                                                      **extra}), path)
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **extra})
+        if isinstance(path, str) and "://" in path:  # fsspec URLs, as pandas takes them
+            with fsspec.open(path, "wb") as handle:
+                pq.write_table(table, handle)
+        else:
+            pq.write_table(table, path)
 
     def plot(self, ax=None, *, path=None, statistic: str = "mic"):
         """Heatmap of the released matrix (needs matplotlib: ``pip install dpmic_dask[plot]``).

@@ -73,6 +73,19 @@ def test_a_yaml_key_given_twice_is_refused(tmp_path, repeat):
     assert validate(path).exit_code == Exit.INVALID
 
 
+def test_yaml_merge_keys_still_merge(tmp_path):
+    """The check of repeated keys read "<<: *anchor" as a key (no constructor):
+    a job file sharing column settings through an anchor no longer loaded. A key
+    given beside a merge overrides the merged one, as YAML says."""
+    path = yaml_job(tmp_path / "job.yaml")
+    text = path.read_text()
+    at = text.index("\n", text.index("columns:")) + 1
+    path.write_text(text[:at] + "  base: &shared {bounds: [-4, 4]}\n"
+                    + "  c: {<<: *shared, bounds: [0, 1]}\n" + text[at:])
+    job = load_job(path)
+    assert list(job.bounds["c"]) == [0, 1] and list(job.bounds["base"]) == [-4, 4]
+
+
 @pytest.mark.parametrize("name, write", [("job.toml", toml_job), ("job.yaml", yaml_job)])
 def test_a_byte_order_mark_is_accepted(tmp_path, name, write):
     path = write(tmp_path / name, encoding="utf-8-sig")

@@ -225,6 +225,13 @@ def test_an_output_folder_inside_the_inputs_paths_is_refused_before_the_charge(s
     assert second.exit_code == Exit.INVALID, second.output
     assert "matches files in the output folder" in second.output
     assert len(SQLLedger(ledger).history("d")) == 1
+    # a folder as the input (a Parquet dataset) holding the output folder: refused
+    # on the first night already
+    folder = job(replace={f"{tmp_path / 'in'}/*.parquet": f"{tmp_path / 'in'}",
+                          f'path = "{tmp_path / "out"}"': f'path = "{tmp_path / "in" / "rel2"}"'})
+    first = invoke("run", folder, "--run-id", "r3")
+    assert first.exit_code == Exit.INVALID, first.output
+    assert "matches files in the output folder" in first.output
 
 
 def test_a_csv_without_a_header_never_has_its_first_row_quoted(setup, tmp_path):

@@ -117,3 +117,6 @@ def test_a_results_parquet_file_carries_its_charge_and_report(tmp_path):
     assert "Private bounds used: a [" in result.report()
     back = pd.read_parquet(tmp_path / "r.parquet")
     pd.testing.assert_frame_equal(back, result.to_pandas())
+    result.to_parquet("memory://results/r.parquet")  # an fsspec URL, as pandas takes
+    pd.testing.assert_frame_equal(pd.read_parquet("memory://results/r.parquet"),
+                                  result.to_pandas())
