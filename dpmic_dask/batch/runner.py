@@ -108,9 +108,9 @@ def _other_job(job, entry: JournalEntry) -> InvalidParameterError:
         f"run {entry.run_id!r} of job {job.name!r} on dataset {job.dataset!r} was charged "
         f"(charge {entry.charge_id}) by a different job with the same name (its input, "
         "columns, privacy parameters or statistics differ from this file's): nothing was "
-        "charged or written. Run it with the job file that released it (its output may "
-        "differ; 'dpmic deliver ... --to' writes its kept values elsewhere), or give each "
-        "job file its own [job] name; a new run id is a new release, charged again")
+        "charged or written. Run it with the job file that released it ('dpmic deliver "
+        "... --to' writes its kept values elsewhere), or give each job file its own [job] "
+        "name; a new run id is a new release, charged again")
 
 
 def _deliver(job, ledger: SQLLedger, entry: JournalEntry, echo: Echo, result=None) -> str:
