@@ -229,8 +229,8 @@ def _reported(dtype) -> str:
         return "datetime64[us]"
     if name.startswith("timedelta64"):
         return "timedelta64[us]"
-    if name == "bool":  # nullable: a NULL stays missing, never False
-        return "boolean"
+    if name == "bool":  # a flag SQLite stores as 0/1 is read as what it is: numbers
+        return "float64"
     return "object" if name == "object" else name
 
 

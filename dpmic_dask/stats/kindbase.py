@@ -181,9 +181,9 @@ class BooleanKind(ColumnKind):
         if not self.detects(dtype):
             raise InvalidParameterError(
                 f"kind 'boolean' reads columns of a boolean dtype (bool, boolean, "
-                f"bool[pyarrow]); this one is {dtype}: convert it to booleans first "
-                "(e.g. s == 'yes', or s.astype('boolean') for 0/1), or give it its own "
-                "kind and bounds")
+                f"bool[pyarrow]); this one is {dtype}: a column of 0 and 1 is read as a "
+                "number with bounds (0, 1) (in a job file bounds = [0, 1], no kind); "
+                "convert other columns to booleans first (e.g. s == 'yes')")
         return super().resolve(dtype, options)
 
     def axis(self, series):
