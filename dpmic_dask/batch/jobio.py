@@ -121,8 +121,12 @@ def load_input(job):
         except Exception as exc:  # noqa: BLE001 - readers raise many types; report the kind only
             failure = exc.__class__.__name__
         if failure is not None:
-            raise JobIOError(f"cannot open input {list(job.input_paths)}: {failure} "
-                             "(check the paths and the format)")
+            numbers = job.input_format == "csv" and failure == "ValueError" and \
+                csv_numbers(job)
+            raise JobIOError(f"cannot open input {list(job.input_paths)}: {failure} " + (
+                f"(one of the columns with public bounds of numbers, {sorted(numbers)}, "
+                "holds text in the rows read to find the CSV's types; nothing was "
+                "charged)" if numbers else "(check the paths and the format)"))
         _require_columns(list(frame.columns), columns)
         return frame[columns]
 

@@ -234,6 +234,20 @@ def test_an_output_folder_inside_the_inputs_paths_is_refused_before_the_charge(s
     assert "matches files in the output folder" in first.output
 
 
+def test_text_in_a_csv_column_of_numbers_is_said_as_such(setup, tmp_path):
+    """Columns with bounds of numbers are read as doubles: text among their first
+    rows failed the read, said as "check the paths and the format"."""
+    _, ledger, job = setup
+    frame = write_input(tmp_path / "csvin").astype({"a": object})
+    frame.loc[4, "a"] = "SECRET_42"
+    frame.to_csv(tmp_path / "csvin" / "data.csv", index=False)
+    path = job(replace={f"{tmp_path / 'in'}/*.parquet": f"{tmp_path}/csvin/data.csv"})
+    result = invoke("run", path, "--run-id", "r1")
+    assert result.exit_code == Exit.INVALID, result.output
+    assert "holds text in the rows read to find the CSV's types" in result.output
+    assert "SECRET_42" not in result.output and SQLLedger(ledger).history("d") == []
+
+
 def test_a_csv_without_a_header_never_has_its_first_row_quoted(setup, tmp_path):
     """A CSV file without a header has data on its first line: a value repeated
     there was quoted as "names column 'SECRET123' more than once". Only the job's
