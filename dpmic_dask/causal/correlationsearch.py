@@ -4,6 +4,7 @@ post-processing of what was released."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -57,8 +58,11 @@ def correlation_result(request, tests: CorrelationTests, tau, report,
     skeleton = pc_skeleton(len(request.codings), count_level=count_level,
                            decide=exact_decision, max_level=request.max_condition_size,
                            margins=margins)
-    report = replace(report, levels=tuple(skeleton.levels),
-                     copies=near_copies(request.names, tests.r))
+    # only where the released statistics' noise is too small to carry a pair from
+    # far below 0.99 to it (at a small n or eps independent columns came out so)
+    copies = (near_copies(request.names, tests.r)
+              if math.sqrt(max(tests.noise_var, 0.0)) < (1.0 - NEAR_COPY) / 4.0 else ())
+    report = replace(report, levels=tuple(skeleton.levels), copies=copies)
     graph = cpdag(skeleton.adjacency, skeleton.separating_union)
     extra = {"tau": tau, "correlation": tests.r, "removed": dict(skeleton.removed_statistic)}
     if codings is not None and codings[0].lookup is not None:  # released bins

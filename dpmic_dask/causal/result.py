@@ -25,8 +25,9 @@ def flat_note(columns, test: str, separated: bool = False) -> str:
         return (f"columns {list(columns)}: (nearly) every row is in one released bin or "
                 "on one side of the released cut, so their correlations are read as about "
                 "0 and their edges go: values piled at a bound (public bounds that miss "
-                "the data?), bounds far wider than the data, or a column that is (almost) "
-                "constant")
+                "the data?), bounds far wider than the data, a column that is (almost) "
+                "constant, or, with few rows for the budget, a released cut that its "
+                "noise put far from the median")
     if separated:
         return (f"columns {list(columns)}: one category or bin in their level-0 tables "
                 "(the noise is too small to hide a row), so, as without noise, they are "

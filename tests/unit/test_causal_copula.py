@@ -398,3 +398,11 @@ def test_near_copies_are_said():
     assert copied.report().copies == (("c", "dup"),)
     assert "near copies (released |correlation| >= 0.99): c and dup" in str(copied.report())
     assert plain.report().copies == () and "near copies" not in str(plain.report())
+    # where the noise could carry independent columns to 0.99, nothing is named
+    few = pd.DataFrame(gen.normal(size=(60, 4)), columns=list("abcd"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        noisy = [causal_graph(few, 0.5, bounds={k: (-5.0, 5.0) for k in "abcd"},
+                              ledger=InMemoryLedger(uncapped=True)).report().copies
+                 for _ in range(10)]
+    assert noisy == [()] * 10
