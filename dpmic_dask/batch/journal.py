@@ -227,7 +227,8 @@ class JournaledRun:
                 cur.execute("ROLLBACK TO SAVEPOINT dpmic_journal")
             except opened.ledger._db.errors as lost:
                 # the connection itself is gone, before any COMMIT: the database rolls
-                # the open transaction back, charge and all
+                # the open transaction back, charge and all (here too, where it can)
+                opened.rollback()  # closes the connection; a lost one is the server's
                 self._undone = True
                 raise LedgerError(
                     f"the ledger connection was lost before the charge was committed "

@@ -62,13 +62,15 @@ def probe_row(job, run_id: str | None = None) -> dict:
              "statistic": max(job.statistics, key=len), "cost_unit": "epsilon",
              "charge_id": uuid.uuid4().hex}
     extreme = {int: 2**63 - 1, float: 1.7976931348623157e308}
-    return {name: texts.get(name, "") if kind is str else RANGES.get(name, extreme[kind])
+    return {name: texts.get(name, "") if kind is str else
+            1 if name.endswith("within_noise") else RANGES.get(name, extreme[kind])
             for name, kind in expected_columns(job).items()}
 
 
 #: Released values whose range is known, probed at an end of it (``mic`` is clamped
-#: to [0, 1], ``tau_a`` to [-1, 1]: a table may rightly check that).
-RANGES = {"mic": 1.0, "tau_a": -1.0}
+#: to [0, 1], ``tau_a`` to [-1, 1], ``nonlinearity`` lies in [-1, 1], a
+#: ``within_noise`` flag is 0 or 1: a table may rightly check that).
+RANGES = {"mic": 1.0, "tau_a": -1.0, "nonlinearity": -1.0}
 
 
 def missing_columns(job) -> list:
