@@ -138,3 +138,8 @@ def shown(message: str, category, stacklevel: int) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("always", category)
             warnings.warn(message, category, stacklevel=stacklevel + 1)
+
+
+def counted(number: int | None, noun: str, plural: str | None = None) -> str:
+    """``"1 pair"``, ``"3 pairs"``: a count and its noun as messages say them."""
+    return f"{number} {noun if number == 1 else (plural or noun + 's')}"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from dpmic_dask.errors import BoundsWarning, NoiseWarning
+from dpmic_dask.errors import BoundsWarning, NoiseWarning, counted
 from dpmic_dask.release.htmlreport import causal_view, write_page
 
 
@@ -114,7 +114,8 @@ class CausalReport:
                     f"the {self.rows} rows above are its public lower bound n0"
                     if self.test == "copula" else
                     "the rows above are that count, read off the released tables")
-            lines.append(f"per {self.unit}: at most {self.max_rows_per_unit} rows each; the "
+            lines.append(f"per {self.unit}: at most {counted(self.max_rows_per_unit, 'row')} "
+                         "each; the "
                          f"bounded row count is private (noisy {self.rows_noisy}); {said}")
         if self.private:
             lines.append(self.statement)

@@ -16,7 +16,7 @@ import pandas as pd
 from dpmic_dask.backends import backend_for, register
 from dpmic_dask.backends.base import Backend, guarded
 from dpmic_dask.checks import FILL_HINT, refuse_missing
-from dpmic_dask.errors import InvalidDataError, InvalidParameterError
+from dpmic_dask.errors import InvalidDataError, InvalidParameterError, counted
 from dpmic_dask.release.keeprows import (  # noqa: F401 (re-exported)
     PRIORITY,
     bound_and_check,
@@ -244,7 +244,7 @@ def unit_statement(unit: tuple[str, ...] | None, k: int | None) -> str:
     """``per customer_id, at most 8 rows each`` (or the row-level default)."""
     if unit is None:
         return "per row (the default privacy unit: one row is one individual)"
-    return f"per {unit_label(unit)}, at most {k} rows each"
+    return f"per {unit_label(unit)}, at most {counted(k, 'row')} each"
 
 
 def rows_and_missing(frame: pd.DataFrame, *, columns, raw=()) -> tuple[int, np.ndarray]:

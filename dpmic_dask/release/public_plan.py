@@ -12,7 +12,7 @@ release, charged again). ``pairwise(...)`` is ``plan(...).release()``.
 from __future__ import annotations
 
 from dpmic_dask.config import resolve
-from dpmic_dask.errors import DPMICError
+from dpmic_dask.errors import DPMICError, counted
 from dpmic_dask.privacy.costs import PrivacyCost
 from dpmic_dask.release.bounds_check import auto_lines, rows_to_speak, speaks_at
 from dpmic_dask.release.boundsspec import DEFAULT_SETTINGS
@@ -78,7 +78,8 @@ def explain_lines(planned, rows: int | None) -> list[str]:
     request = planned.request
     cost = planned.cost
     head = f"epsilon {cost.epsilon:g}" + (f", delta {cost.delta:g}" if cost.delta else "")
-    lines = [f"Release plan: {len(request.columns)} columns, {request.n_pairs} pairs; one "
+    lines = [f"Release plan: {counted(len(request.columns), 'column')}, "
+             f"{counted(request.n_pairs, 'pair')}; one "
              f"charge of {head} ({cost.describe()})."]
     units = planned.units
     if units is not None:
