@@ -14,11 +14,12 @@ here; neither picks between the steps itself.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dpmic_dask.errors import DPMICError, InvalidParameterError
+from dpmic_dask.errors import DPMICError, InvalidParameterError, UnusedParameterWarning
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon
 from dpmic_dask.privacy.costs import PrivacyCost, column_epsilon, split_front
 from dpmic_dask.privacy.mechanisms import mechanism_supports
@@ -298,7 +299,10 @@ def _plan_auto(schema, eps, *, unit_k, **arguments) -> ReleasePlan:
     the public row count."""
     off = plan_release(schema, eps, bounds_check=None, unit_k=unit_k, **arguments)
     try:
-        on = plan_release(schema, eps, bounds_check=AUTO_SHARE, unit_k=unit_k, **arguments)
+        with warnings.catch_warnings():  # the same arguments: said once, by the plan above
+            warnings.simplefilter("ignore", UnusedParameterWarning)
+            on = plan_release(schema, eps, bounds_check=AUTO_SHARE, unit_k=unit_k,
+                              **arguments)
     except DPMICError:  # nothing to check, or a check this small cannot be sampled
         return off
     if on.bounds_check is None:  # nothing to check (every bound private, say)

@@ -397,8 +397,10 @@ def test_min_rows_given_per_unit_is_said_not_to_be_used():
     kwargs = dict(bounds={"x": (-4, 4), "y": (-4, 4)}, columns=["x", "y"], nulls="drop",
                   privacy_unit="u", max_rows_per_unit=4)
     ledger = InMemoryLedger(uncapped=True)
-    with pytest.warns(UnusedParameterWarning, match="min_rows is not used per privacy unit"):
+    with pytest.warns(UnusedParameterWarning, match="min_rows is not used per privacy unit") \
+            as said:
         frame.dpmic.pairwise(1.0, min_rows=1000, ledger=ledger, **kwargs)
+    assert len([w for w in said if "min_rows" in str(w.message)]) == 1  # said once
     frame.dpmic.pairwise(1.0, ledger=ledger, **kwargs)  # no warning (an error under pytest)
     assert len(ledger.charges()) == 2
 
