@@ -59,16 +59,17 @@ def test_numpy_integers_are_accepted():
 
 def test_a_grid_too_large_names_where_its_c_came_from():
     """B = 5000 alone was refused as "B = 5000, c = 1 needs about 103 GiB": a c the
-    caller never gave. The message says c is the default where not given, before
-    anything is read or charged."""
+    caller never gave. The message says c was not given and is taken at the
+    smallest its default can be, before anything is read or charged."""
     import pandas as pd
 
     import dpmic_dask as dm
 
     frame = pd.DataFrame({"a": np.arange(100.0), "b": np.arange(100.0)})
     ledger = dm.InMemoryLedger(uncapped=True)
-    with pytest.raises(dm.InvalidParameterError, match=r"c = \d+ \(c: its default where not "
-                                                       "given\\) needs about"):
+    with pytest.raises(dm.InvalidParameterError, match=r"c = 1 \(c not given: even at the "
+                                                       "smallest value the default can take"
+                                                       "\\) needs about"):
         frame.dpmic.pairwise(1.0, bounds={"a": (0, 100), "b": (0, 100)}, B=5000,
                              ledger=ledger)
     assert ledger.charges() == []
