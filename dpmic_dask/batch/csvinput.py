@@ -1,6 +1,6 @@
-"""CSV inputs of a batch job: the columns read as numbers whatever their first
-rows hold (:func:`csv_numbers`), and files whose header names a column twice
-(:func:`duplicated_header`)."""
+"""CSV inputs of a batch job: the types declared for their columns where the
+first block cannot tell them (:func:`csv_dtypes`), and files whose header names
+a column twice (:func:`duplicated_header`)."""
 
 from __future__ import annotations
 
@@ -9,19 +9,16 @@ import csv
 import fsspec
 
 
-def csv_numbers(job) -> dict:
-    """The CSV columns read as float64 whatever their first rows hold: those with
-    public bounds of numbers and no other kind. Dask infers a column's type from
-    the first block, so integers there and an empty cell in a later file
-    ("int64 found float64") failed the run, said as a value that does not convert;
-    the release reads them as doubles in any case."""
-    numbers = {}
-    for name, bounds in job.bounds.items():
-        kind = job.kinds.get(name, {}).get("kind")
-        if kind in (None, "number") and isinstance(bounds, (list, tuple)) and all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds):
-            numbers[name] = "float64"
-    return numbers
+def csv_dtypes(job) -> dict:
+    """Declared types of a job's CSV columns where inferring them from the first
+    block could fail on a later one: a category listed by integers, ``Int64`` (an
+    empty cell in a later file is a null, not a clash of int64 and float64). Other
+    integer columns are read with ``assume_missing`` (as doubles), text and
+    booleans as the file holds them."""
+    return {name: "Int64" for name, bounds in job.bounds.items()
+            if isinstance(bounds, dict) and all(
+                isinstance(v, int) and not isinstance(v, bool)
+                for v in bounds.get("categories") or ["text"])}
 
 
 def duplicated_header(paths, named=()) -> str | None:

@@ -25,7 +25,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError, S
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.pool import NullPool
 
-from dpmic_dask.batch.csvinput import csv_numbers, duplicated_header
+from dpmic_dask.batch.csvinput import csv_dtypes, duplicated_header
 from dpmic_dask.batch.jobmodel import job_schema
 from dpmic_dask.errors import DPMICError, UnavailableError
 from dpmic_dask.privacy.ledgerdb import connect_reason
@@ -114,19 +114,17 @@ def load_input(job):
         failure = None
         try:
             if job.input_format == "csv":
+                # integers read as doubles: a column with an empty cell only in a
+                # later file is a column of numbers with a null, not a type clash
                 frame = dd.read_csv(list(job.input_paths), blocksize="64MB",
-                                    dtype=csv_numbers(job))
+                                    assume_missing=True, dtype=csv_dtypes(job))
             else:
                 frame = dd.read_parquet(list(job.input_paths))
         except Exception as exc:  # noqa: BLE001 - readers raise many types; report the kind only
             failure = exc.__class__.__name__
         if failure is not None:
-            numbers = job.input_format == "csv" and failure == "ValueError" and \
-                csv_numbers(job)
-            raise JobIOError(f"cannot open input {list(job.input_paths)}: {failure} " + (
-                f"(one of the columns with public bounds of numbers, {sorted(numbers)}, "
-                "holds text in the rows read to find the CSV's types; nothing was "
-                "charged)" if numbers else "(check the paths and the format)"))
+            raise JobIOError(f"cannot open input {list(job.input_paths)}: {failure} "
+                             "(check the paths and the format)")
         _require_columns(list(frame.columns), columns)
         return frame[columns]
 

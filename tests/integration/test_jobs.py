@@ -180,19 +180,25 @@ def test_csv_input_and_output(setup, tmp_path):
 def test_csv_parts_whose_integer_column_has_empty_cells_in_a_later_part(setup, tmp_path):
     """Dask types a CSV column from its first block: integers there and an empty
     cell in a later file failed the run ("int64 found float64"), said as a value
-    that does not convert. A column with public bounds of numbers is read as
-    doubles; the empty cell is a null (filled here), the run goes through."""
+    that does not convert. Integers are read as doubles and categories listed by
+    integers as Int64; the empty cells are nulls (filled here), the run goes
+    through, and a column of True/False is still read as booleans."""
     _, ledger, job = setup
     frame = write_input(tmp_path / "csvin")
     frame["a"] = (frame["a"] * 1000).round().astype("Int64")
     frame.loc[frame.index[-3:], "a"] = pd.NA  # empty cells in the last file only
+    frame["k"] = pd.array(np.arange(len(frame)) % 3, dtype="Int64")
+    frame.loc[frame.index[-2:], "k"] = pd.NA
+    frame["flag"] = frame["b"] > 0
     half = len(frame) // 2
     frame.iloc[:half].to_csv(tmp_path / "csvin" / "part-0.csv", index=False)
     frame.iloc[half:].to_csv(tmp_path / "csvin" / "part-1.csv", index=False)
     path = job(replace={f"{tmp_path / 'in'}/*.parquet": f"{tmp_path}/csvin/*.csv",
                         "a = { bounds = [0, 1] }": "a = { bounds = [0, 1000], fill = 0 }",
                         "b = { bounds = [-1.5, 1.5] }": "b = { bounds = [-1.5, 1.5], fill = 0 }",
-                        "c = { bounds = [0, 1] }": "c = { bounds = [0, 1], fill = 0 }",
+                        "c = { bounds = [0, 1] }": "c = { bounds = [0, 1], fill = 0 }\n"
+                        'k = { categories = [0, 1, 2], fill = 0 }\n'
+                        'flag = { kind = "boolean", fill = false }',
                         "eps = 1.0": 'eps = 1.0\nnulls = "fill"'})
     result = invoke("run", path, "--run-id", "r1")
     assert result.exit_code == 0, result.output
@@ -235,8 +241,8 @@ def test_an_output_folder_inside_the_inputs_paths_is_refused_before_the_charge(s
 
 
 def test_text_in_a_csv_column_of_numbers_is_said_as_such(setup, tmp_path):
-    """Columns with bounds of numbers are read as doubles: text among their first
-    rows failed the read, said as "check the paths and the format"."""
+    """Text among a CSV column of numbers: the column is named and said to hold
+    text (never "check the paths and the format"), and no value is quoted."""
     _, ledger, job = setup
     frame = write_input(tmp_path / "csvin").astype({"a": object})
     frame.loc[4, "a"] = "SECRET_42"
@@ -244,7 +250,7 @@ def test_text_in_a_csv_column_of_numbers_is_said_as_such(setup, tmp_path):
     path = job(replace={f"{tmp_path / 'in'}/*.parquet": f"{tmp_path}/csvin/data.csv"})
     result = invoke("run", path, "--run-id", "r1")
     assert result.exit_code == Exit.INVALID, result.output
-    assert "holds text in the rows read to find the CSV's types" in result.output
+    assert "column 'a' (dtype" in result.output and "numbers as text" in result.output
     assert "SECRET_42" not in result.output and SQLLedger(ledger).history("d") == []
 
 
