@@ -575,3 +575,29 @@ def test_per_unit_the_values_that_occur_keep_an_object_columns_types():
     with pytest.raises(InvalidDataError, match="holds a value of type bool"):
         strays.dpmic.pairwise(4.0, ledger=ledger, **args)
     assert float(ledger.spent("d")) == spent
+
+
+def test_the_default_grid_holds_the_public_category_lists_of_a_wide_release():
+    """A wide release caps the default B for its wide noise (120): a pair of 10
+    and 50 listed categories no longer fitted, and the refusal blamed "K <= B / 2"
+    (both axes met it) for the first pair found. The default B now stops where the
+    lists need more (at most the uncapped default); where nothing would fit, the
+    refusal names the hardest pair, how many others, and the B it needs."""
+    import warnings
+
+    numbers = {f"x{i}": np.zeros(4) for i in range(98)}
+    frame = dd.from_pandas(pd.DataFrame({**numbers, "ten": ["0"] * 4, "fifty": ["0"] * 4}),
+                           npartitions=1)  # its row count unknown: every size planned
+    cats = {"ten": [str(v) for v in range(10)], "fifty": [str(v) for v in range(50)]}
+    bounds = {name: (-6, 6) for name in numbers}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the noise of 4,950 pairs at eps 1
+        said = str(frame.dpmic.plan(1.0, bounds=bounds, categories=cats).explain())
+    assert "n = 100,000: micr-lap" in said and "refused" not in said
+    assert "(B = 121, c = 5)" in said  # the cap (120) raised to what the lists need
+    wide = {**cats, "ten": [str(v) for v in range(49)]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        refused = str(frame.dpmic.plan(1.0, bounds=bounds, categories=wide).explain())
+    assert "pair ['ten', 'fifty'] has too many categories for B = 120" in refused
+    assert "B >= " in refused
