@@ -182,16 +182,19 @@ def released_tables_graph(frame, request, eps, delta, level_shares, backend, spl
     nothing is refused or warned on it, and the report's rows are read off the
     released tables)."""
     passes: list[int] = []
-    n, first = first_level(frame, request, backend, split_every, progress, passes,
-                           public=units is None)
     p = len(request.codings)
     budget = TableBudget.plan(eps, delta, level_shares, 0 if units is None else units[1])
     budget.check(p)
-    first_cells = level_cells(request.codings, joint_sets(first[0].keys))
+    # from the columns and their codings alone: refused before anything is read
+    pairs = tuple(TableKey(i, j, ()) for i in range(p) for j in range(i + 1, p))
+    first_cells = level_cells(request.codings, joint_sets(pairs))
     if first_cells > MAX_RELEASED_CELLS:
         raise InvalidParameterError(
             f"the pairs' tables would need {first_cells} noisy counts (more than "
-            f"{MAX_RELEASED_CELLS}): use fewer columns or categories (nothing was charged)")
+            f"{MAX_RELEASED_CELLS}): use fewer columns or categories (nothing was read "
+            "or charged)")
+    n, first = first_level(frame, request, backend, split_every, progress, passes,
+                           public=units is None)
     if units is None:
         warn_if_delta_large(delta, n)
         _warn_if_noisy(request, n, budget)  # public quantities only, before the charge
