@@ -43,6 +43,18 @@ def _capped_B(p) -> str:
     return f"; {cap} is the largest default B where each value's ci95 is {p.ci95:.2g}"
 
 
+#: Column names a report's first line lists before counting the rest.
+NAMED = 30
+
+
+def named(columns) -> str:
+    """``a, b, c`` -- or the first :data:`NAMED` and how many more (the tidy table
+    and the page have every pair)."""
+    shown = ", ".join(map(str, list(columns)[:NAMED]))
+    rest = len(columns) - NAMED
+    return shown if rest <= 0 else f"{shown} and {rest} more"
+
+
 @dataclass(frozen=True)
 class Companion:
     """A further statistic released beside MIC for the same pairs (same order), with
@@ -270,7 +282,7 @@ class PairwiseResult(ReportFields):
             lines.append("NOT PRIVATE: these values used seeded test noise.")
         lines += [
             f"Released: private MIC for {pairs} pair{'s' if pairs != 1 else ''} of "
-            f"{len(self.columns)} columns ({', '.join(map(str, self.columns))}), n = {p.n} rows.",
+            f"{len(self.columns)} columns ({named(self.columns)}), n = {p.n} rows.",
             f"Mechanism: {p.mechanism} (B = {p.B}, c = {p.c}{_capped_B(p)}).",
         ]
         if p.selection != "all pairs":

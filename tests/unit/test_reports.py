@@ -167,3 +167,22 @@ def test_the_companion_is_named_tau_a_as_the_docs_spell_it():
     result = pairwise_result()
     assert result.matrix("tau_a").equals(result.matrix("tau"))
     assert result.companion("tau_a").values == result.tau_a
+
+
+def test_a_wide_reports_first_line_names_thirty_columns_and_counts_the_rest():
+    """The first line listed every column (2,360 characters at 400 short names)."""
+    import warnings
+
+    import numpy as np
+    import pandas as pd
+
+    from dpmic_dask.privacy.accounting import InMemoryLedger
+
+    frame = pd.DataFrame(np.random.default_rng(0).normal(size=(200, 40)),  # test data only
+                         columns=[f"column_{k}" for k in range(40)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the noise of 780 pairs
+        first = frame.dpmic.pairwise(1.0, bounds=dict.fromkeys(frame.columns, (-5, 5)),
+                                     ledger=InMemoryLedger(uncapped=True)
+                                     ).report().splitlines()[0]
+    assert "column_29 and 10 more)" in first and "column_30" not in first
