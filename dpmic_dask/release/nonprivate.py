@@ -12,9 +12,9 @@ import pandas as pd
 from dpmic_dask.backends import backend_for
 from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.config import engine
+from dpmic_dask.release.categorygrids import check_category_grids
 from dpmic_dask.release.request import pairwise_request
 from dpmic_dask.release.stages import (
-    check_category_grids,
     evaluate_pairs,
     grid_parameters,
     pair_function,

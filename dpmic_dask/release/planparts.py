@@ -14,7 +14,7 @@ from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.errors import InvalidParameterError, UnusedParameterWarning, user_stacklevel
 from dpmic_dask.privacy.mechanisms import mechanism_supports
 from dpmic_dask.privacy.mechanisms.registry import check_statistics
-from dpmic_dask.release.stages import check_category_grids
+from dpmic_dask.release.categorygrids import check_category_grids
 
 
 def checkable_columns(schema, bounds, columns, categories, private, kinds) -> list:

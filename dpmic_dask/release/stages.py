@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 import time
 from typing import TYPE_CHECKING
 
@@ -22,18 +21,18 @@ from dpmic_dask.checks import MIN_ROWS, refuse_missing
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError
 from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.privacy.statement import privacy_statement
+from dpmic_dask.release.categorygrids import category_B, check_category_grids
 from dpmic_dask.release.report import PrivacyReport, warn_count_noise_before, warn_noise_before
 from dpmic_dask.release.results import Companion
 from dpmic_dask.stats.countspec import CountSpec
 from dpmic_dask.stats.defaults import noisy_grid_cap
-from dpmic_dask.stats.grids import fixed_axis_sizes, master_grid_family, max_groups
 from dpmic_dask.stats.limits import (
     check_mice_grid,
     check_micr_grid,
     micr_grid_cost,
     pairs_per_block,
 )
-from dpmic_dask.stats.statistics.categorical import PairValues, check_pair_grid
+from dpmic_dask.stats.statistics.categorical import PairValues
 from dpmic_dask.stats.statistics.registry import union_layout
 
 if TYPE_CHECKING:
@@ -265,90 +264,6 @@ def evaluate_pairs(frame, backend, request: ReleaseRequest, layout, rows, B, c, 
 def values_of(counts, *, statistics, layout) -> tuple[float, ...]:
     """Every released statistic of one pair, from its counts in ``layout``."""
     return tuple(s.value(counts, layout) for s in statistics)
-
-
-
-def _category_shapes(request: ReleaseRequest) -> dict:
-    """The pairs with a categorical axis by their axes' codings' code counts
-    (``None``: an ordered axis): ``{(Kx, Ky): [(x axis, y axis, pair names)...]}``;
-    whether a pair fits a grid family depends on these counts only."""
-    axes = dict(request.categories)
-    names = request.columns
-    shapes: dict = {}
-    for i, j in request.pairs:
-        x, y = axes.get(names[i]), axes.get(names[j])
-        if x is not None or y is not None:
-            key = (None if x is None else x.codes, None if y is None else y.codes)
-            shapes.setdefault(key, []).append((x, y, (names[i], names[j])))
-    return shapes
-
-
-def _fits(shapes: dict, family) -> list:
-    """The entries of ``shapes`` whose pairs have no grid in ``family``."""
-    out = []
-    for members in shapes.values():
-        x, y, _ = members[0]
-        try:
-            check_pair_grid(x, y, family)
-        except InvalidParameterError:
-            out.append(members)
-    return out
-
-
-def category_B(request: ReleaseRequest, B: int, c: int, ceiling: int) -> int:
-    """The least ``B`` from ``B`` to ``ceiling`` whose grid family holds every
-    categorical pair's table (public: the lists' lengths), else ``B``."""
-    shapes = _category_shapes(request)
-    for larger in range(B, ceiling + 1):
-        if not _fits(shapes, master_grid_family(larger, c)):
-            return larger
-    return B
-
-
-def check_category_grids(request: ReleaseRequest, B: int, c: int) -> None:
-    """Refuse, before the charge, pairs whose categorical axes do not fit the grid
-    family of ``(B, c)`` (too many categories for ``B``): the first named, the
-    others counted."""
-    if not request.categories:
-        return
-    failing = _fits(_category_shapes(request), master_grid_family(B, c))
-    if not failing:
-        return
-    # the hardest pair: the most codes on its two axes
-    worst = max(failing, key=lambda members: math.prod(
-        a.codes for a in members[0][:2] if a is not None))
-    x, y, pair = worst[0]
-    total = sum(len(members) for members in failing)
-    codes = " and ".join(f"{a.name!r} {a.codes} codes" for a in (x, y) if a is not None)
-    more = f" (and {total - 1} more pair{'s' if total != 2 else ''})" if total > 1 else ""
-    least = _least_B({(x.codes if x else None, y.codes if y else None): worst}, B, c)
-    need = f"B >= {least} at c = {c}" if least is not None else "fewer categories"
-    raise InvalidParameterError(
-        f"pair {list(pair)}{more} has too many categories for B = {B}, c = {c}: its "
-        f"table ({codes}; the listed categories, the null category and 'other') "
-        f"needs a master grid with that many bins on each axis ({need}); raise B, "
-        "or list fewer categories (nothing was read or charged)")
-
-
-#: The largest ``B`` a refusal of too many categories looks at to say what is needed.
-MOST_B = 2000
-
-
-def _least_B(shapes: dict, B: int, c: int) -> int | None:
-    """The least ``B`` above ``B`` (up to :data:`MOST_B`) with a master grid of at
-    least ``Kx`` bins on one axis and ``Ky`` on the other for every two-axis table of
-    ``shapes`` (a grid of ``l`` fixed bins has ``c kmax(l)`` master rows; from the
-    grids' sizes alone, no family built); ``None`` beyond it or for one axis."""
-    tables = [key for key in shapes if None not in key]
-    if len(tables) != len(shapes):
-        return None
-
-    def holds(b: int) -> bool:
-        sizes = [(l, c * max_groups(l, b)) for l in fixed_axis_sizes(b)]
-        return all(any((f >= kx and r >= ky) or (f >= ky and r >= kx) for f, r in sizes)
-                   for kx, ky in tables)
-
-    return next((b for b in range(B + 1, MOST_B + 1) if holds(b)), None)
 
 
 
