@@ -9,16 +9,24 @@ import csv
 import fsspec
 
 
-def csv_dtypes(job) -> dict:
-    """Declared types of a job's CSV columns where inferring them from the first
-    block could fail on a later one: a category listed by integers, ``Int64`` (an
-    empty cell in a later file is a null, not a clash of int64 and float64). Other
-    integer columns are read with ``assume_missing`` (as doubles), text and
-    booleans as the file holds them."""
-    return {name: "Int64" for name, bounds in job.bounds.items()
-            if isinstance(bounds, dict) and all(
-                isinstance(v, int) and not isinstance(v, bool)
-                for v in bounds.get("categories") or ["text"])}
+def csv_dtypes(job, inferred) -> dict:
+    """Declared types for a job's CSV columns that the first block shows as
+    integers (``inferred``: column -> dtype), so that an empty cell in a later
+    file is a null, not a clash of int64 and float64: a column with public bounds
+    of numbers (and no other kind) as float64, as the release reads it anyway;
+    every other integer column -- categories, a privacy unit's ids, epoch ticks --
+    as ``Int64``, exact (ids beyond 2**53 stay apart). Text and booleans are read
+    as the file holds them."""
+    out = {}
+    for name, dtype in inferred.items():
+        if getattr(dtype, "kind", "") not in "iu" or isinstance(dtype, str):
+            continue
+        bounds = job.bounds.get(name)
+        kind = job.kinds.get(name, {}).get("kind")
+        numbers = kind in (None, "number") and isinstance(bounds, (list, tuple)) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds)
+        out[name] = "float64" if numbers else "Int64"
+    return out
 
 
 def duplicated_header(paths, named=()) -> str | None:

@@ -114,10 +114,11 @@ def load_input(job):
         failure = None
         try:
             if job.input_format == "csv":
-                # integers read as doubles: a column with an empty cell only in a
-                # later file is a column of numbers with a null, not a type clash
+                # the first block's integer columns declared nullable: an empty cell
+                # only in a later file is a null, not a clash of int64 and float64
+                sample = dd.read_csv(list(job.input_paths), blocksize="64MB")
                 frame = dd.read_csv(list(job.input_paths), blocksize="64MB",
-                                    assume_missing=True, dtype=csv_dtypes(job))
+                                    dtype=csv_dtypes(job, dict(sample.dtypes)))
             else:
                 frame = dd.read_parquet(list(job.input_paths))
         except Exception as exc:  # noqa: BLE001 - readers raise many types; report the kind only

@@ -205,6 +205,29 @@ def test_csv_parts_whose_integer_column_has_empty_cells_in_a_later_part(setup, t
     assert len(SQLLedger(ledger).history("d")) == 1
 
 
+def test_csv_integer_ids_and_categories_are_read_exactly(setup, tmp_path):
+    """Integers of a CSV read as doubles merged a privacy unit's ids beyond 2**53
+    (snowflake ids, 64-bit hashes: 50 people read as one unit) and turned an
+    integer column whose categories are chosen privately into floats (refused).
+    Integer columns other than numbers with bounds are read as exact Int64."""
+    from dpmic_dask.batch.jobio import load_input
+    from dpmic_dask.batch.jobs import load_job
+
+    _, _, job = setup
+    gen = np.random.default_rng(0)  # test data only
+    folder = tmp_path / "csvids"
+    folder.mkdir()
+    pd.DataFrame({"who": 2**60 + gen.integers(0, 50, 3000), "a": gen.random(3000),
+                  "b": gen.random(3000), "occ": gen.integers(0, 4, 3000)}).to_csv(
+        folder / "data.csv", index=False)
+    path = job(replace={f"{tmp_path / 'in'}/*.parquet": f"{folder}/data.csv",
+                        "c = { bounds = [0, 1] }": "occ = { categories = { private = [0, 1, 2, 3] } }",
+                        "eps = 1.0": 'eps = 1.0\nunit = "who"\nmax_rows_per_unit = 10'})
+    frame = load_input(load_job(path)).compute()
+    assert str(frame["who"].dtype) == "Int64" and frame["who"].nunique() == 50
+    assert str(frame["occ"].dtype) == "Int64" and str(frame["a"].dtype) == "float64"
+
+
 def test_csv_input_with_a_duplicated_header_name_is_refused(setup, tmp_path):
     _, ledger, job = setup
     frame = write_input(tmp_path / "csvin")
