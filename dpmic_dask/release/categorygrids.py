@@ -43,10 +43,20 @@ def _fits(shapes: dict, family) -> list:
     return out
 
 
+def planned_shapes(request: ReleaseRequest) -> tuple:
+    """One ``(x axis, y axis)`` of each shape of categorical pair: kept on the request
+    when it is planned (public lists, or the worst case of a private choice), so
+    that the default ``B`` after the charge is the one planned before it."""
+    return tuple((members[0][0], members[0][1])
+                 for members in _category_shapes(request).values())
+
+
 def category_B(request: ReleaseRequest, B: int, c: int, ceiling: int) -> int:
     """The least ``B`` from ``B`` to ``ceiling`` whose grid family holds every
-    categorical pair's table (public: the lists' lengths), else ``B``."""
-    shapes = _category_shapes(request)
+    categorical pair's table as planned (:func:`planned_shapes`: public lists, or
+    the worst case of a private choice), else ``B``."""
+    shapes = {k: [(x, y, ())] for k, (x, y) in
+              enumerate(request.category_shapes or planned_shapes(request))}
     for larger in range(B, ceiling + 1):
         if not _fits(shapes, master_grid_family(larger, c)):
             return larger
@@ -99,4 +109,4 @@ def _least_B(shapes: dict, B: int, c: int) -> int | None:
     return next((b for b in range(B + 1, MOST_B + 1) if holds(b)), None)
 
 
-__all__ = ["MOST_B", "category_B", "check_category_grids"]
+__all__ = ["MOST_B", "category_B", "check_category_grids", "planned_shapes"]

@@ -14,7 +14,7 @@ from dpmic_dask.checks import MIN_ROWS
 from dpmic_dask.errors import InvalidParameterError, UnusedParameterWarning, user_stacklevel
 from dpmic_dask.privacy.mechanisms import mechanism_supports
 from dpmic_dask.privacy.mechanisms.registry import check_statistics
-from dpmic_dask.release.categorygrids import check_category_grids
+from dpmic_dask.release.categorygrids import check_category_grids, planned_shapes
 
 
 def checkable_columns(schema, bounds, columns, categories, private, kinds) -> list:
@@ -97,6 +97,7 @@ def with_categories(planned, axes: dict):
     """``planned`` with every request knowing its categorical columns' codings
     (their pairs' statistic has a categorical axis, ``docs/statistics.md``)."""
     request = dataclasses.replace(planned.request, categories=tuple(axes.items()))
+    request = dataclasses.replace(request, category_shapes=planned_shapes(request))
     if request.B is not None and request.c is not None:
         check_category_grids(request, int(request.B), request.c)  # before any read
     bounds = planned.bounds

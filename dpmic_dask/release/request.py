@@ -108,6 +108,10 @@ class ReleaseRequest:
     #: Categorical columns' codings, ``((column, CategoryAxis), ...)``: their pairs'
     #: MIC has a categorical axis and their tau is undefined (NaN).
     categories: tuple = ()
+    #: The categorical pairs' shapes as planned before the charge (public lists, or
+    #: the worst case of a private choice): what the default ``B`` steps up to fit
+    #: (:func:`~dpmic_dask.release.categorygrids.category_B`), after the charge too.
+    category_shapes: tuple = ()
 
     @property
     def cost(self) -> PrivacyCost:

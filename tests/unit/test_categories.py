@@ -601,3 +601,30 @@ def test_the_default_grid_holds_the_public_category_lists_of_a_wide_release():
         refused = str(frame.dpmic.plan(1.0, bounds=bounds, categories=wide).explain())
     assert "pair ['ten', 'fifty'] has too many categories for B = 120" in refused
     assert "B >= " in refused
+
+
+def test_the_default_b_after_a_private_choice_is_the_one_planned():
+    """The default B steps up to fit the category lists as planned before the
+    charge (candidates: their worst case); after the charge it was recomputed from
+    the chosen list (3 of 50 candidates), so the release used B = 120 where the
+    plan said 121."""
+    import warnings
+
+    from dpmic_dask.privacy.accounting import InMemoryLedger
+
+    gen = np.random.default_rng(0)  # test data only
+    n = 6000
+    ten, fifty = [str(v) for v in range(10)], [str(v) for v in range(50)]
+    frame = dd.from_pandas(pd.DataFrame({
+        "x0": gen.random(n), "x1": gen.random(n), "x2": gen.random(n),
+        "ten": gen.choice(ten, n), "fifty": gen.choice(fifty[:3], n)}), npartitions=2)
+    bounds = {f"x{i}": (0, 1) for i in range(3)}
+    cats = {"ten": ten, "fifty": {"private": fifty}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the noise at eps 0.2
+        planned = str(frame.dpmic.plan(0.2, bounds=bounds, categories=cats,
+                                       bounds_check=None).explain(rows=n))
+        released = frame.dpmic.pairwise(0.2, bounds=bounds, categories=cats,
+                                        bounds_check=None, ledger=InMemoryLedger(uncapped=True))
+    assert "(B = 121, c = 5)" in planned
+    assert set(released.to_pandas()["B"]) == {121}
