@@ -232,8 +232,8 @@ def _reported(dtype) -> str:
         return "datetime64[us]"
     if name.startswith("timedelta64"):
         return "timedelta64[us]"
-    if name == "bool":  # a flag SQLite stores as 0/1 is read as what it is: numbers
-        return "float64"
+    if name == "bool":  # declared boolean: 0/1 read as False/True, anything else refused
+        return "boolean"
     return "object" if name == "object" else name
 
 

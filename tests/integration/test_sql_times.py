@@ -134,3 +134,30 @@ def test_a_query_column_without_a_reported_type_takes_the_jobs_declared_kind(tmp
     assert result.exit_code == 0, result.output
     out = pd.concat(pd.read_parquet(f) for f in sorted((tmp_path / "out").rglob("*.parquet")))
     assert float(out.mic.iloc[0]) > 0.6
+
+
+def test_a_query_column_declared_boolean_is_read_from_zero_and_one(tmp_path):
+    """SQLite reports no type for a query's columns: a job declaring a 0/1 column
+    boolean is read as booleans (a value other than 0 and 1 is refused before the
+    charge), as it was before query columns took the job's declared kinds."""
+    path = tmp_path / "flags.db"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE t (x REAL, flag INTEGER)")
+    gen = np.random.default_rng(3)  # test data only
+    flags = gen.integers(0, 2, ROWS)
+    con.executemany("INSERT INTO t VALUES (?, ?)",
+                    [(float(f + gen.normal(0, 0.1)), int(f)) for f in flags])
+    con.commit()
+    con.close()
+    ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
+    SQLLedger(ledger).init("d", Budget(5.0))
+    job = write_job(tmp_path / "job.toml", ledger=ledger,
+                    input={"sql_url": f"sqlite:///{path}",
+                           "sql_query": "SELECT x, flag FROM t"},
+                    columns={"x": [-1, 2]}, replace={
+                        "x = { bounds = [-1, 2] }":
+                        'x = { bounds = [-1, 2] }\nflag = { kind = "boolean" }'})
+    result = invoke("run", job, "--run-id", "r1")
+    assert result.exit_code == 0, result.output
+    out = pd.concat(pd.read_parquet(f) for f in sorted((tmp_path / "out").rglob("*.parquet")))
+    assert float(out.mic.iloc[0]) > 0.6
