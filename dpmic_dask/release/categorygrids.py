@@ -79,7 +79,10 @@ def check_category_grids(request: ReleaseRequest, B: int, c: int) -> None:
     total = sum(len(members) for members in failing)
     codes = " and ".join(f"{a.name!r} {a.codes} codes" for a in (x, y) if a is not None)
     more = f" (and {total - 1} more pair{'s' if total != 2 else ''})" if total > 1 else ""
-    least = _least_B({(x.codes if x else None, y.codes if y else None): worst}, B, c)
+    if x is not None and y is not None:
+        least = _least_B({(x.codes, y.codes): worst}, B, c)
+    else:  # one categorical axis against an ordered one: bisect the families
+        least = _least_one_axis(worst, B, c)
     need = f"B >= {least} at c = {c}" if least is not None else "fewer categories"
     raise InvalidParameterError(
         f"pair {list(pair)}{more} has too many categories for B = {B}, c = {c}: its "
@@ -90,6 +93,21 @@ def check_category_grids(request: ReleaseRequest, B: int, c: int) -> None:
 
 #: The largest ``B`` a refusal of too many categories looks at to say what is needed.
 MOST_B = 2000
+
+
+def _least_one_axis(members: list, B: int, c: int) -> int | None:
+    """The least ``B`` above ``B`` (up to :data:`MOST_B`) whose family holds the
+    pairs of ``members`` (one categorical axis), by bisection over families."""
+    def holds(b: int) -> bool:
+        return not _fits({0: members}, master_grid_family(b, c))
+
+    if not holds(MOST_B):
+        return None
+    lo, hi = B, MOST_B
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if holds(mid) else (mid, hi)
+    return hi
 
 
 def _least_B(shapes: dict, B: int, c: int) -> int | None:

@@ -628,3 +628,15 @@ def test_the_default_b_after_a_private_choice_is_the_one_planned():
                                         bounds_check=None, ledger=InMemoryLedger(uncapped=True))
     assert "(B = 121, c = 5)" in planned
     assert set(released.to_pandas()["B"]) == {121}
+
+
+def test_a_refusal_of_one_categorical_axis_says_the_b_it_needs():
+    """Against an ordered column the refusal said "(fewer categories); raise B"
+    without the B that would do: 151 codes need B >= 302 at c = 5."""
+    from dpmic_dask.privacy.accounting import InMemoryLedger
+
+    frame = pd.DataFrame({"x": np.zeros(10), "big": ["0"] * 10})
+    with pytest.raises(InvalidParameterError, match=r"\(B >= 302 at c = 5\)"):
+        frame.dpmic.pairwise(1.0, bounds={"x": (0, 1)}, B=100,
+                             categories={"big": [str(v) for v in range(150)]},
+                             ledger=InMemoryLedger(uncapped=True))
