@@ -149,17 +149,21 @@ def check_local_workers(workers, name: str = "cluster.workers") -> int:
     return workers
 
 
-def local_cluster_options(workers: int) -> dict:
+def local_cluster_options(workers: int, memory_limit: int | None = None) -> dict:
     """Options of a quiet local cluster: no dashboard, no HTTP routes, loopback only;
     worker processes ignore SIGINT (the command that started them closes them).
     The package's preload runs first, then any configured in
-    ``distributed.worker.preload``."""
+    ``distributed.worker.preload``. ``memory_limit``: bytes per worker (Dask's
+    default, the machine's memory over the workers, without it)."""
     configured = dask.config.get("distributed.worker.preload", None) or []
     configured = [configured] if isinstance(configured, str) else list(configured)
-    return dict(n_workers=workers, threads_per_worker=1, processes=True,
-                host="127.0.0.1", dashboard_address="127.0.0.1:0",
-                worker_dashboard_address=None, scheduler_kwargs={"dashboard": False},
-                preload=["dpmic_dask.batch.localworker", *configured])
+    options = dict(n_workers=workers, threads_per_worker=1, processes=True,
+                   host="127.0.0.1", dashboard_address="127.0.0.1:0",
+                   worker_dashboard_address=None, scheduler_kwargs={"dashboard": False},
+                   preload=["dpmic_dask.batch.localworker", *configured])
+    if memory_limit is not None:
+        options["memory_limit"] = int(memory_limit)
+    return options
 
 
 def _quiet_http_config():
@@ -214,12 +218,14 @@ def _end_worker_processes(cluster) -> None:
                 pass
 
 
-def _start_local(stack: ExitStack, workers: int, timeout: float):
+def _start_local(stack: ExitStack, workers: int, timeout: float,
+                 memory_limit: int | None = None):
     """A client on a new local cluster whose ``workers`` processes all started
     within ``timeout`` seconds (else :class:`ClusterError`)."""
     stack.enter_context(_quiet_http_config())
     with deferred():  # a signal waits until the new object is registered for closing
-        cluster = LocalCluster(**local_cluster_options(0))  # the scheduler only: quick
+        # the scheduler only: quick (its workers, scaled below, take memory_limit)
+        cluster = LocalCluster(**local_cluster_options(0, memory_limit))
         stack.push(_closing(cluster, timeout))
     with deferred():
         client = Client(cluster, timeout=f"{timeout}s")
@@ -265,11 +271,12 @@ def _wait_for_workers(cluster, client, workers: int, timeout: float) -> None:
 
 
 def open_cluster(*, scheduler: str | None, workers: int = 2,
-                 timeout: float | None = None) -> ExitStack:
+                 timeout: float | None = None, memory_limit: int | None = None) -> ExitStack:
     """A context holding a Dask client: on ``scheduler`` if given (probed first,
     under ``timeout``, default :data:`DEFAULT_TIMEOUT`), else on a new quiet local
     cluster of ``workers`` processes (at most :func:`max_local_workers`) that must
-    start within ``timeout`` (default :data:`LOCAL_START_TIMEOUT`).
+    start within ``timeout`` (default :data:`LOCAL_START_TIMEOUT`), each with
+    ``memory_limit`` bytes when given.
     Task-failure logs are redacted on every process involved. A failure or an
     interruption (:class:`~dpmic_dask.batch.interrupts.Interrupted`) while it starts
     closes what was started, quietly, before the error propagates."""
@@ -287,7 +294,7 @@ def open_cluster(*, scheduler: str | None, workers: int = 2,
                 client = Client(scheduler, timeout=f"{timeout}s")
                 stack.push(_closing(client, timeout))
         else:
-            client = _start_local(stack, workers, timeout)
+            client = _start_local(stack, workers, timeout, memory_limit)
         attach(client)
     except ClusterError as exc:
         stack.__exit__(type(exc), exc, None)

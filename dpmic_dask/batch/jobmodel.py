@@ -17,7 +17,7 @@ SECTIONS = {
     "privacy": {"eps", "delta", "mechanism", "B", "c", "nulls", "statistics", "bounds_share",
                 "min_rows", "unit", "max_rows_per_unit"},
     "output": {"path", "format", "sql_url", "sql_table", "timeout"},
-    "cluster": {"scheduler", "workers", "timeout", "task_memory"},
+    "cluster": {"scheduler", "workers", "timeout", "task_memory", "memory_limit"},
     "select": {"top_k", "threshold", "max_pairs", "share", "screen_B"},
     "causal": {"alpha", "max_condition_size", "bins", "test", "select_share"},
     "ledger": {"url"},
@@ -83,6 +83,7 @@ class Job:
     timeout: float | None = None  # cluster.timeout: 30 s for a scheduler, 120 to start one
     workers: int = 2
     task_memory: int | None = None  # [cluster] task_memory; None: dpmic_dask.config's
+    memory_limit: int | None = None  # [cluster] memory_limit of a local worker; None: Dask's
     select_rule: str | None = None
     select_k: int | None = None
     select_threshold: float | None = None

@@ -55,6 +55,7 @@ Example (TOML)::
                                            #   start (default 120)
     # workers = 2                          # local cluster: 1 to 4 per CPU core
     task_memory = "256 MiB"                # counts and input one task holds (sets block sizes)
+    # memory_limit = "4 GiB"               # local cluster: each worker's (default: Dask's)
     [ledger]
     url = "sqlite:///ledger.db"            # default: $DPMIC_LEDGER, else sqlite:///dpmic-ledger.db
 
@@ -276,6 +277,11 @@ def load_job(path) -> Job:
         kw["causal"] = parse_causal(_section(data, "causal", src), src)
     if "task_memory" in cluster:
         kw["task_memory"] = _bytes(cluster["task_memory"], "cluster.task_memory", src)
+    if "memory_limit" in cluster:
+        if "scheduler" in cluster:
+            raise JobError(f"{src}: cluster.memory_limit sizes the workers of a local "
+                           "cluster; a scheduler's workers have their own (leave it out)")
+        kw["memory_limit"] = _bytes(cluster["memory_limit"], "cluster.memory_limit", src)
     if "workers" in cluster:
         kw["workers"] = _typed(cluster["workers"], int, "cluster.workers", src, "an integer >= 1")
         if kw["workers"] < 1:

@@ -378,7 +378,8 @@ def _release(job, ledger: JournaledRun, progress):
     charge). ``[cluster] task_memory`` sets :mod:`dpmic_dask.config` for the run."""
     knobs = {} if job.task_memory is None else {"task_memory": job.task_memory}
     with config.set(**knobs), cluster.open_cluster(
-            scheduler=job.scheduler, workers=job.workers, timeout=job.timeout):
+            scheduler=job.scheduler, workers=job.workers, timeout=job.timeout,
+            memory_limit=job.memory_limit):
         frame = jobio.load_input(job)
         if job.causal is not None:  # [causal]: a CPDAG, charged to the same ledger
             return run_causal(job, frame, ledger, progress)

@@ -105,6 +105,31 @@ def test_validate_refuses_more_local_workers_than_this_machine_can_start(tmp_pat
     assert invoke("validate", remote).exit_code == Exit.OK
 
 
+def test_a_local_clusters_workers_take_the_jobs_memory_limit(tmp_path, monkeypatch):
+    """``[cluster] memory_limit`` sizes each worker of a local cluster (a job file
+    had no way to: Dask's default, the machine's memory over the workers,
+    applied); beside a scheduler it is refused (those workers are sized there)."""
+    import distributed
+
+    from dpmic_dask.batch import cluster
+
+    seen = []
+
+    class Recording(distributed.LocalCluster):
+        def __init__(self, *args, **kwargs):
+            seen.append(kwargs.get("memory_limit"))
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(cluster, "LocalCluster", Recording)
+    job = make_job(tmp_path, 1, memory_limit="1 GiB")
+    result = invoke("run", job, "--run-id", "r1")
+    assert result.exit_code == Exit.OK, result.output
+    assert seen == [2**30]
+    remote = make_job(tmp_path / "remote", 1, memory_limit="1 GiB", scheduler="tcp://h:8786")
+    refused = invoke("validate", remote)
+    assert refused.exit_code == Exit.INVALID and "cluster.memory_limit" in refused.output
+
+
 def test_a_local_cluster_that_does_not_start_in_time_fails_with_exit_5(tmp_path):
     # 10 s: a worker process must reach its preload's hold within the timeout
     # (on 2 cores loaded by the test suite, it once took more than 3 s to start)
