@@ -294,7 +294,7 @@ def open_cluster(*, scheduler: str | None, workers: int = 2,
                 client = Client(scheduler, timeout=f"{timeout}s")
                 stack.push(_closing(client, timeout))
         else:
-            client = _start_local(stack, workers, timeout, memory_limit)
+            client = _start_local(stack, workers, timeout, memory_limit=memory_limit)
         attach(client)
     except ClusterError as exc:
         stack.__exit__(type(exc), exc, None)

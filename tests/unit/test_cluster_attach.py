@@ -69,7 +69,7 @@ def test_a_local_cluster_gets_longer_to_start_than_a_scheduler_to_answer(
 
     seen = []
 
-    def stop(*args):
+    def stop(*args, **kwargs):
         seen.append(float(args[-1]))
         raise ClusterError("stopped here")
 
