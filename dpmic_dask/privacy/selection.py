@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 from opendp import domains, measurements, metrics
-from opendp.mod import enable_features
+from opendp.mod import OpenDPException, enable_features
 
 from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.costs import Measure, PrivacyCost, PureCost, measure_for
@@ -64,7 +64,13 @@ def top_k_scale(k: int, sensitivity: float, budget: float, measure: Measure) -> 
     decides, and the scale only grows until it agrees."""
     scale = safe_up(measure.top_k_start(k, sensitivity, budget))
     for _ in range(64):
-        if _top_k_measurement(k, scale, measure).map(float(sensitivity)) <= budget:
+        if not math.isfinite(scale):  # a budget too small for any noise to express
+            check_noise_units(math.inf, "selection")
+        try:
+            cost = _top_k_measurement(k, scale, measure).map(float(sensitivity))
+        except OpenDPException:  # pragma: no cover - scales within the limit map
+            raise InvalidParameterError("cannot calibrate the selection noise") from None
+        if cost <= budget:
             return scale
         scale = safe_up(safe_up(scale))
     raise InvalidParameterError("cannot calibrate the selection noise")  # pragma: no cover
@@ -103,7 +109,10 @@ class NoisyTopK(Selection):
         return min(self.k, n_pairs)
 
     def prepare(self, sensitivity: float) -> None:
-        top_k_scale(self.k, _widened(sensitivity), self.budget, self.measure)
+        # scores in [0, 1] on the lattice: a scale beyond the sampling limit in
+        # lattice steps is a choice by noise alone, refused before the charge
+        check_noise_units(top_k_scale(self.k, _widened(sensitivity), self.budget,
+                                      self.measure) / LATTICE, "selection")
 
     def noise_scale(self, n_pairs: int, sensitivity: float) -> float:
         """The scale of the noise :meth:`select` adds to ``n_pairs`` scores of this

@@ -256,8 +256,11 @@ class DPMICAccessor:
             Score the candidates on a smaller grid, then count the chosen pairs
             again at ``B`` for the release (the MICr sensitivity does not depend on
             the grid). ``"auto"`` (default): ``B = 40`` when the release's ``B`` is
-            larger -- in ``benchmarks/selection.py`` it chose the same pairs 5-10x
-            faster; ``None``: score at the release's ``B``.
+            larger (or the least ``B`` from 40 whose grids hold every category
+            list) -- in ``benchmarks/selection.py`` it chose the same pairs 5-10x
+            faster; ``None``: score at the release's ``B``. MICr on a coarser grid
+            is lower (by up to about 0.06 for a sine at ``B = 40`` against 198):
+            the report names the grid the scores came from.
         bounds, columns, B, c, nulls, fill, min_rows, kinds
             As for :meth:`pairwise`.
         ledger, dataset, split_every, progress, label, task_memory
@@ -306,7 +309,9 @@ class DPMICAccessor:
         Parameters
         ----------
         threshold : float in [0, 1]
-            Public MICr threshold (choose it before looking at the data).
+            Public MICr threshold (choose it before looking at the data), compared
+            with MICr on the screening grid (``screen_B``; ``None`` compares it
+            with MICr at the release's ``B``).
         max_pairs : int >= 1
             Stop after this many pairs above the threshold.
         eps, delta, select_share, screen_B, bounds, ... : as for :meth:`top_pairs`.

@@ -207,7 +207,10 @@ def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *,
         charge_id=charge.charge_id, seeded=not active_sampler().secure,
         statement=privacy_statement(plan.total, published,
                                     detail="selection and release together"),
-        released=len(chosen), candidates=request.n_pairs, selection=selection.description,
+        released=len(chosen), candidates=request.n_pairs,
+        selection=selection.description + (
+            f"; scored on the screening grid B = {screen}, the chosen pairs' values "
+            f"released at B = {B}" if screen != B else ""),
         parts=plan.parts(chosen=len(chosen)), release_cost=release.cost)  # type: ignore[attr-defined]
     return PairwiseResult(
         columns=request.columns,

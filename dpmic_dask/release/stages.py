@@ -165,6 +165,10 @@ def check_selected_plan(request: ReleaseRequest, plan: SelectionPlan,
     if request.c is None and plan.companions:  # the default c, where tau needs it
         c = companion_c((request.statistic, *(m.statistic for m in plan.companions)),
                         (screen, B), c)
+    if plan.screen_B == "auto" and screen < B and request.categories:
+        # the least screening grid from the default that holds every category list
+        # (the release's own B does, or the refusal below says what it needs)
+        screen = category_B(request, screen, c, B)
     if screen != B:
         check_micr_grid(screen, c, min(request.n_pairs, block_size(request, screen, c)),
                         request.split_every)

@@ -177,6 +177,33 @@ def test_screening_recounts_the_chosen_pairs_at_full_B(table, scheduler):
         assert value == pytest.approx(exact[pair], abs=1e-4)
 
 
+def test_the_report_names_the_grid_the_scores_and_the_threshold_came_from(table):
+    """MICr at the screening grid (B = 40) is lower than at the release's B: a pair
+    above the threshold there could stay below it here, and the report said only
+    "MICr above 0.39" beside "B = 198"."""
+    ledger = dm.InMemoryLedger(uncapped=True)
+    screened = table.dpmic.pairs_above(0.3, 1e4, max_pairs=2, bounds=BOUNDS, ledger=ledger)
+    assert screened.B > 40
+    assert (f"scored on the screening grid B = 40, the chosen pairs' values released at "
+            f"B = {screened.B}") in screened.report()
+    whole = table.dpmic.pairs_above(0.3, 1e4, max_pairs=2, bounds=BOUNDS, ledger=ledger,
+                                    screen_B=None)
+    assert "screening grid" not in whole.report()
+
+
+def test_the_automatic_screening_grid_grows_to_hold_the_category_lists(table):
+    """A column of 30 listed categories fits the release's B but not B = 40: the
+    automatic screening grid refused it ("raise B") where pairwise released it."""
+    gen = np.random.default_rng(5)  # test data only
+    labels = [f"g{k}" for k in range(30)]
+    frame = table.assign(g=gen.choice(labels, len(table)))
+    result = frame.dpmic.top_pairs(2, 4.0, bounds=BOUNDS, categories={"g": labels},
+                                   ledger=dm.InMemoryLedger(uncapped=True))
+    assert len(result.pairs) == 2
+    said = result.privacy.selection
+    assert "screening grid B = " in said and "screening grid B = 40," not in said
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda f: f.dpmic.top_pairs(0, 1.0, bounds=BOUNDS), "k must be an integer"),
     (lambda f: f.dpmic.top_pairs(True, 1.0, bounds=BOUNDS), "k must be an integer"),
@@ -185,6 +212,9 @@ def test_screening_recounts_the_chosen_pairs_at_full_B(table, scheduler):
     (lambda f: f.dpmic.top_pairs(99, 1.0, bounds=BOUNDS, select_share=5.0), "select_share"),
     (lambda f: f.dpmic.top_pairs(99, 1.0, bounds=BOUNDS, select_share="abc"), "select_share"),
     (lambda f: f.dpmic.top_pairs(99, 1.0, bounds=BOUNDS, screen_B=1), "screen_B"),
+    # a choice by noise alone (it was charged), or OpenDP's own error (not ours)
+    (lambda f: f.dpmic.top_pairs(2, 1.0, bounds=BOUNDS, select_share=1e-300), "noise only"),
+    (lambda f: f.dpmic.top_pairs(2, 1.0, bounds=BOUNDS, select_share=1e-320), "noise only"),
     (lambda f: f.dpmic.top_pairs(2, -1.0, bounds=BOUNDS), "eps"),
     (lambda f: f.dpmic.pairs_above(1.5, 1.0, bounds=BOUNDS, max_pairs=3), "threshold"),
     (lambda f: f.dpmic.pairs_above(0.3, 1.0, bounds=BOUNDS, max_pairs=0), "max_pairs"),
