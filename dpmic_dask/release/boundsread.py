@@ -28,7 +28,13 @@ from dpmic_dask.privacy.bounds import (
     sum_threshold,
 )
 from dpmic_dask.privacy.noise import active_sampler
-from dpmic_dask.release.boundsresult import PILED_DOMAIN, WIDE_DOMAIN, BoundsRelease
+from dpmic_dask.release.boundsresult import (
+    ONE_BIN_SCALES,
+    ONE_BIN_SHARE,
+    PILED_DOMAIN,
+    WIDE_DOMAIN,
+    BoundsRelease,
+)
 from dpmic_dask.release.histograms import BoundsPlan, show_warning
 
 #: A column's released bounds are said to be unable to vouch for their coverage
@@ -124,6 +130,7 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
     limit: dict[str, float] = {}  # rows a bin beyond the bounds may hold unseen
     infinite: dict[str, float] = {}  # noisy rows at +-inf: no bound is read there
     piled: dict[str, tuple[str, float]] = {}  # an end of the domain holding a pile
+    one_bin: dict[str, float] = {}  # a refining pass with its rows in one bin
     # every column's first histogram, drawn at once per share (one long vector
     # draws on every core); each column's noise is independent of the others'
     drawn: dict[int, tuple[np.ndarray, float]] = {}
@@ -202,6 +209,10 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
             if better is not None:
                 found[c] = better
                 refined.append(c)
+                total = float(np.sum(row))  # post-processing of the refining counts
+                if total >= ONE_BIN_SCALES * scale2 and \
+                        float(np.max(row)) >= ONE_BIN_SHARE * total:
+                    one_bin[c] = float(np.max(row)) / total
     unresolved = tuple(c for c in plan.columns if found[c] is None)
     fallback = {c: g.domain or (-1.0, 1.0) for c, g in zip(plan.columns, plan.grids)}
     if unresolved:
@@ -233,7 +244,7 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
                             seeded=not active_sampler().secure, refined=tuple(refined),
                             refine_noise_scale=scale2, first_pass_share=FIRST_PASS_SHARE,
                             domain_use=use, unseen=unseen,
-                            infinite=infinite, piled=piled,
+                            infinite=infinite, piled=piled, one_bin=one_bin,
                             kinds={c: k for c, k in (kinds or {}).items() if k},
                             privacy_unit=plan.unit[0] if plan.unit is not None else None,
                             max_rows_per_unit=plan.unit[1] if plan.unit is not None else None)
@@ -243,4 +254,6 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
         show_warning(release.infinite_note())
     if release.piled:
         show_warning(release.piled_note())
+    if release.one_bin:
+        show_warning(release.one_bin_note())
     return release

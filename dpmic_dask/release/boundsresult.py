@@ -22,6 +22,11 @@ WIDE_DOMAIN = 0.25
 #: the column may run past its domain (``BoundsRelease.piled``). A smooth
 #: column's end bin holds about 1/1,024 of it.
 PILED_DOMAIN = 0.1
+#: A refining pass whose largest bin holds at least this share of its noisy total
+#: (and the total at least ``ONE_BIN_SCALES`` noise scales) reads as a column
+#: about constant (``BoundsRelease.one_bin``).
+ONE_BIN_SHARE = 0.9
+ONE_BIN_SCALES = 200
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,21 @@ class BoundsRelease:
     #: number) lies outside their released bounds, so every filled row is clamped
     #: to a bound (a warning and a line in the report).
     clamped_fills: dict = field(default_factory=dict)
+    #: Columns whose refining pass put at least :data:`ONE_BIN_SHARE` of its noisy
+    #: total in one of its bins (the released bounds are that bin's edges): the
+    #: share. The column is about constant; its pairs' MIC is near 0 (a warning
+    #: and a line in the report).
+    one_bin: dict = field(default_factory=dict)
+
+    def one_bin_note(self) -> str:
+        """The report's sentence about :attr:`one_bin` columns, or ``""``."""
+        if not self.one_bin:
+            return ""
+        said = ", ".join(f"{c} {min(share, 1.0):.0%} in {self.formatted(c)}"
+                         for c, share in self.one_bin.items())
+        return (f"About constant: the refining pass of the private bounds puts most rows of "
+                f"{list(self.one_bin)} in one of its bins ({said}); such a column's pairs "
+                "read about 0 MIC, whatever it is related to.")
 
     def fill_note(self) -> str:
         """The report's sentence about :attr:`clamped_fills`, or ``""``."""
@@ -183,6 +203,7 @@ class BoundsRelease:
             (column in self.unseen, "may leave out a tail"),
             (column in self.piled, "rows piled at an end of the domain"),
             (column in self.infinite, "infinite values clamped"),
+            (column in self.one_bin, "about constant"),
             (column in self.clamped_fills, "fill outside them, clamped")) if flagged]
         return "private" + (": " + "; ".join(said) if said else "")
 
@@ -194,7 +215,8 @@ class BoundsRelease:
         year 9999, or a duration past +-1e11 s, has none)."""
         out = []
         for name in self.bounds:
-            if name in self.unresolved or name in self.unseen or name in self.piled:
+            if name in self.unresolved or name in self.unseen or name in self.piled \
+                    or name in self.one_bin:  # about constant: no range worth keeping
                 continue
             kind = self.kinds.get(name)
             try:
@@ -265,13 +287,15 @@ class BoundsRelease:
             lines.append(self.infinite_note())
         if self.piled:
             lines.append(self.piled_note())
+        if self.one_bin:
+            lines.append(self.one_bin_note())
         if self.unresolved:
             lines.append(f"Unresolved: no bin stood out of the noise for "
                          f"{list(self.unresolved)}; fallback bounds used: choose bounds for "
                          "them yourself, or spend more on them.")
         pinned = self.pinnable()
         beyond = [c for c in self.bounds if c not in pinned and c not in self.unresolved
-                  and c not in self.unseen]
+                  and c not in self.unseen and c not in self.piled and c not in self.one_bin]
         if beyond:
             lines.append(f"Not pinnable: the bounds of {beyond} are beyond any public bound "
                          "their kind accepts (a time past year 9999, a duration past "

@@ -303,6 +303,8 @@ class PairwiseResult(ReportFields):
                 lines.append(found.infinite_note())
             if found.piled:
                 lines.append(found.piled_note())
+            if found.one_bin:
+                lines.append(found.one_bin_note())
             if found.clamped_fills:
                 lines.append(found.fill_note())
             if found.unresolved:

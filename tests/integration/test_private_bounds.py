@@ -757,3 +757,25 @@ def test_every_pinned_bound_is_one_the_library_takes_back():
     with pytest.raises(dm.InvalidParameterError, match="timedelta column are seconds;"):
         frame.dpmic.pairwise(1.0, bounds={"d": found.pinned("d"), "x": (0, 1)},
                              columns=["d", "x"], ledger=dm.InMemoryLedger(uncapped=True))
+
+
+def test_a_constant_column_under_private_bounds_is_said():
+    """A constant column's private bounds came out around its one value, its
+    pairs read about 0, and nothing said why. The refining pass's rows in one of
+    its bins now say so (warning, report, the column's note); a narrow column
+    spread over its refining bins is not flagged."""
+    gen = np.random.default_rng(31)  # test data only
+    n = 100_000
+    frame = pd.DataFrame({"x": gen.uniform(0, 1, n), "k": np.full(n, 5.0),
+                          "s": gen.normal(5.0, 0.01, n)})
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        result = frame.dpmic.pairwise(1.0, bounds="private", columns=["x", "k", "s"])
+    found = result.private_bounds
+    assert set(found.one_bin) == {"k"} and found.one_bin["k"] > 0.95
+    assert [w for w in seen if "About constant" in str(w.message) and "['k']" in str(w.message)]
+    assert "About constant" in result.report() and "About constant" in found.report()
+    assert found.note("k") == "private: about constant" and found.note("s") == "private"
+    # not worth pinning as public bounds, and not said to be beyond any public bound
+    assert "k" not in found.pinnable() and "s" in found.pinnable()
+    assert "Not pinnable" not in found.report()
