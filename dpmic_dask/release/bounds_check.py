@@ -28,12 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpmic_dask.errors import (
-    BoundsWarning,
-    InvalidParameterError,
-    shown,
-    user_stacklevel,
-)
+from dpmic_dask.errors import InvalidParameterError
 from dpmic_dask.privacy.accounting import PrivacyCost
 from dpmic_dask.privacy.costs import column_epsilon
 from dpmic_dask.privacy.histnoise import histogram_scale
@@ -43,16 +38,20 @@ from dpmic_dask.release.bounds_reading import (
     COVERAGE,
     MIN_TOTAL_SCALES,
     NARROW,
+    OUTSIDE,
     PILED,
     PILED_NOISE,
     PILED_OTHER,
     ColumnCheck,
+    ListCheck,
     read_check,
+    read_list,
     shortest_run,
 )
+from dpmic_dask.release.boundsfound import BoundsCheck
 from dpmic_dask.stats.counting import bins, column_values
 from dpmic_dask.stats.grids import refinement_cuts
-from dpmic_dask.stats.kinds import BooleanKind, format_value
+from dpmic_dask.stats.kinds import BooleanKind
 
 #: ``bounds_check="auto"`` (the default): the share the check takes where it can
 #: speak (2% of the budget: the values' noise grows by about 2%), and nothing
@@ -87,7 +86,8 @@ def speaks_at(plan: BoundsCheckPlan, rows: int) -> bool:
 def auto_lines(rows: int, plan: BoundsCheckPlan) -> str:
     """The report's line when ``"auto"`` left the check off at ``rows`` rows."""
     need = rows_to_speak(plan)
-    return (f"Public bounds: used as given, not checked (bounds_check='auto' checks them with "
+    what = "Public bounds and category lists" if plan.lists else "Public bounds"
+    return (f"{what}: used as given, not checked (bounds_check='auto' checks them with "
             f"{plan.share:.0%} of the budget from {need:,} rows at this budget; "
             f"this release has {rows:,}). bounds_check=<share> checks them at any size; "
             "bounds_check=None turns this off.")
@@ -113,29 +113,40 @@ class BoundsCheckPlan:
     #: L1 sensitivity of one column's histogram: 2 (replacing a row), or ``k``
     #: per unit (adding or removing a unit's at most ``k`` bounded rows).
     sensitivity: int = 2
+    #: The categorical columns among ``columns`` (public lists, bounds ``(0, K)``):
+    #: each counted in two bins, rows in its list and rows in its "other" code.
+    lists: tuple = ()
 
     def describe(self) -> str:
+        said = f"{CHECK_BINS} bins" if len(self.lists) < len(self.columns) else ""
+        if self.lists:
+            said += ("; " if said else "") + "categorical: rows outside the list"
         return (f"bounds check of {list(self.columns)}: {self.cost.describe()}, epsilon "
-                f"{self.eps_column:.4g} per column ({CHECK_BINS} bins, noise scale "
+                f"{self.eps_column:.4g} per column ({said}, noise scale "
                 f"{self.scale:.4g} counts)")
+
+    def counted_in(self, column) -> int:
+        """How many counts the check releases for ``column``."""
+        return 2 if column in self.lists else CHECK_BINS
 
 
 def plan_bounds_check(request, kinds: dict | None, share: float, costs, *, exclude=(),
                       sensitivity: int = 2) -> BoundsCheckPlan:
     """The check of ``request``'s numeric and time columns (not booleans, whose
-    bounds the type gives, nor categorical columns, nor the ``exclude``d ones whose
-    bounds are private), paid from ``costs`` (``(check part, release part,
-    total)``). Refuses a release with nothing to check, or a scale that cannot be
-    sampled. Nothing is read."""
+    bounds the type gives, nor the ``exclude``d ones whose bounds or categories are
+    private) and of its categorical columns with public lists (the rows outside
+    the list), paid from ``costs`` (``(check part, release part, total)``).
+    Refuses a release with nothing to check, or a scale that cannot be sampled.
+    Nothing is read."""
     part, release_part, total = costs
     kinds = kinds or {}
     categorical = {name for name, _ in request.categories}
     chosen = [k for k, name in enumerate(request.columns)
-              if name not in categorical and name not in exclude
-              and not isinstance(kinds.get(name), BooleanKind)]
+              if name not in exclude and not isinstance(kinds.get(name), BooleanKind)]
     if not chosen:
         raise InvalidParameterError(
-            "bounds_check has nothing to check: no numeric or time column with public bounds")
+            "bounds_check has nothing to check: no numeric or time column with public "
+            "bounds, nor a categorical column with a public list")
     eps_column = column_epsilon(part, len(chosen))
     scale = histogram_scale(eps_column, sensitivity)  # refused now if it cannot be sampled
     cost = part.pure_part()
@@ -143,15 +154,17 @@ def plan_bounds_check(request, kinds: dict | None, share: float, costs, *, exclu
     return BoundsCheckPlan(names, tuple(chosen), tuple(request.bounds[k] for k in chosen),
                            eps_column, scale, cost, release_part, total, share,
                            {c: kinds[c] for c in names if kinds.get(c) is not None},
-                           sensitivity)
+                           sensitivity, tuple(c for c in names if c in categorical))
 
 
 # ------------------------------------------------------------------ counting
 
 
-def check_partition(frame, *, columns, checked, bounds, fill):
+def check_partition(frame, *, columns, checked, bounds, fill, lists=()):
     """One partition: the checked columns' exact histograms (``CHECK_BINS`` equal
-    bins of their public bounds, values clamped to them as the release clamps),
+    bins of their public bounds, values clamped to them as the release clamps;
+    for the categorical columns at ``lists``, indices into ``checked``, the rows
+    in the list and the rows in "other", the last code, in the first two bins),
     the row count and every column's missing flag. A missing value is replaced by
     the column's public fill value, or (without one) flagged and not counted: the
     release is then refused before the charge. Every column is converted, so a
@@ -167,7 +180,12 @@ def check_partition(frame, *, columns, checked, bounds, fill):
             v = v[~nan] if fill is None else np.where(nan, fill[k], v)
         if k in where:
             at = where[k]
-            hists[at] += np.bincount(bins(v, bounds[at], CHECK_BINS), minlength=CHECK_BINS)
+            if at in lists:  # codes are code + 0.5 in (0, K): "other" is K - 0.5
+                other = int(np.count_nonzero(v > bounds[at][1] - 1.0))
+                hists[at, :2] += (v.size - other, other)
+            else:
+                hists[at] += np.bincount(bins(v, bounds[at], CHECK_BINS),
+                                         minlength=CHECK_BINS)
     return hists, len(frame), missing
 
 
@@ -196,137 +214,30 @@ class CheckFromCounts:
     def counted(self, layout, marginals: dict) -> None:
         """The check's histograms from each checked column's ``marginals``."""
         cuts = self._cuts(layout)
-        self.histograms = np.stack([np.add.reduceat(marginals[c], cuts[:-1])
-                                    for c in self.plan.columns])
+        assert cuts is not None
+        rows = []
+        for c, cut in zip(self.plan.columns, cuts):
+            if c in self.plan.lists:  # rows in the list, rows in "other" (the last code)
+                row = np.zeros(CHECK_BINS, dtype=np.int64)
+                row[:2] = (marginals[c][:cut[-2]].sum(), marginals[c][cut[-2]:].sum())
+                rows.append(row)
+            else:
+                rows.append(np.add.reduceat(marginals[c], cut[:-1]))
+        self.histograms = np.stack(rows)
 
-    @staticmethod
-    def _cuts(layout):
+    def _cuts(self, layout):
+        """Each checked column's cuts: the check's bins, or a categorical column's
+        ``K`` codes (``None`` when the refinement lacks an edge of either)."""
+        boundaries = layout.joint.boundaries
         try:
-            return refinement_cuts(layout.joint.boundaries, CHECK_BINS)
+            return [refinement_cuts(boundaries, int(b[1]) if c in self.plan.lists
+                                    else CHECK_BINS)
+                    for c, b in zip(self.plan.columns, self.plan.bounds)]
         except ValueError:  # the refinement lacks an edge of the check's bins
             return None
 
 
-@dataclass(frozen=True)
-class BoundsCheck:
-    """The released check of public bounds (plain numbers; ``docs/privacy.md``,
-    "The check of public bounds").
-
-    ``histograms[column]`` is the column's noisy histogram (``bins`` equal bins
-    of ``bounds[column]``, discrete Laplace of scale ``noise_scale`` counts on each
-    count; ``epsilon_per_column`` each, ``cost`` in all); ``checks[column]`` what
-    it says (:class:`ColumnCheck`); ``wide`` the columns whose public bounds look
-    far wider than their values. Bounds are axis numbers (times: seconds since the
-    epoch, UTC); :meth:`formatted` prints them in the column's kind.
-    """
-
-    bounds: dict
-    histograms: dict
-    checks: dict
-    noise_scale: float
-    epsilon_per_column: float
-    cost: PrivacyCost
-    bins: int = CHECK_BINS
-    kinds: dict = field(default_factory=dict)
-    seeded: bool = False
-
-    @property
-    def wide(self) -> tuple:
-        return tuple(c for c, found in self.checks.items() if found.wide)
-
-    def formatted(self, column, numbers) -> tuple[str, str]:
-
-        kind = self.kinds.get(column)
-        return tuple(format_value(kind, x) for x in numbers)  # type: ignore[return-value]
-
-    def suggested(self, column) -> tuple | None:
-        """The run's edges as bounds in the column's own kind (``None``: no run)."""
-        edges = self.checks[column].edges
-        if edges is None:
-            return None
-        kind = self.kinds.get(column)
-        if kind is None:
-            return tuple(float(x) for x in edges)
-        return tuple(kind.format(x) for x in edges)
-
-    def message(self, column) -> str:
-        found = self.checks[column]
-        a, b = self.formatted(column, found.edges)
-        first, last = found.run
-        edge = advice = ""
-        if first == 0 or last == self.bins - 1:  # the mass is at a bound
-            lo, hi = self.formatted(column, self.bounds[column])
-            bound = lo if first == 0 else hi
-            edge = (f", at its {'lower' if first == 0 else 'upper'} bound: values beyond "
-                    f"{bound} would be clamped there and look the same")
-            # the mass may be values clamped from beyond the bound (a wrong unit, a
-            # shifted column): then tighter bounds inside would clamp them all again
-            advice = (f" if the column does not run past {bound}; if it does, bounds that "
-                      "hold its values")
-        return (f"column {column}: its public bounds look at least {found.ratio:.3g}x wider "
-                f"than its values (the private check puts {COVERAGE:.0%} of rows in "
-                f"{a}..{b}{edge}); MIC is lower than tighter bounds would give; consider "
-                f"bounds {a}..{b}{advice}")
-
-    def piled_messages(self) -> list[str]:
-        """One line per column (not read as wide) whose rows pile up in an end bin."""
-        out = []
-        for column, found in self.checks.items():
-            if found.piled is None or found.wide:
-                continue
-            lo, hi = self.formatted(column, self.bounds[column])
-            bound = lo if found.piled == "lower" else hi
-            share = min(found.piled_share or 0.0, 1.0)  # the noise can take it past 1
-            out.append(f"column {column}: the private check puts {share:.0%} of "
-                       f"its rows in the bin at its {found.piled} bound {bound} (the "
-                       f"{'first' if found.piled == 'lower' else 'last'} {CHECK_BINS}th of "
-                       "its range), and the other end bin next to none: either the bounds "
-                       "are far wider than its values, or values beyond "
-                       f"{bound} are clamped to it and look the same; either way MIC is "
-                       "lower than bounds that fit the values would give")
-        return out
-
-    def lines(self) -> list[str]:
-        """The report's lines: what was checked and what it found."""
-        lines = [f"Public bounds checked privately ({len(self.bounds)} column(s), "
-                 f"{self.bins} equal bins each, epsilon {self.epsilon_per_column:.4g} per "
-                 f"column, noise scale {self.noise_scale:.4g} counts; {self.cost.describe()} "
-                 "of the total)."]
-        lines += [self.message(c) for c in self.wide]
-        lines += self.piled_messages()
-        unsure = [c for c, f in self.checks.items() if not f.confident]
-        if unsure:
-            lines.append(f"Bounds check inconclusive for {unsure}: the noisy row count is "
-                         f"below {MIN_TOTAL_SCALES} noise scales (more rows or a larger "
-                         "bounds_check share make it conclusive).")
-        untold = self.untold
-        if untold:
-            lines.append(f"Bounds check cannot tell for {untold}: the noise of the empty "
-                         f"bins could hide values that all lie within {NARROW:.0%} of the "
-                         "bounds (more rows or a larger bounds_check share tell).")
-        if not self.wide and len(unsure) + len(untold) < len(self.checks):
-            others = "other " if unsure or untold else ""
-            lines.append(f"No {others}checked column's public bounds look far wider than "
-                         "its values.")
-        return lines
-
-    @property
-    def untold(self) -> list:
-        """Columns read with enough rows whose reading settles nothing (not wide,
-        and not shown to spread beyond a quarter of the range)."""
-        return [c for c, f in self.checks.items() if f.confident and not f.settled]
-
-
-def _show(messages) -> None:
-    """Each message as a :class:`BoundsWarning` pointing at the caller's line
-    (``frame.dpmic.pairwise(...)``), never raised: after the charge nothing may
-    refuse, even under a warnings-as-errors filter."""
-    level = user_stacklevel()
-    for message in messages:
-        shown(message, BoundsWarning, stacklevel=level)
-
-
-__all__ = ["CHECK_BINS", "COVERAGE", "MIN_TOTAL_SCALES", "NARROW", "PILED", "PILED_NOISE",
-           "PILED_OTHER", "BoundsCheck",
-           "BoundsCheckPlan", "CheckFromCounts", "ColumnCheck", "check_bounds_check",
-           "plan_bounds_check", "read_check", "shortest_run"]
+__all__ = ["CHECK_BINS", "COVERAGE", "MIN_TOTAL_SCALES", "NARROW", "OUTSIDE", "PILED",
+           "PILED_NOISE", "PILED_OTHER", "BoundsCheck", "BoundsCheckPlan", "CheckFromCounts",
+           "ColumnCheck", "ListCheck", "check_bounds_check", "plan_bounds_check", "read_check",
+           "read_list", "shortest_run"]

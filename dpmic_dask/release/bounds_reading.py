@@ -33,6 +33,17 @@ PILED_OTHER = 0.01
 #: unsaid); past 6 scales, in about 1 in 800 (discrete Laplace). A 0/1 column with
 #: 5% or more of either value stays apart from 400 noise scales of rows.
 PILED_NOISE = 6.0
+#: An end bin holding at least this share of the noisy total, and at least
+#: ``SPIKE`` times the bin next to it plus ``PILED_NOISE`` noise scales, is said
+#: too (``ColumnCheck.at_bound``): values beyond the bound are clamped into it and
+#: look the same as values at the bound (a smooth column's end bin holds about as
+#: much as its neighbour; one cut by its bounds, far more).
+AT_BOUND = 0.1
+SPIKE = 4.0
+#: One bin (not an end bin) holding at least this share of the noisy total is
+#: said (``ColumnCheck.one_bin``): the column is about constant, or its bounds far
+#: wider than its values.
+ONE_BIN = 0.9
 
 
 @dataclass(frozen=True)
@@ -57,6 +68,21 @@ class ColumnCheck:
     #: clipped noise of empty bins gives (:func:`rules_out_narrow`). A confident
     #: column that is not settled could hold all its values in such a window.
     settled: bool = True
+    #: End bins (not :attr:`piled`) holding at least :data:`AT_BOUND` of the noisy
+    #: total and far more than their neighbours: ``(("lower" | "upper", share),
+    #: ...)`` -- values at the bound, or beyond it and clamped.
+    at_bound: tuple = ()
+    #: ``(bin, share)``: an inner bin holding at least :data:`ONE_BIN` of the noisy
+    #: total (the column about constant, or its bounds far wider than its values).
+    one_bin: tuple | None = None
+    #: Whether the end bin facing the one :attr:`at_bound` holds far more than its
+    #: neighbour too, however few rows (a column of two values, one at each bound).
+    other_end_spike: bool = False
+
+    @property
+    def said(self) -> bool:
+        """Whether the reading says something of its own about the column."""
+        return bool(self.wide or self.piled or self.at_bound or self.one_bin)
 
 
 def shortest_run(noisy, coverage: float = COVERAGE) -> tuple[int, int] | None:
@@ -106,7 +132,33 @@ def read_check(noisy, bounds, scale: float) -> ColumnCheck:
                 piled, share = side, float(count) / total
     wide = confident and span <= NARROW * CHECK_BINS
     settled = wide or (confident and rules_out_narrow(noisy, scale))
-    return ColumnCheck(run, edges, ratio, confident, wide, piled, share, settled)
+    at_bound, one_bin, spike = (), None, False
+    if confident and not wide and piled is None:
+        at_bound = heavy_ends(noisy, scale)
+        if len(at_bound) == 1:
+            spike = bool(heavy_ends(noisy, scale, share=0.0, only="upper" if at_bound[0][0]
+                                    == "lower" else "lower"))
+        top = int(np.argmax(noisy))
+        if 0 < top < CHECK_BINS - 1 and noisy[top] >= ONE_BIN * float(noisy.sum()):
+            one_bin = (top, float(noisy[top]) / float(noisy.sum()))
+    return ColumnCheck(run, edges, ratio, confident, wide, piled, share, settled, at_bound,
+                       one_bin, spike)
+
+
+def heavy_ends(noisy, scale: float, share: float = AT_BOUND, only: str | None = None) -> tuple:
+    """The end bins (or the ``only`` one) holding at least ``share`` of the noisy
+    total and at least :data:`SPIKE` times their neighbour (clipped at 0) plus
+    :data:`PILED_NOISE` scales: ``(side, share)`` each (post-processing)."""
+    total = float(np.sum(noisy))
+    out = []
+    for side, end, next_to in (("lower", 0, 1), ("upper", -1, -2)):
+        count = float(noisy[end])
+        if only not in (None, side):
+            continue
+        if count >= share * total and \
+                count >= SPIKE * max(float(noisy[next_to]), 0.0) + PILED_NOISE * scale:
+            out.append((side, count / total))
+    return tuple(out)
 
 
 #: Noise allowances of :func:`rules_out_narrow`: the empty bins' clipped noise is
@@ -141,6 +193,37 @@ def rules_out_narrow(noisy, scale: float) -> bool:
     return outside - allowance > (1.0 - COVERAGE) * float(np.asarray(noisy).sum())
 
 
-__all__ = ["CHECK_BINS", "COVERAGE", "MIN_TOTAL_SCALES", "NARROW", "NOISE_SDS", "PILED",
-           "PILED_NOISE", "PILED_OTHER", "ColumnCheck", "clipped_noise_moments", "read_check",
-           "rules_out_narrow", "shortest_run"]
+#: A categorical column with a public list: flagged when at least this share of its
+#: rows (noisy) is outside the list, in its one "other" bin.
+OUTSIDE = 0.5
+
+
+@dataclass(frozen=True)
+class ListCheck:
+    """What the noisy counts of a categorical column's rows inside and outside its
+    public list say (post-processing only): ``share`` the clipped noisy share
+    outside, ``confident`` whether the noisy total is at least
+    :data:`MIN_TOTAL_SCALES` noise scales, ``outside`` whether at least
+    :data:`OUTSIDE` of the rows look outside the list (said only when confident)."""
+
+    share: float | None
+    confident: bool
+    outside: bool
+
+
+def read_list(noisy, scale: float) -> ListCheck:
+    """The rule for a categorical column, on its two released counts (rows in its
+    list, with the null category, and rows in "other") only."""
+    inside, other = (int(x) for x in np.asarray(noisy, dtype=np.int64))
+    total = inside + other
+    confident = bool(total >= MIN_TOTAL_SCALES * scale)
+    clipped = max(inside, 0) + max(other, 0)
+    share = max(other, 0) / clipped if clipped > 0 else None
+    return ListCheck(share, confident, confident and share is not None and share >= OUTSIDE)
+
+
+__all__ = ["AT_BOUND", "CHECK_BINS", "COVERAGE", "MIN_TOTAL_SCALES", "NARROW", "NOISE_SDS",
+           "ONE_BIN", "OUTSIDE", "PILED", "PILED_NOISE", "PILED_OTHER", "SPIKE", "ColumnCheck",
+           "ListCheck", "heavy_ends",
+           "clipped_noise_moments", "read_check", "read_list", "rules_out_narrow",
+           "shortest_run"]

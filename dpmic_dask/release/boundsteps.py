@@ -11,13 +11,13 @@ from dpmic_dask.backends import backend_for
 from dpmic_dask.checks import refuse_missing
 from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.release.bounds_check import (
-    BoundsCheck,
     BoundsCheckPlan,
     _add,
-    _show,
     check_partition,
     read_check,
+    read_list,
 )
+from dpmic_dask.release.boundsfound import BoundsCheck, show_messages
 from dpmic_dask.release.boundsplan import given_fills
 from dpmic_dask.release.boundsread import bounds_release
 from dpmic_dask.release.histograms import (
@@ -55,7 +55,7 @@ class CheckStep:
         self.hists, rows, missing = backend_for(run.frame).reduce(
             run.frame, columns,
             partial(check_partition, columns=columns, checked=checked, bounds=step.bounds,
-                    fill=fill),
+                    fill=fill, lists=tuple(step.columns.index(c) for c in step.lists)),
             _add, split_every=run.split_every, progress=run.progress)
         if fill is None:
             refuse_missing(columns, missing)
@@ -63,16 +63,23 @@ class CheckStep:
 
     def after(self, run: Run, charge) -> None:
         step = self.plan
-        noisy, scale = noisy_histograms(list(self.hists), step.eps_column, step.sensitivity)
+        # a categorical column's two counts (in its list, outside it); the others' bins
+        exact = [h[:step.counted_in(c)] for c, h in zip(step.columns, self.hists)]
+        noisy, scale = noisy_histograms(exact, step.eps_column, step.sensitivity)
         checks = {c: read_check(h, b, scale)
-                  for c, h, b in zip(step.columns, noisy, step.bounds)}
+                  for c, h, b in zip(step.columns, noisy, step.bounds) if c not in step.lists}
+        lists = {c: read_list(h, scale)
+                 for c, h in zip(step.columns, noisy) if c in step.lists}
         found = BoundsCheck(
             bounds=dict(zip(step.columns, step.bounds)),
             histograms={c: tuple(int(x) for x in h) for c, h in zip(step.columns, noisy)},
             checks=checks, noise_scale=scale, epsilon_per_column=step.eps_column,
-            cost=step.cost, kinds=dict(step.kinds), seeded=not active_sampler().secure)
+            cost=step.cost, kinds=dict(step.kinds), seeded=not active_sampler().secure,
+            lists=lists)
         # post-processing of released counts
-        _show([*(found.message(c) for c in found.wide), *found.piled_messages()])
+        show_messages([*(found.message(c) for c in found.wide), *found.piled_messages(),
+               *(line for line, warned in found.bound_messages() if warned),
+               *(found.outside_message(c) for c in found.outside)])
         run.found["bounds_check"] = found
 
     def describe(self, run: Run) -> str:

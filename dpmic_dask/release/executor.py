@@ -46,7 +46,7 @@ from dpmic_dask.backends import backend_for
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.axisframe import axis_frame
 from dpmic_dask.release.bounding import BoundedFrame, unit_label
-from dpmic_dask.release.bounds_check import CheckFromCounts, auto_lines, speaks_at
+from dpmic_dask.release.bounds_check import CheckFromCounts, auto_lines
 from dpmic_dask.release.boundsteps import CheckStep
 from dpmic_dask.release.charge import (
     Bill,
@@ -60,6 +60,7 @@ from dpmic_dask.release.results import PairwiseResult
 from dpmic_dask.release.stages import public_rows
 from dpmic_dask.release.steps import Run, check_rows, front_steps
 from dpmic_dask.release.unitbase import check_inner, unit_privacy_statement
+from dpmic_dask.stats.kinds import format_value
 
 if TYPE_CHECKING:
     from dpmic_dask.privacy.charges import Charge
@@ -241,12 +242,14 @@ def _auto_check(frame, plan):
     """``bounds_check="auto"``: the plan with the check where it can speak at the
     public row count (row level: the row count, or ``min_rows`` after dropping
     nulls), else the plan without it and the report's line saying why."""
-    checked = plan.auto_check
+    least = plan.auto_fallback or plan.auto_check  # the check needing fewest rows
     rows = (plan.request.min_rows if plan.drop
             else backend_for(frame).row_count(frame, plan.request.columns))
-    if speaks_at(checked.bounds_check, rows):
+    checked = plan.auto_at(rows)
+    if checked is not None:
         return checked, None
-    return dataclasses.replace(plan, auto_check=None), auto_lines(rows, checked.bounds_check)
+    return (dataclasses.replace(plan, auto_check=None, auto_fallback=None),
+            auto_lines(rows, least.bounds_check))
 
 
 def _unit_said(plan) -> str:
@@ -314,6 +317,14 @@ def _in_kinds(result: PairwiseResult, plan, run: Run | None) -> PairwiseResult:
         note = (f" Rows with a missing value in any of the {len(plan.drop)} columns were "
                 "dropped (nulls='drop') before bounding each unit's rows; n is the public "
                 "lower bound of the kept rows released by the private row count.")
+    request = plan.request
+    if request.fill is not None:  # public values only: how many rows were filled is not said
+        filled = ", ".join(f"{c} {format_value((plan.kinds or {}).get(c), v)}"
+                           for c, v in zip(request.columns, request.fill))
+        note += (f" Missing values were filled with each column's public fill value "
+                 f"(nulls='fill': {filled}); how many rows were filled is not released, and "
+                 "a column with many missing values reads as one with a spike at its fill "
+                 "value, its MIC lower than its observed values would give.")
     for line in plan.notes:
         note += " " + line
     if note:

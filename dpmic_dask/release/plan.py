@@ -34,6 +34,7 @@ from dpmic_dask.release.bounds_check import (
     AUTO_SHARE,
     check_bounds_check,
     plan_bounds_check,
+    speaks_at,
 )
 from dpmic_dask.release.boundsplan import PrivateBoundsPlan, plan_private_bounds
 from dpmic_dask.release.boundsspec import typed_bounds
@@ -92,6 +93,17 @@ class ReleasePlan:
     #: count is large enough for the check to speak (row level only: per unit the
     #: row count is private).
     auto_check: ReleasePlan | None = None
+    #: ... and with a check of the numeric and time columns alone (no list), run
+    #: where ``auto_check`` cannot speak and this can (more of the share each).
+    auto_fallback: ReleasePlan | None = None
+
+    def auto_at(self, rows: int) -> ReleasePlan | None:
+        """The first of :attr:`auto_check`, :attr:`auto_fallback` that speaks at
+        ``rows`` public rows, or ``None``."""
+        for checked in (self.auto_check, self.auto_fallback):
+            if checked is not None and speaks_at(checked.bounds_check, rows):
+                return checked
+        return None
 
     @property
     def cost(self) -> PrivacyCost:
@@ -164,7 +176,7 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
                  refine=True, nulls="raise", fill=None, label=None, statistics=("mic",),
                  B=None, c=None, names: ArgumentNames = API_NAMES, kinds=None, min_rows=None,
                  categories=None, bounds_check=None, budget: PrivacyCost | None = None,
-                 unit_k: int | None = None, **sizing) -> ReleasePlan:
+                 unit_k: int | None = None, check_lists: bool = True, **sizing) -> ReleasePlan:
     """Check a release against ``schema`` and plan it (nothing read or charged).
 
     ``select``: ``None`` (every pair), or ``{"rule": "top-k", "k": ...}`` /
@@ -179,14 +191,13 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
     ``nulls="drop"`` needs ``min_rows``, a public minimum of the rows kept.
     ``categories`` gives categorical columns their public lists
     (:mod:`dpmic_dask.stats.categories`; ``nulls="category"`` keeps their nulls).
-    ``bounds_check`` (a share of the budget, default off) puts a private check of
-    the public bounds first (:mod:`dpmic_dask.release.bounds_check`).
-
-    The front steps' parts are split off one total, in order: the check, the
-    choice of categories, then (inside the values' part) private bounds.
-    ``budget``: the part this plan may spend when a step in front of it (the row
-    count per unit) has taken its own; ``unit_k``: per unit, each front step's
-    counts have sensitivity ``k`` and ``nulls="drop"`` needs no ``min_rows``.
+    ``bounds_check`` (a share, ``"auto"``, or off) puts a private check of the
+    public bounds and lists first (:mod:`dpmic_dask.release.bounds_check`; its
+    lists left out with ``check_lists=False``). The front steps' parts are split
+    off one total, in order: the check, the choice of categories, then (inside
+    the values' part) private bounds. ``budget``: the part this plan may spend
+    when a step in front of it (the row count per unit) has taken its own;
+    ``unit_k``: per unit, each front step's counts have sensitivity ``k``.
     """
     if not isinstance(nulls, str) or nulls not in RELEASE_NULLS:
         raise InvalidParameterError("nulls must be 'raise', 'fill' (with fill values), 'drop' "
@@ -212,7 +223,7 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
                           {**(categories or {}), **_as_given(private)},
                           budget=budget, unit_k=unit_k, **sizing)
     checkable = check_share is not None and bool(checkable_columns(
-        schema, bounds, columns, categories, private, kinds))
+        schema, bounds, columns, categories if check_lists else None, private, kinds))
     total = budget
     if private or checkable:  # the one total the front steps' parts are split off
         eps = check_epsilon(eps, names.eps)
@@ -275,11 +286,12 @@ def plan_release(schema, eps, *, bounds, columns=None, delta=0.0, mechanism="aut
         planned = dataclasses.replace(planned, bounds_check=plan_bounds_check(
             planned.request, axis.kinds, float(check_share),  # type: ignore[arg-type]
             (check_part, fronts.rest, total),
-            exclude=private_bounds, sensitivity=ROW_SENSITIVITY if unit_k is None else unit_k))
+            exclude=(*private_bounds, *private, *(() if check_lists else categorical)),
+            sensitivity=ROW_SENSITIVITY if unit_k is None else unit_k))
     elif check_share is not None:
         planned = dataclasses.replace(planned, notes=(
-            "Bounds check: nothing to check (no numeric or time column has public bounds); "
-            "no budget was spent on it.",))
+            "Bounds check: nothing to check (no numeric or time column has public bounds, "
+            "no categorical column a public list); no budget was spent on it.",))
     if fronts.taken or budget is not None:
         planned = dataclasses.replace(planned, total=total, release_part=fronts.rest)
     return dataclasses.replace(planned, kinds=axis.kinds,
@@ -298,20 +310,26 @@ def _plan_auto(schema, eps, *, unit_k, **arguments) -> ReleasePlan:
     :data:`AUTO_SHARE`, which the executor runs instead where the check can speak at
     the public row count."""
     off = plan_release(schema, eps, bounds_check=None, unit_k=unit_k, **arguments)
-    try:
+
+    def checked(**more):
         with warnings.catch_warnings():  # the same arguments: said once, by the plan above
             warnings.simplefilter("ignore", UnusedParameterWarning)
-            on = plan_release(schema, eps, bounds_check=AUTO_SHARE, unit_k=unit_k,
-                              **arguments)
+            return plan_release(schema, eps, bounds_check=AUTO_SHARE, unit_k=unit_k,
+                                **arguments, **more)
+    try:
+        on = checked()
     except DPMICError:  # nothing to check, or a check this small cannot be sampled
         return off
     if on.bounds_check is None:  # nothing to check (every bound private, say)
         return off
     if unit_k is not None:
+        what = "Public bounds and category lists" if on.bounds_check.lists else "Public bounds"
         return dataclasses.replace(off, notes=(*off.notes, (
-            "Public bounds: used as given, not checked (per unit the row count is private, "
-            "so bounds_check='auto' does not check them; bounds_check=<share> does).")))
-    return dataclasses.replace(off, auto_check=on)
+            f"{what}: used as given, not checked (per unit the row count is private, so "
+            "bounds_check='auto' does not check them; bounds_check=<share> does).")))
+    lists, columns = on.bounds_check.lists, on.bounds_check.columns
+    return dataclasses.replace(off, auto_check=on, auto_fallback=checked(
+        check_lists=False) if 0 < len(lists) < len(columns) else None)
 
 
 class FrontSplit:

@@ -19,13 +19,15 @@ from dpmic_dask.release.categorygrids import check_category_grids, planned_shape
 
 def checkable_columns(schema, bounds, columns, categories, private, kinds) -> list:
     """The columns a check of public bounds would look at: those with public
-    ``(lo, hi)`` bounds that are neither categorical nor boolean (none when every
-    bound is private). Known from the arguments and the schema alone."""
+    ``(lo, hi)`` bounds that are neither categorical nor boolean, and the
+    categorical ones with public lists (none when every bound and list is
+    private). Known from the arguments and the schema alone."""
+    out = [name for name in (categories or ()) if name not in private
+           and (columns is None or name in columns)]
     if not isinstance(bounds, Mapping):
-        return []
+        return out
     categorical = set(categories or ()) | set(private)
     dtypes = dict(schema.items()) if hasattr(schema, "items") else {}
-    out = []
     for name, given in bounds.items():
         if isinstance(given, str) or name in categorical:
             continue

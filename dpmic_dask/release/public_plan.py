@@ -14,7 +14,7 @@ from __future__ import annotations
 from dpmic_dask.config import resolve
 from dpmic_dask.errors import DPMICError, counted
 from dpmic_dask.privacy.costs import PrivacyCost
-from dpmic_dask.release.bounds_check import auto_lines, rows_to_speak, speaks_at
+from dpmic_dask.release.bounds_check import auto_lines, rows_to_speak
 from dpmic_dask.release.boundsspec import DEFAULT_SETTINGS
 from dpmic_dask.release.executor import run_release
 from dpmic_dask.release.unitbase import noise_at
@@ -91,8 +91,9 @@ def explain_lines(planned, rows: int | None) -> list[str]:
     # public row count (min_rows after dropping nulls), as the executor decides
     auto = planned.auto_check
     public = request.min_rows if planned.drop and units is None else rows
-    runs = auto is not None and (public is None or speaks_at(auto.bounds_check, public))
-    shown = auto if runs else planned
+    chosen = auto if public is None else planned.auto_at(public)
+    runs = chosen is not None
+    shown = chosen if runs else planned
     lines.append("Steps, in order:")
     for number, (name, said) in enumerate(_step_lines(shown), start=1):
         if name == "bounds check" and auto is not None and public is None:
@@ -108,7 +109,7 @@ def explain_lines(planned, rows: int | None) -> list[str]:
     lines.append("Noise of each released value:")
     lines.extend("  " + line for line in _noise_lines(planned, rows))
     if auto is not None and public is not None and not runs:
-        lines.append(auto_lines(public, auto.bounds_check))
+        lines.append(auto_lines(public, (planned.auto_fallback or auto).bounds_check))
     lines.extend(planned.notes)
     return lines
 
@@ -208,8 +209,7 @@ def _noise_lines(planned, rows: int | None) -> list[str]:
     for n in sizes:
         # bounds_check="auto" releases the plan with the check wherever the check
         # can speak at this row count (its share widens the values' noise)
-        checked = planned.auto_check
-        at = checked if checked is not None and speaks_at(checked.bounds_check, n) else planned
+        at = planned.auto_at(n) or planned
         try:
             noise = noise_at(at, n)
         except DPMICError as exc:

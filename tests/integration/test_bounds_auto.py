@@ -4,6 +4,7 @@ says which."""
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -128,6 +129,9 @@ def test_a_column_in_one_bin_is_never_said_to_be_fine_where_the_noise_hides_it()
         assert constant.wide or not constant.settled
         assert spread.settled and not spread.wide
         report = result.report()
-        if not constant.wide:
-            assert "Bounds check cannot tell for ['c5']" in report
+        if not constant.wide:  # said: its rows sit in one bin (no "cannot tell")
+            assert constant.one_bin is not None and constant.one_bin[0] == 8
+            assert re.search(r"column c5: the private check puts \d+% of its rows in one "
+                             r"bin, 5\.\.5\.625", report)
+            assert "cannot tell" not in report
             assert "No other checked column's public bounds look far wider" in report

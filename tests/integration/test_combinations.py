@@ -200,8 +200,8 @@ def report_words(combo: dict) -> tuple[list[str], list[str]]:
         says += ["chosen from the values that occur"]
     if combo["bounds"] == "check":
         says += ["Public bounds checked privately", "bounds check of"]
-    else:
-        not_says += ["bounds check of"]
+    elif combo["categories"] != "public" or combo["unit"] == "cust":
+        not_says += ["bounds check of"]  # "auto" may check a public list at row level
     if combo["bounds"] == "private":
         says += ["Private bounds used:", "private bounds for"]
     else:
@@ -262,9 +262,15 @@ def check_combination(frame, combo: dict) -> dict:
     else:
         assert result.private_bounds is None
     if combo["bounds"] == "check":
-        assert set(result.bounds_check.histograms) == set(kw["bounds"])
-    else:
-        assert result.bounds_check is None
+        # public lists are checked too (the rows outside them); private ones are not
+        listed = {"region"} if combo["categories"] == "public" else set()
+        assert set(result.bounds_check.histograms) == set(kw["bounds"]) | listed
+        assert set(result.bounds_check.lists) == listed
+        assert result.bounds_check.outside == ()  # every region listed
+    else:  # "auto" checks a public list where it can speak (no bounds to check)
+        found = result.bounds_check
+        assert found is None or (combo["categories"] == "public"
+                                 and tuple(found.bounds) == ("region",)), found
     if combo["statistics"] == "mic+tau_a":
         taus = dict(zip(zip(table_["x"], table_["y"]), table_["tau_a"]))
         for pair, tau in taus.items():

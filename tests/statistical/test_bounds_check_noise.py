@@ -56,3 +56,39 @@ def test_released_check_counts_are_discrete_laplace_at_the_stated_scale(delta, B
     assert chi_square_pvalue(z, lambda s: discrete_laplace_pmf(scale, s)) > ALPHA
     for wrong in (0.7 * scale, 1.3 * scale):
         assert chi_square_pvalue(z, lambda s, w=wrong: discrete_laplace_pmf(w, s)) < ALPHA
+
+
+LISTS, LIST_RELEASES = 10, 60
+LISTED = ["a", "b", "c"]
+
+
+def stated_list_scale(columns: int) -> float:
+    (part,) = measure_for(0.0).split(measure_for(0.0).total(EPS, 0.0), (SHARE,))
+    return safe_up(2.0 / column_epsilon(part, columns))
+
+
+@pytest.mark.slow
+@rerun_once
+def test_released_list_counts_are_discrete_laplace_at_the_stated_scale():
+    """A categorical column with a public list releases two counts (rows in the
+    list, rows outside it), each with the same noise as a bin of a numeric
+    column's histogram (drawn after either pass: tests/integration/
+    test_category_list_check.py shows both passes' exact counts)."""
+    gen = np.random.default_rng(12)  # test data only; "d" is outside every list
+    frame = pd.DataFrame({f"k{j}": gen.choice([*LISTED, "d"], ROWS) for j in range(LISTS)})
+    exact = {c: ((frame[c] != "d").sum(), (frame[c] == "d").sum()) for c in frame.columns}
+    scale = stated_list_scale(LISTS)
+    residuals = []
+    for _ in range(LIST_RELEASES):
+        result = frame.dpmic.pairwise(EPS, bounds={}, B=40, c=2,
+                                      categories=dict.fromkeys(frame.columns, LISTED),
+                                      bounds_check=SHARE)
+        found = result.bounds_check
+        assert found.noise_scale == scale and set(found.lists) == set(frame.columns)
+        for c in frame.columns:
+            residuals.append(np.asarray(found.histograms[c]) - exact[c])
+    z = np.concatenate(residuals)
+    assert z.size == LIST_RELEASES * LISTS * 2
+    assert chi_square_pvalue(z, lambda s: discrete_laplace_pmf(scale, s)) > ALPHA
+    for wrong in (0.7 * scale, 1.3 * scale):
+        assert chi_square_pvalue(z, lambda s, w=wrong: discrete_laplace_pmf(w, s)) < ALPHA

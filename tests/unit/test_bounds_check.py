@@ -84,10 +84,17 @@ def test_a_reading_the_empty_bins_noise_could_explain_settles_nothing():
         outside = allowance + 0.01 * (big + allowance) + extra
         counts = [big] + [0] * 3 + [outside / 12] * 12
         assert rules_out_narrow(counts, scale) is settled
-    found = BoundsCheck({"p": (0.0, 16.0), "s": (0.0, 16.0)}, {}, {"p": point, "s": spread},
-                        scale, 0.01, PrivacyCost(0.02))
+    # rows in two inner bins, the rest the noise's: nothing else to say of it
+    two = read_check([int(scale / 2)] * 7 + [big / 2] * 2 + [int(scale / 2)] * 7,
+                     (0.0, 16.0), scale)
+    assert two.confident and not two.settled and not two.said
+    found = BoundsCheck({"p": (0.0, 16.0), "s": (0.0, 16.0), "t": (0.0, 16.0)}, {},
+                        {"p": point, "s": spread, "t": two}, scale, 0.01, PrivacyCost(0.02))
     lines = found.lines()
-    assert any(line.startswith("Bounds check cannot tell for ['p']") for line in lines)
+    assert any(line.startswith("Bounds check cannot tell for ['t']") for line in lines)
+    # the point at a bound is said as a pile, never also "cannot tell"
+    assert point.piled == "lower" and any(line.startswith("column p: the private check puts")
+                                          for line in lines)
     assert lines[-1] == "No other checked column's public bounds look far wider than its values."
 
 

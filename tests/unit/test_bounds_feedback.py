@@ -242,6 +242,32 @@ def test_a_release_without_public_bounds_does_not_say_they_were_used_as_given():
         given = frame.dpmic.pairwise(2.0, bounds={"a": (-5, 5)}, columns=["a", "vip", "r"],
                                      categories={"r": ["x", "y"]}, ledger=ledger,
                                      bounds_check=None)
+        bare = frame.dpmic.pairwise(2.0, bounds={"a": "private"}, columns=["a", "vip"],
+                                    ledger=ledger)
     assert "used as given" not in released.report()
-    assert "No public bounds given" in released.report()
+    # the public list is checked (the rows outside it): the check's lines, not the note
+    assert tuple(released.bounds_check.bounds) == tuple(released.bounds_check.lists) == ("r",)
+    assert "categorical: rows outside the list" in released.report()
+    assert "used as given" not in bare.report()
+    assert "No public bounds given" in bare.report()
     assert "used as given" in given.report() and "No public bounds given" not in given.report()
+
+
+def test_a_release_with_filled_nulls_says_so_with_the_public_fill_values():
+    """95% of a column missing and filled with 0: MIC fell from 0.87 to 0.04 and
+    nothing in the report, page or file said that values were filled."""
+    gen = np.random.default_rng(4)
+    n = 20_000
+    x = gen.uniform(0, 1, n)
+    y = np.where(gen.random(n) < 0.95, np.nan, np.sin(6 * x))
+    frame = pd.DataFrame({"x": x, "y": y, "t": pd.Timestamp("2024-01-01")
+                          + pd.to_timedelta(gen.integers(0, 86_400, n), unit="s")})
+    result = frame.dpmic.pairwise(1.0, bounds={"x": (0, 1), "y": (-2, 2),
+                                               "t": ("2024-01-01", "2024-01-02")},
+                                  nulls="fill", fill={"x": 0.5, "y": 0.0, "t": "2024-01-01"})
+    report = result.report()
+    assert "Missing values were filled with each column's public fill value (nulls='fill': " \
+        "x 0.5, y 0, t 2024-01-01)" in report
+    plain = frame.dropna().dpmic.pairwise(1.0, bounds={"x": (0, 1), "y": (-2, 2)},
+                                          columns=["x", "y"])
+    assert "Missing values were filled" not in plain.report()

@@ -125,13 +125,18 @@ def test_each_front_step_takes_its_share_of_what_is_left():
 
 
 def test_a_check_with_nothing_to_check_costs_nothing_and_says_so():
-    plan = plan_of("row", "public", "private", "drop", "all", 0.0, "mic")
+    plan = plan_of("row", "candidates", "private", "drop", "all", 0.0, "mic")
     plan_checked = plan_unit_release(SCHEMA, 4.0, columns=COLUMNS, bounds="private",
-                                     categories=CATEGORIES["public"], nulls="drop",
+                                     categories=CATEGORIES["candidates"], nulls="drop",
                                      min_rows=1000, bounds_check=0.05)
     assert plan_checked.bounds_check is None and plan_checked.cost == plan.cost
     assert plan_checked.values_cost == plan.values_cost
     assert any("nothing to check" in note for note in plan_checked.notes)
+    # a public list is checked (the rows outside it), even with every bound private
+    listed = plan_unit_release(SCHEMA, 4.0, columns=COLUMNS, bounds="private",
+                               categories=CATEGORIES["public"], nulls="drop",
+                               min_rows=1000, bounds_check=0.05)
+    assert listed.bounds_check.columns == listed.bounds_check.lists == ("region",)
 
 
 def test_a_charge_after_a_front_step_names_the_selection_and_every_statistic():
