@@ -6,16 +6,10 @@ the public design with the reports). Server: :func:`pairwise`. Nothing here touc
 the central ledger: the guarantee is each client's.
 """
 
-from dpmic_dask.ldp.client import (
-    make_design,
-    randomize,
-    randomize_not_private_seeded,
-    read_design,
-    read_reports,
-    write_reports,
-)
+from dpmic_dask.ldp.client import make_design, randomize, randomize_not_private_seeded
 from dpmic_dask.ldp.result import LocalPairwiseResult
 from dpmic_dask.ldp.server import pairwise
+from dpmic_dask.ldp.storage import read_design, read_reports, write_reports
 
 __all__ = [
     "LocalPairwiseResult",

@@ -24,12 +24,10 @@ import json
 import math
 import numbers
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from dpmic_dask.checks import check_bounds, check_max_cells, finite_real
 from dpmic_dask.errors import InvalidDataError, InvalidParameterError, MissingValuesError
@@ -192,12 +190,30 @@ def design_protocol(design: dict) -> Protocol:
     return proto
 
 
+def _arrow_time(dtype) -> bool:
+    """Whether ``dtype`` is a pyarrow time, date, timestamp or duration."""
+    held = getattr(dtype, "pyarrow_dtype", None)
+    return held is not None and (pa.types.is_temporal(held))
+
+
+def _holds_text(column: pd.Series) -> bool:
+    """Whether an ``object`` column holds text (numbers as text would be parsed)."""
+    return pd.api.types.is_object_dtype(column.dtype) and any(
+        isinstance(v, (str, bytes)) for v in column.to_numpy())
+
+
 def _column(frame: pd.DataFrame, name: str, fill) -> np.ndarray:
     if name not in frame.columns:
         raise InvalidDataError(f"the frame has no column {name!r}")
     dtype = frame[name].dtype
+    if isinstance(dtype, pd.CategoricalDtype) or pd.api.types.is_string_dtype(dtype) and \
+            not pd.api.types.is_object_dtype(dtype) or _holds_text(frame[name]):
+        # codes or parsed text would be binned as ordered numbers, times as nanoseconds
+        raise InvalidDataError(
+            f"column {name!r} holds categories or text ({dtype}): the local model takes "
+            "numbers only; convert it on the device to a number in a public unit")
     if pd.api.types.is_datetime64_any_dtype(dtype) or pd.api.types.is_timedelta64_dtype(dtype) \
-            or isinstance(dtype, pd.PeriodDtype):
+            or isinstance(dtype, pd.PeriodDtype) or _arrow_time(dtype):
         raise InvalidDataError(
             f"column {name!r} holds times ({dtype}): the local model takes numbers only; "
             "convert it on the device to a number in a public unit (e.g. days since a "
@@ -317,64 +333,3 @@ def randomize_not_private_seeded(df, eps, *, seed: int, **kwargs) -> pd.DataFram
     """
     with seeded_noise(seed, not_private=True):
         return randomize(df, eps, **kwargs)
-
-
-# ------------------------------------------------------------------ storage
-
-
-def design_of(reports) -> dict:
-    """The design carried by a report frame (pandas or Dask)."""
-    for holder in (reports, getattr(reports, "_meta", None)):
-        attrs = getattr(holder, "attrs", None)
-        if attrs and ATTR in attrs:
-            design = attrs[ATTR]
-            return json.loads(design) if isinstance(design, (str, bytes)) else dict(design)
-    raise InvalidParameterError(
-        "the reports carry no design: pass design=... or read them with read_reports")
-
-
-def write_reports(reports: pd.DataFrame, path, design: dict | None = None) -> None:
-    """Write reports to Parquet with their design in the file's metadata."""
-    design = design_of(reports) if design is None else design
-    table = pa.Table.from_pandas(reports, preserve_index=False)
-    meta = dict(table.schema.metadata or {})
-    meta[ATTR.encode()] = json.dumps(design).encode()
-    pq.write_table(table.replace_schema_metadata(meta), path)
-
-
-def read_design(path) -> dict:
-    """The design stored in a reports Parquet file, or in every file of a directory
-    of them (one design: files of two designs are refused, never read as one)."""
-    files = (sorted(str(f) for f in Path(path).glob("*.parquet")) if Path(path).is_dir()
-             else [path])
-    if not files:
-        raise InvalidParameterError("the directory holds no Parquet file of reports")
-    designs = []
-    for one in files:
-        raw = (pq.read_schema(one).metadata or {}).get(ATTR.encode())
-        if raw is None:
-            raise InvalidParameterError("a Parquet file of the reports carries no report design")
-        designs.append(json.loads(raw))
-    if any(design_fingerprint(d) != design_fingerprint(designs[0]) for d in designs[1:]):
-        raise InvalidParameterError(
-            "the directory holds reports of more than one design: read each design's "
-            "files apart")
-    digests: dict[str, str] = {}
-    for one in files:  # a file copied twice would count every report in it twice
-        with open(one, "rb") as handle:
-            digest = hashlib.file_digest(handle, "sha256").hexdigest()
-        if digest in digests:
-            first = Path(digests[digest]).name
-            raise InvalidDataError(
-                f"two files of the reports hold the same bytes ({first!r} and "
-                f"{Path(one).name!r}): every report in them would be counted twice; "
-                "remove the copy")
-        digests[digest] = one
-    return designs[0]
-
-
-def read_reports(path) -> pd.DataFrame:
-    """Read reports written by :func:`write_reports`, design in ``.attrs``."""
-    frame = pd.read_parquet(path)
-    frame.attrs = {ATTR: read_design(path)}
-    return frame

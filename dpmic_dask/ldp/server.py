@@ -21,12 +21,12 @@ from dpmic_dask.ldp.client import (
     DESIGN_COLUMN,
     check_design,
     design_fingerprint,
-    design_of,
     design_protocol,
 )
 from dpmic_dask.ldp.estimate import estimate_pair
 from dpmic_dask.ldp.protocols import Protocol
 from dpmic_dask.ldp.result import LocalPairwiseResult, LocalReport
+from dpmic_dask.ldp.storage import design_of
 from dpmic_dask.stats.grids import master_grid_family
 from dpmic_dask.stats.limits import check_micr_grid
 

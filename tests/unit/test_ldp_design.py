@@ -128,6 +128,19 @@ def test_duplicated_files_fractional_fields_and_huge_grids_are_refused(tmp_path)
     for read in (read_design, read_reports):
         with pytest.raises(InvalidDataError, match="same bytes"):
             read(folder)
+    # a copy a Parquet reader takes but the check did not look at (another suffix,
+    # a folder): read_reports counted it (n 1.5x), dd.read_parquet too
+    (folder / "b.parquet").rename(folder / "a.parquet.bak")
+    for read in (read_design, read_reports):
+        with pytest.raises(InvalidDataError, match="other than \\*.parquet files"):
+            read(folder)
+    (folder / "old").mkdir()
+    (folder / "a.parquet.bak").rename(folder / "old" / "a.parquet")
+    with pytest.raises(InvalidDataError, match="first 'old'"):
+        read_reports(folder)
+    (folder / "old" / "a.parquet").unlink()
+    (folder / "old").rmdir()
+    assert len(read_reports(folder)) == 2000
     reports = randomize(frame(), design=design)
     for name, shift in (("y", 0.7), ("pair", 0.5)):
         edited = reports.astype({name: float})
@@ -140,3 +153,21 @@ def test_duplicated_files_fractional_fields_and_huge_grids_are_refused(tmp_path)
         pairwise(reports, design=design, replicates=0, B=10**6)
     with pytest.raises(InvalidParameterError, match="B = 1000000"):
         make_design(2.0, bounds=BOUNDS, rows=2000, bins=4, protocol="grr", B=10**6)
+
+
+@pytest.mark.parametrize("column", [
+    pd.Series(pd.Categorical(pd.Timestamp("2020-01-01") + pd.to_timedelta(np.arange(40), "D"))),
+    pd.Series(pd.to_timedelta(np.arange(40), unit="D")).astype("duration[ns][pyarrow]"),
+    pd.Series(pd.Categorical(np.linspace(0, 1, 40).round(1))),
+    pd.Series([f"{v:.3f}" for v in np.linspace(0, 1, 40)], dtype=object),
+    pd.Series([f"{v:.3f}" for v in np.linspace(0, 1, 40)], dtype="string"),
+], ids=["category-of-times", "arrow-duration", "category-of-numbers", "object-text",
+        "string"])
+def test_times_categories_and_text_are_refused_not_read_as_numbers(column):
+    """A category of timestamps was read as nanoseconds (every value clamped: MIC
+    0 for a strong relation), category codes and numbers written as text as
+    ordered numbers; the local model takes numbers only."""
+    frame = pd.DataFrame({"t": column, "y": np.linspace(0, 1, 40)})
+    with pytest.raises(InvalidDataError, match="holds (times|categories or text)") as caught:
+        randomize(frame, 2.0, bounds={"t": (0, 1), "y": (0, 1)}, bins=4)
+    assert "0.5" not in str(caught.value) and "2020" not in str(caught.value)
