@@ -212,10 +212,9 @@ class Protocol:
         elif self.name == "olh":
             g = self.g
             joint = (f[:, None] + f[None, :]) * q / g + (1 - f[:, None] - f[None, :]) / g ** 2
-            line = collinear_index(g, self.w, self.k)
-            if line.shape[2]:
+            if g > 2:
                 fe = np.concatenate([f, [0.0]])  # index k: a point outside the domain
-                joint += (q / g - 1.0 / g ** 2) * fe[line].sum(axis=2)
+                joint += (q / g - 1.0 / g ** 2) * collinear_sums(g, self.w, self.k, fe)
         np.fill_diagonal(joint, m)
         second = p * p + p * (q - p) * (f[:, None] + f[None, :]) + (q - p) ** 2 * np.diag(f)
         return joint - second
@@ -265,19 +264,41 @@ def value_digits(values: np.ndarray, g: int, w: int) -> np.ndarray:
     return (v[:, None] // (g ** np.arange(w, dtype=np.int64))[None, :]) % g
 
 
+#: Entries of the collinear index built at once (int64): a design of 1,024 cells
+#: and ``g = 331`` needs 3.4e8 (5 GB with the points' digits); beyond this many its
+#: rows are taken in blocks on each call instead of one cached index.
+COLLINEAR_BLOCK = 2 ** 22
+
+
+def collinear_sums(g: int, w: int, k: int, fe: np.ndarray) -> np.ndarray:
+    """``[c, c']``: the sum of ``fe`` over the values on the affine line through
+    ``c`` and ``c'`` in ``GF(g)^w`` other than them (``c + lambda (c' - c)``,
+    ``lambda = 2 .. g-1``; ``fe[k]``, 0, where a point is not a value, and on the
+    diagonal), float64[k, k]."""
+    rows = max(1, COLLINEAR_BLOCK // max(1, k * (g - 2) * w))
+    if rows >= k:
+        return fe[_collinear_rows(g, w, k, 0, k)].sum(axis=2)
+    out = np.empty((k, k))
+    for start in range(0, k, rows):
+        stop = min(k, start + rows)
+        out[start:stop] = fe[_collinear_rows.__wrapped__(g, w, k, start, stop)].sum(axis=2)
+    return out
+
+
 @lru_cache(maxsize=16)
-def collinear_index(g: int, w: int, k: int) -> np.ndarray:
-    """``[c, c', j]``: the values on the affine line through ``c`` and ``c'`` in
-    ``GF(g)^w`` other than them (``c + lambda (c' - c)``, ``lambda = 2 .. g-1``), or
-    ``k`` where that point is not a value (int64[k, k, g - 2])."""
+def _collinear_rows(g: int, w: int, k: int, start: int, stop: int) -> np.ndarray:
+    """Rows ``start:stop`` of the collinear index ``[c, c', j]`` (the ``j``-th point
+    of the line through ``c`` and ``c'`` other than them, or ``k`` where it is not
+    a value; int64[stop - start, k, g - 2], read-only; small ones cached)."""
     d = value_digits(np.arange(k, dtype=np.int64), g, w)
     lam = np.arange(2, g, dtype=np.int64)
-    pts = (d[:, None, None, :] + lam[None, None, :, None]
-           * (d[None, :, None, :] - d[:, None, None, :])) % g
+    block = d[start:stop]
+    pts = (block[:, None, None, :] + lam[None, None, :, None]
+           * (d[None, :, None, :] - block[:, None, None, :])) % g
     idx = pts @ (g ** np.arange(w, dtype=np.int64))
     idx[idx >= k] = k
-    eye = np.arange(k)
-    idx[eye, eye, :] = k
+    mine = np.arange(start, stop)
+    idx[mine - start, mine, :] = k
     idx.setflags(write=False)
     return idx
 
