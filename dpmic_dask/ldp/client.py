@@ -85,6 +85,9 @@ def make_design(eps, *, bounds, rows, columns=None, bins=None, B=None, c=2, prot
     if not isinstance(bounds, dict) or not bounds:
         raise InvalidParameterError("bounds must be a dict {column: (lo, hi)} of public bounds")
     names = list(bounds) if columns is None else list(columns)
+    if not all(isinstance(name, str) for name in names):  # the design is JSON: names are text
+        raise InvalidParameterError("the design's column names must be text (rename the "
+                                    "frame's columns, e.g. df.columns.astype(str))")
     if len(names) < 2 or len(set(names)) != len(names):
         raise InvalidParameterError("the design needs at least two distinct columns")
     checked = {}
@@ -314,8 +317,11 @@ def randomize(df, eps=None, *, bounds=None, columns=None, B=None, bins=None, c=2
             raise InvalidParameterError("randomize needs eps and bounds (or a design)")
         design = make_design(eps, bounds=bounds, rows=max(1, len(df)), columns=columns,
                              bins=bins, B=B, c=c, protocol=protocol, pairs=pairs)
-    elif eps is not None or bounds is not None or bins is not None or B is not None:
-        raise InvalidParameterError("pass either a design or eps/bounds/bins/B, not both")
+    elif eps is not None or bounds is not None or bins is not None or B is not None \
+            or columns is not None or pairs is not None or c != 2 or protocol != "auto":
+        # the design fixes them all: one given beside it would be silently ignored
+        raise InvalidParameterError("pass either a design or eps, bounds, columns, bins, "
+                                    "B, c, protocol, pairs (the design's own), not both")
     else:
         design = check_design(design)  # its protocol too: remade and compared
     for name in design["columns"]:

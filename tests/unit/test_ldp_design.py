@@ -171,3 +171,17 @@ def test_times_categories_and_text_are_refused_not_read_as_numbers(column):
     with pytest.raises(InvalidDataError, match="holds (times|categories or text)") as caught:
         randomize(frame, 2.0, bounds={"t": (0, 1), "y": (0, 1)}, bins=4)
     assert "0.5" not in str(caught.value) and "2020" not in str(caught.value)
+
+
+def test_arguments_beside_a_design_and_names_that_are_not_text_are_refused():
+    """protocol, pairs, c and columns beside design= were accepted and silently
+    ignored (the reports used the design's); integer column names made a design
+    its own client refused ("no column '0'", then "an edited design")."""
+    design = make_design(2.0, bounds=BOUNDS, rows=2000, bins=4, protocol="grr")
+    for extra in ({"protocol": "oue"}, {"pairs": [("x", "y")]}, {"c": 5},
+                  {"columns": ["x", "y"]}):
+        with pytest.raises(InvalidParameterError, match="not both"):
+            randomize(frame(), design=design, **extra)
+    numbered = pd.DataFrame({0: np.linspace(0, 1, 50), 1: np.linspace(1, 0, 50)})
+    with pytest.raises(InvalidParameterError, match="column names must be text"):
+        randomize(numbered, 2.0, bounds={0: (0, 1), 1: (0, 1)})
