@@ -120,6 +120,9 @@ class NoisyTopK(Selection):
         return top_k_scale(min(self.k, n_pairs), _widened(sensitivity), self.budget,
                            self.measure)
 
+    def score_noise(self, n_pairs: int, sensitivity: float) -> float:
+        return self.noise_scale(n_pairs, sensitivity)
+
     def select(self, n_pairs: int, scores=None, sensitivity: float | None = None):
         if scores is None or sensitivity is None:
             raise InvalidParameterError("noisy top-k needs the exact scores and their "
@@ -186,6 +189,9 @@ class AboveThreshold(Selection):
         query_scale = safe_up(2.0 * self.max_pairs * units / eps_queries)
         check_noise_units(query_scale, "sparse-vector")
         return units, threshold_scale, query_scale
+
+    def score_noise(self, n_pairs: int, sensitivity: float) -> float:
+        return self.noise_units(sensitivity)[2] * LATTICE  # each query's noise
 
     def select(self, n_pairs: int, scores=None, sensitivity: float | None = None):
         if scores is None or sensitivity is None:

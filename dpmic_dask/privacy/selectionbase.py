@@ -39,6 +39,11 @@ class Selection(ABC):
         faithfully at this ``sensitivity`` (nothing for rules without noise)."""
         return None
 
+    def score_noise(self, n_pairs: int, sensitivity: float) -> float:
+        """The scale of the noise on each pair's score when choosing, in the
+        scores' own units (0 for rules without noise; public quantities only)."""
+        return 0.0
+
     def order(self, released: np.ndarray) -> np.ndarray:
         """The order in which the published pairs are reported, from their released
         (noisy) values only: post-processing. As selected, by default."""

@@ -33,7 +33,7 @@ from dpmic_dask.privacy.selection import AllPairs, Selection
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release import stages
 from dpmic_dask.release.charge import Bill, log, warn_if_delta_large
-from dpmic_dask.release.report import PrivacyReport, warn_noise_after
+from dpmic_dask.release.report import PrivacyReport, selection_noise_said, warn_noise_after
 from dpmic_dask.release.results import PairwiseResult
 from dpmic_dask.release.stages import (
     check_plan,
@@ -210,7 +210,8 @@ def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *,
         released=len(chosen), candidates=request.n_pairs,
         selection=selection.description + (
             f"; scored on the screening grid B = {screen}, the chosen pairs' values "
-            f"released at B = {B}" if screen != B else ""),
+            f"released at B = {B}" if screen != B else "") + selection_noise_said(
+                selection.score_noise(request.n_pairs, sensitivity)),
         parts=plan.parts(chosen=len(chosen)), release_cost=release.cost)  # type: ignore[attr-defined]
     return PairwiseResult(
         columns=request.columns,

@@ -27,6 +27,28 @@ def _notice(message: str, category) -> None:
     shown(message, category, stacklevel=user_stacklevel())
 
 
+#: A selection whose noise on each score (MIC in [0, 1]) has a larger scale than
+#: this chooses mostly by noise: said before the charge and in the report.
+NOISY_SELECTION = 0.1
+
+
+def selection_noise_said(scale: float) -> str:
+    """The selection's noise in words for the report ("" when small)."""
+    if not scale > NOISY_SELECTION:
+        return ""
+    return (f"; its noise has scale {scale:.3g} on each score (MIC lies in [0, 1]): at this "
+            "budget the pairs are chosen mostly by noise")
+
+
+def warn_selection_noise_before(scale: float) -> None:
+    """Before the charge: a selection whose noise swamps the scores (public)."""
+    if scale > NOISY_SELECTION:
+        _notice(f"this selection's noise is large: scale {scale:.3g} on each pair's score "
+                f"(above {NOISY_SELECTION}; MIC lies in [0, 1]), so the pairs it picks are "
+                "chosen mostly by noise. More rows, a larger eps or select_share narrow it",
+                NoiseWarning)
+
+
 def warn_noise_before(ci95: float) -> None:
     """Before the charge: the noise of a planned release (public: ``N``, the grid,
     the budget), when its ``ci95`` exceeds :data:`NOISY_CI95`."""

@@ -22,7 +22,12 @@ from dpmic_dask.errors import InvalidDataError, InvalidParameterError
 from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.categorygrids import category_B, check_category_grids
-from dpmic_dask.release.report import PrivacyReport, warn_count_noise_before, warn_noise_before
+from dpmic_dask.release.report import (
+    PrivacyReport,
+    warn_count_noise_before,
+    warn_noise_before,
+    warn_selection_noise_before,
+)
 from dpmic_dask.release.results import Companion
 from dpmic_dask.stats.countspec import CountSpec
 from dpmic_dask.stats.defaults import noisy_grid_cap
@@ -175,7 +180,9 @@ def check_selected_plan(request: ReleaseRequest, plan: SelectionPlan,
     for grid_B in {screen, B}:
         selection_layout(request, plan, grid_B, c)
         check_category_grids(request, grid_B, c)
-    selection.prepare(release.statistic.sensitivity(n, screen))  # type: ignore[attr-defined]
+    sensitivity = release.statistic.sensitivity(n, screen)  # type: ignore[attr-defined]
+    selection.prepare(sensitivity)
+    warn_selection_noise_before(selection.score_noise(request.n_pairs, sensitivity))
     for part in (release, *plan.companions):
         planned = part.calibrate(n=n, pairs=most, B=B, c=c)
         warn_noise_before(planned.ci95)  # at the most pairs the rule can publish

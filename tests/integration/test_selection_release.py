@@ -1,6 +1,8 @@
 """top_pairs / pairs_above: one precheck, one charge covering selection and release,
 then the chosen pairs' values with fresh noise -- on pandas and Dask frames."""
 
+import warnings
+
 import dask
 import dask.dataframe as dd
 import numpy as np
@@ -355,3 +357,44 @@ def test_max_pairs_beyond_the_number_of_pairs_counts_as_every_pair(table):
     exact = table.dpmic.plan(1.0, bounds=bounds, threshold=0.3, max_pairs=21)
     assert wide.planned.selection.selection == exact.planned.selection.selection
     assert "(at most 21)" in wide.explain(show=False)
+
+
+@pytest.mark.parametrize("how", ["top_pairs", "pairs_above"])
+def test_a_choice_made_mostly_by_noise_is_said_in_a_warning_and_in_the_report(table, how):
+    """top_pairs(1, eps=0.001) picked an unrelated pair over the planted one and the
+    report said "Selection: top 1 by MICr" as a fact."""
+    ledger = dm.InMemoryLedger(uncapped=True)
+
+    def run(eps):
+        if how == "top_pairs":
+            return table.dpmic.top_pairs(1, eps, bounds=BOUNDS, ledger=ledger)
+        return table.dpmic.pairs_above(0.3, eps, max_pairs=2, bounds=BOUNDS, ledger=ledger)
+
+    with pytest.warns(dm.NoiseWarning, match="selection's noise is large"):
+        noisy = run(1e-3)
+    assert "at this budget the pairs are chosen mostly by noise" in noisy.report()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dm.NoiseWarning)
+        clear = run(1e4)
+    assert "mostly by noise" not in clear.report()
+
+
+def test_the_selection_noise_warning_comes_before_the_charge(table, monkeypatch):
+    from dpmic_dask.release import executor
+
+    seen = []
+    real = executor.charge_budget
+    monkeypatch.setattr(executor, "charge_budget",
+                        lambda *a, **k: seen.append("charge") or real(*a, **k))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        original = warnings.showwarning
+
+        def note(message, *args, **kwargs):
+            if "selection's noise is large" in str(message):
+                seen.append("warned")
+            return original(message, *args, **kwargs)
+
+        warnings.showwarning = note
+        table.dpmic.top_pairs(1, 1e-3, bounds=BOUNDS, ledger=dm.InMemoryLedger(uncapped=True))
+    assert caught is not None and seen[:2] == ["warned", "charge"]

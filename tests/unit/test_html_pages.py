@@ -289,13 +289,15 @@ def test_a_per_unit_page_states_the_unit_and_what_replacing_one_costs(tmp_path):
     row = causal_graph()
     shown = html.unescape(row.to_html(tmp_path / "row.html").read_text())
     assert "<dt>privacy unit</dt><dd>one row" in shown
-    assert "whether one row is in the data or replaced by any other" in shown
+    assert "For one row: whether it is in the data or replaced by any other" in shown
+    assert "A person with several rows is protected only per row" in shown
+    assert "Nothing more" not in shown  # not an overclaim: the bound holds, no more
     report = dataclasses.replace(row.report(), unit="cid", max_rows_per_unit=3, delta=1e-6)
     unit = dataclasses.replace(row, privacy=report)
     shown = html.unescape(unit.to_html(tmp_path / "unit.html").read_text())
     check_page(shown)
     assert "<dt>privacy unit</dt><dd>per cid, at most 3 rows each" in shown
-    assert "whether one cid (all of its rows) is in the data or not" in shown
+    assert "For one cid (all of its rows): whether it is in the data or not" in shown
     # replacing a unit is removing one and adding another: twice the epsilon
     assert f"by at most e^4 = {math.exp(4):.4g}, except with probability at most " \
            f"{(1 + math.exp(2)) * 1e-6:.3g}" in shown

@@ -71,20 +71,22 @@ def _one_person(epsilon: float, delta: float, unit: str | None, *,
     replace = unit is None if replace is None else replace
     tail = ("" if not delta else f", except with probability at most {delta:g}")
     if replace:
-        said = (f"For one person: whether {who} is in the data or replaced by any other, "
+        said = (f"For {who}: whether it is in the data or replaced by any other, "
                 f"the chance of any outcome of this release"
                 f"{' (this page included)' if not delta else ''} changes by at most a "
                 f"factor e^{epsilon:g} = {factor(epsilon):.4g}{tail}.")
     else:
         twice = "" if not delta else (
             f", except with probability at most {(1.0 + factor(epsilon)) * delta:.3g}")
-        said = (f"For one person: whether {who} is in the data or not, the chance of any "
+        said = (f"For {who}: whether it is in the data or not, the chance of any "
                 f"outcome of this release{' (this page included)' if not delta else ''} "
                 f"changes by at most a factor e^{epsilon:g} = {factor(epsilon):.4g}{tail}; "
                 f"whether they are replaced by another {unit}'s rows, by at most "
                 f"e^{2 * epsilon:g} = {factor(2 * epsilon):.4g}{twice}.")
-    if not delta:
-        said += f" Nothing more about {who} can be learned from it, whatever else is known."
+    said += " The bound holds whatever else is known about it."
+    if unit is None:
+        said += (" A person with several rows is protected only per row (privacy_unit "
+                 "protects all of a person's rows).")
     return said
 
 
