@@ -23,7 +23,7 @@ import pandas as pd
 from dpmic_dask.backends import backend_for
 from dpmic_dask.checks import refuse_missing
 from dpmic_dask.config import Engine, engine
-from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.errors import BoundsWarning, InvalidParameterError, shown, user_stacklevel
 from dpmic_dask.privacy.conversion import check_delta, check_epsilon
 from dpmic_dask.privacy.costs import column_epsilon
 from dpmic_dask.privacy.partition_selection import (
@@ -66,7 +66,19 @@ class CategoriesRelease:
         """The chosen lists and the guarantee, in words."""
         lines = [f"{name}: {[plain_value(v) for v in kept]} ({self.details[name]})"
                  for name, kept in self.categories.items()]
-        return "\n".join([*lines, self.statement])
+        none = self.none_kept()
+        if none:
+            lines.append(none)
+        return "\n".join([*lines, self.statement, f"Ledger charge: {self.charge_id}."])
+
+    def none_kept(self) -> str:
+        """The sentence about columns with no category kept, or ``""``."""
+        empty = [name for name, kept in self.categories.items() if not kept]
+        if not empty:
+            return ""
+        return (f"No category kept for {empty}: none passed its threshold, so such a list "
+                "cannot be reused (every value would be 'other'); a larger eps, more rows or "
+                "public categories would keep some.")
 
     def to_html(self, path):
         """Write one self-contained HTML page of the chosen lists to ``path`` (the
@@ -168,8 +180,12 @@ def _chosen(frame, eps, columns, delta, nulls, ledger, dataset,
                             f"threshold {t}"
     statement = privacy_statement(total, 1, detail=f"epsilon {eps_column:.4g} per column over "
                                                    f"{len(names)} column(s)")
-    return CategoriesRelease(chosen, total.epsilon, total.delta, total.rho, total.approx_delta,
-                             eps_column, statement, charge.charge_id, details)
+    released = CategoriesRelease(chosen, total.epsilon, total.delta, total.rho,
+                                 total.approx_delta, eps_column, statement, charge.charge_id,
+                                 details)
+    if released.none_kept():  # post-processing of the released lists; never raised
+        shown(released.none_kept(), BoundsWarning, stacklevel=user_stacklevel())
+    return released
 
 
 __all__ = ["CategoriesRelease", "private_categories"]

@@ -226,8 +226,8 @@ def _check_list(name, dtype, listed) -> tuple:
         raise InvalidParameterError(
             f"{what} must be a list of public categories or {PRIVATE!r}")
     values = tuple(listed)
-    if len(values) < 2:
-        raise InvalidParameterError(f"{what} must list at least two categories")
+    if not values:  # one is enough: that category and "other" (a kept list of one too)
+        raise InvalidParameterError(f"{what} must list at least one category")
     if len(values) > MAX_CATEGORIES:
         raise InvalidParameterError(f"{what} lists more than {MAX_CATEGORIES} categories")
     kind = column_kind(dtype)

@@ -141,3 +141,25 @@ def test_refusals_before_anything_is_read(columns, options, words):
     with pytest.raises(dm.InvalidParameterError, match=words):
         dm.private_categories(frame, 1.0, columns=columns, ledger=ledger, **options)
     assert not ledger.charges()
+
+
+def test_a_choice_keeping_nothing_or_one_category_is_said_and_reusable():
+    """Nothing kept: no warning (pairwise warns), a report without its charge. One
+    kept: its list was refused on reuse ("at least two categories")."""
+    gen = np.random.default_rng(6)  # test data only
+    n = 20_000
+    frame = pd.DataFrame({"region": np.full(n, "north", dtype=object),
+                          "x": gen.uniform(0, 1, n)})
+    ledger = dm.InMemoryLedger(uncapped=True)
+    with pytest.warns(dm.BoundsWarning, match=r"No category kept for \['region'\]"):
+        nothing = dm.private_categories(frame, 1e-5, columns={"region": ["north", "rare"]},
+                                        ledger=ledger)
+    assert nothing.categories["region"] == ()
+    report = nothing.report()
+    assert "No category kept for ['region']" in report
+    assert f"Ledger charge: {nothing.charge_id}." in report
+    one = dm.private_categories(frame, 4.0, columns={"region": ["north"]}, ledger=ledger)
+    assert one.categories["region"] == ("north",)
+    reused = frame.dpmic.pairwise(1.0, bounds={"x": (0, 1)}, categories=one.categories,
+                                  ledger=ledger)
+    assert len(reused.values) == 1

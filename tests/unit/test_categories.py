@@ -74,8 +74,8 @@ def test_lists_are_checked_against_the_dtype():
         check_categories(s, {"region": [1, 2]})
     with pytest.raises(InvalidParameterError, match="integers"):
         check_categories(s, {"n": ["a", "b"]})
-    with pytest.raises(InvalidParameterError, match="at least two"):
-        check_categories(s, {"region": ["a"]})
+    with pytest.raises(InvalidParameterError, match="at least one"):
+        check_categories(s, {"region": []})
     with pytest.raises(InvalidParameterError, match="more than once"):
         check_categories(s, {"region": ["a", "a"]})
     with pytest.raises(InvalidDataError, match="cannot be categorical"):
@@ -640,3 +640,19 @@ def test_a_refusal_of_one_categorical_axis_says_the_b_it_needs():
         frame.dpmic.pairwise(1.0, bounds={"x": (0, 1)}, B=100,
                              categories={"big": [str(v) for v in range(150)]},
                              ledger=InMemoryLedger(uncapped=True))
+
+
+def test_a_public_list_of_one_category_is_that_category_against_other():
+    """A private choice that keeps one category gave a list its own reuse refused
+    ("must list at least two categories"), though the statistic reads one listed
+    category against "other" (a binary column); causal.md's {"smoker": [1]} too."""
+    gen = np.random.default_rng(8)  # test data only
+    n = 20_000
+    label = np.where(gen.random(n) < 0.5, "a", "z")
+    frame = pd.DataFrame({"c": label, "x": np.where(label == "a", 0.2, 0.8)
+                          + gen.normal(0.0, 0.05, n)})
+    result = frame.dpmic.pairwise(4.0, bounds={"x": (0, 1)}, categories={"c": ["a"]},
+                                  bounds_check=None)
+    assert result.values[0] > 0.95  # a and "other" separate x
+    with pytest.raises(InvalidParameterError, match="at least one category"):
+        frame.dpmic.pairwise(4.0, bounds={"x": (0, 1)}, categories={"c": []})
