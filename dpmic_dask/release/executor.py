@@ -306,6 +306,7 @@ def _in_kinds(result: PairwiseResult, plan, run: Run | None) -> PairwiseResult:
         result = dataclasses.replace(result, bounds_note=(
             "No public bounds given: every column's bounds are released privately or come "
             "from its type (booleans: 0 and 1) or its category list."))
+    result = dataclasses.replace(result, public_bounds=_public_bounds(result, plan))
     note = ""
     if plan.drop and plan.units is None:
         note = (f" Rows with a missing value in any of the {len(plan.drop)} columns were "
@@ -331,6 +332,23 @@ def _in_kinds(result: PairwiseResult, plan, run: Run | None) -> PairwiseResult:
         result = dataclasses.replace(result, privacy=dataclasses.replace(
             result.privacy, statement=result.privacy.statement + note))
     return result
+
+
+def _public_bounds(result: PairwiseResult, plan) -> dict:
+    """The public bounds (in each column's kind) and lists the values used; not the
+    bounds a type implies (booleans), nor those released privately."""
+    private = set(result.private_bounds.bounds) if result.private_bounds is not None else set()
+    private |= set(result.private_categories or {})
+    lists = dict(plan.request.categories)
+    out: dict = {}
+    for name, bounds in zip(plan.request.columns, plan.request.bounds):
+        kind = (plan.kinds or {}).get(name)
+        if name in private or (name not in lists and getattr(kind, "implied_bounds", None)):
+            continue
+        out[name] = (list(lists[name].categories) if name in lists
+                     else tuple(float(v) if kind is None else format_value(kind, v)
+                                for v in bounds))
+    return out
 
 
 __all__ = ["Staged", "run_charged", "run_release"]

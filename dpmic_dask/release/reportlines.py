@@ -24,6 +24,17 @@ UNCHECKED = ("Public bounds: used as given, not checked against the data (bounds
              "<share> checks them privately, inside the same charge).")
 
 
+def said_bounds(given) -> str:
+    """Public bounds ``(lo, hi)`` as ``[lo, hi]``, or a list's first values and its
+    length (the whole list is in ``public_bounds``)."""
+    if isinstance(given, list):
+        shown = ", ".join(repr(v) for v in given[:8])
+        more = f", ... ({len(given)} in all)" if len(given) > 8 else ""
+        return f"[{shown}{more}] (others: 'other')"
+    lo, hi = (f"{v:g}" if isinstance(v, float) else str(v) for v in given)
+    return f"[{lo}, {hi}]"
+
+
 def report_lines(result) -> list[str]:
     """What ``result.report()`` says about public bounds: the check's lines, or that
     the public bounds were used as given (no line when every column with bounds
@@ -41,4 +52,4 @@ def report_lines(result) -> list[str]:
     return [UNCHECKED]
 
 
-__all__ = ["UNCHECKED", "report_lines", "spectral_order"]
+__all__ = ["UNCHECKED", "report_lines", "said_bounds", "spectral_order"]

@@ -18,7 +18,12 @@ from dpmic_dask.privacy.statement import value_cost
 from dpmic_dask.release.boundsresult import WIDE_DOMAIN, BoundsRelease
 from dpmic_dask.release.htmlreport import pairwise_view, write_page
 from dpmic_dask.release.report import PrivacyReport, ReportFields
-from dpmic_dask.release.reportlines import UNCHECKED, report_lines, spectral_order  # noqa: F401
+from dpmic_dask.release.reportlines import (  # noqa: F401
+    UNCHECKED,
+    report_lines,
+    said_bounds,
+    spectral_order,
+)
 from dpmic_dask.stats.defaults import capped_at
 from dpmic_dask.stats.statistics.registry import get_statistic, public_statistics
 
@@ -94,6 +99,11 @@ class PairwiseResult(ReportFields):
     #: Why the public bounds were not checked, when ``bounds_check="auto"`` left
     #: the check off (the report says it instead of the generic line).
     bounds_note: str | None = None
+    #: The public bounds (column -> (lo, hi) in the column's kind) and public
+    #: category lists (column -> the listed values) the values were computed at;
+    #: columns whose bounds or lists were released privately are in
+    #: ``private_bounds`` / ``private_categories`` instead.
+    public_bounds: dict | None = None
 
     def companion(self, statistic: str) -> Companion:
         """The released companion statistic called ``statistic`` (e.g. ``"tau_a"``)."""
@@ -287,6 +297,9 @@ class PairwiseResult(ReportFields):
         ]
         if p.selection != "all pairs":
             lines.append(f"Selection: {p.selection} ({pairs} of {p.candidates} pairs).")
+        if self.public_bounds:
+            lines.append("Public bounds and lists used: " + "; ".join(
+                f"{c} {said_bounds(b)}" for c, b in self.public_bounds.items()) + ".")
         if self.private_bounds is not None:
             used = ", ".join(f"{c} {self.private_bounds.formatted(c)}"
                              f"{self.private_bounds.settings(c)}"

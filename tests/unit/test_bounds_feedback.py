@@ -271,3 +271,31 @@ def test_a_release_with_filled_nulls_says_so_with_the_public_fill_values():
     plain = frame.dropna().dpmic.pairwise(1.0, bounds={"x": (0, 1), "y": (-2, 2)},
                                           columns=["x", "y"])
     assert "Missing values were filled" not in plain.report()
+
+
+def test_the_public_bounds_and_lists_used_are_kept_with_the_release(tmp_path):
+    """The report named the columns with public bounds, not the bounds: an archived
+    result (its Parquet file's report, its page) could not show what its values
+    were computed at."""
+    import pyarrow.parquet as pq
+
+    gen = np.random.default_rng(9)
+    n = 5_000
+    frame = pd.DataFrame({"x": gen.uniform(0, 1, n), "g": gen.choice(["a", "b"], n),
+                          "t": pd.Timestamp("2024-01-01")
+                          + pd.to_timedelta(gen.integers(0, 86_400, n), unit="s"),
+                          "f": gen.random(n) < 0.5, "p": gen.normal(size=n)})
+    result = frame.dpmic.pairwise(1.0, bounds={"x": (0, 1), "t": ("2024-01-01", "2024-01-02"),
+                                               "p": "private"},
+                                  categories={"g": ["a", "b"]})
+    assert result.public_bounds == {"x": (0.0, 1.0), "g": ["a", "b"],
+                                    "t": ("2024-01-01", "2024-01-02")}  # not f, nor p
+    line = ("Public bounds and lists used: x [0, 1]; g ['a', 'b'] (others: 'other'); "
+            "t [2024-01-01, 2024-01-02].")
+    assert line in result.report()
+    result.to_parquet(tmp_path / "r.parquet")
+    meta = pq.read_schema(tmp_path / "r.parquet").metadata
+    assert line in meta[b"dpmic.report"].decode()
+    result.to_html(tmp_path / "r.html")
+    page = (tmp_path / "r.html").read_text()
+    assert "x [0, 1]" in page and "(given, not released)" in page

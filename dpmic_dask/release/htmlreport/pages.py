@@ -232,10 +232,12 @@ def rows_view(table, report: str | None = None, title: str | None = None) -> dic
     view["sources"] = [line for line in lines if line.startswith(
         ("Selection:", "Private bounds used:", "Categories chosen privately",
          "Public bounds", "Bounds check", "Unresolved bounds", "Rows piled at an end",
-         "Fill values outside", "Bounds that may leave out", "Infinite values"))]
+         "Fill values outside", "Bounds that may leave out", "Infinite values",
+         "About constant", "column ", "No checked", "No other checked"))]
     private = any(line.startswith(("Private bounds used:", "Categories chosen privately"))
                   for line in lines)
-    if text and not private and "x_lo" not in table.columns:  # the report says none private
+    said = any(line.startswith("Public bounds and lists used:") for line in lines)
+    if text and not private and not said and "x_lo" not in table.columns:
         view["sources"].append("Public bounds or categories (given, not released): "
                                f"{', '.join(_released_order(lines, columns))}.")
     if not view["sources"] and "x_lo" in table.columns:

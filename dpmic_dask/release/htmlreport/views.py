@@ -23,7 +23,7 @@ import numpy as np
 
 import dpmic_dask.release.htmlreport.svg as svg
 from dpmic_dask._version import __version__
-from dpmic_dask.release.reportlines import report_lines, spectral_order
+from dpmic_dask.release.reportlines import report_lines, said_bounds, spectral_order
 
 
 def _num(value, digits: int = 3) -> str:
@@ -255,7 +255,11 @@ def _bounds_sources(result) -> list[str]:
     public = [c for c in result.columns if found is None or c not in found.bounds]
     chosen = result.private_categories or {}
     public = [c for c in public if c not in chosen]
-    if public:
+    given = getattr(result, "public_bounds", None) or {}
+    if public and all(c in given for c in public):
+        lines.append("Public bounds and lists used (given, not released): " + "; ".join(
+            f"{c} {said_bounds(given[c])}" for c in public) + ".")
+    elif public:
         lines.append(f"Public bounds or categories (given, not released): "
                      f"{', '.join(map(str, public))}.")
     for column, kept in chosen.items():
