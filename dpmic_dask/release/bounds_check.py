@@ -83,14 +83,26 @@ def speaks_at(plan: BoundsCheckPlan, rows: int) -> bool:
     return rows >= rows_to_speak(plan)
 
 
-def auto_lines(rows: int, plan: BoundsCheckPlan) -> str:
-    """The report's line when ``"auto"`` left the check off at ``rows`` rows."""
+def auto_lines(rows: int, plan: BoundsCheckPlan, full: BoundsCheckPlan | None = None) -> str:
+    """The report's line when ``"auto"`` left the check off at ``rows`` rows
+    (``full``: the check with the category lists, when ``plan`` leaves them out)."""
     need = rows_to_speak(plan)
-    what = "Public bounds and category lists" if plan.lists else "Public bounds"
+    lists = full is not None and bool(full.lists) and not plan.lists
+    what = "Public bounds and category lists" if plan.lists or lists else "Public bounds"
+    more = (f", and the category lists with them from {rows_to_speak(full):,}"  # type: ignore[arg-type]
+            if lists else "")
     return (f"{what}: used as given, not checked (bounds_check='auto' checks them with "
-            f"{plan.share:.0%} of the budget from {need:,} rows at this budget; "
+            f"{plan.share:.0%} of the budget from {need:,} rows{more} at this budget; "
             f"this release has {rows:,}). bounds_check=<share> checks them at any size; "
             "bounds_check=None turns this off.")
+
+
+def lists_left_line(rows: int, full: BoundsCheckPlan) -> str:
+    """The report's line when ``"auto"`` checked the bounds without the lists."""
+    return (f"Category lists of {list(full.lists)}: used as given, not checked "
+            f"(bounds_check='auto' checks them with the bounds from "
+            f"{rows_to_speak(full):,} rows at this budget; this release has {rows:,}; "
+            "bounds_check=<share> checks them at any size).")
 
 
 @dataclass(frozen=True)

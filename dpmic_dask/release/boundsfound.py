@@ -57,10 +57,10 @@ class BoundsCheck:
     def outside_message(self, column) -> str:
         share = min(self.lists[column].share or 0.0, 1.0)
         return (f"column {column}: the private check puts {share:.0%} of its rows outside "
-                "its public category list, in its one 'other' bin (a value written "
-                "otherwise than the list -- another case, spacing or type -- is 'other' "
-                "too); MIC of its pairs sees only the listed categories and reads about 0 "
-                "where none match: check the list against the column's values")
+                "its public category list, all in its one 'other' bin, which MIC reads as "
+                "one category (a value written otherwise than the list -- another case, "
+                "spacing or type -- lands there too, and a list matching none of the "
+                "values reads about 0): check the list against the column's values")
 
     @property
     def wide(self) -> tuple:
@@ -150,9 +150,9 @@ class BoundsCheck:
                                                + width * (at + 1) / CHECK_BINS))
                 out.append((
                     f"column {column}: the private check puts {min(share, 1.0):.0%} of its "
-                    f"rows in one bin, {a}..{b} (a {CHECK_BINS}th of its range): the column "
-                    "is about constant (its pairs' MIC is then near 0), or its bounds are far "
-                    f"wider than its values (consider bounds {a}..{b})", True))
+                    f"rows in one bin, {a}..{b} (a {CHECK_BINS}th of its range): most of "
+                    "its values are one value or a narrow range there, which caps what its "
+                    "pairs' MIC can show (about 0 for a constant column)", True))
         return out
 
     def lines(self) -> list[str]:

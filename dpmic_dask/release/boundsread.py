@@ -31,6 +31,7 @@ from dpmic_dask.privacy.noise import active_sampler
 from dpmic_dask.release.boundsresult import (
     ONE_BIN_SCALES,
     ONE_BIN_SHARE,
+    ONE_BIN_WIDTH,
     PILED_DOMAIN,
     WIDE_DOMAIN,
     BoundsRelease,
@@ -209,10 +210,13 @@ def bounds_release(counts, rows, plan: BoundsPlan, charge_id: str,
             if better is not None:
                 found[c] = better
                 refined.append(c)
-                total = float(np.sum(row))  # post-processing of the refining counts
-                if total >= ONE_BIN_SCALES * scale2 and \
-                        float(np.max(row)) >= ONE_BIN_SHARE * total:
-                    one_bin[c] = float(np.max(row)) / total
+                # post-processing of the refining counts and the released bounds: one
+                # bin holding most rows, and bounds (read at the coverage) a few bins wide
+                total, top = float(np.sum(row)), float(np.max(row))
+                lo, hi = grid.domain if grid.domain is not None else (0.0, 0.0)
+                if total >= ONE_BIN_SCALES * scale2 and top >= ONE_BIN_SHARE * total and \
+                        better[1] - better[0] <= ONE_BIN_WIDTH * (hi - lo) / grid.size:
+                    one_bin[c] = top / total
     unresolved = tuple(c for c in plan.columns if found[c] is None)
     fallback = {c: g.domain or (-1.0, 1.0) for c, g in zip(plan.columns, plan.grids)}
     if unresolved:

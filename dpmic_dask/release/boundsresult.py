@@ -22,11 +22,13 @@ WIDE_DOMAIN = 0.25
 #: the column may run past its domain (``BoundsRelease.piled``). A smooth
 #: column's end bin holds about 1/1,024 of it.
 PILED_DOMAIN = 0.1
-#: A refining pass whose largest bin holds at least this share of its noisy total
-#: (and the total at least ``ONE_BIN_SCALES`` noise scales) reads as a column
-#: about constant (``BoundsRelease.one_bin``).
+#: A refining pass whose largest bin holds at least ``ONE_BIN_SHARE`` of its noisy
+#: total (the total at least ``ONE_BIN_SCALES`` noise scales), with released bounds
+#: at most ``ONE_BIN_WIDTH`` of its bins wide, reads as a column about constant
+#: (``BoundsRelease.one_bin``): its bounds are about that bin.
 ONE_BIN_SHARE = 0.9
 ONE_BIN_SCALES = 200
+ONE_BIN_WIDTH = 16
 
 
 @dataclass(frozen=True)
@@ -91,10 +93,10 @@ class BoundsRelease:
     #: number) lies outside their released bounds, so every filled row is clamped
     #: to a bound (a warning and a line in the report).
     clamped_fills: dict = field(default_factory=dict)
-    #: Columns whose refining pass put at least :data:`ONE_BIN_SHARE` of its noisy
-    #: total in one of its bins (the released bounds are that bin's edges): the
-    #: share. The column is about constant; its pairs' MIC is near 0 (a warning
-    #: and a line in the report).
+    #: Columns whose refining pass put most of its noisy total in one of its bins
+    #: and whose released bounds are about that bin (:data:`ONE_BIN_SHARE`,
+    #: :data:`ONE_BIN_WIDTH`): the share. The column is about constant; its pairs'
+    #: MIC is near 0 (a warning and a line in the report).
     one_bin: dict = field(default_factory=dict)
 
     def one_bin_note(self) -> str:
@@ -104,8 +106,9 @@ class BoundsRelease:
         said = ", ".join(f"{c} {min(share, 1.0):.0%} in {self.formatted(c)}"
                          for c, share in self.one_bin.items())
         return (f"About constant: the refining pass of the private bounds puts most rows of "
-                f"{list(self.one_bin)} in one of its bins ({said}); such a column's pairs "
-                "read about 0 MIC, whatever it is related to.")
+                f"{list(self.one_bin)} in one of its bins ({said}): most of such a column's "
+                "values are one value, which caps what its pairs' MIC can show (about 0 for "
+                "a constant column).")
 
     def fill_note(self) -> str:
         """The report's sentence about :attr:`clamped_fills`, or ``""``."""

@@ -42,11 +42,13 @@ import warnings
 from collections.abc import Generator
 from typing import TYPE_CHECKING, TypeVar
 
+import pandas as pd
+
 from dpmic_dask.backends import backend_for
 from dpmic_dask.privacy.statement import privacy_statement
 from dpmic_dask.release.axisframe import axis_frame
 from dpmic_dask.release.bounding import BoundedFrame, unit_label
-from dpmic_dask.release.bounds_check import CheckFromCounts, auto_lines
+from dpmic_dask.release.bounds_check import CheckFromCounts, auto_lines, lists_left_line
 from dpmic_dask.release.boundsteps import CheckStep
 from dpmic_dask.release.charge import (
     Bill,
@@ -246,10 +248,11 @@ def _auto_check(frame, plan):
     rows = (plan.request.min_rows if plan.drop
             else backend_for(frame).row_count(frame, plan.request.columns))
     checked = plan.auto_at(rows)
-    if checked is not None:
-        return checked, None
+    if checked is not None:  # the lists left out by the fallback are said
+        return checked, (lists_left_line(rows, plan.auto_check.bounds_check)
+                         if checked is plan.auto_fallback else None)
     return (dataclasses.replace(plan, auto_check=None, auto_fallback=None),
-            auto_lines(rows, least.bounds_check))
+            auto_lines(rows, least.bounds_check, plan.auto_check.bounds_check))
 
 
 def _unit_said(plan) -> str:
@@ -346,9 +349,17 @@ def _public_bounds(result: PairwiseResult, plan) -> dict:
         if name in private or (name not in lists and getattr(kind, "implied_bounds", None)):
             continue
         out[name] = (list(lists[name].categories) if name in lists
-                     else tuple(float(v) if kind is None else format_value(kind, v)
-                                for v in bounds))
+                     else tuple(_exact(kind, v) for v in bounds))
     return out
+
+
+def _exact(kind, value):
+    """A public bound exactly, in its column's kind: a float, or a time as ISO text
+    (a duration as pandas writes it), never rounded for printing."""
+    shown = kind.format(value) if kind is not None and hasattr(kind, "format") else value
+    if hasattr(shown, "isoformat") and not isinstance(shown, pd.Timedelta):
+        return shown.isoformat()
+    return str(shown) if isinstance(shown, pd.Timedelta) else float(shown)
 
 
 __all__ = ["Staged", "run_charged", "run_release"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dpmic_dask.config import resolve
 from dpmic_dask.errors import DPMICError, counted
 from dpmic_dask.privacy.costs import PrivacyCost
-from dpmic_dask.release.bounds_check import auto_lines, rows_to_speak
+from dpmic_dask.release.bounds_check import auto_lines, lists_left_line, rows_to_speak
 from dpmic_dask.release.boundsspec import DEFAULT_SETTINGS
 from dpmic_dask.release.executor import run_release
 from dpmic_dask.release.unitbase import noise_at
@@ -109,7 +109,10 @@ def explain_lines(planned, rows: int | None) -> list[str]:
     lines.append("Noise of each released value:")
     lines.extend("  " + line for line in _noise_lines(planned, rows))
     if auto is not None and public is not None and not runs:
-        lines.append(auto_lines(public, (planned.auto_fallback or auto).bounds_check))
+        lines.append(auto_lines(public, (planned.auto_fallback or auto).bounds_check,
+                                auto.bounds_check))
+    elif auto is not None and public is not None and chosen is planned.auto_fallback:
+        lines.append(lists_left_line(public, auto.bounds_check))
     lines.extend(planned.notes)
     return lines
 

@@ -31,8 +31,16 @@ def said_bounds(given) -> str:
         shown = ", ".join(repr(v) for v in given[:8])
         more = f", ... ({len(given)} in all)" if len(given) > 8 else ""
         return f"[{shown}{more}] (others: 'other')"
-    lo, hi = (f"{v:g}" if isinstance(v, float) else str(v) for v in given)
+    lo, hi = (_exactly(v) if isinstance(v, float) else str(v) for v in given)
     return f"[{lo}, {hi}]"
+
+
+def _exactly(value: float) -> str:
+    """The shortest text of ``value`` that reads back as it (``0.1``, ``1234567``)."""
+    if value.is_integer() and abs(value) < 2.0 ** 53:
+        return str(int(value))
+    short = f"{value:g}"
+    return short if float(short) == value else repr(value)
 
 
 def report_lines(result) -> list[str]:
@@ -40,11 +48,13 @@ def report_lines(result) -> list[str]:
     the public bounds were used as given (no line when every column with bounds
     had them released privately: categorical columns have lists, not bounds)."""
     found = getattr(result, "bounds_check", None)
-    if found is not None:
-        return found.lines()
     note = getattr(result, "bounds_note", None)
+    if found is not None:  # and what it left out, if anything
+        return [*found.lines(), *([note] if note else [])]
     if note:
         return [note]
+    if "not checked (per unit" in getattr(result.privacy, "statement", ""):
+        return []  # said once, by the plan's note in the statement
     private = result.private_bounds
     bounded = set(result.columns) - set(getattr(result, "private_categories", None) or {})
     if private is not None and bounded <= set(private.bounds):

@@ -135,3 +135,9 @@ def test_a_column_in_one_bin_is_never_said_to_be_fine_where_the_noise_hides_it()
                              r"bin, 5\.\.5\.625", report)
             assert "cannot tell" not in report
             assert "No other checked column's public bounds look far wider" in report
+
+
+def test_per_unit_the_report_says_once_that_public_bounds_were_not_checked():
+    result, _, _ = release(table(), 4.0, privacy_unit="cid", max_rows_per_unit=4)
+    assert result.report().count("used as given, not checked") == 1
+    assert "not checked (per unit the row count is private" in result.report()

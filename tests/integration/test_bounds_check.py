@@ -336,3 +336,14 @@ def test_values_clamped_at_a_bound_are_said_however_many_and_a_smooth_edge_is_no
     assert "column x: the private check puts" in report and "upper bound 0.15" in report
     assert "column n: the private check puts" in report and "at its upper bound 1" in report
     assert "cannot tell for ['x']" not in report
+
+
+def test_rows_mostly_in_one_inner_bin_are_said_without_bounds_that_would_clamp_the_rest():
+    gen = np.random.default_rng(23)  # test data only
+    x = np.where(gen.random(N) < 0.92, 50.0, gen.uniform(0, 100, N))
+    frame = pd.DataFrame({"x": x, "y": x + gen.normal(0, 5, N)})
+    result, seen = release(frame, {"x": (0, 100), "y": (-20, 120)}, bounds_check=0.2)
+    found = result.bounds_check.checks["x"]
+    assert found.one_bin is not None and found.one_bin[0] == 8
+    (line,) = [str(w.message) for w in seen if str(w.message).startswith("column x:")]
+    assert "in one bin, 50..56.25" in line and "consider bounds" not in line

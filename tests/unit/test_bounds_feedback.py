@@ -287,11 +287,12 @@ def test_the_public_bounds_and_lists_used_are_kept_with_the_release(tmp_path):
                           "f": gen.random(n) < 0.5, "p": gen.normal(size=n)})
     result = frame.dpmic.pairwise(1.0, bounds={"x": (0, 1), "t": ("2024-01-01", "2024-01-02"),
                                                "p": "private"},
-                                  categories={"g": ["a", "b"]})
-    assert result.public_bounds == {"x": (0.0, 1.0), "g": ["a", "b"],
-                                    "t": ("2024-01-01", "2024-01-02")}  # not f, nor p
+                                  categories={"g": ["a", "b"]},
+                                  columns=["x", "g", "t", "f", "p"])
+    day = ("2024-01-01T00:00:00+00:00", "2024-01-02T00:00:00+00:00")
+    assert result.public_bounds == {"x": (0.0, 1.0), "g": ["a", "b"], "t": day}  # not f, p
     line = ("Public bounds and lists used: x [0, 1]; g ['a', 'b'] (others: 'other'); "
-            "t [2024-01-01, 2024-01-02].")
+            f"t [{day[0]}, {day[1]}].")
     assert line in result.report()
     result.to_parquet(tmp_path / "r.parquet")
     meta = pq.read_schema(tmp_path / "r.parquet").metadata
@@ -299,3 +300,12 @@ def test_the_public_bounds_and_lists_used_are_kept_with_the_release(tmp_path):
     result.to_html(tmp_path / "r.html")
     page = (tmp_path / "r.html").read_text()
     assert "x [0, 1]" in page and "(given, not released)" in page
+    assert "type (booleans: 0 and 1): f." in page
+    # exact, never rounded for printing: integers, sub-seconds
+    exact = frame.assign(i=np.arange(n)).dpmic.pairwise(
+        1.0, columns=["i", "t"], bounds={"i": (0, 1234567),
+                                         "t": ("2024-01-01 00:00:00.5", "2024-01-02 00:00:00.75")})
+    assert exact.public_bounds == {"i": (0.0, 1234567.0),
+                                   "t": ("2024-01-01T00:00:00.500000+00:00",
+                                         "2024-01-02T00:00:00.750000+00:00")}
+    assert "i [0, 1234567];" in exact.report()

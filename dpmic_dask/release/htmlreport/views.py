@@ -255,13 +255,18 @@ def _bounds_sources(result) -> list[str]:
     public = [c for c in result.columns if found is None or c not in found.bounds]
     chosen = result.private_categories or {}
     public = [c for c in public if c not in chosen]
-    given = getattr(result, "public_bounds", None) or {}
-    if public and all(c in given for c in public):
+    given = getattr(result, "public_bounds", None)
+    listed = [c for c in public if given is not None and c in given]
+    if listed:
         lines.append("Public bounds and lists used (given, not released): " + "; ".join(
-            f"{c} {said_bounds(given[c])}" for c in public) + ".")
-    elif public:
+            f"{c} {said_bounds(given[c])}" for c in listed) + ".")  # type: ignore[index]
+    rest = [c for c in public if c not in listed]
+    if rest and given is not None:  # kept with the release: the rest have typed bounds
+        lines.append(f"Bounds from each column's type (booleans: 0 and 1): "
+                     f"{', '.join(map(str, rest))}.")
+    elif rest:
         lines.append(f"Public bounds or categories (given, not released): "
-                     f"{', '.join(map(str, public))}.")
+                     f"{', '.join(map(str, rest))}.")
     for column, kept in chosen.items():
         lines.append(f"Categories of {column} chosen privately: "
                      f"{', '.join(map(str, kept)) or '(none)'}; other values in 'other'.")
