@@ -8,6 +8,7 @@ not the noise of a central mechanism), and no ledger charge exists.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,6 +52,12 @@ class LocalReport:
         return (f"Protocol: {self.protocol.upper()} on the {self.bins} x {self.bins} grid of "
                 f"each pair (k = {self.k} joint cells{extra}); MICr with B = {self.B}, "
                 f"c = {self.c} on that grid; {corrected}.")
+
+
+#: :meth:`LocalPairwiseResult.one_bin`: a column's estimated share in one bin at
+#: least this, and that share less two standard deviations at least ``ONE_BIN_SURE``.
+ONE_BIN = 0.9
+ONE_BIN_SURE = 0.8
 
 
 @dataclass(frozen=True)
@@ -135,7 +142,48 @@ class LocalPairwiseResult:
         ]
         if self.unreported():
             lines.append(self.unreported_note())
+        lines += self.one_bin_notes()
         return "\n".join(lines)
+
+    def one_bin(self) -> dict:
+        """Columns whose estimated frequencies put most people in one of the
+        ``bins`` bins (post-processing of the published estimates): ``column ->
+        (bin, share)``, read off the pair with the most reports, said only where the
+        share less two of its standard deviations is at least :data:`ONE_BIN_SURE`
+        and the share at least :data:`ONE_BIN`."""
+        m = self.privacy.bins
+        found: dict = {}
+        order = sorted(range(len(self.pairs)), key=lambda j: -self.estimates[j].reports)
+        for j in order:
+            e = self.estimates[j]
+            if e.reports <= 0 or not np.all(np.isfinite(e.frequencies)):
+                continue
+            f = np.asarray(e.frequencies, dtype=float).reshape(m, m)
+            cov = np.asarray(e.covariance, dtype=float).reshape(m, m, m, m)
+            for axis, column in enumerate(self.pairs[j]):
+                if column in found:
+                    continue
+                marginal = f.sum(axis=1 - axis)
+                top = int(np.argmax(marginal))
+                block = cov[top, :, top, :] if axis == 0 else cov[:, top, :, top]
+                sd = math.sqrt(max(float(block.sum()), 0.0))
+                share = float(marginal[top])
+                found[column] = (top, share) if share >= ONE_BIN and \
+                    share - 2.0 * sd >= ONE_BIN_SURE else None
+        return {c: v for c, v in found.items() if v is not None}
+
+    def one_bin_notes(self) -> list:
+        """The report's lines about :meth:`one_bin` columns."""
+        m = self.privacy.bins
+        out = []
+        for column, (top, share) in self.one_bin().items():
+            where = (" (its lowest, at its lower bound: values below it are clamped there)"
+                     if top == 0 else " (its highest, at its upper bound: values above it "
+                     "are clamped there)" if top == m - 1 else "")
+            out.append(f"Column {column}: the estimates put about {min(share, 1.0):.0%} of "
+                       f"the people in one of its {m} bins, bin {top + 1}{where}: a column "
+                       "about constant there, which caps what its pairs' MIC can show.")
+        return out
 
     def unreported(self) -> list:
         """The pairs no report was about (their ``mic`` and ``ci95`` are NaN)."""

@@ -16,7 +16,13 @@ import pandas as pd
 
 from dpmic_dask.backends import backend_for
 from dpmic_dask.checks import check_clump_factor, check_max_cells
-from dpmic_dask.errors import InvalidDataError, InvalidParameterError, NoiseWarning
+from dpmic_dask.errors import (
+    BoundsWarning,
+    InvalidDataError,
+    InvalidParameterError,
+    NoiseWarning,
+    shown,
+)
 from dpmic_dask.ldp.client import (
     DESIGN_COLUMN,
     check_design,
@@ -163,6 +169,8 @@ def pairwise(reports, *, design: dict | None = None, replicates: int = DEFAULT_R
     )
     if result.unreported():
         warnings.warn(result.unreported_note(), NoiseWarning, stacklevel=2)
+    for line in result.one_bin_notes():  # post-processing of the estimates; never raised
+        shown(line, BoundsWarning, stacklevel=2)
     swamped = sum(1 for e in estimates if e.ci95 >= 1.0)
     if swamped:
         warnings.warn(f"{swamped} of {len(estimates)} pairs' estimates are swamped by the "

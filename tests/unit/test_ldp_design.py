@@ -185,3 +185,26 @@ def test_arguments_beside_a_design_and_names_that_are_not_text_are_refused():
     numbered = pd.DataFrame({0: np.linspace(0, 1, 50), 1: np.linspace(1, 0, 50)})
     with pytest.raises(InvalidParameterError, match="column names must be text"):
         randomize(numbered, 2.0, bounds={0: (0, 1), 1: (0, 1)})
+
+
+def test_a_column_the_estimates_put_in_one_bin_is_said():
+    """x = 5 everywhere on bounds (0, 1): every value clamped into the top bin, the
+    published frequencies showed it, and nothing said so (SPEC 9: mass in one bin
+    or outside the bounds is said)."""
+    import warnings
+
+    from dpmic_dask.errors import BoundsWarning
+
+    gen = np.random.default_rng(3)  # test data only
+    n = 20_000
+    x = gen.uniform(0, 1, n)
+    data = pd.DataFrame({"c": np.full(n, 5.0), "x": x, "y": x + gen.normal(0, 0.1, n),
+                         "z": (gen.random(n) < 0.5).astype(float)})
+    reports = randomize(data, 2.0, bounds={"c": (0, 1), "x": (0, 1), "y": (-1, 2), "z": (0, 1)})
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        result = pairwise(reports, replicates=0)
+    assert set(result.one_bin()) == {"c"} and result.one_bin()["c"][0] == result.privacy.bins - 1
+    said = [str(w.message) for w in seen if issubclass(w.category, BoundsWarning)]
+    assert len(said) == 1 and said[0].startswith("Column c:") and "upper bound" in said[0]
+    assert said[0] in result.report()
