@@ -103,19 +103,24 @@ class BoundsRelease:
         """The report's sentence about :attr:`one_bin` columns, or ``""``."""
         if not self.one_bin:
             return ""
-        said = ", ".join(f"{c} {min(share, 1.0):.0%} in {self.formatted(c)}"
-                         for c, share in self.one_bin.items())
+        said = self._each(self.one_bin, lambda c, share: f"{min(share, 1.0):.0%} in "
+                                                          f"{self.formatted(c)}")
         return (f"About constant: the refining pass of the private bounds puts most rows of "
                 f"{list(self.one_bin)} in one of its bins ({said}): most of such a column's "
                 "values are one value, which caps what its pairs' MIC can show (about 0 for "
                 "a constant column).")
 
+    @staticmethod
+    def _each(found: dict, words) -> str:
+        """``"column words, column words"`` for each column of ``found``."""
+        return ", ".join(f"{c} {words(c, v)}" for c, v in found.items())
+
     def fill_note(self) -> str:
         """The report's sentence about :attr:`clamped_fills`, or ``""``."""
         if not self.clamped_fills:
             return ""
-        said = ", ".join(f"{c} {format_value(self.kinds.get(c), v)} outside {self.formatted(c)}"
-                         for c, v in self.clamped_fills.items())
+        said = self._each(self.clamped_fills, lambda c, v: f"{format_value(self.kinds.get(c), v)} "
+                                                           f"outside {self.formatted(c)}")
         return (f"Fill values outside their released bounds, so every filled row is clamped "
                 f"to the nearer bound: {said}. Give a fill inside the column's range, or "
                 "bounds or a domain that hold it.")

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import dpmic_dask  # noqa: E402,F401  (registers the accessor)
-from dpmic_dask.release import bounds_check, boundsteps, stages  # noqa: E402
+from dpmic_dask.release import bounds_check, stages  # noqa: E402
 
 BOUNDS = {"a": (-3.0, 10.0), "b": (-1.0, 1.0), "c": (0.0, 9.0), "d": (0.0, 1.0)}
 FILL = {"a": 0.5, "b": 0.0, "c": 4.0, "d": 0.25}
@@ -42,23 +42,9 @@ def exact(frame, bounds=BOUNDS, fill=FILL) -> np.ndarray:
 
 
 @pytest.fixture
-def seen(monkeypatch):
-    """The check's exact histograms as its step holds them when the noise is drawn,
-    and how many partitions its own pass read."""
-    found = {"passes": 0}
-    after, own = boundsteps.CheckStep.after, boundsteps.check_partition
-
-    def spy_after(self, run, charge):
-        found["hists"] = np.array(self.hists)
-        return after(self, run, charge)
-
-    def spy_own(*args, **kwargs):
-        found["passes"] += 1
-        return own(*args, **kwargs)
-
-    monkeypatch.setattr(boundsteps.CheckStep, "after", spy_after)
-    monkeypatch.setattr(boundsteps, "check_partition", spy_own)
-    return found
+def seen(check_spy):
+    """The check's exact histograms when its noise is drawn, and its own passes."""
+    return check_spy
 
 
 def release(frame, how="pairwise", **kw):
