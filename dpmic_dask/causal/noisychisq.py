@@ -114,7 +114,8 @@ def smallest_visible_effect(codings, n: int, variance: float, alpha: float) -> f
     what the noise of ``variance`` per count hides, from public quantities only.
     ``inf`` when the noise hides every row or column of that table, or every
     dependence (``w`` above ``sqrt(min(kx, ky) - 1)``, the largest there is)."""
-    sizes = sorted(len(c.categories) if c.categories is not None else c.size
+    # a list of one category is that category against "other": two columns
+    sizes = sorted(max(2, len(c.categories)) if c.categories is not None else c.size
                    for c in codings)
     kx, ky = sizes[-2], sizes[-1]
     table = np.full((1, kx, ky), n / (kx * ky), dtype=np.float64)

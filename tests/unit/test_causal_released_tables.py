@@ -296,6 +296,11 @@ def test_the_report_says_the_smallest_dependence_the_noise_lets_a_test_see():
     assert exact == pytest.approx(math.sqrt((stats.chi2.ppf(0.95, 4) - 4) / 20_000))
     assert seen[1] > exact
     assert smallest_visible_effect(codings, 20_000, 1e12, 0.05) == math.inf
+    # binary flags listed as one category ([1], the rest "other"): a 2 x 2 table, not
+    # 1 x 1 (df 0: "none: the noise hides every dependence" while edges were found)
+    one = codings_of("ab", levels=1)
+    assert smallest_visible_effect(one, 20_000, 0.0, 0.05) == pytest.approx(
+        smallest_visible_effect(codings_of("ab", levels=2), 20_000, 0.0, 0.05))
 
 
 @pytest.mark.parametrize("delta", [0.0, 1e-6])
