@@ -14,6 +14,7 @@ import pandas as pd
 
 from dpmic_dask.errors import BoundsWarning, NoiseWarning, counted
 from dpmic_dask.release.htmlreport import causal_view, write_page
+from dpmic_dask.release.report import NO_UNIT_ROWS
 
 
 def flat_note(columns, test: str, separated: bool = False) -> str:
@@ -116,7 +117,8 @@ class CausalReport:
                     "the rows above are that count, read off the released tables")
             lines.append(f"per {self.unit}: at most {counted(self.max_rows_per_unit, 'row')} "
                          "each; the "
-                         f"bounded row count is private (noisy {self.rows_noisy}); {said}")
+                         f"bounded row count is private (noisy {self.rows_noisy}); {said}; "
+                         f"{NO_UNIT_ROWS}")
         if self.private:
             lines.append(self.statement)
             lines.append("budget split from public quantities, charged once before any noise:")

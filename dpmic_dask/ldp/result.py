@@ -156,7 +156,8 @@ class LocalPairwiseResult:
         order = sorted(range(len(self.pairs)), key=lambda j: -self.estimates[j].reports)
         for j in order:
             e = self.estimates[j]
-            if e.reports <= 0 or not np.all(np.isfinite(e.frequencies)):
+            if e.reports <= 0 or getattr(e, "frequencies", None) is None \
+                    or not np.all(np.isfinite(e.frequencies)):
                 continue
             f = np.asarray(e.frequencies, dtype=float).reshape(m, m)
             cov = np.asarray(e.covariance, dtype=float).reshape(m, m, m, m)

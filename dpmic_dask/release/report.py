@@ -20,6 +20,11 @@ from dpmic_dask.errors import (  # noqa: F401  (NOISY_CI95 re-exported)
 )
 from dpmic_dask.privacy.costs import PrivacyCost
 
+#: Said wherever a release is per unit: rows whose unit id is missing are left out
+#: (they belong to no unit; how many is not released).
+NO_UNIT_ROWS = ("rows with no unit id (a null) belong to no unit and are left out (how "
+                "many is not released)")
+
 
 def _notice(message: str, category) -> None:
     """Warn as the filters say (an ignored notice stays ignored), except that a
@@ -194,7 +199,7 @@ class PrivacyReport:
                     "protected only per row).")
         return (f"Privacy unit: per {self.privacy_unit}, at most {self.max_rows_per_unit} "
                 f"rows each (noisy row count {self.rows_noisy}, noise calibrated to its "
-                f"lower bound n0 = {self.rows_lower_bound}).")
+                f"lower bound n0 = {self.rows_lower_bound}); {NO_UNIT_ROWS}.")
 
     def budget_line(self) -> str:
         cost = PrivacyCost(self.epsilon, self.delta, self.rho)
