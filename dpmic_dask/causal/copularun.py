@@ -44,10 +44,10 @@ from dpmic_dask.causal.correlationsearch import (
     same_rows,
 )
 from dpmic_dask.causal.quadrant import FLAT_Z, ONE_SIDE
-from dpmic_dask.causal.result import CausalGraph, CausalReport, said_flat
+from dpmic_dask.causal.result import CausalGraph, CausalReport, piled_note, said_flat
 from dpmic_dask.causal.signsrun import sign_graph
 from dpmic_dask.causal.tables import LevelCounts, combine_counts
-from dpmic_dask.errors import InvalidParameterError
+from dpmic_dask.errors import BoundsWarning, InvalidParameterError, shown, user_stacklevel
 from dpmic_dask.privacy.costs import measure_for
 from dpmic_dask.privacy.mechanisms.base import (
     LATTICE,
@@ -157,8 +157,35 @@ def copula_graph(frame, request, eps, delta, backend, progress,
     near = ONE_SIDE * n + FLAT_Z * math.sqrt(total.law.variance(m_scale))
     report = replace(report, flat=said_flat(request.names, noisy.max(axis=1) >= n - near,
                                             "copula"))
+    report = replace(report, piled=piled_ends(request.names, noisy, n, report.flat,
+                                              math.sqrt(total.law.variance(m_scale))))
     return correlation_result(request, tests, released, report, codings,
                               released={"margins": released_margins})
+
+
+#: An end bin of a column's released histogram holding at least this share of the
+#: rows, and at least ``PILE_SPIKE`` times its neighbour plus ``PILE_SDS`` noise
+#: deviations, is a pile at a public bound (clamped values tie there).
+PILE_SHARE = 0.05
+PILE_SPIKE = 4.0
+PILE_SDS = 6.0
+
+
+def piled_ends(names, noisy, n: int, flat, sd: float) -> tuple:
+    """``(name, side, share)`` of the columns (not flat) whose released histogram
+    piles rows in an end bin (post-processing of released counts), said in a
+    warning (after the charge: shown, never raised)."""
+    out = []
+    for name, row in zip(names, np.asarray(noisy, dtype=np.float64)):
+        if name in flat:
+            continue
+        for side, end, next_to in (("lower", 0, 1), ("upper", -1, -2)):
+            if row[end] >= PILE_SHARE * n and \
+                    row[end] >= PILE_SPIKE * max(row[next_to], 0.0) + PILE_SDS * sd:
+                out.append((name, side, float(row[end]) / n))
+    if out:
+        shown(piled_note(out).capitalize(), BoundsWarning, stacklevel=user_stacklevel())
+    return tuple(out)
 
 
 __all__ = ["copula_codings", "copula_graph", "correlation_grids", "margins_pass"]

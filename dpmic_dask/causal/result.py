@@ -52,6 +52,16 @@ def said_flat(names, flags, test: str, separated: bool = False) -> tuple:
     return flat
 
 
+def piled_note(piled) -> str:
+    """The words for columns whose released histogram piles rows at a bound."""
+    said = ", ".join(f"{name} {min(share, 1.0):.0%} at its {side} bound"
+                     for name, side, share in piled)
+    return (f"rows piled at a public bound ({said}): values beyond a bound are clamped to "
+            "it and tie there, and a pile of ties can give the copula test dependences "
+            "that are not in the data (or the values sit at the bound); give bounds that "
+            "hold the values")
+
+
 #: A pair whose released correlation is at least this in absolute value is said
 #: to be near copies (``CausalReport.copies``).
 NEAR_COPY = 0.99
@@ -99,6 +109,9 @@ class CausalReport:
     flat_separated: bool = False
     #: pairs whose released correlation is about +-1 (near copies)
     copies: tuple = ()
+    #: ``(column, "lower" | "upper", share)``: columns whose released histogram
+    #: piles rows in its end bin at a public bound (:func:`piled_note`)
+    piled: tuple = ()
 
     @property
     def tests(self) -> int:
@@ -163,6 +176,8 @@ class CausalReport:
                          f"tests, {r.removed} removed{blind}")
         if self.flat:
             lines.append(f"  {flat_note(self.flat, self.test, self.flat_separated)}")
+        if self.piled:
+            lines.append(f"  {piled_note(self.piled)}")
         if self.copies:
             said = ", ".join(f"{a} and {b}" for a, b in self.copies)
             lines.append(f"  near copies (released |correlation| >= {NEAR_COPY:g}): {said}; PC "
