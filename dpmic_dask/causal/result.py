@@ -178,6 +178,12 @@ class CausalReport:
             lines.append(f"  {flat_note(self.flat, self.test, self.flat_separated)}")
         if self.piled:
             lines.append(f"  {piled_note(self.piled)}")
+        if self.private and self.test in ("tau", "g"):
+            lines.append(f"  public bounds and category lists: used as given, not checked (the "
+                         f"'{self.test}' test releases no histogram of a column to read them "
+                         "from; a list written otherwise than the values, or bounds that "
+                         "clamp many rows, change the graph without a word: a pairwise "
+                         "release's check of public bounds reads them)")
         if self.copies:
             said = ", ".join(f"{a} and {b}" for a, b in self.copies)
             lines.append(f"  near copies (released |correlation| >= {NEAR_COPY:g}): {said}; PC "

@@ -178,6 +178,10 @@ def test_exact_recovers_known_graph_and_private_without_noise_agrees():
     assert np.array_equal(private.graph, exact.graph)
     assert private.separating_sets == exact.separating_sets
     assert exact.report().passes == len(exact.report().levels) <= 3
+    # the per-decision tests read no histogram: their public bounds go unchecked, said
+    assert "public bounds and category lists: used as given, not checked (the 'tau'" \
+        in str(private.report())
+    assert "not checked" not in str(exact.report())
 
 
 def causal_learn_skeleton(frame, bins, alpha, depth, test="gsq"):
