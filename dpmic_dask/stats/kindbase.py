@@ -207,7 +207,9 @@ class BooleanKind(ColumnKind):
                 "or bounds whose midpoint lies in (0, 1]")
 
     def format(self, number):
-        return bool(number >= 0.5)
+        """False or True at 0 and 1; any other axis number (a released bound such as
+        0.9975) as the number, never rounded to a truth value."""
+        return bool(number) if number in (0.0, 1.0) else float(number)
 
 
 class NumberKind(ColumnKind):

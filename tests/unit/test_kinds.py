@@ -508,3 +508,13 @@ def test_kind_boolean_refuses_a_column_that_is_not_boolean(column):
                                       kinds={"d": "boolean"}, bounds_check=None,
                                       ledger=ledger)
         assert result.to_pandas()["mic"].iloc[0] > 0.9
+
+
+def test_a_boolean_bound_between_false_and_true_prints_as_its_number():
+    """Private bounds (0.9975, 1.0013) of an all-True column printed as
+    [True, True]: a bound of zero width, which no release may show."""
+    from dpmic_dask.stats.kindbase import BooleanKind
+
+    kind = BooleanKind()
+    assert kind.format(0.0) is False and kind.format(1.0) is True
+    assert kind.format(0.9975) == 0.9975 and kind.format(1.0013) == 1.0013
