@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 from sqlalchemy import BigInteger, Float, Text
 
+from dpmic_dask.release.boundsresult import LONGEST_NOTE
 from dpmic_dask.release.results import output_name
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -32,6 +33,8 @@ BASE_COLUMNS = {
 def expected_columns(job) -> dict:
     """The columns (name -> kind) a run of ``job`` writes."""
     columns = dict(BASE_COLUMNS)
+    if job.privacy_unit is not None:  # per unit: which unit, how many rows each
+        columns.update({"privacy_unit": str, "max_rows_per_unit": int})
     # whether each value lies inside its own ci95 of 0 (0 or 1)
     columns["within_noise"] = int
     for statistic in job.statistics[1:]:
@@ -59,7 +62,11 @@ def probe_row(job, run_id: str | None = None) -> dict:
     texts = {"run_id": run_id or uuid.uuid4().hex, "released_at": "2026-01-01T00:00:00+00:00",
              "job": job.name, "dataset": job.dataset, "x": longest, "y": longest,
              "mechanism": max((job.mechanism, "micr-gauss"), key=len),
-             "statistic": max(job.statistics, key=len), "cost_unit": "epsilon",
+             # the names rows hold (MIC's estimator, the zCDP unit), the longest of each
+             "statistic": max(("micr", "mice", *job.statistics), key=len),
+             "cost_unit": max(("epsilon", "rho (zCDP)"), key=len),
+             "privacy_unit": "+".join(job.privacy_unit or ()),
+             "x_bounds": LONGEST_NOTE, "y_bounds": LONGEST_NOTE,
              "charge_id": uuid.uuid4().hex}
     extreme = {int: 2**63 - 1, float: 1.7976931348623157e308}
     return {name: texts.get(name, "") if kind is str else

@@ -31,6 +31,18 @@ ONE_BIN_SCALES = 200
 ONE_BIN_WIDTH = 16
 
 
+#: What :meth:`BoundsRelease.note` may say of a column, by the field that flags it.
+NOTE_FLAGS = (("unresolved", "unresolved, fallback bounds"),
+              ("unseen", "may leave out a tail"),
+              ("piled", "rows piled at an end of the domain"),
+              ("infinite", "infinite values clamped"),
+              ("one_bin", "about constant"),
+              ("clamped_fills", "fill outside them, clamped"))
+#: The longest note a column's bounds can have (every flag): an output table's
+#: text column is probed with it before the charge.
+LONGEST_NOTE = "private: " + "; ".join(words for _, words in NOTE_FLAGS)
+
+
 @dataclass(frozen=True)
 class BoundsRelease:
     """Bounds estimated with differential privacy: plain numbers to keep and reuse as
@@ -206,13 +218,8 @@ class BoundsRelease:
         """``column``'s bounds in a word or a few, for a row of output: ``"private"``,
         or ``"private: "`` and what is wrong with them (unresolved, a tail that may
         be left out, rows piled at an end of the domain, clamped values or fill)."""
-        said = [words for flagged, words in (
-            (column in self.unresolved, "unresolved, fallback bounds"),
-            (column in self.unseen, "may leave out a tail"),
-            (column in self.piled, "rows piled at an end of the domain"),
-            (column in self.infinite, "infinite values clamped"),
-            (column in self.one_bin, "about constant"),
-            (column in self.clamped_fills, "fill outside them, clamped")) if flagged]
+        said = [words for field_name, words in NOTE_FLAGS
+                if column in getattr(self, field_name)]
         return "private" + (": " + "; ".join(said) if said else "")
 
     def pinnable(self) -> list:

@@ -430,3 +430,50 @@ def test_private_bounds_in_a_job_file(setup):
     record = SQLLedger(ledger).history("d")[-1]
     assert record.mechanism == "bounds-hist+NoisyTopK+micr-lap" and "top 1 by MICr" in record.description
     assert len(pd.read_parquet(tmp_path / "out" / "run-pb-2--nightly.parquet")) == 1
+
+
+def test_a_unit_job_writes_to_a_table_a_row_level_job_made(setup, tmp_path):
+    """A per-unit job's rows carry privacy_unit and max_rows_per_unit, which the
+    table check and probe left out: writing to a table a row-level job had made
+    failed after the charge (exit 7) at every retry."""
+    from sqlalchemy import create_engine
+
+    _, ledger, job = setup
+    gen = np.random.default_rng(2)  # test data only
+    folder = tmp_path / "units"
+    folder.mkdir()
+    pd.DataFrame({"who": gen.integers(0, 500, 3000), "a": gen.random(3000),
+                  "b": gen.random(3000)}).to_parquet(folder / "data.parquet")
+    sql = f"sqlite:///{tmp_path / 'out.db'}"
+    common = {f"{tmp_path / 'in'}/*.parquet": f"{folder}/*.parquet",
+              "c = { bounds = [0, 1] }\n": "",
+              f'path = "{tmp_path / "out"}"': f'sql_url = "{sql}"\nsql_table = "rel"'}
+    assert invoke("run", job(replace=common), "--run-id", "r1").exit_code == 0
+    SQLLedger(ledger).init("u", Budget(2.5, 0.0, "who"))
+    units = job(replace={**common, 'dataset = "d"': 'dataset = "u"',
+                         "eps = 1.0": 'eps = 1.0\nunit = "who"\nmax_rows_per_unit = 4'})
+    result = invoke("run", units, "--run-id", "u1")
+    assert result.exit_code == 0, result.output
+    table = pd.read_sql_table("rel", create_engine(sql))
+    assert sorted(table["run_id"]) == ["r1", "u1"]
+    assert table.loc[table.run_id == "u1", "max_rows_per_unit"].tolist() == [4]
+    assert len(SQLLedger(ledger).history("d")) == len(SQLLedger(ledger).history("u")) == 1
+
+
+def test_the_probe_row_holds_the_longest_texts_rows_can_hold(setup, tmp_path):
+    """The probe wrote "" for x_bounds (a row holds "private: about constant" and
+    more), "mic" for statistic (rows hold "micr") and "epsilon" for cost_unit (zCDP
+    rows hold "rho (zCDP)"): a narrow text column failed after the charge."""
+    from dpmic_dask.batch.outputrows import expected_columns, probe_row
+    from dpmic_dask.release.boundsresult import LONGEST_NOTE
+
+    _, _, job = setup
+    loaded = load_job(job(replace={"c = { bounds = [0, 1] }": 'c = { bounds = "private" }',
+                                   "eps = 1.0": 'eps = 1.0\nunit = "a_unit"\n'
+                                                "max_rows_per_unit = 4"}))
+    probe = probe_row(loaded)
+    assert set(probe) == set(expected_columns(loaded))
+    assert probe["x_bounds"] == probe["y_bounds"] == LONGEST_NOTE
+    assert "about constant" in LONGEST_NOTE and "unresolved" in LONGEST_NOTE
+    assert len(probe["statistic"]) >= len("micr") and probe["cost_unit"] == "rho (zCDP)"
+    assert probe["privacy_unit"] == "a_unit"
