@@ -138,9 +138,10 @@ def read_check(noisy, bounds, scale: float) -> ColumnCheck:
         if len(at_bound) == 1:
             spike = bool(heavy_ends(noisy, scale, share=0.0, only="upper" if at_bound[0][0]
                                     == "lower" else "lower"))
-        top = int(np.argmax(noisy))
-        if 0 < top < CHECK_BINS - 1 and noisy[top] >= ONE_BIN * float(noisy.sum()):
-            one_bin = (top, float(noisy[top]) / float(noisy.sum()))
+    top = int(np.argmax(noisy))
+    if confident and piled is None and 0 < top < CHECK_BINS - 1 and \
+            noisy[top] >= ONE_BIN * float(noisy.sum()):  # said so, wide or not
+        one_bin = (top, float(noisy[top]) / float(noisy.sum()))
     return ColumnCheck(run, edges, ratio, confident, wide, piled, share, settled, at_bound,
                        one_bin, spike)
 

@@ -64,7 +64,10 @@ class BoundsCheck:
 
     @property
     def wide(self) -> tuple:
-        return tuple(c for c, found in self.checks.items() if found.wide)
+        """Columns read as far wider than their values (not those whose rows sit in
+        one bin: no bounds are suggested for those, :meth:`bound_messages`)."""
+        return tuple(c for c, found in self.checks.items()
+                     if found.wide and found.one_bin is None)
 
     def formatted(self, column, numbers) -> tuple[str, str]:
 
