@@ -100,8 +100,16 @@ def explain_lines(planned, rows: int | None) -> list[str]:
             name = (f"bounds check (automatic: only from {rows_to_speak(auto.bounds_check):,} "
                     "rows, which the row count read before the charge decides)")
         lines.append(f"  {number}. {name}: {said}")
+    fallback = planned.auto_fallback
+    if auto is not None and public is None and fallback is not None:
+        # from the fallback's size to the full check's, the lists are left out
+        lines.append(f"  From {rows_to_speak(fallback.bounds_check):,} to "
+                     f"{rows_to_speak(auto.bounds_check) - 1:,} rows the check leaves the "
+                     f"category lists {list(auto.bounds_check.lists)} out: " + "; ".join(
+                         f"{name}: {said}" for name, said in _step_lines(fallback)) + ".")
     if auto is not None and public is None:  # both ways: each list adds up to the charge
-        lines.append(f"  Below {rows_to_speak(auto.bounds_check):,} rows the check is left "
+        least = (fallback or auto).bounds_check
+        lines.append(f"  Below {rows_to_speak(least):,} rows the check is left "
                      "out and its part goes to the other steps: " + "; ".join(
                          f"{name}: {said}" for name, said in _step_lines(planned)) + ".")
     lines.append("Columns:")
@@ -169,7 +177,8 @@ def _column_lines(planned) -> list[str]:
                      f"categories chosen privately among {len(chosen[name].categories)} "
                      "public candidates")
         elif name in categories:
-            where = f"{len(categories[name].categories)} public categories (others: 'other')"
+            where = (f"{len(categories[name].categories)} public categories (others: 'other')"
+                     + (", checked privately" if name in checked else ""))
         elif name in private_bounds:
             where = "bounds released privately (private bounds step" + _settings(
                 planned.bounds.bounds, name, kind) + ")"

@@ -146,3 +146,16 @@ def test_a_deliberate_short_list_is_said_as_one_other_category_not_as_unseen(fra
     (line,) = [m for m in said if m.startswith("column c:")]
     assert "which MIC reads as one category" in line and "sees only" not in line
     assert result.values[result.pairs.index(("c", "x"))] > 0.5  # "other" is read
+
+
+def test_a_plan_before_the_row_count_is_known_says_each_size_of_the_check(frame):
+    """The dry run (batch never knows the row count) said "below 60,000 rows the
+    check is left out" where a run of 50,000 checked the numeric column alone."""
+    data = dd.from_pandas(frame, npartitions=2)
+    plan = data.dpmic.plan(1.0, bounds={"x": (-0.5, 1.5), "y": (0.0, 1.0)},
+                           categories={"c": LISTED})
+    said = plan.explain(show=False)
+    assert ("From 40,000 to 59,999 rows the check leaves the category lists ['c'] out: "
+            "bounds check: bounds check of ['x', 'y']") in said
+    assert "Below 40,000 rows the check is left out" in said
+    assert "3 public categories (others: 'other'), checked privately" in said
