@@ -15,10 +15,15 @@ def csv_dtypes(job, inferred) -> dict:
     file is a null, not a clash of int64 and float64: a column with public bounds
     of numbers (and no other kind) as float64, as the release reads it anyway;
     every other integer column -- categories, a privacy unit's ids, epoch ticks --
-    as ``Int64``, exact (ids beyond 2**53 stay apart). Text and booleans are read
-    as the file holds them."""
+    as ``Int64``, exact (ids beyond 2**53 stay apart); a column the job lists
+    integer categories for as ``Int64`` too when the first block reads it as
+    floats (an empty cell there). Text and booleans are read as the file holds
+    them."""
     out = {}
     for name, dtype in inferred.items():
+        if _integer_list(job.bounds.get(name)) and getattr(dtype, "kind", "") == "f":
+            out[name] = "Int64"  # integer codes whose first block has an empty cell
+            continue
         if getattr(dtype, "kind", "") not in "iu" or isinstance(dtype, str):
             continue
         bounds = job.bounds.get(name)
@@ -27,6 +32,18 @@ def csv_dtypes(job, inferred) -> dict:
             isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds)
         out[name] = "float64" if numbers else "Int64"
     return out
+
+
+def _integer_list(spec) -> bool:
+    """Whether a job's column spec is a category list (public, or private
+    candidates) of integers only."""
+    if not isinstance(spec, dict):
+        return False
+    listed = spec.get("categories")
+    if isinstance(listed, dict):
+        listed = listed.get("private")
+    return isinstance(listed, (list, tuple)) and bool(listed) and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in listed)
 
 
 def duplicated_header(paths, named=()) -> str | None:

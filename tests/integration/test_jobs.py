@@ -477,3 +477,27 @@ def test_the_probe_row_holds_the_longest_texts_rows_can_hold(setup, tmp_path):
     assert "about constant" in LONGEST_NOTE and "unresolved" in LONGEST_NOTE
     assert len(probe["statistic"]) >= len("micr") and probe["cost_unit"] == "rho (zCDP)"
     assert probe["privacy_unit"] == "a_unit"
+
+
+def test_csv_integer_categories_with_an_empty_cell_in_the_first_block_are_read_exactly(
+        setup, tmp_path):
+    """Integer codes with a blank in the first block read as float64: "column 'code'
+    (dtype float64) cannot be categorical", where the same rows with the blanks last
+    ran. A column the job lists integer categories for is read as Int64."""
+    from dpmic_dask.batch.jobio import load_input
+
+    _, ledger, job = setup
+    gen = np.random.default_rng(4)  # test data only
+    folder = tmp_path / "codes"
+    folder.mkdir()
+    code = pd.array(gen.integers(1, 4, 3000), dtype="Int64")
+    code[::10] = pd.NA  # the first row among them
+    pd.DataFrame({"code": code, "a": gen.random(3000), "b": gen.random(3000)}).to_csv(
+        folder / "data.csv", index=False)
+    path = job(replace={f"{tmp_path / 'in'}/*.parquet": f"{folder}/data.csv",
+                        "c = { bounds = [0, 1] }": "code = { categories = [1, 2, 3] }",
+                        "eps = 1.0": 'eps = 1.0\nnulls = "category"'})
+    frame = load_input(load_job(path)).compute()
+    assert str(frame["code"].dtype) == "Int64" and frame["code"].isna().sum() == 300
+    result = invoke("run", path, "--run-id", "r1")
+    assert result.exit_code == 0, result.output
