@@ -113,6 +113,9 @@ def job_fingerprints(job: Job) -> tuple[str, ...]:
     if job.select_rule is not None:
         found += [job_fingerprint(job, legacy=True),
                   job_fingerprint(job, legacy=True, older=True)]
+    if job.bounds_check == "auto":  # runs charged when a written default counted
+        found += [job_fingerprint(job, legacy=legacy, older=older, auto_written=True)
+                  for legacy in (False, True) for older in (False, True)]
     return tuple(dict.fromkeys(found))
 
 
@@ -129,7 +132,8 @@ def _by_value(content):
     return content
 
 
-def job_fingerprint(job: Job, legacy: bool = False, older: bool = False) -> str:
+def job_fingerprint(job: Job, legacy: bool = False, older: bool = False,
+                    auto_written: bool = False) -> str:
     """A hash of what one run of ``job`` releases: the dataset, the input, the
     columns with their bounds and fills, the privacy parameters, the statistics
     and the selection, numbers by value (``1`` and ``1.0`` alike). Two job files
@@ -167,7 +171,9 @@ def job_fingerprint(job: Job, legacy: bool = False, older: bool = False) -> str:
         content["causal"] = job.causal
     if job.bounds_options:  # absent: fingerprints of older jobs unchanged
         content["bounds_options"] = job.bounds_options
-    if job.bounds_check is not None:  # absent: fingerprints of older jobs unchanged
+    # absent: fingerprints of older jobs unchanged; "auto" written is the default
+    # (``auto_written``: as runs charged before that was so count it)
+    if job.bounds_check not in (None, "auto") or (auto_written and job.bounds_check):
         content["bounds"] = {"check": job.bounds_check}
     if job.kinds or job.min_rows is not None:  # absent: fingerprints of older jobs unchanged
         content["kinds"] = {"columns": job.kinds, "min_rows": job.min_rows}

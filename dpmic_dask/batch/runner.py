@@ -79,6 +79,7 @@ from dpmic_dask.privacy.accounting import ledger_from_url
 from dpmic_dask.privacy.ledger import SQLLedger
 from dpmic_dask.release.charge import check_ledger_unit, precheck_budget
 from dpmic_dask.release.executor import run_release
+from dpmic_dask.release.reportlines import report_lines
 
 Echo = Callable[..., None]
 
@@ -314,13 +315,13 @@ def _release_once(job, run_id: str, ledger: SQLLedger, fingerprint: str, *, prog
                             " (may leave out a tail)" if c in found.unseen else "")
                          + (f" (about {found.infinite[c]:,.0f} infinite values clamped)"
                             if c in found.infinite else "")
+                         + (" (about constant)" if c in found.one_bin else "")
                          for c in found.bounds))
         if found.pin():
             echo("to pin them as public in the job file (and stop paying for them):\n"
                  + found.pin())
-    if result.bounds_check is not None:  # [bounds] check: what the noisy histograms say
-        for line in result.bounds_check.lines():
-            echo(line)
+    for line in report_lines(result):  # the check's findings, or why there was none
+        echo(line)
     _budget_lines(job, ledger, cost, echo)
 
 

@@ -64,10 +64,7 @@ class BoundsCheck:
 
     @property
     def wide(self) -> tuple:
-        """Columns read as far wider than their values (not those whose rows sit in
-        one bin: no bounds are suggested for those, :meth:`bound_messages`)."""
-        return tuple(c for c, found in self.checks.items()
-                     if found.wide and found.one_bin is None)
+        return tuple(c for c, found in self.checks.items() if found.wide)
 
     def formatted(self, column, numbers) -> tuple[str, str]:
 
@@ -98,10 +95,12 @@ class BoundsCheck:
             # shifted column): then tighter bounds inside would clamp them all again
             advice = (f" if the column does not run past {bound}; if it does, bounds that "
                       "hold its values")
+        alone = ("; nearly all its rows sit in one bin, so if it is about constant its "
+                 "pairs' MIC is about 0 whatever its bounds" if found.one_bin else "")
         return (f"column {column}: its public bounds look at least {found.ratio:.3g}x wider "
                 f"than its values (the private check puts {COVERAGE:.0%} of rows in "
                 f"{a}..{b}{edge}); MIC is lower than tighter bounds would give; consider "
-                f"bounds {a}..{b}{advice}")
+                f"bounds {a}..{b}{advice}{alone}")
 
     def piled_messages(self) -> list[str]:
         """One line per column (not read as wide) whose rows pile up in an end bin."""
@@ -145,7 +144,7 @@ class BoundsCheck:
                        if both else ""),
                     not both and found.at_bound[0][1] >= AT_BOUND_WARNED
                     and not found.other_end_spike))
-            if found.one_bin is not None:
+            if found.one_bin is not None and not found.wide:  # wide: its message says it
                 at, share = found.one_bin
                 width = self.bounds[column][1] - self.bounds[column][0]
                 a, b = self.formatted(column, (self.bounds[column][0] + width * at / CHECK_BINS,

@@ -283,6 +283,14 @@ def test_the_check_is_part_of_a_jobs_fingerprint(job_setup):
     assert len({off, on, other}) == 3
     assert "[bounds]\n" in job({}).read_text()
     assert job_fingerprint(load_job(job({}))) == off  # an empty section changes nothing
+    # the default written out is the same job (it was "charged by a different job");
+    # a run charged when the written default counted still settles
+    from dpmic_dask.batch.jobplan import job_fingerprints
+
+    written = load_job(job({"check": "auto"}))
+    assert job_fingerprint(written) == off
+    assert job_fingerprint(written, auto_written=True) in job_fingerprints(written)
+    assert job_fingerprint(written, auto_written=True) != off
 
 
 def test_a_dry_run_prints_the_plan_and_charges_nothing(job_setup):
