@@ -759,7 +759,7 @@ def test_every_pinned_bound_is_one_the_library_takes_back():
                              columns=["d", "x"], ledger=dm.InMemoryLedger(uncapped=True))
 
 
-def test_a_constant_column_under_private_bounds_is_said():
+def test_a_constant_column_under_private_bounds_is_said(tmp_path):
     """A constant column's private bounds came out around its one value, its
     pairs read about 0, and nothing said why. The refining pass's rows in one of
     its bins now say so (warning, report, the column's note); a narrow column
@@ -779,6 +779,8 @@ def test_a_constant_column_under_private_bounds_is_said():
     # not worth pinning as public bounds, and not said to be beyond any public bound
     assert "k" not in found.pinnable() and "s" in found.pinnable()
     assert "Not pinnable" not in found.report()
+    result.to_html(tmp_path / "page.html")  # the page's sources say it too
+    assert "(about constant: " in (tmp_path / "page.html").read_text()
 
 
 def test_a_column_mostly_at_one_value_with_the_rest_spread_is_not_said_constant():

@@ -250,6 +250,9 @@ def _bounds_sources(result) -> list[str]:
             if column in found.infinite:
                 how += (f" (about {found.infinite[column]:,.0f} infinite values, or beyond "
                         "+-3e307, clamped to them)")
+            if column in getattr(found, "one_bin", {}):
+                how += (f" (about constant: {min(found.one_bin[column], 1.0):.0%} of the rows "
+                        "in one bin of the refining pass; its pairs' MIC is capped)")
             lines.append(f"Bounds of {column}: {found.formatted(column)}, released privately"
                          f"{how}.")
     public = [c for c in result.columns if found is None or c not in found.bounds]
