@@ -41,6 +41,7 @@ from dpmic_dask.release.stages import (
     chosen_pairs_spec,
     companion,
     count_pairs,
+    defined_pairs,
     pair_function,
     public_rows,
     selection_layout,
@@ -108,8 +109,8 @@ def release_pairs(frame, request: ReleaseRequest, *, progress=None,
     else:
         exact = counted.values[list(chosen)]
         labels = "+".join(m.label for m in (mech, *request.companions))
-        plans = [m.calibrate(n=n_public, pairs=len(chosen), B=B, c=c)
-                 for m in request.companions]
+        plans = [m.calibrate(n=n_public, pairs=defined_pairs(request, chosen), B=B, c=c)
+                 for m in request.companions]  # over the pairs whose value is defined
         charge = yield Bill(request.cost, description, labels, request.columns)
         if request.companions:
             values = mech.randomise(exact[:, 0], plan)
@@ -128,7 +129,7 @@ def release_pairs(frame, request: ReleaseRequest, *, progress=None,
     pairs = [request.pairs[p] for p in chosen]
     report = value_report(request, plan, charge, selection, len(chosen), request.n_pairs)
     if request.companions:
-        report = with_parts(report, request, len(chosen))
+        report = with_parts(report, request, len(chosen), defined_pairs(request, chosen))
     warn_noise_after(values, plan.ci95)  # post-processing of the released values
     return PairwiseResult(
         columns=request.columns,
@@ -195,9 +196,9 @@ def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *,
     main = exact[:, 0] if plan.companions else exact
     values = release.randomise(main, noise) if chosen else np.zeros(0)  # type: ignore[attr-defined]
     warn_noise_after(values, noise.ci95)  # post-processing of the released values
-    companions = tuple(
+    companions = tuple(  # each over the chosen pairs whose value it has (public)
         companion(m, exact[:, k + 1] if chosen else np.zeros(0), len(chosen),
-                  m.calibrate(n=n_public, pairs=published, B=B, c=c))
+                  m.calibrate(n=n_public, pairs=defined_pairs(request, chosen), B=B, c=c))
         for k, m in enumerate(plan.companions))
     pairs = [request.pairs[p] for p in chosen]
     report = PrivacyReport(

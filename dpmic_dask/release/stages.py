@@ -138,8 +138,10 @@ def check_plan(request: ReleaseRequest, n: int) -> tuple[int, int]:
     if request.statistic.mergeable:
         request.layout(B, c)
         check_category_grids(request, B, c)
+    defined = defined_pairs(request, range(request.n_pairs))
     for mechanism in (request.mechanism, *request.companions):
-        planned = mechanism.calibrate(n=n, pairs=request.n_pairs, B=B, c=c)
+        pairs = request.n_pairs if mechanism is request.mechanism else defined
+        planned = mechanism.calibrate(n=n, pairs=pairs, B=B, c=c)
         warn_noise_before(planned.ci95)  # public quantities only, before the charge
         if planned.ci95 != planned.ci95:  # count noise (micr-geom): no ci95
             warn_count_noise_before(planned.noise_scale, n, B)
@@ -307,13 +309,26 @@ def companion(mechanism, exact, pairs: int, plan) -> Companion:
 
 
 
-def with_parts(report: PrivacyReport, request: ReleaseRequest, released: int) -> PrivacyReport:
-    """The report of a release of several statistics: the total, and each share."""
-    def share(m) -> str:
-        return f"{m.statistic.name}: {m.cost.describe()} over {released} pairs ({m.label})"
+def defined_pairs(request: ReleaseRequest, chosen) -> int:
+    """How many of the ``chosen`` pairs (indices into ``request.pairs``) have no
+    categorical column: those whose companion statistic (Kendall's tau) is
+    defined. The others' are NaN whatever the data (a public fact of the lists),
+    so a companion's share is split over these only (at least one)."""
+    categorical = {request.columns.index(name) for name, _ in request.categories}
+    return max(1, sum(1 for p in chosen if not set(request.pairs[p]) & categorical))
+
+
+def with_parts(report: PrivacyReport, request: ReleaseRequest, released: int,
+               defined: int | None = None) -> PrivacyReport:
+    """The report of a release of several statistics: the total, and each share
+    (a companion's over the ``defined`` pairs whose value it has)."""
+    def share(m, pairs) -> str:
+        return f"{m.statistic.name}: {m.cost.describe()} over {pairs} pairs ({m.label})"
 
     total = request.cost
-    parts = "; ".join(share(m) for m in (request.mechanism, *request.companions))
+    defined = released if defined is None else defined
+    parts = "; ".join([share(request.mechanism, released),
+                       *(share(m, defined) for m in request.companions)])
     return dataclasses.replace(
         report, epsilon=total.epsilon, delta=total.delta, rho=total.rho, parts=parts,
         release_cost=request.mechanism.cost,

@@ -161,6 +161,22 @@ def pairwise_path(mechanism, delta=0.0, statistics=("mic",)):
     return run
 
 
+def categorical_tau_path(delta=0.0):
+    """MIC and tau beside a categorical column: tau's share split over the pairs
+    whose tau is defined (every pair of numbers), MIC's over every pair."""
+    def run(frame):
+        gen = np.random.default_rng(17)  # test data only
+        frame = frame.assign(cat=gen.choice(["p", "q", "r"], len(frame)))
+        kw = {"statistics": ("mic", "tau_a"), "categories": {"cat": ["p", "q", "r"]}}
+        bounds = public_bounds(frame.drop(columns="cat"))
+        mechanism = "micr-gauss" if delta else "micr-lap"
+        mic, tau = exact_pairwise(frame, bounds, delta=delta, mechanism=mechanism, **kw)
+        result = frame.dpmic.pairwise(EPS, bounds=bounds, delta=delta, mechanism=mechanism,
+                                      B=B, c=C, **kw)
+        return value_parts(result, mic, tau)
+    return run
+
+
 def private_bounds_path(delta=0.0, select=None):
     def run(frame):
         kw = {} if select is None else dict(select)
@@ -260,6 +276,8 @@ def value_paths():
             paths[f"pairwise {name} mic+{other}"] = pairwise_path(name, delta, ("mic", other))
     for delta, measure in ((0.0, "pure"), (DELTA, "zCDP")):
         paths[f"pairwise private bounds {measure}"] = private_bounds_path(delta)
+        paths[f"pairwise mic+tau_a beside a categorical column {measure}"] = \
+            categorical_tau_path(delta)
         for rule in ("top-k", "above"):
             paths[f"{rule} {measure}"] = selection_path(rule, delta)
             for other in companions:
