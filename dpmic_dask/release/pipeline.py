@@ -45,6 +45,7 @@ from dpmic_dask.release.stages import (
     pair_function,
     public_rows,
     selection_layout,
+    undefined_pairs,
     value_report,
     values_of,
     values_of_pairs,
@@ -115,7 +116,8 @@ def release_pairs(frame, request: ReleaseRequest, *, progress=None,
         if request.companions:
             values = mech.randomise(exact[:, 0], plan)
             companions = tuple(
-                companion(m, exact[:, k + 1], len(chosen), plans[k])
+                companion(m, exact[:, k + 1], len(chosen), plans[k],
+                          undefined_pairs(request, chosen))
                 for k, m in enumerate(request.companions))
         else:
             values = mech.randomise(exact, plan)
@@ -198,7 +200,8 @@ def release_selected(frame, request: ReleaseRequest, plan: SelectionPlan, *,
     warn_noise_after(values, noise.ci95)  # post-processing of the released values
     companions = tuple(  # each over the chosen pairs whose value it has (public)
         companion(m, exact[:, k + 1] if chosen else np.zeros(0), len(chosen),
-                  m.calibrate(n=n_public, pairs=defined_pairs(request, chosen), B=B, c=c))
+                  m.calibrate(n=n_public, pairs=defined_pairs(request, chosen), B=B, c=c),
+                  undefined_pairs(request, chosen))
         for k, m in enumerate(plan.companions))
     pairs = [request.pairs[p] for p in chosen]
     report = PrivacyReport(

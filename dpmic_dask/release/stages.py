@@ -293,13 +293,15 @@ def pair_function(request: ReleaseRequest, layout, fn, statistics=None):
 
 
 
-def companion(mechanism, exact, pairs: int, plan) -> Companion:
+def companion(mechanism, exact, pairs: int, plan, undefined=None) -> Companion:
     """Noise of ``plan`` (calibrated before the charge) on a further statistic's
-    exact values (after the charge). A value that is undefined (NaN: tau of a
-    pair with a categorical axis) gets noise like every other and is published
-    as NaN (post-processing)."""
+    exact values (after the charge). The ``undefined`` values (a public mask:
+    tau of a pair with a categorical axis) are published as NaN, their noise
+    discarded; any other exact value that is not a number (only data changed
+    between two passes could make one) is noised as 0, never published raw."""
     exact = np.asarray(exact, dtype=np.float64)
-    undefined = np.isnan(exact)
+    undefined = np.isnan(exact) if undefined is None else np.asarray(undefined, dtype=bool)
+    exact = np.where(np.isnan(exact), 0.0, exact)
     values = mechanism.randomise(np.where(undefined, 0.0, exact), plan) if pairs else np.zeros(0)
     if pairs and undefined.any():
         values = np.where(undefined, np.nan, values)
@@ -309,13 +311,18 @@ def companion(mechanism, exact, pairs: int, plan) -> Companion:
 
 
 
+def undefined_pairs(request: ReleaseRequest, chosen) -> np.ndarray:
+    """Which of the ``chosen`` pairs have a categorical column (public)."""
+    categorical = {request.columns.index(name) for name, _ in request.categories}
+    return np.array([bool(set(request.pairs[p]) & categorical) for p in chosen], dtype=bool)
+
+
 def defined_pairs(request: ReleaseRequest, chosen) -> int:
     """How many of the ``chosen`` pairs (indices into ``request.pairs``) have no
     categorical column: those whose companion statistic (Kendall's tau) is
     defined. The others' are NaN whatever the data (a public fact of the lists),
     so a companion's share is split over these only (at least one)."""
-    categorical = {request.columns.index(name) for name, _ in request.categories}
-    return max(1, sum(1 for p in chosen if not set(request.pairs[p]) & categorical))
+    return max(1, int(np.count_nonzero(~undefined_pairs(request, chosen))))
 
 
 def with_parts(report: PrivacyReport, request: ReleaseRequest, released: int,

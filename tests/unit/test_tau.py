@@ -258,3 +258,21 @@ def test_taus_share_is_split_over_the_pairs_whose_tau_is_defined(how):
     assert tau.noise_scale == pytest.approx(numbers.companion("tau_a").noise_scale)
     assert mixed.privacy.noise_scale > numbers.privacy.noise_scale  # MIC: 6 pairs, not 3
     assert "tau: epsilon 0.5 over 3 pairs (tau-lap)" in mixed.report()
+
+
+def test_a_value_that_is_not_a_number_where_tau_is_defined_is_never_published_raw():
+    """NaN-ness came from the exact values: a pair of numbers whose exact tau were
+    NaN (data changed between a selection's two passes) was published as NaN,
+    outside the pairs the noise was calibrated over. The public mask decides now;
+    any other NaN is noised as 0."""
+    from dpmic_dask.privacy.accounting import PrivacyCost
+    from dpmic_dask.privacy.mechanisms.registry import value_mechanism
+    from dpmic_dask.release.stages import companion
+    from dpmic_dask.stats.statistics.registry import get_statistic
+
+    mechanism = value_mechanism(PrivacyCost(1.0), get_statistic("tau"), "tau")
+    plan = mechanism.calibrate(n=1000, pairs=2, B=40, c=5)
+    out = companion(mechanism, [0.3, np.nan, np.nan], 3, plan,
+                    undefined=np.array([False, False, True]))
+    assert np.isfinite(out.values[0]) and np.isfinite(out.values[1])
+    assert np.isnan(out.values[2])
