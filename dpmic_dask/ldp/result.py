@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from dpmic_dask.ldp.estimate import project_simplex
 from dpmic_dask.release.htmlreport import local_view, write_page
 from dpmic_dask.release.results import TEXT_LIMIT, spectral_order
 
@@ -58,6 +59,8 @@ class LocalReport:
 #: least this, and that share less two standard deviations at least ``ONE_BIN_SURE``.
 ONE_BIN = 0.9
 ONE_BIN_SURE = 0.8
+#: ... read only off a pair with at least this many reports (public).
+ONE_BIN_REPORTS = 100
 
 
 @dataclass(frozen=True)
@@ -156,10 +159,11 @@ class LocalPairwiseResult:
         order = sorted(range(len(self.pairs)), key=lambda j: -self.estimates[j].reports)
         for j in order:
             e = self.estimates[j]
-            if e.reports <= 0 or getattr(e, "frequencies", None) is None \
+            if e.reports < ONE_BIN_REPORTS or getattr(e, "frequencies", None) is None \
                     or not np.all(np.isfinite(e.frequencies)):
                 continue
-            f = np.asarray(e.frequencies, dtype=float).reshape(m, m)
+            # the estimate projected onto the frequencies (unbiased ones may leave [0, 1])
+            f = project_simplex(np.asarray(e.frequencies, dtype=float)).reshape(m, m)
             cov = np.asarray(e.covariance, dtype=float).reshape(m, m, m, m)
             for axis, column in enumerate(self.pairs[j]):
                 if column in found:
