@@ -113,14 +113,13 @@ class BoundsRelease:
 
     def one_bin_note(self) -> str:
         """The report's sentence about :attr:`one_bin` columns, or ``""``."""
-        if not self.one_bin:
-            return ""
         said = self._each(self.one_bin, lambda c, share: f"{min(share, 1.0):.0%} in "
                                                           f"{self.formatted(c)}")
-        return (f"About constant: the refining pass of the private bounds puts most rows of "
-                f"{list(self.one_bin)} in one of its bins ({said}): most of such a column's "
-                "values are one value, which caps what its pairs' MIC can show (about 0 for "
-                "a constant column).")
+        return "" if not said else (
+            f"About constant: the refining pass of the private bounds puts most rows of "
+            f"{list(self.one_bin)} in one of its bins ({said}): most of such a column's "
+            "values are one value, which caps what its pairs' MIC can show (about 0 for a "
+            "constant column).")
 
     @staticmethod
     def _each(found: dict, words) -> str:
