@@ -375,3 +375,19 @@ def test_a_causal_page_from_report_text_keeps_the_parts_of_levels_not_run(test):
     steps = _text_parts(str(graph.report()))
     assert [s["name"] for s in steps] == [name for name, _, _ in parts]
     assert [s["part"].split(",")[0] for s in steps] == [amount for _, amount, _ in parts]
+
+
+def test_a_page_rebuilt_from_zcdp_rows_states_the_whole_releases_rho():
+    """The live page says "zero-concentrated DP: rho = ..."; one rebuilt from the
+    run's rows dropped the rho ("zero-concentrated DP (stated as ...)")."""
+    import pandas as pd
+
+    from dpmic_dask.privacy.conversion import rho_from_eps_delta
+    from dpmic_dask.release.htmlreport.pages import rows_view
+
+    gen = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": gen.random(3000), "y": gen.random(3000)})
+    result = frame.dpmic.pairwise(1.0, delta=1e-6, bounds={"x": (0, 1), "y": (0, 1)})
+    facts = dict(rows_view(result.to_pandas())["facts"])
+    assert facts["measure"] == (f"zero-concentrated DP: rho = "
+                                f"{rho_from_eps_delta(1.0, 1e-6):.4g} (stated as (epsilon, delta))")

@@ -198,8 +198,15 @@ def rows_view(table, report: str | None = None, title: str | None = None) -> dic
                  f"private MIC of {len(pairs)} pairs of {len(columns)} columns", seeded,
                  text or _rows_report(first, len(pairs), sum(bool(p["within"]) for p in pairs)))
     cost_unit = str(first.get("cost_unit", ""))
-    measure = ("pure epsilon-differential privacy" if cost_unit == "epsilon" else
-               "zero-concentrated DP (stated as (epsilon, delta))" if cost_unit else "-")
+    measure = "-"
+    if cost_unit == "epsilon":
+        measure = "pure epsilon-differential privacy"
+    elif cost_unit:  # the whole release's rho, as the live page states it
+        try:
+            measure = (f"zero-concentrated DP: rho = {rho_from_eps_delta(epsilon, delta):.4g} "
+                       "(stated as (epsilon, delta))")
+        except Exception:  # noqa: BLE001 - rows that do not describe a valid cost
+            measure = "zero-concentrated DP (stated as (epsilon, delta))"
     unit = ("one row" if unit_name is None else
             f"per {unit_name}, at most {first.get('max_rows_per_unit')} rows each")
     view["facts"] = [("epsilon", f"{epsilon:g}"), ("delta", f"{delta:g}"),
