@@ -60,7 +60,7 @@ def test_a_list_missing_most_of_the_values_is_said_and_one_that_fits_is_not(fram
     assert 0.6 < partly.bounds_check.lists["c"].share < 0.73  # two thirds outside
     fits, said = release(frame, LISTED)
     assert fits.bounds_check.outside == () and not said
-    assert fits.bounds_check.lists["c"].share < 0.01
+    assert fits.bounds_check.lists["c"].share < 0.04  # 0 rows outside; noise scale 300
     assert ("No checked categorical column has 50% or more of its rows outside its "
             "public list.") in fits.report()
     assert fits.values[fits.pairs.index(("c", "x"))] > 0.9
