@@ -54,6 +54,7 @@ from dpmic_dask.privacy.mechanisms.base import (
     MAX_NOISE_UNITS,
 )
 from dpmic_dask.privacy.statement import privacy_statement
+from dpmic_dask.release.bounds_reading import heavy_ends
 from dpmic_dask.release.charge import Bill, warn_if_delta_large
 from dpmic_dask.release.report import warn_noise_swamps_tests
 
@@ -164,10 +165,10 @@ def copula_graph(frame, request, eps, delta, backend, progress,
 
 
 #: An end bin of a column's released histogram holding at least this share of the
-#: rows, and at least ``PILE_SPIKE`` times its neighbour plus ``PILE_SDS`` noise
-#: deviations, is a pile at a public bound (clamped values tie there).
+#: rows, and at least ``SPIKE`` times its neighbour plus ``PILE_SDS`` noise
+#: deviations (the check of public bounds' rule, ``bounds_reading.heavy_ends``), is
+#: a pile at a public bound (clamped values tie there).
 PILE_SHARE = 0.05
-PILE_SPIKE = 4.0
 PILE_SDS = 6.0
 
 
@@ -175,14 +176,9 @@ def piled_ends(names, noisy, n: int, flat, sd: float) -> tuple:
     """``(name, side, share)`` of the columns (not flat) whose released histogram
     piles rows in an end bin (post-processing of released counts), said in a
     warning (after the charge: shown, never raised)."""
-    out = []
-    for name, row in zip(names, np.asarray(noisy, dtype=np.float64)):
-        if name in flat:
-            continue
-        for side, end, next_to in (("lower", 0, 1), ("upper", -1, -2)):
-            if row[end] >= PILE_SHARE * n and \
-                    row[end] >= PILE_SPIKE * max(row[next_to], 0.0) + PILE_SDS * sd:
-                out.append((name, side, float(row[end]) / n))
+    out = [(name, side, share)
+           for name, row in zip(names, np.asarray(noisy, dtype=np.float64)) if name not in flat
+           for side, share in heavy_ends(row, PILE_SDS * sd, PILE_SHARE, total=n)]
     if out:
         shown(piled_note(out).capitalize(), BoundsWarning, stacklevel=user_stacklevel())
     return tuple(out)

@@ -134,10 +134,10 @@ def read_check(noisy, bounds, scale: float) -> ColumnCheck:
     settled = wide or (confident and rules_out_narrow(noisy, scale))
     at_bound, one_bin, spike = (), None, False
     if confident and not wide and piled is None:
-        at_bound = heavy_ends(noisy, scale)
+        at_bound = heavy_ends(noisy, PILED_NOISE * scale)
         if len(at_bound) == 1:
-            spike = bool(heavy_ends(noisy, scale, share=0.0, only="upper" if at_bound[0][0]
-                                    == "lower" else "lower"))
+            other = "upper" if at_bound[0][0] == "lower" else "lower"
+            spike = bool(heavy_ends(noisy, PILED_NOISE * scale, share=0.0, only=other))
     top = int(np.argmax(noisy))
     if confident and piled is None and 0 < top < CHECK_BINS - 1 and \
             noisy[top] >= ONE_BIN * float(noisy.sum()):  # said so, wide or not
@@ -146,18 +146,20 @@ def read_check(noisy, bounds, scale: float) -> ColumnCheck:
                        one_bin, spike)
 
 
-def heavy_ends(noisy, scale: float, share: float = AT_BOUND, only: str | None = None) -> tuple:
-    """The end bins (or the ``only`` one) holding at least ``share`` of the noisy
-    total and at least :data:`SPIKE` times their neighbour (clipped at 0) plus
-    :data:`PILED_NOISE` scales: ``(side, share)`` each (post-processing)."""
-    total = float(np.sum(noisy))
+def heavy_ends(noisy, allowance: float, share: float = AT_BOUND, only: str | None = None,
+               total: float | None = None) -> tuple:
+    """The end bins (or the ``only`` one) holding at least ``share`` of ``total``
+    (by default the noisy total) and at least :data:`SPIKE` times their neighbour
+    (clipped at 0) plus ``allowance`` counts of noise: ``(side, share)`` each
+    (post-processing of released counts)."""
+    total = float(np.sum(noisy)) if total is None else float(total)
     out = []
     for side, end, next_to in (("lower", 0, 1), ("upper", -1, -2)):
         count = float(noisy[end])
         if only not in (None, side):
             continue
         if count >= share * total and \
-                count >= SPIKE * max(float(noisy[next_to]), 0.0) + PILED_NOISE * scale:
+                count >= SPIKE * max(float(noisy[next_to]), 0.0) + allowance:
             out.append((side, count / total))
     return tuple(out)
 

@@ -124,7 +124,7 @@ class BoundsCheck:
         """One line per column whose end bins hold far more than their neighbours
         (values at a bound, or beyond it and clamped), or whose rows sit in one
         inner bin; each with whether it is also a warning (one end holding at
-        least half the rows, the other end not heavy)."""
+        least :data:`AT_BOUND_WARNED` of the rows, the other end not a spike)."""
         out = []
         for column, found in self.checks.items():
             lo, hi = self.formatted(column, self.bounds[column])
