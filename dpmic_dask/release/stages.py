@@ -293,14 +293,14 @@ def pair_function(request: ReleaseRequest, layout, fn, statistics=None):
 
 
 
-def companion(mechanism, exact, pairs: int, plan, undefined=None) -> Companion:
+def companion(mechanism, exact, pairs: int, plan, undefined) -> Companion:
     """Noise of ``plan`` (calibrated before the charge) on a further statistic's
     exact values (after the charge). The ``undefined`` values (a public mask:
     tau of a pair with a categorical axis) are published as NaN, their noise
     discarded; any other exact value that is not a number (only data changed
     between two passes could make one) is noised as 0, never published raw."""
     exact = np.asarray(exact, dtype=np.float64)
-    undefined = np.isnan(exact) if undefined is None else np.asarray(undefined, dtype=bool)
+    undefined = np.asarray(undefined, dtype=bool)
     exact = np.where(np.isnan(exact), 0.0, exact)
     values = mechanism.randomise(np.where(undefined, 0.0, exact), plan) if pairs else np.zeros(0)
     if pairs and undefined.any():
